@@ -1,0 +1,79 @@
+# firn - build the library, the command-line tool and the tests.
+#
+#   make            build/firn and build/libfirn.a (CUDA parts when nvcc is found)
+#   make test       build and run the Criterion test suite
+#   make CUDA=0     force a CPU-only build
+#   make CUDA_ARCH="-gencode arch=compute_90,code=sm_90"   override GPU targets
+#   make DEBUG_SYNC=1   synchronize and check after every kernel launch
+
+CC      ?= gcc
+BUILD   ?= build
+NVCC    ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
+PKGS     = libcjson libpng
+CFLAGS  ?= -O2 -g
+CFLAGS  += -std=gnu11 -Wall -Wextra -Wshadow -fopenmp -Iinclude -Ihost \
+           $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+LDLIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lcjson -lpng) -lm -fopenmp
+
+ifeq ($(CUDA),0)
+NVCC :=
+endif
+
+HOST_SRC = $(wildcard host/*.c)
+HOST_OBJ = $(HOST_SRC:%.c=$(BUILD)/%.o)
+TEST_SRC = $(wildcard test/*.c)
+TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/%.o)
+
+ifneq ($(NVCC),)
+CUDA_HOME  ?= $(patsubst %/bin/nvcc,%,$(NVCC))
+CUDA_ARCH  ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
+              -gencode arch=compute_90,code=compute_90
+NVCCFLAGS  ?= -O3 -lineinfo
+NVCCFLAGS  += -std=c++17 $(CUDA_ARCH) -Iinclude -Ihost -Xcompiler -Wall,-Wextra \
+              -DFIRN_WITH_CUDA
+ifeq ($(DEBUG_SYNC),1)
+NVCCFLAGS  += -DFIRN_DEBUG_SYNC
+endif
+CFLAGS     += -DFIRN_WITH_CUDA
+CU_SRC      = $(wildcard kernels/*.cu)
+CU_OBJ      = $(CU_SRC:%.cu=$(BUILD)/%.o)
+LDLIBS     += -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/targets/x86_64-linux/lib -lcudart_static \
+              -ldl -lrt -lpthread -lstdc++
+BUILD_KIND  = CPU + CUDA ($(NVCC))
+else
+CU_OBJ      =
+BUILD_KIND  = CPU only (nvcc not found: install the CUDA toolkit or set NVCC=/path/to/nvcc)
+endif
+
+.PHONY: all test clean info
+all: info $(BUILD)/firn
+
+info:
+	@echo "firn build: $(BUILD_KIND)"
+
+CLI_OBJ  = $(filter $(BUILD)/host/main.o $(BUILD)/host/cli_%.o,$(HOST_OBJ))
+
+$(BUILD)/libfirn.a: $(filter-out $(CLI_OBJ),$(HOST_OBJ)) $(CU_OBJ)
+	@mkdir -p $(@D)
+	ar rcs $@ $^
+
+$(BUILD)/firn: $(CLI_OBJ) $(BUILD)/libfirn.a
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/%.o: %.c $(wildcard include/*.h host/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/kernels/%.o: kernels/%.cu $(wildcard include/*.h host/*.h kernels/*.cuh)
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCCFLAGS) -c -o $@ $<
+
+$(BUILD)/test_firn: $(TEST_OBJ) $(BUILD)/libfirn.a
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) -lcriterion
+
+# Tests call the CLI too, so both are built first.
+test: all $(BUILD)/test_firn
+	FIRN_BIN=$(BUILD)/firn ./$(BUILD)/test_firn --jobs 1
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,19 @@
+/* cli.h - the subcommands of the firn tool (host/cli_*.c). */
+#ifndef FIRN_CLI_H
+#define FIRN_CLI_H
+
+#include "firn.h"
+
+int firn_cli_run(int argc, char **argv);
+int firn_cli_compare(int argc, char **argv);
+int firn_cli_bench(int argc, char **argv);
+
+/* Parses --backend's value; returns -1 on an unknown name. */
+int firn_cli_backend(const char *name, firn_backend *out);
+/* Parses a positive integer option value; prints and returns -1 on error. */
+int firn_cli_int(const char *opt, const char *value, int *out);
+/* mkdir -p; fills err on failure. */
+int firn_mkdirs(const char *path, firn_error *err);
+int firn_cli_fail(const firn_error *err);
+
+#endif

@@ -1,0 +1,196 @@
+/* cli_compare.c - `firn compare`: the same scene on the CPU reference path
+ * and the CUDA backend, from the same initial state.
+ *
+ * After one substep every particle field and the grid are compared element
+ * by element. Float atomics on the GPU sum in another order than the CPU's
+ * fixed order, so the two agree to rounding, not bitwise; the tolerance is
+ * relative to the field's largest magnitude: max|gpu - cpu| <= 1e-5 max|cpu|
+ * (a few float32 ulps of the field's scale).
+ * After N frames chaotic flows diverge particle by particle, so only scene
+ * statistics are compared, each within 1 percent of its scale (see
+ * docs/CLI.md). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "world.h"
+
+#define STATE_TOL 1e-5
+#define STATS_TOL 1e-2
+
+typedef struct {
+    const char *name;
+    double max_abs, max_ref, rel;
+    long long worst;
+} field_diff;
+
+static field_diff diff_field(const char *name, const float *a, const float *b, long long count)
+{
+    field_diff d = {name, 0.0, 0.0, 0.0, -1};
+    for (long long i = 0; i < count; i++) {
+        double e = fabs((double)a[i] - (double)b[i]);
+        if (!(e <= d.max_abs)) { /* also catches NaN */
+            d.max_abs = e;
+            d.worst = i;
+        }
+        if (fabs((double)b[i]) > d.max_ref)
+            d.max_ref = fabs((double)b[i]);
+    }
+    d.rel = d.max_ref > 0.0 ? d.max_abs / d.max_ref : d.max_abs;
+    return d;
+}
+
+static int report(const field_diff *d, double tol)
+{
+    int ok = d->rel <= tol;
+    printf("  %-12s max abs %-11.3e max |cpu| %-11.3e rel %-11.3e %s", d->name, d->max_abs,
+           d->max_ref, d->rel, ok ? "ok" : "FAIL");
+    if (!ok)
+        printf(" (worst element %lld)", d->worst);
+    printf("\n");
+    return ok;
+}
+
+/* Position moments: mean and variance per axis. */
+static void moments(const firn_particles_view *p, double mean[3], double var[3])
+{
+    for (int a = 0; a < 3; a++) {
+        double s = 0.0, s2 = 0.0;
+        for (long long i = 0; i < p->n; i++) {
+            double x = p->x[a * p->n + i];
+            s += x;
+            s2 += x * x;
+        }
+        mean[a] = s / (double)p->n;
+        var[a] = s2 / (double)p->n - mean[a] * mean[a];
+    }
+}
+
+static int stat_line(const char *name, double cpu, double gpu, double scale)
+{
+    double rel = fabs(gpu - cpu) / scale;
+    int ok = rel <= STATS_TOL;
+    printf("  %-18s cpu %-13.6g gpu %-13.6g diff/scale %-10.3e %s\n", name, cpu, gpu, rel,
+           ok ? "ok" : "FAIL");
+    return ok;
+}
+
+int firn_cli_compare(int argc, char **argv)
+{
+    const char *scene = NULL;
+    int frames = 10;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--frames")) {
+            if (firn_cli_int("--frames", i + 1 < argc ? argv[++i] : NULL, &frames))
+                return FIRN_E_USAGE;
+        } else if (argv[i][0] == '-' || scene) {
+            fprintf(stderr, "firn compare: unexpected argument '%s'\n", argv[i]);
+            return FIRN_E_USAGE;
+        } else {
+            scene = argv[i];
+        }
+    }
+    if (!scene) {
+        fprintf(stderr, "firn compare: missing SCENE\n");
+        return FIRN_E_USAGE;
+    }
+    firn_scene_def def;
+    firn_error err;
+    if (firn_scene_load_json(scene, &def, &err))
+        return firn_cli_fail(&err);
+    firn_world *cpu = firn_world_create(&def, FIRN_BACKEND_CPU, &err);
+    if (!cpu)
+        return firn_cli_fail(&err);
+    firn_world *gpu = firn_world_create(&def, FIRN_BACKEND_CUDA, &err);
+    if (!gpu) {
+        firn_world_destroy(cpu);
+        return firn_cli_fail(&err);
+    }
+    int ok = 1;
+    long long n = firn_world_particle_count(cpu);
+    float dt = def.dt > 0.0f ? def.dt : firn_world_cfl_dt(cpu);
+    printf("%s: %lld particles, CPU (%s) vs GPU (%s)\n", scene, n, firn_world_device_name(cpu),
+           firn_world_device_name(gpu));
+    printf("after one substep (dt = %.4g s), tolerance %.0e of each field's scale:\n", dt, STATE_TOL);
+    if (firn_world_substep(cpu, dt, &err) || firn_world_substep(gpu, dt, &err))
+        goto error;
+    firn_particles_view a, b;
+    if (firn_world_particles(gpu, &a, &err) || firn_world_particles(cpu, &b, &err))
+        goto error;
+    field_diff d[8];
+    int nd = 0;
+    d[nd++] = diff_field("x", a.x, b.x, 3 * n);
+    d[nd++] = diff_field("v", a.v, b.v, 3 * n);
+    d[nd++] = diff_field("C", a.C, b.C, 9 * n);
+    d[nd++] = diff_field("F", a.F, b.F, 9 * n);
+    d[nd++] = diff_field("Jp", a.Jp, b.Jp, n);
+    d[nd++] = diff_field("damage", a.damage, b.damage, n);
+    long long nodes = cpu->grid.nodes;
+    float *gm = malloc((size_t)nodes * sizeof(float)), *gv = malloc(3 * (size_t)nodes * sizeof(float));
+    if (!gm || !gv) {
+        free(gm);
+        free(gv);
+        firn_set_error(&err, FIRN_E_NOMEM, "out of host memory for the grid copy");
+        goto error;
+    }
+    if (firn_cuda_download_grid(gpu, gm, gv, &err)) {
+        free(gm);
+        free(gv);
+        goto error;
+    }
+    d[nd++] = diff_field("grid mass", gm, cpu->grid.mass, nodes);
+    d[nd++] = diff_field("grid vel", gv, cpu->grid.mom, 3 * nodes);
+    free(gm);
+    free(gv);
+    for (int k = 0; k < nd; k++)
+        ok &= report(&d[k], STATE_TOL);
+
+    firn_frame_stats sc, sg;
+    for (int f = 0; f < frames; f++)
+        if (firn_world_step_frame(cpu, &sc, &err) || firn_world_step_frame(gpu, &sg, &err))
+            goto error;
+    if (firn_world_particles(gpu, &a, &err) || firn_world_particles(cpu, &b, &err))
+        goto error;
+    double L = 0.0, g = 0.0;
+    for (int k = 0; k < 3; k++) {
+        L = fmax(L, def.upper[k] - def.lower[k]);
+        g += def.gravity[k] * def.gravity[k];
+    }
+    g = sqrt(g);
+    /* Scales: positions by the domain size; energy by the larger of the two
+     * kinetic energies and 1e-3 of the potential energy M g L; momentum by
+     * M sqrt(g L) or the larger speed. */
+    double M = sc.mass;
+    double ke_scale = fmax(fmax(sc.kinetic_energy, sg.kinetic_energy), 1e-3 * M * fmax(g, 1e-3) * L);
+    double speed = sqrt(2.0 * fmax(sc.kinetic_energy, sg.kinetic_energy) / M);
+    double p_scale = M * fmax(speed, sqrt(fmax(g, 1e-3) * L) * 1e-1);
+    printf("after %d frames (t = %.4g s), tolerance %.0f%% of each statistic's scale:\n", frames,
+           sc.time, 100 * STATS_TOL);
+    static const char *ax = "xyz";
+    char name[32];
+    double mc[3], vc[3], mg[3], vg[3];
+    moments(&b, mc, vc);
+    moments(&a, mg, vg);
+    ok &= stat_line("kinetic energy", sc.kinetic_energy, sg.kinetic_energy, ke_scale);
+    for (int k = 0; k < 3; k++) {
+        snprintf(name, sizeof name, "centre of mass %c", ax[k]);
+        ok &= stat_line(name, sc.center_of_mass[k], sg.center_of_mass[k], L);
+        snprintf(name, sizeof name, "momentum %c", ax[k]);
+        ok &= stat_line(name, sc.momentum[k], sg.momentum[k], p_scale);
+        snprintf(name, sizeof name, "bbox lower %c", ax[k]);
+        ok &= stat_line(name, sc.bbox_lower[k], sg.bbox_lower[k], L);
+        snprintf(name, sizeof name, "bbox upper %c", ax[k]);
+        ok &= stat_line(name, sc.bbox_upper[k], sg.bbox_upper[k], L);
+        snprintf(name, sizeof name, "std dev %c", ax[k]);
+        ok &= stat_line(name, sqrt(fmax(vc[k], 0.0)), sqrt(fmax(vg[k], 0.0)), L);
+    }
+    printf("%s\n", ok ? "compare: PASS" : "compare: FAIL");
+    firn_world_destroy(cpu);
+    firn_world_destroy(gpu);
+    return ok ? 0 : FIRN_E_COMPARE;
+error:
+    firn_world_destroy(cpu);
+    firn_world_destroy(gpu);
+    return firn_cli_fail(&err);
+}

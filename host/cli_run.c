@@ -1,0 +1,233 @@
+/* cli_run.c - `firn run`: simulate a scene, write frames and statistics,
+ * show progress. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "world.h"
+
+int firn_cli_fail(const firn_error *err)
+{
+    fprintf(stderr, "firn: error: %s\n", err->msg);
+    return err->code ? (int)err->code : 1;
+}
+
+int firn_cli_backend(const char *name, firn_backend *out)
+{
+    if (!strcmp(name, "auto"))
+        *out = FIRN_BACKEND_AUTO;
+    else if (!strcmp(name, "cpu"))
+        *out = FIRN_BACKEND_CPU;
+    else if (!strcmp(name, "cuda"))
+        *out = FIRN_BACKEND_CUDA;
+    else
+        return -1;
+    return 0;
+}
+
+int firn_cli_int(const char *opt, const char *value, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = value ? strtol(value, &end, 10) : 0;
+    if (!value || errno || *end || v < 1 || v > 100000000) {
+        fprintf(stderr, "firn: %s expects a positive integer, got '%s'\n", opt, value ? value : "");
+        return -1;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+int firn_mkdirs(const char *path, firn_error *err)
+{
+    char buf[FIRN_PATH_MAX];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) {
+        firn_set_error(err, FIRN_E_IO, "output directory path too long: %s", path);
+        return -1;
+    }
+    for (char *p = buf + 1;; p++) {
+        if (*p == '/' || *p == '\0') {
+            char c = *p;
+            *p = '\0';
+            if (mkdir(buf, 0777) && errno != EEXIST) {
+                firn_set_error(err, FIRN_E_IO, "cannot create output directory %s: %s", buf,
+                               strerror(errno));
+                return -1;
+            }
+            *p = c;
+            if (!c)
+                break;
+        }
+    }
+    struct stat st;
+    if (stat(path, &st) || !S_ISDIR(st.st_mode)) {
+        firn_set_error(err, FIRN_E_IO, "output path %s exists and is not a directory", path);
+        return -1;
+    }
+    return 0;
+}
+
+static void format_count(double v, char *buf, size_t size)
+{
+    if (v >= 1e9)
+        snprintf(buf, size, "%.2fG", v / 1e9);
+    else if (v >= 1e6)
+        snprintf(buf, size, "%.2fM", v / 1e6);
+    else if (v >= 1e3)
+        snprintf(buf, size, "%.1fk", v / 1e3);
+    else
+        snprintf(buf, size, "%.0f", v);
+}
+
+static void progress(int tty, const firn_frame_stats *s, int frames, double elapsed)
+{
+    char np[32], tp[32];
+    format_count((double)s->particles, np, sizeof np);
+    format_count(s->throughput, tp, sizeof tp);
+    double left = s->frame > 0 ? elapsed / s->frame * (frames - s->frame) : 0.0;
+    if (tty) {
+        int width = 24, done = frames > 0 ? width * s->frame / frames : width;
+        char bar[64];
+        for (int i = 0; i < width; i++)
+            bar[i] = i < done ? '#' : '.';
+        bar[width] = '\0';
+        fprintf(stderr, "\r[%s] frame %d/%d  substeps %lld  particles %s  %s p-substeps/s  left %d:%02d ",
+                bar, s->frame, frames, s->substeps, np, tp, (int)left / 60, (int)left % 60);
+        fflush(stderr);
+    } else {
+        fprintf(stderr,
+                "frame %d/%d substeps %lld (+%d, dt %.3g s) particles %lld  %.4g p-substeps/s  "
+                "ke %.4g J  left %.0f s\n",
+                s->frame, frames, s->substeps, s->frame_substeps, s->dt, s->particles, s->throughput,
+                s->kinetic_energy, left);
+    }
+}
+
+static int write_frame(firn_world *w, const firn_scene_def *def, const char *out,
+                       const firn_frame_stats *s, firn_error *err)
+{
+    char path[FIRN_PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/stats.jsonl", out);
+    if (firn_append_stats_jsonl(path, def, s, err))
+        return -1;
+    if (s->frame % def->out_every != 0)
+        return 0;
+    firn_particles_view view;
+    if (firn_world_particles(w, &view, err))
+        return -1;
+    if (def->write_ply) {
+        snprintf(path, sizeof path, "%s/frame_%05d.ply", out, s->frame);
+        if (firn_write_ply(path, &view, err))
+            return -1;
+    }
+    if (def->write_preview) {
+        snprintf(path, sizeof path, "%s/frame_%05d.png", out, s->frame);
+        if (firn_write_preview_png(path, def, &view, err))
+            return -1;
+    }
+    return 0;
+}
+
+int firn_cli_run(int argc, char **argv)
+{
+    const char *scene = NULL, *out = NULL;
+    firn_backend backend = FIRN_BACKEND_AUTO;
+    int frames = 0, quiet = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--backend") && i + 1 < argc) {
+            if (firn_cli_backend(argv[++i], &backend)) {
+                fprintf(stderr, "firn run: --backend must be auto, cpu or cuda, got '%s'\n", argv[i]);
+                return FIRN_E_USAGE;
+            }
+        } else if (!strcmp(a, "--frames")) {
+            if (firn_cli_int("--frames", i + 1 < argc ? argv[++i] : NULL, &frames))
+                return FIRN_E_USAGE;
+        } else if (!strcmp(a, "--out") && i + 1 < argc) {
+            out = argv[++i];
+        } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
+            quiet = 1;
+        } else if (a[0] == '-' || scene) {
+            fprintf(stderr, "firn run: unexpected argument '%s' (see firn --help)\n", a);
+            return FIRN_E_USAGE;
+        } else {
+            scene = a;
+        }
+    }
+    if (!scene) {
+        fprintf(stderr, "firn run: missing SCENE (a JSON file; see docs/SCENES.md)\n");
+        return FIRN_E_USAGE;
+    }
+    firn_scene_def def;
+    firn_error err;
+    if (firn_scene_load_json(scene, &def, &err))
+        return firn_cli_fail(&err);
+    if (frames)
+        def.frames = frames;
+    if (out)
+        snprintf(def.out_dir, sizeof def.out_dir, "%s", out);
+    if (firn_mkdirs(def.out_dir, &err))
+        return firn_cli_fail(&err);
+
+    int gpus = firn_cuda_device_count();
+    firn_world *w = firn_world_create(&def, backend, &err);
+    if (!w)
+        return firn_cli_fail(&err);
+    if (!quiet) {
+        if (backend == FIRN_BACKEND_AUTO && gpus == 0)
+            fprintf(stderr, "firn: no CUDA GPU found; running on the CPU path\n");
+        fprintf(stderr, "firn: %s: %lld particles on %s -> %s/\n", scene, firn_world_particle_count(w),
+                firn_world_device_name(w), def.out_dir);
+    }
+
+    /* A fresh run replaces the statistics of an earlier one. */
+    char path[FIRN_PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/stats.jsonl", def.out_dir);
+    if (unlink(path) && errno != ENOENT) {
+        firn_set_error(&err, FIRN_E_IO, "cannot replace %s: %s", path, strerror(errno));
+        firn_world_destroy(w);
+        return firn_cli_fail(&err);
+    }
+
+    int tty = isatty(STDERR_FILENO);
+    firn_frame_stats s;
+    int rc = 0;
+    if (firn_world_stats(w, &s, &err) || write_frame(w, &def, def.out_dir, &s, &err))
+        rc = firn_cli_fail(&err);
+    double t0 = firn_now();
+    long long total_substeps = 0;
+    double sim_seconds = 0.0;
+    for (int f = 0; f < def.frames && !rc; f++) {
+        if (firn_world_step_frame(w, &s, &err) || write_frame(w, &def, def.out_dir, &s, &err)) {
+            if (tty && !quiet)
+                fputc('\n', stderr);
+            rc = firn_cli_fail(&err);
+            break;
+        }
+        total_substeps += s.frame_substeps;
+        sim_seconds += s.wall_seconds;
+        if (!quiet)
+            progress(tty, &s, def.frames, firn_now() - t0);
+    }
+    if (!rc && !quiet) {
+        if (tty)
+            fputc('\n', stderr);
+        double pss = sim_seconds > 0.0 ? (double)firn_world_particle_count(w) * total_substeps / sim_seconds : 0.0;
+        firn_profile pr = firn_world_profile(w);
+        fprintf(stderr,
+                "firn: done: %d frames, %lld substeps, %.2f s simulating (%.2f s total), %.4g "
+                "particle-substeps/s\n",
+                def.frames, total_substeps, sim_seconds, firn_now() - t0, pss);
+        if (pr.total > 0.0)
+            fprintf(stderr, "firn: phases: clear %.1f%%  p2g %.1f%%  grid %.1f%%  g2p %.1f%%\n",
+                    100 * pr.clear / pr.total, 100 * pr.p2g / pr.total, 100 * pr.grid / pr.total,
+                    100 * pr.g2p / pr.total);
+    }
+    firn_world_destroy(w);
+    return rc;
+}

@@ -1,0 +1,60 @@
+/* device.c - what a build without CUDA answers about GPUs: none is usable.
+ * With CUDA these functions live in kernels/device.cu and kernels/mpm.cu. */
+#include <stdio.h>
+
+#include "world.h"
+
+#ifndef FIRN_WITH_CUDA
+
+int firn_cuda_available(void) { return 0; }
+int firn_cuda_device_count(void) { return 0; }
+
+int firn_cuda_device_describe(int index, char *buf, size_t size)
+{
+    snprintf(buf, size, "device %d: this firn was built without CUDA", index);
+    return -1;
+}
+
+static int no_cuda(firn_error *err)
+{
+    firn_set_error(err, FIRN_E_DEVICE, "this firn was built without CUDA");
+    return -1;
+}
+
+int firn_cuda_init(firn_world *w, firn_error *err)
+{
+    (void)w;
+    return no_cuda(err);
+}
+
+void firn_cuda_free(firn_world *w) { (void)w; }
+
+int firn_cuda_run(firn_world *w, int nsub, float dt, firn_error *err)
+{
+    (void)w, (void)nsub, (void)dt;
+    no_cuda(err);
+    return -2;
+}
+
+int firn_cuda_download(firn_world *w, firn_error *err)
+{
+    (void)w;
+    return no_cuda(err);
+}
+
+int firn_cuda_download_grid(firn_world *w, float *mass, float *vel, firn_error *err)
+{
+    (void)w, (void)mass, (void)vel;
+    return no_cuda(err);
+}
+
+int firn_cuda_reduce(firn_world *w, float *max_speed, float *max_stiffness, firn_error *err)
+{
+    (void)w, (void)max_speed, (void)max_stiffness;
+    return no_cuda(err);
+}
+
+#else
+/* Keeps this translation unit non-empty in CUDA builds (ISO C). */
+typedef int firn_device_c_unused;
+#endif

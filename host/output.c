@@ -1,0 +1,484 @@
+/* output.c - frame output: binary PLY particles, PNG previews, JSONL stats.
+ *
+ * PLY and PNG files are written atomically: into "<path>.tmp.<pid>", flushed
+ * and fsync'ed, then renamed over <path>, so a killed run never leaves a
+ * half-written frame under the final name. Stats lines are appended with a
+ * single write() on an O_APPEND descriptor, so a killed run never leaves
+ * half a line. */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <png.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include "firn.h"
+#include "world.h"
+
+/* ---- atomic file writing ------------------------------------------------- */
+
+/* Writes the file body to f; returns 0, or -1 with errno set (0 if unknown). */
+typedef int (*emit_fn)(FILE *f, void *ctx);
+
+static void io_error(firn_error *err, const char *path, int e, const char *what)
+{
+    firn_set_error(err, FIRN_E_IO, "cannot write '%s': %s", path, e ? strerror(e) : what);
+}
+
+static int write_atomic(const char *path, emit_fn emit, void *ctx, firn_error *err)
+{
+    size_t len = strlen(path) + 32;
+    char *tmp = malloc(len);
+    if (!tmp) {
+        firn_set_error(err, FIRN_E_NOMEM, "out of memory writing '%s'", path);
+        return FIRN_E_NOMEM;
+    }
+    snprintf(tmp, len, "%s.tmp.%ld", path, (long)getpid());
+
+    FILE *f = fopen(tmp, "wb");
+    if (!f) {
+        io_error(err, path, errno, "cannot create file");
+        free(tmp);
+        return FIRN_E_IO;
+    }
+    /* Large buffer: frames can be hundreds of MB, written in big chunks. */
+    setvbuf(f, NULL, _IOFBF, 1 << 20);
+
+    errno = 0;
+    int ok = emit(f, ctx) == 0;
+    if (ok && fflush(f) != 0)
+        ok = 0;
+    if (ok && fsync(fileno(f)) != 0)
+        ok = 0;
+    int e = errno;
+    /* fclose can report a deferred write error too. */
+    if (fclose(f) != 0 && ok) {
+        ok = 0;
+        e = errno;
+    }
+    if (ok && rename(tmp, path) != 0) {
+        ok = 0;
+        e = errno;
+    }
+    if (!ok) {
+        remove(tmp);
+        io_error(err, path, e, "write failed");
+        free(tmp);
+        return FIRN_E_IO;
+    }
+    free(tmp);
+    return FIRN_OK;
+}
+
+/* ---- PLY ----------------------------------------------------------------- */
+
+#if defined(__BYTE_ORDER__) && defined(__ORDER_BIG_ENDIAN__) && \
+    __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define FIRN_HOST_BIG_ENDIAN 1
+#else
+#define FIRN_HOST_BIG_ENDIAN 0
+#endif
+
+#define PLY_RECORD 33 /* 8 floats + 1 uchar, packed */
+#define PLY_CHUNK 8192 /* records per fwrite */
+
+static unsigned char *put_f32le(unsigned char *dst, float value)
+{
+    uint32_t u;
+    memcpy(&u, &value, 4);
+#if FIRN_HOST_BIG_ENDIAN
+    u = __builtin_bswap32(u);
+#endif
+    memcpy(dst, &u, 4);
+    return dst + 4;
+}
+
+static int emit_ply(FILE *f, void *ctx)
+{
+    const firn_particles_view *p = ctx;
+    long long n = p->n;
+    if (fprintf(f,
+                "ply\n"
+                "format binary_little_endian 1.0\n"
+                "comment firn " FIRN_VERSION "\n"
+                "element vertex %lld\n"
+                "property float x\nproperty float y\nproperty float z\n"
+                "property float vx\nproperty float vy\nproperty float vz\n"
+                "property uchar material\n"
+                "property float jp\n"
+                "property float damage\n"
+                "end_header\n",
+                n) < 0)
+        return -1;
+
+    unsigned char *buf = malloc((size_t)PLY_CHUNK * PLY_RECORD);
+    if (!buf)
+        return -1; /* errno is ENOMEM */
+    for (long long i0 = 0; i0 < n; i0 += PLY_CHUNK) {
+        long long i1 = i0 + PLY_CHUNK < n ? i0 + PLY_CHUNK : n;
+        unsigned char *d = buf;
+        for (long long i = i0; i < i1; i++) {
+            /* Missing optional arrays read as the rest state. */
+            for (int c = 0; c < 3; c++)
+                d = put_f32le(d, p->x[c * n + i]);
+            for (int c = 0; c < 3; c++)
+                d = put_f32le(d, p->v ? p->v[c * n + i] : 0.0f);
+            *d++ = p->mat ? p->mat[i] : 0;
+            d = put_f32le(d, p->Jp ? p->Jp[i] : 1.0f);
+            d = put_f32le(d, p->damage ? p->damage[i] : 0.0f);
+        }
+        size_t bytes = (size_t)(d - buf);
+        if (fwrite(buf, 1, bytes, f) != bytes) {
+            int e = errno;
+            free(buf);
+            errno = e; /* free may not clobber it, but keep it explicit */
+            return -1;
+        }
+    }
+    free(buf);
+    return 0;
+}
+
+int firn_write_ply(const char *path, const firn_particles_view *p, firn_error *err)
+{
+    if (p->n < 0 || (p->n > 0 && !p->x)) {
+        firn_set_error(err, FIRN_E_IO, "cannot write '%s': invalid particle view", path);
+        return FIRN_E_IO;
+    }
+    return write_atomic(path, emit_ply, (void *)p, err);
+}
+
+/* ---- PNG preview --------------------------------------------------------- */
+
+/* Layout: total width PNG_WIDTH; a margin, the front view (x right, y up),
+ * a gap of one margin, the top view (x right, z down), a margin. Both panels
+ * share one scale so sizes compare; each is centred in its column. */
+#define PNG_WIDTH 640
+#define PNG_MARGIN 8
+#define PNG_MAX_HEIGHT 2048
+
+static const unsigned char palette[8][3] = {
+    {31, 119, 180}, {255, 127, 14}, {44, 160, 44},  {214, 39, 40},
+    {148, 103, 189}, {140, 86, 75}, {227, 119, 194}, {23, 190, 207},
+};
+static const unsigned char bg_color[3] = {236, 236, 232};    /* outside the domain */
+static const unsigned char fill_color[3] = {252, 252, 250};  /* inside the domain */
+static const unsigned char frame_color[3] = {96, 96, 96};
+
+typedef struct {
+    int w, h;
+    unsigned char *rgb;
+    float *depth; /* per pixel; panels never overlap so one buffer serves both */
+} image;
+
+typedef struct {
+    int x0, y0, pw, ph; /* interior rectangle of the domain in pixels */
+} panel;
+
+static void fill_rect(image *im, int x0, int y0, int w, int h, const unsigned char c[3])
+{
+    for (int y = y0; y < y0 + h; y++)
+        for (int x = x0; x < x0 + w; x++) {
+            if (x < 0 || y < 0 || x >= im->w || y >= im->h)
+                continue;
+            memcpy(im->rgb + 3 * ((size_t)y * im->w + x), c, 3);
+        }
+}
+
+static void draw_panel_frame(image *im, const panel *pn)
+{
+    /* The interior over a 1 px larger rectangle leaves a 1 px frame. */
+    fill_rect(im, pn->x0 - 1, pn->y0 - 1, pn->pw + 2, pn->ph + 2, frame_color);
+    fill_rect(im, pn->x0, pn->y0, pn->pw, pn->ph, fill_color);
+}
+
+/* Draws a 2x2 dot centred on (fx, fy), clipped to the panel; t in [0,1] is
+ * the nearness (1 = nearest), used both as depth and for shading. */
+static void plot(image *im, const panel *pn, float fx, float fy, float t, int mat)
+{
+    /* Written so that NaN positions fail the test and are skipped. */
+    if (!(fx >= pn->x0 - 2 && fx <= pn->x0 + pn->pw + 2 && fy >= pn->y0 - 2 &&
+          fy <= pn->y0 + pn->ph + 2))
+        return;
+    t = t > 0 ? (t < 1 ? t : 1) : 0;
+    float shade = 0.35f + 0.65f * t;
+    const unsigned char *base = palette[mat & 7];
+    unsigned char c[3];
+    for (int k = 0; k < 3; k++)
+        c[k] = (unsigned char)lrintf(base[k] * shade);
+    int ix = (int)floorf(fx - 0.5f), iy = (int)floorf(fy - 0.5f);
+    for (int y = iy; y < iy + 2; y++)
+        for (int x = ix; x < ix + 2; x++) {
+            if (x < pn->x0 || y < pn->y0 || x >= pn->x0 + pn->pw || y >= pn->y0 + pn->ph)
+                continue;
+            size_t idx = (size_t)y * im->w + x;
+            if (t > im->depth[idx]) { /* strict: the first of equals wins */
+                im->depth[idx] = t;
+                memcpy(im->rgb + 3 * idx, c, 3);
+            }
+        }
+}
+
+static void render(image *im, const panel *front, const panel *top, const firn_scene_def *def,
+                   const firn_particles_view *p, float scale)
+{
+    const float *lo = def->lower, *up = def->upper;
+    float ey = up[1] - lo[1], ez = up[2] - lo[2];
+    long long n = p->n;
+    for (long long i = 0; i < n; i++) {
+        float x = p->x[i], y = p->x[n + i], z = p->x[2 * n + i];
+        int m = p->mat ? p->mat[i] : 0;
+        float sx = (x - lo[0]) * scale;
+        /* Front: looking along -z, nearer = larger z. */
+        plot(im, front, front->x0 + sx, front->y0 + (up[1] - y) * scale, (z - lo[2]) / ez, m);
+        /* Top: looking along -y, nearer = larger y. */
+        plot(im, top, top->x0 + sx, top->y0 + (z - lo[2]) * scale, (y - lo[1]) / ey, m);
+    }
+}
+
+typedef struct {
+    const image *im;
+    int failed, errnum; /* libpng error, and errno at that moment */
+    char msg[200];
+} png_job;
+
+static void png_err_fn(png_structp png, png_const_charp msg)
+{
+    png_job *job = png_get_error_ptr(png);
+    job->failed = 1;
+    job->errnum = errno; /* libpng's "Write Error" follows a failed fwrite */
+    snprintf(job->msg, sizeof job->msg, "%s", msg);
+    png_longjmp(png, 1);
+}
+
+static void png_warn_fn(png_structp png, png_const_charp msg)
+{
+    (void)png, (void)msg;
+}
+
+static int emit_png(FILE *f, void *ctx)
+{
+    png_job *job = ctx;
+    const image *im = job->im;
+    png_bytep *rows = malloc(sizeof *rows * (size_t)im->h);
+    if (!rows)
+        return -1;
+    for (int y = 0; y < im->h; y++)
+        rows[y] = im->rgb + 3 * (size_t)y * im->w;
+
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, job, png_err_fn, png_warn_fn);
+    png_infop info = png ? png_create_info_struct(png) : NULL;
+    if (!png || !info) {
+        png_destroy_write_struct(&png, NULL);
+        free(rows);
+        errno = ENOMEM;
+        return -1;
+    }
+    /* No locals change after setjmp, so none can be clobbered by longjmp. */
+    if (setjmp(png_jmpbuf(png))) {
+        png_destroy_write_struct(&png, &info);
+        free(rows);
+        errno = job->errnum;
+        return -1;
+    }
+    png_init_io(png, f);
+    png_set_IHDR(png, info, (png_uint_32)im->w, (png_uint_32)im->h, 8, PNG_COLOR_TYPE_RGB,
+                 PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    png_write_info(png, info);
+    png_write_image(png, rows);
+    png_write_end(png, NULL);
+    png_destroy_write_struct(&png, &info);
+    free(rows);
+    return 0;
+}
+
+static int px_len(float v)
+{
+    int k = (int)lrintf(v);
+    return k < 1 ? 1 : k;
+}
+
+int firn_write_preview_png(const char *path, const firn_scene_def *def,
+                           const firn_particles_view *p, firn_error *err)
+{
+    float ex = def->upper[0] - def->lower[0];
+    float ey = def->upper[1] - def->lower[1];
+    float ez = def->upper[2] - def->lower[2];
+    if (!(ex > 0 && ey > 0 && ez > 0) || p->n < 0 || (p->n > 0 && !p->x)) {
+        firn_set_error(err, FIRN_E_IO, "cannot write '%s': empty domain or invalid particle view",
+                       path);
+        return FIRN_E_IO;
+    }
+
+    /* One scale for both panels: fill the column width unless the domain is
+     * so tall that the image would exceed PNG_MAX_HEIGHT. */
+    int col = (PNG_WIDTH - 3 * PNG_MARGIN) / 2;
+    float tall = ey > ez ? ey : ez;
+    float scale = col / ex;
+    if (tall * scale > PNG_MAX_HEIGHT - 2 * PNG_MARGIN)
+        scale = (PNG_MAX_HEIGHT - 2 * PNG_MARGIN) / tall;
+    panel front, top;
+    front.pw = top.pw = px_len(ex * scale);
+    front.ph = px_len(ey * scale);
+    top.ph = px_len(ez * scale);
+    front.x0 = PNG_MARGIN + (col - front.pw) / 2;
+    top.x0 = 2 * PNG_MARGIN + col + (col - top.pw) / 2;
+    front.y0 = top.y0 = PNG_MARGIN;
+
+    image im;
+    im.w = PNG_WIDTH;
+    im.h = (front.ph > top.ph ? front.ph : top.ph) + 2 * PNG_MARGIN;
+    size_t npix = (size_t)im.w * im.h;
+    im.rgb = malloc(3 * npix);
+    im.depth = malloc(sizeof *im.depth * npix);
+    if (!im.rgb || !im.depth) {
+        free(im.rgb);
+        free(im.depth);
+        firn_set_error(err, FIRN_E_NOMEM, "out of memory writing '%s'", path);
+        return FIRN_E_NOMEM;
+    }
+    for (size_t i = 0; i < npix; i++) {
+        memcpy(im.rgb + 3 * i, bg_color, 3);
+        im.depth[i] = -INFINITY;
+    }
+    draw_panel_frame(&im, &front);
+    draw_panel_frame(&im, &top);
+    render(&im, &front, &top, def, p, scale);
+
+    png_job job = {.im = &im};
+    int rc = write_atomic(path, emit_png, &job, err);
+    if (rc == FIRN_E_IO && job.failed) /* say what libpng said, too */
+        firn_set_error(err, FIRN_E_IO, "cannot write '%s': PNG encoding failed: %s%s%s", path,
+                       job.msg, job.errnum ? ": " : "", job.errnum ? strerror(job.errnum) : "");
+    free(im.rgb);
+    free(im.depth);
+    return rc;
+}
+
+/* ---- JSONL stats --------------------------------------------------------- */
+
+typedef struct {
+    char buf[8192]; /* 16 names escaped to 6 bytes a byte need about 6 KiB */
+    size_t len;
+    int overflow;
+} line_buf;
+
+static void put(line_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(line_buf *b, const char *fmt, ...)
+{
+    if (b->overflow)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(b->buf + b->len, sizeof b->buf - b->len, fmt, ap);
+    va_end(ap);
+    if (k < 0 || (size_t)k >= sizeof b->buf - b->len)
+        b->overflow = 1;
+    else
+        b->len += (size_t)k;
+}
+
+/* A number with prec significant digits (9: float, 17: double); JSON has
+ * no NaN/Inf, so those become null and the line stays parseable. */
+static void put_num(line_buf *b, double v, int prec)
+{
+    if (isfinite(v))
+        put(b, "%.*g", prec, v);
+    else
+        put(b, "null");
+}
+
+static void put_vec(line_buf *b, const char *key, const double v[3], int prec)
+{
+    put(b, ",\"%s\":[", key);
+    for (int c = 0; c < 3; c++) {
+        put(b, c ? "," : "");
+        put_num(b, v[c], prec);
+    }
+    put(b, "]");
+}
+
+static void put_json_string(line_buf *b, const char *s, size_t max)
+{
+    put(b, "\"");
+    for (size_t i = 0; i < max && s[i]; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch == '"' || ch == '\\')
+            put(b, "\\%c", ch);
+        else if (ch < 0x20)
+            put(b, "\\u%04x", ch);
+        else
+            put(b, "%c", ch);
+    }
+    put(b, "\"");
+}
+
+int firn_append_stats_jsonl(const char *path, const firn_scene_def *def,
+                            const firn_frame_stats *s, firn_error *err)
+{
+    line_buf lb, *b = &lb;
+    lb.len = 0;
+    lb.overflow = 0;
+    put(b, "{\"frame\":%d,\"time\":", s->frame);
+    put_num(b, s->time, 17);
+    put(b, ",\"substeps\":%lld,\"frame_substeps\":%d,\"dt\":", s->substeps, s->frame_substeps);
+    put_num(b, s->dt, 9);
+    put(b, ",\"particles\":%lld,\"kinetic_energy\":", s->particles);
+    put_num(b, s->kinetic_energy, 17);
+    const float *lo = s->bbox_lower, *hi = s->bbox_upper;
+    put_vec(b, "momentum", s->momentum, 17);
+    put_vec(b, "center_of_mass", s->center_of_mass, 17);
+    put_vec(b, "bbox_lower", (const double[3]){lo[0], lo[1], lo[2]}, 9);
+    put_vec(b, "bbox_upper", (const double[3]){hi[0], hi[1], hi[2]}, 9);
+    put(b, ",\"mass\":");
+    put_num(b, s->mass, 17);
+    put(b, ",\"materials\":{");
+    int nm = def->n_materials < FIRN_MAX_MATERIALS ? def->n_materials : FIRN_MAX_MATERIALS;
+    for (int k = 0; k < nm; k++) {
+        put(b, k ? "," : "");
+        if (def->materials[k].name[0])
+            put_json_string(b, def->materials[k].name, FIRN_NAME_MAX);
+        else
+            put(b, "\"%d\"", k); /* unnamed: keyed by index */
+        put(b, ":%lld", s->material_count[k]);
+    }
+    put(b, "},\"wall_seconds\":");
+    put_num(b, s->wall_seconds, 17);
+    put(b, ",\"throughput\":");
+    put_num(b, s->throughput, 17);
+    put(b, "}\n");
+    if (b->overflow) {
+        firn_set_error(err, FIRN_E_IO, "cannot write '%s': stats line too long", path);
+        return FIRN_E_IO;
+    }
+
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        io_error(err, path, errno, "cannot open");
+        return FIRN_E_IO;
+    }
+    /* One write() so readers and killed runs only ever see whole lines;
+     * retry only when interrupted before anything was written. */
+    ssize_t w;
+    do
+        w = write(fd, b->buf, b->len);
+    while (w < 0 && errno == EINTR);
+    int e = w < 0 ? errno : 0;
+    if (close(fd) != 0 && !e)
+        e = errno;
+    if (e) {
+        io_error(err, path, e, "write failed");
+        return FIRN_E_IO;
+    }
+    if ((size_t)w != b->len) {
+        firn_set_error(err, FIRN_E_IO, "cannot write '%s': short write (%zd of %zu bytes)", path,
+                       w, b->len);
+        return FIRN_E_IO;
+    }
+    return FIRN_OK;
+}

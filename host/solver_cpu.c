@@ -1,0 +1,158 @@
+/* solver_cpu.c - the CPU reference path: the four MPM phases looping over
+ * the shared per-particle and per-node bodies of include/firn_mpm.h.
+ *
+ * Determinism: P2G scatters into shared nodes. Instead of atomics, particles
+ * are binned by the block (BLOCK^3 cells) of their stencil corner, and the
+ * blocks are processed in 8 colours (parity of the block coordinates). Two
+ * blocks of one colour are at least BLOCK >= 3 cells apart, so their 3x3x3
+ * stencils never share a node and run in parallel without races; each node
+ * receives its contributions colour by colour, block by block, in particle
+ * order - the same order for any thread count. The other phases write only
+ * their own particle or node. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <omp.h>
+
+#include "world.h"
+
+#define BLOCK 4
+
+int firn_cpu_init(firn_world *w, firn_error *err)
+{
+    firn_grid *g = &w->grid;
+    firn_cpu_bins *b = &w->bins;
+    for (int a = 0; a < 3; a++)
+        g->n[a] = w->params.n[a];
+    g->nodes = (long long)g->n[0] * g->n[1] * g->n[2];
+    g->mass = malloc((size_t)g->nodes * sizeof(float));
+    g->mom = malloc(3 * (size_t)g->nodes * sizeof(float));
+    b->block_cells = BLOCK;
+    for (int a = 0; a < 3; a++)
+        b->nb[a] = (g->n[a] + BLOCK - 1) / BLOCK;
+    b->nblocks = b->nb[0] * b->nb[1] * b->nb[2];
+    b->count = malloc(((size_t)b->nblocks + 1) * sizeof(int));
+    b->start = malloc(((size_t)b->nblocks + 1) * sizeof(int));
+    size_t n = w->p.n > 0 ? (size_t)w->p.n : 1;
+    b->order = malloc(n * sizeof(int));
+    b->key = malloc(n * sizeof(int));
+    if (!g->mass || !g->mom || !b->count || !b->start || !b->order || !b->key) {
+        firn_cpu_free(w);
+        firn_set_error(err, FIRN_E_NOMEM, "out of host memory for a %d x %d x %d grid (%.1f MiB)",
+                       g->n[0], g->n[1], g->n[2], (double)g->nodes * 16.0 / (1 << 20));
+        return -1;
+    }
+    return 0;
+}
+
+void firn_cpu_free(firn_world *w)
+{
+    free(w->grid.mass);
+    free(w->grid.mom);
+    free(w->bins.count);
+    free(w->bins.start);
+    free(w->bins.order);
+    free(w->bins.key);
+    w->grid.mass = w->grid.mom = NULL;
+    w->bins.count = w->bins.start = w->bins.order = w->bins.key = NULL;
+}
+
+void firn_cpu_clear(firn_world *w)
+{
+    firn_grid g = w->grid;
+    long long nodes = g.nodes;
+#pragma omp parallel for schedule(static)
+    for (long long i = 0; i < nodes; i++) {
+        g.mass[i] = 0.0f;
+        g.mom[i] = 0.0f;
+        g.mom[nodes + i] = 0.0f;
+        g.mom[2 * nodes + i] = 0.0f;
+    }
+}
+
+/* Stable counting sort of particles by the block of their stencil corner. */
+static void bin_particles(firn_world *w)
+{
+    firn_cpu_bins *b = &w->bins;
+    const firn_params *P = &w->params;
+    const int n = w->p.n;
+    const float *x = w->p.x;
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < n; i++) {
+        firn_stencil s = firn_make_stencil(P, firn_load3(x, n, i));
+        b->key[i] = ((s.base[0] / BLOCK) * b->nb[1] + s.base[1] / BLOCK) * b->nb[2] +
+                    s.base[2] / BLOCK;
+    }
+    memset(b->count, 0, ((size_t)b->nblocks + 1) * sizeof(int));
+    for (int i = 0; i < n; i++)
+        b->count[b->key[i]]++;
+    int sum = 0;
+    for (int k = 0; k < b->nblocks; k++) {
+        b->start[k] = sum;
+        sum += b->count[k];
+        b->count[k] = b->start[k];
+    }
+    b->start[b->nblocks] = sum;
+    for (int i = 0; i < n; i++)
+        b->order[b->count[b->key[i]]++] = i;
+}
+
+void firn_cpu_p2g(firn_world *w)
+{
+    bin_particles(w);
+    const firn_cpu_bins *b = &w->bins;
+    const firn_params *P = &w->params;
+    const int hx = (b->nb[0] + 1) / 2, hy = (b->nb[1] + 1) / 2, hz = (b->nb[2] + 1) / 2;
+    for (int colour = 0; colour < 8; colour++) {
+        const int cx = colour & 1, cy = (colour >> 1) & 1, cz = (colour >> 2) & 1;
+#pragma omp parallel for schedule(dynamic, 4)
+        for (int t = 0; t < hx * hy * hz; t++) {
+            int bx = 2 * (t / (hy * hz)) + cx, by = 2 * ((t / hz) % hy) + cy, bz = 2 * (t % hz) + cz;
+            if (bx >= b->nb[0] || by >= b->nb[1] || bz >= b->nb[2])
+                continue;
+            int blk = (bx * b->nb[1] + by) * b->nb[2] + bz;
+            for (int k = b->start[blk]; k < b->start[blk + 1]; k++)
+                firn_p2g_particle(b->order[k], P, w->mats, w->p, w->grid);
+        }
+    }
+}
+
+void firn_cpu_grid(firn_world *w)
+{
+    const firn_params *P = &w->params;
+    firn_grid g = w->grid;
+#pragma omp parallel for schedule(static)
+    for (long long node = 0; node < g.nodes; node++)
+        firn_grid_node(node, P, g);
+}
+
+int firn_cpu_g2p(firn_world *w)
+{
+    const firn_params *P = &w->params;
+    const int n = w->p.n;
+    int bad = n;
+#pragma omp parallel for schedule(static) reduction(min : bad)
+    for (int i = 0; i < n; i++)
+        if (firn_g2p_particle(i, P, w->p, w->grid) && i < bad)
+            bad = i;
+    return bad < n ? bad : -1;
+}
+
+int firn_cpu_substep(firn_world *w)
+{
+    double t0 = omp_get_wtime();
+    firn_cpu_clear(w);
+    double t1 = omp_get_wtime();
+    firn_cpu_p2g(w);
+    double t2 = omp_get_wtime();
+    firn_cpu_grid(w);
+    double t3 = omp_get_wtime();
+    int bad = firn_cpu_g2p(w);
+    double t4 = omp_get_wtime();
+    w->prof.clear += t1 - t0;
+    w->prof.p2g += t2 - t1;
+    w->prof.grid += t3 - t2;
+    w->prof.g2p += t4 - t3;
+    w->prof.total += t4 - t0;
+    return bad;
+}

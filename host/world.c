@@ -1,0 +1,353 @@
+/* world.c - the public world API: creation from a scene definition, frame
+ * stepping with CFL substeps, statistics, and dispatch to the CPU path or the
+ * CUDA backend. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <omp.h>
+
+#include "world.h"
+
+double firn_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void firn_material_build(const firn_material_def *def, firn_material *m)
+{
+    memset(m, 0, sizeof *m);
+    m->model = (int)def->model;
+    m->law = (int)def->law;
+    m->mu = def->E / (2.0f * (1.0f + def->nu));
+    m->lambda = def->E * def->nu / ((1.0f + def->nu) * (1.0f - 2.0f * def->nu));
+    if (def->model == FIRN_MODEL_LIQUID)
+        m->mu = 0.0f; /* inviscid */
+    m->rho = def->density;
+    m->theta_c = def->theta_c;
+    m->theta_s = def->theta_s;
+    m->xi = def->hardening;
+    float sphi = sinf(def->friction_angle * (float)M_PI / 180.0f);
+    m->alpha = sqrtf(2.0f / 3.0f) * 2.0f * sphi / (3.0f - sphi);
+    m->yield = def->yield_stress;
+    m->crit = def->crit_strain;
+    m->rate = def->damage_rate;
+}
+
+float firn_material_wave_speed(const firn_material *m)
+{
+    float mu = m->model == FIRN_M_LIQUID ? 0.0f : m->mu;
+    return sqrtf((m->lambda + 2.0f * mu) / m->rho);
+}
+
+void firn_params_build(const firn_scene_def *def, firn_params *P)
+{
+    memset(P, 0, sizeof *P);
+    P->dx = def->dx;
+    P->inv_dx = 1.0f / def->dx;
+    for (int a = 0; a < 3; a++) {
+        P->lower[a] = def->lower[a];
+        P->n[a] = (int)ceilf((def->upper[a] - def->lower[a]) / def->dx - 1e-4f) + 1;
+        P->gravity[a] = def->gravity[a];
+        /* Keep the quadratic stencil inside the grid: base = floor(x/dx - 0.5)
+         * must stay in [0, n - 3]. */
+        P->x_min[a] = def->lower[a] + def->dx;
+        P->x_max[a] = def->lower[a] + (float)(P->n[a] - 2) * def->dx;
+    }
+    for (int f = 0; f < 6; f++) {
+        P->wall_type[f] = def->walls[f].type == FIRN_WALL_STICKY ? FIRN_W_STICKY
+                          : def->walls[f].type == FIRN_WALL_SLIP ? FIRN_W_SLIP
+                                                                 : FIRN_W_SEPARATE;
+        P->wall_friction[f] = def->walls[f].friction;
+    }
+    P->bound = FIRN_WALL_LAYERS;
+}
+
+static const char *prefix(const firn_scene_def *def) { return def->source[0] ? def->source : "scene"; }
+
+/* Largest wave speed over the materials in use, and which material. */
+static float max_wave_speed(const firn_world *w, int *which)
+{
+    float c = 0.0f;
+    *which = 0;
+    for (int k = 0; k < w->def.n_materials; k++) {
+        float ck = firn_material_wave_speed(&w->mats[k]);
+        if (ck > c) {
+            c = ck;
+            *which = k;
+        }
+    }
+    return c;
+}
+
+static void state_extremes(firn_world *w, float *vmax, float *smax)
+{
+    if (w->cuda) {
+        firn_error err;
+        if (firn_cuda_reduce(w, vmax, smax, &err) == 0)
+            return;
+        /* Fall back to the host mirror; a CUDA error resurfaces at the next launch. */
+        firn_cuda_download(w, &err);
+    }
+    const int n = w->p.n;
+    float v2 = 0.0f, s = 1.0f;
+#pragma omp parallel for reduction(max : v2, s)
+    for (int i = 0; i < n; i++) {
+        float vx = w->p.v[i], vy = w->p.v[n + i], vz = w->p.v[2 * n + i];
+        float q = vx * vx + vy * vy + vz * vz;
+        if (q > v2)
+            v2 = q;
+        float f = firn_stiffness_factor(&w->mats[w->p.mat[i]], w->p.Jp[i]);
+        if (f > s)
+            s = f;
+    }
+    *vmax = sqrtf(v2);
+    *smax = s;
+}
+
+float firn_world_cfl_dt(firn_world *w)
+{
+    const firn_scene_def *d = &w->def;
+    float vmax, smax;
+    int which;
+    state_extremes(w, &vmax, &smax);
+    float c = max_wave_speed(w, &which) * sqrtf(smax);
+    float g = sqrtf(d->gravity[0] * d->gravity[0] + d->gravity[1] * d->gravity[1] +
+                    d->gravity[2] * d->gravity[2]);
+    /* The speed may grow by g * frame_dt before the next estimate. */
+    float speed = vmax + g * d->frame_dt;
+    float dt = d->frame_dt;
+    if (c > 0.0f)
+        dt = firn_minf(dt, d->cfl * d->dx / c);
+    if (speed > 0.0f)
+        dt = firn_minf(dt, d->cfl * d->dx / speed);
+    return dt;
+}
+
+/* An explicit dt must satisfy the CFL condition with Courant number 1. */
+static int check_explicit_dt(firn_world *w, firn_error *err)
+{
+    const firn_scene_def *d = &w->def;
+    if (d->dt <= 0.0f || d->force_dt)
+        return 0;
+    float vmax, smax;
+    int which;
+    state_extremes(w, &vmax, &smax);
+    float c = max_wave_speed(w, &which) * sqrtf(smax);
+    float limit_c = c > 0.0f ? d->dx / c : INFINITY;
+    float limit_v = vmax > 0.0f ? d->dx / vmax : INFINITY;
+    if (d->dt > limit_c) {
+        firn_set_error(err, FIRN_E_NUMERIC,
+                       "%s: time.dt = %g s is unsafe: above the stability limit dx / c = %g s "
+                       "(wave speed c = %.4g m/s of material '%s'); lower time.dt, remove it to "
+                       "use the CFL step, or set time.force_dt",
+                       prefix(d), d->dt, limit_c, c, d->materials[which].name);
+        return -1;
+    }
+    if (d->dt > limit_v) {
+        firn_set_error(err, FIRN_E_NUMERIC,
+                       "%s: time.dt = %g s is unsafe: particles move more than a cell (dx = %g m) "
+                       "per substep at %g m/s; lower time.dt or set time.force_dt",
+                       prefix(d), d->dt, d->dx, vmax);
+        return -1;
+    }
+    return 0;
+}
+
+firn_world *firn_world_create(const firn_scene_def *def, firn_backend backend, firn_error *err)
+{
+    if (firn_scene_validate(def, err))
+        return NULL;
+    firn_world *w = calloc(1, sizeof *w);
+    if (!w) {
+        firn_set_error(err, FIRN_E_NOMEM, "out of host memory");
+        return NULL;
+    }
+    w->def = *def;
+    for (int k = 0; k < def->n_materials; k++)
+        firn_material_build(&def->materials[k], &w->mats[k]);
+    firn_params_build(def, &w->params);
+    if (firn_sample_bodies(def, w->mats, &w->p, err))
+        goto fail;
+
+    if (backend == FIRN_BACKEND_AUTO)
+        backend = firn_cuda_device_count() > 0 ? FIRN_BACKEND_CUDA : FIRN_BACKEND_CPU;
+    w->backend = backend;
+    if (backend == FIRN_BACKEND_CUDA) {
+        if (!firn_cuda_available()) {
+            firn_set_error(err, FIRN_E_DEVICE,
+                           "--backend cuda: this firn was built without CUDA (nvcc was not found "
+                           "at build time); rebuild with the CUDA toolkit or use --backend cpu");
+            goto fail;
+        }
+        if (firn_cuda_device_count() == 0) {
+            firn_set_error(err, FIRN_E_DEVICE,
+                           "--backend cuda: no usable CUDA GPU (no device, or the driver is "
+                           "missing or too old); use --backend cpu or auto");
+            goto fail;
+        }
+        if (firn_cuda_init(w, err))
+            goto fail;
+    } else {
+        snprintf(w->device_name, sizeof w->device_name, "CPU, %d OpenMP threads",
+                 omp_get_max_threads());
+        if (firn_cpu_init(w, err))
+            goto fail;
+    }
+    if (check_explicit_dt(w, err))
+        goto fail;
+    return w;
+fail:
+    firn_world_destroy(w);
+    return NULL;
+}
+
+void firn_world_destroy(firn_world *w)
+{
+    if (!w)
+        return;
+    if (w->cuda)
+        firn_cuda_free(w);
+    firn_cpu_free(w);
+    firn_particles_free(&w->p);
+    free(w);
+}
+
+firn_backend firn_world_backend(const firn_world *w) { return w->backend; }
+const char *firn_world_device_name(const firn_world *w) { return w->device_name; }
+long long firn_world_particle_count(const firn_world *w) { return w->p.n; }
+const firn_scene_def *firn_world_scene(const firn_world *w) { return &w->def; }
+firn_profile firn_world_profile(const firn_world *w) { return w->prof; }
+
+static int report_nonfinite(firn_world *w, int bad, firn_error *err)
+{
+    if (w->cuda)
+        firn_cuda_download(w, err);
+    int m = w->p.mat[bad];
+    firn_set_error(err, FIRN_E_NUMERIC,
+                   "%s: frame %d (t = %.6g s, substep %lld): particle %d of material '%s' has a "
+                   "non-finite position or velocity; the state is not written. Likely causes: a "
+                   "time step too large for the material (dt = %g s), or extreme parameters",
+                   prefix(&w->def), w->frame + 1, w->time, w->substeps, bad,
+                   w->def.materials[m].name, w->params.dt);
+    return -1;
+}
+
+int firn_world_substep(firn_world *w, float dt, firn_error *err)
+{
+    w->params.dt = dt;
+    int bad;
+    if (w->cuda) {
+        bad = firn_cuda_run(w, 1, dt, err);
+        if (bad == -2)
+            return -1;
+        w->host_stale = 1;
+    } else {
+        bad = firn_cpu_substep(w);
+    }
+    w->substeps++;
+    w->time += dt;
+    if (bad >= 0)
+        return report_nonfinite(w, bad, err);
+    return 0;
+}
+
+int firn_world_step_frame(firn_world *w, firn_frame_stats *stats, firn_error *err)
+{
+    const firn_scene_def *d = &w->def;
+    float dt = d->dt > 0.0f ? d->dt : firn_world_cfl_dt(w);
+    int nsub = (int)ceilf(d->frame_dt / dt - 1e-4f);
+    if (nsub < 1)
+        nsub = 1;
+    dt = d->frame_dt / (float)nsub;
+    w->params.dt = dt;
+    double t0 = firn_now();
+    if (w->cuda) {
+        int bad = firn_cuda_run(w, nsub, dt, err);
+        if (bad == -2)
+            return -1;
+        w->host_stale = 1;
+        w->substeps += nsub;
+        w->time += (double)nsub * dt;
+        if (bad >= 0)
+            return report_nonfinite(w, bad, err);
+    } else {
+        for (int s = 0; s < nsub; s++) {
+            int bad = firn_cpu_substep(w);
+            w->substeps++;
+            w->time += dt;
+            if (bad >= 0)
+                return report_nonfinite(w, bad, err);
+        }
+    }
+    double elapsed = firn_now() - t0;
+    if (stats) {
+        if (firn_world_stats(w, stats, err))
+            return -1;
+        stats->frame = w->frame + 1;
+        stats->frame_substeps = nsub;
+        stats->dt = dt;
+        stats->wall_seconds = elapsed;
+        stats->throughput = elapsed > 0.0 ? (double)w->p.n * nsub / elapsed : 0.0;
+    }
+    w->frame++;
+    return 0;
+}
+
+int firn_world_particles(firn_world *w, firn_particles_view *view, firn_error *err)
+{
+    if (w->cuda && w->host_stale) {
+        if (firn_cuda_download(w, err))
+            return -1;
+        w->host_stale = 0;
+    }
+    view->n = w->p.n;
+    view->x = w->p.x;
+    view->v = w->p.v;
+    view->C = w->p.C;
+    view->F = w->p.F;
+    view->Jp = w->p.Jp;
+    view->damage = w->p.damage;
+    view->vol = w->p.vol;
+    view->mat = w->p.mat;
+    return 0;
+}
+
+/* Sums in double, in particle order: the same result for any thread count. */
+int firn_world_stats(firn_world *w, firn_frame_stats *s, firn_error *err)
+{
+    firn_particles_view p;
+    if (firn_world_particles(w, &p, err))
+        return -1;
+    memset(s, 0, sizeof *s);
+    s->frame = w->frame;
+    s->time = w->time;
+    s->substeps = w->substeps;
+    s->particles = p.n;
+    const long long n = p.n;
+    for (int a = 0; a < 3; a++) {
+        s->bbox_lower[a] = INFINITY;
+        s->bbox_upper[a] = -INFINITY;
+    }
+    for (long long i = 0; i < n; i++) {
+        double m = (double)p.vol[i] * w->mats[p.mat[i]].rho;
+        double v2 = 0.0;
+        for (int a = 0; a < 3; a++) {
+            double x = p.x[a * n + i], v = p.v[a * n + i];
+            s->momentum[a] += m * v;
+            s->center_of_mass[a] += m * x;
+            v2 += v * v;
+            s->bbox_lower[a] = firn_minf(s->bbox_lower[a], (float)x);
+            s->bbox_upper[a] = firn_maxf(s->bbox_upper[a], (float)x);
+        }
+        s->kinetic_energy += 0.5 * m * v2;
+        s->mass += m;
+        s->material_count[p.mat[i]]++;
+    }
+    for (int a = 0; a < 3; a++)
+        s->center_of_mass[a] = s->mass > 0.0 ? s->center_of_mass[a] / s->mass : 0.0;
+    return 0;
+}

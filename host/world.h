@@ -1,0 +1,89 @@
+/* world.h - internals of firn_world shared by the host files and the CUDA
+ * backend's launchers. Not part of the public API. */
+#ifndef FIRN_WORLD_H
+#define FIRN_WORLD_H
+
+#include "firn.h"
+#include "firn_mpm.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct firn_cuda_state firn_cuda_state; /* kernels/, opaque here */
+
+/* CPU scratch for the race-free coloured scatter (solver_cpu.c). */
+typedef struct {
+    int block_cells;   /* edge of a block in cells */
+    int nb[3];         /* blocks per axis */
+    int nblocks;
+    int *count;        /* nblocks + 1 */
+    int *start;        /* nblocks + 1 */
+    int *order;        /* n particle indices sorted by block (stable) */
+    int *key;          /* n block of each particle */
+} firn_cpu_bins;
+
+struct firn_world {
+    firn_scene_def def;
+    firn_backend backend;
+    char device_name[256];
+    firn_params params;                      /* dt updated per substep */
+    firn_material mats[FIRN_MAX_MATERIALS];
+    firn_particles p;                        /* host state (CPU path) / host mirror (CUDA) */
+    firn_grid grid;                          /* CPU path grid */
+    firn_cpu_bins bins;
+    firn_cuda_state *cuda;                   /* NULL on the CPU path */
+    int host_stale;                          /* CUDA: mirror older than device state */
+    int frame;
+    double time;
+    long long substeps;
+    firn_profile prof;
+};
+
+/* Derived constants. */
+void firn_material_build(const firn_material_def *def, firn_material *out);
+void firn_params_build(const firn_scene_def *def, firn_params *P);
+/* Wave speed sqrt((lambda + 2 mu) / rho) of a material at rest [m/s]. */
+float firn_material_wave_speed(const firn_material *m);
+
+/* Initial particles from the scene's bodies (host/sample.c). */
+int firn_sample_bodies(const firn_scene_def *def, const firn_material *mats, firn_particles *p,
+                       firn_error *err);
+int firn_particles_alloc(firn_particles *p, int n);
+void firn_particles_free(firn_particles *p);
+
+/* CPU path (host/solver_cpu.c). Returns the lowest index of a particle whose
+ * state became non-finite in G2P, or -1. */
+int firn_cpu_init(firn_world *w, firn_error *err);
+void firn_cpu_free(firn_world *w);
+int firn_cpu_substep(firn_world *w);
+void firn_cpu_clear(firn_world *w);
+void firn_cpu_p2g(firn_world *w);
+void firn_cpu_grid(firn_world *w);
+int firn_cpu_g2p(firn_world *w);
+
+/* CUDA path (kernels/mpm.cu; host/device.c when built without CUDA). */
+int firn_cuda_init(firn_world *w, firn_error *err);
+void firn_cuda_free(firn_world *w);
+/* Runs nsub substeps of length dt entirely on the device; returns the first
+ * non-finite particle index or -1 (checked once, after the last substep), or
+ * -2 with err filled on a CUDA error. */
+int firn_cuda_run(firn_world *w, int nsub, float dt, firn_error *err);
+int firn_cuda_download(firn_world *w, firn_error *err);
+/* Grid after the last substep: mass (nodes) and velocity (3 nodes,
+ * component-major), into host buffers. */
+int firn_cuda_download_grid(firn_world *w, float *mass, float *vel, firn_error *err);
+/* Largest particle speed and snow hardening factor, reduced on the device. */
+int firn_cuda_reduce(firn_world *w, float *max_speed, float *max_stiffness, firn_error *err);
+
+void firn_set_error(firn_error *err, firn_status code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,221 @@
+/* firn.h - public C API of the firn MPM engine.
+ *
+ * Usage:
+ *     firn_scene_def def;
+ *     firn_error err;
+ *     if (firn_scene_load_json("scenes/sand_column.json", &def, &err)) { puts(err.msg); ... }
+ *     firn_world *w = firn_world_create(&def, FIRN_BACKEND_AUTO, &err);
+ *     for (int f = 0; f < def.frames; f++) firn_world_step_frame(w, &stats, &err);
+ *     firn_world_destroy(w);
+ *
+ * Definitions are plain structs filled with defaults by firn_*_default();
+ * the world is opaque. Units are SI: m, s, kg, Pa, kg/m^3. Nothing here
+ * depends on CUDA. */
+#ifndef FIRN_H
+#define FIRN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FIRN_VERSION "0.1.0"
+#define FIRN_MAX_MATERIALS 16
+#define FIRN_MAX_BODIES 64
+#define FIRN_NAME_MAX 64
+#define FIRN_PATH_MAX 512
+#define FIRN_ERRMSG_MAX 1024
+
+/* Status codes; the command-line tool exits with these. */
+typedef enum {
+    FIRN_OK = 0,
+    FIRN_E_USAGE = 2,   /* bad command line */
+    FIRN_E_SCENE = 3,   /* malformed or invalid scene (JSON, keys, values) */
+    FIRN_E_IO = 4,      /* missing file, unwritable output */
+    FIRN_E_NUMERIC = 5, /* NaN/Inf in the state, unsafe time step */
+    FIRN_E_DEVICE = 6,  /* no usable GPU, CUDA error, out of device memory */
+    FIRN_E_NOMEM = 7,   /* out of host memory */
+    FIRN_E_COMPARE = 8  /* firn compare: difference beyond tolerance */
+} firn_status;
+
+typedef struct {
+    firn_status code;
+    char msg[FIRN_ERRMSG_MAX];
+} firn_error;
+
+/* ---- scene definition ---------------------------------------------------- */
+
+typedef enum { FIRN_WALL_SEPARATE = 0, FIRN_WALL_STICKY, FIRN_WALL_SLIP } firn_wall_type;
+
+/* Face order everywhere: x_lower, x_upper, y_lower, y_upper, z_lower, z_upper. */
+typedef struct {
+    firn_wall_type type; /* default separate (Genesis's default) */
+    float friction;      /* Coulomb coefficient for `separate` walls [-], default 0 */
+} firn_wall_def;
+
+typedef enum {
+    FIRN_MODEL_ELASTIC = 0,
+    FIRN_MODEL_LIQUID,
+    FIRN_MODEL_SNOW,
+    FIRN_MODEL_SAND,
+    FIRN_MODEL_VON_MISES,
+    FIRN_MODEL_FRACTURE,
+    FIRN_MODEL_COUNT
+} firn_model;
+
+typedef enum { FIRN_LAW_COROTATED = 0, FIRN_LAW_NEOHOOKEAN } firn_elastic_law;
+
+typedef struct {
+    char name[FIRN_NAME_MAX];
+    firn_model model;
+    firn_elastic_law law; /* elastic, von_mises, fracture: stress law */
+    float E;              /* Young's modulus [Pa] */
+    float nu;             /* Poisson's ratio [-], in [0, 0.5) */
+    float density;        /* [kg/m^3] */
+    float theta_c;        /* snow: critical compression [-], default 2.5e-2 */
+    float theta_s;        /* snow: critical stretch [-], default 4.5e-3 */
+    float hardening;      /* snow: hardening coefficient xi [-], default 10 */
+    float friction_angle; /* sand: friction angle [deg], default 45 */
+    float yield_stress;   /* von_mises: yield stress [Pa], default 1e4 */
+    float crit_strain;    /* fracture: critical principal strain [-], default 0.05 */
+    float damage_rate;    /* fracture: damage added per substep past it [-], default 0.1 */
+} firn_material_def;
+
+typedef enum { FIRN_SHAPE_BOX = 0, FIRN_SHAPE_SPHERE, FIRN_SHAPE_CYLINDER } firn_shape_type;
+
+typedef struct {
+    firn_shape_type type;
+    float center[3]; /* [m] */
+    float size[3];   /* box: full edge lengths [m] */
+    float radius;    /* sphere, cylinder [m] */
+    float height;    /* cylinder: length along its axis [m] */
+    int axis;        /* cylinder: 0 = x, 1 = y, 2 = z (default 1) */
+} firn_shape_def;
+
+typedef struct {
+    int material;             /* index into firn_scene_def.materials */
+    firn_shape_def shape;
+    float particles_per_cell; /* particles per grid cell (dx^3), default 8 */
+    float velocity[3];        /* initial velocity [m/s] */
+    uint64_t seed;            /* sampling jitter seed; default: body index + 1 */
+} firn_body_def;
+
+typedef struct {
+    float lower[3], upper[3]; /* domain box [m] */
+    float dx;                 /* grid spacing [m] */
+    firn_wall_def walls[6];
+    float gravity[3];         /* [m/s^2], default (0, -9.81, 0) */
+    float frame_dt;           /* [s], default 1/60 */
+    int frames;               /* default 60 */
+    float cfl;                /* Courant number, default 0.4 */
+    float dt;                 /* fixed substep [s]; 0 = from CFL each frame */
+    int force_dt;             /* 1: accept a dt beyond the CFL limit */
+    int n_materials;
+    firn_material_def materials[FIRN_MAX_MATERIALS];
+    int n_bodies;
+    firn_body_def bodies[FIRN_MAX_BODIES];
+    char out_dir[FIRN_PATH_MAX]; /* default "out" */
+    int out_every;               /* write every Nth frame, default 1 */
+    int write_ply;               /* default 1 */
+    int write_preview;           /* PNG preview per written frame, default 1 */
+    char source[FIRN_PATH_MAX];  /* file the scene came from ("" if built in code) */
+} firn_scene_def;
+
+void firn_scene_default(firn_scene_def *def);
+void firn_material_default(firn_material_def *mat, firn_model model);
+void firn_body_default(firn_body_def *body);
+
+/* Parses and validates a JSON scene file. On failure returns non-zero and
+ * fills err with the file, line/column or key path, and the problem. */
+int firn_scene_load_json(const char *path, firn_scene_def *def, firn_error *err);
+int firn_scene_parse_json(const char *text, const char *name, firn_scene_def *def,
+                          firn_error *err);
+/* Checks ranges and consistency of a definition built in code. */
+int firn_scene_validate(const firn_scene_def *def, firn_error *err);
+
+/* ---- world --------------------------------------------------------------- */
+
+typedef enum { FIRN_BACKEND_AUTO = 0, FIRN_BACKEND_CPU, FIRN_BACKEND_CUDA } firn_backend;
+
+typedef struct firn_world firn_world;
+
+/* Time spent per phase, accumulated since the world was created [s]. */
+typedef struct {
+    double clear, p2g, grid, couple, g2p, total;
+} firn_profile;
+
+typedef struct {
+    int frame;                 /* frame index: 0 is the initial state, k is t = k frame_dt */
+    double time;               /* simulated time at its end [s] */
+    long long substeps;        /* substeps since the start */
+    int frame_substeps;        /* substeps in this frame */
+    float dt;                  /* substep used in this frame [s] */
+    long long particles;
+    double kinetic_energy;     /* [J] */
+    double momentum[3];        /* [kg m/s] */
+    double center_of_mass[3];  /* [m] */
+    float bbox_lower[3], bbox_upper[3];
+    double mass;               /* [kg] */
+    long long material_count[FIRN_MAX_MATERIALS];
+    double wall_seconds;       /* wall time of this frame's substeps [s] */
+    double throughput;         /* particle-substeps per second in this frame */
+} firn_frame_stats;
+
+firn_world *firn_world_create(const firn_scene_def *def, firn_backend backend, firn_error *err);
+void firn_world_destroy(firn_world *world);
+firn_backend firn_world_backend(const firn_world *world);
+const char *firn_world_device_name(const firn_world *world);
+long long firn_world_particle_count(const firn_world *world);
+const firn_scene_def *firn_world_scene(const firn_world *world);
+
+/* Advances one frame (ceil(frame_dt / dt) substeps) and fills stats. */
+int firn_world_step_frame(firn_world *world, firn_frame_stats *stats, firn_error *err);
+/* Advances exactly one substep of length dt [s] (tests, comparisons). */
+int firn_world_substep(firn_world *world, float dt, firn_error *err);
+/* Substep length the CFL condition allows for the current state [s]. */
+float firn_world_cfl_dt(firn_world *world);
+/* Statistics of the current state (frame fields left as they are). */
+int firn_world_stats(firn_world *world, firn_frame_stats *stats, firn_error *err);
+firn_profile firn_world_profile(const firn_world *world);
+
+/* Host copy of the particle state, component-major (x[c*n + i]). Pointers
+ * stay valid until the next call on the world. */
+typedef struct {
+    long long n;
+    const float *x;   /* 3n positions [m] */
+    const float *v;   /* 3n velocities [m/s] */
+    const float *C;   /* 9n affine velocity field [1/s], row-major per particle */
+    const float *F;   /* 9n deformation gradient [-] */
+    const float *Jp;  /* n plastic state (snow: Jp; sand: volume correction) */
+    const float *damage; /* n damage in [0,1] (fracture) */
+    const float *vol; /* n initial volume [m^3] */
+    const uint8_t *mat; /* n material index */
+} firn_particles_view;
+
+int firn_world_particles(firn_world *world, firn_particles_view *view, firn_error *err);
+
+/* Output helpers (host/output.c). */
+int firn_write_ply(const char *path, const firn_particles_view *p, firn_error *err);
+int firn_write_preview_png(const char *path, const firn_scene_def *def,
+                           const firn_particles_view *p, firn_error *err);
+int firn_append_stats_jsonl(const char *path, const firn_scene_def *def,
+                            const firn_frame_stats *s, firn_error *err);
+
+/* Devices: number of usable CUDA devices (0 without a GPU or a CUDA build)
+ * and a one-line description of each. */
+int firn_cuda_device_count(void);
+int firn_cuda_device_describe(int index, char *buf, size_t size);
+int firn_cuda_available(void); /* 1 if the library was built with CUDA */
+
+const char *firn_model_name(firn_model model);
+
+/* Monotonic wall clock [s]. */
+double firn_now(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

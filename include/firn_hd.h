@@ -1,0 +1,36 @@
+/* firn_hd.h - the one switch between host and device compilation.
+ *
+ * Every per-particle and per-node function is written once, `static inline
+ * FIRN_HD`, so the CPU reference path and the CUDA kernels run the same
+ * arithmetic. Accumulation into the grid goes through firn_atomic_add: an
+ * atomicAdd on the device, a plain add on the host, where the CPU path makes
+ * the scatter race-free by colouring grid slabs (host/solver_cpu.c). */
+#ifndef FIRN_HD_H
+#define FIRN_HD_H
+
+#include <math.h>
+#include <stdint.h>
+
+#if defined(__CUDACC__)
+#define FIRN_HD __host__ __device__
+#else
+#define FIRN_HD
+#endif
+
+static inline FIRN_HD void firn_atomic_add(float *addr, float value)
+{
+#if defined(__CUDA_ARCH__)
+    atomicAdd(addr, value);
+#else
+    *addr += value;
+#endif
+}
+
+static inline FIRN_HD float firn_minf(float a, float b) { return a < b ? a : b; }
+static inline FIRN_HD float firn_maxf(float a, float b) { return a > b ? a : b; }
+static inline FIRN_HD float firn_clampf(float x, float lo, float hi)
+{
+    return x < lo ? lo : (x > hi ? hi : x);
+}
+
+#endif

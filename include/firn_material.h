@@ -1,0 +1,171 @@
+/* firn_material.h - constitutive models, written once for host and device.
+ *
+ * Every model works on the SVD of the trial deformation gradient
+ * F_tmp = U diag(s) V^T and returns the Kirchhoff stress tau. For all models
+ * here tau is diagonal in the U basis, tau = U diag(t) U^T, so each model
+ * only computes the principal stresses t. Formulas: ../shared/PHYSICS.md s3. */
+#ifndef FIRN_MATERIAL_H
+#define FIRN_MATERIAL_H
+
+#include "firn_svd.h"
+
+/* Device-side material constants, derived from firn_material_def. 48 bytes. */
+typedef struct {
+    int model;     /* firn_model */
+    int law;       /* firn_elastic_law */
+    float mu;      /* shear modulus [Pa] */
+    float lambda;  /* first Lame parameter [Pa] */
+    float rho;     /* density [kg/m^3] */
+    float theta_c; /* snow */
+    float theta_s; /* snow */
+    float xi;      /* snow hardening */
+    float alpha;   /* sand: Drucker-Prager cone coefficient */
+    float yield;   /* von Mises yield stress [Pa] */
+    float crit;    /* fracture: critical principal strain */
+    float rate;    /* fracture: damage per substep */
+} firn_material;
+
+enum { FIRN_M_ELASTIC, FIRN_M_LIQUID, FIRN_M_SNOW, FIRN_M_SAND, FIRN_M_VON_MISES,
+       FIRN_M_FRACTURE };
+enum { FIRN_L_COROTATED, FIRN_L_NEOHOOKEAN };
+
+/* Fixed corotated: tau = 2 mu (F - U V^T) F^T + lambda J (J - 1) I. */
+static inline FIRN_HD firn_vec3 firn_tau_corotated(float mu, float la, firn_vec3 s, float J)
+{
+    float p = la * J * (J - 1.0f);
+    return firn_v3(2.0f * mu * (s.v[0] - 1.0f) * s.v[0] + p, 2.0f * mu * (s.v[1] - 1.0f) * s.v[1] + p,
+                   2.0f * mu * (s.v[2] - 1.0f) * s.v[2] + p);
+}
+
+/* Neo-Hookean: tau = mu F F^T + (lambda ln J - mu) I. ln J is taken of
+ * max(J, 1e-6): an inverted particle gets a large restoring pressure
+ * instead of a NaN. */
+static inline FIRN_HD firn_vec3 firn_tau_neohookean(float mu, float la, firn_vec3 s, float J)
+{
+    float p = la * logf(firn_maxf(J, 1e-6f)) - mu;
+    return firn_v3(mu * s.v[0] * s.v[0] + p, mu * s.v[1] * s.v[1] + p, mu * s.v[2] * s.v[2] + p);
+}
+
+/* Hencky (log strain) model used by sand: tau = U diag(2 mu ln s + lambda
+ * sum(ln s)) U^T, i.e. U diag(2 mu ln(s)/s + lambda sum ln(s)/s) V^T F^T. */
+static inline FIRN_HD firn_vec3 firn_tau_hencky(float mu, float la, firn_vec3 s)
+{
+    float l0 = logf(s.v[0]), l1 = logf(s.v[1]), l2 = logf(s.v[2]);
+    float tr = l0 + l1 + l2;
+    return firn_v3(2.0f * mu * l0 + la * tr, 2.0f * mu * l1 + la * tr, 2.0f * mu * l2 + la * tr);
+}
+
+static inline FIRN_HD firn_vec3 firn_tau_elastic(int law, float mu, float la, firn_vec3 s)
+{
+    float J = s.v[0] * s.v[1] * s.v[2];
+    return law == FIRN_L_NEOHOOKEAN ? firn_tau_neohookean(mu, la, s, J)
+                                    : firn_tau_corotated(mu, la, s, J);
+}
+
+/* Sand return mapping (Klar et al. 2016, Drucker-Prager in Hencky strain),
+ * as in PHYSICS.md: Jp holds the volume-correction term, s is replaced by the
+ * projected singular values. */
+static inline FIRN_HD void firn_sand_project(const firn_material *m, firn_vec3 *s, float *Jp)
+{
+    firn_vec3 e = firn_v3(logf(firn_maxf(fabsf(s->v[0]), 1e-4f)),
+                          logf(firn_maxf(fabsf(s->v[1]), 1e-4f)),
+                          logf(firn_maxf(fabsf(s->v[2]), 1e-4f)));
+    float tr = e.v[0] + e.v[1] + e.v[2] + *Jp;
+    firn_vec3 eh = firn_sub(e, firn_v3(tr / 3.0f, tr / 3.0f, tr / 3.0f));
+    float ehn = firn_norm(eh) + 1e-20f;
+    if (tr >= 0.0f) { /* expansion: no tension, the grain separates freely */
+        *s = firn_v3(1.0f, 1.0f, 1.0f);
+        *Jp = tr;
+        return;
+    }
+    *Jp = 0.0f;
+    float dgamma = ehn + (3.0f * m->lambda + 2.0f * m->mu) / (2.0f * m->mu) * tr * m->alpha;
+    float k = firn_maxf(0.0f, dgamma) / ehn;
+    *s = firn_v3(expf(e.v[0] - k * eh.v[0]), expf(e.v[1] - k * eh.v[1]), expf(e.v[2] - k * eh.v[2]));
+}
+
+/* Von Mises return mapping in log strain; yield stress m->yield. */
+static inline FIRN_HD void firn_von_mises_project(const firn_material *m, firn_vec3 *s)
+{
+    firn_vec3 e = firn_v3(logf(firn_maxf(s->v[0], 0.05f)), logf(firn_maxf(s->v[1], 0.05f)),
+                          logf(firn_maxf(s->v[2], 0.05f)));
+    float tr = e.v[0] + e.v[1] + e.v[2];
+    firn_vec3 eh = firn_sub(e, firn_v3(tr / 3.0f, tr / 3.0f, tr / 3.0f));
+    float ehn = firn_norm(eh);
+    float dgamma = ehn - m->yield / (2.0f * m->mu);
+    if (dgamma > 0.0f)
+        e = firn_sub(e, firn_scale(eh, dgamma / ehn));
+    *s = firn_v3(expf(e.v[0]), expf(e.v[1]), expf(e.v[2]));
+}
+
+/* The constitutive update of one particle. On entry *F is the trial
+ * deformation gradient; on return it is the elastic F the particle keeps,
+ * *Jp and *dmg are updated, and the Kirchhoff stress is returned. */
+static inline FIRN_HD firn_mat3 firn_constitutive(const firn_material *m, firn_mat3 *F, float *Jp,
+                                                  float *dmg)
+{
+    firn_mat3 U, V;
+    firn_vec3 s, t;
+    firn_svd3(*F, &U, &s, &V);
+    float J = s.v[0] * s.v[1] * s.v[2];
+    switch (m->model) {
+    case FIRN_M_LIQUID: {
+        /* Weakly compressible, inviscid: only the volume ratio is kept. */
+        float c = cbrtf(J);
+        *F = firn_m3_diag(c, c, c);
+        float p = m->lambda * J * (J - 1.0f);
+        t = firn_v3(p, p, p);
+        break;
+    }
+    case FIRN_M_SNOW: {
+        /* Stomakhin et al. 2013. Hardening from the previous Jp; the volume
+         * term uses the pre-clamp J (Genesis's choice). */
+        float h = expf(m->xi * (1.0f - *Jp));
+        float mu = m->mu * h, la = m->lambda * h;
+        firn_vec3 sc;
+        for (int d = 0; d < 3; d++)
+            sc.v[d] = firn_clampf(s.v[d], 1.0f - m->theta_c, 1.0f + m->theta_s);
+        *Jp *= J / (sc.v[0] * sc.v[1] * sc.v[2]);
+        *F = firn_m3_usv(U, sc, V);
+        float p = la * J * (J - 1.0f);
+        for (int d = 0; d < 3; d++)
+            t.v[d] = 2.0f * mu * (sc.v[d] - 1.0f) * sc.v[d] + p;
+        break;
+    }
+    case FIRN_M_SAND:
+        firn_sand_project(m, &s, Jp);
+        *F = firn_m3_usv(U, s, V);
+        t = firn_tau_hencky(m->mu, m->lambda, s);
+        break;
+    case FIRN_M_VON_MISES:
+        firn_von_mises_project(m, &s);
+        *F = firn_m3_usv(U, s, V);
+        t = firn_tau_elastic(m->law, m->mu, m->lambda, s);
+        break;
+    case FIRN_M_FRACTURE: {
+        /* Damage grows while the largest principal strain exceeds crit;
+         * only tensile principal stresses are weakened, so broken pieces
+         * still push on each other. */
+        if (s.v[0] - 1.0f > m->crit)
+            *dmg = firn_minf(1.0f, *dmg + m->rate);
+        t = firn_tau_elastic(m->law, m->mu, m->lambda, s);
+        for (int d = 0; d < 3; d++)
+            if (t.v[d] > 0.0f)
+                t.v[d] *= 1.0f - *dmg;
+        break;
+    }
+    default: /* FIRN_M_ELASTIC: F = F_tmp */
+        t = firn_tau_elastic(m->law, m->mu, m->lambda, s);
+        break;
+    }
+    return firn_m3_usv(U, t, U);
+}
+
+/* Wave speed factor: snow hardens by h = exp(xi (1 - Jp)), which scales both
+ * moduli and so the wave speed by sqrt(h). */
+static inline FIRN_HD float firn_stiffness_factor(const firn_material *m, float Jp)
+{
+    return m->model == FIRN_M_SNOW ? expf(m->xi * (1.0f - Jp)) : 1.0f;
+}
+
+#endif

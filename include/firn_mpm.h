@@ -1,0 +1,259 @@
+/* firn_mpm.h - MLS-MPM transfers (quadratic B-spline, APIC), one body per
+ * particle or grid node, shared by the CPU path and the CUDA kernels.
+ * Formulas and substep order: ../shared/PHYSICS.md sections 1-2. */
+#ifndef FIRN_MPM_H
+#define FIRN_MPM_H
+
+#include "firn_material.h"
+
+/* Particle state, structure of arrays, component-major: component c of
+ * particle i is at [c*n + i]; matrices are row-major (component 3r+c).
+ * 4 * (3+3+9+9+1+1+1) + 1 = 109 bytes per particle. */
+typedef struct {
+    int n;
+    float *x;      /* 3n positions [m] */
+    float *v;      /* 3n velocities [m/s] */
+    float *C;      /* 9n APIC affine matrix [1/s] */
+    float *F;      /* 9n deformation gradient */
+    float *Jp;     /* n plastic state */
+    float *damage; /* n damage [0,1] */
+    float *vol;    /* n initial volume [m^3] */
+    uint8_t *mat;  /* n material index */
+} firn_particles;
+
+/* Dense node grid; node (i,j,k) at lower + (i,j,k)*dx, index (i*ny + j)*nz + k.
+ * After the grid update, mom holds velocity. 16 bytes per node. */
+typedef struct {
+    int n[3];
+    long long nodes;
+    float *mass; /* nodes [kg] */
+    float *mom;  /* 3*nodes, component-major [kg m/s], then [m/s] */
+} firn_grid;
+
+enum { FIRN_W_SEPARATE, FIRN_W_STICKY, FIRN_W_SLIP };
+
+/* Everything a substep needs besides the arrays. 136 bytes. */
+typedef struct {
+    float dt, dx, inv_dx;
+    float lower[3];
+    int n[3];
+    float gravity[3];
+    int wall_type[6]; /* x_lower, x_upper, y_lower, y_upper, z_lower, z_upper */
+    float wall_friction[6];
+    int bound;        /* node layers on each face the walls act on */
+    float x_min[3], x_max[3]; /* particles are kept inside this box */
+} firn_params;
+
+#define FIRN_WALL_LAYERS 3
+
+static inline FIRN_HD firn_vec3 firn_load3(const float *a, int n, int i)
+{
+    return firn_v3(a[i], a[n + i], a[2 * n + i]);
+}
+
+static inline FIRN_HD void firn_store3(float *a, int n, int i, firn_vec3 v)
+{
+    a[i] = v.v[0];
+    a[n + i] = v.v[1];
+    a[2 * n + i] = v.v[2];
+}
+
+static inline FIRN_HD firn_mat3 firn_load9(const float *a, int n, int i)
+{
+    firn_mat3 m;
+    for (int c = 0; c < 9; c++)
+        m.m[c] = a[c * n + i];
+    return m;
+}
+
+static inline FIRN_HD void firn_store9(float *a, int n, int i, firn_mat3 m)
+{
+    for (int c = 0; c < 9; c++)
+        a[c * n + i] = m.m[c];
+}
+
+/* Quadratic B-spline stencil of a particle: corner node base and the
+ * weights w[o][axis] of the 3 nodes base+o per axis. fx is x in grid units
+ * minus base, in [0.5, 1.5) per axis. base is clamped into the grid so that a
+ * stray particle can never index outside it. */
+typedef struct {
+    int base[3];
+    float fx[3];
+    float w[3][3];
+} firn_stencil;
+
+static inline FIRN_HD firn_stencil firn_make_stencil(const firn_params *P, firn_vec3 x)
+{
+    firn_stencil s;
+    for (int a = 0; a < 3; a++) {
+        float xg = (x.v[a] - P->lower[a]) * P->inv_dx;
+        int b = (int)floorf(xg - 0.5f);
+        b = b < 0 ? 0 : (b > P->n[a] - 3 ? P->n[a] - 3 : b);
+        float f = xg - (float)b;
+        s.base[a] = b;
+        s.fx[a] = f;
+        s.w[0][a] = 0.5f * (1.5f - f) * (1.5f - f);
+        s.w[1][a] = 0.75f - (f - 1.0f) * (f - 1.0f);
+        s.w[2][a] = 0.5f * (f - 0.5f) * (f - 0.5f);
+    }
+    return s;
+}
+
+static inline FIRN_HD long long firn_node_index(const int n[3], int i, int j, int k)
+{
+    return ((long long)i * n[1] + j) * n[2] + k;
+}
+
+/* Trial deformation gradient, constitutive update, and scatter of mass and
+ * MLS momentum: grid_mom += w (m v + affine dpos), grid_mass += w m with
+ * affine = -dt V 4 inv_dx^2 tau + m C. */
+static inline FIRN_HD void firn_p2g_particle(int i, const firn_params *P, const firn_material *mats,
+                                             firn_particles p, firn_grid g)
+{
+    const int n = p.n;
+    const firn_material *m = &mats[p.mat[i]];
+    firn_vec3 x = firn_load3(p.x, n, i), v = firn_load3(p.v, n, i);
+    firn_mat3 C = firn_load9(p.C, n, i);
+    firn_mat3 A = C;
+    for (int c = 0; c < 9; c++)
+        A.m[c] *= P->dt;
+    A.m[0] += 1.0f;
+    A.m[4] += 1.0f;
+    A.m[8] += 1.0f;
+    firn_mat3 F = firn_m3_mul(A, firn_load9(p.F, n, i));
+    float Jp = p.Jp[i], dmg = p.damage[i];
+    firn_mat3 tau = firn_constitutive(m, &F, &Jp, &dmg);
+    firn_store9(p.F, n, i, F);
+    p.Jp[i] = Jp;
+    p.damage[i] = dmg;
+
+    float vol = p.vol[i], mass = vol * m->rho;
+    float k = -P->dt * vol * 4.0f * P->inv_dx * P->inv_dx;
+    firn_mat3 affine;
+    for (int c = 0; c < 9; c++)
+        affine.m[c] = k * tau.m[c] + mass * C.m[c];
+    firn_vec3 mv = firn_scale(v, mass);
+
+    firn_stencil s = firn_make_stencil(P, x);
+    for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 3; b++)
+            for (int c = 0; c < 3; c++) {
+                float w = s.w[a][0] * s.w[b][1] * s.w[c][2];
+                firn_vec3 dpos = firn_v3(((float)a - s.fx[0]) * P->dx, ((float)b - s.fx[1]) * P->dx,
+                                         ((float)c - s.fx[2]) * P->dx);
+                firn_vec3 mom = firn_add(mv, firn_m3_apply(affine, dpos));
+                long long node = firn_node_index(P->n, s.base[0] + a, s.base[1] + b, s.base[2] + c);
+                firn_atomic_add(&g.mom[node], w * mom.v[0]);
+                firn_atomic_add(&g.mom[g.nodes + node], w * mom.v[1]);
+                firn_atomic_add(&g.mom[2 * g.nodes + node], w * mom.v[2]);
+                firn_atomic_add(&g.mass[node], w * mass);
+            }
+}
+
+/* Momentum to velocity plus gravity at one node; returns 0 for an empty
+ * node (left untouched). */
+static inline FIRN_HD int firn_grid_velocity(long long node, const firn_params *P, firn_grid g,
+                                             firn_vec3 *vel)
+{
+    float m = g.mass[node];
+    if (m <= 0.0f)
+        return 0;
+    float inv = 1.0f / m;
+    *vel = firn_v3(g.mom[node] * inv + P->dt * P->gravity[0],
+                   g.mom[g.nodes + node] * inv + P->dt * P->gravity[1],
+                   g.mom[2 * g.nodes + node] * inv + P->dt * P->gravity[2]);
+    return 1;
+}
+
+/* One wall on axis a with inward normal sign sgn (+1 on a lower face). */
+static inline FIRN_HD firn_vec3 firn_wall_apply(firn_vec3 v, int a, float sgn, int type, float mu)
+{
+    if (type == FIRN_W_STICKY)
+        return firn_v3(0.0f, 0.0f, 0.0f);
+    float vn = v.v[a] * sgn; /* > 0: moving away from the wall */
+    if (type == FIRN_W_SLIP) {
+        v.v[a] = 0.0f;
+        return v;
+    }
+    if (vn >= 0.0f) /* separate: leaving is free */
+        return v;
+    v.v[a] = 0.0f;
+    if (mu > 0.0f) { /* Coulomb friction in impulse form: |vt| -= mu |vn| */
+        float vt = firn_norm(v);
+        if (vt > 0.0f)
+            v = firn_scale(v, firn_maxf(0.0f, vt + mu * vn) / vt);
+    }
+    return v;
+}
+
+static inline FIRN_HD firn_vec3 firn_grid_walls(long long node, const firn_params *P, firn_vec3 v)
+{
+    int idx[3];
+    long long r = node;
+    idx[2] = (int)(r % P->n[2]);
+    r /= P->n[2];
+    idx[1] = (int)(r % P->n[1]);
+    idx[0] = (int)(r / P->n[1]);
+    for (int a = 0; a < 3; a++) {
+        if (idx[a] < P->bound)
+            v = firn_wall_apply(v, a, 1.0f, P->wall_type[2 * a], P->wall_friction[2 * a]);
+        if (idx[a] > P->n[a] - 1 - P->bound)
+            v = firn_wall_apply(v, a, -1.0f, P->wall_type[2 * a + 1], P->wall_friction[2 * a + 1]);
+    }
+    return v;
+}
+
+static inline FIRN_HD void firn_grid_store_velocity(long long node, firn_grid g, firn_vec3 v)
+{
+    g.mom[node] = v.v[0];
+    g.mom[g.nodes + node] = v.v[1];
+    g.mom[2 * g.nodes + node] = v.v[2];
+}
+
+/* Grid update without rigid coupling: velocity, gravity, walls. */
+static inline FIRN_HD void firn_grid_node(long long node, const firn_params *P, firn_grid g)
+{
+    firn_vec3 v;
+    if (!firn_grid_velocity(node, P, g, &v))
+        return;
+    firn_grid_store_velocity(node, g, firn_grid_walls(node, P, v));
+}
+
+/* Gather v and C from the grid, advect, keep the particle inside the domain.
+ * Returns 1 if the new state is not finite. */
+static inline FIRN_HD int firn_g2p_particle(int i, const firn_params *P, firn_particles p,
+                                            firn_grid g)
+{
+    const int n = p.n;
+    firn_vec3 x = firn_load3(p.x, n, i);
+    firn_stencil s = firn_make_stencil(P, x);
+    firn_vec3 v = firn_v3(0.0f, 0.0f, 0.0f);
+    firn_mat3 C = {{0}};
+    for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 3; b++)
+            for (int c = 0; c < 3; c++) {
+                float w = s.w[a][0] * s.w[b][1] * s.w[c][2];
+                firn_vec3 dpos = firn_v3(((float)a - s.fx[0]) * P->dx, ((float)b - s.fx[1]) * P->dx,
+                                         ((float)c - s.fx[2]) * P->dx);
+                long long node = firn_node_index(P->n, s.base[0] + a, s.base[1] + b, s.base[2] + c);
+                firn_vec3 gv = firn_v3(g.mom[node], g.mom[g.nodes + node], g.mom[2 * g.nodes + node]);
+                v = firn_add(v, firn_scale(gv, w));
+                float k = 4.0f * P->inv_dx * P->inv_dx * w;
+                for (int r = 0; r < 3; r++)
+                    for (int q = 0; q < 3; q++)
+                        C.m[3 * r + q] += k * gv.v[r] * dpos.v[q];
+            }
+    x = firn_add(x, firn_scale(v, P->dt));
+    int bad = 0;
+    for (int a = 0; a < 3; a++) {
+        if (!isfinite(x.v[a]) || !isfinite(v.v[a]))
+            bad = 1;
+        x.v[a] = firn_clampf(x.v[a], P->x_min[a], P->x_max[a]);
+    }
+    firn_store3(p.x, n, i, x);
+    firn_store3(p.v, n, i, v);
+    firn_store9(p.C, n, i, C);
+    return bad;
+}
+
+#endif

@@ -1,0 +1,334 @@
+/* test_kernels.c - the per-particle building blocks: B-spline weights, SVD,
+ * constitutive models. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+
+#include "firn_mpm.h"
+
+static uint64_t rng_state = 0x1234567ULL;
+static float frand(float lo, float hi)
+{
+    rng_state = rng_state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return lo + (hi - lo) * (float)(rng_state >> 40) / 16777216.0f;
+}
+
+static firn_mat3 random_matrix(float amp)
+{
+    firn_mat3 m;
+    for (int c = 0; c < 9; c++)
+        m.m[c] = frand(-amp, amp);
+    return m;
+}
+
+static float max_abs_diff(firn_mat3 a, firn_mat3 b)
+{
+    float e = 0.0f;
+    for (int c = 0; c < 9; c++)
+        e = fmaxf(e, fabsf(a.m[c] - b.m[c]));
+    return e;
+}
+
+static float max_abs(firn_mat3 a)
+{
+    float e = 0.0f;
+    for (int c = 0; c < 9; c++)
+        e = fmaxf(e, fabsf(a.m[c]));
+    return e;
+}
+
+static firn_params test_params(void)
+{
+    firn_params P = {0};
+    P.dx = 0.1f;
+    P.inv_dx = 10.0f;
+    for (int a = 0; a < 3; a++)
+        P.n[a] = 32;
+    return P;
+}
+
+Test(bspline, weights_partition_unity_and_reproduce_linear)
+{
+    /* sum_o w_o = 1 and sum_o w_o x_o = x for every position: the quadratic
+     * B-spline is a partition of unity that reproduces linear functions. */
+    firn_params P = test_params();
+    for (int t = 0; t < 1000; t++) {
+        firn_vec3 x = firn_v3(frand(0.3f, 2.8f), frand(0.3f, 2.8f), frand(0.3f, 2.8f));
+        firn_stencil s = firn_make_stencil(&P, x);
+        for (int a = 0; a < 3; a++) {
+            float sum = 0.0f, lin = 0.0f;
+            for (int o = 0; o < 3; o++) {
+                sum += s.w[o][a];
+                lin += s.w[o][a] * (float)(s.base[a] + o) * P.dx;
+                cr_assert(s.w[o][a] >= 0.0f, "negative weight %g", s.w[o][a]);
+            }
+            cr_assert(fabsf(sum - 1.0f) < 1e-6f, "weights sum to %.9g at x=%g", sum, x.v[a]);
+            cr_assert(fabsf(lin - x.v[a]) < 1e-6f * 3.0f, "linear reproduction %.9g vs %.9g", lin,
+                      x.v[a]);
+            cr_assert(s.fx[a] >= 0.5f - 1e-6f && s.fx[a] < 1.5f + 1e-6f, "fx = %g", s.fx[a]);
+        }
+    }
+}
+
+Test(bspline, stencil_never_leaves_grid)
+{
+    /* Positions outside the grid clamp the stencil corner into [0, n-3]. */
+    firn_params P = test_params();
+    firn_stencil s = firn_make_stencil(&P, firn_v3(-5.0f, 100.0f, 0.0f));
+    cr_assert_eq(s.base[0], 0);
+    cr_assert_eq(s.base[1], 29);
+    cr_assert_eq(s.base[2], 0);
+}
+
+static void check_svd(firn_mat3 A, const char *what)
+{
+    firn_mat3 U, V;
+    firn_vec3 s;
+    firn_svd3(A, &U, &s, &V);
+    float scale = fmaxf(max_abs(A), 1e-6f);
+    firn_mat3 R = firn_m3_usv(U, s, V);
+    cr_assert(max_abs_diff(R, A) <= 2e-5f * scale, "%s: |U S V^T - A| = %g (scale %g)", what,
+              max_abs_diff(R, A), scale);
+    cr_assert(fabsf(firn_m3_det(U) - 1.0f) < 1e-4f, "%s: det U = %g", what, firn_m3_det(U));
+    cr_assert(fabsf(firn_m3_det(V) - 1.0f) < 1e-4f, "%s: det V = %g", what, firn_m3_det(V));
+    firn_mat3 I = firn_m3_identity();
+    cr_assert(max_abs_diff(firn_m3_mul_bt(U, U), I) < 1e-5f, "%s: U not orthogonal", what);
+    cr_assert(max_abs_diff(firn_m3_mul_bt(V, V), I) < 1e-5f, "%s: V not orthogonal", what);
+    cr_assert(s.v[0] >= s.v[1] - 1e-6f * scale && s.v[1] >= fabsf(s.v[2]) - 1e-5f * scale,
+              "%s: singular values not ordered: %g %g %g", what, s.v[0], s.v[1], s.v[2]);
+    cr_assert(s.v[1] >= 0.0f, "%s: s1 = %g < 0", what, s.v[1]);
+    float det = firn_m3_det(A);
+    if (fabsf(det) > 1e-3f * scale * scale * scale)
+        cr_assert((s.v[2] < 0.0f) == (det < 0.0f), "%s: sign of s2 %g vs det %g", what, s.v[2],
+                  det);
+}
+
+Test(svd, random_matrices)
+{
+    for (int t = 0; t < 2000; t++)
+        check_svd(random_matrix(2.0f), "random");
+}
+
+Test(svd, near_identity_deformation_gradients)
+{
+    for (int t = 0; t < 2000; t++) {
+        firn_mat3 A = random_matrix(0.05f);
+        A.m[0] += 1.0f, A.m[4] += 1.0f, A.m[8] += 1.0f;
+        check_svd(A, "near identity");
+    }
+}
+
+Test(svd, degenerate_and_inverted)
+{
+    firn_mat3 zero = {{0}};
+    check_svd(zero, "zero");
+    check_svd(firn_m3_identity(), "identity");
+    check_svd(firn_m3_diag(1, 1, -1), "reflection");
+    check_svd(firn_m3_diag(2, 2, 2), "repeated");
+    check_svd(firn_m3_diag(-1, -1, -1), "point inversion");
+    check_svd(firn_m3_diag(3, 0, 0), "rank one diagonal");
+    firn_mat3 r1 = {{1, 2, 3, 2, 4, 6, -1, -2, -3}};
+    check_svd(r1, "rank one");
+    firn_mat3 r2 = {{1, 0, 1, 0, 1, 1, 1, 1, 2}};
+    check_svd(r2, "rank two");
+    for (int t = 0; t < 500; t++) {
+        /* Inverted: a random rotation-like matrix with one column flipped. */
+        firn_mat3 A = random_matrix(1.0f);
+        if (firn_m3_det(A) > 0.0f)
+            for (int r = 0; r < 3; r++)
+                A.m[3 * r] = -A.m[3 * r];
+        check_svd(A, "inverted");
+        /* Nearly singular: third column a combination of the others. */
+        firn_mat3 B = random_matrix(1.0f);
+        for (int r = 0; r < 3; r++)
+            B.m[3 * r + 2] = 0.5f * B.m[3 * r] - 0.25f * B.m[3 * r + 1];
+        check_svd(B, "singular");
+    }
+}
+
+/* Material table entry for a model with E = 1e5, nu = 0.3. */
+static firn_material make_material(int model, int law)
+{
+    firn_material m = {0};
+    float E = 1e5f, nu = 0.3f;
+    m.model = model;
+    m.law = law;
+    m.mu = E / (2.0f * (1.0f + nu));
+    m.lambda = E * nu / ((1.0f + nu) * (1.0f - 2.0f * nu));
+    m.rho = 1000.0f;
+    m.theta_c = 2.5e-2f;
+    m.theta_s = 7.5e-3f;
+    m.xi = 10.0f;
+    float sphi = sinf(35.0f * (float)M_PI / 180.0f);
+    m.alpha = sqrtf(2.0f / 3.0f) * 2.0f * sphi / (3.0f - sphi);
+    m.yield = 1e3f;
+    m.crit = 0.05f;
+    m.rate = 0.1f;
+    return m;
+}
+
+static const struct {
+    int model, law;
+    const char *name;
+} all_models[] = {
+    {FIRN_M_ELASTIC, FIRN_L_COROTATED, "elastic corotated"},
+    {FIRN_M_ELASTIC, FIRN_L_NEOHOOKEAN, "elastic neo-Hookean"},
+    {FIRN_M_LIQUID, 0, "liquid"},
+    {FIRN_M_SNOW, 0, "snow"},
+    {FIRN_M_SAND, 0, "sand"},
+    {FIRN_M_VON_MISES, FIRN_L_COROTATED, "von Mises"},
+    {FIRN_M_FRACTURE, FIRN_L_COROTATED, "fracture"},
+};
+#define N_MODELS (int)(sizeof all_models / sizeof all_models[0])
+
+static float initial_jp(int model) { return model == FIRN_M_SAND ? 0.0f : 1.0f; }
+
+static float trace(firn_mat3 t) { return t.m[0] + t.m[4] + t.m[8]; }
+
+Test(materials, stress_free_at_rest)
+{
+    /* F = I is the undeformed state of every model: tau = 0. */
+    for (int k = 0; k < N_MODELS; k++) {
+        firn_material m = make_material(all_models[k].model, all_models[k].law);
+        firn_mat3 F = firn_m3_identity();
+        float jp = initial_jp(m.model), d = 0.0f;
+        firn_mat3 tau = firn_constitutive(&m, &F, &jp, &d);
+        cr_assert(max_abs(tau) < 1e-6f * m.mu, "%s: |tau| = %g at rest", all_models[k].name,
+                  max_abs(tau));
+        cr_assert(max_abs_diff(F, firn_m3_identity()) < 1e-6f, "%s: F changed at rest",
+                  all_models[k].name);
+    }
+}
+
+Test(materials, pressure_sign_under_compression_and_tension)
+{
+    /* Uniform 1% compression gives a compressive (negative trace) Kirchhoff
+     * stress in every model; 0.3% stretch gives tension, except sand, which
+     * holds none. The stretch stays below snow's theta_s so snow stays
+     * elastic. */
+    for (int k = 0; k < N_MODELS; k++) {
+        firn_material m = make_material(all_models[k].model, all_models[k].law);
+        float jp = initial_jp(m.model), d = 0.0f;
+        firn_mat3 F = firn_m3_diag(0.99f, 0.99f, 0.99f);
+        float tc = trace(firn_constitutive(&m, &F, &jp, &d));
+        cr_assert(tc < -1e-3f * m.mu, "%s: trace(tau) = %g under compression", all_models[k].name,
+                  tc);
+        jp = initial_jp(m.model);
+        F = firn_m3_diag(1.003f, 1.003f, 1.003f);
+        float tt = trace(firn_constitutive(&m, &F, &jp, &d));
+        if (m.model == FIRN_M_SAND)
+            cr_assert(fabsf(tt) < 1e-6f * m.mu, "sand holds tension: trace(tau) = %g", tt);
+        else
+            cr_assert(tt > 1e-4f * m.mu, "%s: trace(tau) = %g under tension", all_models[k].name, tt);
+    }
+}
+
+Test(materials, snow_clamps_singular_values_and_keeps_total_volume)
+{
+    /* After the update the elastic singular values lie in [1 - theta_c,
+     * 1 + theta_s], and det(F_total) = J_E * J_P (Stomakhin et al. 2013). */
+    firn_material m = make_material(FIRN_M_SNOW, 0);
+    for (int t = 0; t < 2000; t++) {
+        firn_mat3 F = random_matrix(0.08f);
+        F.m[0] += 1.0f, F.m[4] += 1.0f, F.m[8] += 1.0f;
+        float jp = frand(0.9f, 1.1f), d = 0.0f;
+        float total = firn_m3_det(F) * jp;
+        firn_constitutive(&m, &F, &jp, &d);
+        firn_mat3 U, V;
+        firn_vec3 s;
+        firn_svd3(F, &U, &s, &V);
+        for (int a = 0; a < 3; a++)
+            cr_assert(s.v[a] >= 1.0f - m.theta_c - 1e-5f && s.v[a] <= 1.0f + m.theta_s + 1e-5f,
+                      "singular value %g outside the clamp range", s.v[a]);
+        float after = firn_m3_det(F) * jp;
+        cr_assert(fabsf(after - total) < 2e-5f * fabsf(total), "J_E J_P = %.7g, det F_trial = %.7g",
+                  after, total);
+    }
+}
+
+Test(materials, sand_no_tension_and_inside_yield_cone)
+{
+    /* Drucker-Prager (Klar et al. 2016): after the return mapping the Hencky
+     * Kirchhoff stress has no tensile principal value and satisfies
+     * |dev tau| <= -alpha tr(tau). */
+    firn_material m = make_material(FIRN_M_SAND, 0);
+    for (int t = 0; t < 4000; t++) {
+        firn_mat3 F = random_matrix(0.2f);
+        F.m[0] += 1.0f, F.m[4] += 1.0f, F.m[8] += 1.0f;
+        float jp = 0.0f, d = 0.0f;
+        firn_mat3 tau = firn_constitutive(&m, &F, &jp, &d);
+        float tr = trace(tau);
+        float scale = m.lambda + 2.0f * m.mu;
+        firn_mat3 dev = tau;
+        dev.m[0] -= tr / 3.0f, dev.m[4] -= tr / 3.0f, dev.m[8] -= tr / 3.0f;
+        float devn = 0.0f;
+        for (int c = 0; c < 9; c++)
+            devn += dev.m[c] * dev.m[c];
+        devn = sqrtf(devn);
+        cr_assert(tr <= 1e-6f * scale, "sand trace(tau) = %g > 0", tr);
+        cr_assert(devn <= -m.alpha * tr * 1.0001f + 1e-5f * scale,
+                  "outside the cone: |dev tau| = %g, -alpha tr = %g", devn, -m.alpha * tr);
+        /* Largest eigenvalue of a symmetric matrix <= tr/3 + sqrt(2/3) |dev|. */
+        float maxp = tr / 3.0f + devn * sqrtf(2.0f / 3.0f);
+        cr_assert(maxp <= 1e-5f * scale, "tensile principal stress up to %g", maxp);
+    }
+}
+
+Test(materials, von_mises_caps_deviatoric_log_strain)
+{
+    /* After projection |dev(log sigma)| <= yield / (2 mu). */
+    firn_material m = make_material(FIRN_M_VON_MISES, FIRN_L_COROTATED);
+    for (int t = 0; t < 2000; t++) {
+        firn_mat3 F = random_matrix(0.1f);
+        F.m[0] += 1.0f, F.m[4] += 1.0f, F.m[8] += 1.0f;
+        float jp = 1.0f, d = 0.0f;
+        firn_constitutive(&m, &F, &jp, &d);
+        firn_mat3 U, V;
+        firn_vec3 s;
+        firn_svd3(F, &U, &s, &V);
+        float e[3], tr = 0.0f, n2 = 0.0f;
+        for (int a = 0; a < 3; a++)
+            tr += (e[a] = logf(s.v[a]));
+        for (int a = 0; a < 3; a++)
+            n2 += (e[a] - tr / 3.0f) * (e[a] - tr / 3.0f);
+        cr_assert(sqrtf(n2) <= m.yield / (2.0f * m.mu) * 1.001f + 1e-5f,
+                  "|dev eps| = %g above yield strain %g", sqrtf(n2), m.yield / (2.0f * m.mu));
+    }
+}
+
+Test(materials, fracture_damage_grows_and_weakens_only_tension)
+{
+    /* 10% stretch exceeds crit = 5%: damage grows by rate per update, and a
+     * fully damaged particle carries no tension but still resists
+     * compression. */
+    firn_material m = make_material(FIRN_M_FRACTURE, FIRN_L_COROTATED);
+    float jp = 1.0f, d = 0.0f;
+    firn_mat3 F = firn_m3_diag(1.1f, 1.0f, 1.0f);
+    firn_mat3 tau0 = firn_constitutive(&m, &F, &jp, &d);
+    cr_assert(fabsf(d - m.rate) < 1e-7f, "damage %g after one update", d);
+    for (int k = 0; k < 20; k++) {
+        F = firn_m3_diag(1.1f, 1.0f, 1.0f);
+        firn_constitutive(&m, &F, &jp, &d);
+    }
+    cr_assert_eq(d, 1.0f, "damage clamps at 1, got %g", d);
+    F = firn_m3_diag(1.1f, 1.0f, 1.0f);
+    firn_mat3 tau1 = firn_constitutive(&m, &F, &jp, &d);
+    cr_assert(trace(tau0) > 0.0f && max_abs(tau1) < 1e-6f * m.mu,
+              "fully damaged particle holds tension %g", max_abs(tau1));
+    F = firn_m3_diag(0.95f, 0.95f, 0.95f);
+    cr_assert(trace(firn_constitutive(&m, &F, &jp, &d)) < -1e-3f * m.mu,
+              "fully damaged particle must still resist compression");
+}
+
+Test(materials, liquid_keeps_only_volume)
+{
+    /* Liquid forgets shear: F becomes J^(1/3) I with the same J. */
+    firn_material m = make_material(FIRN_M_LIQUID, 0);
+    for (int t = 0; t < 200; t++) {
+        firn_mat3 F = random_matrix(0.1f);
+        F.m[0] += 1.0f, F.m[4] += 1.0f, F.m[8] += 1.0f;
+        float J = firn_m3_det(F), jp = 1.0f, d = 0.0f;
+        firn_constitutive(&m, &F, &jp, &d);
+        cr_assert(fabsf(F.m[1]) + fabsf(F.m[2]) + fabsf(F.m[5]) < 1e-7f, "shear kept");
+        cr_assert(fabsf(firn_m3_det(F) - J) < 1e-5f, "volume %g vs %g", firn_m3_det(F), J);
+    }
+}
