@@ -58,9 +58,10 @@ static int shape_contains(const firn_shape_def *s, const float x[3])
 }
 
 /* Visits the samples of one body; with p == NULL only counts them. */
-static long long sample_body(const firn_body_def *b, float dx, int mat_index, float jp0,
+static long long sample_body(const firn_body_def *b, int index, float dx, int mat_index, float jp0,
                              firn_particles *p, int offset)
 {
+    uint64_t seed = b->seed ? b->seed : (uint64_t)index + 1;
     float s = dx / cbrtf(b->particles_per_cell);
     float lo[3], hi[3];
     shape_bounds(&b->shape, lo, hi);
@@ -71,7 +72,7 @@ static long long sample_body(const firn_body_def *b, float dx, int mat_index, fl
     for (int i = 0; i < cells[0]; i++)
         for (int j = 0; j < cells[1]; j++)
             for (int k = 0; k < cells[2]; k++) {
-                uint64_t h = splitmix64(b->seed ^ splitmix64(((uint64_t)i << 42) ^
+                uint64_t h = splitmix64(seed ^ splitmix64(((uint64_t)i << 42) ^
                                                              ((uint64_t)j << 21) ^ (uint64_t)k));
                 float x[3] = {lo[0] + ((float)i + unit_float(h)) * s,
                               lo[1] + ((float)j + unit_float(splitmix64(h))) * s,
@@ -136,7 +137,7 @@ int firn_sample_bodies(const firn_scene_def *def, const firn_material *mats, fir
 {
     long long total = 0, counts[FIRN_MAX_BODIES];
     for (int b = 0; b < def->n_bodies; b++) {
-        counts[b] = sample_body(&def->bodies[b], def->dx, 0, 0.0f, NULL, 0);
+        counts[b] = sample_body(&def->bodies[b], b, def->dx, 0, 0.0f, NULL, 0);
         if (counts[b] == 0) {
             firn_set_error(err, FIRN_E_SCENE,
                            "%s%sbodies[%d]: the shape holds no particle at particles_per_cell = %g "
@@ -163,7 +164,7 @@ int firn_sample_bodies(const firn_scene_def *def, const firn_material *mats, fir
         /* Sand's Jp is a volume correction (starts at 0); snow's is the
          * plastic volume ratio (starts at 1). */
         float jp0 = mats[body->material].model == FIRN_M_SAND ? 0.0f : 1.0f;
-        sample_body(body, def->dx, body->material, jp0, p, offset);
+        sample_body(body, b, def->dx, body->material, jp0, p, offset);
         offset += (int)counts[b];
     }
     return 0;

@@ -127,7 +127,11 @@ float firn_world_cfl_dt(firn_world *w)
     return dt;
 }
 
-/* An explicit dt must satisfy the CFL condition with Courant number 1. */
+/* An explicit dt is unsafe above Courant number FIRN_UNSAFE_COURANT for the
+ * fastest wave, or when particles cross more than a cell per substep. A
+ * liquid in free fall at dx = 0.02 m was measured stable for 1000 substeps
+ * at Courant 0.8 and blew up within 100 at 0.9; 0.7 leaves a margin. */
+#define FIRN_UNSAFE_COURANT 0.7f
 static int check_explicit_dt(firn_world *w, firn_error *err)
 {
     const firn_scene_def *d = &w->def;
@@ -137,11 +141,11 @@ static int check_explicit_dt(firn_world *w, firn_error *err)
     int which;
     state_extremes(w, &vmax, &smax);
     float c = max_wave_speed(w, &which) * sqrtf(smax);
-    float limit_c = c > 0.0f ? d->dx / c : INFINITY;
+    float limit_c = c > 0.0f ? FIRN_UNSAFE_COURANT * d->dx / c : INFINITY;
     float limit_v = vmax > 0.0f ? d->dx / vmax : INFINITY;
     if (d->dt > limit_c) {
         firn_set_error(err, FIRN_E_NUMERIC,
-                       "%s: time.dt = %g s is unsafe: above the stability limit dx / c = %g s "
+                       "%s: time.dt = %g s is unsafe: above the stability limit 0.7 dx / c = %g s "
                        "(wave speed c = %.4g m/s of material '%s'); lower time.dt, remove it to "
                        "use the CFL step, or set time.force_dt",
                        prefix(d), d->dt, limit_c, c, d->materials[which].name);

@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# gpu_check.sh - the one prepared check for a machine with a CUDA GPU (built
+# for the H200, sm_90). Run from anywhere; it works in the repository root.
+#
+#   bench/gpu_check.sh            all steps, about 3-5 minutes, at most GPU_CHECK_BUDGET s
+#
+# Steps: build, the test suite (GPU tests included), firn info, firn compare
+# on every scene, compute-sanitizer memcheck and racecheck on one frame of the
+# smallest scene, and firn bench when the tool has it. Each step runs under
+# `timeout`; a failing step does not stop the others. The last thing printed
+# is a markdown table of PASS/FAIL and seconds per step, also written to
+# bench/results/gpu-check-<date>-<commit>.md (and, with the logs, to $OUT when
+# that is set). Exits non-zero if any step failed.
+set -u
+
+cd "$(dirname "$0")/.." || exit 1
+
+ARCH="-gencode arch=compute_90,code=sm_90"
+BUDGET=${GPU_CHECK_BUDGET:-420} # seconds for all steps: well inside 8 minutes
+FIRN=build/firn
+START=$(date +%s)
+TMP=$(mktemp -d /tmp/firn-gpu-check.XXXXXX)
+
+STEPS=()
+RESULTS=()
+SECONDS_TAKEN=()
+FAILED=0
+
+record() { # name result seconds
+    STEPS+=("$1")
+    RESULTS+=("$2")
+    SECONDS_TAKEN+=("$3")
+    case $2 in FAIL*) FAILED=$((FAILED + 1)) ;; esac
+}
+
+# run_step NAME TIMEOUT_S LINES_SHOWN_ON_PASS COMMAND...
+run_step() {
+    local name=$1 limit=$2 show=$3
+    shift 3
+    local left=$((BUDGET - ($(date +%s) - START)))
+    if ((left < 5)); then
+        echo "### $name: not run, the ${BUDGET} s budget is spent"
+        record "$name" "FAIL (not run: time budget spent)" 0
+        return
+    fi
+    ((limit > left)) && limit=$left
+    local log
+    log="$TMP/$(printf '%02d' ${#STEPS[@]})-$(echo "$name" | tr -c 'A-Za-z0-9._-' '_').log"
+    echo "### $name (timeout ${limit}s): $*"
+    local t0 t1 rc
+    t0=$(date +%s.%N)
+    timeout --kill-after=10 "$limit" "$@" >"$log" 2>&1
+    rc=$?
+    t1=$(date +%s.%N)
+    local secs
+    secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
+    local result
+    if ((rc == 0)); then
+        result=PASS
+        ((show > 0)) && tail -n "$show" "$log"
+    else
+        if ((rc == 124 || rc == 137)); then
+            result="FAIL (timeout ${limit}s)"
+        else
+            result="FAIL (exit $rc)"
+        fi
+        tail -n 40 "$log"
+    fi
+    echo "### $name: $result in ${secs}s"
+    echo
+    record "$name" "$result" "$secs"
+}
+
+find_sanitizer() {
+    local c
+    for c in "$(command -v compute-sanitizer 2>/dev/null)" \
+        /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer; do
+        [[ -n $c && -x $c ]] && { echo "$c"; return 0; }
+    done
+    return 1
+}
+
+# The scene with the fewest particles, from `firn validate`.
+smallest_scene() {
+    local best="" best_n="" f n
+    for f in scenes/*.json; do
+        n=$("$FIRN" validate "$f" 2>/dev/null | awk '/particles:/ { print $2; exit }')
+        [[ $n =~ ^[0-9]+$ ]] || continue
+        if [[ -z $best_n ]] || ((n < best_n)); then
+            best=$f
+            best_n=$n
+        fi
+    done
+    [[ -n $best ]] && echo "$best"
+}
+
+GPU=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -n 1)
+GPU=${GPU:-"unknown (nvidia-smi not available)"}
+COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo nogit)
+DATE=$(date +%Y-%m-%d)
+echo "firn GPU check: $DATE, commit $COMMIT, GPU: $GPU"
+echo "nvcc: $(nvcc --version 2>/dev/null | tail -n 1 || echo 'not in PATH')"
+echo
+
+run_step "build (sm_90)" 240 2 make CUDA_ARCH="$ARCH" -j16
+run_step "make test" 240 4 make CUDA_ARCH="$ARCH" -j16 test
+run_step "firn info" 30 20 "$FIRN" info
+
+for scene in scenes/*.json; do
+    run_step "compare $(basename "$scene" .json) (3 frames)" 90 25 "$FIRN" compare "$scene" --frames 3
+done
+
+SAN=$(find_sanitizer)
+SMALL=$(smallest_scene)
+if [[ -z $SAN ]]; then
+    record "memcheck" "FAIL (compute-sanitizer not found)" 0
+    record "racecheck" "FAIL (compute-sanitizer not found)" 0
+elif [[ -z $SMALL ]]; then
+    record "memcheck" "FAIL (no scene passes firn validate)" 0
+    record "racecheck" "FAIL (no scene passes firn validate)" 0
+else
+    name=$(basename "$SMALL" .json)
+    run_step "memcheck $name (1 frame)" 150 3 "$SAN" --tool memcheck --error-exitcode 1 \
+        "$FIRN" run "$SMALL" --backend cuda --frames 1 --quiet --out "$TMP/memcheck"
+    run_step "racecheck $name (1 frame)" 150 3 "$SAN" --tool racecheck --error-exitcode 1 \
+        "$FIRN" run "$SMALL" --backend cuda --frames 1 --quiet --out "$TMP/racecheck"
+fi
+
+if [[ -x $FIRN ]] && "$FIRN" --help 2>/dev/null | grep -q 'firn bench'; then
+    run_step "firn bench" 120 30 "$FIRN" bench
+else
+    echo "### firn bench: skipped, this firn has no bench command"
+    record "firn bench" "SKIP (no bench command)" 0
+fi
+
+TOTAL=$(($(date +%s) - START))
+REPORT="$TMP/report.md"
+{
+    echo "## firn GPU check, $DATE, commit $COMMIT"
+    echo
+    echo "GPU: $GPU"
+    echo
+    echo "| step | result | seconds |"
+    echo "| --- | --- | ---: |"
+    for i in "${!STEPS[@]}"; do
+        echo "| ${STEPS[$i]} | ${RESULTS[$i]} | ${SECONDS_TAKEN[$i]} |"
+    done
+    echo
+    echo "Total ${TOTAL} s; $FAILED step(s) failed."
+} >"$REPORT"
+
+mkdir -p bench/results
+cp "$REPORT" "bench/results/gpu-check-$DATE-$COMMIT.md"
+if [[ -n ${OUT:-} && -d ${OUT:-} ]]; then
+    cp "$REPORT" "$OUT/gpu-check-$DATE-$COMMIT.md"
+    for f in "$TMP"/*.log; do
+        echo "==== $(basename "$f")"
+        cat "$f"
+    done >"$OUT/gpu-check-logs.txt" 2>/dev/null
+fi
+
+cat "$REPORT"
+rm -rf "$TMP"
+((FAILED == 0))

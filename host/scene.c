@@ -1,0 +1,1064 @@
+/* scene.c - scene definitions: defaults, the JSON loader and validation.
+ *
+ * The JSON format is documented in docs/SCENES.md. The loader is strict: an
+ * unknown key, a wrong type or an out-of-range value is an error naming the
+ * file and the key path (e.g. `scenes/x.json: materials.sand.nu = 0.6: must
+ * be in [0, 0.5)`), never a silent default. Parsing fills a private copy, so
+ * the caller's definition is only written on success. */
+#include "world.h"
+
+#include <cJSON.h>
+#include <errno.h>
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define KEYPATH_MAX 256
+
+static const char *const face_names[6] = {"x_lower", "x_upper", "y_lower",
+                                          "y_upper", "z_lower", "z_upper"};
+static const char *const model_names[FIRN_MODEL_COUNT] = {"elastic", "liquid",    "snow",
+                                                          "sand",    "von_mises", "fracture"};
+static const char *const wall_names[3] = {"separate", "sticky", "slip"};
+static const char *const shape_names[3] = {"box", "sphere", "cylinder"};
+static const char *const law_names[2] = {"corotated", "neohookean"};
+static const char axis_names[3] = {'x', 'y', 'z'};
+
+/* ---- errors --------------------------------------------------------------- */
+
+void firn_set_error(firn_error *err, firn_status code, const char *fmt, ...)
+{
+    va_list ap;
+    if (!err)
+        return;
+    err->code = code;
+    va_start(ap, fmt);
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    va_end(ap);
+}
+
+/* Where messages go and which file they name ("" for a def built in code). */
+typedef struct {
+    const char *file;
+    firn_error *err;
+} ctx;
+
+/* Sets FIRN_E_SCENE with "<file>: <path>: <problem>", leaving out empty
+ * parts. Returns -1 so that callers can `return fail(...)`. */
+static int fail(const ctx *c, const char *path, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+static int fail(const ctx *c, const char *path, const char *fmt, ...)
+{
+    char problem[FIRN_ERRMSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(problem, sizeof problem, fmt, ap);
+    va_end(ap);
+    firn_set_error(c->err, FIRN_E_SCENE, "%s%s%s%s%s", c->file, *c->file ? ": " : "", path,
+                   *path ? ": " : "", problem);
+    return -1;
+}
+
+/* Fails with "<path> = <x>: <rule>" unless x is finite and ok holds. */
+static int need(const ctx *c, const char *path, double x, int ok, const char *rule)
+{
+    char p[KEYPATH_MAX + 40];
+    if (isfinite(x) && ok)
+        return 0;
+    snprintf(p, sizeof p, "%s = %g", path, x);
+    return fail(c, p, "%s", isfinite(x) ? rule : "must be a finite number");
+}
+
+/* Key path builders; an overlong path (a very long unknown key) ends in "...". */
+static const char *mark_cut(char *out, int n)
+{
+    if (n >= KEYPATH_MAX)
+        memcpy(out + KEYPATH_MAX - 4, "...", 4);
+    return out;
+}
+
+static const char *join(char *out, const char *parent, const char *key)
+{
+    return mark_cut(out, snprintf(out, KEYPATH_MAX, "%s%s%s", parent, *parent ? "." : "", key));
+}
+
+static const char *join_index(char *out, const char *parent, int i)
+{
+    return mark_cut(out, snprintf(out, KEYPATH_MAX, "%s[%d]", parent, i));
+}
+
+/* ---- defaults ------------------------------------------------------------- */
+
+const char *firn_model_name(firn_model model)
+{
+    if ((int)model < 0 || model >= FIRN_MODEL_COUNT)
+        return "unknown";
+    return model_names[model];
+}
+
+void firn_material_default(firn_material_def *mat, firn_model model)
+{
+    memset(mat, 0, sizeof *mat);
+    mat->model = model;
+    mat->law = FIRN_LAW_COROTATED;
+    /* Genesis's defaults, so that its scenes port over unchanged. */
+    mat->E = 1e6f;
+    mat->nu = 0.2f;
+    mat->density = 1000.0f;
+    mat->theta_c = 2.5e-2f;
+    mat->theta_s = 4.5e-3f;
+    mat->hardening = 10.0f;
+    mat->friction_angle = 45.0f;
+    mat->yield_stress = 1e4f;
+    mat->crit_strain = 0.05f;
+    mat->damage_rate = 0.1f;
+    if (model == FIRN_MODEL_ELASTIC) {
+        mat->E = 3e5f; /* Genesis's Elastic material */
+    } else if (model == FIRN_MODEL_SNOW) {
+        /* Stomakhin et al. 2013, table of parameters: E0 = 1.4e5 Pa,
+         * rho = 400 kg/m^3 (nu = 0.2 as above). */
+        mat->E = 1.4e5f;
+        mat->density = 400.0f;
+    }
+}
+
+void firn_body_default(firn_body_def *body)
+{
+    memset(body, 0, sizeof *body);
+    body->material = 0;
+    body->shape.type = FIRN_SHAPE_BOX;
+    for (int k = 0; k < 3; k++) {
+        body->shape.center[k] = 0.5f;
+        body->shape.size[k] = 0.1f;
+    }
+    /* Sphere and cylinder fit the same 0.1 m cube if the type is changed. */
+    body->shape.radius = 0.05f;
+    body->shape.height = 0.1f;
+    body->shape.axis = 1;
+    body->particles_per_cell = 8.0f;
+    body->seed = 0; /* 0: body index + 1 */
+}
+
+void firn_scene_default(firn_scene_def *def)
+{
+    memset(def, 0, sizeof *def);
+    for (int k = 0; k < 3; k++) {
+        def->lower[k] = 0.0f;
+        def->upper[k] = 1.0f;
+    }
+    def->dx = 1.0f / 64.0f;
+    for (int f = 0; f < 6; f++) {
+        def->walls[f].type = FIRN_WALL_SEPARATE;
+        def->walls[f].friction = 0.0f;
+    }
+    def->gravity[1] = -9.81f;
+    def->frame_dt = 1.0f / 60.0f;
+    def->frames = 60;
+    def->cfl = 0.4f;
+    def->dt = 0.0f;
+    def->force_dt = 0;
+    /* Unused slots hold defaults too, so code can just bump the counts. */
+    for (int i = 0; i < FIRN_MAX_MATERIALS; i++)
+        firn_material_default(&def->materials[i], FIRN_MODEL_ELASTIC);
+    for (int i = 0; i < FIRN_MAX_BODIES; i++)
+        firn_body_default(&def->bodies[i]);
+    snprintf(def->out_dir, sizeof def->out_dir, "out");
+    def->out_every = 1;
+    def->write_ply = 1;
+    def->write_preview = 1;
+}
+
+/* ---- validation ----------------------------------------------------------- */
+
+static const char *material_path(char *out, const firn_scene_def *def, int i)
+{
+    const char *name = def->materials[i].name;
+    if (memchr(name, '\0', FIRN_NAME_MAX) && name[0])
+        snprintf(out, KEYPATH_MAX, "materials.%s", name);
+    else
+        snprintf(out, KEYPATH_MAX, "materials[%d]", i);
+    return out;
+}
+
+static int validate_domain(const ctx *c, const firn_scene_def *def)
+{
+    char p[KEYPATH_MAX];
+    double nodes = 1.0, n[3];
+
+    if (need(c, "domain.dx", def->dx, def->dx > 0, "must be > 0"))
+        return -1;
+    for (int k = 0; k < 3; k++) {
+        if (need(c, join_index(p, "domain.lower", k), def->lower[k], 1, "") ||
+            need(c, join_index(p, "domain.upper", k), def->upper[k], 1, ""))
+            return -1;
+        if (!(def->upper[k] > def->lower[k]))
+            return fail(c, join_index(p, "domain.upper", k), "%g must be > domain.lower[%d] = %g",
+                        def->upper[k], k, def->lower[k]);
+        /* Fewer cells leave no room inside the wall layers. */
+        double cells = ((double)def->upper[k] - def->lower[k]) / def->dx;
+        if (cells < 4.0)
+            return fail(c, "domain.dx",
+                        "%g gives only %.3g cells along %c (domain %c in [%g, %g]); "
+                        "at least 4 are needed",
+                        def->dx, cells, axis_names[k], axis_names[k], def->lower[k], def->upper[k]);
+        n[k] = ceil(cells - 1e-4) + 1.0; /* as firn_params_build rounds */
+        nodes *= n[k];
+    }
+    if (nodes > 2147483648.0)
+        return fail(c, "domain.dx",
+                    "%g gives a grid of %.0f x %.0f x %.0f = %.3g nodes, more than 2^31", def->dx,
+                    n[0], n[1], n[2], nodes);
+
+    for (int f = 0; f < 6; f++) {
+        const firn_wall_def *w = &def->walls[f];
+        char wp[KEYPATH_MAX];
+        join(wp, "domain.boundary", face_names[f]);
+        if ((int)w->type < 0 || (int)w->type > FIRN_WALL_SLIP)
+            return fail(c, wp, "unknown wall type %d", (int)w->type);
+        if (need(c, join(p, wp, "friction"), w->friction, w->friction >= 0, "must be >= 0"))
+            return -1;
+        if (w->friction != 0 && w->type != FIRN_WALL_SEPARATE)
+            return fail(c, p, "%g: only separate walls take friction (this one is %s)", w->friction,
+                        wall_names[w->type]);
+    }
+    return 0;
+}
+
+static int validate_time_output(const ctx *c, const firn_scene_def *def)
+{
+    char p[KEYPATH_MAX];
+    for (int k = 0; k < 3; k++)
+        if (need(c, join_index(p, "gravity", k), def->gravity[k], 1, ""))
+            return -1;
+    if (need(c, "time.frame_dt", def->frame_dt, def->frame_dt > 0, "must be > 0") ||
+        need(c, "time.frames", def->frames, def->frames >= 1, "must be >= 1") ||
+        need(c, "time.cfl", def->cfl, def->cfl > 0 && def->cfl <= 1, "must be in (0, 1]") ||
+        need(c, "time.dt", def->dt, def->dt >= 0, "must be >= 0 (0: from the CFL condition)"))
+        return -1;
+    if (def->dt > 0 && (double)def->frame_dt / def->dt > INT_MAX)
+        return fail(c, "time.dt", "%g gives more than 2^31 substeps per frame of %g s", def->dt,
+                    def->frame_dt);
+    if (need(c, "output.every", def->out_every, def->out_every >= 1, "must be >= 1"))
+        return -1;
+    if (!memchr(def->out_dir, '\0', sizeof def->out_dir))
+        return fail(c, "output.dir", "not NUL-terminated");
+    if (!def->out_dir[0])
+        return fail(c, "output.dir", "must not be empty");
+    return 0;
+}
+
+static int validate_material(const ctx *c, const firn_scene_def *def, int i)
+{
+    const firn_material_def *m = &def->materials[i];
+    char base[KEYPATH_MAX], p[KEYPATH_MAX];
+
+    material_path(base, def, i);
+    if (!memchr(m->name, '\0', FIRN_NAME_MAX))
+        return fail(c, base, "name is not NUL-terminated");
+    for (int j = 0; j < i; j++)
+        if (m->name[0] && !strcmp(m->name, def->materials[j].name))
+            return fail(c, base, "duplicate material name");
+    if ((int)m->model < 0 || m->model >= FIRN_MODEL_COUNT)
+        return fail(c, join(p, base, "model"), "unknown model %d", (int)m->model);
+    if ((int)m->law < 0 || (int)m->law > FIRN_LAW_NEOHOOKEAN)
+        return fail(c, join(p, base, "law"), "unknown law %d", (int)m->law);
+    if (need(c, join(p, base, "E"), m->E, m->E > 0, "must be > 0") ||
+        need(c, join(p, base, "nu"), m->nu, m->nu >= 0 && m->nu < 0.5f, "must be in [0, 0.5)") ||
+        need(c, join(p, base, "density"), m->density, m->density > 0, "must be > 0"))
+        return -1;
+    switch (m->model) {
+    case FIRN_MODEL_LIQUID:
+        /* A liquid's pressure is lambda J (J - 1), and lambda = 0 at nu = 0. */
+        if (m->nu == 0)
+            return fail(c, join(p, base, "nu"), "0: a liquid needs nu > 0 (no pressure otherwise)");
+        break;
+    case FIRN_MODEL_SNOW:
+        if (need(c, join(p, base, "theta_c"), m->theta_c, m->theta_c > 0 && m->theta_c < 1,
+                 "must be in (0, 1)") ||
+            need(c, join(p, base, "theta_s"), m->theta_s, m->theta_s >= 0, "must be >= 0") ||
+            need(c, join(p, base, "hardening"), m->hardening, m->hardening >= 0, "must be >= 0"))
+            return -1;
+        break;
+    case FIRN_MODEL_SAND:
+        if (need(c, join(p, base, "friction_angle"), m->friction_angle,
+                 m->friction_angle >= 0 && m->friction_angle < 90, "must be in [0, 90) degrees"))
+            return -1;
+        break;
+    case FIRN_MODEL_VON_MISES:
+        if (need(c, join(p, base, "yield_stress"), m->yield_stress, m->yield_stress > 0,
+                 "must be > 0"))
+            return -1;
+        break;
+    case FIRN_MODEL_FRACTURE:
+        if (need(c, join(p, base, "crit_strain"), m->crit_strain, m->crit_strain > 0,
+                 "must be > 0") ||
+            need(c, join(p, base, "damage_rate"), m->damage_rate,
+                 m->damage_rate > 0 && m->damage_rate <= 1, "must be in (0, 1]"))
+            return -1;
+        break;
+    default:
+        break;
+    }
+    return 0;
+}
+
+/* Checks a body's shape, its particle count and its place in the domain;
+ * *particles gets the expected number of particles. */
+static int validate_body(const ctx *c, const firn_scene_def *def, int i, double *particles)
+{
+    const firn_body_def *b = &def->bodies[i];
+    const firn_shape_def *s = &b->shape;
+    char base[KEYPATH_MAX], sp[KEYPATH_MAX], p[KEYPATH_MAX], q[KEYPATH_MAX];
+    double half[3], volume;
+
+    join_index(base, "bodies", i);
+    join(sp, base, "shape");
+    if (b->material < 0 || b->material >= def->n_materials)
+        return fail(c, join(p, base, "material"), "%d: no such material (the scene has %d)",
+                    b->material, def->n_materials);
+    if (need(c, join(p, base, "particles_per_cell"), b->particles_per_cell,
+             b->particles_per_cell > 0 && b->particles_per_cell <= 64, "must be in (0, 64]"))
+        return -1;
+    for (int k = 0; k < 3; k++)
+        if (need(c, join_index(q, join(p, base, "velocity"), k), b->velocity[k], 1, "") ||
+            need(c, join_index(q, join(p, sp, "center"), k), s->center[k], 1, ""))
+            return -1;
+
+    switch (s->type) {
+    case FIRN_SHAPE_BOX:
+        for (int k = 0; k < 3; k++) {
+            if (need(c, join_index(q, join(p, sp, "size"), k), s->size[k], s->size[k] > 0,
+                     "must be > 0"))
+                return -1;
+            half[k] = 0.5 * s->size[k];
+        }
+        volume = (double)s->size[0] * s->size[1] * s->size[2];
+        break;
+    case FIRN_SHAPE_SPHERE:
+        if (need(c, join(p, sp, "radius"), s->radius, s->radius > 0, "must be > 0"))
+            return -1;
+        half[0] = half[1] = half[2] = s->radius;
+        volume = 4.0 / 3.0 * M_PI * pow(s->radius, 3);
+        break;
+    case FIRN_SHAPE_CYLINDER:
+        if (need(c, join(p, sp, "radius"), s->radius, s->radius > 0, "must be > 0") ||
+            need(c, join(p, sp, "height"), s->height, s->height > 0, "must be > 0"))
+            return -1;
+        if (s->axis < 0 || s->axis > 2)
+            return fail(c, join(p, sp, "axis"), "%d: must be 0 (x), 1 (y) or 2 (z)", s->axis);
+        half[0] = half[1] = half[2] = s->radius;
+        half[s->axis] = 0.5 * s->height;
+        volume = M_PI * (double)s->radius * s->radius * s->height;
+        break;
+    default:
+        return fail(c, join(p, sp, "type"), "unknown shape type %d", (int)s->type);
+    }
+
+    *particles = volume * b->particles_per_cell / pow(def->dx, 3);
+    if (*particles < 1.0)
+        return fail(c, base,
+                    "empty body: a %s of volume %.3g m^3 holds %.3g particles at "
+                    "particles_per_cell %g and dx %g; at least 1 is needed",
+                    shape_names[s->type], volume, *particles, b->particles_per_cell, def->dx);
+
+    /* Particles are clamped 2 dx inside the walls (the wall layers plus a
+     * cell), so a body must start there. The tolerance absorbs rounding of
+     * bodies placed exactly on the limit. */
+    for (int k = 0; k < 3; k++) {
+        double lo = (double)def->lower[k] + 2.0 * def->dx,
+               hi = (double)def->upper[k] - 2.0 * def->dx;
+        double blo = s->center[k] - half[k], bhi = s->center[k] + half[k], tol = 1e-4 * def->dx;
+        if (blo < lo - tol || bhi > hi + tol)
+            return fail(c, base,
+                        "%s (material %s) spans %c in [%g, %g], outside the allowed [%g, %g] "
+                        "(domain %c in [%g, %g] less 2 dx at each wall)",
+                        shape_names[s->type], def->materials[b->material].name, axis_names[k], blo,
+                        bhi, lo, hi, axis_names[k], def->lower[k], def->upper[k]);
+    }
+    return 0;
+}
+
+/* All checks, with messages prefixed by file ("" for none). */
+static int validate(const firn_scene_def *def, const char *file, firn_error *err)
+{
+    ctx c = {file, err};
+    double total = 0.0;
+
+    if (validate_domain(&c, def) || validate_time_output(&c, def))
+        return -1;
+    if (def->n_materials < 0 || def->n_materials > FIRN_MAX_MATERIALS)
+        return fail(&c, "materials", "%d materials; at most %d are allowed", def->n_materials,
+                    FIRN_MAX_MATERIALS);
+    for (int i = 0; i < def->n_materials; i++)
+        if (validate_material(&c, def, i))
+            return -1;
+    if (def->n_bodies < 1)
+        return fail(&c, "bodies", "no bodies; a scene needs at least one");
+    if (def->n_bodies > FIRN_MAX_BODIES)
+        return fail(&c, "bodies", "%d bodies; at most %d are allowed", def->n_bodies,
+                    FIRN_MAX_BODIES);
+    for (int i = 0; i < def->n_bodies; i++) {
+        double n = 0.0;
+        if (validate_body(&c, def, i, &n))
+            return -1;
+        total += n;
+    }
+    /* Particle counts are ints throughout the engine. */
+    if (total > INT_MAX)
+        return fail(&c, "bodies", "about %.3g particles in all; at most 2^31 - 1 are allowed",
+                    total);
+    return 0;
+}
+
+int firn_scene_validate(const firn_scene_def *def, firn_error *err)
+{
+    const char *file = memchr(def->source, '\0', sizeof def->source) ? def->source : "";
+    return validate(def, file, err) ? FIRN_E_SCENE : FIRN_OK;
+}
+
+/* ---- JSON readers --------------------------------------------------------- */
+
+static const char *json_type(const cJSON *j)
+{
+    if (cJSON_IsBool(j))
+        return "boolean";
+    if (cJSON_IsNull(j))
+        return "null";
+    if (cJSON_IsNumber(j))
+        return "number";
+    if (cJSON_IsString(j))
+        return "string";
+    if (cJSON_IsArray(j))
+        return "array";
+    if (cJSON_IsObject(j))
+        return "object";
+    return "invalid";
+}
+
+static const cJSON *get(const cJSON *obj, const char *key)
+{
+    return cJSON_GetObjectItemCaseSensitive(obj, key);
+}
+
+/* Fails on a key of obj that is not in allowed (NULL-terminated) or that
+ * appears twice; what qualifies "unknown key" (e.g. "for a sphere"). */
+static int check_keys(const ctx *c, const cJSON *obj, const char *path, const char *const *allowed,
+                      const char *what)
+{
+    char p[KEYPATH_MAX];
+    const cJSON *k;
+    cJSON_ArrayForEach (k, obj) {
+        int known = 0;
+        for (int i = 0; allowed[i]; i++)
+            known |= !strcmp(k->string, allowed[i]);
+        join(p, path, k->string);
+        if (!known) {
+            char list[512] = "";
+            for (int i = 0; allowed[i]; i++)
+                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "",
+                         allowed[i]);
+            return fail(c, p, "unknown key%s%s (allowed: %s)", what ? " " : "", what ? what : "",
+                        list);
+        }
+        for (const cJSON *e = obj->child; e != k; e = e->next)
+            if (!strcmp(e->string, k->string))
+                return fail(c, p, "duplicate key");
+    }
+    return 0;
+}
+
+static int need_object(const ctx *c, const cJSON *j, const char *path)
+{
+    return cJSON_IsObject(j) ? 0 : fail(c, path, "expected an object, got %s", json_type(j));
+}
+
+static int item_float(const ctx *c, const cJSON *j, const char *path, float *out)
+{
+    if (!cJSON_IsNumber(j))
+        return fail(c, path, "expected a number, got %s", json_type(j));
+    if (!isfinite(j->valuedouble))
+        return fail(c, path, "must be a finite number (this one overflows)");
+    if (fabs(j->valuedouble) > FLT_MAX)
+        return fail(c, path, "%g is too large for a 32-bit float", j->valuedouble);
+    *out = (float)j->valuedouble;
+    return 0;
+}
+
+/* Integer in [lo, hi]; JSON numbers are doubles, so exact up to 2^53. */
+static int item_integer(const ctx *c, const cJSON *j, const char *path, double lo, double hi,
+                        double *out)
+{
+    if (!cJSON_IsNumber(j))
+        return fail(c, path, "expected an integer, got %s", json_type(j));
+    if (!isfinite(j->valuedouble) || j->valuedouble != floor(j->valuedouble))
+        return fail(c, path, "expected an integer, got %g", j->valuedouble);
+    if (j->valuedouble < lo || j->valuedouble > hi)
+        return fail(c, path, "%g is out of the range [%.0f, %.0f]", j->valuedouble, lo, hi);
+    *out = j->valuedouble;
+    return 0;
+}
+
+static int get_float(const ctx *c, const cJSON *obj, const char *parent, const char *key,
+                     float *out)
+{
+    char p[KEYPATH_MAX];
+    const cJSON *j = get(obj, key);
+    return j ? item_float(c, j, join(p, parent, key), out) : 0;
+}
+
+static int get_int(const ctx *c, const cJSON *obj, const char *parent, const char *key, int *out)
+{
+    char p[KEYPATH_MAX];
+    const cJSON *j = get(obj, key);
+    double v = 0;
+    if (!j)
+        return 0;
+    if (item_integer(c, j, join(p, parent, key), INT_MIN, INT_MAX, &v))
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+static int get_bool(const ctx *c, const cJSON *obj, const char *parent, const char *key, int *out)
+{
+    char p[KEYPATH_MAX];
+    const cJSON *j = get(obj, key);
+    if (!j)
+        return 0;
+    if (!cJSON_IsBool(j))
+        return fail(c, join(p, parent, key), "expected true or false, got %s", json_type(j));
+    *out = cJSON_IsTrue(j);
+    return 0;
+}
+
+/* A string field; required ones fail when absent. Sets *found. */
+static int get_string(const ctx *c, const cJSON *obj, const char *parent, const char *key,
+                      int required, const char **out)
+{
+    char p[KEYPATH_MAX];
+    const cJSON *j = get(obj, key);
+    join(p, parent, key);
+    if (!j)
+        return required ? fail(c, p, "missing (required)") : 0;
+    if (!cJSON_IsString(j))
+        return fail(c, p, "expected a string, got %s", json_type(j));
+    *out = j->valuestring;
+    return 0;
+}
+
+static int get_vec3(const ctx *c, const cJSON *obj, const char *parent, const char *key,
+                    float out[3])
+{
+    char p[KEYPATH_MAX], q[KEYPATH_MAX];
+    const cJSON *j = get(obj, key), *e;
+    float v[3];
+    int i = 0;
+    if (!j)
+        return 0;
+    join(p, parent, key);
+    if (!cJSON_IsArray(j))
+        return fail(c, p, "expected an array of 3 numbers, got %s", json_type(j));
+    if (cJSON_GetArraySize(j) != 3)
+        return fail(c, p, "expected an array of 3 numbers, got %d element(s)",
+                    cJSON_GetArraySize(j));
+    cJSON_ArrayForEach (e, j) {
+        if (item_float(c, e, join_index(q, p, i), &v[i]))
+            return -1;
+        i++;
+    }
+    memcpy(out, v, sizeof v);
+    return 0;
+}
+
+/* Index of s in names[n], or fails listing the choices. */
+static int pick(const ctx *c, const char *path, const char *s, const char *const *names, int n,
+                int *out)
+{
+    char list[256] = "";
+    for (int i = 0; i < n; i++) {
+        if (!strcmp(s, names[i])) {
+            *out = i;
+            return 0;
+        }
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", names[i]);
+    }
+    return fail(c, path, "\"%s\": unknown value (expected one of %s)", s, list);
+}
+
+/* ---- JSON sections -------------------------------------------------------- */
+
+/* A wall: "sticky" or {"type": "separate", "friction": 0.3}. */
+static int parse_wall(const ctx *c, const cJSON *j, const char *path, firn_wall_def *w)
+{
+    static const char *const keys[] = {"type", "friction", NULL};
+    char p[KEYPATH_MAX];
+    const char *type = "separate";
+    int t = 0;
+
+    w->friction = 0.0f;
+    if (cJSON_IsString(j)) {
+        if (pick(c, path, j->valuestring, wall_names, 3, &t))
+            return -1;
+        w->type = (firn_wall_type)t;
+        return 0;
+    }
+    if (!cJSON_IsObject(j))
+        return fail(c, path, "expected a wall type string or an object, got %s", json_type(j));
+    if (check_keys(c, j, path, keys, NULL) || get_string(c, j, path, "type", 0, &type) ||
+        pick(c, join(p, path, "type"), type, wall_names, 3, &t) ||
+        get_float(c, j, path, "friction", &w->friction))
+        return -1;
+    w->type = (firn_wall_type)t;
+    join(p, path, "friction");
+    if (need(c, p, w->friction, w->friction >= 0, "must be >= 0"))
+        return -1;
+    if (w->friction != 0 && w->type != FIRN_WALL_SEPARATE)
+        return fail(c, p, "%g: only separate walls take friction (this one is %s)", w->friction,
+                    type);
+    return 0;
+}
+
+static int parse_boundary(const ctx *c, const cJSON *j, firn_scene_def *def)
+{
+    static const char *const keys[] = {"x_lower", "x_upper", "y_lower", "y_upper",
+                                       "z_lower", "z_upper", "all",     NULL};
+    const char *path = "domain.boundary";
+    char p[KEYPATH_MAX];
+    firn_wall_def all = {FIRN_WALL_SEPARATE, 0.0f};
+
+    /* One wall for all six faces. */
+    if (cJSON_IsString(j) || (cJSON_IsObject(j) && (get(j, "type") || get(j, "friction")))) {
+        for (int f = 0; cJSON_IsObject(j) && keys[f]; f++)
+            if (get(j, keys[f]))
+                return fail(c, path,
+                            "give one wall (type, friction) or per-face walls "
+                            "(x_lower, ..., all), not both");
+        if (parse_wall(c, j, path, &all))
+            return -1;
+        for (int f = 0; f < 6; f++)
+            def->walls[f] = all;
+        return 0;
+    }
+    if (!cJSON_IsObject(j))
+        return fail(c, path, "expected a wall type string or an object, got %s", json_type(j));
+    if (check_keys(c, j, path, keys, NULL))
+        return -1;
+    if (get(j, "all") && parse_wall(c, get(j, "all"), join(p, path, "all"), &all))
+        return -1;
+    for (int f = 0; f < 6; f++) {
+        def->walls[f] = all;
+        if (get(j, face_names[f]) &&
+            parse_wall(c, get(j, face_names[f]), join(p, path, face_names[f]), &def->walls[f]))
+            return -1;
+    }
+    return 0;
+}
+
+static int parse_domain(const ctx *c, const cJSON *j, firn_scene_def *def)
+{
+    static const char *const keys[] = {"lower", "upper", "dx", "boundary", NULL};
+    if (need_object(c, j, "domain") || check_keys(c, j, "domain", keys, NULL) ||
+        get_vec3(c, j, "domain", "lower", def->lower) ||
+        get_vec3(c, j, "domain", "upper", def->upper) || get_float(c, j, "domain", "dx", &def->dx))
+        return -1;
+    return get(j, "boundary") ? parse_boundary(c, get(j, "boundary"), def) : 0;
+}
+
+static int parse_time(const ctx *c, const cJSON *j, firn_scene_def *def)
+{
+    static const char *const keys[] = {"frame_dt", "frames", "cfl", "dt", "force_dt", NULL};
+    if (need_object(c, j, "time") || check_keys(c, j, "time", keys, NULL) ||
+        get_float(c, j, "time", "frame_dt", &def->frame_dt) ||
+        get_int(c, j, "time", "frames", &def->frames) ||
+        get_float(c, j, "time", "cfl", &def->cfl) || get_float(c, j, "time", "dt", &def->dt) ||
+        get_bool(c, j, "time", "force_dt", &def->force_dt))
+        return -1;
+    return 0;
+}
+
+static int parse_output(const ctx *c, const cJSON *j, firn_scene_def *def)
+{
+    static const char *const keys[] = {"dir", "every", "ply", "preview", NULL};
+    const char *dir = NULL;
+    if (need_object(c, j, "output") || check_keys(c, j, "output", keys, NULL) ||
+        get_string(c, j, "output", "dir", 0, &dir) ||
+        get_int(c, j, "output", "every", &def->out_every) ||
+        get_bool(c, j, "output", "ply", &def->write_ply) ||
+        get_bool(c, j, "output", "preview", &def->write_preview))
+        return -1;
+    if (dir && strlen(dir) >= sizeof def->out_dir)
+        return fail(c, "output.dir", "longer than %d characters", FIRN_PATH_MAX - 1);
+    if (dir)
+        snprintf(def->out_dir, sizeof def->out_dir, "%s", dir);
+    return 0;
+}
+
+/* Keys that only some models use; giving one to another model is a mistake. */
+static const struct {
+    const char *key;
+    unsigned models; /* bit per firn_model */
+} model_keys[] = {
+    {"law", 1u << FIRN_MODEL_ELASTIC | 1u << FIRN_MODEL_VON_MISES | 1u << FIRN_MODEL_FRACTURE},
+    {"theta_c", 1u << FIRN_MODEL_SNOW},
+    {"theta_s", 1u << FIRN_MODEL_SNOW},
+    {"hardening", 1u << FIRN_MODEL_SNOW},
+    {"friction_angle", 1u << FIRN_MODEL_SAND},
+    {"yield_stress", 1u << FIRN_MODEL_VON_MISES},
+    {"crit_strain", 1u << FIRN_MODEL_FRACTURE},
+    {"damage_rate", 1u << FIRN_MODEL_FRACTURE},
+};
+
+static int parse_material(const ctx *c, const cJSON *j, const char *path, firn_material_def *m)
+{
+    static const char *const keys[] = {
+        "model",       "E",           "nu",        "density",        "law",
+        "theta_c",     "theta_s",     "hardening", "friction_angle", "yield_stress",
+        "crit_strain", "damage_rate", NULL};
+    char p[KEYPATH_MAX], name[FIRN_NAME_MAX];
+    const char *model = NULL, *law = "corotated";
+    int model_i = 0, law_i = 0;
+
+    if (need_object(c, j, path) || check_keys(c, j, path, keys, NULL) ||
+        get_string(c, j, path, "model", 1, &model) ||
+        pick(c, join(p, path, "model"), model, model_names, FIRN_MODEL_COUNT, &model_i))
+        return -1;
+    memcpy(name, m->name, sizeof name);
+    firn_material_default(m, (firn_model)model_i);
+    memcpy(m->name, name, sizeof name);
+
+    for (size_t i = 0; i < sizeof model_keys / sizeof model_keys[0]; i++)
+        if (get(j, model_keys[i].key) && !(model_keys[i].models & 1u << model_i))
+            return fail(c, join(p, path, model_keys[i].key), "does not apply to a %s material",
+                        model);
+    if (get_float(c, j, path, "E", &m->E) || get_float(c, j, path, "nu", &m->nu) ||
+        get_float(c, j, path, "density", &m->density) ||
+        get_float(c, j, path, "theta_c", &m->theta_c) ||
+        get_float(c, j, path, "theta_s", &m->theta_s) ||
+        get_float(c, j, path, "hardening", &m->hardening) ||
+        get_float(c, j, path, "friction_angle", &m->friction_angle) ||
+        get_float(c, j, path, "yield_stress", &m->yield_stress) ||
+        get_float(c, j, path, "crit_strain", &m->crit_strain) ||
+        get_float(c, j, path, "damage_rate", &m->damage_rate) ||
+        get_string(c, j, path, "law", 0, &law) ||
+        pick(c, join(p, path, "law"), law, law_names, 2, &law_i))
+        return -1;
+    m->law = (firn_elastic_law)law_i;
+    return 0;
+}
+
+static int parse_materials(const ctx *c, const cJSON *j, firn_scene_def *def)
+{
+    char p[KEYPATH_MAX];
+    const cJSON *m;
+    if (need_object(c, j, "materials"))
+        return -1;
+    if (cJSON_GetArraySize(j) > FIRN_MAX_MATERIALS)
+        return fail(c, "materials", "%d materials; at most %d are allowed", cJSON_GetArraySize(j),
+                    FIRN_MAX_MATERIALS);
+    cJSON_ArrayForEach (m, j) {
+        firn_material_def *mat = &def->materials[def->n_materials];
+        join(p, "materials", m->string);
+        if (!m->string[0])
+            return fail(c, "materials", "empty material name");
+        if (strlen(m->string) >= FIRN_NAME_MAX)
+            return fail(c, p, "name longer than %d characters", FIRN_NAME_MAX - 1);
+        for (int i = 0; i < def->n_materials; i++)
+            if (!strcmp(def->materials[i].name, m->string))
+                return fail(c, p, "duplicate material name");
+        snprintf(mat->name, sizeof mat->name, "%s", m->string);
+        if (parse_material(c, m, p, mat))
+            return -1;
+        def->n_materials++;
+    }
+    return 0;
+}
+
+static int parse_shape(const ctx *c, const cJSON *j, const char *path, firn_shape_def *s)
+{
+    static const char *const box_keys[] = {"type", "center", "size", "lower", "upper", NULL};
+    static const char *const sphere_keys[] = {"type", "center", "radius", NULL};
+    static const char *const cyl_keys[] = {"type", "center", "radius", "height", "axis", NULL};
+    static const char *const *const keys[3] = {box_keys, sphere_keys, cyl_keys};
+    static const char *const axes[3] = {"x", "y", "z"};
+    char p[KEYPATH_MAX], q[KEYPATH_MAX], what[32];
+    const char *type = NULL, *axis = NULL;
+    int t = 0;
+
+    if (need_object(c, j, path) || get_string(c, j, path, "type", 1, &type) ||
+        pick(c, join(p, path, "type"), type, shape_names, 3, &t))
+        return -1;
+    s->type = (firn_shape_type)t;
+    snprintf(what, sizeof what, "for a %s", type);
+    if (check_keys(c, j, path, keys[t], what) || get_vec3(c, j, path, "center", s->center) ||
+        get_vec3(c, j, path, "size", s->size) || get_float(c, j, path, "radius", &s->radius) ||
+        get_float(c, j, path, "height", &s->height) || get_string(c, j, path, "axis", 0, &axis) ||
+        (axis && pick(c, join(p, path, "axis"), axis, axes, 3, &s->axis)))
+        return -1;
+
+    /* A box may be given by its corners instead. */
+    if (get(j, "lower") || get(j, "upper")) {
+        float lo[3], hi[3];
+        if (get(j, "center") || get(j, "size"))
+            return fail(c, path, "give center and size, or lower and upper, not both");
+        if (!get(j, "lower") || !get(j, "upper"))
+            return fail(c, join(p, path, get(j, "lower") ? "upper" : "lower"),
+                        "missing (lower and upper go together)");
+        if (get_vec3(c, j, path, "lower", lo) || get_vec3(c, j, path, "upper", hi))
+            return -1;
+        for (int k = 0; k < 3; k++) {
+            if (!(hi[k] > lo[k]))
+                return fail(c, join_index(q, join(p, path, "upper"), k),
+                            "%g must be > lower[%d] = %g", hi[k], k, lo[k]);
+            s->center[k] = 0.5f * (lo[k] + hi[k]);
+            s->size[k] = hi[k] - lo[k];
+        }
+    }
+    return 0;
+}
+
+static int parse_body(const ctx *c, const cJSON *j, const char *path, const firn_scene_def *def,
+                      int index, firn_body_def *b)
+{
+    static const char *const keys[] = {"material", "shape", "particles_per_cell",
+                                       "velocity", "seed",  NULL};
+    char p[KEYPATH_MAX];
+    const char *mat = NULL;
+    const cJSON *seed = NULL, *shape;
+
+    if (need_object(c, j, path) || check_keys(c, j, path, keys, NULL) ||
+        get_string(c, j, path, "material", 1, &mat))
+        return -1;
+    b->material = -1;
+    for (int i = 0; i < def->n_materials; i++)
+        if (!strcmp(def->materials[i].name, mat))
+            b->material = i;
+    if (b->material < 0) {
+        char list[FIRN_ERRMSG_MAX / 2] = "";
+        for (int i = 0; i < def->n_materials; i++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "",
+                     def->materials[i].name);
+        return fail(c, join(p, path, "material"), "\"%s\": no such material (defined: %s)", mat,
+                    def->n_materials ? list : "none");
+    }
+    shape = get(j, "shape");
+    if (!shape)
+        return fail(c, join(p, path, "shape"), "missing (required)");
+    if (parse_shape(c, shape, join(p, path, "shape"), &b->shape) ||
+        get_float(c, j, path, "particles_per_cell", &b->particles_per_cell) ||
+        get_vec3(c, j, path, "velocity", b->velocity))
+        return -1;
+    seed = get(j, "seed");
+    if (seed) {
+        double v = 0;
+        if (item_integer(c, seed, join(p, path, "seed"), 0, 9007199254740992.0, &v))
+            return -1;
+        b->seed = (uint64_t)v;
+    }
+    if (b->seed == 0)
+        b->seed = (uint64_t)index + 1;
+    return 0;
+}
+
+static int parse_bodies(const ctx *c, const cJSON *j, firn_scene_def *def)
+{
+    char p[KEYPATH_MAX];
+    const cJSON *b;
+    if (!cJSON_IsArray(j))
+        return fail(c, "bodies", "expected an array, got %s", json_type(j));
+    if (cJSON_GetArraySize(j) > FIRN_MAX_BODIES)
+        return fail(c, "bodies", "%d bodies; at most %d are allowed", cJSON_GetArraySize(j),
+                    FIRN_MAX_BODIES);
+    cJSON_ArrayForEach (b, j) {
+        int i = def->n_bodies;
+        if (parse_body(c, b, join_index(p, "bodies", i), def, i, &def->bodies[i]))
+            return -1;
+        def->n_bodies++;
+    }
+    return 0;
+}
+
+static int parse_root(const ctx *c, const cJSON *root, firn_scene_def *def)
+{
+    static const char *const keys[] = {"domain", "gravity", "time",        "materials", "bodies",
+                                       "output", "name",    "description", NULL};
+    const char *unused;
+    if (!cJSON_IsObject(root))
+        return fail(c, "", "expected a JSON object at the top level, got %s", json_type(root));
+    if (check_keys(c, root, "", keys, NULL) || get_string(c, root, "", "name", 0, &unused) ||
+        get_string(c, root, "", "description", 0, &unused))
+        return -1;
+    if (get(root, "domain") && parse_domain(c, get(root, "domain"), def))
+        return -1;
+    if (get_vec3(c, root, "", "gravity", def->gravity))
+        return -1;
+    if (get(root, "time") && parse_time(c, get(root, "time"), def))
+        return -1;
+    /* Materials before bodies, which refer to them by name. */
+    if (get(root, "materials") && parse_materials(c, get(root, "materials"), def))
+        return -1;
+    if (get(root, "bodies") && parse_bodies(c, get(root, "bodies"), def))
+        return -1;
+    if (get(root, "output") && parse_output(c, get(root, "output"), def))
+        return -1;
+    return 0;
+}
+
+/* ---- entry points --------------------------------------------------------- */
+
+/* cJSON reports a failed string one byte late: where a key was expected
+ * (`{"a": 1,}`) or a string is unterminated, it points just past the bad
+ * byte. Scan up to pos and step back in those two cases. */
+static const char *error_position(const char *text, const char *pos)
+{
+    char stack[1024];
+    int depth = 0, in_string = 0;
+    const char *q = pos - 1, *prev = NULL;
+
+    if (pos <= text)
+        return text;
+    for (const char *s = text; s < q; s++) {
+        if (in_string) {
+            if (*s == '\\' && s + 1 < q)
+                s++;
+            else if (*s == '"') {
+                in_string = 0;
+                prev = s;
+            }
+            continue;
+        }
+        if (*s == '"')
+            in_string = 1;
+        else if ((*s == '{' || *s == '[') && depth < (int)sizeof stack)
+            stack[depth++] = *s;
+        else if ((*s == '}' || *s == ']') && depth > 0)
+            depth--;
+        if (*s != ' ' && *s != '\t' && *s != '\n' && *s != '\r')
+            prev = s;
+    }
+    if (in_string)
+        return pos;
+    if (*q == '"')
+        return q; /* unterminated string opened at q */
+    if (depth > 0 && stack[depth - 1] == '{' && prev && (*prev == '{' || *prev == ','))
+        return q; /* a key was expected at q */
+    return pos;
+}
+
+/* "file:line:col: malformed JSON near '...'" for a parse error at pos. */
+static void malformed(const char *text, const char *pos, const char *file, firn_error *err)
+{
+    int line = 1, col = 1;
+    char near[32];
+    size_t n = 0;
+
+    pos = pos ? error_position(text, pos) : text;
+    for (const char *s = text; s < pos && *s; s++) {
+        if (*s == '\n') {
+            line++;
+            col = 1;
+        } else {
+            col++;
+        }
+    }
+    for (const char *s = pos; *s && *s != '\n' && n < sizeof near - 1; s++)
+        near[n++] = (*s >= 32 && *s < 127) ? *s : '?';
+    near[n] = '\0';
+    if (!*pos)
+        firn_set_error(err, FIRN_E_SCENE, "%s:%d:%d: malformed JSON: unexpected end of input", file,
+                       line, col);
+    else
+        firn_set_error(err, FIRN_E_SCENE, "%s:%d:%d: malformed JSON near '%s'", file, line, col,
+                       near);
+}
+
+int firn_scene_parse_json(const char *text, const char *name, firn_scene_def *def, firn_error *err)
+{
+    /* Messages need a name; the stored source stays "" without one. */
+    const char *file = (name && *name) ? name : "<json>";
+    ctx c = {file, err};
+    const char *end = NULL;
+    firn_scene_def *tmp;
+    cJSON *root;
+    int rc;
+
+    if (name && strlen(name) >= sizeof def->source) {
+        fail(&c, "", "file name longer than %d characters", FIRN_PATH_MAX - 1);
+        return FIRN_E_SCENE;
+    }
+    root = cJSON_ParseWithOpts(text, &end, 1);
+    if (!root) {
+        malformed(text, end ? end : cJSON_GetErrorPtr(), file, err);
+        return FIRN_E_SCENE;
+    }
+    /* About 10 KB: kept off the stack, and def is only written on success. */
+    tmp = malloc(sizeof *tmp);
+    if (!tmp) {
+        cJSON_Delete(root);
+        firn_set_error(err, FIRN_E_NOMEM, "%s: out of memory", file);
+        return FIRN_E_NOMEM;
+    }
+    firn_scene_default(tmp);
+    snprintf(tmp->source, sizeof tmp->source, "%s", name ? name : "");
+    rc = (parse_root(&c, root, tmp) || validate(tmp, file, err)) ? FIRN_E_SCENE : FIRN_OK;
+    cJSON_Delete(root);
+    if (rc == FIRN_OK)
+        *def = *tmp;
+    free(tmp);
+    return rc;
+}
+
+int firn_scene_load_json(const char *path, firn_scene_def *def, firn_error *err)
+{
+    FILE *f = fopen(path, "rb");
+    char *text = NULL;
+    size_t len = 0, cap = 0;
+    int rc;
+
+    if (!f) {
+        firn_set_error(err, FIRN_E_IO, "%s: cannot open: %s", path, strerror(errno));
+        return FIRN_E_IO;
+    }
+    /* Read in chunks: works for pipes too, and fails cleanly on a directory. */
+    for (;;) {
+        if (cap - len < 4096) {
+            char *grown = realloc(text, cap ? 2 * cap : 65536);
+            if (!grown) {
+                free(text);
+                fclose(f);
+                firn_set_error(err, FIRN_E_NOMEM, "%s: out of memory reading it", path);
+                return FIRN_E_NOMEM;
+            }
+            text = grown;
+            cap = cap ? 2 * cap : 65536;
+        }
+        size_t got = fread(text + len, 1, cap - len - 1, f);
+        len += got;
+        if (got == 0)
+            break;
+    }
+    if (ferror(f)) {
+        int e = errno;
+        free(text);
+        fclose(f);
+        firn_set_error(err, FIRN_E_IO, "%s: cannot read: %s", path, strerror(e));
+        return FIRN_E_IO;
+    }
+    fclose(f);
+    text[len] = '\0';
+    if (strlen(text) != len) {
+        firn_set_error(err, FIRN_E_SCENE, "%s: contains a NUL byte; not a JSON text file", path);
+        rc = FIRN_E_SCENE;
+    } else {
+        rc = firn_scene_parse_json(text, path, def, err);
+    }
+    free(text);
+    return rc;
+}

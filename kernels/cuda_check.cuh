@@ -1,0 +1,69 @@
+/* cuda_check.cuh - every CUDA call and launch in kernels/ goes through these.
+ *
+ * A failure fills the caller's firn_error with code FIRN_E_DEVICE, the file
+ * and line, the failing call as written, and CUDA's own message, then returns
+ * from the enclosing function:
+ *
+ *     FIRN_CUDA_CHECK(cudaMalloc(&ptr, bytes), err);     returns FIRN_CUDA_FAILED
+ *     FIRN_CUDA_CHECK_RET(cudaMemcpy(...), err, -1);     returns -1
+ *     p2g<<<blocks, 256, 0, stream>>>(...);
+ *     FIRN_CUDA_CHECK_LAUNCH("p2g", stream, err);
+ *
+ * A launch check is cheap (cudaGetLastError: bad configuration, missing
+ * kernel image). Errors inside a kernel only surface at the next
+ * synchronisation; build with -DFIRN_DEBUG_SYNC (make DEBUG_SYNC=1) to
+ * synchronise after every launch and have them reported at that launch. */
+#ifndef FIRN_CUDA_CHECK_CUH
+#define FIRN_CUDA_CHECK_CUH
+
+#include <cuda_runtime.h>
+
+#include "world.h"
+
+/* What the CUDA backend's int functions return on a CUDA error
+ * (firn_cuda_run's documented -2). */
+#define FIRN_CUDA_FAILED (-2)
+
+/* Returns 0 on success; otherwise fills err and returns 1. Clears CUDA's
+ * last-error state so that a later check reports its own call. */
+static inline int firn_cuda_check(cudaError_t e, const char *call, const char *file, int line,
+                                  firn_error *err)
+{
+    if (e == cudaSuccess)
+        return 0;
+    (void)cudaGetLastError();
+    firn_set_error(err, FIRN_E_DEVICE, "CUDA error at %s:%d: %s failed: %s (%s)", file, line, call,
+                   cudaGetErrorString(e), cudaGetErrorName(e));
+    return 1;
+}
+
+#define FIRN_CUDA_CHECK_RET(call, err, ret)                                                       \
+    do {                                                                                          \
+        if (firn_cuda_check((call), #call, __FILE__, __LINE__, (err)))                            \
+            return ret;                                                                           \
+    } while (0)
+
+#define FIRN_CUDA_CHECK(call, err) FIRN_CUDA_CHECK_RET(call, err, FIRN_CUDA_FAILED)
+
+/* After a kernel launch; name is the kernel, for the message. */
+#ifdef FIRN_DEBUG_SYNC
+#define FIRN_CUDA_CHECK_LAUNCH(name, stream, err)                                                 \
+    do {                                                                                          \
+        if (firn_cuda_check(cudaGetLastError(), "launch of kernel " name, __FILE__, __LINE__,     \
+                            (err)) ||                                                             \
+            firn_cuda_check(cudaStreamSynchronize(stream),                                        \
+                            "kernel " name " (synchronised by FIRN_DEBUG_SYNC)", __FILE__,        \
+                            __LINE__, (err)))                                                     \
+            return FIRN_CUDA_FAILED;                                                              \
+    } while (0)
+#else
+#define FIRN_CUDA_CHECK_LAUNCH(name, stream, err)                                                 \
+    do {                                                                                          \
+        (void)(stream);                                                                           \
+        if (firn_cuda_check(cudaGetLastError(), "launch of kernel " name, __FILE__, __LINE__,     \
+                            (err)))                                                               \
+            return FIRN_CUDA_FAILED;                                                              \
+    } while (0)
+#endif
+
+#endif

@@ -1,0 +1,394 @@
+/* mpm.cu - the CUDA backend of the MPM substep: kernels p2g, grid_update and
+ * g2p, a device reduction for the CFL step, and the launchers declared in
+ * host/world.h.
+ *
+ * The kernels are thin wrappers: one thread runs the shared per-particle or
+ * per-node body of include/firn_mpm.h, the same code the CPU reference
+ * (host/solver_cpu.c) loops over; only the grid scatter differs (atomicAdd
+ * here, coloured blocks there), so the two agree to float rounding.
+ *
+ * A call of firn_cuda_run queues all its substeps on one stream and
+ * synchronises once at the end; non-finite particles are recorded on the
+ * device (lowest index, atomicMin) and read back once. */
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include <cub/device/device_reduce.cuh>
+#include <thrust/iterator/counting_iterator.h>
+
+#include "cuda_check.cuh"
+#include "world.h"
+
+#define FIRN_BLOCK 256
+
+/* Events: [0] start, [1] grid cleared, [2] after p2g, [3] after the grid
+ * update, [4] after g2p - of the first substep of a call - and [5] after the
+ * last substep. */
+enum { EV_START, EV_CLEAR, EV_P2G, EV_GRID, EV_G2P, EV_END, EV_COUNT };
+
+struct firn_cuda_state {
+    firn_particles p;        /* device SoA, same layout as the host mirror w->p */
+    void *p_block;           /* one allocation holding all particle arrays */
+    firn_grid grid;          /* device grid: mass (nodes), then mom (3 nodes), contiguous */
+    firn_material *mats;     /* device copy of w->mats (FIRN_MAX_MATERIALS) */
+    int *bad;                /* lowest non-finite particle index; INT_MAX when none */
+    float2 *red_out;         /* reduction result: (max |v|^2, max stiffness factor) */
+    void *red_temp;          /* CUB temporary storage, sized for p.n once */
+    size_t red_temp_bytes;
+    cudaStream_t stream;
+    cudaEvent_t ev[EV_COUNT];
+    size_t bytes;            /* device memory allocated */
+};
+
+/* ---- GPU kernels ---------------------------------------------------------- */
+
+static __global__ void p2g(firn_params P, const firn_material *mats, firn_particles p, firn_grid g)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < p.n)
+        firn_p2g_particle(i, &P, mats, p, g);
+}
+
+static __global__ void grid_update(firn_params P, firn_grid g)
+{
+    long long node = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (node < g.nodes)
+        firn_grid_node(node, &P, g);
+}
+
+static __global__ void g2p(firn_params P, firn_particles p, firn_grid g, int *bad)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < p.n && firn_g2p_particle(i, &P, p, g))
+        atomicMin(bad, i);
+}
+
+/* Reduction input per particle: (|v|^2, firn_stiffness_factor). */
+struct speed_stiffness {
+    firn_particles p;
+    const firn_material *mats;
+    __device__ float2 operator()(int i) const
+    {
+        const int n = p.n;
+        float vx = p.v[i], vy = p.v[n + i], vz = p.v[2 * n + i];
+        return make_float2(vx * vx + vy * vy + vz * vz, firn_stiffness_factor(&mats[p.mat[i]], p.Jp[i]));
+    }
+};
+
+struct max2 {
+    __device__ float2 operator()(float2 a, float2 b) const
+    {
+        return make_float2(fmaxf(a.x, b.x), fmaxf(a.y, b.y));
+    }
+};
+
+/* As the CPU fallback in world.c: speed from 0, stiffness from 1, so that a
+ * stretched snow particle (factor < 1) never lowers the wave speed estimate. */
+static const float2 reduce_init = {0.0f, 1.0f};
+
+static cudaError_t reduce_launch(firn_cuda_state *s, void *temp, size_t &temp_bytes)
+{
+    speed_stiffness op = {s->p, s->mats};
+    return cub::DeviceReduce::TransformReduce(temp, temp_bytes, thrust::counting_iterator<int>(0),
+                                              s->red_out, s->p.n, max2(), op, reduce_init,
+                                              s->stream);
+}
+
+/* ---- device state --------------------------------------------------------- */
+
+static size_t align256(size_t b) { return (b + 255) & ~(size_t)255; }
+
+/* Lays the particle arrays of n particles out in one block at base, each
+ * array 256-byte aligned; with base NULL only sizes the block. */
+static size_t particle_layout(int n, char *base, firn_particles *p)
+{
+    const size_t nn = (size_t)n, f = sizeof(float);
+    const size_t bytes[8] = {3 * nn * f, 3 * nn * f, 9 * nn * f, 9 * nn * f,
+                             nn * f,     nn * f,     nn * f,     nn};
+    size_t off[8], total = 0;
+    for (int k = 0; k < 8; k++) {
+        off[k] = total;
+        total += align256(bytes[k]);
+    }
+    if (base) {
+        p->n = n;
+        p->x = (float *)(base + off[0]);
+        p->v = (float *)(base + off[1]);
+        p->C = (float *)(base + off[2]);
+        p->F = (float *)(base + off[3]);
+        p->Jp = (float *)(base + off[4]);
+        p->damage = (float *)(base + off[5]);
+        p->vol = (float *)(base + off[6]);
+        p->mat = (uint8_t *)(base + off[7]);
+    }
+    return total;
+}
+
+/* Copies every particle array from src to dst (same n) on the stream. */
+static int copy_particles(const firn_particles *dst, const firn_particles *src,
+                          cudaMemcpyKind kind, cudaStream_t st, firn_error *err)
+{
+    const size_t n = (size_t)src->n, f = sizeof(float);
+    if (n == 0)
+        return 0;
+    FIRN_CUDA_CHECK(cudaMemcpyAsync(dst->x, src->x, 3 * n * f, kind, st), err);
+    FIRN_CUDA_CHECK(cudaMemcpyAsync(dst->v, src->v, 3 * n * f, kind, st), err);
+    FIRN_CUDA_CHECK(cudaMemcpyAsync(dst->C, src->C, 9 * n * f, kind, st), err);
+    FIRN_CUDA_CHECK(cudaMemcpyAsync(dst->F, src->F, 9 * n * f, kind, st), err);
+    FIRN_CUDA_CHECK(cudaMemcpyAsync(dst->Jp, src->Jp, n * f, kind, st), err);
+    FIRN_CUDA_CHECK(cudaMemcpyAsync(dst->damage, src->damage, n * f, kind, st), err);
+    FIRN_CUDA_CHECK(cudaMemcpyAsync(dst->vol, src->vol, n * f, kind, st), err);
+    FIRN_CUDA_CHECK(cudaMemcpyAsync(dst->mat, src->mat, n, kind, st), err);
+    return 0;
+}
+
+static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
+{
+    const int n = w->p.n;
+    int dev = 0;
+    cudaDeviceProp prop;
+    FIRN_CUDA_CHECK(cudaGetDevice(&dev), err);
+    FIRN_CUDA_CHECK(cudaGetDeviceProperties(&prop, dev), err);
+    snprintf(w->device_name, sizeof w->device_name, "%.200s (CUDA device %d, sm_%d%d)", prop.name, dev,
+             prop.major, prop.minor);
+
+    for (int a = 0; a < 3; a++)
+        s->grid.n[a] = w->params.n[a];
+    s->grid.nodes = (long long)s->grid.n[0] * s->grid.n[1] * s->grid.n[2];
+    s->p.n = n;
+
+    /* Everything is allocated here, once; check it fits before asking. */
+    const size_t p_bytes = particle_layout(n, NULL, NULL);
+    const size_t g_bytes = 4 * (size_t)s->grid.nodes * sizeof(float);
+    const size_t m_bytes = FIRN_MAX_MATERIALS * sizeof(firn_material);
+    size_t temp_bytes = 0;
+    if (n > 0)
+        FIRN_CUDA_CHECK(reduce_launch(s, NULL, temp_bytes), err);
+    const size_t want = align256(p_bytes) + align256(g_bytes) + align256(m_bytes) +
+                        align256(sizeof(int)) + align256(sizeof(float2)) + align256(temp_bytes);
+    size_t free_b = 0, total_b = 0;
+    FIRN_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b), err);
+    if (want > free_b) {
+        firn_set_error(err, FIRN_E_DEVICE,
+                       "not enough GPU memory on %s: %zu bytes (%.1f MiB) requested for %d "
+                       "particles and a %d x %d x %d grid, %zu bytes (%.1f MiB) free of %zu "
+                       "(%.1f MiB); use fewer particles, a coarser dx, or --backend cpu",
+                       w->device_name, want, (double)want / (1 << 20), n, s->grid.n[0],
+                       s->grid.n[1], s->grid.n[2], free_b, (double)free_b / (1 << 20), total_b,
+                       (double)total_b / (1 << 20));
+        return FIRN_CUDA_FAILED;
+    }
+
+    FIRN_CUDA_CHECK(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking), err);
+    for (int k = 0; k < EV_COUNT; k++)
+        FIRN_CUDA_CHECK(cudaEventCreate(&s->ev[k]), err);
+    FIRN_CUDA_CHECK(cudaMalloc(&s->p_block, p_bytes), err);
+    particle_layout(n, (char *)s->p_block, &s->p);
+    FIRN_CUDA_CHECK(cudaMalloc(&s->grid.mass, g_bytes), err);
+    s->grid.mom = s->grid.mass + s->grid.nodes;
+    FIRN_CUDA_CHECK(cudaMalloc(&s->mats, m_bytes), err);
+    FIRN_CUDA_CHECK(cudaMalloc(&s->bad, sizeof(int)), err);
+    FIRN_CUDA_CHECK(cudaMalloc(&s->red_out, sizeof(float2)), err);
+    if (temp_bytes > 0)
+        FIRN_CUDA_CHECK(cudaMalloc(&s->red_temp, temp_bytes), err);
+    s->red_temp_bytes = temp_bytes;
+    s->bytes = want;
+
+    static const int none = INT_MAX;
+    if (copy_particles(&s->p, &w->p, cudaMemcpyHostToDevice, s->stream, err))
+        return FIRN_CUDA_FAILED;
+    FIRN_CUDA_CHECK(cudaMemcpyAsync(s->mats, w->mats, m_bytes, cudaMemcpyHostToDevice, s->stream),
+                    err);
+    FIRN_CUDA_CHECK(cudaMemcpyAsync(s->bad, &none, sizeof none, cudaMemcpyHostToDevice, s->stream),
+                    err);
+    FIRN_CUDA_CHECK(cudaMemsetAsync(s->grid.mass, 0, g_bytes, s->stream), err);
+    FIRN_CUDA_CHECK(cudaStreamSynchronize(s->stream), err);
+    w->host_stale = 0;
+    return 0;
+}
+
+/* ---- launchers (extern "C", declared in host/world.h) --------------------- */
+
+extern "C" int firn_cuda_init(firn_world *w, firn_error *err)
+{
+    firn_cuda_state *s = (firn_cuda_state *)calloc(1, sizeof *s);
+    if (!s) {
+        firn_set_error(err, FIRN_E_NOMEM, "out of host memory");
+        return -1;
+    }
+    w->cuda = s;
+    if (state_init(w, s, err)) {
+        firn_cuda_free(w); /* releases whatever was allocated; w->cuda = NULL */
+        return FIRN_CUDA_FAILED;
+    }
+    return 0;
+}
+
+/* Best effort: after a device fault these calls fail too, and there is
+ * nothing better to do than to release what can be released. */
+extern "C" void firn_cuda_free(firn_world *w)
+{
+    firn_cuda_state *s = w->cuda;
+    if (!s)
+        return;
+    if (s->stream)
+        (void)cudaStreamSynchronize(s->stream);
+    cudaFree(s->p_block);
+    cudaFree(s->grid.mass);
+    cudaFree(s->mats);
+    cudaFree(s->bad);
+    cudaFree(s->red_out);
+    cudaFree(s->red_temp);
+    for (int k = 0; k < EV_COUNT; k++)
+        if (s->ev[k])
+            (void)cudaEventDestroy(s->ev[k]);
+    if (s->stream)
+        (void)cudaStreamDestroy(s->stream);
+    (void)cudaGetLastError();
+    free(s);
+    w->cuda = NULL;
+}
+
+static int not_initialised(const char *fn, firn_error *err)
+{
+    firn_set_error(err, FIRN_E_DEVICE, "%s: the CUDA backend of this world is not initialised", fn);
+    return FIRN_CUDA_FAILED;
+}
+
+/* Queues clear, p2g, grid_update, g2p on the stream. Returns 0 or -2. */
+static int queue_substep(firn_cuda_state *s, const firn_params *P, int timed, firn_error *err)
+{
+    const unsigned pblocks = (unsigned)((s->p.n + FIRN_BLOCK - 1) / FIRN_BLOCK);
+    const unsigned gblocks = (unsigned)((s->grid.nodes + FIRN_BLOCK - 1) / FIRN_BLOCK);
+    FIRN_CUDA_CHECK(cudaMemsetAsync(s->grid.mass, 0, 4 * (size_t)s->grid.nodes * sizeof(float),
+                                    s->stream),
+                    err);
+    if (timed)
+        FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_CLEAR], s->stream), err);
+    if (pblocks > 0) {
+        p2g<<<pblocks, FIRN_BLOCK, 0, s->stream>>>(*P, s->mats, s->p, s->grid);
+        FIRN_CUDA_CHECK_LAUNCH("p2g", s->stream, err);
+    }
+    if (timed)
+        FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_P2G], s->stream), err);
+    if (gblocks > 0) {
+        grid_update<<<gblocks, FIRN_BLOCK, 0, s->stream>>>(*P, s->grid);
+        FIRN_CUDA_CHECK_LAUNCH("grid_update", s->stream, err);
+    }
+    if (timed)
+        FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_GRID], s->stream), err);
+    if (pblocks > 0) {
+        g2p<<<pblocks, FIRN_BLOCK, 0, s->stream>>>(*P, s->p, s->grid, s->bad);
+        FIRN_CUDA_CHECK_LAUNCH("g2p", s->stream, err);
+    }
+    if (timed)
+        FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_G2P], s->stream), err);
+    return 0;
+}
+
+static float elapsed_ms(cudaEvent_t a, cudaEvent_t b)
+{
+    float ms = 0.0f;
+    if (cudaEventElapsedTime(&ms, a, b) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0.0f;
+    }
+    return ms;
+}
+
+/* Profile: events bracket the phases of the first substep only, and the
+ * whole call; the call's time is split over the phases in the first
+ * substep's proportions. Events per phase of every substep would add four
+ * records per substep to a stream of three short kernels. */
+static void account_time(firn_world *w, firn_cuda_state *s)
+{
+    float t[4];
+    for (int k = 0; k < 4; k++)
+        t[k] = elapsed_ms(s->ev[EV_START + k], s->ev[EV_START + k + 1]);
+    float first = t[0] + t[1] + t[2] + t[3];
+    float total = elapsed_ms(s->ev[EV_START], s->ev[EV_END]);
+    double scale = first > 0.0f ? 1e-3 * total / first : 0.0;
+    w->prof.clear += scale * t[0];
+    w->prof.p2g += scale * t[1];
+    w->prof.grid += scale * t[2];
+    w->prof.g2p += scale * t[3];
+    w->prof.total += 1e-3 * total;
+}
+
+extern "C" int firn_cuda_run(firn_world *w, int nsub, float dt, firn_error *err)
+{
+    firn_cuda_state *s = w->cuda;
+    if (!s)
+        return not_initialised("firn_cuda_run", err);
+    if (nsub <= 0)
+        return -1;
+    firn_params P = w->params;
+    P.dt = dt;
+    FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_START], s->stream), err);
+    for (int k = 0; k < nsub; k++)
+        if (queue_substep(s, &P, k == 0, err))
+            return FIRN_CUDA_FAILED;
+    FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_END], s->stream), err);
+    int bad = INT_MAX;
+    FIRN_CUDA_CHECK(cudaMemcpyAsync(&bad, s->bad, sizeof bad, cudaMemcpyDeviceToHost, s->stream),
+                    err);
+    FIRN_CUDA_CHECK(cudaStreamSynchronize(s->stream), err);
+    w->host_stale = 1;
+    account_time(w, s);
+    if (bad == INT_MAX)
+        return -1;
+    static const int none = INT_MAX;
+    FIRN_CUDA_CHECK(cudaMemcpy(s->bad, &none, sizeof none, cudaMemcpyHostToDevice), err);
+    return bad;
+}
+
+extern "C" int firn_cuda_download(firn_world *w, firn_error *err)
+{
+    firn_cuda_state *s = w->cuda;
+    if (!s)
+        return not_initialised("firn_cuda_download", err);
+    if (copy_particles(&w->p, &s->p, cudaMemcpyDeviceToHost, s->stream, err))
+        return FIRN_CUDA_FAILED;
+    FIRN_CUDA_CHECK(cudaStreamSynchronize(s->stream), err);
+    w->host_stale = 0;
+    return 0;
+}
+
+extern "C" int firn_cuda_reduce(firn_world *w, float *max_speed, float *max_stiffness,
+                                firn_error *err)
+{
+    firn_cuda_state *s = w->cuda;
+    if (!s)
+        return not_initialised("firn_cuda_reduce", err);
+    float2 r = reduce_init;
+    if (s->p.n > 0) {
+        size_t temp_bytes = s->red_temp_bytes;
+        FIRN_CUDA_CHECK(reduce_launch(s, s->red_temp, temp_bytes), err);
+        FIRN_CUDA_CHECK(cudaMemcpyAsync(&r, s->red_out, sizeof r, cudaMemcpyDeviceToHost, s->stream),
+                        err);
+        FIRN_CUDA_CHECK(cudaStreamSynchronize(s->stream), err);
+    }
+    *max_speed = sqrtf(r.x);
+    *max_stiffness = r.y;
+    return 0;
+}
+
+/* After firn_cuda_run the grid holds the last substep's mass and, where
+ * the mass is positive, velocity (the grid update overwrote momentum). */
+extern "C" int firn_cuda_download_grid(firn_world *w, float *mass, float *vel, firn_error *err)
+{
+    firn_cuda_state *s = w->cuda;
+    if (!s)
+        return not_initialised("firn_cuda_download_grid", err);
+    const size_t nodes = (size_t)s->grid.nodes;
+    FIRN_CUDA_CHECK(cudaMemcpyAsync(mass, s->grid.mass, nodes * sizeof(float),
+                                    cudaMemcpyDeviceToHost, s->stream),
+                    err);
+    FIRN_CUDA_CHECK(cudaMemcpyAsync(vel, s->grid.mom, 3 * nodes * sizeof(float),
+                                    cudaMemcpyDeviceToHost, s->stream),
+                    err);
+    FIRN_CUDA_CHECK(cudaStreamSynchronize(s->stream), err);
+    return 0;
+}

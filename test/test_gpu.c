@@ -1,0 +1,381 @@
+/* test_gpu.c - the CUDA backend against its CPU twin.
+ *
+ * Kernel level: one substep of p2g, grid_update, g2p on random particles of
+ * each material model, element by element against host/solver_cpu.c, with
+ * |gpu - cpu| <= 1e-5 + 1e-4 |cpu| (the scatter's atomics add in another
+ * order, and nvcc contracts to FMA, so bitwise equality is not expected).
+ * Invariants: the GPU p2g conserves mass and momentum. Scene level: five
+ * frames of a small scene per model, compared by centre of mass and kinetic
+ * energy.
+ *
+ * Every test skips, and only, when no usable CUDA GPU is present. */
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "world.h"
+
+#ifdef FIRN_WITH_CUDA
+/* Test hook in kernels/mpm.cu: clear + p2g on the device, grid copied out. */
+int firn_cuda_test_p2g(firn_world *w, float dt, float *mass, float *mom, firn_error *err);
+#else
+static int firn_cuda_test_p2g(firn_world *w, float dt, float *mass, float *mom, firn_error *err)
+{
+    (void)w, (void)dt, (void)mass, (void)mom;
+    firn_set_error(err, FIRN_E_DEVICE, "this firn was built without CUDA");
+    return -2;
+}
+#endif
+
+static void require_gpu(void)
+{
+    char why[512];
+    if (!firn_cuda_available())
+        cr_skip("no usable CUDA GPU: this firn was built without CUDA");
+    if (firn_cuda_device_count() == 0) {
+        firn_cuda_device_describe(0, why, sizeof why);
+        cr_skip("no usable CUDA GPU: %s", why);
+    }
+}
+
+static const char *model_label(firn_model m)
+{
+    static const char *names[FIRN_MODEL_COUNT] = {"elastic",   "liquid",    "snow",
+                                                  "sand",      "von_mises", "fracture"};
+    return (int)m >= 0 && m < FIRN_MODEL_COUNT ? names[m] : "?";
+}
+
+/* ---- worlds --------------------------------------------------------------- */
+
+/* One box of one material near the floor of a unit domain, moving down and
+ * sideways so that it hits the floor wall within the first frames. */
+static void small_scene(firn_scene_def *def, firn_model model, float box)
+{
+    firn_scene_default(def);
+    def->dx = 1.0f / 32.0f;
+    def->frames = 5;
+    def->write_ply = 0;
+    def->write_preview = 0;
+    def->n_materials = 1;
+    firn_material_default(&def->materials[0], model);
+    snprintf(def->materials[0].name, FIRN_NAME_MAX, "%s", model_label(model));
+    def->n_bodies = 1;
+    firn_body_def *b = &def->bodies[0];
+    firn_body_default(b);
+    b->material = 0;
+    b->shape.type = FIRN_SHAPE_BOX;
+    const float center[3] = {0.5f, 0.2f, 0.5f}, vel[3] = {0.5f, -1.0f, 0.25f};
+    for (int a = 0; a < 3; a++) {
+        b->shape.center[a] = center[a];
+        b->shape.size[a] = box;
+        b->velocity[a] = vel[a];
+    }
+    b->seed = 7;
+}
+
+static firn_world *make_world(const firn_scene_def *def, firn_backend backend)
+{
+    firn_error err = {0};
+    firn_world *w = firn_world_create(def, backend, &err);
+    cr_assert(w, "firn_world_create (%s backend) failed: %s",
+              backend == FIRN_BACKEND_CUDA ? "cuda" : "cpu", err.msg);
+    return w;
+}
+
+/* ---- random particle state ------------------------------------------------ */
+
+static uint64_t rng_state;
+static float frand(float lo, float hi)
+{
+    rng_state = rng_state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return lo + (hi - lo) * (float)(rng_state >> 40) / 16777216.0f;
+}
+
+/* Overwrites x, v, C, F, Jp, damage with random values (vol and mat stay as
+ * sampled): F = I + perturbation, positions mostly in a central cluster and
+ * one in five anywhere the particles may be, so that walls and clamping are
+ * exercised too. */
+static void randomise(firn_particles *p, const firn_params *P, firn_model model, uint64_t seed)
+{
+    const int n = p->n;
+    rng_state = seed;
+    for (int i = 0; i < n; i++) {
+        int spread = i % 5 == 0;
+        for (int a = 0; a < 3; a++) {
+            p->x[a * n + i] = spread ? frand(P->x_min[a], P->x_max[a]) : frand(0.35f, 0.65f);
+            p->v[a * n + i] = frand(-1.0f, 1.0f);
+        }
+        for (int c = 0; c < 9; c++) {
+            p->C[c * n + i] = frand(-5.0f, 5.0f);
+            p->F[c * n + i] = (c % 4 == 0 ? 1.0f : 0.0f) + frand(-0.05f, 0.05f);
+        }
+        p->Jp[i] = model == FIRN_MODEL_SNOW   ? frand(0.95f, 1.05f)
+                   : model == FIRN_MODEL_SAND ? frand(-0.02f, 0.02f)
+                                              : 1.0f;
+        p->damage[i] = model == FIRN_MODEL_FRACTURE ? frand(0.0f, 0.5f) : 0.0f;
+    }
+}
+
+static void copy_state(firn_particles *dst, const firn_particles *src)
+{
+    const size_t n = (size_t)src->n;
+    memcpy(dst->x, src->x, 3 * n * sizeof(float));
+    memcpy(dst->v, src->v, 3 * n * sizeof(float));
+    memcpy(dst->C, src->C, 9 * n * sizeof(float));
+    memcpy(dst->F, src->F, 9 * n * sizeof(float));
+    memcpy(dst->Jp, src->Jp, n * sizeof(float));
+    memcpy(dst->damage, src->damage, n * sizeof(float));
+}
+
+/* A CPU world and a CUDA world holding the same random state; the CUDA
+ * world's device copy is rebuilt from the host arrays by re-initialising. */
+static void twin_worlds(firn_model model, firn_world **cpu, firn_world **gpu)
+{
+    firn_scene_def def;
+    firn_error err = {0};
+    small_scene(&def, model, 0.15f);
+    *cpu = make_world(&def, FIRN_BACKEND_CPU);
+    *gpu = make_world(&def, FIRN_BACKEND_CUDA);
+    cr_assert_eq((*cpu)->p.n, (*gpu)->p.n, "both worlds sample the same particles");
+    randomise(&(*cpu)->p, &(*cpu)->params, model, 0x5eed0000ULL + (uint64_t)model);
+    copy_state(&(*gpu)->p, &(*cpu)->p);
+    firn_cuda_free(*gpu);
+    cr_assert_eq(firn_cuda_init(*gpu, &err), 0, "firn_cuda_init: %s", err.msg);
+}
+
+/* ---- comparison ----------------------------------------------------------- */
+
+/* Checks |gpu - cpu| <= 1e-5 + 1e-4 |cpu| for count values laid out
+ * component-major with stride n, each divided by unit first; reports the
+ * worst element. */
+static void expect_close(const char *model, const char *what, const float *gpu, const float *cpu,
+                         long long count, long long n, double unit)
+{
+    double worst = 0.0;
+    long long at = -1;
+    for (long long k = 0; k < count; k++) {
+        double a = gpu[k] / unit, b = cpu[k] / unit;
+        double r = fabs(a - b) / (1e-5 + 1e-4 * fabs(b));
+        if (isnan(r)) /* a NaN on either side is a failure, not a pass */
+            r = INFINITY;
+        if (at < 0 || r > worst) {
+            worst = r;
+            at = k;
+        }
+    }
+    if (at < 0)
+        return;
+    cr_expect(worst <= 1.0,
+              "%s: %s differs beyond 1e-5 + 1e-4 |cpu| (in units of %g): worst at element "
+              "%lld (item %lld, component %lld): gpu %.9g, cpu %.9g, |diff| %.3g (%.3g x the "
+              "tolerance)",
+              model, what, unit, at, at % n, at / n, (double)gpu[at], (double)cpu[at],
+              fabs((double)gpu[at] - cpu[at]), worst);
+}
+
+static const firn_model all_models[] = {FIRN_MODEL_ELASTIC,   FIRN_MODEL_LIQUID,
+                                        FIRN_MODEL_SNOW,      FIRN_MODEL_SAND,
+                                        FIRN_MODEL_VON_MISES, FIRN_MODEL_FRACTURE};
+#define N_MODELS ((int)(sizeof all_models / sizeof all_models[0]))
+
+/* ---- kernels against the CPU twin ----------------------------------------- */
+
+ParameterizedTestParameters(gpu, substep_matches_cpu)
+{
+    return cr_make_param_array(firn_model, (void *)all_models, N_MODELS);
+}
+
+ParameterizedTest(firn_model *model, gpu, substep_matches_cpu)
+{
+    require_gpu();
+    const char *name = model_label(*model);
+    const float dt = 1e-4f;
+    firn_world *cpu, *gpu;
+    firn_error err = {0};
+    twin_worlds(*model, &cpu, &gpu);
+
+    cpu->params.dt = dt;
+    firn_cpu_clear(cpu);
+    firn_cpu_p2g(cpu);
+    firn_cpu_grid(cpu);
+    int bad_cpu = firn_cpu_g2p(cpu);
+    int bad_gpu = firn_cuda_run(gpu, 1, dt, &err);
+    cr_assert_neq(bad_gpu, -2, "%s: firn_cuda_run: %s", name, err.msg);
+    cr_assert_eq(firn_cuda_download(gpu, &err), 0, "%s: firn_cuda_download: %s", name, err.msg);
+    cr_expect_eq(bad_gpu, bad_cpu, "%s: first non-finite particle: gpu %d, cpu %d", name, bad_gpu,
+                 bad_cpu);
+
+    const long long n = cpu->p.n;
+    expect_close(name, "x", gpu->p.x, cpu->p.x, 3 * n, n, 1.0);
+    expect_close(name, "v", gpu->p.v, cpu->p.v, 3 * n, n, 1.0);
+    /* C = 4 inv_dx^2 sum w v_grid dpos amplifies the rounding of the grid
+     * velocities by about 4 inv_dx: compared as C dx / 4, a velocity. */
+    expect_close(name, "C", gpu->p.C, cpu->p.C, 9 * n, n, 4.0 * cpu->params.inv_dx);
+    expect_close(name, "F", gpu->p.F, cpu->p.F, 9 * n, n, 1.0);
+    expect_close(name, "Jp", gpu->p.Jp, cpu->p.Jp, n, n, 1.0);
+    expect_close(name, "damage", gpu->p.damage, cpu->p.damage, n, n, 1.0);
+    firn_world_destroy(cpu);
+    firn_world_destroy(gpu);
+}
+
+ParameterizedTestParameters(gpu, p2g_matches_cpu_and_conserves)
+{
+    return cr_make_param_array(firn_model, (void *)all_models, N_MODELS);
+}
+
+/* The GPU p2g grid against the CPU's, node by node (in units of one
+ * particle's mass, so that the absolute tolerance means the same for every
+ * density), and the conservation of mass and momentum by the scatter. */
+ParameterizedTest(firn_model *model, gpu, p2g_matches_cpu_and_conserves)
+{
+    require_gpu();
+    const char *name = model_label(*model);
+    const float dt = 1e-4f;
+    firn_world *cpu, *gpu;
+    firn_error err = {0};
+    twin_worlds(*model, &cpu, &gpu);
+
+    const long long nodes = cpu->grid.nodes, n = cpu->p.n;
+    float *mass = malloc((size_t)nodes * sizeof(float));
+    float *mom = malloc(3 * (size_t)nodes * sizeof(float));
+    cr_assert(mass && mom, "out of host memory");
+
+    /* Particle totals before the scatter (p2g changes F, not v or mass). */
+    const firn_particles *p = &gpu->p;
+    double pm = 0.0, pmom[3] = {0}, pmom_abs = 0.0;
+    for (long long i = 0; i < n; i++) {
+        double m = (double)p->vol[i] * gpu->mats[p->mat[i]].rho;
+        pm += m;
+        for (int a = 0; a < 3; a++) {
+            pmom[a] += m * p->v[a * n + i];
+            pmom_abs += m * fabs(p->v[a * n + i]);
+        }
+    }
+
+    cpu->params.dt = dt;
+    firn_cpu_clear(cpu);
+    firn_cpu_p2g(cpu);
+    cr_assert_eq(firn_cuda_test_p2g(gpu, dt, mass, mom, &err), 0, "%s: GPU p2g: %s", name,
+                 err.msg);
+
+    const double m0 = pm / (double)n; /* one particle's mass [kg] */
+    expect_close(name, "grid mass", mass, cpu->grid.mass, nodes, nodes, m0);
+    expect_close(name, "grid momentum", mom, cpu->grid.mom, 3 * nodes, nodes, m0);
+
+    double gm = 0.0, gmom[3] = {0};
+    for (long long k = 0; k < nodes; k++) {
+        gm += mass[k];
+        for (int a = 0; a < 3; a++)
+            gmom[a] += mom[a * nodes + k];
+    }
+    cr_expect(fabs(gm - pm) <= 1e-5 * pm,
+              "%s: grid mass %.9g kg != particle mass %.9g kg (relative %.3g > 1e-5)", name, gm,
+              pm, fabs(gm - pm) / pm);
+    for (int a = 0; a < 3; a++)
+        cr_expect(fabs(gmom[a] - pmom[a]) <= 1e-5 * pmom_abs,
+                  "%s: grid momentum[%d] %.9g != particle momentum %.9g kg m/s (diff %.3g > "
+                  "1e-5 x sum m|v| = %.3g)",
+                  name, a, gmom[a], pmom[a], fabs(gmom[a] - pmom[a]), 1e-5 * pmom_abs);
+    free(mass);
+    free(mom);
+    firn_world_destroy(cpu);
+    firn_world_destroy(gpu);
+}
+
+/* The device reduction behind the CFL step against a host loop. */
+ParameterizedTestParameters(gpu, reduce_matches_cpu)
+{
+    return cr_make_param_array(firn_model, (void *)all_models, N_MODELS);
+}
+
+ParameterizedTest(firn_model *model, gpu, reduce_matches_cpu)
+{
+    require_gpu();
+    const char *name = model_label(*model);
+    firn_world *cpu, *gpu;
+    firn_error err = {0};
+    twin_worlds(*model, &cpu, &gpu);
+    const firn_particles *p = &cpu->p;
+    const int n = p->n;
+    float v2 = 0.0f, smax = 1.0f;
+    for (int i = 0; i < n; i++) {
+        float vx = p->v[i], vy = p->v[n + i], vz = p->v[2 * n + i];
+        v2 = fmaxf(v2, vx * vx + vy * vy + vz * vz);
+        smax = fmaxf(smax, firn_stiffness_factor(&cpu->mats[p->mat[i]], p->Jp[i]));
+    }
+    float speed = -1.0f, stiff = -1.0f;
+    cr_assert_eq(firn_cuda_reduce(gpu, &speed, &stiff, &err), 0, "%s: firn_cuda_reduce: %s", name,
+                 err.msg);
+    cr_expect(fabsf(speed - sqrtf(v2)) <= 1e-6f * sqrtf(v2), "%s: max speed gpu %.9g, cpu %.9g",
+              name, speed, sqrtf(v2));
+    cr_expect(fabsf(stiff - smax) <= 1e-5f * smax, "%s: max stiffness gpu %.9g, cpu %.9g", name,
+              stiff, smax);
+    firn_world_destroy(cpu);
+    firn_world_destroy(gpu);
+}
+
+/* ---- scenes --------------------------------------------------------------- */
+
+ParameterizedTestParameters(gpu, scene_matches_cpu)
+{
+    return cr_make_param_array(firn_model, (void *)all_models, N_MODELS);
+}
+
+/* Five frames (CFL substeps, walls, gravity) of one box per model: trajectories
+ * drift apart by rounding, so only robust statistics are compared. */
+ParameterizedTest(firn_model *model, gpu, scene_matches_cpu)
+{
+    require_gpu();
+    const char *name = model_label(*model);
+    firn_scene_def def;
+    small_scene(&def, *model, 0.2f);
+    firn_world *cpu = make_world(&def, FIRN_BACKEND_CPU);
+    firn_world *gpu = make_world(&def, FIRN_BACKEND_CUDA);
+    firn_error err = {0};
+    for (int f = 0; f < def.frames; f++) {
+        firn_frame_stats sc, sg;
+        cr_assert_eq(firn_world_step_frame(cpu, &sc, &err), 0, "%s: CPU frame %d: %s", name, f,
+                     err.msg);
+        cr_assert_eq(firn_world_step_frame(gpu, &sg, &err), 0, "%s: GPU frame %d: %s", name, f,
+                     err.msg);
+        double d2 = 0.0, c2 = 0.0;
+        for (int a = 0; a < 3; a++) {
+            double d = sg.center_of_mass[a] - sc.center_of_mass[a];
+            d2 += d * d;
+            c2 += sc.center_of_mass[a] * sc.center_of_mass[a];
+        }
+        cr_expect(sqrt(d2) <= 1e-3 * sqrt(c2),
+                  "%s frame %d: centre of mass gpu (%.6g, %.6g, %.6g), cpu (%.6g, %.6g, %.6g): "
+                  "|diff| %.3g m > 1e-3 x |com| (substeps gpu %d, cpu %d)",
+                  name, f, sg.center_of_mass[0], sg.center_of_mass[1], sg.center_of_mass[2],
+                  sc.center_of_mass[0], sc.center_of_mass[1], sc.center_of_mass[2], sqrt(d2),
+                  sg.frame_substeps, sc.frame_substeps);
+        /* 2 percent, plus 1 uJ/kg so that a body come to rest does not fail on noise. */
+        double tol = 0.02 * sc.kinetic_energy + 1e-6 * sc.mass;
+        cr_expect(fabs(sg.kinetic_energy - sc.kinetic_energy) <= tol,
+                  "%s frame %d: kinetic energy gpu %.6g J, cpu %.6g J differ by %.2f %% (> 2 %%; "
+                  "substeps gpu %d, cpu %d)",
+                  name, f, sg.kinetic_energy, sc.kinetic_energy,
+                  100.0 * fabs(sg.kinetic_energy - sc.kinetic_energy) /
+                      fmax(sc.kinetic_energy, 1e-30),
+                  sg.frame_substeps, sc.frame_substeps);
+    }
+    firn_profile prof = firn_world_profile(gpu);
+    cr_expect(prof.p2g > 0.0 && prof.g2p > 0.0, "%s: the GPU profile recorded no time", name);
+    firn_world_destroy(cpu);
+    firn_world_destroy(gpu);
+}
+
+/* Enumeration never fails without a GPU; with one it describes it. */
+Test(gpu, device_describe)
+{
+    require_gpu();
+    char buf[512];
+    cr_expect_eq(firn_cuda_device_describe(0, buf, sizeof buf), 0, "describe: %s", buf);
+    cr_expect(strstr(buf, "compute capability") != NULL, "describe: %s", buf);
+    cr_expect_neq(firn_cuda_device_describe(firn_cuda_device_count(), buf, sizeof buf), 0,
+                  "a device past the count is described as missing: %s", buf);
+}
