@@ -1,7 +1,10 @@
 # firn - build the library, the command-line tool and the tests.
 #
+#   make demo       install missing Debian packages, build, run scenes/sand_column.json
+#                   into out/sand_column/
 #   make            build/firn and build/libfirn.a (CUDA parts when nvcc is found)
-#   make test       build and run the Criterion test suite
+#   make test       install missing packages, build, run the Criterion test suite
+#   make deps       only install (or name) the missing Debian packages
 #   make CUDA=0     force a CPU-only build
 #   make CUDA_ARCH="-gencode arch=compute_90,code=sm_90"   override GPU targets
 #   make DEBUG_SYNC=1   synchronize and check after every kernel launch
@@ -45,8 +48,29 @@ CU_OBJ      =
 BUILD_KIND  = CPU only (nvcc not found: install the CUDA toolkit or set NVCC=/path/to/nvcc)
 endif
 
-.PHONY: all test clean info
+DEB_PKGS = gcc make pkg-config libcjson-dev libpng-dev libcriterion-dev
+
+.PHONY: all test test-run clean info deps demo
 all: info $(BUILD)/firn
+
+# Installs what is missing when run as root (or with sudo), else names the
+# exact command to run.
+deps:
+	@missing=$$(for p in $(DEB_PKGS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done | xargs); \
+	if [ -z "$$missing" ]; then echo "firn deps: all Debian packages present"; \
+	elif [ "$$(id -u)" = 0 ]; then \
+	  echo "firn deps: installing $$missing"; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing || \
+	  { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; }; \
+	elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then \
+	  sudo apt-get update -q && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; \
+	else echo "firn deps: missing Debian packages; run:  sudo apt-get install -y $$missing"; exit 1; fi
+	@command -v nvcc >/dev/null || test -x /usr/local/cuda/bin/nvcc || \
+	  echo "firn deps: nvcc not found: building the CPU path only (install the CUDA toolkit for the GPU backend)"
+
+demo: deps
+	$(MAKE) all
+	$(BUILD)/firn run scenes/sand_column.json --out out/sand_column
 
 info:
 	@echo "firn build: $(BUILD_KIND)"
@@ -72,7 +96,11 @@ $(BUILD)/test_firn: $(TEST_OBJ) $(BUILD)/libfirn.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) -lcriterion
 
 # Tests call the CLI too, so both are built first.
-test: all $(BUILD)/test_firn
+test: deps
+	$(MAKE) all $(BUILD)/test_firn
+	$(MAKE) test-run
+
+test-run:
 	FIRN_BIN=$(BUILD)/firn ./$(BUILD)/test_firn --jobs 1
 
 clean:

@@ -1,0 +1,193 @@
+/* test_cli.c - the command-line tool end to end: each class of bad input
+ * gets its message and exit code, a run writes its frames and statistics,
+ * and a run that goes non-finite stops, names the frame and particle, and
+ * keeps what it wrote before. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cJSON.h>
+
+#include "firn.h"
+
+static char dir[64];
+static char out[4096];
+
+static void setup(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/firn_cli_XXXXXX");
+    cr_assert(mkdtemp(dir), "mkdtemp");
+}
+
+static void teardown(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+/* Runs `firn ARGS` and returns its exit status; stderr+stdout in out. */
+static int firn(const char *args)
+{
+    const char *bin = getenv("FIRN_BIN") ? getenv("FIRN_BIN") : "build/firn";
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s %s 2>&1", bin, args);
+    FILE *f = popen(cmd, "r");
+    cr_assert(f, "cannot run %s", cmd);
+    size_t n = fread(out, 1, sizeof out - 1, f);
+    out[n] = '\0';
+    int st = pclose(f);
+    cr_assert(WIFEXITED(st), "firn %s did not exit normally", args);
+    return WEXITSTATUS(st);
+}
+
+static const char *write_scene(const char *name, const char *json)
+{
+    static char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    cr_assert(f);
+    fputs(json, f);
+    fclose(f);
+    return path;
+}
+
+#define SCENE_HEAD "{\"domain\": {\"lower\": [0,0,0], \"upper\": [1,1,1], \"dx\": 0.05},"
+#define SCENE_BODY                                                                                 \
+    "\"materials\": {\"jelly\": {\"model\": \"elastic\", \"E\": 1e6}},"                            \
+    "\"bodies\": [{\"material\": \"jelly\", \"shape\": {\"type\": \"box\", \"center\": "           \
+    "[0.5,0.5,0.5], \"size\": [0.3,0.3,0.3]}, \"velocity\": [1,0,0]}]"
+
+static void expect(int rc, int code, const char *needle, const char *what)
+{
+    cr_assert_eq(rc, code, "%s: exit %d, want %d; output:\n%s", what, rc, code, out);
+    cr_assert(strstr(out, needle), "%s: output lacks '%s':\n%s", what, needle, out);
+}
+
+static int exists(const char *name)
+{
+    char path[256];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return stat(path, &st) == 0 && st.st_size > 0;
+}
+
+TestSuite(cli, .init = setup, .fini = teardown, .timeout = 120);
+
+Test(cli, usage_errors_exit_2)
+{
+    expect(firn("frobnicate"), FIRN_E_USAGE, "unknown command 'frobnicate'", "unknown command");
+    expect(firn("run"), FIRN_E_USAGE, "missing SCENE", "run without scene");
+    expect(firn("run x.json --frames -3"), FIRN_E_USAGE, "--frames expects a positive integer",
+           "negative frames");
+    expect(firn("run x.json --backend gpu"), FIRN_E_USAGE, "--backend must be", "bad backend");
+    expect(firn("--help"), 0, "firn run SCENE", "help");
+}
+
+Test(cli, missing_file_exits_4_and_names_it)
+{
+    char args[256];
+    snprintf(args, sizeof args, "run %s/nope.json", dir);
+    expect(firn(args), FIRN_E_IO, "nope.json", "missing scene");
+    cr_assert(strstr(out, "No such file"), "%s", out);
+}
+
+Test(cli, malformed_json_gives_line_and_column)
+{
+    const char *p = write_scene("bad.json", "{\n  \"domain\": {\"dx\": 0.1,}\n}\n");
+    char args[256];
+    snprintf(args, sizeof args, "validate %s", p);
+    expect(firn(args), FIRN_E_SCENE, "bad.json:2:", "malformed JSON");
+    cr_assert(strstr(out, "malformed JSON"), "%s", out);
+}
+
+Test(cli, wrong_value_names_the_key_path)
+{
+    const char *p = write_scene("nu.json", SCENE_HEAD
+                                "\"materials\": {\"sand\": {\"model\": \"sand\", \"nu\": 0.6}},"
+                                "\"bodies\": [{\"material\": \"sand\", \"shape\": {\"type\": "
+                                "\"sphere\", \"center\": [0.5,0.5,0.5], \"radius\": 0.1}}]}");
+    char args[256];
+    snprintf(args, sizeof args, "run %s", p);
+    expect(firn(args), FIRN_E_SCENE, "materials.sand.nu", "nu out of range");
+}
+
+Test(cli, unsafe_dt_is_refused_unless_forced)
+{
+    const char *p = write_scene("dt.json", SCENE_HEAD "\"time\": {\"dt\": 0.005}," SCENE_BODY "}");
+    char args[256];
+    snprintf(args, sizeof args, "run %s --out %s/o", p, dir);
+    expect(firn(args), FIRN_E_NUMERIC, "time.dt = 0.005 s is unsafe", "unsafe dt");
+    cr_assert(!exists("o/frame_00000.ply"), "an unsafe scene wrote a frame");
+}
+
+Test(cli, nonfinite_state_stops_and_keeps_earlier_frames)
+{
+    /* Courant number 3.3: the elastic block blows up within a few frames. */
+    const char *p = write_scene("nan.json", SCENE_HEAD
+                                "\"time\": {\"frame_dt\": 0.01, \"frames\": 40, \"dt\": 0.005, "
+                                "\"force_dt\": true}," SCENE_BODY "}");
+    char args[256];
+    snprintf(args, sizeof args, "run %s --out %s/o", p, dir);
+    expect(firn(args), FIRN_E_NUMERIC, "non-finite", "blow-up");
+    int frame = -1, particle = -1;
+    const char *at = strstr(out, ": frame ");
+    cr_assert(at && sscanf(at, ": frame %d", &frame) == 1, "no frame named: %s", out);
+    at = strstr(out, "particle ");
+    cr_assert(at && sscanf(at, "particle %d", &particle) == 1, "no particle named: %s", out);
+    cr_assert(frame >= 1 && frame < 40 && particle >= 0, "frame %d particle %d", frame, particle);
+    /* Frames before the failing one are complete; the failing one is absent. */
+    char name[64];
+    for (int f = 0; f < frame; f++) {
+        snprintf(name, sizeof name, "o/frame_%05d.ply", f);
+        cr_assert(exists(name), "frame %d missing", f);
+    }
+    snprintf(name, sizeof name, "o/frame_%05d.ply", frame);
+    cr_assert(!exists(name), "the non-finite frame %d was written", frame);
+    char path[256];
+    snprintf(path, sizeof path, "%s/o/stats.jsonl", dir);
+    FILE *f = fopen(path, "r");
+    cr_assert(f);
+    int lines = 0;
+    char line[8192];
+    while (fgets(line, sizeof line, f)) {
+        cJSON *j = cJSON_Parse(line);
+        cr_assert(j, "stats line %d is not JSON", lines);
+        cJSON_Delete(j);
+        lines++;
+    }
+    fclose(f);
+    cr_assert_eq(lines, frame, "%d stats lines for %d finished frames", lines, frame);
+}
+
+Test(cli, run_writes_frames_previews_and_stats)
+{
+    const char *p = write_scene("ok.json", SCENE_HEAD "\"time\": {\"frame_dt\": 0.01}," SCENE_BODY "}");
+    char args[256];
+    snprintf(args, sizeof args, "run %s --frames 2 --out %s/o --backend cpu", p, dir);
+    expect(firn(args), 0, "particle-substeps/s", "valid run");
+    for (int k = 0; k <= 2; k++) {
+        char name[64];
+        snprintf(name, sizeof name, "o/frame_%05d.ply", k);
+        cr_assert(exists(name), "%s missing", name);
+        snprintf(name, sizeof name, "o/frame_%05d.png", k);
+        cr_assert(exists(name), "%s missing", name);
+    }
+    cr_assert(!exists("o/frame_00003.ply"), "--frames 2 wrote a third frame");
+}
+
+Test(cli, cuda_backend_without_gpu_is_an_error)
+{
+    const char *p = write_scene("ok.json", SCENE_HEAD "\"time\": {\"frames\": 1}," SCENE_BODY "}");
+    char args[256];
+    snprintf(args, sizeof args, "run %s --out %s/o --backend cuda --quiet", p, dir);
+    int rc = firn(args);
+    if (firn_cuda_device_count() > 0)
+        cr_assert_eq(rc, 0, "with a GPU --backend cuda must run:\n%s", out);
+    else
+        expect(rc, FIRN_E_DEVICE, "--backend cuda", "cuda without a GPU");
+}
