@@ -14,7 +14,7 @@ BUILD   ?= build
 NVCC    ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
 PKGS     = libcjson libpng
 CFLAGS  ?= -O2 -g
-CFLAGS  += -std=gnu11 -Wall -Wextra -Wshadow -fopenmp -Iinclude -Ihost \
+override CFLAGS += -std=gnu11 -Wall -Wextra -Wshadow -fopenmp -Iinclude -Ihost \
            $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lcjson -lpng) -lm -fopenmp
 
@@ -32,12 +32,12 @@ CUDA_HOME  ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 CUDA_ARCH  ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
               -gencode arch=compute_90,code=compute_90
 NVCCFLAGS  ?= -O3 -lineinfo
-NVCCFLAGS  += -std=c++17 $(CUDA_ARCH) -Iinclude -Ihost -Xcompiler -Wall,-Wextra \
+override NVCCFLAGS += -std=c++17 $(CUDA_ARCH) -Iinclude -Ihost -Xcompiler -Wall,-Wextra \
               -DFIRN_WITH_CUDA
 ifeq ($(DEBUG_SYNC),1)
-NVCCFLAGS  += -DFIRN_DEBUG_SYNC
+override NVCCFLAGS += -DFIRN_DEBUG_SYNC
 endif
-CFLAGS     += -DFIRN_WITH_CUDA
+override CFLAGS += -DFIRN_WITH_CUDA
 CU_SRC      = $(wildcard kernels/*.cu)
 CU_OBJ      = $(CU_SRC:%.cu=$(BUILD)/%.o)
 LDLIBS     += -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/targets/x86_64-linux/lib -lcudart_static \

@@ -54,6 +54,14 @@ int firn_cuda_reduce(firn_world *w, float *max_speed, float *max_stiffness, firn
     return no_cuda(err);
 }
 
+double firn_cuda_copy_bandwidth(size_t bytes)
+{
+    (void)bytes;
+    return 0.0;
+}
+
+size_t firn_cuda_used_bytes(void) { return 0; }
+
 #else
 /* Keeps this translation unit non-empty in CUDA builds (ISO C). */
 typedef int firn_device_c_unused;

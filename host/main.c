@@ -21,6 +21,7 @@ static const char *usage =
     "  firn validate SCENE       check a scene and print what it would simulate\n"
     "  firn compare SCENE [--frames N]\n"
     "                 run the scene on the CPU and the GPU and report the differences\n"
+    "  firn bench [options]      particle throughput per scene, size and backend (bench --help)\n"
     "  firn info                 version, build, threads and CUDA devices\n"
     "  firn --help               this text\n"
     "\n"
@@ -103,6 +104,8 @@ int main(int argc, char **argv)
         return cmd_info();
     if (!strcmp(cmd, "compare"))
         return firn_cli_compare(argc - 2, argv + 2);
+    if (!strcmp(cmd, "bench"))
+        return firn_cli_bench(argc - 2, argv + 2);
     fprintf(stderr, "firn: unknown command '%s'\n\n%s", cmd, usage);
     return FIRN_E_USAGE;
 }

@@ -240,23 +240,31 @@ static int report_nonfinite(firn_world *w, int bad, firn_error *err)
     return -1;
 }
 
-int firn_world_substep(firn_world *w, float dt, firn_error *err)
+int firn_world_run_substeps(firn_world *w, int nsub, float dt, firn_error *err)
 {
     w->params.dt = dt;
-    int bad;
     if (w->cuda) {
-        bad = firn_cuda_run(w, 1, dt, err);
+        int bad = firn_cuda_run(w, nsub, dt, err);
         if (bad == -2)
             return -1;
         w->host_stale = 1;
-    } else {
-        bad = firn_cpu_substep(w);
+        w->substeps += nsub;
+        w->time += (double)nsub * dt;
+        return bad >= 0 ? report_nonfinite(w, bad, err) : 0;
     }
-    w->substeps++;
-    w->time += dt;
-    if (bad >= 0)
-        return report_nonfinite(w, bad, err);
+    for (int s = 0; s < nsub; s++) {
+        int bad = firn_cpu_substep(w);
+        w->substeps++;
+        w->time += dt;
+        if (bad >= 0)
+            return report_nonfinite(w, bad, err);
+    }
     return 0;
+}
+
+int firn_world_substep(firn_world *w, float dt, firn_error *err)
+{
+    return firn_world_run_substeps(w, 1, dt, err);
 }
 
 int firn_world_step_frame(firn_world *w, firn_frame_stats *stats, firn_error *err)
@@ -267,26 +275,9 @@ int firn_world_step_frame(firn_world *w, firn_frame_stats *stats, firn_error *er
     if (nsub < 1)
         nsub = 1;
     dt = d->frame_dt / (float)nsub;
-    w->params.dt = dt;
     double t0 = firn_now();
-    if (w->cuda) {
-        int bad = firn_cuda_run(w, nsub, dt, err);
-        if (bad == -2)
-            return -1;
-        w->host_stale = 1;
-        w->substeps += nsub;
-        w->time += (double)nsub * dt;
-        if (bad >= 0)
-            return report_nonfinite(w, bad, err);
-    } else {
-        for (int s = 0; s < nsub; s++) {
-            int bad = firn_cpu_substep(w);
-            w->substeps++;
-            w->time += dt;
-            if (bad >= 0)
-                return report_nonfinite(w, bad, err);
-        }
-    }
+    if (firn_world_run_substeps(w, nsub, dt, err))
+        return -1;
     double elapsed = firn_now() - t0;
     if (stats) {
         if (firn_world_stats(w, stats, err))

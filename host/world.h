@@ -76,6 +76,12 @@ int firn_cuda_download_grid(firn_world *w, float *mass, float *vel, firn_error *
 /* Largest particle speed and snow hardening factor, reduced on the device. */
 int firn_cuda_reduce(firn_world *w, float *max_speed, float *max_stiffness, firn_error *err);
 
+/* Benchmark support (kernels/bench.cu): device-to-device copy bandwidth
+ * [bytes/s, read + write] of `bytes`, best of 3, or 0 on failure; device
+ * memory in use [bytes] (total - free), or 0. */
+double firn_cuda_copy_bandwidth(size_t bytes);
+size_t firn_cuda_used_bytes(void);
+
 void firn_set_error(firn_error *err, firn_status code, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))

@@ -172,6 +172,9 @@ const firn_scene_def *firn_world_scene(const firn_world *world);
 
 /* Advances one frame (ceil(frame_dt / dt) substeps) and fills stats. */
 int firn_world_step_frame(firn_world *world, firn_frame_stats *stats, firn_error *err);
+/* Advances nsub substeps of length dt [s]; on the GPU they are queued in one
+ * stream with a single synchronisation at the end. */
+int firn_world_run_substeps(firn_world *world, int nsub, float dt, firn_error *err);
 /* Advances exactly one substep of length dt [s] (tests, comparisons). */
 int firn_world_substep(firn_world *world, float dt, firn_error *err);
 /* Substep length the CFL condition allows for the current state [s]. */

@@ -1,0 +1,36 @@
+/* bench.h - the benchmark's scenes and arithmetic (host/bench.c), used by
+ * `firn bench` and tested on their own. */
+#ifndef FIRN_BENCH_H
+#define FIRN_BENCH_H
+
+#include "firn.h"
+
+/* Model traffic of one particle-substep: the state x, v, C, F, Jp (25
+ * floats) read once and written once. */
+#define FIRN_BENCH_STATE_BYTES (2.0 * 25.0 * 4.0)
+
+typedef enum { FIRN_BENCH_SAND = 0, FIRN_BENCH_SNOW, FIRN_BENCH_DAM, FIRN_BENCH_SCENES } firn_bench_scene;
+typedef enum { FIRN_BENCH_DENSE = 0, FIRN_BENCH_SPARSE } firn_bench_layout;
+
+const char *firn_bench_scene_name(firn_bench_scene s);
+
+/* A standard scene holding about `particles` particles in a 1 m cube: the
+ * grid spacing follows from the body volume at 8 particles per cell. Dense:
+ * the material fills ~1/8 of the domain; sparse: ~1/64 (more empty grid). */
+int firn_bench_make_scene(firn_bench_scene scene, firn_bench_layout layout, long long particles,
+                          firn_scene_def *def, firn_error *err);
+
+/* Particle-substeps per second. */
+double firn_bench_throughput(long long particles, long long substeps, double seconds);
+/* Achieved bandwidth [bytes/s] of the state-traffic model at a throughput. */
+double firn_bench_bandwidth(double throughput);
+/* Median of n values (n >= 1); sorts a copy. */
+double firn_bench_median(const double *v, int n);
+/* Parses "100k,1m,8m,32m" (k = 1e3, m = 1e6, g = 1e9, case-insensitive);
+ * returns the count of values or -1 on a malformed list. */
+int firn_bench_parse_counts(const char *s, long long *out, int max);
+/* Host memory copy bandwidth [bytes/s, read + write], best of 3 copies of
+ * `bytes`, all threads. */
+double firn_bench_host_copy_bandwidth(size_t bytes);
+
+#endif

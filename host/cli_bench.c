@@ -1,0 +1,325 @@
+/* cli_bench.c - `firn bench`: throughput of the standard scenes over
+ * particle counts and backends, with per-phase times, memory and the
+ * achieved fraction of the measured copy bandwidth. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <omp.h>
+
+#include "bench.h"
+#include "cli.h"
+#include "world.h"
+
+#define MAX_COUNTS 16
+
+static const char *bench_usage =
+    "usage: firn bench [--backend cpu|cuda|both] [--particles LIST] [--scenes LIST]\n"
+    "                  [--layout dense|sparse|both] [--substeps N] [--repeats N] [--warmup N]\n"
+    "                  [--json FILE] [--csv FILE]\n"
+    "  --particles   comma list with k/m suffixes (default cpu 20k,100k; cuda 100k,1m,8m)\n"
+    "  --scenes      sand_block,snowball,dam_break (default all)\n"
+    "  --substeps    substeps per timed repeat (default cpu 10, cuda 100)\n"
+    "  --repeats     timed repeats; the median is reported (default 3)\n"
+    "  --warmup      untimed substeps first (default 3 cpu, 20 cuda)\n"
+    "  --json/--csv  write the results (default out/bench/bench.json and .csv)\n";
+
+typedef struct {
+    firn_bench_scene scene;
+    firn_bench_layout layout;
+    firn_backend backend;
+    long long particles;
+    int n[3];
+    long long nodes;
+    int substeps, repeats;
+    float dt;
+    double seconds[64], median, throughput;
+    double phase_ms[5]; /* clear, p2g, grid, couple, g2p per substep */
+    double memory_bytes, bytes_per_particle, bandwidth, roofline;
+} bench_result;
+
+typedef struct {
+    int substeps, repeats, warmup;
+} bench_opts;
+
+static int run_case(bench_result *r, const bench_opts *o, double copy_bw, firn_error *err)
+{
+    firn_scene_def def;
+    if (firn_bench_make_scene(r->scene, r->layout, r->particles, &def, err))
+        return -1;
+    size_t used0 = r->backend == FIRN_BACKEND_CUDA ? firn_cuda_used_bytes() : 0;
+    firn_world *w = firn_world_create(&def, r->backend, err);
+    if (!w)
+        return -1;
+    r->particles = firn_world_particle_count(w);
+    for (int a = 0; a < 3; a++)
+        r->n[a] = w->params.n[a];
+    r->nodes = (long long)r->n[0] * r->n[1] * r->n[2];
+    if (r->backend == FIRN_BACKEND_CUDA) {
+        r->memory_bytes = (double)(firn_cuda_used_bytes() - used0);
+    } else {
+        /* Particle state, grid (mass + momentum), CPU binning scratch. */
+        r->memory_bytes = (double)r->particles * (109.0 + 8.0) + (double)r->nodes * 16.0 +
+                          (double)w->bins.nblocks * 8.0;
+    }
+    r->bytes_per_particle = r->memory_bytes / (double)r->particles;
+    r->dt = firn_world_cfl_dt(w);
+    r->substeps = o->substeps;
+    r->repeats = o->repeats;
+    int rc = firn_world_run_substeps(w, o->warmup, r->dt, err);
+    firn_profile p0 = firn_world_profile(w);
+    for (int k = 0; k < o->repeats && !rc; k++) {
+        double t0 = firn_now();
+        rc = firn_world_run_substeps(w, o->substeps, r->dt, err);
+        r->seconds[k] = firn_now() - t0;
+    }
+    firn_profile p1 = firn_world_profile(w);
+    firn_world_destroy(w);
+    if (rc)
+        return -1;
+    long long total = (long long)o->substeps * o->repeats;
+    r->median = firn_bench_median(r->seconds, o->repeats);
+    r->throughput = firn_bench_throughput(r->particles, o->substeps, r->median);
+    r->phase_ms[0] = 1e3 * (p1.clear - p0.clear) / (double)total;
+    r->phase_ms[1] = 1e3 * (p1.p2g - p0.p2g) / (double)total;
+    r->phase_ms[2] = 1e3 * (p1.grid - p0.grid) / (double)total;
+    r->phase_ms[3] = 1e3 * (p1.couple - p0.couple) / (double)total;
+    r->phase_ms[4] = 1e3 * (p1.g2p - p0.g2p) / (double)total;
+    r->bandwidth = firn_bench_bandwidth(r->throughput);
+    r->roofline = copy_bw > 0.0 ? r->bandwidth / copy_bw : 0.0;
+    return 0;
+}
+
+static const char *backend_name(firn_backend b) { return b == FIRN_BACKEND_CUDA ? "cuda" : "cpu"; }
+
+static void write_json(FILE *f, const bench_result *r, int nr, double cpu_bw, double gpu_bw,
+                       const bench_opts *o)
+{
+    char date[32], dev[512] = "";
+    time_t now = time(NULL);
+    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+    if (firn_cuda_device_count() > 0)
+        firn_cuda_device_describe(0, dev, sizeof dev);
+    fprintf(f, "{\n  \"schema\": \"firn-bench-1\",\n  \"firn_version\": \"%s\",\n  \"date\": \"%s\",\n",
+            FIRN_VERSION, date);
+    fprintf(f, "  \"commit\": \"%s\",\n", getenv("FIRN_COMMIT") ? getenv("FIRN_COMMIT") : "");
+    fprintf(f, "  \"cpu_threads\": %d,\n  \"cuda_device\": \"%s\",\n", omp_get_max_threads(), dev);
+    fprintf(f, "  \"copy_bandwidth_Bps\": {\"cpu\": %.6g, \"cuda\": %.6g},\n", cpu_bw, gpu_bw);
+    fprintf(f, "  \"state_bytes_per_particle_substep\": %.0f,\n", FIRN_BENCH_STATE_BYTES);
+    fprintf(f, "  \"warmup_substeps\": %d,\n  \"results\": [\n", o->warmup);
+    for (int k = 0; k < nr; k++) {
+        const bench_result *x = &r[k];
+        fprintf(f,
+                "    {\"scene\": \"%s\", \"layout\": \"%s\", \"backend\": \"%s\", \"particles\": %lld, "
+                "\"grid\": [%d, %d, %d], \"nodes\": %lld, \"dt\": %.6g, \"substeps\": %d, "
+                "\"repeats\": %d, \"seconds\": [",
+                firn_bench_scene_name(x->scene), x->layout ? "sparse" : "dense",
+                backend_name(x->backend), x->particles, x->n[0], x->n[1], x->n[2], x->nodes, x->dt,
+                x->substeps, x->repeats);
+        for (int i = 0; i < x->repeats; i++)
+            fprintf(f, "%s%.6g", i ? ", " : "", x->seconds[i]);
+        fprintf(f,
+                "], \"median_seconds\": %.6g, \"particle_substeps_per_second\": %.6g, "
+                "\"phase_ms\": {\"clear\": %.6g, \"p2g\": %.6g, \"grid\": %.6g, \"couple\": %.6g, "
+                "\"g2p\": %.6g}, \"memory_bytes\": %.6g, \"bytes_per_particle\": %.6g, "
+                "\"bandwidth_Bps\": %.6g, \"roofline_fraction\": %.6g}%s\n",
+                x->median, x->throughput, x->phase_ms[0], x->phase_ms[1], x->phase_ms[2],
+                x->phase_ms[3], x->phase_ms[4], x->memory_bytes, x->bytes_per_particle, x->bandwidth,
+                x->roofline, k + 1 < nr ? "," : "");
+    }
+    fprintf(f, "  ]\n}\n");
+}
+
+static void write_csv(FILE *f, const bench_result *r, int nr)
+{
+    fprintf(f, "scene,layout,backend,particles,nx,ny,nz,substeps,repeats,median_seconds,"
+               "particle_substeps_per_second,clear_ms,p2g_ms,grid_ms,couple_ms,g2p_ms,memory_bytes,"
+               "bytes_per_particle,bandwidth_Bps,roofline_fraction\n");
+    for (int k = 0; k < nr; k++) {
+        const bench_result *x = &r[k];
+        fprintf(f, "%s,%s,%s,%lld,%d,%d,%d,%d,%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g\n",
+                firn_bench_scene_name(x->scene), x->layout ? "sparse" : "dense",
+                backend_name(x->backend), x->particles, x->n[0], x->n[1], x->n[2], x->substeps,
+                x->repeats, x->median, x->throughput, x->phase_ms[0], x->phase_ms[1], x->phase_ms[2],
+                x->phase_ms[3], x->phase_ms[4], x->memory_bytes, x->bytes_per_particle, x->bandwidth,
+                x->roofline);
+    }
+}
+
+static int write_file(const char *path, const bench_result *r, int nr, double cpu_bw, double gpu_bw,
+                      const bench_opts *o, int json)
+{
+    char tmp[FIRN_PATH_MAX + 16];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        fprintf(stderr, "firn: error: cannot write %s\n", tmp);
+        return FIRN_E_IO;
+    }
+    if (json)
+        write_json(f, r, nr, cpu_bw, gpu_bw, o);
+    else
+        write_csv(f, r, nr);
+    if (fclose(f) || rename(tmp, path)) {
+        fprintf(stderr, "firn: error: cannot write %s\n", path);
+        return FIRN_E_IO;
+    }
+    return 0;
+}
+
+static int parse_list(const char *s, const char *const *names, int n, int *mask)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", s);
+    *mask = 0;
+    for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
+        int k = 0;
+        while (k < n && strcmp(t, names[k]))
+            k++;
+        if (k == n)
+            return -1;
+        *mask |= 1 << k;
+    }
+    return *mask ? 0 : -1;
+}
+
+int firn_cli_bench(int argc, char **argv)
+{
+    const char *json = "out/bench/bench.json", *csv = "out/bench/bench.csv", *counts_s = NULL;
+    int want_cpu = 0, want_gpu = 0, scenes = 7, layouts = 3;
+    bench_opts o = {0, 3, -1};
+    static const char *scene_names[] = {"sand_block", "snowball", "dam_break"};
+    static const char *layout_names[] = {"dense", "sparse", "both"};
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(bench_usage, stdout);
+            return 0;
+        }
+        if (!v) {
+            fprintf(stderr, "firn bench: unexpected argument '%s'\n%s", a, bench_usage);
+            return FIRN_E_USAGE;
+        }
+        i++;
+        if (!strcmp(a, "--backend")) {
+            if (!strcmp(v, "cpu") || !strcmp(v, "both"))
+                want_cpu = 1;
+            if (!strcmp(v, "cuda") || !strcmp(v, "both"))
+                want_gpu = 1;
+            if (!want_cpu && !want_gpu) {
+                fprintf(stderr, "firn bench: --backend must be cpu, cuda or both\n");
+                return FIRN_E_USAGE;
+            }
+        } else if (!strcmp(a, "--particles")) {
+            counts_s = v;
+        } else if (!strcmp(a, "--scenes")) {
+            if (parse_list(v, scene_names, 3, &scenes)) {
+                fprintf(stderr, "firn bench: --scenes takes sand_block,snowball,dam_break\n");
+                return FIRN_E_USAGE;
+            }
+        } else if (!strcmp(a, "--layout")) {
+            if (parse_list(v, layout_names, 3, &layouts)) {
+                fprintf(stderr, "firn bench: --layout takes dense, sparse or both\n");
+                return FIRN_E_USAGE;
+            }
+            if (layouts & 4)
+                layouts = 3;
+        } else if (!strcmp(a, "--substeps")) {
+            if (firn_cli_int(a, v, &o.substeps))
+                return FIRN_E_USAGE;
+        } else if (!strcmp(a, "--repeats")) {
+            if (firn_cli_int(a, v, &o.repeats) || o.repeats > 64)
+                return FIRN_E_USAGE;
+        } else if (!strcmp(a, "--warmup")) {
+            if (firn_cli_int(a, v, &o.warmup))
+                return FIRN_E_USAGE;
+        } else if (!strcmp(a, "--json")) {
+            json = v;
+        } else if (!strcmp(a, "--csv")) {
+            csv = v;
+        } else {
+            fprintf(stderr, "firn bench: unknown option '%s'\n%s", a, bench_usage);
+            return FIRN_E_USAGE;
+        }
+    }
+    int gpus = firn_cuda_device_count();
+    if (!want_cpu && !want_gpu) {
+        want_gpu = gpus > 0;
+        want_cpu = !want_gpu;
+    }
+    if (want_gpu && gpus == 0) {
+        fprintf(stderr, "firn: error: bench --backend cuda: no usable CUDA GPU\n");
+        return FIRN_E_DEVICE;
+    }
+    long long counts[MAX_COUNTS];
+    int ncounts = firn_bench_parse_counts(counts_s ? counts_s : (want_gpu ? "100k,1m,8m" : "20k,100k"),
+                                          counts, MAX_COUNTS);
+    if (ncounts < 0) {
+        fprintf(stderr, "firn bench: --particles takes a list like 100k,1m,8m\n");
+        return FIRN_E_USAGE;
+    }
+    firn_error err;
+    if (firn_mkdirs("out/bench", &err))
+        return firn_cli_fail(&err);
+    double cpu_bw = want_cpu ? firn_bench_host_copy_bandwidth((size_t)256 << 20) : 0.0;
+    double gpu_bw = want_gpu ? firn_cuda_copy_bandwidth((size_t)1 << 30) : 0.0;
+    printf("copy bandwidth: cpu %.1f GB/s%s", cpu_bw / 1e9, want_gpu ? "" : "\n");
+    if (want_gpu)
+        printf(", cuda %.1f GB/s\n", gpu_bw / 1e9);
+    printf("%-10s %-6s %-4s %10s %-13s %9s %11s %8s %8s %8s %8s %6s %8s\n", "scene", "layout",
+           "dev", "particles", "grid", "median_s", "p-substep/s", "clear", "p2g", "grid", "g2p",
+           "B/p", "roofline");
+    bench_result *res = calloc(2 * 3 * 2 * MAX_COUNTS, sizeof *res);
+    if (!res) {
+        fprintf(stderr, "firn: error: out of host memory\n");
+        return FIRN_E_NOMEM;
+    }
+    int nr = 0, rc = 0;
+    for (int b = 0; b < 2 && !rc; b++) {
+        if ((b == 0 && !want_cpu) || (b == 1 && !want_gpu))
+            continue;
+        firn_backend backend = b ? FIRN_BACKEND_CUDA : FIRN_BACKEND_CPU;
+        bench_opts ob = o;
+        if (!ob.substeps)
+            ob.substeps = b ? 100 : 10;
+        if (ob.warmup < 0)
+            ob.warmup = b ? 20 : 3;
+        for (int s = 0; s < 3 && !rc; s++)
+            for (int l = 0; l < 2 && !rc; l++)
+                for (int c = 0; c < ncounts && !rc; c++) {
+                    if (!(scenes & (1 << s)) || !(layouts & (1 << l)))
+                        continue;
+                    bench_result *r = &res[nr];
+                    r->scene = (firn_bench_scene)s;
+                    r->layout = (firn_bench_layout)l;
+                    r->backend = backend;
+                    r->particles = counts[c];
+                    if (run_case(r, &ob, b ? gpu_bw : cpu_bw, &err)) {
+                        rc = firn_cli_fail(&err);
+                        break;
+                    }
+                    char grid[32];
+                    snprintf(grid, sizeof grid, "%dx%dx%d", r->n[0], r->n[1], r->n[2]);
+                    printf("%-10s %-6s %-4s %10lld %-13s %9.4f %11.4g %8.3f %8.3f %8.3f %8.3f %6.0f %7.2f%%\n",
+                           firn_bench_scene_name(r->scene), l ? "sparse" : "dense",
+                           backend_name(backend), r->particles, grid, r->median, r->throughput,
+                           r->phase_ms[0], r->phase_ms[1], r->phase_ms[2], r->phase_ms[4],
+                           r->bytes_per_particle, 100.0 * r->roofline);
+                    fflush(stdout);
+                    nr++;
+                }
+    }
+    printf("(phase columns: ms per substep; roofline: %g bytes per particle-substep at the "
+           "throughput, over the measured copy bandwidth)\n",
+           FIRN_BENCH_STATE_BYTES);
+    if (nr > 0) {
+        int wrc = write_file(json, res, nr, cpu_bw, gpu_bw, &o, 1);
+        wrc = wrc ? wrc : write_file(csv, res, nr, cpu_bw, gpu_bw, &o, 0);
+        if (!wrc)
+            printf("wrote %s and %s\n", json, csv);
+        rc = rc ? rc : wrc;
+    }
+    free(res);
+    return rc;
+}

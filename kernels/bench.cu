@@ -1,0 +1,46 @@
+/* bench.cu - what the benchmark measures of the device itself: copy
+ * bandwidth (the roofline's memory ceiling) and memory in use. */
+#include <cstdio>
+
+#include "world.h"
+
+extern "C" double firn_cuda_copy_bandwidth(size_t bytes)
+{
+    void *a = NULL, *b = NULL;
+    cudaEvent_t e0, e1;
+    double best = 0.0;
+    if (cudaMalloc(&a, bytes) != cudaSuccess || cudaMalloc(&b, bytes) != cudaSuccess)
+        goto done;
+    if (cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess)
+        goto done;
+    cudaMemset(a, 1, bytes);
+    cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice); /* warm-up */
+    for (int r = 0; r < 3; r++) {
+        float ms = 0.0f;
+        cudaEventRecord(e0);
+        cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice);
+        cudaEventRecord(e1);
+        cudaEventSynchronize(e1);
+        if (cudaEventElapsedTime(&ms, e0, e1) == cudaSuccess && ms > 0.0f) {
+            double bw = 2.0 * (double)bytes / (1e-3 * ms);
+            best = bw > best ? bw : best;
+        }
+    }
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+done:
+    cudaFree(a);
+    cudaFree(b);
+    (void)cudaGetLastError();
+    return best;
+}
+
+extern "C" size_t firn_cuda_used_bytes(void)
+{
+    size_t free_b = 0, total = 0;
+    if (cudaMemGetInfo(&free_b, &total) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return total - free_b;
+}
