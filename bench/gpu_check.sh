@@ -4,7 +4,8 @@
 #
 #   bench/gpu_check.sh            all steps, about 3-5 minutes, at most GPU_CHECK_BUDGET s
 #
-# Steps: build, the test suite (GPU tests included), firn info, firn compare
+# Steps: build, the test suite (GPU tests included, and checked not to have
+# skipped), firn info, firn compare
 # on every scene, compute-sanitizer memcheck and racecheck on one frame of the
 # smallest scene, and firn bench when the tool has it. Each step runs under
 # `timeout`; a failing step does not stop the others. The last thing printed
@@ -104,6 +105,11 @@ echo
 
 run_step "build (sm_90)" 240 2 make CUDA_ARCH="$ARCH" -j16
 run_step "make test" 240 4 make CUDA_ARCH="$ARCH" -j16 test
+# Without a usable GPU the GPU tests skip and `make test` still passes: prove
+# that they ran (they share one skip condition; this one test shows it).
+run_step "GPU tests not skipped" 60 2 bash -c \
+    "build/test_firn --jobs 1 --verbose --filter 'gpu/device_describe' 2>&1 |
+     grep -E 'gpu::device_describe|Synthesis' | tee /dev/stderr | grep -q '^\[PASS\] gpu::device_describe'"
 run_step "firn info" 30 20 "$FIRN" info
 
 for scene in scenes/*.json; do
