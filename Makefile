@@ -13,7 +13,7 @@ CC      ?= gcc
 BUILD   ?= build
 NVCC    ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
 PKGS     = libcjson libpng
-CFLAGS  ?= -O2 -g
+CFLAGS  ?= -O3 -g
 override CFLAGS += -std=gnu11 -Wall -Wextra -Wshadow -fopenmp -Iinclude -Ihost \
            $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lcjson -lpng) -lm -fopenmp

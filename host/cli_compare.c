@@ -139,8 +139,17 @@ int firn_cli_compare(int argc, char **argv)
         free(gv);
         goto error;
     }
-    d[nd++] = diff_field("grid mass", gm, cpu->grid.mass, nodes);
-    d[nd++] = diff_field("grid vel", gv, cpu->grid.mom, 3 * nodes);
+    float *cm = malloc((size_t)nodes * sizeof(float)), *cv = malloc(3 * (size_t)nodes * sizeof(float));
+    if (!cm || !cv) {
+        free(gm), free(gv), free(cm), free(cv);
+        firn_set_error(&err, FIRN_E_NOMEM, "out of host memory for the grid copy");
+        goto error;
+    }
+    firn_grid_split(&cpu->grid, cm, cv);
+    d[nd++] = diff_field("grid mass", gm, cm, nodes);
+    d[nd++] = diff_field("grid vel", gv, cv, 3 * nodes);
+    free(cm);
+    free(cv);
     free(gm);
     free(gv);
     for (int k = 0; k < nd; k++)

@@ -25,8 +25,7 @@ int firn_cpu_init(firn_world *w, firn_error *err)
     for (int a = 0; a < 3; a++)
         g->n[a] = w->params.n[a];
     g->nodes = (long long)g->n[0] * g->n[1] * g->n[2];
-    g->mass = malloc((size_t)g->nodes * sizeof(float));
-    g->mom = malloc(3 * (size_t)g->nodes * sizeof(float));
+    g->node = malloc(4 * (size_t)g->nodes * sizeof(float));
     b->block_cells = BLOCK;
     for (int a = 0; a < 3; a++)
         b->nb[a] = (g->n[a] + BLOCK - 1) / BLOCK;
@@ -36,7 +35,7 @@ int firn_cpu_init(firn_world *w, firn_error *err)
     size_t n = w->p.n > 0 ? (size_t)w->p.n : 1;
     b->order = malloc(n * sizeof(int));
     b->key = malloc(n * sizeof(int));
-    if (!g->mass || !g->mom || !b->count || !b->start || !b->order || !b->key) {
+    if (!g->node || !b->count || !b->start || !b->order || !b->key) {
         firn_cpu_free(w);
         firn_set_error(err, FIRN_E_NOMEM, "out of host memory for a %d x %d x %d grid (%.1f MiB)",
                        g->n[0], g->n[1], g->n[2], (double)g->nodes * 16.0 / (1 << 20));
@@ -47,27 +46,22 @@ int firn_cpu_init(firn_world *w, firn_error *err)
 
 void firn_cpu_free(firn_world *w)
 {
-    free(w->grid.mass);
-    free(w->grid.mom);
+    free(w->grid.node);
     free(w->bins.count);
     free(w->bins.start);
     free(w->bins.order);
     free(w->bins.key);
-    w->grid.mass = w->grid.mom = NULL;
+    w->grid.node = NULL;
     w->bins.count = w->bins.start = w->bins.order = w->bins.key = NULL;
 }
 
 void firn_cpu_clear(firn_world *w)
 {
-    firn_grid g = w->grid;
-    long long nodes = g.nodes;
+    float *q = w->grid.node;
+    long long count = 4 * w->grid.nodes;
 #pragma omp parallel for schedule(static)
-    for (long long i = 0; i < nodes; i++) {
-        g.mass[i] = 0.0f;
-        g.mom[i] = 0.0f;
-        g.mom[nodes + i] = 0.0f;
-        g.mom[2 * nodes + i] = 0.0f;
-    }
+    for (long long i = 0; i < count; i++)
+        q[i] = 0.0f;
 }
 
 /* Stable counting sort of particles by the block of their stencil corner. */
@@ -155,4 +149,14 @@ int firn_cpu_substep(firn_world *w)
     w->prof.g2p += t4 - t3;
     w->prof.total += t4 - t0;
     return bad;
+}
+
+void firn_grid_split(const firn_grid *g, float *mass, float *vel)
+{
+    for (long long k = 0; k < g->nodes; k++) {
+        const float *q = g->node + 4 * k;
+        mass[k] = q[3];
+        for (int a = 0; a < 3; a++)
+            vel[a * g->nodes + k] = q[a];
+    }
 }

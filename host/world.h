@@ -73,6 +73,9 @@ int firn_cuda_download(firn_world *w, firn_error *err);
 /* Grid after the last substep: mass (nodes) and velocity (3 nodes,
  * component-major), into host buffers. */
 int firn_cuda_download_grid(firn_world *w, float *mass, float *vel, firn_error *err);
+/* Splits a host grid into mass (nodes) and momentum/velocity (3 nodes,
+ * component-major). */
+void firn_grid_split(const firn_grid *g, float *mass, float *vel);
 /* Largest particle speed and snow hardening factor, reduced on the device. */
 int firn_cuda_reduce(firn_world *w, float *max_speed, float *max_stiffness, firn_error *err);
 

@@ -186,8 +186,7 @@ static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
         FIRN_CUDA_CHECK(cudaEventCreate(&s->ev[k]), err);
     FIRN_CUDA_CHECK(cudaMalloc(&s->p_block, p_bytes), err);
     particle_layout(n, (char *)s->p_block, &s->p);
-    FIRN_CUDA_CHECK(cudaMalloc(&s->grid.mass, g_bytes), err);
-    s->grid.mom = s->grid.mass + s->grid.nodes;
+    FIRN_CUDA_CHECK(cudaMalloc(&s->grid.node, g_bytes), err);
     FIRN_CUDA_CHECK(cudaMalloc(&s->mats, m_bytes), err);
     FIRN_CUDA_CHECK(cudaMalloc(&s->bad, sizeof(int)), err);
     FIRN_CUDA_CHECK(cudaMalloc(&s->red_out, sizeof(float2)), err);
@@ -203,7 +202,7 @@ static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
                     err);
     FIRN_CUDA_CHECK(cudaMemcpyAsync(s->bad, &none, sizeof none, cudaMemcpyHostToDevice, s->stream),
                     err);
-    FIRN_CUDA_CHECK(cudaMemsetAsync(s->grid.mass, 0, g_bytes, s->stream), err);
+    FIRN_CUDA_CHECK(cudaMemsetAsync(s->grid.node, 0, g_bytes, s->stream), err);
     FIRN_CUDA_CHECK(cudaStreamSynchronize(s->stream), err);
     w->host_stale = 0;
     return 0;
@@ -236,7 +235,7 @@ extern "C" void firn_cuda_free(firn_world *w)
     if (s->stream)
         (void)cudaStreamSynchronize(s->stream);
     cudaFree(s->p_block);
-    cudaFree(s->grid.mass);
+    cudaFree(s->grid.node);
     cudaFree(s->mats);
     cudaFree(s->bad);
     cudaFree(s->red_out);
@@ -262,7 +261,7 @@ static int queue_substep(firn_cuda_state *s, const firn_params *P, int timed, fi
 {
     const unsigned pblocks = (unsigned)((s->p.n + FIRN_BLOCK - 1) / FIRN_BLOCK);
     const unsigned gblocks = (unsigned)((s->grid.nodes + FIRN_BLOCK - 1) / FIRN_BLOCK);
-    FIRN_CUDA_CHECK(cudaMemsetAsync(s->grid.mass, 0, 4 * (size_t)s->grid.nodes * sizeof(float),
+    FIRN_CUDA_CHECK(cudaMemsetAsync(s->grid.node, 0, 4 * (size_t)s->grid.nodes * sizeof(float),
                                     s->stream),
                     err);
     if (timed)
@@ -382,13 +381,18 @@ extern "C" int firn_cuda_download_grid(firn_world *w, float *mass, float *vel, f
     firn_cuda_state *s = w->cuda;
     if (!s)
         return not_initialised("firn_cuda_download_grid", err);
-    const size_t nodes = (size_t)s->grid.nodes;
-    FIRN_CUDA_CHECK(cudaMemcpyAsync(mass, s->grid.mass, nodes * sizeof(float),
-                                    cudaMemcpyDeviceToHost, s->stream),
-                    err);
-    FIRN_CUDA_CHECK(cudaMemcpyAsync(vel, s->grid.mom, 3 * nodes * sizeof(float),
-                                    cudaMemcpyDeviceToHost, s->stream),
-                    err);
-    FIRN_CUDA_CHECK(cudaStreamSynchronize(s->stream), err);
+    firn_grid host = s->grid;
+    host.node = (float *)malloc(4 * (size_t)host.nodes * sizeof(float));
+    if (!host.node) {
+        firn_set_error(err, FIRN_E_NOMEM, "out of host memory for a grid copy (%lld nodes)",
+                       host.nodes);
+        return FIRN_CUDA_FAILED;
+    }
+    cudaError_t e = cudaMemcpy(host.node, s->grid.node, 4 * (size_t)host.nodes * sizeof(float),
+                               cudaMemcpyDeviceToHost);
+    if (e == cudaSuccess)
+        firn_grid_split(&host, mass, vel);
+    free(host.node);
+    FIRN_CUDA_CHECK(e, err);
     return 0;
 }

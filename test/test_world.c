@@ -76,13 +76,14 @@ static void grid_momenta(const firn_world *w, double *M, double P[3], double L[3
     memset(P, 0, 3 * sizeof(double));
     memset(L, 0, 3 * sizeof(double));
     for (long long node = 0; node < g->nodes; node++) {
-        double m = g->mass[node];
+        const float *q = g->node + 4 * node;
+        double m = q[3];
         if (m <= 0.0)
             continue;
         long long k = node % g->n[2], j = (node / g->n[2]) % g->n[1], i = node / ((long long)g->n[1] * g->n[2]);
         double x[3] = {w->def.lower[0] + i * w->def.dx, w->def.lower[1] + j * w->def.dx,
                        w->def.lower[2] + k * w->def.dx};
-        double p[3] = {m * g->mom[node], m * g->mom[g->nodes + node], m * g->mom[2 * g->nodes + node]};
+        double p[3] = {m * q[0], m * q[1], m * q[2]};
         *M += m;
         for (int a = 0; a < 3; a++)
             P[a] += p[a];
