@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# pack_gpu.sh - run HERE (a machine with the build dependencies) before a
+# device session: builds firn and the test binary for Hopper (sm_90) and
+# copies them, with the shared libraries the GPU machine's image lacks
+# (cJSON, libpng, Criterion and its dependencies, libgomp), into .gpu/,
+# which git ignores and the device tool carries (`carry: [".gpu"]`).
+# bench/gpu_check.sh uses .gpu/ when it cannot build there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo '/.gpu/' >>.git/info/exclude
+make -j"$(nproc)" BUILD=build-sm90 CUDA_ARCH="-gencode arch=compute_90,code=sm_90" \
+    build-sm90/firn build-sm90/test_firn
+rm -rf .gpu
+mkdir -p .gpu/bin .gpu/lib
+cp build-sm90/firn build-sm90/test_firn .gpu/bin/
+# Everything but the C/C++ runtime that every Linux image has.
+ldd build-sm90/firn build-sm90/test_firn | awk '/=>/ { print $3 }' | sort -u |
+    grep -vE '/(libc|libm|libdl|librt|libpthread|libresolv|libgcc_s|libstdc\+\+)\.so' |
+    while read -r lib; do cp -L "$lib" .gpu/lib/; done
+git rev-parse --short HEAD >.gpu/COMMIT
+du -sh .gpu
+echo "packed: carry .gpu in the device run"
