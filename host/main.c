@@ -36,8 +36,12 @@ static int cmd_info(void)
     int n = firn_cuda_device_count();
     if (!firn_cuda_available())
         printf("CUDA devices: none (this build has no CUDA)\n");
-    else if (n == 0)
-        printf("CUDA devices: none found (no GPU, or no driver)\n");
+    else if (n == 0) {
+        /* Says why: no driver, a driver older than the runtime, no device. */
+        char why[512];
+        firn_cuda_device_describe(0, why, sizeof why);
+        printf("CUDA devices: none usable (%s)\n", why);
+    }
     for (int i = 0; i < n; i++) {
         char buf[512];
         firn_cuda_device_describe(i, buf, sizeof buf);
