@@ -32,7 +32,7 @@ typedef struct {
     long long particles;
     int n[3];
     long long nodes;
-    int substeps, repeats;
+    int substeps, repeats, warmup;
     float dt;
     double seconds[64], median, throughput;
     double phase_ms[5]; /* clear, p2g, grid, couple, g2p per substep */
@@ -67,6 +67,7 @@ static int run_case(bench_result *r, const bench_opts *o, double copy_bw, firn_e
     r->dt = firn_world_cfl_dt(w);
     r->substeps = o->substeps;
     r->repeats = o->repeats;
+    r->warmup = o->warmup;
     int rc = firn_world_run_substeps(w, o->warmup, r->dt, err);
     firn_profile p0 = firn_world_profile(w);
     for (int k = 0; k < o->repeats && !rc; k++) {
@@ -93,8 +94,7 @@ static int run_case(bench_result *r, const bench_opts *o, double copy_bw, firn_e
 
 static const char *backend_name(firn_backend b) { return b == FIRN_BACKEND_CUDA ? "cuda" : "cpu"; }
 
-static void write_json(FILE *f, const bench_result *r, int nr, double cpu_bw, double gpu_bw,
-                       const bench_opts *o)
+static void write_json(FILE *f, const bench_result *r, int nr, double cpu_bw, double gpu_bw)
 {
     char date[32], dev[512] = "";
     time_t now = time(NULL);
@@ -104,19 +104,22 @@ static void write_json(FILE *f, const bench_result *r, int nr, double cpu_bw, do
     fprintf(f, "{\n  \"schema\": \"firn-bench-1\",\n  \"firn_version\": \"%s\",\n  \"date\": \"%s\",\n",
             FIRN_VERSION, date);
     fprintf(f, "  \"commit\": \"%s\",\n", getenv("FIRN_COMMIT") ? getenv("FIRN_COMMIT") : "");
+    for (char *c = dev; *c; c++) /* keep the JSON string valid */
+        if (*c == '"' || *c == '\\' || (unsigned char)*c < 0x20)
+            *c = '\'';
     fprintf(f, "  \"cpu_threads\": %d,\n  \"cuda_device\": \"%s\",\n", omp_get_max_threads(), dev);
     fprintf(f, "  \"copy_bandwidth_Bps\": {\"cpu\": %.6g, \"cuda\": %.6g},\n", cpu_bw, gpu_bw);
     fprintf(f, "  \"state_bytes_per_particle_substep\": %.0f,\n", FIRN_BENCH_STATE_BYTES);
-    fprintf(f, "  \"warmup_substeps\": %d,\n  \"results\": [\n", o->warmup);
+    fprintf(f, "  \"results\": [\n");
     for (int k = 0; k < nr; k++) {
         const bench_result *x = &r[k];
         fprintf(f,
                 "    {\"scene\": \"%s\", \"layout\": \"%s\", \"backend\": \"%s\", \"particles\": %lld, "
                 "\"grid\": [%d, %d, %d], \"nodes\": %lld, \"dt\": %.6g, \"substeps\": %d, "
-                "\"repeats\": %d, \"seconds\": [",
+                "\"repeats\": %d, \"warmup_substeps\": %d, \"seconds\": [",
                 firn_bench_scene_name(x->scene), x->layout ? "sparse" : "dense",
                 backend_name(x->backend), x->particles, x->n[0], x->n[1], x->n[2], x->nodes, x->dt,
-                x->substeps, x->repeats);
+                x->substeps, x->repeats, x->warmup);
         for (int i = 0; i < x->repeats; i++)
             fprintf(f, "%s%.6g", i ? ", " : "", x->seconds[i]);
         fprintf(f,
@@ -148,7 +151,7 @@ static void write_csv(FILE *f, const bench_result *r, int nr)
 }
 
 static int write_file(const char *path, const bench_result *r, int nr, double cpu_bw, double gpu_bw,
-                      const bench_opts *o, int json)
+                      int json)
 {
     char tmp[FIRN_PATH_MAX + 16];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
@@ -158,7 +161,7 @@ static int write_file(const char *path, const bench_result *r, int nr, double cp
         return FIRN_E_IO;
     }
     if (json)
-        write_json(f, r, nr, cpu_bw, gpu_bw, o);
+        write_json(f, r, nr, cpu_bw, gpu_bw);
     else
         write_csv(f, r, nr);
     if (fclose(f) || rename(tmp, path)) {
@@ -252,16 +255,29 @@ int firn_cli_bench(int argc, char **argv)
         fprintf(stderr, "firn: error: bench --backend cuda: no usable CUDA GPU\n");
         return FIRN_E_DEVICE;
     }
-    long long counts[MAX_COUNTS];
-    int ncounts = firn_bench_parse_counts(counts_s ? counts_s : (want_gpu ? "100k,1m,8m" : "20k,100k"),
-                                          counts, MAX_COUNTS);
-    if (ncounts < 0) {
-        fprintf(stderr, "firn bench: --particles takes a list like 100k,1m,8m\n");
-        return FIRN_E_USAGE;
+    /* Per backend: the given list, or the backend's default sizes. */
+    long long counts[2][MAX_COUNTS];
+    int ncounts[2];
+    const char *defaults[2] = {"20k,100k", "100k,1m,8m"};
+    for (int b = 0; b < 2; b++) {
+        ncounts[b] = firn_bench_parse_counts(counts_s ? counts_s : defaults[b], counts[b], MAX_COUNTS);
+        if (ncounts[b] < 0) {
+            fprintf(stderr, "firn bench: --particles takes a list like 100k,1m,8m\n");
+            return FIRN_E_USAGE;
+        }
     }
     firn_error err;
-    if (firn_mkdirs("out/bench", &err))
-        return firn_cli_fail(&err);
+    const char *outs[2] = {json, csv};
+    for (int k = 0; k < 2; k++) {
+        char dir[FIRN_PATH_MAX];
+        snprintf(dir, sizeof dir, "%s", outs[k]);
+        char *slash = strrchr(dir, '/');
+        if (slash && slash != dir) {
+            *slash = '\0';
+            if (firn_mkdirs(dir, &err))
+                return firn_cli_fail(&err);
+        }
+    }
     double cpu_bw = want_cpu ? firn_bench_host_copy_bandwidth((size_t)256 << 20) : 0.0;
     double gpu_bw = want_gpu ? firn_cuda_copy_bandwidth((size_t)1 << 30) : 0.0;
     printf("copy bandwidth: cpu %.1f GB/s%s", cpu_bw / 1e9, want_gpu ? "" : "\n");
@@ -287,14 +303,14 @@ int firn_cli_bench(int argc, char **argv)
             ob.warmup = b ? 20 : 3;
         for (int s = 0; s < 3 && !rc; s++)
             for (int l = 0; l < 2 && !rc; l++)
-                for (int c = 0; c < ncounts && !rc; c++) {
+                for (int c = 0; c < ncounts[b] && !rc; c++) {
                     if (!(scenes & (1 << s)) || !(layouts & (1 << l)))
                         continue;
                     bench_result *r = &res[nr];
                     r->scene = (firn_bench_scene)s;
                     r->layout = (firn_bench_layout)l;
                     r->backend = backend;
-                    r->particles = counts[c];
+                    r->particles = counts[b][c];
                     if (run_case(r, &ob, b ? gpu_bw : cpu_bw, &err)) {
                         rc = firn_cli_fail(&err);
                         break;
@@ -314,8 +330,8 @@ int firn_cli_bench(int argc, char **argv)
            "throughput, over the measured copy bandwidth)\n",
            FIRN_BENCH_STATE_BYTES);
     if (nr > 0) {
-        int wrc = write_file(json, res, nr, cpu_bw, gpu_bw, &o, 1);
-        wrc = wrc ? wrc : write_file(csv, res, nr, cpu_bw, gpu_bw, &o, 0);
+        int wrc = write_file(json, res, nr, cpu_bw, gpu_bw, 1);
+        wrc = wrc ? wrc : write_file(csv, res, nr, cpu_bw, gpu_bw, 0);
         if (!wrc)
             printf("wrote %s and %s\n", json, csv);
         rc = rc ? rc : wrc;

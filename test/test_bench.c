@@ -1,0 +1,360 @@
+/* test_bench.c - the benchmark's arithmetic (throughput, bandwidth model,
+ * median, particle-count lists), its standard scenes (the particle count
+ * asked for is the count built; sparse means more empty grid), and the
+ * firn-bench-1 JSON and CSV that `firn bench` writes. */
+#include <criterion/criterion.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cJSON.h>
+
+#include "bench.h"
+#include "world.h"
+
+/* ---------------------------------------------------------------- arithmetic */
+
+Test(bench_math, throughput_is_particles_times_substeps_over_seconds)
+{
+    cr_expect_float_eq(firn_bench_throughput(1000, 10, 2.0), 5000.0, 1e-9);
+    cr_expect_float_eq(firn_bench_throughput(8000000, 100, 0.5), 1.6e9, 1e-3);
+    cr_expect_float_eq(firn_bench_throughput(1, 1, 1e-9), 1e9, 1e-3);
+}
+
+Test(bench_math, throughput_is_zero_for_zero_seconds)
+{
+    cr_expect_eq(firn_bench_throughput(1000, 10, 0.0), 0.0);
+    cr_expect_eq(firn_bench_throughput(1000, 10, -1.0), 0.0, "a negative time is no time either");
+}
+
+Test(bench_math, state_traffic_is_200_bytes_per_particle_substep)
+{
+    /* x (3) + v (3) + C (9) + F (9) + Jp (1) = 25 floats, read and written once. */
+    const double floats = 3 + 3 + 9 + 9 + 1;
+    cr_expect_eq(FIRN_BENCH_STATE_BYTES, 2.0 * floats * sizeof(float));
+    cr_expect_eq(FIRN_BENCH_STATE_BYTES, 200.0);
+}
+
+Test(bench_math, bandwidth_is_200_bytes_times_throughput)
+{
+    cr_expect_float_eq(firn_bench_bandwidth(1.0), 200.0, 1e-12);
+    cr_expect_float_eq(firn_bench_bandwidth(1e6), 2e8, 1e-3);
+    cr_expect_float_eq(firn_bench_bandwidth(3.4e6), 6.8e8, 1e-3);
+    cr_expect_eq(firn_bench_bandwidth(0.0), 0.0);
+}
+
+Test(bench_math, median_of_an_odd_count_is_the_middle_value)
+{
+    const double one[] = {7.0};
+    const double three[] = {3.0, 1.0, 2.0};
+    const double five[] = {9.0, 0.5, 4.0, 100.0, 3.0};
+    cr_expect_eq(firn_bench_median(one, 1), 7.0);
+    cr_expect_eq(firn_bench_median(three, 3), 2.0);
+    cr_expect_eq(firn_bench_median(five, 5), 4.0);
+}
+
+Test(bench_math, median_of_an_even_count_is_the_mean_of_the_middle_two)
+{
+    const double two[] = {4.0, 2.0};
+    const double four[] = {10.0, 1.0, 4.0, 2.0};
+    cr_expect_eq(firn_bench_median(two, 2), 3.0);
+    cr_expect_eq(firn_bench_median(four, 4), 3.0);
+}
+
+Test(bench_math, median_sorts_unsorted_input_without_modifying_it)
+{
+    double v[] = {0.9, 0.1, 0.5, 0.7, 0.3, 0.2, 0.8};
+    double copy[sizeof v / sizeof v[0]];
+    memcpy(copy, v, sizeof v);
+    cr_expect_eq(firn_bench_median(v, 7), 0.5);
+    cr_expect(!memcmp(v, copy, sizeof v), "firn_bench_median changed its input");
+}
+
+Test(bench_math, parse_counts_reads_k_m_g_suffixes)
+{
+    long long c[8];
+    cr_assert_eq(firn_bench_parse_counts("100k,1m,8m,32m", c, 8), 4);
+    cr_expect_eq(c[0], 100000LL);
+    cr_expect_eq(c[1], 1000000LL);
+    cr_expect_eq(c[2], 8000000LL);
+    cr_expect_eq(c[3], 32000000LL);
+
+    cr_assert_eq(firn_bench_parse_counts("5000,2K,1.5M,1g", c, 8), 4, "plain, upper case, fraction");
+    cr_expect_eq(c[0], 5000LL);
+    cr_expect_eq(c[1], 2000LL);
+    cr_expect_eq(c[2], 1500000LL);
+    cr_expect_eq(c[3], 1000000000LL);
+
+    cr_assert_eq(firn_bench_parse_counts("20k", c, 8), 1);
+    cr_expect_eq(c[0], 20000LL);
+}
+
+Test(bench_math, parse_counts_rejects_malformed_lists)
+{
+    static const char *bad[] = {"", "1x", "5,,6", "5,", ",5", "-5", "5,-6", "0", "k", "1k2", "1,x"};
+    long long c[8];
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        cr_expect_eq(firn_bench_parse_counts(bad[i], c, 8), -1, "'%s' was accepted", bad[i]);
+}
+
+Test(bench_math, parse_counts_rejects_more_values_than_fit)
+{
+    long long c[2];
+    cr_expect_eq(firn_bench_parse_counts("1,2,3", c, 2), -1);
+    cr_expect_eq(firn_bench_parse_counts("1,2", c, 2), 2);
+}
+
+/* ---------------------------------------------------------------- scenes */
+
+typedef struct {
+    long long particles, nodes;
+} built;
+
+static built build(firn_bench_scene s, firn_bench_layout l, long long want)
+{
+    firn_scene_def def;
+    firn_error err;
+    cr_assert_eq(firn_bench_make_scene(s, l, want, &def, &err), 0, "%s %s %lld: %s",
+                 firn_bench_scene_name(s), l ? "sparse" : "dense", want, err.msg);
+    firn_world *w = firn_world_create(&def, FIRN_BACKEND_CPU, &err);
+    cr_assert(w, "%s %s %lld: %s", firn_bench_scene_name(s), l ? "sparse" : "dense", want, err.msg);
+    built b = {firn_world_particle_count(w),
+               (long long)w->params.n[0] * w->params.n[1] * w->params.n[2]};
+    firn_world_destroy(w);
+    return b;
+}
+
+/* Every scene and layout holds the requested count to within 10%, and the
+ * sparse layout spreads the same count over a larger grid. */
+static void check_counts(long long want)
+{
+    for (int s = 0; s < FIRN_BENCH_SCENES; s++) {
+        built d = build((firn_bench_scene)s, FIRN_BENCH_DENSE, want);
+        built sp = build((firn_bench_scene)s, FIRN_BENCH_SPARSE, want);
+        const char *name = firn_bench_scene_name((firn_bench_scene)s);
+        cr_expect(llabs(d.particles - want) <= want / 10, "%s dense: %lld particles for %lld", name,
+                  d.particles, want);
+        cr_expect(llabs(sp.particles - want) <= want / 10, "%s sparse: %lld particles for %lld",
+                  name, sp.particles, want);
+        cr_expect_gt(sp.nodes, d.nodes, "%s at %lld: sparse grid %lld nodes, dense %lld", name, want,
+                     sp.nodes, d.nodes);
+    }
+}
+
+Test(bench_scene, each_scene_and_layout_holds_20k_within_10_percent) { check_counts(20000); }
+
+Test(bench_scene, each_scene_and_layout_holds_200k_within_10_percent, .timeout = 60)
+{
+    check_counts(200000);
+}
+
+Test(bench_scene, scene_names_are_the_cli_names)
+{
+    cr_expect_str_eq(firn_bench_scene_name(FIRN_BENCH_SAND), "sand_block");
+    cr_expect_str_eq(firn_bench_scene_name(FIRN_BENCH_SNOW), "snowball");
+    cr_expect_str_eq(firn_bench_scene_name(FIRN_BENCH_DAM), "dam_break");
+}
+
+Test(bench_scene, fewer_than_1000_particles_is_a_usage_error)
+{
+    firn_scene_def def;
+    firn_error err;
+    cr_expect_neq(firn_bench_make_scene(FIRN_BENCH_SAND, FIRN_BENCH_DENSE, 999, &def, &err), 0);
+    cr_expect_eq(err.code, FIRN_E_USAGE);
+}
+
+/* ---------------------------------------------------------------- JSON and CSV */
+
+static char dir[64];
+static char out[8192];
+
+static void setup(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/firn_bench_XXXXXX");
+    cr_assert(mkdtemp(dir), "mkdtemp");
+}
+
+static void teardown(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+/* Runs `firn ARGS` in the temporary folder (bench always creates out/bench
+ * in its working directory) and returns its exit status; output in out. */
+static int firn_in_dir(const char *args)
+{
+    const char *bin = getenv("FIRN_BIN") ? getenv("FIRN_BIN") : "build/firn";
+    char abs[PATH_MAX], cmd[PATH_MAX + 1024];
+    cr_assert(realpath(bin, abs), "no firn binary at %s (set FIRN_BIN)", bin);
+    snprintf(cmd, sizeof cmd, "cd %s && %s %s 2>&1", dir, abs, args);
+    FILE *f = popen(cmd, "r");
+    cr_assert(f, "cannot run %s", cmd);
+    size_t n = fread(out, 1, sizeof out - 1, f);
+    out[n] = '\0';
+    int st = pclose(f);
+    cr_assert(WIFEXITED(st), "firn %s did not exit normally", args);
+    return WEXITSTATUS(st);
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert(f, "cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    cr_assert(s);
+    cr_assert_eq(fread(s, 1, (size_t)n, f), (size_t)n);
+    s[n] = '\0';
+    fclose(f);
+    return s;
+}
+
+static const cJSON *item(const cJSON *o, const char *key)
+{
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
+    cr_assert(x, "JSON lacks \"%s\"", key);
+    return x;
+}
+
+static double num(const cJSON *o, const char *key)
+{
+    const cJSON *x = item(o, key);
+    cr_assert(cJSON_IsNumber(x), "\"%s\" is not a number", key);
+    return x->valuedouble;
+}
+
+static const char *str(const cJSON *o, const char *key)
+{
+    const cJSON *x = item(o, key);
+    cr_assert(cJSON_IsString(x), "\"%s\" is not a string", key);
+    return x->valuestring;
+}
+
+/* The files print numbers with 6 significant digits (%.6g), each good to
+ * 5e-6 relative, so a relation between up to three printed values holds to
+ * 2e-5 relative. */
+#define PRINTED_REL 2e-5
+
+static void expect_rel(double got, double want, const char *what)
+{
+    cr_expect(fabs(got - want) <= PRINTED_REL * fabs(want), "%s: %.9g, want %.9g", what, got, want);
+}
+
+TestSuite(bench_cli, .init = setup, .fini = teardown, .timeout = 60);
+
+Test(bench_cli, json_and_csv_carry_every_documented_key)
+{
+    char args[512], path[128];
+    snprintf(args, sizeof args,
+             "bench --backend cpu --particles 2k --scenes sand_block --layout dense --repeats 1 "
+             "--substeps 1 --warmup 1 --json %s/b.json --csv %s/b.csv",
+             dir, dir);
+    int rc = firn_in_dir(args);
+    cr_assert_eq(rc, 0, "firn %s: exit %d:\n%s", args, rc, out);
+
+    snprintf(path, sizeof path, "%s/b.json", dir);
+    char *text = slurp(path);
+    cJSON *doc = cJSON_Parse(text);
+    cr_assert(doc, "b.json is not JSON:\n%s", text);
+
+    cr_expect_str_eq(str(doc, "schema"), "firn-bench-1");
+    cr_expect_str_eq(str(doc, "firn_version"), FIRN_VERSION);
+    const char *date = str(doc, "date"); /* 2026-01-31T12:00:00Z */
+    cr_expect_eq(strlen(date), 20u, "date '%s' is not YYYY-MM-DDTHH:MM:SSZ", date);
+    cr_expect(date[4] == '-' && date[10] == 'T' && date[19] == 'Z', "date '%s'", date);
+    (void)str(doc, "commit"); /* FIRN_COMMIT, may be empty */
+    (void)str(doc, "cuda_device");
+    cr_expect_geq(num(doc, "cpu_threads"), 1.0);
+    const cJSON *bw = item(doc, "copy_bandwidth_Bps");
+    cr_assert(cJSON_IsObject(bw));
+    double cpu_bw = num(bw, "cpu");
+    cr_expect_gt(cpu_bw, 0.0, "measured host copy bandwidth");
+    (void)num(bw, "cuda");
+    cr_expect_eq(num(doc, "state_bytes_per_particle_substep"), 200.0);
+
+    const cJSON *results = item(doc, "results");
+    cr_assert(cJSON_IsArray(results));
+    cr_assert_eq(cJSON_GetArraySize(results), 1, "one scene, one layout, one count");
+    const cJSON *r = cJSON_GetArrayItem(results, 0);
+    cr_assert(cJSON_IsObject(r));
+
+    cr_expect_str_eq(str(r, "scene"), "sand_block");
+    cr_expect_eq(num(r, "warmup_substeps"), 1.0);
+    cr_expect_str_eq(str(r, "layout"), "dense");
+    cr_expect_str_eq(str(r, "backend"), "cpu");
+    double particles = num(r, "particles");
+    cr_expect(fabs(particles - 2000.0) <= 200.0, "particles %g for 2k", particles);
+
+    const cJSON *grid = item(r, "grid");
+    cr_assert(cJSON_IsArray(grid) && cJSON_GetArraySize(grid) == 3, "grid is not [nx, ny, nz]");
+    double nodes = 1.0;
+    for (int a = 0; a < 3; a++) {
+        const cJSON *g = cJSON_GetArrayItem(grid, a);
+        cr_assert(cJSON_IsNumber(g));
+        cr_expect_gt(g->valuedouble, 0.0);
+        nodes *= g->valuedouble;
+    }
+    cr_expect_eq(num(r, "nodes"), nodes, "nodes = nx * ny * nz");
+    cr_expect_gt(num(r, "dt"), 0.0);
+    double substeps = num(r, "substeps");
+    cr_expect_eq(substeps, 1.0);
+    cr_expect_eq(num(r, "repeats"), 1.0);
+
+    const cJSON *secs = item(r, "seconds");
+    cr_assert(cJSON_IsArray(secs));
+    cr_assert_eq(cJSON_GetArraySize(secs), 1, "one time per repeat");
+    cr_expect(cJSON_IsNumber(cJSON_GetArrayItem(secs, 0)));
+    double median = num(r, "median_seconds");
+    cr_assert_gt(median, 0.0);
+    expect_rel(cJSON_GetArrayItem(secs, 0)->valuedouble, median, "median of one repeat");
+
+    double tp = num(r, "particle_substeps_per_second");
+    expect_rel(tp, particles * substeps / median, "particle_substeps_per_second");
+
+    const cJSON *ph = item(r, "phase_ms");
+    cr_assert(cJSON_IsObject(ph));
+    static const char *phases[] = {"clear", "p2g", "grid", "couple", "g2p"};
+    for (int k = 0; k < 5; k++)
+        cr_expect_geq(num(ph, phases[k]), 0.0, "phase_ms.%s", phases[k]);
+
+    double mem = num(r, "memory_bytes");
+    cr_expect_gt(mem, 0.0);
+    expect_rel(num(r, "bytes_per_particle"), mem / particles, "bytes_per_particle");
+    double bwp = num(r, "bandwidth_Bps");
+    expect_rel(bwp, 200.0 * tp, "bandwidth_Bps = 200 B x throughput");
+    expect_rel(num(r, "roofline_fraction"), bwp / cpu_bw, "roofline_fraction");
+
+    /* The CSV: a header and one row for the same case. */
+    snprintf(path, sizeof path, "%s/b.csv", dir);
+    char *csv = slurp(path);
+    char *nl = strchr(csv, '\n');
+    cr_assert(nl, "b.csv has no header line:\n%s", csv);
+    *nl = '\0';
+    cr_expect(!strncmp(csv, "scene,layout,backend,particles,", 31), "header: %s", csv);
+    cr_expect(strstr(csv, "particle_substeps_per_second") && strstr(csv, "roofline_fraction"),
+              "header: %s", csv);
+    char *row = nl + 1, *end = strchr(row, '\n');
+    cr_assert(end, "b.csv has no data row");
+    cr_expect_eq(end[1], '\0', "b.csv has more than one data row");
+    *end = '\0';
+    char scene[32], layout[16], backend[16];
+    long long p = 0;
+    cr_assert_eq(sscanf(row, "%31[^,],%15[^,],%15[^,],%lld,", scene, layout, backend, &p), 4,
+                 "row: %s", row);
+    cr_expect_str_eq(scene, "sand_block");
+    cr_expect_str_eq(layout, "dense");
+    cr_expect_str_eq(backend, "cpu");
+    cr_expect_eq((double)p, particles, "CSV particles %lld, JSON %g", p, particles);
+
+    free(csv);
+    cJSON_Delete(doc);
+    free(text);
+}
