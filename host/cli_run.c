@@ -127,7 +127,7 @@ static int write_frame(firn_world *w, const firn_scene_def *def, const char *out
     }
     if (def->write_preview) {
         snprintf(path, sizeof path, "%s/frame_%05d.png", out, s->frame);
-        if (firn_write_preview_png(path, def, &view, err))
+        if (firn_write_preview_png_rigids(path, def, &view, s, err))
             return -1;
     }
     return 0;

@@ -54,6 +54,12 @@ int firn_cuda_reduce(firn_world *w, float *max_speed, float *max_stiffness, firn
     return no_cuda(err);
 }
 
+int firn_cuda_download_rigids(firn_world *w, firn_error *err)
+{
+    (void)w;
+    return no_cuda(err);
+}
+
 double firn_cuda_copy_bandwidth(size_t bytes)
 {
     (void)bytes;

@@ -241,6 +241,57 @@ static void render(image *im, const panel *front, const panel *top, const firn_s
     }
 }
 
+/* Rigid bodies in grey: per pixel, the nearest point inside the body along
+ * the view ray (sampled at RIGID_STEPS depths), depth-tested with the
+ * particles. */
+#define RIGID_STEPS 128
+static const unsigned char rigid_color[3] = {70, 70, 70};
+
+static void render_rigid_panel(image *im, const panel *pn, const firn_sdf_shape *sh, firn_vec3 pos,
+                               firn_quat q, const firn_scene_def *def, float scale, int top)
+{
+    const float *lo = def->lower, *up = def->upper;
+    const int da = top ? 1 : 2;              /* depth axis */
+    const float ext = up[da] - lo[da];
+    for (int py = pn->y0; py < pn->y0 + pn->ph; py++)
+        for (int px = pn->x0; px < pn->x0 + pn->pw; px++) {
+            firn_vec3 x, n;
+            x.v[0] = lo[0] + ((float)(px - pn->x0) + 0.5f) / scale;
+            if (top)
+                x.v[2] = lo[2] + ((float)(py - pn->y0) + 0.5f) / scale;
+            else
+                x.v[1] = up[1] - ((float)(py - pn->y0) + 0.5f) / scale;
+            for (int k = 0; k < RIGID_STEPS; k++) {
+                float t = 1.0f - ((float)k + 0.5f) / RIGID_STEPS; /* nearest first */
+                x.v[da] = lo[da] + t * ext;
+                if (firn_sdf_world(sh, pos, q, x, &n) > 0.0f)
+                    continue;
+                size_t idx = (size_t)py * im->w + px;
+                if (t > im->depth[idx]) {
+                    float shade = 0.55f + 0.45f * fabsf(n.v[top ? 1 : 2]);
+                    im->depth[idx] = t;
+                    for (int c = 0; c < 3; c++)
+                        im->rgb[3 * idx + c] = (unsigned char)lrintf(rigid_color[c] * shade + 60.0f);
+                }
+                break;
+            }
+        }
+}
+
+static void render_rigids(image *im, const panel *front, const panel *top,
+                          const firn_scene_def *def, const firn_frame_stats *s, float scale)
+{
+    int nr = s->n_rigids < def->n_rigids ? s->n_rigids : def->n_rigids;
+    for (int k = 0; k < nr && k < FIRN_MAX_RIGIDS; k++) {
+        const firn_rigid_stats *r = &s->rigids[k];
+        firn_sdf_shape sh = firn_rigid_sdf_shape(&def->rigids[k].shape);
+        firn_vec3 pos = firn_v3(r->position[0], r->position[1], r->position[2]);
+        firn_quat q = {{r->orientation[0], r->orientation[1], r->orientation[2], r->orientation[3]}};
+        render_rigid_panel(im, front, &sh, pos, q, def, scale, 0);
+        render_rigid_panel(im, top, &sh, pos, q, def, scale, 1);
+    }
+}
+
 typedef struct {
     const image *im;
     int failed, errnum; /* libpng error, and errno at that moment */
@@ -306,6 +357,13 @@ static int px_len(float v)
 int firn_write_preview_png(const char *path, const firn_scene_def *def,
                            const firn_particles_view *p, firn_error *err)
 {
+    return firn_write_preview_png_rigids(path, def, p, NULL, err);
+}
+
+int firn_write_preview_png_rigids(const char *path, const firn_scene_def *def,
+                                  const firn_particles_view *p, const firn_frame_stats *stats,
+                                  firn_error *err)
+{
     float ex = def->upper[0] - def->lower[0];
     float ey = def->upper[1] - def->lower[1];
     float ez = def->upper[2] - def->lower[2];
@@ -349,6 +407,8 @@ int firn_write_preview_png(const char *path, const firn_scene_def *def,
     draw_panel_frame(&im, &front);
     draw_panel_frame(&im, &top);
     render(&im, &front, &top, def, p, scale);
+    if (stats)
+        render_rigids(&im, &front, &top, def, stats, scale);
 
     png_job job = {.im = &im};
     int rc = write_atomic(path, emit_png, &job, err);
@@ -363,7 +423,8 @@ int firn_write_preview_png(const char *path, const firn_scene_def *def,
 /* ---- JSONL stats --------------------------------------------------------- */
 
 typedef struct {
-    char buf[8192]; /* 16 names escaped to 6 bytes a byte need about 6 KiB */
+    char buf[16384]; /* 16 material names escaped to 6 bytes a byte need about 6 KiB,
+                        16 rigid bodies about 8 KiB */
     size_t len;
     int overflow;
 } line_buf;
@@ -399,6 +460,16 @@ static void put_vec(line_buf *b, const char *key, const double v[3], int prec)
     for (int c = 0; c < 3; c++) {
         put(b, c ? "," : "");
         put_num(b, v[c], prec);
+    }
+    put(b, "]");
+}
+
+static void put_fvec(line_buf *b, const char *key, const float *v, int n)
+{
+    put(b, "\"%s\":[", key);
+    for (int c = 0; c < n; c++) {
+        put(b, c ? "," : "");
+        put_num(b, v[c], 9);
     }
     put(b, "]");
 }
@@ -447,7 +518,34 @@ int firn_append_stats_jsonl(const char *path, const firn_scene_def *def,
             put(b, "\"%d\"", k); /* unnamed: keyed by index */
         put(b, ":%lld", s->material_count[k]);
     }
-    put(b, "},\"wall_seconds\":");
+    put(b, "}");
+    if (s->n_rigids > 0) {
+        put(b, ",\"rigids\":[");
+        int nr = s->n_rigids < FIRN_MAX_RIGIDS ? s->n_rigids : FIRN_MAX_RIGIDS;
+        for (int k = 0; k < nr; k++) {
+            const firn_rigid_stats *r = &s->rigids[k];
+            put(b, "%s{\"name\":", k ? "," : "");
+            if (k < def->n_rigids && def->rigids[k].name[0])
+                put_json_string(b, def->rigids[k].name, FIRN_NAME_MAX);
+            else
+                put(b, "\"%d\"", k);
+            put(b, ",");
+            put_fvec(b, "position", r->position, 3);
+            put(b, ",");
+            put_fvec(b, "orientation", r->orientation, 4);
+            put(b, ",");
+            put_fvec(b, "velocity", r->velocity, 3);
+            put(b, ",");
+            put_fvec(b, "angular_velocity", r->angular_velocity, 3);
+            put(b, ",");
+            put_fvec(b, "force", r->force, 3);
+            put(b, ",");
+            put_fvec(b, "torque", r->torque, 3);
+            put(b, "}");
+        }
+        put(b, "]");
+    }
+    put(b, ",\"wall_seconds\":");
     put_num(b, s->wall_seconds, 17);
     put(b, ",\"throughput\":");
     put_num(b, s->throughput, 17);

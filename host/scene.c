@@ -26,6 +26,9 @@ static const char *const model_names[FIRN_MODEL_COUNT] = {"elastic", "liquid",  
 static const char *const wall_names[3] = {"separate", "sticky", "slip"};
 static const char *const shape_names[3] = {"box", "sphere", "cylinder"};
 static const char *const law_names[2] = {"corotated", "neohookean"};
+static const char *const rigid_shape_names[FIRN_RSHAPE_COUNT] = {"plane", "sphere", "box",
+                                                                 "capsule", "cylinder"};
+static const char *const motion_names[3] = {"static", "kinematic", "dynamic"};
 static const char axis_names[3] = {'x', 'y', 'z'};
 
 /* ---- errors --------------------------------------------------------------- */
@@ -147,6 +150,27 @@ void firn_body_default(firn_body_def *body)
     body->seed = 0; /* 0: body index + 1 */
 }
 
+void firn_rigid_default(firn_rigid_def *r)
+{
+    memset(r, 0, sizeof *r);
+    r->shape.type = FIRN_RSHAPE_SPHERE;
+    for (int k = 0; k < 3; k++) {
+        r->shape.center[k] = 0.5f;
+        r->shape.size[k] = 0.1f;
+    }
+    r->shape.radius = 0.05f;
+    r->shape.height = 0.1f;
+    r->shape.axis = 1;
+    r->shape.normal[1] = 1.0f;
+    r->motion = FIRN_RIGID_STATIC;
+    /* Genesis's coupling defaults and its Rigid material's density. */
+    r->density = 200.0f;
+    r->friction = 0.1f;
+    r->softness = 0.002f;
+    r->restitution = 0.0f;
+    r->couple = 1;
+}
+
 void firn_scene_default(firn_scene_def *def)
 {
     memset(def, 0, sizeof *def);
@@ -170,6 +194,10 @@ void firn_scene_default(firn_scene_def *def)
         firn_material_default(&def->materials[i], FIRN_MODEL_ELASTIC);
     for (int i = 0; i < FIRN_MAX_BODIES; i++)
         firn_body_default(&def->bodies[i]);
+    for (int i = 0; i < FIRN_MAX_RIGIDS; i++)
+        firn_rigid_default(&def->rigids[i]);
+    def->coupling_rigid_mpm = 1;
+    def->coupling_cpic = 0;
     snprintf(def->out_dir, sizeof def->out_dir, "out");
     def->out_every = 1;
     def->write_ply = 1;
@@ -386,6 +414,97 @@ static int validate_body(const ctx *c, const firn_scene_def *def, int i, double 
     return 0;
 }
 
+static int validate_rigid(const ctx *c, const firn_scene_def *def, int i)
+{
+    const firn_rigid_def *r = &def->rigids[i];
+    const firn_rigid_shape_def *s = &r->shape;
+    char base[KEYPATH_MAX], sp[KEYPATH_MAX], p[KEYPATH_MAX], q[KEYPATH_MAX];
+
+    join_index(base, "rigids", i);
+    join(sp, base, "shape");
+    if (!memchr(r->name, '\0', FIRN_NAME_MAX))
+        return fail(c, join(p, base, "name"), "not NUL-terminated");
+    for (int j = 0; j < i; j++)
+        if (r->name[0] && !strcmp(r->name, def->rigids[j].name))
+            return fail(c, join(p, base, "name"), "\"%s\": duplicate rigid name", r->name);
+    if ((int)r->motion < 0 || (int)r->motion > FIRN_RIGID_DYNAMIC)
+        return fail(c, join(p, base, "motion"), "unknown motion %d", (int)r->motion);
+    for (int k = 0; k < 3; k++)
+        if (need(c, join_index(q, join(p, sp, "center"), k), s->center[k], 1, "") ||
+            need(c, join_index(q, join(p, base, "rotation"), k), r->rotation[k], 1, "") ||
+            need(c, join_index(q, join(p, base, "velocity"), k), r->velocity[k], 1, "") ||
+            need(c, join_index(q, join(p, base, "angular_velocity"), k), r->angular_velocity[k], 1,
+                 ""))
+            return -1;
+    switch (s->type) {
+    case FIRN_RSHAPE_PLANE: {
+        double n2 = 0.0;
+        for (int k = 0; k < 3; k++) {
+            if (need(c, join_index(q, join(p, sp, "normal"), k), s->normal[k], 1, ""))
+                return -1;
+            n2 += (double)s->normal[k] * s->normal[k];
+        }
+        if (!(n2 > 1e-12))
+            return fail(c, join(p, sp, "normal"), "must not be zero");
+        if (r->motion == FIRN_RIGID_DYNAMIC)
+            return fail(c, join(p, base, "motion"),
+                        "a plane is unbounded and has no finite mass: it can be static or "
+                        "kinematic, not dynamic");
+        break;
+    }
+    case FIRN_RSHAPE_BOX:
+        for (int k = 0; k < 3; k++)
+            if (need(c, join_index(q, join(p, sp, "size"), k), s->size[k], s->size[k] > 0,
+                     "must be > 0"))
+                return -1;
+        break;
+    case FIRN_RSHAPE_SPHERE:
+    case FIRN_RSHAPE_CAPSULE:
+    case FIRN_RSHAPE_CYLINDER:
+        if (need(c, join(p, sp, "radius"), s->radius, s->radius > 0, "must be > 0"))
+            return -1;
+        if (s->type == FIRN_RSHAPE_CYLINDER &&
+            need(c, join(p, sp, "height"), s->height, s->height > 0, "must be > 0"))
+            return -1;
+        if (s->type == FIRN_RSHAPE_CAPSULE &&
+            need(c, join(p, sp, "height"), s->height, s->height >= 0, "must be >= 0"))
+            return -1;
+        if (s->type != FIRN_RSHAPE_SPHERE && (s->axis < 0 || s->axis > 2))
+            return fail(c, join(p, sp, "axis"), "%d: must be 0 (x), 1 (y) or 2 (z)", s->axis);
+        break;
+    default:
+        return fail(c, join(p, sp, "type"), "unknown rigid shape type %d", (int)s->type);
+    }
+    if (r->motion == FIRN_RIGID_DYNAMIC) {
+        if (need(c, join(p, base, "density"), r->density, r->density > 0,
+                 "must be > 0: a dynamic body needs a positive mass"))
+            return -1;
+        float mass, inertia[3];
+        firn_rigid_mass_properties(r, &mass, inertia);
+        if (!(mass > 0.0f) || !isfinite(mass) || !(inertia[0] > 0.0f) || !(inertia[1] > 0.0f) ||
+            !(inertia[2] > 0.0f) || !isfinite(inertia[0] + inertia[1] + inertia[2]))
+            return fail(c, join(p, base, "density"),
+                        "%g gives a dynamic %s a mass of %g kg (inertia %g, %g, %g kg m^2); both "
+                        "must be positive and finite in 32-bit floats",
+                        r->density, rigid_shape_names[s->type], mass, inertia[0], inertia[1],
+                        inertia[2]);
+    } else if (need(c, join(p, base, "density"), r->density, r->density >= 0, "must be >= 0")) {
+        return -1;
+    }
+    if (r->motion == FIRN_RIGID_STATIC)
+        for (int k = 0; k < 3; k++)
+            if (r->velocity[k] != 0 || r->angular_velocity[k] != 0)
+                return fail(c, join(p, base, r->velocity[k] != 0 ? "velocity" : "angular_velocity"),
+                            "a static body does not move; use motion \"kinematic\" to "
+                            "prescribe its velocity");
+    if (need(c, join(p, base, "friction"), r->friction, r->friction >= 0, "must be >= 0") ||
+        need(c, join(p, base, "softness"), r->softness, r->softness >= 0, "must be >= 0") ||
+        need(c, join(p, base, "restitution"), r->restitution,
+             r->restitution >= 0 && r->restitution <= 1, "must be in [0, 1]"))
+        return -1;
+    return 0;
+}
+
 /* All checks, with messages prefixed by file ("" for none). */
 static int validate(const firn_scene_def *def, const char *file, firn_error *err)
 {
@@ -411,6 +530,15 @@ static int validate(const firn_scene_def *def, const char *file, firn_error *err
             return -1;
         total += n;
     }
+    if (def->n_rigids < 0 || def->n_rigids > FIRN_MAX_RIGIDS)
+        return fail(&c, "rigids", "%d rigid bodies; at most %d are allowed", def->n_rigids,
+                    FIRN_MAX_RIGIDS);
+    for (int i = 0; i < def->n_rigids; i++)
+        if (validate_rigid(&c, def, i))
+            return -1;
+    if (def->coupling_cpic)
+        return fail(&c, "coupling.cpic",
+                    "true: CPIC is not implemented yet in this firn (see docs/SCENES.md)");
     /* Particle counts are ints throughout the engine. */
     if (total > INT_MAX)
         return fail(&c, "bodies", "about %.3g particles in all; at most 2^31 - 1 are allowed",
@@ -885,10 +1013,125 @@ static int parse_bodies(const ctx *c, const cJSON *j, firn_scene_def *def)
     return 0;
 }
 
+static int parse_rigid_shape(const ctx *c, const cJSON *j, const char *path,
+                             firn_rigid_shape_def *s)
+{
+    static const char *const plane_keys[] = {"type", "center", "normal", NULL};
+    static const char *const sphere_keys[] = {"type", "center", "radius", NULL};
+    static const char *const box_keys[] = {"type", "center", "size", "lower", "upper", NULL};
+    static const char *const round_keys[] = {"type", "center", "radius", "height", "axis", NULL};
+    static const char *const *const keys[FIRN_RSHAPE_COUNT] = {plane_keys, sphere_keys, box_keys,
+                                                               round_keys, round_keys};
+    static const char *const axes[3] = {"x", "y", "z"};
+    char p[KEYPATH_MAX], q[KEYPATH_MAX], what[32];
+    const char *type = NULL, *axis = NULL;
+    int t = 0;
+
+    if (need_object(c, j, path) || get_string(c, j, path, "type", 1, &type) ||
+        pick(c, join(p, path, "type"), type, rigid_shape_names, FIRN_RSHAPE_COUNT, &t))
+        return -1;
+    s->type = (firn_rigid_shape_type)t;
+    snprintf(what, sizeof what, "for a %s", type);
+    if (check_keys(c, j, path, keys[t], what) || get_vec3(c, j, path, "center", s->center) ||
+        get_vec3(c, j, path, "size", s->size) || get_vec3(c, j, path, "normal", s->normal) ||
+        get_float(c, j, path, "radius", &s->radius) ||
+        get_float(c, j, path, "height", &s->height) || get_string(c, j, path, "axis", 0, &axis) ||
+        (axis && pick(c, join(p, path, "axis"), axis, axes, 3, &s->axis)))
+        return -1;
+    if (get(j, "lower") || get(j, "upper")) {
+        float lo[3], hi[3];
+        if (get(j, "center") || get(j, "size"))
+            return fail(c, path, "give center and size, or lower and upper, not both");
+        if (!get(j, "lower") || !get(j, "upper"))
+            return fail(c, join(p, path, get(j, "lower") ? "upper" : "lower"),
+                        "missing (lower and upper go together)");
+        if (get_vec3(c, j, path, "lower", lo) || get_vec3(c, j, path, "upper", hi))
+            return -1;
+        for (int k = 0; k < 3; k++) {
+            if (!(hi[k] > lo[k]))
+                return fail(c, join_index(q, join(p, path, "upper"), k),
+                            "%g must be > lower[%d] = %g (an inverted or empty box)", hi[k], k,
+                            lo[k]);
+            s->center[k] = 0.5f * (lo[k] + hi[k]);
+            s->size[k] = hi[k] - lo[k];
+        }
+    }
+    return 0;
+}
+
+static int parse_rigid(const ctx *c, const cJSON *j, const char *path, int index,
+                       firn_rigid_def *r)
+{
+    static const char *const keys[] = {"name",     "shape",    "motion",
+                                       "rotation", "density",  "velocity",
+                                       "angular_velocity",     "friction",
+                                       "softness", "restitution", "couple",
+                                       NULL};
+    char p[KEYPATH_MAX];
+    const char *name = NULL, *motion = "static";
+    const cJSON *shape;
+    int m = 0;
+
+    if (need_object(c, j, path) || check_keys(c, j, path, keys, NULL) ||
+        get_string(c, j, path, "name", 0, &name) ||
+        get_string(c, j, path, "motion", 0, &motion) ||
+        pick(c, join(p, path, "motion"), motion, motion_names, 3, &m))
+        return -1;
+    r->motion = (firn_motion)m;
+    if (name && (!name[0] || strlen(name) >= FIRN_NAME_MAX))
+        return fail(c, join(p, path, "name"), "must be 1 to %d characters", FIRN_NAME_MAX - 1);
+    snprintf(r->name, sizeof r->name, "%s", name ? name : "");
+    if (!name)
+        snprintf(r->name, sizeof r->name, "rigid%d", index);
+    shape = get(j, "shape");
+    if (!shape)
+        return fail(c, join(p, path, "shape"), "missing (required)");
+    if (parse_rigid_shape(c, shape, join(p, path, "shape"), &r->shape) ||
+        get_vec3(c, j, path, "rotation", r->rotation) ||
+        get_float(c, j, path, "density", &r->density) ||
+        get_vec3(c, j, path, "velocity", r->velocity) ||
+        get_vec3(c, j, path, "angular_velocity", r->angular_velocity) ||
+        get_float(c, j, path, "friction", &r->friction) ||
+        get_float(c, j, path, "softness", &r->softness) ||
+        get_float(c, j, path, "restitution", &r->restitution) ||
+        get_bool(c, j, path, "couple", &r->couple))
+        return -1;
+    return 0;
+}
+
+static int parse_rigids(const ctx *c, const cJSON *j, firn_scene_def *def)
+{
+    char p[KEYPATH_MAX];
+    const cJSON *r;
+    if (!cJSON_IsArray(j))
+        return fail(c, "rigids", "expected an array, got %s", json_type(j));
+    if (cJSON_GetArraySize(j) > FIRN_MAX_RIGIDS)
+        return fail(c, "rigids", "%d rigid bodies; at most %d are allowed", cJSON_GetArraySize(j),
+                    FIRN_MAX_RIGIDS);
+    cJSON_ArrayForEach (r, j) {
+        int i = def->n_rigids;
+        if (parse_rigid(c, r, join_index(p, "rigids", i), i, &def->rigids[i]))
+            return -1;
+        def->n_rigids++;
+    }
+    return 0;
+}
+
+static int parse_coupling(const ctx *c, const cJSON *j, firn_scene_def *def)
+{
+    static const char *const keys[] = {"rigid_mpm", "cpic", NULL};
+    if (need_object(c, j, "coupling") || check_keys(c, j, "coupling", keys, NULL) ||
+        get_bool(c, j, "coupling", "rigid_mpm", &def->coupling_rigid_mpm) ||
+        get_bool(c, j, "coupling", "cpic", &def->coupling_cpic))
+        return -1;
+    return 0;
+}
+
 static int parse_root(const ctx *c, const cJSON *root, firn_scene_def *def)
 {
-    static const char *const keys[] = {"domain", "gravity", "time",        "materials", "bodies",
-                                       "output", "name",    "description", NULL};
+    static const char *const keys[] = {"domain", "gravity", "time",     "materials",
+                                       "bodies", "rigids",  "coupling", "output",
+                                       "name",   "description", NULL};
     const char *unused;
     if (!cJSON_IsObject(root))
         return fail(c, "", "expected a JSON object at the top level, got %s", json_type(root));
@@ -905,6 +1148,10 @@ static int parse_root(const ctx *c, const cJSON *root, firn_scene_def *def)
     if (get(root, "materials") && parse_materials(c, get(root, "materials"), def))
         return -1;
     if (get(root, "bodies") && parse_bodies(c, get(root, "bodies"), def))
+        return -1;
+    if (get(root, "rigids") && parse_rigids(c, get(root, "rigids"), def))
+        return -1;
+    if (get(root, "coupling") && parse_coupling(c, get(root, "coupling"), def))
         return -1;
     if (get(root, "output") && parse_output(c, get(root, "output"), def))
         return -1;

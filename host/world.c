@@ -108,12 +108,37 @@ static void state_extremes(firn_world *w, float *vmax, float *smax)
     *smax = s;
 }
 
+/* Fastest point of a rigid body's surface [m/s]: the grid near it takes
+ * that velocity. A plane's rotation is not bounded; its linear speed is. */
+static float rigid_speed(firn_world *w)
+{
+    float s = 0.0f;
+    if (w->cuda && w->rigids_stale) {
+        firn_error err;
+        if (firn_cuda_download_rigids(w, &err) == 0)
+            w->rigids_stale = 0;
+    }
+    for (int k = 0; k < w->n_rigids; k++) {
+        const firn_rigid *b = &w->rigids[k];
+        const firn_sdf_shape *sh = &b->shape;
+        float reach = 0.0f;
+        if (sh->type != FIRN_SDF_PLANE)
+            reach = sh->radius + sqrtf(sh->half[0] * sh->half[0] + sh->half[1] * sh->half[1] +
+                                       sh->half[2] * sh->half[2]);
+        float v = sqrtf(b->v[0] * b->v[0] + b->v[1] * b->v[1] + b->v[2] * b->v[2]);
+        float om = sqrtf(b->w[0] * b->w[0] + b->w[1] * b->w[1] + b->w[2] * b->w[2]);
+        s = firn_maxf(s, v + om * reach);
+    }
+    return s;
+}
+
 float firn_world_cfl_dt(firn_world *w)
 {
     const firn_scene_def *d = &w->def;
     float vmax, smax;
     int which;
     state_extremes(w, &vmax, &smax);
+    vmax = firn_maxf(vmax, rigid_speed(w));
     float c = max_wave_speed(w, &which) * sqrtf(smax);
     float g = sqrtf(d->gravity[0] * d->gravity[0] + d->gravity[1] * d->gravity[1] +
                     d->gravity[2] * d->gravity[2]);
@@ -174,8 +199,9 @@ firn_world *firn_world_create(const firn_scene_def *def, firn_backend backend, f
     for (int k = 0; k < def->n_materials; k++)
         firn_material_build(&def->materials[k], &w->mats[k]);
     firn_params_build(def, &w->params);
-    if (firn_sample_bodies(def, w->mats, &w->p, err))
+    if (firn_sample_bodies(def, w->mats, &w->p, err) || firn_rigids_init(w, err))
         goto fail;
+    firn_coupler_build(w);
 
     if (backend == FIRN_BACKEND_AUTO)
         backend = firn_cuda_device_count() > 0 ? FIRN_BACKEND_CUDA : FIRN_BACKEND_CPU;
@@ -198,7 +224,7 @@ firn_world *firn_world_create(const firn_scene_def *def, firn_backend backend, f
     } else {
         snprintf(w->device_name, sizeof w->device_name, "CPU, %d OpenMP threads",
                  omp_get_max_threads());
-        if (firn_cpu_init(w, err))
+        if (firn_cpu_init(w, err) || firn_coupler_alloc(w, err))
             goto fail;
     }
     if (check_explicit_dt(w, err))
@@ -216,6 +242,7 @@ void firn_world_destroy(firn_world *w)
     if (w->cuda)
         firn_cuda_free(w);
     firn_cpu_free(w);
+    firn_coupler_free(w);
     firn_particles_free(&w->p);
     free(w);
 }
@@ -248,6 +275,7 @@ int firn_world_run_substeps(firn_world *w, int nsub, float dt, firn_error *err)
         if (bad == -2)
             return -1;
         w->host_stale = 1;
+        w->rigids_stale = 1;
         w->substeps += nsub;
         w->time += (double)nsub * dt;
         return bad >= 0 ? report_nonfinite(w, bad, err) : 0;
@@ -344,5 +372,25 @@ int firn_world_stats(firn_world *w, firn_frame_stats *s, firn_error *err)
     }
     for (int a = 0; a < 3; a++)
         s->center_of_mass[a] = s->mass > 0.0 ? s->center_of_mass[a] / s->mass : 0.0;
+    if (w->cuda && w->rigids_stale) {
+        if (firn_cuda_download_rigids(w, err))
+            return -1;
+        w->rigids_stale = 0;
+    }
+    s->n_rigids = w->n_rigids;
+    for (int k = 0; k < w->n_rigids; k++) {
+        const firn_rigid *b = &w->rigids[k];
+        firn_rigid_stats *r = &s->rigids[k];
+        for (int a = 0; a < 3; a++) {
+            r->position[a] = b->x[a];
+            r->velocity[a] = b->v[a];
+            r->angular_velocity[a] = b->w[a];
+            /* What the body receives at its next step: this substep's sum. */
+            r->force[a] = (float)w->rigid_acc[FIRN_RIGID_ACC * k + a];
+            r->torque[a] = (float)w->rigid_acc[FIRN_RIGID_ACC * k + 3 + a];
+        }
+        for (int a = 0; a < 4; a++)
+            r->orientation[a] = b->q.q[a];
+    }
     return 0;
 }

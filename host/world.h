@@ -4,7 +4,7 @@
 #define FIRN_WORLD_H
 
 #include "firn.h"
-#include "firn_mpm.h"
+#include "firn_coupling.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -23,6 +23,34 @@ typedef struct {
     int *key;          /* n block of each particle */
 } firn_cpu_bins;
 
+/* The Coupler (host/coupler.c): the solvers of a world and the active
+ * coupling pairs, decided once when the world is built. A solver is a table
+ * of its substep phases; a new solver registers one in coupler.c and its
+ * pairs there, without touching the others. */
+typedef struct {
+    const char *name;
+    int (*is_active)(const firn_world *w);
+    /* Advance the solver up to coupling (rigid: its whole step; MPM: clear
+     * and P2G). */
+    void (*pre_coupling)(firn_world *w);
+    /* After coupling (MPM: G2P). Returns the lowest index of a non-finite
+     * element, or -1. */
+    int (*post_coupling)(firn_world *w);
+} firn_solver;
+
+enum { FIRN_SOLVER_RIGID = 0, FIRN_SOLVER_MPM, FIRN_SOLVER_COUNT };
+
+typedef struct {
+    int active[FIRN_SOLVER_COUNT];
+    int rigid_mpm; /* pair active: both solvers active and coupling.rigid_mpm on */
+    int cpic;      /* coupling.cpic (with rigid_mpm) */
+} firn_coupler;
+
+/* CPU path: the grid update sums the coupling force per fixed chunk of
+ * nodes, then over chunks in order, so the sum is the same for any thread
+ * count. */
+#define FIRN_COUPLE_CHUNK 4096
+
 struct firn_world {
     firn_scene_def def;
     firn_backend backend;
@@ -33,6 +61,13 @@ struct firn_world {
     firn_grid grid;                          /* CPU path grid */
     firn_cpu_bins bins;
     firn_cuda_state *cuda;                   /* NULL on the CPU path */
+    firn_coupler coupler;
+    int n_rigids;
+    firn_rigid rigids[FIRN_MAX_RIGIDS];      /* host state (CPU) / host mirror (CUDA) */
+    double rigid_acc[FIRN_MAX_RIGIDS * FIRN_RIGID_ACC]; /* coupling force/torque for the next rigid step */
+    double *chunk_acc;                       /* CPU: [chunks][n_rigids][6] */
+    long long chunks;
+    int rigids_stale;                        /* CUDA: rigid mirror older than the device */
     int host_stale;                          /* CUDA: mirror older than device state */
     int frame;
     double time;
@@ -62,6 +97,21 @@ void firn_cpu_p2g(firn_world *w);
 void firn_cpu_grid(firn_world *w);
 int firn_cpu_g2p(firn_world *w);
 
+/* Rigid bodies (host/rigid.c): state from the scene's rigids (mass and
+ * inertia from shape and density), the CPU rigid step. */
+int firn_rigids_init(firn_world *w, firn_error *err);
+void firn_rigid_mass_properties(const firn_rigid_def *def, float *mass, float inertia[3]);
+firn_sdf_shape firn_rigid_sdf_shape(const firn_rigid_shape_def *s);
+extern const firn_solver firn_rigid_solver;
+extern const firn_solver firn_mpm_solver; /* host/solver_cpu.c */
+
+/* Coupler (host/coupler.c). */
+void firn_coupler_build(firn_world *w);
+int firn_coupler_substep(firn_world *w); /* CPU path; lowest bad particle or -1 */
+void firn_coupler_couple(firn_world *w); /* CPU grid update with the active pairs */
+int firn_coupler_alloc(firn_world *w, firn_error *err);
+void firn_coupler_free(firn_world *w);
+
 /* CUDA path (kernels/mpm.cu; host/device.c when built without CUDA). */
 int firn_cuda_init(firn_world *w, firn_error *err);
 void firn_cuda_free(firn_world *w);
@@ -78,6 +128,9 @@ int firn_cuda_download_grid(firn_world *w, float *mass, float *vel, firn_error *
 void firn_grid_split(const firn_grid *g, float *mass, float *vel);
 /* Largest particle speed and snow hardening factor, reduced on the device. */
 int firn_cuda_reduce(firn_world *w, float *max_speed, float *max_stiffness, firn_error *err);
+/* Rigid bodies and pending coupling force from the device into w->rigids
+ * and w->rigid_acc. */
+int firn_cuda_download_rigids(firn_world *w, firn_error *err);
 
 /* Benchmark support (kernels/bench.cu): device-to-device copy bandwidth
  * [bytes/s, read + write] of `bytes`, best of 3, or 0 on failure; device

@@ -24,6 +24,7 @@ extern "C" {
 #define FIRN_VERSION "0.1.0"
 #define FIRN_MAX_MATERIALS 16
 #define FIRN_MAX_BODIES 64
+#define FIRN_MAX_RIGIDS 16
 #define FIRN_NAME_MAX 64
 #define FIRN_PATH_MAX 512
 #define FIRN_ERRMSG_MAX 1024
@@ -102,6 +103,43 @@ typedef struct {
     uint64_t seed;            /* sampling jitter seed; default: body index + 1 */
 } firn_body_def;
 
+/* Rigid bodies (PHYSICS.md s4). The shape's centre is the body's centre of
+ * mass; a plane passes through `center` with outward unit `normal`. */
+typedef enum {
+    FIRN_RSHAPE_PLANE = 0,
+    FIRN_RSHAPE_SPHERE,
+    FIRN_RSHAPE_BOX,
+    FIRN_RSHAPE_CAPSULE,
+    FIRN_RSHAPE_CYLINDER,
+    FIRN_RSHAPE_COUNT
+} firn_rigid_shape_type;
+
+typedef enum { FIRN_RIGID_STATIC = 0, FIRN_RIGID_KINEMATIC, FIRN_RIGID_DYNAMIC } firn_motion;
+
+typedef struct {
+    firn_rigid_shape_type type;
+    float center[3];   /* [m] */
+    float size[3];     /* box: full edge lengths [m] */
+    float radius;      /* sphere, capsule, cylinder [m] */
+    float height;      /* cylinder: length along the axis; capsule: between cap centres [m] */
+    int axis;          /* capsule, cylinder: 0 = x, 1 = y, 2 = z (default 1) */
+    float normal[3];   /* plane: outward normal (normalised when loaded), default +y */
+} firn_rigid_shape_def;
+
+typedef struct {
+    char name[FIRN_NAME_MAX];
+    firn_rigid_shape_def shape;
+    firn_motion motion;        /* default static */
+    float rotation[3];         /* initial orientation: degrees about x, then y, then z (world axes) */
+    float density;             /* [kg/m^3], dynamic bodies; default 200 (Genesis's Rigid) */
+    float velocity[3];         /* initial (dynamic) or prescribed (kinematic) [m/s] */
+    float angular_velocity[3]; /* same, world frame [rad/s] */
+    float friction;            /* Coulomb coefficient, default 0.1 */
+    float softness;            /* contact softness [m], default 0.002 */
+    float restitution;         /* [0, 1], default 0 */
+    int couple;                /* takes part in coupling, default 1 */
+} firn_rigid_def;
+
 typedef struct {
     float lower[3], upper[3]; /* domain box [m] */
     float dx;                 /* grid spacing [m] */
@@ -116,6 +154,10 @@ typedef struct {
     firn_material_def materials[FIRN_MAX_MATERIALS];
     int n_bodies;
     firn_body_def bodies[FIRN_MAX_BODIES];
+    int n_rigids;
+    firn_rigid_def rigids[FIRN_MAX_RIGIDS];
+    int coupling_rigid_mpm;      /* coupling.rigid_mpm, default 1 */
+    int coupling_cpic;           /* coupling.cpic, default 0 */
     char out_dir[FIRN_PATH_MAX]; /* default "out" */
     int out_every;               /* write every Nth frame, default 1 */
     int write_ply;               /* default 1 */
@@ -126,6 +168,7 @@ typedef struct {
 void firn_scene_default(firn_scene_def *def);
 void firn_material_default(firn_material_def *mat, firn_model model);
 void firn_body_default(firn_body_def *body);
+void firn_rigid_default(firn_rigid_def *rigid);
 
 /* Parses and validates a JSON scene file. On failure returns non-zero and
  * fills err with the file, line/column or key path, and the problem. */
@@ -146,6 +189,16 @@ typedef struct {
     double clear, p2g, grid, couple, g2p, total;
 } firn_profile;
 
+/* One rigid body's state at the end of a frame. */
+typedef struct {
+    float position[3];         /* centre of mass [m] */
+    float orientation[4];      /* unit quaternion (w, x, y, z), body to world */
+    float velocity[3];         /* [m/s] */
+    float angular_velocity[3]; /* [rad/s] */
+    float force[3];            /* coupling force received in the last substep [N] */
+    float torque[3];           /* coupling torque about the centre of mass [N m] */
+} firn_rigid_stats;
+
 typedef struct {
     int frame;                 /* frame index: 0 is the initial state, k is t = k frame_dt */
     double time;               /* simulated time at its end [s] */
@@ -161,6 +214,8 @@ typedef struct {
     long long material_count[FIRN_MAX_MATERIALS];
     double wall_seconds;       /* wall time of this frame's substeps [s] */
     double throughput;         /* particle-substeps per second in this frame */
+    int n_rigids;
+    firn_rigid_stats rigids[FIRN_MAX_RIGIDS];
 } firn_frame_stats;
 
 firn_world *firn_world_create(const firn_scene_def *def, firn_backend backend, firn_error *err);
@@ -203,6 +258,11 @@ int firn_world_particles(firn_world *world, firn_particles_view *view, firn_erro
 int firn_write_ply(const char *path, const firn_particles_view *p, firn_error *err);
 int firn_write_preview_png(const char *path, const firn_scene_def *def,
                            const firn_particles_view *p, firn_error *err);
+/* As firn_write_preview_png, with the rigid bodies of stats (position and
+ * orientation; shapes from def) drawn in grey. stats may be NULL. */
+int firn_write_preview_png_rigids(const char *path, const firn_scene_def *def,
+                                  const firn_particles_view *p, const firn_frame_stats *stats,
+                                  firn_error *err);
 int firn_append_stats_jsonl(const char *path, const firn_scene_def *def,
                             const firn_frame_stats *s, firn_error *err);
 

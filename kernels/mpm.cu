@@ -18,6 +18,7 @@
 #include <cub/device/device_reduce.cuh>
 #include <thrust/iterator/counting_iterator.h>
 
+#include "coupling.cuh"
 #include "cuda_check.cuh"
 #include "world.h"
 
@@ -39,6 +40,10 @@ struct firn_cuda_state {
     size_t red_temp_bytes;
     cudaStream_t stream;
     cudaEvent_t ev[EV_COUNT];
+    firn_rigid *rigids;      /* device rigid state (n_rigids), resident */
+    double *rigid_acc;       /* coupling force/torque for the next rigid step [n_rigids][6] */
+    int n_rigids;
+    int rigid_mpm;           /* the Coupler's rigid_mpm pair is active */
     size_t bytes;            /* device memory allocated */
 };
 
@@ -166,8 +171,11 @@ static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
     size_t temp_bytes = 0;
     if (n > 0)
         FIRN_CUDA_CHECK(reduce_launch(s, NULL, temp_bytes), err);
+    const size_t r_bytes = (size_t)w->n_rigids * sizeof(firn_rigid);
+    const size_t a_bytes = (size_t)w->n_rigids * FIRN_RIGID_ACC * sizeof(double);
     const size_t want = align256(p_bytes) + align256(g_bytes) + align256(m_bytes) +
-                        align256(sizeof(int)) + align256(sizeof(float2)) + align256(temp_bytes);
+                        align256(sizeof(int)) + align256(sizeof(float2)) + align256(temp_bytes) +
+                        align256(r_bytes) + align256(a_bytes);
     size_t free_b = 0, total_b = 0;
     FIRN_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b), err);
     if (want > free_b) {
@@ -194,6 +202,18 @@ static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
         FIRN_CUDA_CHECK(cudaMalloc(&s->red_temp, temp_bytes), err);
     s->red_temp_bytes = temp_bytes;
     s->bytes = want;
+    s->n_rigids = w->n_rigids;
+    s->rigid_mpm = w->coupler.rigid_mpm;
+    if (s->n_rigids > 0) {
+        FIRN_CUDA_CHECK(cudaMalloc(&s->rigids, r_bytes), err);
+        FIRN_CUDA_CHECK(cudaMalloc(&s->rigid_acc, a_bytes), err);
+        FIRN_CUDA_CHECK(cudaMemcpyAsync(s->rigids, w->rigids, r_bytes, cudaMemcpyHostToDevice,
+                                        s->stream),
+                        err);
+        FIRN_CUDA_CHECK(cudaMemcpyAsync(s->rigid_acc, w->rigid_acc, a_bytes,
+                                        cudaMemcpyHostToDevice, s->stream),
+                        err);
+    }
 
     static const int none = INT_MAX;
     if (copy_particles(&s->p, &w->p, cudaMemcpyHostToDevice, s->stream, err))
@@ -240,6 +260,8 @@ extern "C" void firn_cuda_free(firn_world *w)
     cudaFree(s->bad);
     cudaFree(s->red_out);
     cudaFree(s->red_temp);
+    cudaFree(s->rigids);
+    cudaFree(s->rigid_acc);
     for (int k = 0; k < EV_COUNT; k++)
         if (s->ev[k])
             (void)cudaEventDestroy(s->ev[k]);
@@ -256,11 +278,15 @@ static int not_initialised(const char *fn, firn_error *err)
     return FIRN_CUDA_FAILED;
 }
 
-/* Queues clear, p2g, grid_update, g2p on the stream. Returns 0 or -2. */
+/* Queues the Coupler's phases (host/coupler.c) on the stream: the rigid
+ * step, clear, p2g, the grid update (with the rigid impulse when the
+ * rigid_mpm pair is active), g2p. Returns 0 or -2. */
 static int queue_substep(firn_cuda_state *s, const firn_params *P, int timed, firn_error *err)
 {
     const unsigned pblocks = (unsigned)((s->p.n + FIRN_BLOCK - 1) / FIRN_BLOCK);
     const unsigned gblocks = (unsigned)((s->grid.nodes + FIRN_BLOCK - 1) / FIRN_BLOCK);
+    if (firn_cuda_queue_rigid_step(s->rigids, s->rigid_acc, s->n_rigids, P, s->stream, err))
+        return FIRN_CUDA_FAILED;
     FIRN_CUDA_CHECK(cudaMemsetAsync(s->grid.node, 0, 4 * (size_t)s->grid.nodes * sizeof(float),
                                     s->stream),
                     err);
@@ -272,7 +298,11 @@ static int queue_substep(firn_cuda_state *s, const firn_params *P, int timed, fi
     }
     if (timed)
         FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_P2G], s->stream), err);
-    if (gblocks > 0) {
+    if (s->rigid_mpm) {
+        if (firn_cuda_queue_grid_rigid(P, s->grid, s->rigids, s->n_rigids, s->rigid_acc,
+                                       s->stream, err))
+            return FIRN_CUDA_FAILED;
+    } else if (gblocks > 0) {
         grid_update<<<gblocks, FIRN_BLOCK, 0, s->stream>>>(*P, s->grid);
         FIRN_CUDA_CHECK_LAUNCH("grid_update", s->stream, err);
     }
@@ -352,6 +382,24 @@ extern "C" int firn_cuda_download(firn_world *w, firn_error *err)
         return FIRN_CUDA_FAILED;
     FIRN_CUDA_CHECK(cudaStreamSynchronize(s->stream), err);
     w->host_stale = 0;
+    return 0;
+}
+
+extern "C" int firn_cuda_download_rigids(firn_world *w, firn_error *err)
+{
+    firn_cuda_state *s = w->cuda;
+    if (!s)
+        return not_initialised("firn_cuda_download_rigids", err);
+    if (s->n_rigids == 0)
+        return 0;
+    FIRN_CUDA_CHECK(cudaMemcpyAsync(w->rigids, s->rigids, (size_t)s->n_rigids * sizeof(firn_rigid),
+                                    cudaMemcpyDeviceToHost, s->stream),
+                    err);
+    FIRN_CUDA_CHECK(cudaMemcpyAsync(w->rigid_acc, s->rigid_acc,
+                                    (size_t)s->n_rigids * FIRN_RIGID_ACC * sizeof(double),
+                                    cudaMemcpyDeviceToHost, s->stream),
+                    err);
+    FIRN_CUDA_CHECK(cudaStreamSynchronize(s->stream), err);
     return 0;
 }
 

@@ -1,0 +1,129 @@
+/* coupler.c - the Coupler: which solvers a world has, which coupling pairs
+ * are active, and the four phases of a substep (PHYSICS.md s1, as Genesis's
+ * Coupler orders them):
+ *
+ *   1. preprocess             - CPIC side marking (not implemented yet)
+ *   2. pre_coupling per solver - rigid: its step; MPM: clear grid, P2G
+ *   3. couple                 - grid update: velocity + gravity, the rigid
+ *                               SDF impulse per body (two-way), walls
+ *   4. post_coupling per solver - MPM: G2P
+ *
+ * Pair activation is decided once in firn_coupler_build: a pair is active
+ * when both solvers are active and its option is on. A new solver adds its
+ * firn_solver to `solvers` and its pairs to `pairs` below. This file is the
+ * CPU executor; the CUDA path queues the same phases in kernels/mpm.cu. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <omp.h>
+
+#include "world.h"
+
+static const firn_solver *const solvers[FIRN_SOLVER_COUNT] = {
+    [FIRN_SOLVER_RIGID] = &firn_rigid_solver,
+    [FIRN_SOLVER_MPM] = &firn_mpm_solver,
+};
+
+/* A coupling pair: its two solvers and the scene option that enables it. */
+typedef struct {
+    const char *name;
+    int a, b;
+    size_t option; /* offset of the int option in firn_scene_def */
+    size_t flag;   /* offset of the int flag in firn_coupler */
+} pair_def;
+
+static const pair_def pairs[] = {
+    {"rigid_mpm", FIRN_SOLVER_RIGID, FIRN_SOLVER_MPM, offsetof(firn_scene_def, coupling_rigid_mpm),
+     offsetof(firn_coupler, rigid_mpm)},
+};
+
+void firn_coupler_build(firn_world *w)
+{
+    firn_coupler *c = &w->coupler;
+    memset(c, 0, sizeof *c);
+    for (int s = 0; s < FIRN_SOLVER_COUNT; s++)
+        c->active[s] = solvers[s]->is_active(w);
+    for (size_t k = 0; k < sizeof pairs / sizeof pairs[0]; k++) {
+        const pair_def *p = &pairs[k];
+        int option = *(const int *)((const char *)&w->def + p->option);
+        *(int *)((char *)c + p->flag) = c->active[p->a] && c->active[p->b] && option;
+    }
+    c->cpic = c->rigid_mpm && w->def.coupling_cpic;
+}
+
+int firn_coupler_alloc(firn_world *w, firn_error *err)
+{
+    w->chunks = 0;
+    w->chunk_acc = NULL;
+    if (w->cuda || !w->coupler.rigid_mpm)
+        return 0;
+    w->chunks = (w->grid.nodes + FIRN_COUPLE_CHUNK - 1) / FIRN_COUPLE_CHUNK;
+    w->chunk_acc = malloc((size_t)w->chunks * w->n_rigids * FIRN_RIGID_ACC * sizeof(double));
+    if (!w->chunk_acc) {
+        firn_set_error(err, FIRN_E_NOMEM, "out of host memory for the coupling accumulators");
+        return -1;
+    }
+    return 0;
+}
+
+void firn_coupler_free(firn_world *w)
+{
+    free(w->chunk_acc);
+    w->chunk_acc = NULL;
+}
+
+/* Grid update with the rigid bodies: each chunk of nodes sums its force and
+ * torque in node order into its own slot, the slots are added in chunk
+ * order - the same result for any thread count. */
+static void couple_rigid_mpm(firn_world *w)
+{
+    const firn_params *P = &w->params;
+    const firn_grid g = w->grid;
+    const int nb = w->n_rigids, stride = nb * FIRN_RIGID_ACC;
+    const firn_rigid *bodies = w->rigids;
+    double *chunk_acc = w->chunk_acc;
+    const long long chunks = w->chunks;
+#pragma omp parallel for schedule(static)
+    for (long long ch = 0; ch < chunks; ch++) {
+        double *acc = chunk_acc + ch * stride;
+        for (int k = 0; k < stride; k++)
+            acc[k] = 0.0;
+        long long end = (ch + 1) * FIRN_COUPLE_CHUNK;
+        if (end > g.nodes)
+            end = g.nodes;
+        for (long long node = ch * FIRN_COUPLE_CHUNK; node < end; node++)
+            firn_grid_node_rigid(node, P, g, bodies, nb, acc);
+    }
+    for (long long ch = 0; ch < chunks; ch++)
+        for (int k = 0; k < stride; k++)
+            w->rigid_acc[k] += chunk_acc[ch * stride + k];
+}
+
+void firn_coupler_couple(firn_world *w)
+{
+    if (!w->coupler.active[FIRN_SOLVER_MPM])
+        return;
+    if (w->coupler.rigid_mpm)
+        couple_rigid_mpm(w);
+    else
+        firn_cpu_grid(w);
+}
+
+int firn_coupler_substep(firn_world *w)
+{
+    const firn_coupler *c = &w->coupler;
+    int bad = -1;
+    for (int s = 0; s < FIRN_SOLVER_COUNT; s++)
+        if (c->active[s])
+            solvers[s]->pre_coupling(w);
+    double t0 = omp_get_wtime();
+    firn_coupler_couple(w);
+    w->prof.grid += omp_get_wtime() - t0;
+    for (int s = 0; s < FIRN_SOLVER_COUNT; s++)
+        if (c->active[s]) {
+            int b = solvers[s]->post_coupling(w);
+            if (b >= 0 && (bad < 0 || b < bad))
+                bad = b;
+        }
+    return bad;
+}

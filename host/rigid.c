@@ -1,0 +1,162 @@
+/* rigid.c - the rigid-body solver: state built from the scene's rigids
+ * (mass and principal inertia from shape and density), and its CPU step,
+ * which loops over firn_rigid_step of include/firn_coupling.h. On the CUDA
+ * path the same step runs on the device (kernels/coupling.cu). */
+#include <math.h>
+#include <string.h>
+
+#include "world.h"
+
+/* Mass [kg] and principal moments of inertia in the body frame [kg m^2] of
+ * a solid of uniform density; a plane has none (0). */
+void firn_rigid_mass_properties(const firn_rigid_def *def, float *mass, float inertia[3])
+{
+    const firn_rigid_shape_def *s = &def->shape;
+    const double rho = def->density, pi = M_PI, r = s->radius, h = s->height;
+    double m = 0.0, I[3] = {0.0, 0.0, 0.0};
+    int ax = s->axis;
+    switch (s->type) {
+    case FIRN_RSHAPE_SPHERE:
+        m = rho * 4.0 / 3.0 * pi * r * r * r;
+        I[0] = I[1] = I[2] = 0.4 * m * r * r;
+        break;
+    case FIRN_RSHAPE_BOX: {
+        double a = s->size[0], b = s->size[1], c = s->size[2];
+        m = rho * a * b * c;
+        I[0] = m * (b * b + c * c) / 12.0;
+        I[1] = m * (a * a + c * c) / 12.0;
+        I[2] = m * (a * a + b * b) / 12.0;
+        break;
+    }
+    case FIRN_RSHAPE_CYLINDER:
+        m = rho * pi * r * r * h;
+        I[0] = I[1] = I[2] = m * (3.0 * r * r + h * h) / 12.0;
+        I[ax] = 0.5 * m * r * r;
+        break;
+    case FIRN_RSHAPE_CAPSULE: {
+        /* Cylinder of length h plus two hemispheres (each: mass mh, centre of
+         * mass 3r/8 from its flat face, which sits h/2 from the centre). */
+        double mc = rho * pi * r * r * h, mh = rho * 2.0 / 3.0 * pi * r * r * r;
+        m = mc + 2.0 * mh;
+        double perp = mc * (h * h / 12.0 + r * r / 4.0) +
+                      2.0 * mh * (0.4 * r * r + h * h / 4.0 + 3.0 * h * r / 8.0);
+        I[0] = I[1] = I[2] = perp;
+        I[ax] = 0.5 * mc * r * r + 2.0 * 0.4 * mh * r * r;
+        break;
+    }
+    default: /* plane: unbounded */
+        break;
+    }
+    *mass = (float)m;
+    for (int a = 0; a < 3; a++)
+        inertia[a] = (float)I[a];
+}
+
+firn_sdf_shape firn_rigid_sdf_shape(const firn_rigid_shape_def *s)
+{
+    firn_sdf_shape out;
+    memset(&out, 0, sizeof out);
+    out.axis = s->axis;
+    out.radius = s->radius;
+    switch (s->type) {
+    case FIRN_RSHAPE_PLANE: {
+        out.type = FIRN_SDF_PLANE;
+        float n = sqrtf(s->normal[0] * s->normal[0] + s->normal[1] * s->normal[1] +
+                        s->normal[2] * s->normal[2]);
+        for (int a = 0; a < 3; a++)
+            out.normal[a] = n > 0.0f ? s->normal[a] / n : (a == 1);
+        break;
+    }
+    case FIRN_RSHAPE_SPHERE:
+        out.type = FIRN_SDF_SPHERE;
+        break;
+    case FIRN_RSHAPE_BOX:
+        out.type = FIRN_SDF_BOX;
+        for (int a = 0; a < 3; a++)
+            out.half[a] = 0.5f * s->size[a];
+        break;
+    case FIRN_RSHAPE_CAPSULE:
+        out.type = FIRN_SDF_CAPSULE;
+        out.half[s->axis] = 0.5f * s->height;
+        break;
+    default:
+        out.type = FIRN_SDF_CYLINDER;
+        out.half[s->axis] = 0.5f * s->height;
+        break;
+    }
+    return out;
+}
+
+/* Euler angles in degrees, applied about x, then y, then z (world axes). */
+static firn_quat rotation_quat(const float deg[3])
+{
+    firn_quat q = {{1.0f, 0.0f, 0.0f, 0.0f}};
+    for (int a = 0; a < 3; a++) {
+        firn_vec3 rv = firn_v3(0.0f, 0.0f, 0.0f);
+        rv.v[a] = deg[a] * (float)M_PI / 180.0f;
+        q = firn_quat_mul(firn_quat_from_rotvec(rv), q);
+    }
+    return firn_quat_normalize(q);
+}
+
+int firn_rigids_init(firn_world *w, firn_error *err)
+{
+    (void)err;
+    const firn_scene_def *d = &w->def;
+    w->n_rigids = d->n_rigids;
+    memset(w->rigids, 0, sizeof w->rigids);
+    memset(w->rigid_acc, 0, sizeof w->rigid_acc);
+    for (int k = 0; k < d->n_rigids; k++) {
+        const firn_rigid_def *rd = &d->rigids[k];
+        firn_rigid *b = &w->rigids[k];
+        b->shape = firn_rigid_sdf_shape(&rd->shape);
+        b->q = rotation_quat(rd->rotation);
+        b->motion = rd->motion == FIRN_RIGID_DYNAMIC     ? FIRN_MOTION_DYNAMIC
+                    : rd->motion == FIRN_RIGID_KINEMATIC ? FIRN_MOTION_KINEMATIC
+                                                         : FIRN_MOTION_STATIC;
+        b->couple = rd->couple;
+        b->friction = rd->friction;
+        b->softness = rd->softness;
+        b->restitution = rd->restitution;
+        for (int a = 0; a < 3; a++) {
+            b->x[a] = rd->shape.center[a];
+            if (b->motion != FIRN_MOTION_STATIC) {
+                b->v[a] = rd->velocity[a];
+                b->w[a] = rd->angular_velocity[a];
+            }
+        }
+        if (b->motion == FIRN_MOTION_DYNAMIC) {
+            firn_rigid_mass_properties(rd, &b->mass, b->inertia);
+            b->inv_mass = 1.0f / b->mass;
+            for (int a = 0; a < 3; a++)
+                b->inv_inertia[a] = 1.0f / b->inertia[a];
+            /* L = R I R^T omega */
+            firn_vec3 wb = firn_quat_unrotate(b->q, firn_v3(b->w[0], b->w[1], b->w[2]));
+            for (int a = 0; a < 3; a++)
+                wb.v[a] *= b->inertia[a];
+            firn_vec3 L = firn_quat_rotate(b->q, wb);
+            for (int a = 0; a < 3; a++)
+                b->L[a] = L.v[a];
+        }
+    }
+    return 0;
+}
+
+static int rigid_active(const firn_world *w) { return w->n_rigids > 0; }
+
+/* A handful of bodies: serial, so trivially deterministic. */
+static void rigid_pre_coupling(firn_world *w)
+{
+    for (int k = 0; k < w->n_rigids; k++)
+        firn_rigid_step(&w->rigids[k], w->rigid_acc + FIRN_RIGID_ACC * k, w->params.gravity,
+                        w->params.dt);
+}
+
+static int rigid_post_coupling(firn_world *w)
+{
+    (void)w;
+    return -1;
+}
+
+const firn_solver firn_rigid_solver = {"rigid", rigid_active, rigid_pre_coupling,
+                                       rigid_post_coupling};

@@ -1,0 +1,152 @@
+/* firn_coupling.h - rigid bodies and their two-way coupling with the MPM
+ * grid by SDF impulse (../shared/PHYSICS.md sections 1 and 4), shared by the
+ * CPU path (host/coupler.c, host/rigid.c) and the CUDA kernels
+ * (kernels/coupling.cu).
+ *
+ * Per substep: the rigid step applies the coupling force and torque that
+ * the previous substep's grid update accumulated (as Genesis does), then the
+ * grid update runs, per node with mass, velocity + gravity, the impulse of
+ * every coupled body in turn, and the domain walls. */
+#ifndef FIRN_COUPLING_H
+#define FIRN_COUPLING_H
+
+#include "firn_mpm.h"
+#include "firn_sdf.h"
+
+enum { FIRN_MOTION_STATIC = 0, FIRN_MOTION_KINEMATIC, FIRN_MOTION_DYNAMIC };
+
+/* Per-body accumulator of the coupling: force [N] then torque about the
+ * centre of mass [N m], world frame. */
+#define FIRN_RIGID_ACC 6
+
+/* Rigid body state. x is the centre of mass (the shape's centre; a plane's
+ * reference point). Dynamic bodies carry their angular momentum L and
+ * derive omega from it; kinematic ones keep v and omega as prescribed.
+ * 200 bytes. */
+typedef struct {
+    firn_sdf_shape shape;
+    float x[3];        /* centre of mass [m] */
+    firn_quat q;       /* orientation, body to world */
+    float v[3];        /* linear velocity [m/s] */
+    float w[3];        /* angular velocity [rad/s], world frame */
+    float L[3];        /* angular momentum [kg m^2/s], world frame (dynamic) */
+    float mass, inv_mass;   /* [kg], [1/kg]; 0 for static and kinematic */
+    float inertia[3];       /* principal moments in the body frame [kg m^2] */
+    float inv_inertia[3];
+    int motion;        /* FIRN_MOTION_* */
+    int couple;        /* takes part in coupling */
+    float friction, softness, restitution;
+    float force[3], torque[3]; /* coupling force / torque applied in the last step */
+    double impulse[FIRN_RIGID_ACC]; /* sum of force dt and torque dt applied since the start */
+} firn_rigid;
+
+static inline FIRN_HD firn_vec3 firn_rigid_pos(const firn_rigid *b)
+{
+    return firn_v3(b->x[0], b->x[1], b->x[2]);
+}
+
+/* omega = R I^-1 R^T L */
+static inline FIRN_HD firn_vec3 firn_rigid_omega(const firn_rigid *b, firn_vec3 L)
+{
+    firn_vec3 lb = firn_quat_unrotate(b->q, L);
+    for (int a = 0; a < 3; a++)
+        lb.v[a] *= b->inv_inertia[a];
+    return firn_quat_rotate(b->q, lb);
+}
+
+/* One rigid step of length dt (semi-implicit Euler): acc holds the coupling
+ * force and torque of the previous substep and is cleared. Dynamic bodies
+ * feel gravity and that force; kinematic ones move with their prescribed
+ * velocities; static ones stay. Rotation is the exact rotation by omega dt
+ * (a unit quaternion stays unit to rounding; renormalised anyway). */
+static inline FIRN_HD void firn_rigid_step(firn_rigid *b, double *acc, const float g[3], float dt)
+{
+    for (int a = 0; a < 3; a++) {
+        b->force[a] = (float)acc[a];
+        b->torque[a] = (float)acc[3 + a];
+    }
+    for (int k = 0; k < FIRN_RIGID_ACC; k++) {
+        b->impulse[k] += acc[k] * (double)dt;
+        acc[k] = 0.0;
+    }
+    if (b->motion == FIRN_MOTION_STATIC)
+        return;
+    if (b->motion == FIRN_MOTION_DYNAMIC) {
+        for (int a = 0; a < 3; a++) {
+            b->v[a] += dt * (g[a] + b->force[a] * b->inv_mass);
+            b->L[a] += dt * b->torque[a];
+        }
+        firn_vec3 w = firn_rigid_omega(b, firn_v3(b->L[0], b->L[1], b->L[2]));
+        for (int a = 0; a < 3; a++)
+            b->w[a] = w.v[a];
+    }
+    for (int a = 0; a < 3; a++)
+        b->x[a] += dt * b->v[a];
+    firn_vec3 rv = firn_v3(b->w[0] * dt, b->w[1] * dt, b->w[2] * dt);
+    b->q = firn_quat_normalize(firn_quat_mul(firn_quat_from_rotvec(rv), b->q));
+}
+
+/* The SDF impulse of one body at one grid node (PHYSICS.md s4): node at xn
+ * with mass m and velocity v (after gravity). Returns the new velocity and
+ * adds the body's force -dp/dt and torque (xn - com) x F to acc[6]. */
+static inline FIRN_HD firn_vec3 firn_rigid_node_impulse(const firn_rigid *b, firn_vec3 xn,
+                                                        firn_vec3 v, float m, float dt,
+                                                        double *acc)
+{
+    firn_vec3 n, com = firn_rigid_pos(b);
+    float d = firn_sdf_world(&b->shape, com, b->q, xn, &n);
+    float influence = firn_minf(expf(-d / firn_maxf(b->softness, 1e-10f)), 1.0f);
+    if (!(influence > 0.1f))
+        return v;
+    firn_vec3 rx = firn_sub(xn, com);
+    firn_vec3 vr = firn_add(firn_v3(b->v[0], b->v[1], b->v[2]),
+                            firn_cross(firn_v3(b->w[0], b->w[1], b->w[2]), rx));
+    firn_vec3 r = firn_sub(v, vr);
+    float rn = firn_dot(r, n);
+    if (!(rn < 0.0f))
+        return v;
+    firn_vec3 rt = firn_sub(r, firn_scale(n, rn));
+    float lt = firn_norm(rt);
+    firn_vec3 rt2 = lt > 0.0f ? firn_scale(rt, firn_maxf(0.0f, lt + b->friction * rn) / lt) : rt;
+    firn_vec3 rn2 = firn_scale(n, -b->restitution * rn);
+    firn_vec3 v2 = firn_add(firn_add(vr, firn_scale(firn_add(rt2, rn2), influence)),
+                            firn_scale(r, 1.0f - influence));
+    /* F = -dp / dt, dp = m (v' - v) */
+    firn_vec3 F = firn_scale(firn_sub(v2, v), -m / dt);
+    firn_vec3 T = firn_cross(rx, F);
+    for (int a = 0; a < 3; a++) {
+        acc[a] += (double)F.v[a];
+        acc[3 + a] += (double)T.v[a];
+    }
+    return v2;
+}
+
+static inline FIRN_HD firn_vec3 firn_node_position(long long node, const firn_params *P)
+{
+    long long r = node;
+    int k = (int)(r % P->n[2]);
+    r /= P->n[2];
+    int j = (int)(r % P->n[1]);
+    int i = (int)(r / P->n[1]);
+    return firn_v3(P->lower[0] + (float)i * P->dx, P->lower[1] + (float)j * P->dx,
+                   P->lower[2] + (float)k * P->dx);
+}
+
+/* Grid update of one node with rigid coupling: velocity + gravity, every
+ * coupled body in turn, walls. acc is [nb][6], private to the caller (a
+ * CPU chunk or a GPU thread's registers before its warp reduction). */
+static inline FIRN_HD void firn_grid_node_rigid(long long node, const firn_params *P, firn_grid g,
+                                                const firn_rigid *bodies, int nb, double *acc)
+{
+    firn_vec3 v;
+    if (!firn_grid_velocity(node, P, g, &v))
+        return;
+    float m = g.node[4 * node + 3];
+    firn_vec3 xn = firn_node_position(node, P);
+    for (int k = 0; k < nb; k++)
+        if (bodies[k].couple)
+            v = firn_rigid_node_impulse(&bodies[k], xn, v, m, P->dt, acc + FIRN_RIGID_ACC * k);
+    firn_grid_store_velocity(node, g, firn_grid_walls(node, P, v));
+}
+
+#endif

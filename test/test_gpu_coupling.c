@@ -1,0 +1,134 @@
+/* test_gpu_coupling.c - GPU twins of the coupling tests (test_coupling.c):
+ * the CUDA path's rigid step and coupled grid update against the CPU path
+ * on the same scene, and Newton's third law on the device. The force sum
+ * is a warp reduction plus double atomics there, so agreement is to
+ * rounding, not bitwise. Every test skips, and only, without a usable GPU. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "world.h"
+
+static void require_gpu(void)
+{
+    char why[512];
+    if (!firn_cuda_available())
+        cr_skip("no usable CUDA GPU: this firn was built without CUDA");
+    if (firn_cuda_device_count() == 0) {
+        firn_cuda_device_describe(0, why, sizeof why);
+        cr_skip("no usable CUDA GPU: %s", why);
+    }
+}
+
+/* Sand bed, a dynamic tilted box falling into it and a kinematic spinning
+ * cylinder ploughing it; no gravity when `free` (Newton's third law). */
+static void coupled_scene(firn_scene_def *def, int free)
+{
+    firn_scene_default(def);
+    def->dx = 1.0f / 32.0f;
+    def->frame_dt = 0.01f;
+    def->write_ply = def->write_preview = 0;
+    if (free)
+        def->gravity[1] = 0.0f;
+    def->n_materials = 1;
+    firn_material_default(&def->materials[0], free ? FIRN_MODEL_ELASTIC : FIRN_MODEL_SAND);
+    snprintf(def->materials[0].name, FIRN_NAME_MAX, "m");
+    def->n_bodies = 1;
+    firn_body_def *b = &def->bodies[0];
+    firn_body_default(b);
+    b->shape.type = FIRN_SHAPE_BOX;
+    const float c[3] = {0.5f, free ? 0.5f : 0.15f, 0.5f}, sz[3] = {0.4f, 0.15f, 0.4f};
+    for (int a = 0; a < 3; a++)
+        b->shape.center[a] = c[a], b->shape.size[a] = sz[a];
+    b->seed = 3;
+    def->n_rigids = 2;
+    firn_rigid_def *r = &def->rigids[0];
+    firn_rigid_default(r);
+    r->shape.type = FIRN_RSHAPE_BOX;
+    r->motion = FIRN_RIGID_DYNAMIC;
+    r->shape.center[0] = 0.45f, r->shape.center[1] = c[1] + 0.18f, r->shape.center[2] = 0.5f;
+    r->rotation[2] = 20.0f;
+    r->velocity[1] = -2.0f;
+    r->density = 1000.0f;
+    firn_rigid_def *k = &def->rigids[1];
+    firn_rigid_default(k);
+    k->shape.type = FIRN_RSHAPE_CYLINDER;
+    k->motion = FIRN_RIGID_KINEMATIC;
+    k->shape.center[0] = 0.65f, k->shape.center[1] = c[1] + 0.1f, k->shape.center[2] = 0.5f;
+    k->shape.axis = 2;
+    k->angular_velocity[2] = -5.0f;
+}
+
+static firn_world *make_world(const firn_scene_def *def, firn_backend backend)
+{
+    firn_error err = {0};
+    firn_world *w = firn_world_create(def, backend, &err);
+    cr_assert(w, "firn_world_create failed: %s", err.msg);
+    return w;
+}
+
+Test(gpu_coupling, rigid_state_and_particles_match_the_cpu_path, .timeout = 120)
+{
+    require_gpu();
+    firn_scene_def def;
+    coupled_scene(&def, 0);
+    firn_world *cpu = make_world(&def, FIRN_BACKEND_CPU), *gpu = make_world(&def, FIRN_BACKEND_CUDA);
+    firn_error err;
+    /* The same substeps on both, so that only arithmetic differs. */
+    for (int s = 0; s < 40; s++) {
+        cr_assert_eq(firn_world_substep(cpu, 2.5e-4f, &err), 0, "%s", err.msg);
+        cr_assert_eq(firn_world_substep(gpu, 2.5e-4f, &err), 0, "%s", err.msg);
+    }
+    firn_frame_stats sc, sg;
+    cr_assert_eq(firn_world_stats(cpu, &sc, &err), 0, "%s", err.msg);
+    cr_assert_eq(firn_world_stats(gpu, &sg, &err), 0, "%s", err.msg);
+    cr_assert_eq(sg.n_rigids, 2);
+    for (int k = 0; k < 2; k++)
+        for (int a = 0; a < 3; a++) {
+            cr_assert(fabsf(sc.rigids[k].position[a] - sg.rigids[k].position[a]) < 1e-5f,
+                      "rigid %d position[%d]: cpu %g gpu %g", k, a, sc.rigids[k].position[a],
+                      sg.rigids[k].position[a]);
+            cr_assert(fabsf(sc.rigids[k].velocity[a] - sg.rigids[k].velocity[a]) <
+                          1e-3f + 1e-3f * fabsf(sc.rigids[k].velocity[a]),
+                      "rigid %d velocity[%d]: cpu %g gpu %g", k, a, sc.rigids[k].velocity[a],
+                      sg.rigids[k].velocity[a]);
+            cr_assert(fabsf(sc.rigids[k].force[a] - sg.rigids[k].force[a]) <
+                          1e-2f + 1e-3f * fabsf(sc.rigids[k].force[a]),
+                      "rigid %d force[%d]: cpu %g gpu %g", k, a, sc.rigids[k].force[a],
+                      sg.rigids[k].force[a]);
+        }
+    cr_assert(sc.rigids[0].force[1] != 0.0f, "the box never touched the sand");
+    for (int a = 0; a < 3; a++)
+        cr_assert(fabs(sc.center_of_mass[a] - sg.center_of_mass[a]) < 1e-5,
+                  "centre of mass[%d]: cpu %g gpu %g", a, sc.center_of_mass[a], sg.center_of_mass[a]);
+    firn_world_destroy(cpu);
+    firn_world_destroy(gpu);
+}
+
+Test(gpu_coupling, newtons_third_law_on_the_device, .timeout = 120)
+{
+    require_gpu();
+    firn_scene_def def;
+    coupled_scene(&def, 1);
+    firn_world *w = make_world(&def, FIRN_BACKEND_CUDA);
+    firn_frame_stats s0, s1;
+    firn_error err;
+    cr_assert_eq(firn_world_stats(w, &s0, &err), 0, "%s", err.msg);
+    for (int f = 0; f < 8; f++)
+        cr_assert_eq(firn_world_step_frame(w, NULL, &err), 0, "%s", err.msg);
+    cr_assert_eq(firn_world_stats(w, &s1, &err), 0, "%s", err.msg); /* downloads the rigids */
+    const double dt = w->params.dt;
+    double scale = 0.0;
+    for (int a = 0; a < 3; a++) {
+        double body = 0.0;
+        for (int k = 0; k < w->n_rigids; k++)
+            body += w->rigids[k].impulse[a] + w->rigid_acc[FIRN_RIGID_ACC * k + a] * dt;
+        scale += fabs(body);
+        double dP = s1.momentum[a] - s0.momentum[a];
+        cr_assert(fabs(dP + body) < 1e-4 * (fabs(body) + 1e-3), "axis %d: particles %g, rigids %g",
+                  a, dP, body);
+    }
+    cr_assert(scale > 0.0, "no contact");
+    firn_world_destroy(w);
+}
