@@ -194,6 +194,21 @@ int firn_cli_compare(int argc, char **argv)
         snprintf(name, sizeof name, "std dev %c", ax[k]);
         ok &= stat_line(name, sqrt(fmax(vc[k], 0.0)), sqrt(fmax(vg[k], 0.0)), L);
     }
+    /* Rigid bodies: pose by the domain size, speed by the momentum scale's
+     * speed, angular speed by that speed over the domain size. */
+    double v_scale = p_scale / M;
+    for (int r = 0; r < sc.n_rigids; r++) {
+        const firn_rigid_stats *rc = &sc.rigids[r], *rg = &sg.rigids[r];
+        const char *rn = def.rigids[r].name;
+        for (int k = 0; k < 3; k++) {
+            snprintf(name, sizeof name, "%.10s pos %c", rn, ax[k]);
+            ok &= stat_line(name, rc->position[k], rg->position[k], L);
+            snprintf(name, sizeof name, "%.10s vel %c", rn, ax[k]);
+            ok &= stat_line(name, rc->velocity[k], rg->velocity[k], v_scale);
+            snprintf(name, sizeof name, "%.10s omega %c", rn, ax[k]);
+            ok &= stat_line(name, rc->angular_velocity[k], rg->angular_velocity[k], v_scale / L);
+        }
+    }
     printf("%s\n", ok ? "compare: PASS" : "compare: FAIL");
     firn_world_destroy(cpu);
     firn_world_destroy(gpu);

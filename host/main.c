@@ -82,6 +82,12 @@ static int cmd_validate(int argc, char **argv)
     for (int k = 0; k < def.n_materials; k++)
         printf("    %-16s %-10s %lld\n", def.materials[k].name, firn_model_name(def.materials[k].model),
                s.material_count[k]);
+    static const char *motion[] = {"static", "kinematic", "dynamic"};
+    for (int r = 0; r < def.n_rigids; r++)
+        printf("  rigid %-16s %-9s at (%.3g, %.3g, %.3g)%s\n", def.rigids[r].name,
+               motion[def.rigids[r].motion], def.rigids[r].shape.center[0],
+               def.rigids[r].shape.center[1], def.rigids[r].shape.center[2],
+               def.rigids[r].couple && def.coupling_rigid_mpm ? "" : " (not coupled)");
     printf("  time: %d frames of %g s, %s dt = %.4g s, %d substeps in the first frame\n", def.frames,
            def.frame_dt, def.dt > 0.0f ? "fixed" : "CFL", def.frame_dt / nsub, nsub);
     printf("  output: %s (every %d frame%s)\n", def.out_dir, def.out_every, def.out_every > 1 ? "s" : "");
