@@ -312,7 +312,9 @@ static int validate_material(const ctx *c, const firn_scene_def *def, int i)
         if (need(c, join(p, base, "theta_c"), m->theta_c, m->theta_c > 0 && m->theta_c < 1,
                  "must be in (0, 1)") ||
             need(c, join(p, base, "theta_s"), m->theta_s, m->theta_s >= 0, "must be >= 0") ||
-            need(c, join(p, base, "hardening"), m->hardening, m->hardening >= 0, "must be >= 0"))
+            need(c, join(p, base, "hardening"), m->hardening, m->hardening >= 0, "must be >= 0") ||
+            need(c, join(p, base, "max_hardening"), m->max_hardening,
+                 m->max_hardening == 0 || m->max_hardening >= 1, "must be 0 (no cap) or >= 1"))
             return -1;
         break;
     case FIRN_MODEL_SAND:
@@ -838,6 +840,7 @@ static const struct {
     {"theta_c", 1u << FIRN_MODEL_SNOW},
     {"theta_s", 1u << FIRN_MODEL_SNOW},
     {"hardening", 1u << FIRN_MODEL_SNOW},
+    {"max_hardening", 1u << FIRN_MODEL_SNOW},
     {"friction_angle", 1u << FIRN_MODEL_SAND},
     {"yield_stress", 1u << FIRN_MODEL_VON_MISES},
     {"crit_strain", 1u << FIRN_MODEL_FRACTURE},
@@ -849,7 +852,7 @@ static int parse_material(const ctx *c, const cJSON *j, const char *path, firn_m
     static const char *const keys[] = {
         "model",       "E",           "nu",        "density",        "law",
         "theta_c",     "theta_s",     "hardening", "friction_angle", "yield_stress",
-        "crit_strain", "damage_rate", NULL};
+        "crit_strain", "damage_rate", "max_hardening", NULL};
     char p[KEYPATH_MAX], name[FIRN_NAME_MAX];
     const char *model = NULL, *law = "corotated";
     int model_i = 0, law_i = 0;
@@ -871,6 +874,7 @@ static int parse_material(const ctx *c, const cJSON *j, const char *path, firn_m
         get_float(c, j, path, "theta_c", &m->theta_c) ||
         get_float(c, j, path, "theta_s", &m->theta_s) ||
         get_float(c, j, path, "hardening", &m->hardening) ||
+        get_float(c, j, path, "max_hardening", &m->max_hardening) ||
         get_float(c, j, path, "friction_angle", &m->friction_angle) ||
         get_float(c, j, path, "yield_stress", &m->yield_stress) ||
         get_float(c, j, path, "crit_strain", &m->crit_strain) ||

@@ -30,6 +30,7 @@ void firn_material_build(const firn_material_def *def, firn_material *m)
     m->theta_c = def->theta_c;
     m->theta_s = def->theta_s;
     m->xi = def->hardening;
+    m->hmax = def->max_hardening;
     float sphi = sinf(def->friction_angle * (float)M_PI / 180.0f);
     m->alpha = sqrtf(2.0f / 3.0f) * 2.0f * sphi / (3.0f - sphi);
     m->yield = def->yield_stress;

@@ -78,6 +78,7 @@ typedef struct {
     float theta_c;        /* snow: critical compression [-], default 2.5e-2 */
     float theta_s;        /* snow: critical stretch [-], default 4.5e-3 */
     float hardening;      /* snow: hardening coefficient xi [-], default 10 */
+    float max_hardening;  /* snow: cap on exp(xi (1 - Jp)) [-]; 0 = none (Genesis), default 0 */
     float friction_angle; /* sand: friction angle [deg], default 45 */
     float yield_stress;   /* von_mises: yield stress [Pa], default 1e4 */
     float crit_strain;    /* fracture: critical principal strain [-], default 0.05 */

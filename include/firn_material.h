@@ -9,7 +9,7 @@
 
 #include "firn_svd.h"
 
-/* Device-side material constants, derived from firn_material_def. 48 bytes. */
+/* Device-side material constants, derived from firn_material_def. 52 bytes. */
 typedef struct {
     int model;     /* firn_model */
     int law;       /* firn_elastic_law */
@@ -19,6 +19,7 @@ typedef struct {
     float theta_c; /* snow */
     float theta_s; /* snow */
     float xi;      /* snow hardening */
+    float hmax;    /* snow: cap on the hardening factor; 0 = none */
     float alpha;   /* sand: Drucker-Prager cone coefficient */
     float yield;   /* von Mises yield stress [Pa] */
     float crit;    /* fracture: critical principal strain */
@@ -98,6 +99,14 @@ static inline FIRN_HD void firn_von_mises_project(const firn_material *m, firn_v
     *s = firn_v3(expf(e.v[0]), expf(e.v[1]), expf(e.v[2]));
 }
 
+/* Snow's hardening factor h = exp(xi (1 - Jp)), capped at hmax when set
+ * (mpm88-style codes cap it at 5; Genesis does not cap). */
+static inline FIRN_HD float firn_snow_hardening(const firn_material *m, float Jp)
+{
+    float h = expf(m->xi * (1.0f - Jp));
+    return m->hmax > 0.0f ? firn_minf(h, m->hmax) : h;
+}
+
 /* The constitutive update of one particle. On entry *F is the trial
  * deformation gradient; on return it is the elastic F the particle keeps,
  * *Jp and *dmg are updated, and the Kirchhoff stress is returned. */
@@ -120,7 +129,7 @@ static inline FIRN_HD firn_mat3 firn_constitutive(const firn_material *m, firn_m
     case FIRN_M_SNOW: {
         /* Stomakhin et al. 2013. Hardening from the previous Jp; the volume
          * term uses the pre-clamp J (Genesis's choice). */
-        float h = expf(m->xi * (1.0f - *Jp));
+        float h = firn_snow_hardening(m, *Jp);
         float mu = m->mu * h, la = m->lambda * h;
         firn_vec3 sc;
         for (int d = 0; d < 3; d++)
@@ -165,7 +174,7 @@ static inline FIRN_HD firn_mat3 firn_constitutive(const firn_material *m, firn_m
  * moduli and so the wave speed by sqrt(h). */
 static inline FIRN_HD float firn_stiffness_factor(const firn_material *m, float Jp)
 {
-    return m->model == FIRN_M_SNOW ? expf(m->xi * (1.0f - Jp)) : 1.0f;
+    return m->model == FIRN_M_SNOW ? firn_snow_hardening(m, Jp) : 1.0f;
 }
 
 #endif

@@ -332,3 +332,15 @@ Test(materials, liquid_keeps_only_volume)
         cr_assert(fabsf(firn_m3_det(F) - J) < 1e-5f, "volume %g vs %g", firn_m3_det(F), J);
     }
 }
+
+Test(materials, snow_hardening_cap)
+{
+    /* h = exp(xi (1 - Jp)) grows without bound under compaction (Genesis);
+     * max_hardening caps it, and the CFL stiffness factor follows. */
+    firn_material m = make_material(FIRN_M_SNOW, 0);
+    cr_assert(fabsf(firn_snow_hardening(&m, 0.5f) - expf(5.0f)) < 1e-3f);
+    m.hmax = 5.0f;
+    cr_assert_eq(firn_snow_hardening(&m, 0.5f), 5.0f);
+    cr_assert_eq(firn_stiffness_factor(&m, 0.5f), 5.0f);
+    cr_assert(fabsf(firn_snow_hardening(&m, 1.05f) - expf(-0.5f)) < 1e-6f, "the cap is only an upper bound");
+}
