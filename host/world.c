@@ -202,7 +202,16 @@ firn_world *firn_world_create(const firn_scene_def *def, firn_backend backend, f
     firn_params_build(def, &w->params);
     if (firn_sample_bodies(def, w->mats, &w->p, err) || firn_rigids_init(w, err))
         goto fail;
+    if (firn_particles_sort_spatial(&w->p, &w->params)) {
+        firn_set_error(err, FIRN_E_NOMEM, "out of host memory sorting %d particles", w->p.n);
+        goto fail;
+    }
     firn_coupler_build(w);
+    if (w->coupler.cpic && firn_particles_alloc_cpic(&w->p, w->n_rigids)) {
+        firn_set_error(err, FIRN_E_NOMEM, "out of host memory for the CPIC records (%d x %d)",
+                       w->p.n, w->n_rigids);
+        goto fail;
+    }
 
     if (backend == FIRN_BACKEND_AUTO)
         backend = firn_cuda_device_count() > 0 ? FIRN_BACKEND_CUDA : FIRN_BACKEND_CPU;

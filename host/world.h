@@ -4,7 +4,7 @@
 #define FIRN_WORLD_H
 
 #include "firn.h"
-#include "firn_coupling.h"
+#include "firn_cpic.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -48,8 +48,9 @@ typedef struct {
 
 /* CPU path: the grid update sums the coupling force per fixed chunk of
  * nodes, then over chunks in order, so the sum is the same for any thread
- * count. */
+ * count; CPIC's G2P does the same per chunk of particles. */
 #define FIRN_COUPLE_CHUNK 4096
+#define FIRN_CPIC_CHUNK 2048
 
 struct firn_world {
     firn_scene_def def;
@@ -67,6 +68,8 @@ struct firn_world {
     double rigid_acc[FIRN_MAX_RIGIDS * FIRN_RIGID_ACC]; /* coupling force/torque for the next rigid step */
     double *chunk_acc;                       /* CPU: [chunks][n_rigids][6] */
     long long chunks;
+    double *cpic_acc;                        /* CPU, CPIC: G2P reaction per particle chunk [cpic_chunks][n_rigids][6] */
+    long long cpic_chunks;
     int rigids_stale;                        /* CUDA: rigid mirror older than the device */
     int host_stale;                          /* CUDA: mirror older than device state */
     int frame;
@@ -85,7 +88,12 @@ float firn_material_wave_speed(const firn_material *m);
 int firn_sample_bodies(const firn_scene_def *def, const firn_material *mats, firn_particles *p,
                        firn_error *err);
 int firn_particles_alloc(firn_particles *p, int n);
+/* CPIC records (p->cpic, zeroed: "out of reach"), `slots` per particle. */
+int firn_particles_alloc_cpic(firn_particles *p, int slots);
 void firn_particles_free(firn_particles *p);
+/* Spatial reordering of the initial particles (host/sample.c); -1 when out
+ * of memory. */
+int firn_particles_sort_spatial(firn_particles *p, const firn_params *P);
 
 /* CPU path (host/solver_cpu.c). Returns the lowest index of a particle whose
  * state became non-finite in G2P, or -1. */
@@ -96,6 +104,11 @@ void firn_cpu_clear(firn_world *w);
 void firn_cpu_p2g(firn_world *w);
 void firn_cpu_grid(firn_world *w);
 int firn_cpu_g2p(firn_world *w);
+/* CPIC (include/firn_cpic.h): side marking before the rigid step; P2G and
+ * G2P without the nodes across a rigid surface (G2P adds the bodies'
+ * reaction to w->rigid_acc, summed per fixed particle chunk in order). */
+void firn_cpu_cpic_mark(firn_world *w);
+int firn_cpu_g2p_cpic(firn_world *w);
 
 /* Rigid bodies (host/rigid.c): state from the scene's rigids (mass and
  * inertia from shape and density), the CPU rigid step. */
