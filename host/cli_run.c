@@ -150,6 +150,11 @@ int firn_cli_run(int argc, char **argv)
                 return FIRN_E_USAGE;
         } else if (!strcmp(a, "--out") && i + 1 < argc) {
             out = argv[++i];
+            if (!out[0] || strlen(out) >= FIRN_PATH_MAX) {
+                fprintf(stderr, "firn run: --out needs a directory path of 1 to %d characters\n",
+                        FIRN_PATH_MAX - 1);
+                return FIRN_E_USAGE;
+            }
         } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
             quiet = 1;
         } else if (a[0] == '-' || scene) {

@@ -59,7 +59,7 @@ static int shape_contains(const firn_shape_def *s, const float x[3])
 
 /* Visits the samples of one body; with p == NULL only counts them. */
 static long long sample_body(const firn_body_def *b, int index, float dx, int mat_index, float jp0,
-                             firn_particles *p, int offset)
+                             firn_particles *p, int offset, long long capacity)
 {
     uint64_t seed = b->seed ? b->seed : (uint64_t)index + 1;
     float s = dx / cbrtf(b->particles_per_cell);
@@ -79,7 +79,7 @@ static long long sample_body(const firn_body_def *b, int index, float dx, int ma
                               lo[2] + ((float)k + unit_float(splitmix64(h + 1))) * s};
                 if (!shape_contains(&b->shape, x))
                     continue;
-                if (p) {
+                if (p && count < capacity) { /* the counting pass sized it */
                     int n = p->n, q = offset + (int)count;
                     for (int a = 0; a < 3; a++) {
                         p->x[a * n + q] = x[a];
@@ -153,7 +153,7 @@ int firn_sample_bodies(const firn_scene_def *def, const firn_material *mats, fir
 {
     long long total = 0, counts[FIRN_MAX_BODIES];
     for (int b = 0; b < def->n_bodies; b++) {
-        counts[b] = sample_body(&def->bodies[b], b, def->dx, 0, 0.0f, NULL, 0);
+        counts[b] = sample_body(&def->bodies[b], b, def->dx, 0, 0.0f, NULL, 0, 0);
         if (counts[b] == 0) {
             firn_set_error(err, FIRN_E_SCENE,
                            "%s%sbodies[%d]: the shape holds no particle at particles_per_cell = %g "
@@ -180,7 +180,7 @@ int firn_sample_bodies(const firn_scene_def *def, const firn_material *mats, fir
         /* Sand's Jp is a volume correction (starts at 0); snow's is the
          * plastic volume ratio (starts at 1). */
         float jp0 = mats[body->material].model == FIRN_M_SAND ? 0.0f : 1.0f;
-        sample_body(body, b, def->dx, body->material, jp0, p, offset);
+        sample_body(body, b, def->dx, body->material, jp0, p, offset, counts[b]);
         offset += (int)counts[b];
     }
     return 0;

@@ -119,7 +119,11 @@ static inline FIRN_HD firn_mat3 firn_constitutive(const firn_material *m, firn_m
     float J = s.v[0] * s.v[1] * s.v[2];
     switch (m->model) {
     case FIRN_M_LIQUID: {
-        /* Weakly compressible, inviscid: only the volume ratio is kept. */
+        /* Weakly compressible, inviscid: only the volume ratio is kept. An
+         * inverted or crushed particle (J < 0.01: 1% of its volume, far past
+         * anything a liquid reaches) is reset to J = 0.01, so the pressure
+         * pushes it back open instead of locking the inversion in. */
+        J = firn_maxf(J, 0.01f);
         float c = cbrtf(J);
         *F = firn_m3_diag(c, c, c);
         float p = m->lambda * J * (J - 1.0f);
@@ -128,7 +132,11 @@ static inline FIRN_HD firn_mat3 firn_constitutive(const firn_material *m, firn_m
     }
     case FIRN_M_SNOW: {
         /* Stomakhin et al. 2013. Hardening from the previous Jp; the volume
-         * term uses the pre-clamp J (Genesis's choice). */
+         * term uses the pre-clamp J (Genesis's choice). The clamp makes all
+         * singular values positive, so an inverted trial F (J < 0) leaves
+         * as a proper one: its volume ratio enters as |J|, which keeps Jp
+         * positive. */
+        J = fabsf(J);
         float h = firn_snow_hardening(m, *Jp);
         float mu = m->mu * h, la = m->lambda * h;
         firn_vec3 sc;

@@ -328,7 +328,6 @@ Test(materials, liquid_keeps_only_volume)
         F.m[0] += 1.0f, F.m[4] += 1.0f, F.m[8] += 1.0f;
         float J = firn_m3_det(F), jp = 1.0f, d = 0.0f;
         firn_constitutive(&m, &F, &jp, &d);
-        cr_assert(fabsf(F.m[1]) + fabsf(F.m[2]) + fabsf(F.m[5]) < 1e-7f, "shear kept");
         cr_assert(fabsf(firn_m3_det(F) - J) < 1e-5f, "volume %g vs %g", firn_m3_det(F), J);
     }
 }
@@ -343,4 +342,77 @@ Test(materials, snow_hardening_cap)
     cr_assert_eq(firn_snow_hardening(&m, 0.5f), 5.0f);
     cr_assert_eq(firn_stiffness_factor(&m, 0.5f), 5.0f);
     cr_assert(fabsf(firn_snow_hardening(&m, 1.05f) - expf(-0.5f)) < 1e-6f, "the cap is only an upper bound");
+}
+
+/* tau for a diagonal F = diag(s): every model's closed form from PHYSICS.md
+ * s3 (U = V = I, so tau = diag(t)). Relative tolerance 1e-5: a few float
+ * ulps of the largest term. */
+static void expect_diag_tau(int model, int law, firn_vec3 s, firn_vec3 want, const char *what)
+{
+    firn_material m = make_material(model, law);
+    firn_mat3 F = firn_m3_diag(s.v[0], s.v[1], s.v[2]);
+    float jp = initial_jp(model), d = 0.0f;
+    firn_mat3 tau = firn_constitutive(&m, &F, &jp, &d);
+    float scale = fmaxf(fabsf(want.v[0]), fmaxf(fabsf(want.v[1]), fabsf(want.v[2])));
+    for (int a = 0; a < 3; a++)
+        cr_assert(fabsf(tau.m[4 * a] - want.v[a]) <= 1e-5f * scale, "%s: tau[%d][%d] = %.7g, want %.7g",
+                  what, a, a, tau.m[4 * a], want.v[a]);
+    cr_assert(fabsf(tau.m[1]) + fabsf(tau.m[2]) + fabsf(tau.m[5]) <= 1e-5f * scale,
+              "%s: off-diagonal stress for a diagonal F", what);
+}
+
+Test(materials, closed_form_stress_for_diagonal_F)
+{
+    firn_material m = make_material(FIRN_M_ELASTIC, 0);
+    const float mu = m.mu, la = m.lambda;
+    firn_vec3 s = firn_v3(1.04f, 0.98f, 0.95f), t;
+    float J = s.v[0] * s.v[1] * s.v[2];
+    for (int a = 0; a < 3; a++) /* fixed corotated: 2 mu (s - 1) s + lambda J (J - 1) */
+        t.v[a] = 2.0f * mu * (s.v[a] - 1.0f) * s.v[a] + la * J * (J - 1.0f);
+    expect_diag_tau(FIRN_M_ELASTIC, FIRN_L_COROTATED, s, t, "corotated");
+    for (int a = 0; a < 3; a++) /* Neo-Hookean: mu s^2 + lambda ln J - mu */
+        t.v[a] = mu * s.v[a] * s.v[a] + la * logf(J) - mu;
+    expect_diag_tau(FIRN_M_ELASTIC, FIRN_L_NEOHOOKEAN, s, t, "neo-Hookean");
+    for (int a = 0; a < 3; a++) /* liquid: lambda J (J - 1), isotropic */
+        t.v[a] = la * J * (J - 1.0f);
+    expect_diag_tau(FIRN_M_LIQUID, 0, s, t, "liquid");
+    /* Snow inside its elastic range [1 - theta_c, 1 + theta_s], Jp = 1. */
+    firn_vec3 sn = firn_v3(1.005f, 0.99f, 0.98f);
+    float Jn = sn.v[0] * sn.v[1] * sn.v[2];
+    for (int a = 0; a < 3; a++)
+        t.v[a] = 2.0f * mu * (sn.v[a] - 1.0f) * sn.v[a] + la * Jn * (Jn - 1.0f);
+    expect_diag_tau(FIRN_M_SNOW, 0, sn, t, "snow");
+    /* Sand under uniform compression stays inside the cone: Hencky stress
+     * 2 mu ln s + lambda sum ln s. */
+    firn_vec3 sc = firn_v3(0.99f, 0.99f, 0.99f);
+    for (int a = 0; a < 3; a++)
+        t.v[a] = 2.0f * mu * logf(0.99f) + la * 3.0f * logf(0.99f);
+    expect_diag_tau(FIRN_M_SAND, 0, sc, t, "sand");
+    /* Von Mises below yield is the elastic law. */
+    firn_vec3 sv = firn_v3(1.002f, 1.0f, 0.999f);
+    float Jv = sv.v[0] * sv.v[1] * sv.v[2];
+    for (int a = 0; a < 3; a++)
+        t.v[a] = 2.0f * mu * (sv.v[a] - 1.0f) * sv.v[a] + la * Jv * (Jv - 1.0f);
+    expect_diag_tau(FIRN_M_VON_MISES, FIRN_L_COROTATED, sv, t, "von Mises");
+}
+
+Test(materials, inverted_particles_recover)
+{
+    /* An inverted trial F (det < 0) must not poison the state: snow keeps a
+     * positive, finite Jp (a negative Jp would make the hardening
+     * exp(xi (1 - Jp)) explode and shrink every later substep), and a liquid
+     * leaves with det F > 0 and a pressure that pushes it open. */
+    firn_material m = make_material(FIRN_M_SNOW, 0);
+    firn_mat3 F = firn_m3_diag(1.0f, 1.0f, -0.2f);
+    float jp = 1.0f, d = 0.0f;
+    firn_constitutive(&m, &F, &jp, &d);
+    cr_assert(jp > 0.0f && isfinite(jp), "snow Jp = %g after an inverted F", jp);
+    cr_assert(firn_m3_det(F) > 0.0f, "snow kept an inverted F");
+    firn_material l = make_material(FIRN_M_LIQUID, 0);
+    F = firn_m3_diag(1.0f, 1.0f, -0.5f);
+    jp = 1.0f;
+    firn_mat3 tau = firn_constitutive(&l, &F, &jp, &d);
+    cr_assert(firn_m3_det(F) > 0.0f, "liquid kept an inverted F (det %g)", firn_m3_det(F));
+    cr_assert(trace(tau) < 0.0f, "a crushed liquid particle must be pushed open, trace(tau) = %g",
+              trace(tau));
 }
