@@ -2,11 +2,15 @@
  * are active, and the four phases of a substep (PHYSICS.md s1, as Genesis's
  * Coupler orders them):
  *
- *   1. preprocess             - CPIC side marking (not implemented yet)
+ *   1. preprocess             - CPIC (coupling.cpic): each particle records
+ *                               its side of every rigid surface within reach,
+ *                               with the rigid poses before their step
  *   2. pre_coupling per solver - rigid: its step; MPM: clear grid, P2G
+ *                               (with CPIC: not across a rigid surface)
  *   3. couple                 - grid update: velocity + gravity, the rigid
  *                               SDF impulse per body (two-way), walls
- *   4. post_coupling per solver - MPM: G2P
+ *   4. post_coupling per solver - MPM: G2P (with CPIC: the rigid response
+ *                               for nodes across a surface, two-way)
  *
  * Pair activation is decided once in firn_coupler_build: a pair is active
  * when both solvers are active and its option is on. A new solver adds its
@@ -53,13 +57,18 @@ void firn_coupler_build(firn_world *w)
 
 int firn_coupler_alloc(firn_world *w, firn_error *err)
 {
-    w->chunks = 0;
-    w->chunk_acc = NULL;
+    w->chunks = w->cpic_chunks = 0;
+    w->chunk_acc = w->cpic_acc = NULL;
     if (w->cuda || !w->coupler.rigid_mpm)
         return 0;
+    const size_t per_chunk = (size_t)w->n_rigids * FIRN_RIGID_ACC * sizeof(double);
     w->chunks = (w->grid.nodes + FIRN_COUPLE_CHUNK - 1) / FIRN_COUPLE_CHUNK;
-    w->chunk_acc = malloc((size_t)w->chunks * w->n_rigids * FIRN_RIGID_ACC * sizeof(double));
-    if (!w->chunk_acc) {
+    w->chunk_acc = malloc((size_t)w->chunks * per_chunk);
+    if (w->coupler.cpic) {
+        w->cpic_chunks = ((long long)w->p.n + FIRN_CPIC_CHUNK - 1) / FIRN_CPIC_CHUNK;
+        w->cpic_acc = malloc((size_t)(w->cpic_chunks > 0 ? w->cpic_chunks : 1) * per_chunk);
+    }
+    if (!w->chunk_acc || (w->coupler.cpic && !w->cpic_acc)) {
         firn_set_error(err, FIRN_E_NOMEM, "out of host memory for the coupling accumulators");
         return -1;
     }
@@ -69,7 +78,8 @@ int firn_coupler_alloc(firn_world *w, firn_error *err)
 void firn_coupler_free(firn_world *w)
 {
     free(w->chunk_acc);
-    w->chunk_acc = NULL;
+    free(w->cpic_acc);
+    w->chunk_acc = w->cpic_acc = NULL;
 }
 
 /* Grid update with the rigid bodies: each chunk of nodes sums its force and
@@ -113,6 +123,11 @@ int firn_coupler_substep(firn_world *w)
 {
     const firn_coupler *c = &w->coupler;
     int bad = -1;
+    if (c->cpic) {
+        double t0 = omp_get_wtime();
+        firn_cpu_cpic_mark(w);
+        w->prof.couple += omp_get_wtime() - t0;
+    }
     for (int s = 0; s < FIRN_SOLVER_COUNT; s++)
         if (c->active[s])
             solvers[s]->pre_coupling(w);

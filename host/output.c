@@ -243,7 +243,8 @@ static void render(image *im, const panel *front, const panel *top, const firn_s
 
 /* Rigid bodies in grey: per pixel, the nearest point inside the body along
  * the view ray (sampled at RIGID_STEPS depths), depth-tested with the
- * particles. */
+ * particles. Only pixels and depth samples within the body's bounding box
+ * (padded by a pixel) are tried; the others cannot be inside it. */
 #define RIGID_STEPS 128
 static const unsigned char rigid_color[3] = {70, 70, 70};
 
@@ -252,7 +253,15 @@ static void render_rigid_panel(image *im, const panel *pn, const firn_sdf_shape 
 {
     const float *lo = def->lower, *up = def->upper;
     const int da = top ? 1 : 2;              /* depth axis */
+    const int va = top ? 2 : 1;              /* vertical axis of the panel */
     const float ext = up[da] - lo[da];
+    float bl[3], bu[3], half[3];
+    const int bounded = firn_sdf_world_extent(sh, q, half);
+    for (int a = 0; a < 3; a++) {
+        const float pad = 1.0f / scale;
+        bl[a] = bounded ? pos.v[a] - half[a] - pad : -INFINITY;
+        bu[a] = bounded ? pos.v[a] + half[a] + pad : INFINITY;
+    }
     for (int py = pn->y0; py < pn->y0 + pn->ph; py++)
         for (int px = pn->x0; px < pn->x0 + pn->pw; px++) {
             firn_vec3 x, n;
@@ -261,9 +270,15 @@ static void render_rigid_panel(image *im, const panel *pn, const firn_sdf_shape 
                 x.v[2] = lo[2] + ((float)(py - pn->y0) + 0.5f) / scale;
             else
                 x.v[1] = up[1] - ((float)(py - pn->y0) + 0.5f) / scale;
+            if (!(x.v[0] >= bl[0] && x.v[0] <= bu[0] && x.v[va] >= bl[va] && x.v[va] <= bu[va]))
+                continue;
             for (int k = 0; k < RIGID_STEPS; k++) {
                 float t = 1.0f - ((float)k + 0.5f) / RIGID_STEPS; /* nearest first */
                 x.v[da] = lo[da] + t * ext;
+                if (x.v[da] > bu[da])
+                    continue;
+                if (x.v[da] < bl[da])
+                    break;
                 if (firn_sdf_world(sh, pos, q, x, &n) > 0.0f)
                     continue;
                 size_t idx = (size_t)py * im->w + px;

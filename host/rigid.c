@@ -1,14 +1,20 @@
 /* rigid.c - the rigid-body solver: state built from the scene's rigids
- * (mass and principal inertia from shape and density), and its CPU step,
- * which loops over firn_rigid_step of include/firn_coupling.h. On the CUDA
- * path the same step runs on the device (kernels/coupling.cu). */
+ * (mass and principal inertia from shape and density; a mesh's from its
+ * volume integrals, host/mesh.c; keyframes), and its CPU step, which loops
+ * over firn_rigid_step of include/firn_coupling.h. On the CUDA path the
+ * same step runs on the device (kernels/coupling.cu). */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "world.h"
 
-/* Mass [kg] and principal moments of inertia in the body frame [kg m^2] of
- * a solid of uniform density; a plane has none (0). */
+_Static_assert(FIRN_RIGID_KEYS == FIRN_MAX_KEYFRAMES, "keyframe capacity");
+_Static_assert(FIRN_CPIC_MAX == FIRN_MAX_RIGIDS, "CPIC records one word per rigid");
+
+/* Mass [kg] and principal moments of inertia [kg m^2] of a solid of
+ * uniform density - about the body axes, or for a mesh about its principal
+ * axes; a plane has none (0), nor has a mesh that cannot be loaded. */
 void firn_rigid_mass_properties(const firn_rigid_def *def, float *mass, float inertia[3])
 {
     const firn_rigid_shape_def *s = &def->shape;
@@ -42,6 +48,15 @@ void firn_rigid_mass_properties(const firn_rigid_def *def, float *mass, float in
                       2.0 * mh * (0.4 * r * r + h * h / 4.0 + 3.0 * h * r / 8.0);
         I[0] = I[1] = I[2] = perp;
         I[ax] = 0.5 * mc * r * r + 2.0 * 0.4 * mh * r * r;
+        break;
+    }
+    case FIRN_RSHAPE_MESH: {
+        const firn_mesh *mesh;
+        if (firn_mesh_get(s->file, s->scale, 0, &mesh, NULL) == 0) {
+            m = rho * mesh->volume;
+            for (int a = 0; a < 3; a++)
+                I[a] = rho * mesh->moments[a];
+        }
         break;
     }
     default: /* plane: unbounded */
@@ -79,6 +94,14 @@ firn_sdf_shape firn_rigid_sdf_shape(const firn_rigid_shape_def *s)
         out.type = FIRN_SDF_CAPSULE;
         out.half[s->axis] = 0.5f * s->height;
         break;
+    case FIRN_RSHAPE_MESH: {
+        /* A mesh that cannot be loaded is nowhere (distance +inf). */
+        const firn_mesh *mesh;
+        out.type = FIRN_SDF_COUNT;
+        if (firn_mesh_get(s->file, s->scale, 1, &mesh, NULL) == 0)
+            firn_mesh_sdf_shape(mesh, &out);
+        break;
+    }
     default:
         out.type = FIRN_SDF_CYLINDER;
         out.half[s->axis] = 0.5f * s->height;
@@ -88,7 +111,7 @@ firn_sdf_shape firn_rigid_sdf_shape(const firn_rigid_shape_def *s)
 }
 
 /* Euler angles in degrees, applied about x, then y, then z (world axes). */
-static firn_quat rotation_quat(const float deg[3])
+firn_quat firn_rotation_quat(const float deg[3])
 {
     firn_quat q = {{1.0f, 0.0f, 0.0f, 0.0f}};
     for (int a = 0; a < 3; a++) {
@@ -99,9 +122,42 @@ static firn_quat rotation_quat(const float deg[3])
     return firn_quat_normalize(q);
 }
 
+/* Keyframes into the body: orientations as quaternions, each in the same
+ * hemisphere as the one before so that slerp takes the shortest arc, and
+ * the rotation vector of each segment. */
+static void init_keyframes(firn_rigid *b, const firn_rigid_def *rd)
+{
+    b->n_keys = rd->n_keyframes;
+    for (int i = 0; i < rd->n_keyframes; i++) {
+        firn_key *k = &b->key[i];
+        k->t = rd->keyframes[i].t;
+        for (int a = 0; a < 3; a++)
+            k->x[a] = rd->keyframes[i].position[a];
+        k->q = firn_rotation_quat(rd->keyframes[i].rotation);
+        if (i > 0) {
+            const firn_quat p = b->key[i - 1].q;
+            if (p.q[0] * k->q.q[0] + p.q[1] * k->q.q[1] + p.q[2] * k->q.q[2] + p.q[3] * k->q.q[3] < 0)
+                for (int c = 0; c < 4; c++)
+                    k->q.q[c] = -k->q.q[c];
+        }
+    }
+    for (int i = 0; i + 1 < b->n_keys; i++) {
+        /* dq = q1 q0^-1 = exp(rv / 2) */
+        firn_quat q0 = b->key[i].q, inv = {{q0.q[0], -q0.q[1], -q0.q[2], -q0.q[3]}};
+        firn_quat dq = firn_quat_mul(b->key[i + 1].q, inv);
+        if (dq.q[0] < 0.0f)
+            for (int c = 0; c < 4; c++)
+                dq.q[c] = -dq.q[c];
+        double s = sqrt((double)dq.q[1] * dq.q[1] + (double)dq.q[2] * dq.q[2] +
+                        (double)dq.q[3] * dq.q[3]);
+        double angle = 2.0 * atan2(s, dq.q[0]);
+        for (int a = 0; a < 3; a++)
+            b->key[i].rv[a] = s > 0.0 ? (float)(dq.q[1 + a] / s * angle) : 0.0f;
+    }
+}
+
 int firn_rigids_init(firn_world *w, firn_error *err)
 {
-    (void)err;
     const firn_scene_def *d = &w->def;
     w->n_rigids = d->n_rigids;
     memset(w->rigids, 0, sizeof w->rigids);
@@ -109,8 +165,20 @@ int firn_rigids_init(firn_world *w, firn_error *err)
     for (int k = 0; k < d->n_rigids; k++) {
         const firn_rigid_def *rd = &d->rigids[k];
         firn_rigid *b = &w->rigids[k];
+        const firn_quat identity = {{1.0f, 0.0f, 0.0f, 0.0f}};
+        b->principal = identity;
+        if (rd->shape.type == FIRN_RSHAPE_MESH) {
+            const firn_mesh *mesh;
+            firn_error e;
+            if (firn_mesh_get(rd->shape.file, rd->shape.scale, 1, &mesh, &e)) {
+                firn_set_error(err, e.code, "%s%srigids[%d].shape.file: %s", d->source,
+                               d->source[0] ? ": " : "", k, e.msg);
+                return -1;
+            }
+            b->principal = mesh->principal;
+        }
         b->shape = firn_rigid_sdf_shape(&rd->shape);
-        b->q = rotation_quat(rd->rotation);
+        b->q = firn_rotation_quat(rd->rotation);
         b->motion = rd->motion == FIRN_RIGID_DYNAMIC     ? FIRN_MOTION_DYNAMIC
                     : rd->motion == FIRN_RIGID_KINEMATIC ? FIRN_MOTION_KINEMATIC
                                                          : FIRN_MOTION_STATIC;
@@ -125,16 +193,22 @@ int firn_rigids_init(firn_world *w, firn_error *err)
                 b->w[a] = rd->angular_velocity[a];
             }
         }
+        if (b->motion == FIRN_MOTION_KINEMATIC && rd->n_keyframes > 0) {
+            init_keyframes(b, rd);
+            firn_key_pose(b, 0.0, b->x, &b->q);
+            firn_key_velocity(b, 0.0, b->v, b->w);
+        }
         if (b->motion == FIRN_MOTION_DYNAMIC) {
             firn_rigid_mass_properties(rd, &b->mass, b->inertia);
             b->inv_mass = 1.0f / b->mass;
             for (int a = 0; a < 3; a++)
                 b->inv_inertia[a] = 1.0f / b->inertia[a];
-            /* L = R I R^T omega */
-            firn_vec3 wb = firn_quat_unrotate(b->q, firn_v3(b->w[0], b->w[1], b->w[2]));
+            /* L = R P I P^T R^T omega */
+            firn_vec3 wb = firn_quat_unrotate(
+                b->principal, firn_quat_unrotate(b->q, firn_v3(b->w[0], b->w[1], b->w[2])));
             for (int a = 0; a < 3; a++)
                 wb.v[a] *= b->inertia[a];
-            firn_vec3 L = firn_quat_rotate(b->q, wb);
+            firn_vec3 L = firn_quat_rotate(b->q, firn_quat_rotate(b->principal, wb));
             for (int a = 0; a < 3; a++)
                 b->L[a] = L.v[a];
         }

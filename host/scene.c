@@ -27,7 +27,7 @@ static const char *const wall_names[3] = {"separate", "sticky", "slip"};
 static const char *const shape_names[3] = {"box", "sphere", "cylinder"};
 static const char *const law_names[2] = {"corotated", "neohookean"};
 static const char *const rigid_shape_names[FIRN_RSHAPE_COUNT] = {"plane", "sphere", "box",
-                                                                 "capsule", "cylinder"};
+                                                                 "capsule", "cylinder", "mesh"};
 static const char *const motion_names[3] = {"static", "kinematic", "dynamic"};
 static const char axis_names[3] = {'x', 'y', 'z'};
 
@@ -162,6 +162,7 @@ void firn_rigid_default(firn_rigid_def *r)
     r->shape.height = 0.1f;
     r->shape.axis = 1;
     r->shape.normal[1] = 1.0f;
+    r->shape.scale = 1.0f;
     r->motion = FIRN_RIGID_STATIC;
     /* Genesis's coupling defaults and its Rigid material's density. */
     r->density = 200.0f;
@@ -474,8 +475,57 @@ static int validate_rigid(const ctx *c, const firn_scene_def *def, int i)
         if (s->type != FIRN_RSHAPE_SPHERE && (s->axis < 0 || s->axis > 2))
             return fail(c, join(p, sp, "axis"), "%d: must be 0 (x), 1 (y) or 2 (z)", s->axis);
         break;
+    case FIRN_RSHAPE_MESH: {
+        const firn_mesh *mesh;
+        firn_error e;
+        if (!memchr(s->file, '\0', sizeof s->file))
+            return fail(c, join(p, sp, "file"), "not NUL-terminated");
+        if (!s->file[0])
+            return fail(c, join(p, sp, "file"), "missing (a mesh needs an OBJ file)");
+        if (need(c, join(p, sp, "scale"), s->scale, s->scale > 0, "must be > 0"))
+            return -1;
+        if (firn_mesh_get(s->file, s->scale, 0, &mesh, &e)) {
+            fail(c, join(p, sp, "file"), "%s", e.msg);
+            if (c->err)
+                c->err->code = e.code; /* an unreadable file is an I/O error */
+            return e.code;
+        }
+        break;
+    }
     default:
         return fail(c, join(p, sp, "type"), "unknown rigid shape type %d", (int)s->type);
+    }
+    if (r->n_keyframes < 0 || r->n_keyframes > FIRN_MAX_KEYFRAMES)
+        return fail(c, join(p, base, "keyframes"), "%d keyframes; at most %d are allowed",
+                    r->n_keyframes, FIRN_MAX_KEYFRAMES);
+    if (r->n_keyframes > 0) {
+        if (r->motion != FIRN_RIGID_KINEMATIC)
+            return fail(c, join(p, base, "keyframes"),
+                        "only a kinematic body follows keyframes (motion is \"%s\")",
+                        motion_names[r->motion]);
+        for (int k = 0; k < 3; k++)
+            if (r->velocity[k] != 0 || r->angular_velocity[k] != 0 || r->rotation[k] != 0)
+                return fail(c,
+                            join(p, base, r->velocity[k] != 0           ? "velocity"
+                                          : r->angular_velocity[k] != 0 ? "angular_velocity"
+                                                                        : "rotation"),
+                            "the keyframes give the body's pose and velocities; leave this out");
+        for (int f = 0; f < r->n_keyframes; f++) {
+            const firn_keyframe_def *kf = &r->keyframes[f];
+            char kp[KEYPATH_MAX];
+            join_index(kp, join(q, base, "keyframes"), f);
+            if (need(c, join(p, kp, "t"), kf->t, kf->t >= 0, "must be >= 0"))
+                return -1;
+            if (f > 0 && !(kf->t > r->keyframes[f - 1].t))
+                return fail(c, join(p, kp, "t"), "%g: must be after the previous keyframe's %g",
+                            kf->t, r->keyframes[f - 1].t);
+            for (int k = 0; k < 3; k++) {
+                char vp[KEYPATH_MAX];
+                if (need(c, join_index(vp, join(p, kp, "position"), k), kf->position[k], 1, "") ||
+                    need(c, join_index(vp, join(p, kp, "rotation"), k), kf->rotation[k], 1, ""))
+                    return -1;
+            }
+        }
     }
     if (r->motion == FIRN_RIGID_DYNAMIC) {
         if (need(c, join(p, base, "density"), r->density, r->density > 0,
@@ -535,12 +585,11 @@ static int validate(const firn_scene_def *def, const char *file, firn_error *err
     if (def->n_rigids < 0 || def->n_rigids > FIRN_MAX_RIGIDS)
         return fail(&c, "rigids", "%d rigid bodies; at most %d are allowed", def->n_rigids,
                     FIRN_MAX_RIGIDS);
-    for (int i = 0; i < def->n_rigids; i++)
-        if (validate_rigid(&c, def, i))
-            return -1;
-    if (def->coupling_cpic)
-        return fail(&c, "coupling.cpic",
-                    "true: CPIC is not implemented yet in this firn (see docs/SCENES.md)");
+    for (int i = 0; i < def->n_rigids; i++) {
+        int rc = validate_rigid(&c, def, i);
+        if (rc)
+            return rc; /* -1, or FIRN_E_IO for an unreadable mesh */
+    }
     /* Particle counts are ints throughout the engine. */
     if (total > INT_MAX)
         return fail(&c, "bodies", "about %.3g particles in all; at most 2^31 - 1 are allowed",
@@ -551,7 +600,8 @@ static int validate(const firn_scene_def *def, const char *file, firn_error *err
 int firn_scene_validate(const firn_scene_def *def, firn_error *err)
 {
     const char *file = memchr(def->source, '\0', sizeof def->source) ? def->source : "";
-    return validate(def, file, err) ? FIRN_E_SCENE : FIRN_OK;
+    int rc = validate(def, file, err);
+    return rc == 0 ? FIRN_OK : (rc > 0 ? rc : FIRN_E_SCENE);
 }
 
 /* ---- JSON readers --------------------------------------------------------- */
@@ -1024,8 +1074,9 @@ static int parse_rigid_shape(const ctx *c, const cJSON *j, const char *path,
     static const char *const sphere_keys[] = {"type", "center", "radius", NULL};
     static const char *const box_keys[] = {"type", "center", "size", "lower", "upper", NULL};
     static const char *const round_keys[] = {"type", "center", "radius", "height", "axis", NULL};
+    static const char *const mesh_keys[] = {"type", "center", "file", "scale", NULL};
     static const char *const *const keys[FIRN_RSHAPE_COUNT] = {plane_keys, sphere_keys, box_keys,
-                                                               round_keys, round_keys};
+                                                               round_keys, round_keys, mesh_keys};
     static const char *const axes[3] = {"x", "y", "z"};
     char p[KEYPATH_MAX], q[KEYPATH_MAX], what[32];
     const char *type = NULL, *axis = NULL;
@@ -1040,8 +1091,22 @@ static int parse_rigid_shape(const ctx *c, const cJSON *j, const char *path,
         get_vec3(c, j, path, "size", s->size) || get_vec3(c, j, path, "normal", s->normal) ||
         get_float(c, j, path, "radius", &s->radius) ||
         get_float(c, j, path, "height", &s->height) || get_string(c, j, path, "axis", 0, &axis) ||
-        (axis && pick(c, join(p, path, "axis"), axis, axes, 3, &s->axis)))
+        (axis && pick(c, join(p, path, "axis"), axis, axes, 3, &s->axis)) ||
+        get_float(c, j, path, "scale", &s->scale))
         return -1;
+    if (s->type == FIRN_RSHAPE_MESH) {
+        /* A relative path is taken from the scene file's folder. */
+        const char *file = NULL, *slash = strrchr(c->file, '/');
+        if (get_string(c, j, path, "file", 1, &file))
+            return -1;
+        if (!file[0])
+            return fail(c, join(p, path, "file"), "must not be empty");
+        int dir = file[0] != '/' && slash ? (int)(slash - c->file) + 1 : 0;
+        if (snprintf(s->file, sizeof s->file, "%.*s%s", dir, c->file, file) >=
+            (int)sizeof s->file)
+            return fail(c, join(p, path, "file"), "path longer than %d characters",
+                        FIRN_PATH_MAX - 1);
+    }
     if (get(j, "lower") || get(j, "upper")) {
         float lo[3], hi[3];
         if (get(j, "center") || get(j, "size"))
@@ -1070,7 +1135,7 @@ static int parse_rigid(const ctx *c, const cJSON *j, const char *path, int index
                                        "rotation", "density",  "velocity",
                                        "angular_velocity",     "friction",
                                        "softness", "restitution", "couple",
-                                       NULL};
+                                       "keyframes", NULL};
     char p[KEYPATH_MAX];
     const char *name = NULL, *motion = "static";
     const cJSON *shape;
@@ -1100,6 +1165,29 @@ static int parse_rigid(const ctx *c, const cJSON *j, const char *path, int index
         get_float(c, j, path, "restitution", &r->restitution) ||
         get_bool(c, j, path, "couple", &r->couple))
         return -1;
+    const cJSON *keys_j = get(j, "keyframes"), *kf;
+    if (!keys_j)
+        return 0;
+    static const char *const kf_keys[] = {"t", "position", "rotation", NULL};
+    char q[KEYPATH_MAX], kp[KEYPATH_MAX];
+    join(q, path, "keyframes");
+    if (!cJSON_IsArray(keys_j))
+        return fail(c, q, "expected an array of keyframes, got %s", json_type(keys_j));
+    if (cJSON_GetArraySize(keys_j) < 1 || cJSON_GetArraySize(keys_j) > FIRN_MAX_KEYFRAMES)
+        return fail(c, q, "%d keyframes: give 1 to %d", cJSON_GetArraySize(keys_j),
+                    FIRN_MAX_KEYFRAMES);
+    cJSON_ArrayForEach (kf, keys_j) {
+        firn_keyframe_def *k = &r->keyframes[r->n_keyframes];
+        join_index(kp, q, r->n_keyframes);
+        if (need_object(c, kf, kp) || check_keys(c, kf, kp, kf_keys, NULL))
+            return -1;
+        if (!get(kf, "t") || !get(kf, "position"))
+            return fail(c, join(p, kp, get(kf, "t") ? "position" : "t"), "missing (required)");
+        if (get_float(c, kf, kp, "t", &k->t) || get_vec3(c, kf, kp, "position", k->position) ||
+            get_vec3(c, kf, kp, "rotation", k->rotation))
+            return -1;
+        r->n_keyframes++;
+    }
     return 0;
 }
 
@@ -1258,7 +1346,8 @@ int firn_scene_parse_json(const char *text, const char *name, firn_scene_def *de
     }
     firn_scene_default(tmp);
     snprintf(tmp->source, sizeof tmp->source, "%s", name ? name : "");
-    rc = (parse_root(&c, root, tmp) || validate(tmp, file, err)) ? FIRN_E_SCENE : FIRN_OK;
+    rc = parse_root(&c, root, tmp) ? FIRN_E_SCENE : validate(tmp, file, err);
+    rc = rc == 0 ? FIRN_OK : (rc > 0 ? rc : FIRN_E_SCENE);
     cJSON_Delete(root);
     if (rc == FIRN_OK)
         *def = *tmp;

@@ -91,9 +91,10 @@ static void bin_particles(firn_world *w)
         b->order[b->count[b->key[i]]++] = i;
 }
 
-void firn_cpu_p2g(firn_world *w)
+/* The coloured scatter; `cpic` is a constant at each call, so the plain
+ * variant compiles to the same loop as without CPIC. */
+static inline __attribute__((always_inline)) void p2g_colours(firn_world *w, int cpic)
 {
-    bin_particles(w);
     const firn_cpu_bins *b = &w->bins;
     const firn_params *P = &w->params;
     const int hx = (b->nb[0] + 1) / 2, hy = (b->nb[1] + 1) / 2, hz = (b->nb[2] + 1) / 2;
@@ -106,9 +107,22 @@ void firn_cpu_p2g(firn_world *w)
                 continue;
             int blk = (bx * b->nb[1] + by) * b->nb[2] + bz;
             for (int k = b->start[blk]; k < b->start[blk + 1]; k++)
-                firn_p2g_particle(b->order[k], P, w->mats, w->p, w->grid);
+                if (cpic)
+                    firn_p2g_particle_cpic(b->order[k], P, w->mats, w->p, w->grid, w->rigids,
+                                           w->n_rigids);
+                else
+                    firn_p2g_particle(b->order[k], P, w->mats, w->p, w->grid);
         }
     }
+}
+
+void firn_cpu_p2g(firn_world *w)
+{
+    bin_particles(w);
+    if (w->coupler.cpic)
+        p2g_colours(w, 1);
+    else
+        p2g_colours(w, 0);
 }
 
 void firn_cpu_grid(firn_world *w)
@@ -132,6 +146,42 @@ int firn_cpu_g2p(firn_world *w)
     return bad < n ? bad : -1;
 }
 
+void firn_cpu_cpic_mark(firn_world *w)
+{
+    const firn_params *P = &w->params;
+    const int n = w->p.n, nb = w->n_rigids;
+    const firn_rigid *bodies = w->rigids;
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < n; i++)
+        firn_cpic_mark(i, P, w->p, bodies, nb);
+}
+
+/* Each chunk of FIRN_CPIC_CHUNK particles sums the bodies' reaction in
+ * particle order into its own slot; the slots are added in chunk order. */
+int firn_cpu_g2p_cpic(firn_world *w)
+{
+    const firn_params *P = &w->params;
+    const int n = w->p.n, nb = w->n_rigids, stride = nb * FIRN_RIGID_ACC;
+    const firn_rigid *bodies = w->rigids;
+    double *cpic_acc = w->cpic_acc;
+    const long long chunks = w->cpic_chunks;
+    int bad = n;
+#pragma omp parallel for schedule(static) reduction(min : bad)
+    for (long long ch = 0; ch < chunks; ch++) {
+        double *acc = cpic_acc + ch * stride;
+        for (int k = 0; k < stride; k++)
+            acc[k] = 0.0;
+        const int end = (int)((ch + 1) * FIRN_CPIC_CHUNK < n ? (ch + 1) * FIRN_CPIC_CHUNK : n);
+        for (int i = (int)(ch * FIRN_CPIC_CHUNK); i < end; i++)
+            if (firn_g2p_particle_cpic(i, P, w->mats, w->p, w->grid, bodies, nb, acc) && i < bad)
+                bad = i;
+    }
+    for (long long ch = 0; ch < chunks; ch++)
+        for (int k = 0; k < stride; k++)
+            w->rigid_acc[k] += cpic_acc[ch * stride + k];
+    return bad < n ? bad : -1;
+}
+
 /* The MPM solver's phases for the Coupler (host/coupler.c). */
 static int mpm_active(const firn_world *w) { return w->p.n > 0; }
 
@@ -149,7 +199,7 @@ static void mpm_pre_coupling(firn_world *w)
 static int mpm_post_coupling(firn_world *w)
 {
     double t0 = omp_get_wtime();
-    int bad = firn_cpu_g2p(w);
+    int bad = w->coupler.cpic ? firn_cpu_g2p_cpic(w) : firn_cpu_g2p(w);
     w->prof.g2p += omp_get_wtime() - t0;
     return bad;
 }

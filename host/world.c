@@ -225,7 +225,7 @@ firn_world *firn_world_create(const firn_scene_def *def, firn_backend backend, f
         goto fail;
     }
     firn_coupler_build(w);
-    if (w->coupler.cpic && firn_particles_alloc_cpic(&w->p, w->n_rigids)) {
+    if (w->coupler.cpic && firn_particles_alloc_cpic(&w->p, w->n_rigids + 1)) {
         firn_set_error(err, FIRN_E_NOMEM, "out of host memory for the CPIC records (%d x %d)",
                        w->p.n, w->n_rigids);
         goto fail;

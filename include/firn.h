@@ -25,6 +25,7 @@ extern "C" {
 #define FIRN_MAX_MATERIALS 16
 #define FIRN_MAX_BODIES 64
 #define FIRN_MAX_RIGIDS 16
+#define FIRN_MAX_KEYFRAMES 32
 #define FIRN_NAME_MAX 64
 #define FIRN_PATH_MAX 512
 #define FIRN_ERRMSG_MAX 1024
@@ -105,13 +106,16 @@ typedef struct {
 } firn_body_def;
 
 /* Rigid bodies (PHYSICS.md s4). The shape's centre is the body's centre of
- * mass; a plane passes through `center` with outward unit `normal`. */
+ * mass; a plane passes through `center` with outward unit `normal`; a mesh
+ * is placed with its centroid (the centre of mass of the closed solid) at
+ * `center`. */
 typedef enum {
     FIRN_RSHAPE_PLANE = 0,
     FIRN_RSHAPE_SPHERE,
     FIRN_RSHAPE_BOX,
     FIRN_RSHAPE_CAPSULE,
     FIRN_RSHAPE_CYLINDER,
+    FIRN_RSHAPE_MESH,
     FIRN_RSHAPE_COUNT
 } firn_rigid_shape_type;
 
@@ -125,7 +129,18 @@ typedef struct {
     float height;      /* cylinder: length along the axis; capsule: between cap centres [m] */
     int axis;          /* capsule, cylinder: 0 = x, 1 = y, 2 = z (default 1) */
     float normal[3];   /* plane: outward normal (normalised when loaded), default +y */
+    char file[FIRN_PATH_MAX]; /* mesh: Wavefront OBJ file, closed and manifold; the JSON
+                                 loader resolves it against the scene file's folder */
+    float scale;       /* mesh: factor on the file's coordinates [m per unit], default 1 */
 } firn_rigid_shape_def;
+
+/* A pose of a kinematic body at time t; between keyframes the position is
+ * interpolated linearly and the orientation by slerp. */
+typedef struct {
+    float t;           /* [s], increasing along the list */
+    float position[3]; /* centre [m] */
+    float rotation[3]; /* degrees about x, then y, then z (world axes), as `rotation` */
+} firn_keyframe_def;
 
 typedef struct {
     char name[FIRN_NAME_MAX];
@@ -139,6 +154,8 @@ typedef struct {
     float softness;            /* contact softness [m], default 0.002 */
     float restitution;         /* [0, 1], default 0 */
     int couple;                /* takes part in coupling, default 1 */
+    int n_keyframes;           /* kinematic: 0, or the poses it follows (velocities from them) */
+    firn_keyframe_def keyframes[FIRN_MAX_KEYFRAMES];
 } firn_rigid_def;
 
 typedef struct {
@@ -185,7 +202,8 @@ typedef enum { FIRN_BACKEND_AUTO = 0, FIRN_BACKEND_CPU, FIRN_BACKEND_CUDA } firn
 
 typedef struct firn_world firn_world;
 
-/* Time spent per phase, accumulated since the world was created [s]. */
+/* Time spent per phase, accumulated since the world was created [s];
+ * couple is the Coupler's preprocess (CPIC side marking). */
 typedef struct {
     double clear, p2g, grid, couple, g2p, total;
 } firn_profile;

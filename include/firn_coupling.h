@@ -19,10 +19,21 @@ enum { FIRN_MOTION_STATIC = 0, FIRN_MOTION_KINEMATIC, FIRN_MOTION_DYNAMIC };
  * centre of mass [N m], world frame. */
 #define FIRN_RIGID_ACC 6
 
+/* Keyframes a kinematic body follows (firn_keyframe_def): pose at time t,
+ * and the rotation vector rv that turns q into the next keyframe's
+ * orientation by the shortest arc (world frame). 48 bytes. */
+#define FIRN_RIGID_KEYS 32
+typedef struct {
+    double t;    /* [s] */
+    float x[3];  /* [m] */
+    float rv[3]; /* [rad] */
+    firn_quat q;
+} firn_key;
+
 /* Rigid body state. x is the centre of mass (the shape's centre; a plane's
  * reference point). Dynamic bodies carry their angular momentum L and
- * derive omega from it; kinematic ones keep v and omega as prescribed.
- * 200 bytes. */
+ * derive omega from it; kinematic ones keep v and omega as prescribed, or
+ * follow their keyframes. 1.8 KiB, nearly all of it keyframes. */
 typedef struct {
     firn_sdf_shape shape;
     float x[3];        /* centre of mass [m] */
@@ -31,13 +42,17 @@ typedef struct {
     float w[3];        /* angular velocity [rad/s], world frame */
     float L[3];        /* angular momentum [kg m^2/s], world frame (dynamic) */
     float mass, inv_mass;   /* [kg], [1/kg]; 0 for static and kinematic */
-    float inertia[3];       /* principal moments in the body frame [kg m^2] */
+    float inertia[3];       /* principal moments [kg m^2] */
     float inv_inertia[3];
+    firn_quat principal;    /* principal axes' frame to body frame (a mesh's; else identity) */
     int motion;        /* FIRN_MOTION_* */
     int couple;        /* takes part in coupling */
     float friction, softness, restitution;
     float force[3], torque[3]; /* coupling force / torque applied in the last step */
     double impulse[FIRN_RIGID_ACC]; /* sum of force dt and torque dt applied since the start */
+    double time;       /* [s] since the start */
+    int n_keys;        /* kinematic: keyframes followed (0: constant v and omega) */
+    firn_key key[FIRN_RIGID_KEYS];
 } firn_rigid;
 
 static inline FIRN_HD firn_vec3 firn_rigid_pos(const firn_rigid *b)
@@ -45,20 +60,70 @@ static inline FIRN_HD firn_vec3 firn_rigid_pos(const firn_rigid *b)
     return firn_v3(b->x[0], b->x[1], b->x[2]);
 }
 
-/* omega = R I^-1 R^T L */
+/* omega = R P I^-1 P^T R^T L, P the principal axes in the body frame. */
 static inline FIRN_HD firn_vec3 firn_rigid_omega(const firn_rigid *b, firn_vec3 L)
 {
-    firn_vec3 lb = firn_quat_unrotate(b->q, L);
+    firn_vec3 lb = firn_quat_unrotate(b->principal, firn_quat_unrotate(b->q, L));
     for (int a = 0; a < 3; a++)
         lb.v[a] *= b->inv_inertia[a];
-    return firn_quat_rotate(b->q, lb);
+    return firn_quat_rotate(b->q, firn_quat_rotate(b->principal, lb));
+}
+
+/* The keyframe segment holding time t: the last keyframe at or before t,
+ * -1 before the first. */
+static inline FIRN_HD int firn_key_segment(const firn_rigid *b, double t)
+{
+    int i = -1;
+    while (i + 1 < b->n_keys && b->key[i + 1].t <= t)
+        i++;
+    return i;
+}
+
+/* Pose of a keyframed body at time t: the first keyframe's before it, the
+ * last one's after; between two, the position linear in time and the
+ * orientation by slerp (constant angular velocity along the shortest arc). */
+static inline FIRN_HD void firn_key_pose(const firn_rigid *b, double t, float x[3], firn_quat *q)
+{
+    int i = firn_key_segment(b, t);
+    if (i < 0 || i == b->n_keys - 1) {
+        const firn_key *k = &b->key[i < 0 ? 0 : i];
+        for (int a = 0; a < 3; a++)
+            x[a] = k->x[a];
+        *q = k->q;
+        return;
+    }
+    const firn_key *k0 = &b->key[i], *k1 = &b->key[i + 1];
+    float s = (float)((t - k0->t) / (k1->t - k0->t));
+    for (int a = 0; a < 3; a++)
+        x[a] = k0->x[a] + s * (k1->x[a] - k0->x[a]);
+    firn_vec3 rv = firn_v3(k0->rv[0] * s, k0->rv[1] * s, k0->rv[2] * s);
+    *q = firn_quat_normalize(firn_quat_mul(firn_quat_from_rotvec(rv), k0->q));
+}
+
+/* Velocity and angular velocity (world frame) of a keyframed body at time
+ * t: its segment's, zero before the first and after the last keyframe. */
+static inline FIRN_HD void firn_key_velocity(const firn_rigid *b, double t, float v[3], float w[3])
+{
+    int i = firn_key_segment(b, t);
+    for (int a = 0; a < 3; a++)
+        v[a] = w[a] = 0.0f;
+    if (i < 0 || i == b->n_keys - 1)
+        return;
+    const firn_key *k0 = &b->key[i], *k1 = &b->key[i + 1];
+    float inv = (float)(1.0 / (k1->t - k0->t));
+    for (int a = 0; a < 3; a++) {
+        v[a] = (k1->x[a] - k0->x[a]) * inv;
+        w[a] = k0->rv[a] * inv;
+    }
 }
 
 /* One rigid step of length dt (semi-implicit Euler): acc holds the coupling
  * force and torque of the previous substep and is cleared. Dynamic bodies
  * feel gravity and that force; kinematic ones move with their prescribed
- * velocities; static ones stay. Rotation is the exact rotation by omega dt
- * (a unit quaternion stays unit to rounding; renormalised anyway). */
+ * velocities, or take their keyframes' pose at the step's end and their
+ * segment's velocities at its middle; static ones stay. Rotation is the
+ * exact rotation by omega dt (a unit quaternion stays unit to rounding;
+ * renormalised anyway). */
 static inline FIRN_HD void firn_rigid_step(firn_rigid *b, double *acc, const float g[3], float dt)
 {
     for (int a = 0; a < 3; a++) {
@@ -69,8 +134,15 @@ static inline FIRN_HD void firn_rigid_step(firn_rigid *b, double *acc, const flo
         b->impulse[k] += acc[k] * (double)dt;
         acc[k] = 0.0;
     }
+    const double t0 = b->time;
+    b->time = t0 + (double)dt;
     if (b->motion == FIRN_MOTION_STATIC)
         return;
+    if (b->motion == FIRN_MOTION_KINEMATIC && b->n_keys > 0) {
+        firn_key_pose(b, b->time, b->x, &b->q);
+        firn_key_velocity(b, t0 + 0.5 * (double)dt, b->v, b->w);
+        return;
+    }
     if (b->motion == FIRN_MOTION_DYNAMIC) {
         for (int a = 0; a < 3; a++) {
             b->v[a] += dt * (g[a] + b->force[a] * b->inv_mass);
@@ -86,6 +158,52 @@ static inline FIRN_HD void firn_rigid_step(firn_rigid *b, double *acc, const flo
     b->q = firn_quat_normalize(firn_quat_mul(firn_quat_from_rotvec(rv), b->q));
 }
 
+/* Velocity of the body at offset rx from its centre of mass. */
+static inline FIRN_HD firn_vec3 firn_rigid_velocity_at(const firn_rigid *b, firn_vec3 rx)
+{
+    return firn_add(firn_v3(b->v[0], b->v[1], b->v[2]),
+                    firn_cross(firn_v3(b->w[0], b->w[1], b->w[2]), rx));
+}
+
+/* Collision response of velocity v at offset rx from the body's centre of
+ * mass against its surface with outward normal n (PHYSICS.md s4; Genesis's
+ * _func_collide_in_rigid_geom): where v approaches the body, the relative
+ * velocity loses its normal part (restitution e keeps -e of it) and Coulomb
+ * friction shortens its tangential part; the result is blended with the
+ * untouched velocity by the influence. Returns 0 (v2 = v) when v does not
+ * approach. */
+static inline FIRN_HD int firn_rigid_collide(const firn_rigid *b, firn_vec3 rx, firn_vec3 v,
+                                             firn_vec3 n, float influence, firn_vec3 *v2)
+{
+    firn_vec3 vr = firn_rigid_velocity_at(b, rx);
+    firn_vec3 r = firn_sub(v, vr);
+    float rn = firn_dot(r, n);
+    if (!(rn < 0.0f)) {
+        *v2 = v;
+        return 0;
+    }
+    firn_vec3 rt = firn_sub(r, firn_scale(n, rn));
+    float lt = firn_norm(rt);
+    firn_vec3 rt2 = lt > 0.0f ? firn_scale(rt, firn_maxf(0.0f, lt + b->friction * rn) / lt) : rt;
+    firn_vec3 rn2 = firn_scale(n, -b->restitution * rn);
+    *v2 = firn_add(firn_add(vr, firn_scale(firn_add(rt2, rn2), influence)),
+                   firn_scale(r, 1.0f - influence));
+    return 1;
+}
+
+/* Adds the reaction of a momentum change m (v2 - v) at offset rx to the
+ * body's accumulator: force F = -m (v2 - v) / dt, torque rx x F. */
+static inline FIRN_HD void firn_rigid_react(firn_vec3 rx, firn_vec3 v, firn_vec3 v2, float m,
+                                            float dt, double *acc)
+{
+    firn_vec3 F = firn_scale(firn_sub(v2, v), -m / dt);
+    firn_vec3 T = firn_cross(rx, F);
+    for (int a = 0; a < 3; a++) {
+        acc[a] += (double)F.v[a];
+        acc[3 + a] += (double)T.v[a];
+    }
+}
+
 /* The SDF impulse of one body at one grid node (PHYSICS.md s4): node at xn
  * with mass m and velocity v (after gravity). Returns the new velocity and
  * adds the body's force -dp/dt and torque (xn - com) x F to acc[6]. */
@@ -98,26 +216,10 @@ static inline FIRN_HD firn_vec3 firn_rigid_node_impulse(const firn_rigid *b, fir
     float influence = firn_minf(expf(-d / firn_maxf(b->softness, 1e-10f)), 1.0f);
     if (!(influence > 0.1f))
         return v;
-    firn_vec3 rx = firn_sub(xn, com);
-    firn_vec3 vr = firn_add(firn_v3(b->v[0], b->v[1], b->v[2]),
-                            firn_cross(firn_v3(b->w[0], b->w[1], b->w[2]), rx));
-    firn_vec3 r = firn_sub(v, vr);
-    float rn = firn_dot(r, n);
-    if (!(rn < 0.0f))
+    firn_vec3 rx = firn_sub(xn, com), v2;
+    if (!firn_rigid_collide(b, rx, v, n, influence, &v2))
         return v;
-    firn_vec3 rt = firn_sub(r, firn_scale(n, rn));
-    float lt = firn_norm(rt);
-    firn_vec3 rt2 = lt > 0.0f ? firn_scale(rt, firn_maxf(0.0f, lt + b->friction * rn) / lt) : rt;
-    firn_vec3 rn2 = firn_scale(n, -b->restitution * rn);
-    firn_vec3 v2 = firn_add(firn_add(vr, firn_scale(firn_add(rt2, rn2), influence)),
-                            firn_scale(r, 1.0f - influence));
-    /* F = -dp / dt, dp = m (v' - v) */
-    firn_vec3 F = firn_scale(firn_sub(v2, v), -m / dt);
-    firn_vec3 T = firn_cross(rx, F);
-    for (int a = 0; a < 3; a++) {
-        acc[a] += (double)F.v[a];
-        acc[3 + a] += (double)T.v[a];
-    }
+    firn_rigid_react(rx, v, v2, m, dt, acc);
     return v2;
 }
 

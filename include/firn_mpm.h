@@ -8,7 +8,8 @@
 
 /* Particle state, structure of arrays, component-major: component c of
  * particle i is at [c*n + i]; matrices are row-major (component 3r+c).
- * 4 * (3+3+9+9+1+1+1) + 1 = 109 bytes per particle. */
+ * 4 * (3+3+9+9+1+1+1) + 1 = 109 bytes per particle, plus 4 per rigid body
+ * and 4 with CPIC on. */
 typedef struct {
     int n;
     float *x;      /* 3n positions [m] */
@@ -19,6 +20,10 @@ typedef struct {
     float *damage; /* n damage [0,1] */
     float *vol;    /* n initial volume [m^3] */
     uint8_t *mat;  /* n material index */
+    int cpic_slots;   /* CPIC: words per particle (one per rigid body, plus one), 0 when off */
+    uint32_t *cpic;   /* cpic_slots * n: word k of particle i at [k*n + i]: per rigid,
+                         the side of its surface the particle is on, then P2G's
+                         stencil nodes across (include/firn_cpic.h); NULL when off */
 } firn_particles;
 
 /* Dense node grid; node (i,j,k) at lower + (i,j,k)*dx, index (i*ny + j)*nz + k.
@@ -106,11 +111,20 @@ static inline FIRN_HD long long firn_node_index(const int n[3], int i, int j, in
     return ((long long)i * n[1] + j) * n[2] + k;
 }
 
-/* Trial deformation gradient, constitutive update, and scatter of mass and
- * MLS momentum: grid_mom += w (m v + affine dpos), grid_mass += w m with
- * affine = -dt V 4 inv_dx^2 tau + m C. */
-static inline FIRN_HD void firn_p2g_particle(int i, const firn_params *P, const firn_material *mats,
-                                             firn_particles p, firn_grid g)
+/* What a particle scatters, once its stress is known: its stencil, mass,
+ * momentum m v and the MLS affine term
+ * affine = -dt V 4 inv_dx^2 tau + m C (PHYSICS.md s2). */
+typedef struct {
+    firn_stencil s;
+    firn_mat3 affine;
+    firn_vec3 mv;
+    float mass;
+} firn_p2g_state;
+
+/* Trial deformation gradient F = (I + dt C) F, constitutive update (F, Jp
+ * and damage written back), and the particle's scatter state. */
+static inline FIRN_HD firn_p2g_state firn_p2g_prepare(int i, const firn_params *P,
+                                                      const firn_material *mats, firn_particles p)
 {
     const int n = p.n;
     const firn_material *m = &mats[p.mat[i]];
@@ -129,27 +143,44 @@ static inline FIRN_HD void firn_p2g_particle(int i, const firn_params *P, const 
     p.Jp[i] = Jp;
     p.damage[i] = dmg;
 
-    float vol = p.vol[i], mass = vol * m->rho;
+    firn_p2g_state st;
+    float vol = p.vol[i];
+    st.mass = vol * m->rho;
     float k = -P->dt * vol * 4.0f * P->inv_dx * P->inv_dx;
-    firn_mat3 affine;
     for (int c = 0; c < 9; c++)
-        affine.m[c] = k * tau.m[c] + mass * C.m[c];
-    firn_vec3 mv = firn_scale(v, mass);
+        st.affine.m[c] = k * tau.m[c] + st.mass * C.m[c];
+    st.mv = firn_scale(v, st.mass);
+    st.s = firn_make_stencil(P, x);
+    return st;
+}
 
-    firn_stencil s = firn_make_stencil(P, x);
+/* Scatter to stencil node (a, b, c): grid_mom += w (m v + affine dpos),
+ * grid_mass += w m. */
+static inline FIRN_HD void firn_p2g_scatter(const firn_params *P, firn_grid g,
+                                            const firn_p2g_state *st, int a, int b, int c)
+{
+    const firn_stencil *s = &st->s;
+    float w = s->w[a][0] * s->w[b][1] * s->w[c][2];
+    firn_vec3 dpos = firn_v3(((float)a - s->fx[0]) * P->dx, ((float)b - s->fx[1]) * P->dx,
+                             ((float)c - s->fx[2]) * P->dx);
+    firn_vec3 mom = firn_add(st->mv, firn_m3_apply(st->affine, dpos));
+    float *q = g.node + 4 * firn_node_index(P->n, s->base[0] + a, s->base[1] + b, s->base[2] + c);
+    firn_atomic_add(q + 0, w * mom.v[0]);
+    firn_atomic_add(q + 1, w * mom.v[1]);
+    firn_atomic_add(q + 2, w * mom.v[2]);
+    firn_atomic_add(q + 3, w * st->mass);
+}
+
+/* P2G of one particle: constitutive update, then scatter of mass and MLS
+ * momentum to all 27 stencil nodes. */
+static inline FIRN_HD void firn_p2g_particle(int i, const firn_params *P, const firn_material *mats,
+                                             firn_particles p, firn_grid g)
+{
+    firn_p2g_state st = firn_p2g_prepare(i, P, mats, p);
     for (int a = 0; a < 3; a++)
         for (int b = 0; b < 3; b++)
-            for (int c = 0; c < 3; c++) {
-                float w = s.w[a][0] * s.w[b][1] * s.w[c][2];
-                firn_vec3 dpos = firn_v3(((float)a - s.fx[0]) * P->dx, ((float)b - s.fx[1]) * P->dx,
-                                         ((float)c - s.fx[2]) * P->dx);
-                firn_vec3 mom = firn_add(mv, firn_m3_apply(affine, dpos));
-                float *q = g.node + 4 * firn_node_index(P->n, s.base[0] + a, s.base[1] + b, s.base[2] + c);
-                firn_atomic_add(q + 0, w * mom.v[0]);
-                firn_atomic_add(q + 1, w * mom.v[1]);
-                firn_atomic_add(q + 2, w * mom.v[2]);
-                firn_atomic_add(q + 3, w * mass);
-            }
+            for (int c = 0; c < 3; c++)
+                firn_p2g_scatter(P, g, &st, a, b, c);
 }
 
 /* Momentum to velocity plus gravity at one node; returns 0 for an empty
@@ -222,30 +253,27 @@ static inline FIRN_HD void firn_grid_node(long long node, const firn_params *P, 
     firn_grid_store_velocity(node, g, firn_grid_walls(node, P, v));
 }
 
-/* Gather v and C from the grid, advect, keep the particle inside the domain.
+/* G2P accumulation of one stencil node (a, b, c) with grid velocity gv:
+ * v += w gv, C += 4 inv_dx^2 w gv (outer) dpos. */
+static inline FIRN_HD void firn_g2p_gather(const firn_params *P, const firn_stencil *s, int a, int b,
+                                           int c, firn_vec3 gv, firn_vec3 *v, firn_mat3 *C)
+{
+    float w = s->w[a][0] * s->w[b][1] * s->w[c][2];
+    firn_vec3 dpos = firn_v3(((float)a - s->fx[0]) * P->dx, ((float)b - s->fx[1]) * P->dx,
+                             ((float)c - s->fx[2]) * P->dx);
+    *v = firn_add(*v, firn_scale(gv, w));
+    float k = 4.0f * P->inv_dx * P->inv_dx * w;
+    for (int r = 0; r < 3; r++)
+        for (int q = 0; q < 3; q++)
+            C->m[3 * r + q] += k * gv.v[r] * dpos.v[q];
+}
+
+/* Advect with the gathered v, keep the particle inside the domain, store.
  * Returns 1 if the new state is not finite. */
-static inline FIRN_HD int firn_g2p_particle(int i, const firn_params *P, firn_particles p,
-                                            firn_grid g)
+static inline FIRN_HD int firn_g2p_finish(int i, const firn_params *P, firn_particles p, firn_vec3 x,
+                                          firn_vec3 v, firn_mat3 C)
 {
     const int n = p.n;
-    firn_vec3 x = firn_load3(p.x, n, i);
-    firn_stencil s = firn_make_stencil(P, x);
-    firn_vec3 v = firn_v3(0.0f, 0.0f, 0.0f);
-    firn_mat3 C = {{0}};
-    for (int a = 0; a < 3; a++)
-        for (int b = 0; b < 3; b++)
-            for (int c = 0; c < 3; c++) {
-                float w = s.w[a][0] * s.w[b][1] * s.w[c][2];
-                firn_vec3 dpos = firn_v3(((float)a - s.fx[0]) * P->dx, ((float)b - s.fx[1]) * P->dx,
-                                         ((float)c - s.fx[2]) * P->dx);
-                const float *nd = g.node + 4 * firn_node_index(P->n, s.base[0] + a, s.base[1] + b, s.base[2] + c);
-                firn_vec3 gv = firn_v3(nd[0], nd[1], nd[2]);
-                v = firn_add(v, firn_scale(gv, w));
-                float k = 4.0f * P->inv_dx * P->inv_dx * w;
-                for (int r = 0; r < 3; r++)
-                    for (int q = 0; q < 3; q++)
-                        C.m[3 * r + q] += k * gv.v[r] * dpos.v[q];
-            }
     x = firn_add(x, firn_scale(v, P->dt));
     int bad = 0;
     for (int a = 0; a < 3; a++) {
@@ -257,6 +285,24 @@ static inline FIRN_HD int firn_g2p_particle(int i, const firn_params *P, firn_pa
     firn_store3(p.v, n, i, v);
     firn_store9(p.C, n, i, C);
     return bad;
+}
+
+/* Gather v and C from the grid, advect, keep the particle inside the domain.
+ * Returns 1 if the new state is not finite. */
+static inline FIRN_HD int firn_g2p_particle(int i, const firn_params *P, firn_particles p,
+                                            firn_grid g)
+{
+    firn_vec3 x = firn_load3(p.x, p.n, i);
+    firn_stencil s = firn_make_stencil(P, x);
+    firn_vec3 v = firn_v3(0.0f, 0.0f, 0.0f);
+    firn_mat3 C = {{0}};
+    for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 3; b++)
+            for (int c = 0; c < 3; c++) {
+                const float *nd = g.node + 4 * firn_node_index(P->n, s.base[0] + a, s.base[1] + b, s.base[2] + c);
+                firn_g2p_gather(P, &s, a, b, c, firn_v3(nd[0], nd[1], nd[2]), &v, &C);
+            }
+    return firn_g2p_finish(i, P, p, x, v, C);
 }
 
 #endif

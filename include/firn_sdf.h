@@ -7,6 +7,8 @@
  * normal, the normalised gradient of d. Closed forms: Quilez, "distance
  * functions" (box, capsule, capped cylinder), with gradients taken from the
  * closest feature so that they are exact away from the medial axis.
+ * Triangle meshes are sampled SDF grids with stored gradients, looked up by
+ * trilinear interpolation (host/mesh.c builds them).
  * Quaternions are (w, x, y, z), unit, rotating body to world. */
 #ifndef FIRN_SDF_H
 #define FIRN_SDF_H
@@ -14,16 +16,24 @@
 #include "firn_math.h"
 
 enum { FIRN_SDF_PLANE = 0, FIRN_SDF_SPHERE, FIRN_SDF_BOX, FIRN_SDF_CAPSULE, FIRN_SDF_CYLINDER,
-       FIRN_SDF_COUNT };
+       FIRN_SDF_MESH, FIRN_SDF_COUNT };
 
-/* A primitive in its own frame. 36 bytes. */
+/* A shape in its own frame. 88 bytes. */
 typedef struct {
     int type;
     int axis;        /* capsule, cylinder: 0 x, 1 y, 2 z */
     float radius;    /* sphere, capsule, cylinder [m] */
     float half[3];   /* box: half edges; capsule: half[axis] = half segment length;
-                        cylinder: half[axis] = half height [m] */
+                        cylinder: half[axis] = half height; mesh: half-extents of
+                        its bounding box [m] */
     float normal[3]; /* plane: unit outward normal; the plane passes through the origin */
+    /* mesh: a grid of n[0] x n[1] x n[2] points, point (i, j, k) at
+     * lo + (i, j, k) h and at grid[4 ((i n[1] + j) n[2] + k)]: the signed
+     * distance [m] and its gradient. Host or device memory, as the code
+     * that evaluates it runs. */
+    const float *grid;
+    int n[3];
+    float lo[3], h[3], inv_h[3];
 } firn_sdf_shape;
 
 /* ---- quaternions ---------------------------------------------------------- */
@@ -140,6 +150,46 @@ static inline FIRN_HD float firn_sdf_cylinder(float r, float half, int axis, fir
     return firn_maxf(dr, dh);
 }
 
+/* A mesh's SDF grid: trilinear interpolation of the distance and of the
+ * stored gradient (normalised). Outside the grid's box, the distance to the
+ * box plus the value at the nearest boundary point, and the gradient
+ * pointing away from the box (as Genesis's SDF grids do). */
+static inline FIRN_HD float firn_sdf_mesh(const firn_sdf_shape *s, firn_vec3 p, firn_vec3 *n)
+{
+    int i[3];
+    float f[3], out2 = 0.0f;
+    firn_vec3 dout;
+    for (int a = 0; a < 3; a++) {
+        float hi = s->lo[a] + (float)(s->n[a] - 1) * s->h[a];
+        float c = firn_clampf(p.v[a], s->lo[a], hi);
+        dout.v[a] = p.v[a] - c;
+        out2 += dout.v[a] * dout.v[a];
+        float u = (c - s->lo[a]) * s->inv_h[a];
+        int k = (int)floorf(u);
+        k = k < 0 ? 0 : (k > s->n[a] - 2 ? s->n[a] - 2 : k);
+        i[a] = k;
+        f[a] = firn_clampf(u - (float)k, 0.0f, 1.0f);
+    }
+    float q[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int c = 0; c < 8; c++) {
+        int a0 = c >> 2, a1 = (c >> 1) & 1, a2 = c & 1;
+        float w = (a0 ? f[0] : 1.0f - f[0]) * (a1 ? f[1] : 1.0f - f[1]) * (a2 ? f[2] : 1.0f - f[2]);
+        const float *g =
+            s->grid + 4 * (((long long)(i[0] + a0) * s->n[1] + (i[1] + a1)) * s->n[2] + (i[2] + a2));
+        for (int k = 0; k < 4; k++)
+            q[k] += w * g[k];
+    }
+    if (out2 > 0.0f) {
+        float d = sqrtf(out2);
+        *n = firn_scale(dout, 1.0f / d);
+        return q[0] + d;
+    }
+    firn_vec3 g = firn_v3(q[1], q[2], q[3]);
+    float len = firn_norm(g);
+    *n = len > 0.0f ? firn_scale(g, 1.0f / len) : firn_v3(0.0f, 1.0f, 0.0f);
+    return q[0];
+}
+
 static inline FIRN_HD float firn_sdf_local(const firn_sdf_shape *s, firn_vec3 p, firn_vec3 *n)
 {
     switch (s->type) {
@@ -154,10 +204,44 @@ static inline FIRN_HD float firn_sdf_local(const firn_sdf_shape *s, firn_vec3 p,
         return firn_sdf_capsule(s->radius, s->half[s->axis], s->axis, p, n);
     case FIRN_SDF_CYLINDER:
         return firn_sdf_cylinder(s->radius, s->half[s->axis], s->axis, p, n);
+    case FIRN_SDF_MESH:
+        return firn_sdf_mesh(s, p, n);
     default:
         *n = firn_v3(0.0f, 1.0f, 0.0f);
         return INFINITY;
     }
+}
+
+/* Half-extents of the shape's bounding box in its own frame; 0 for a plane,
+ * which is unbounded. */
+static inline FIRN_HD int firn_sdf_extent(const firn_sdf_shape *s, float e[3])
+{
+    for (int a = 0; a < 3; a++) {
+        switch (s->type) {
+        case FIRN_SDF_SPHERE: e[a] = s->radius; break;
+        case FIRN_SDF_CAPSULE: e[a] = s->radius + (a == s->axis ? s->half[a] : 0.0f); break;
+        case FIRN_SDF_CYLINDER: e[a] = a == s->axis ? s->half[a] : s->radius; break;
+        default: e[a] = s->half[a]; break;
+        }
+    }
+    return s->type != FIRN_SDF_PLANE;
+}
+
+/* Half-extents of the world-axis bounding box of the shape turned by q. */
+static inline FIRN_HD int firn_sdf_world_extent(const firn_sdf_shape *s, firn_quat q, float w[3])
+{
+    float e[3];
+    w[0] = w[1] = w[2] = 0.0f;
+    if (!firn_sdf_extent(s, e))
+        return 0;
+    for (int a = 0; a < 3; a++) {
+        firn_vec3 u = firn_v3(0.0f, 0.0f, 0.0f);
+        u.v[a] = 1.0f;
+        u = firn_quat_rotate(q, u);
+        for (int i = 0; i < 3; i++)
+            w[i] += fabsf(u.v[i]) * e[a];
+    }
+    return 1;
 }
 
 /* A shape at position pos with orientation q: signed distance at world point

@@ -1,6 +1,8 @@
 /* coupling.cu - the CUDA side of rigid coupling: the rigid step (one thread
- * per body; the state stays on the device, no host round-trip per substep)
- * and the grid update with the SDF impulse of include/firn_coupling.h.
+ * per body; the state stays on the device, no host round-trip per substep),
+ * the grid update with the SDF impulse of include/firn_coupling.h, and the
+ * CPIC variants of the transfers (include/firn_cpic.h): side marking, p2g
+ * and g2p.
  *
  * The per-node body is the CPU path's (firn_rigid_node_impulse); only the
  * force sum differs: on the CPU, fixed node chunks added in order; here a
@@ -48,6 +50,88 @@ static __global__ void grid_update_rigid(firn_params P, firn_grid g, const firn_
     if (has)
         firn_grid_store_velocity(node, g, firn_grid_walls(node, &P, v));
 }
+
+/* ---- CPIC ------------------------------------------------------------------ */
+
+static __global__ void cpic_mark(firn_params P, firn_particles p, const firn_rigid *bodies, int nb)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < p.n)
+        firn_cpic_mark(i, &P, p, bodies, nb);
+}
+
+static __global__ void p2g_cpic(firn_params P, const firn_material *mats, firn_particles p,
+                                firn_grid g, const firn_rigid *bodies, int nb)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < p.n)
+        firn_p2g_particle_cpic(i, &P, mats, p, g, bodies, nb);
+}
+
+/* The bodies' reaction: per thread in local memory, then, for each body
+ * some lane of the warp touched, a warp sum and one double atomicAdd per
+ * component. No early return: every lane reaches the shuffles. */
+static __global__ void g2p_cpic(firn_params P, const firn_material *mats, firn_particles p,
+                                firn_grid g, const firn_rigid *bodies, int nb, double *acc,
+                                int *bad)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    double a[FIRN_CPIC_MAX * FIRN_RIGID_ACC];
+    for (int k = 0; k < nb * FIRN_RIGID_ACC; k++)
+        a[k] = 0.0;
+    if (i < p.n && firn_g2p_particle_cpic(i, &P, mats, p, g, bodies, nb, a))
+        atomicMin(bad, i);
+    const int lane = threadIdx.x & 31;
+    for (int k = 0; k < nb; k++) {
+        int touched = 0;
+        for (int c = 0; c < FIRN_RIGID_ACC; c++)
+            touched |= a[FIRN_RIGID_ACC * k + c] != 0.0;
+        if (!__any_sync(0xffffffffu, touched))
+            continue;
+        for (int c = 0; c < FIRN_RIGID_ACC; c++) {
+            double s = warp_sum(a[FIRN_RIGID_ACC * k + c]);
+            if (lane == 0 && s != 0.0)
+                atomicAdd(acc + FIRN_RIGID_ACC * k + c, s);
+        }
+    }
+}
+
+int firn_cuda_queue_cpic_mark(const firn_params *P, firn_particles p, const firn_rigid *bodies,
+                              int nb, cudaStream_t st, firn_error *err)
+{
+    const unsigned blocks = (unsigned)((p.n + FIRN_BLOCK - 1) / FIRN_BLOCK);
+    if (blocks == 0 || nb <= 0)
+        return 0;
+    cpic_mark<<<blocks, FIRN_BLOCK, 0, st>>>(*P, p, bodies, nb);
+    FIRN_CUDA_CHECK_LAUNCH("cpic_mark", st, err);
+    return 0;
+}
+
+int firn_cuda_queue_p2g_cpic(const firn_params *P, const firn_material *mats, firn_particles p,
+                             firn_grid g, const firn_rigid *bodies, int nb, cudaStream_t st,
+                             firn_error *err)
+{
+    const unsigned blocks = (unsigned)((p.n + FIRN_BLOCK - 1) / FIRN_BLOCK);
+    if (blocks == 0)
+        return 0;
+    p2g_cpic<<<blocks, FIRN_BLOCK, 0, st>>>(*P, mats, p, g, bodies, nb);
+    FIRN_CUDA_CHECK_LAUNCH("p2g_cpic", st, err);
+    return 0;
+}
+
+int firn_cuda_queue_g2p_cpic(const firn_params *P, const firn_material *mats, firn_particles p,
+                             firn_grid g, const firn_rigid *bodies, int nb, double *acc, int *bad,
+                             cudaStream_t st, firn_error *err)
+{
+    const unsigned blocks = (unsigned)((p.n + FIRN_BLOCK - 1) / FIRN_BLOCK);
+    if (blocks == 0)
+        return 0;
+    g2p_cpic<<<blocks, FIRN_BLOCK, 0, st>>>(*P, mats, p, g, bodies, nb, acc, bad);
+    FIRN_CUDA_CHECK_LAUNCH("g2p_cpic", st, err);
+    return 0;
+}
+
+/* ---- launchers ------------------------------------------------------------- */
 
 int firn_cuda_queue_rigid_step(firn_rigid *bodies, double *acc, int nb, const firn_params *P,
                                cudaStream_t st, firn_error *err)

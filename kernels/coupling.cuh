@@ -1,6 +1,6 @@
 /* coupling.cuh - launchers of kernels/coupling.cu for kernels/mpm.cu: the
- * rigid step and the grid update with rigid coupling, queued on a stream.
- * Both return 0 or FIRN_CUDA_FAILED with err filled. */
+ * rigid step, the grid update with rigid coupling and the CPIC transfers,
+ * queued on a stream. All return 0 or FIRN_CUDA_FAILED with err filled. */
 #ifndef FIRN_COUPLING_CUH
 #define FIRN_COUPLING_CUH
 
@@ -13,5 +13,18 @@ int firn_cuda_queue_rigid_step(firn_rigid *bodies, double *acc, int nb, const fi
  * body, walls; the force and torque reduced per warp, then atomicAdd. */
 int firn_cuda_queue_grid_rigid(const firn_params *P, firn_grid g, const firn_rigid *bodies, int nb,
                                double *acc, cudaStream_t st, firn_error *err);
+
+/* CPIC (include/firn_cpic.h), one thread per particle: side marking (before
+ * the rigid step), p2g without the nodes across a surface, and g2p with the
+ * rigid response, its reaction reduced per warp into acc, the lowest
+ * non-finite particle into bad. */
+int firn_cuda_queue_cpic_mark(const firn_params *P, firn_particles p, const firn_rigid *bodies,
+                              int nb, cudaStream_t st, firn_error *err);
+int firn_cuda_queue_p2g_cpic(const firn_params *P, const firn_material *mats, firn_particles p,
+                             firn_grid g, const firn_rigid *bodies, int nb, cudaStream_t st,
+                             firn_error *err);
+int firn_cuda_queue_g2p_cpic(const firn_params *P, const firn_material *mats, firn_particles p,
+                             firn_grid g, const firn_rigid *bodies, int nb, double *acc, int *bad,
+                             cudaStream_t st, firn_error *err);
 
 #endif

@@ -44,6 +44,9 @@ struct firn_cuda_state {
     double *rigid_acc;       /* coupling force/torque for the next rigid step [n_rigids][6] */
     int n_rigids;
     int rigid_mpm;           /* the Coupler's rigid_mpm pair is active */
+    int cpic;                /* the Coupler's CPIC is on (p.cpic allocated) */
+    float *mesh_grid[FIRN_MAX_RIGIDS];            /* device SDF grids, one per distinct mesh */
+    const float *rigid_grid_host[FIRN_MAX_RIGIDS]; /* per rigid: its host grid, or NULL */
     size_t bytes;            /* device memory allocated */
 };
 
@@ -105,15 +108,16 @@ static cudaError_t reduce_launch(firn_cuda_state *s, void *temp, size_t &temp_by
 
 static size_t align256(size_t b) { return (b + 255) & ~(size_t)255; }
 
-/* Lays the particle arrays of n particles out in one block at base, each
- * array 256-byte aligned; with base NULL only sizes the block. */
-static size_t particle_layout(int n, char *base, firn_particles *p)
+/* Lays the particle arrays of n particles (with `slots` CPIC words each)
+ * out in one block at base, each array 256-byte aligned; with base NULL
+ * only sizes the block. */
+static size_t particle_layout(int n, int slots, char *base, firn_particles *p)
 {
     const size_t nn = (size_t)n, f = sizeof(float);
-    const size_t bytes[8] = {3 * nn * f, 3 * nn * f, 9 * nn * f, 9 * nn * f,
-                             nn * f,     nn * f,     nn * f,     nn};
-    size_t off[8], total = 0;
-    for (int k = 0; k < 8; k++) {
+    const size_t bytes[9] = {3 * nn * f, 3 * nn * f, 9 * nn * f, 9 * nn * f, nn * f,
+                             nn * f,     nn * f,     nn,         (size_t)slots * nn * sizeof(uint32_t)};
+    size_t off[9], total = 0;
+    for (int k = 0; k < 9; k++) {
         off[k] = total;
         total += align256(bytes[k]);
     }
@@ -127,6 +131,8 @@ static size_t particle_layout(int n, char *base, firn_particles *p)
         p->damage = (float *)(base + off[5]);
         p->vol = (float *)(base + off[6]);
         p->mat = (uint8_t *)(base + off[7]);
+        p->cpic_slots = slots;
+        p->cpic = slots > 0 ? (uint32_t *)(base + off[8]) : NULL;
     }
     return total;
 }
@@ -146,6 +152,10 @@ static int copy_particles(const firn_particles *dst, const firn_particles *src,
     FIRN_CUDA_CHECK(cudaMemcpyAsync(dst->damage, src->damage, n * f, kind, st), err);
     FIRN_CUDA_CHECK(cudaMemcpyAsync(dst->vol, src->vol, n * f, kind, st), err);
     FIRN_CUDA_CHECK(cudaMemcpyAsync(dst->mat, src->mat, n, kind, st), err);
+    if (src->cpic_slots > 0 && dst->cpic && src->cpic)
+        FIRN_CUDA_CHECK(cudaMemcpyAsync(dst->cpic, src->cpic,
+                                        (size_t)src->cpic_slots * n * sizeof(uint32_t), kind, st),
+                        err);
     return 0;
 }
 
@@ -165,7 +175,7 @@ static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
     s->p.n = n;
 
     /* Everything is allocated here, once; check it fits before asking. */
-    const size_t p_bytes = particle_layout(n, NULL, NULL);
+    const size_t p_bytes = particle_layout(n, w->p.cpic_slots, NULL, NULL);
     const size_t g_bytes = 4 * (size_t)s->grid.nodes * sizeof(float);
     const size_t m_bytes = FIRN_MAX_MATERIALS * sizeof(firn_material);
     size_t temp_bytes = 0;
@@ -173,9 +183,18 @@ static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
         FIRN_CUDA_CHECK(reduce_launch(s, NULL, temp_bytes), err);
     const size_t r_bytes = (size_t)w->n_rigids * sizeof(firn_rigid);
     const size_t a_bytes = (size_t)w->n_rigids * FIRN_RIGID_ACC * sizeof(double);
+    size_t mesh_bytes = 0;
+    for (int k = 0; k < w->n_rigids; k++) {
+        const firn_sdf_shape *sh = &w->rigids[k].shape;
+        int first = 1; /* count a grid shared by several rigids once */
+        for (int j = 0; j < k; j++)
+            first &= w->rigids[j].shape.grid != sh->grid;
+        if (sh->type == FIRN_SDF_MESH && sh->grid && first)
+            mesh_bytes += align256(4 * (size_t)sh->n[0] * sh->n[1] * sh->n[2] * sizeof(float));
+    }
     const size_t want = align256(p_bytes) + align256(g_bytes) + align256(m_bytes) +
                         align256(sizeof(int)) + align256(sizeof(float2)) + align256(temp_bytes) +
-                        align256(r_bytes) + align256(a_bytes);
+                        align256(r_bytes) + align256(a_bytes) + mesh_bytes;
     size_t free_b = 0, total_b = 0;
     FIRN_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b), err);
     if (want > free_b) {
@@ -193,7 +212,7 @@ static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
     for (int k = 0; k < EV_COUNT; k++)
         FIRN_CUDA_CHECK(cudaEventCreate(&s->ev[k]), err);
     FIRN_CUDA_CHECK(cudaMalloc(&s->p_block, p_bytes), err);
-    particle_layout(n, (char *)s->p_block, &s->p);
+    particle_layout(n, w->p.cpic_slots, (char *)s->p_block, &s->p);
     FIRN_CUDA_CHECK(cudaMalloc(&s->grid.node, g_bytes), err);
     FIRN_CUDA_CHECK(cudaMalloc(&s->mats, m_bytes), err);
     FIRN_CUDA_CHECK(cudaMalloc(&s->bad, sizeof(int)), err);
@@ -204,12 +223,39 @@ static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
     s->bytes = want;
     s->n_rigids = w->n_rigids;
     s->rigid_mpm = w->coupler.rigid_mpm;
+    s->cpic = w->coupler.cpic && s->p.cpic_slots > 0;
     if (s->n_rigids > 0) {
         FIRN_CUDA_CHECK(cudaMalloc(&s->rigids, r_bytes), err);
         FIRN_CUDA_CHECK(cudaMalloc(&s->rigid_acc, a_bytes), err);
-        FIRN_CUDA_CHECK(cudaMemcpyAsync(s->rigids, w->rigids, r_bytes, cudaMemcpyHostToDevice,
-                                        s->stream),
-                        err);
+        /* The device's bodies point at device copies of the mesh grids. */
+        firn_rigid *staged = (firn_rigid *)malloc(r_bytes);
+        if (!staged) {
+            firn_set_error(err, FIRN_E_NOMEM, "out of host memory");
+            return FIRN_CUDA_FAILED;
+        }
+        memcpy(staged, w->rigids, r_bytes);
+        for (int k = 0; k < s->n_rigids; k++) {
+            firn_sdf_shape *sh = &staged[k].shape;
+            if (sh->type != FIRN_SDF_MESH || !sh->grid)
+                continue;
+            s->rigid_grid_host[k] = sh->grid;
+            int j = 0;
+            while (j < k && s->rigid_grid_host[j] != sh->grid)
+                j++;
+            if (j == k) {
+                const size_t bytes = 4 * (size_t)sh->n[0] * sh->n[1] * sh->n[2] * sizeof(float);
+                cudaError_t e = cudaMalloc(&s->mesh_grid[k], bytes);
+                if (e == cudaSuccess)
+                    e = cudaMemcpy(s->mesh_grid[k], sh->grid, bytes, cudaMemcpyHostToDevice);
+                if (e != cudaSuccess)
+                    free(staged);
+                FIRN_CUDA_CHECK(e, err);
+            }
+            sh->grid = s->mesh_grid[j];
+        }
+        cudaError_t e = cudaMemcpy(s->rigids, staged, r_bytes, cudaMemcpyHostToDevice);
+        free(staged);
+        FIRN_CUDA_CHECK(e, err);
         FIRN_CUDA_CHECK(cudaMemcpyAsync(s->rigid_acc, w->rigid_acc, a_bytes,
                                         cudaMemcpyHostToDevice, s->stream),
                         err);
@@ -262,6 +308,8 @@ extern "C" void firn_cuda_free(firn_world *w)
     cudaFree(s->red_temp);
     cudaFree(s->rigids);
     cudaFree(s->rigid_acc);
+    for (int k = 0; k < FIRN_MAX_RIGIDS; k++)
+        cudaFree(s->mesh_grid[k]);
     for (int k = 0; k < EV_COUNT; k++)
         if (s->ev[k])
             (void)cudaEventDestroy(s->ev[k]);
@@ -278,13 +326,17 @@ static int not_initialised(const char *fn, firn_error *err)
     return FIRN_CUDA_FAILED;
 }
 
-/* Queues the Coupler's phases (host/coupler.c) on the stream: the rigid
- * step, clear, p2g, the grid update (with the rigid impulse when the
- * rigid_mpm pair is active), g2p. Returns 0 or -2. */
+/* Queues the Coupler's phases (host/coupler.c) on the stream: CPIC side
+ * marking (when on), the rigid step, clear, p2g, the grid update (with the
+ * rigid impulse when the rigid_mpm pair is active), g2p - p2g and g2p in
+ * their CPIC variants when CPIC is on. Returns 0 or -2. */
 static int queue_substep(firn_cuda_state *s, const firn_params *P, int timed, firn_error *err)
 {
     const unsigned pblocks = (unsigned)((s->p.n + FIRN_BLOCK - 1) / FIRN_BLOCK);
     const unsigned gblocks = (unsigned)((s->grid.nodes + FIRN_BLOCK - 1) / FIRN_BLOCK);
+    if (s->cpic &&
+        firn_cuda_queue_cpic_mark(P, s->p, s->rigids, s->n_rigids, s->stream, err))
+        return FIRN_CUDA_FAILED;
     if (firn_cuda_queue_rigid_step(s->rigids, s->rigid_acc, s->n_rigids, P, s->stream, err))
         return FIRN_CUDA_FAILED;
     FIRN_CUDA_CHECK(cudaMemsetAsync(s->grid.node, 0, 4 * (size_t)s->grid.nodes * sizeof(float),
@@ -292,7 +344,11 @@ static int queue_substep(firn_cuda_state *s, const firn_params *P, int timed, fi
                     err);
     if (timed)
         FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_CLEAR], s->stream), err);
-    if (pblocks > 0) {
+    if (s->cpic) {
+        if (firn_cuda_queue_p2g_cpic(P, s->mats, s->p, s->grid, s->rigids, s->n_rigids, s->stream,
+                                     err))
+            return FIRN_CUDA_FAILED;
+    } else if (pblocks > 0) {
         p2g<<<pblocks, FIRN_BLOCK, 0, s->stream>>>(*P, s->mats, s->p, s->grid);
         FIRN_CUDA_CHECK_LAUNCH("p2g", s->stream, err);
     }
@@ -308,7 +364,11 @@ static int queue_substep(firn_cuda_state *s, const firn_params *P, int timed, fi
     }
     if (timed)
         FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_GRID], s->stream), err);
-    if (pblocks > 0) {
+    if (s->cpic) {
+        if (firn_cuda_queue_g2p_cpic(P, s->mats, s->p, s->grid, s->rigids, s->n_rigids,
+                                     s->rigid_acc, s->bad, s->stream, err))
+            return FIRN_CUDA_FAILED;
+    } else if (pblocks > 0) {
         g2p<<<pblocks, FIRN_BLOCK, 0, s->stream>>>(*P, s->p, s->grid, s->bad);
         FIRN_CUDA_CHECK_LAUNCH("g2p", s->stream, err);
     }
@@ -400,6 +460,10 @@ extern "C" int firn_cuda_download_rigids(firn_world *w, firn_error *err)
                                     cudaMemcpyDeviceToHost, s->stream),
                     err);
     FIRN_CUDA_CHECK(cudaStreamSynchronize(s->stream), err);
+    /* The host mirror's meshes point at host memory again. */
+    for (int k = 0; k < s->n_rigids; k++)
+        if (s->rigid_grid_host[k])
+            w->rigids[k].shape.grid = s->rigid_grid_host[k];
     return 0;
 }
 

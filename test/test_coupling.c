@@ -2,7 +2,8 @@
  * MPM on the CPU path (PHYSICS.md s1, s4): each SDF against closed forms,
  * mass properties against sampling, the rigid step, the node impulse,
  * Newton's third law over a run, a sphere resting on sand, a block on an
- * incline, restitution at the contact, determinism, scene keys and stats. */
+ * incline, restitution at the contact, determinism, CPIC (records, thin
+ * plates, determinism), keyframed motion, scene keys and stats. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <omp.h>
@@ -534,7 +535,7 @@ Test(coupling, rigid_mpm_off_leaves_material_uncoupled)
     firn_world_destroy(w);
 }
 
-static void run_coupled(int threads, float **x_out, firn_rigid *r_out, int *n_out)
+static void run_coupled(int threads, int cpic, float **x_out, firn_rigid *r_out, int *n_out)
 {
     firn_scene_def def;
     base_scene(&def, 1.0f / 32.0f);
@@ -551,6 +552,7 @@ static void run_coupled(int threads, float **x_out, firn_rigid *r_out, int *n_ou
     k->shape.center[0] = 0.65f, k->shape.center[1] = 0.25f, k->shape.center[2] = 0.5f;
     k->shape.axis = 2;
     k->angular_velocity[2] = -5.0f;
+    def.coupling_cpic = cpic;
     int saved = omp_get_max_threads();
     omp_set_num_threads(threads);
     firn_world *w = make_world(&def);
@@ -568,14 +570,251 @@ Test(coupling, same_state_bitwise_for_any_thread_count, .timeout = 120)
     float *x0, *x1;
     firn_rigid r0[2], r1[2];
     int n0, n1;
-    run_coupled(1, &x0, r0, &n0);
-    run_coupled(3, &x1, r1, &n1);
+    run_coupled(1, 0, &x0, r0, &n0);
+    run_coupled(3, 0, &x1, r1, &n1);
     cr_assert_eq(n0, n1);
     cr_assert(!memcmp(x0, x1, 3 * sizeof(float) * n0), "particle positions differ");
     cr_assert(!memcmp(r0, r1, sizeof r0), "rigid states differ");
     cr_assert(r0[0].force[1] != 0.0f, "the box never touched the sand");
     free(x0);
     free(x1);
+}
+
+/* ---- CPIC ----------------------------------------------------------------- */
+
+Test(cpic, same_state_bitwise_for_any_thread_count, .timeout = 180)
+{
+    /* As above with CPIC: the G2P reaction is summed per particle chunk in
+     * order, so the bodies' state is bitwise the same too. */
+    float *x0, *x1;
+    firn_rigid r0[2], r1[2];
+    int n0, n1;
+    run_coupled(1, 1, &x0, r0, &n0);
+    run_coupled(3, 1, &x1, r1, &n1);
+    cr_assert_eq(n0, n1);
+    cr_assert(!memcmp(x0, x1, 3 * sizeof(float) * n0), "particle positions differ");
+    cr_assert(!memcmp(r0, r1, sizeof r0), "rigid states differ");
+    cr_assert(r0[0].force[1] != 0.0f, "the box never touched the sand");
+    free(x0);
+    free(x1);
+}
+
+Test(cpic, normal_record_is_sticky_and_separates_the_two_faces_of_a_plate)
+{
+    /* A static plate 0.3 dx thick: a particle above records +y; one far away
+     * records nothing; a node below the plate is across, one above is not,
+     * although both lie outside the plate (same SDF sign). */
+    for (int k = 0; k < 200; k++) {
+        firn_vec3 n = firn_v3(sinf(0.1f * k) * cosf(0.37f * k), cosf(0.1f * k),
+                              sinf(0.1f * k) * sinf(0.37f * k));
+        firn_vec3 u = firn_cpic_unpack(firn_cpic_pack(n));
+        cr_assert(firn_norm(firn_sub(u, n)) < 0.01f, "normal (%g, %g, %g) -> (%g, %g, %g)", n.v[0],
+                  n.v[1], n.v[2], u.v[0], u.v[1], u.v[2]);
+        cr_assert(firn_cpic_pack(n) != 0u);
+    }
+    firn_params P;
+    memset(&P, 0, sizeof P);
+    P.dx = 0.01f, P.inv_dx = 100.0f;
+    for (int a = 0; a < 3; a++)
+        P.lower[a] = -0.5f, P.n[a] = 101;
+    firn_rigid plate;
+    memset(&plate, 0, sizeof plate);
+    plate.shape = shape_of(FIRN_SDF_BOX, 0, 0.5f, 0.0015f, 0.5f, 0);
+    plate.q.q[0] = 1.0f;
+    plate.couple = 1;
+    float x[3 * 3] = {0.0f, 0.0f, 0.0f, 0.004f, 0.5f, 0.0f, 0.0f, 0.0f, 0.0f};
+    uint32_t rec[3] = {0, 0, 0};
+    firn_particles p;
+    memset(&p, 0, sizeof p);
+    p.n = 3, p.x = x, p.cpic = rec, p.cpic_slots = 1;
+    for (int i = 0; i < 3; i++)
+        firn_cpic_mark(i, &P, p, &plate, 1);
+    cr_assert(rec[0] != 0u && firn_cpic_unpack(rec[0]).v[1] > 0.99f, "record %08x", rec[0]);
+    cr_assert_eq(rec[1], 0u, "a particle 0.5 m away recorded %08x", rec[1]);
+    firn_cpic_ctx c;
+    cr_assert_eq(firn_cpic_load(&c, p, 0, 1), 1u);
+    /* The stencil's node layers lie at y = -0.01 (below), 0 (mid-plate) and
+     * 0.01 (above): the 9 nodes below are across, the 9 above are not. */
+    firn_stencil st = firn_make_stencil(&P, firn_v3(0.0f, 0.004f, 0.0f));
+    cr_assert_eq(st.base[1], 49);
+    unsigned mask = firn_cpic_stencil_mask(&P, &st, firn_v3(0.0f, 0.004f, 0.0f), &plate, c.n[0]);
+    for (int a = 0; a < 3; a++)
+        for (int cc = 0; cc < 3; cc++) {
+            cr_assert(mask & (1u << (9 * a + cc)), "node (%d, 0, %d) below not across", a, cc);
+            cr_assert(!(mask & (1u << (9 * a + 6 + cc))), "node (%d, 2, %d) above across", a, cc);
+        }
+    /* The same in a rotated frame: the plate turned 90 degrees about x
+     * (its thin axis now z), the particle above it in z. */
+    firn_rigid turned = plate;
+    turned.q = firn_quat_from_rotvec(firn_v3((float)M_PI / 2.0f, 0.0f, 0.0f));
+    float xz[3] = {0.0f, 0.0f, 0.004f};
+    uint32_t rz = 0;
+    firn_particles pz = p;
+    pz.n = 1, pz.x = xz, pz.cpic = &rz;
+    firn_cpic_mark(0, &P, pz, &turned, 1);
+    cr_assert(firn_cpic_unpack(rz).v[2] > 0.99f, "record %08x", rz);
+    st = firn_make_stencil(&P, firn_v3(0.0f, 0.0f, 0.004f));
+    mask = firn_cpic_stencil_mask(&P, &st, firn_v3(0.0f, 0.0f, 0.004f), &turned,
+                                  firn_cpic_unpack(rz));
+    for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 3; b++) {
+            cr_assert(mask & (1u << (9 * a + 3 * b)), "node (%d, %d, 0) below not across", a, b);
+            cr_assert(!(mask & (1u << (9 * a + 3 * b + 2))), "node (%d, %d, 2) across", a, b);
+        }
+    /* Moved through the plate, the particle keeps its side: the normal
+     * where it stands (-y) would flip it. */
+    uint32_t before = rec[0];
+    x[3 + 0] = -0.003f;
+    firn_cpic_mark(0, &P, p, &plate, 1);
+    cr_assert_eq(rec[0], before, "the record flipped");
+    /* A non-coupled body records nothing. */
+    plate.couple = 0;
+    firn_cpic_mark(0, &P, p, &plate, 1);
+    cr_assert_eq(rec[0], 0u);
+}
+
+/* A sand column dropped on a static plate 0.3 dx thick spanning the whole
+ * domain, placed between two node layers so that no node lies inside it.
+ * Returns the fraction of particles below the plate after t = 0.5 s. */
+static double fraction_through_plate(int cpic, double *ke_out)
+{
+    firn_scene_def def;
+    base_scene(&def, 1.0f / 32.0f);
+    for (int a = 0; a < 3; a++)
+        def.upper[a] = 0.5f;
+    firn_material_default(&def.materials[0], FIRN_MODEL_SAND);
+    snprintf(def.materials[0].name, FIRN_NAME_MAX, "sand");
+    add_box_body(&def, 0, (float[3]){0.25f, 0.35f, 0.25f}, (float[3]){0.16f, 0.16f, 0.16f}, NULL);
+    const float plate_y = 6.5f * def.dx, half = 0.15f * def.dx;
+    firn_rigid_def *r = add_rigid(&def, FIRN_RSHAPE_BOX, FIRN_RIGID_STATIC);
+    r->shape.center[0] = r->shape.center[2] = 0.25f;
+    r->shape.center[1] = plate_y;
+    r->shape.size[0] = r->shape.size[2] = 0.6f;
+    r->shape.size[1] = 2.0f * half;
+    def.coupling_cpic = cpic;
+    firn_world *w = make_world(&def);
+    cr_assert_eq(w->coupler.cpic, cpic);
+    run_frames(w, 30);
+    int below = 0;
+    for (int i = 0; i < w->p.n; i++)
+        below += w->p.x[w->p.n + i] < plate_y - half;
+    firn_frame_stats s;
+    firn_error err;
+    cr_assert_eq(firn_world_stats(w, &s, &err), 0, "%s", err.msg);
+    *ke_out = s.kinetic_energy / s.mass;
+    double f = (double)below / w->p.n;
+    firn_world_destroy(w);
+    return f;
+}
+
+Test(cpic, without_cpic_material_leaks_through_a_thin_plate_with_cpic_it_does_not, .timeout = 240)
+{
+    double ke_off, ke_on;
+    double off = fraction_through_plate(0, &ke_off);
+    double on = fraction_through_plate(1, &ke_on);
+    cr_assert(off > 0.5, "without CPIC only %.1f %% passed the plate", 100.0 * off);
+    cr_assert(on < 1e-3, "with CPIC %.2f %% passed the plate", 100.0 * on);
+    /* It rests on the plate rather than hovering in motion. */
+    cr_assert(ke_on < 0.5 * 0.02 * 0.02, "sand on the plate still moving: ke/m = %g J/kg", ke_on);
+}
+
+/* ---- keyframes -------------------------------------------------------------- */
+
+/* A kinematic box following three keyframes: +x at 0.4 m/s turning 90
+ * degrees about z in the first half second, then +y at 0.4 m/s. */
+static firn_rigid_def *add_keyframed(firn_scene_def *def)
+{
+    firn_rigid_def *r = add_rigid(def, FIRN_RSHAPE_BOX, FIRN_RIGID_KINEMATIC);
+    r->n_keyframes = 3;
+    const float t[3] = {0.0f, 0.5f, 1.0f}, x[3][3] = {{0.2f, 0.3f, 0.5f}, {0.4f, 0.3f, 0.5f},
+                                                     {0.4f, 0.5f, 0.5f}};
+    for (int k = 0; k < 3; k++) {
+        r->keyframes[k].t = t[k];
+        for (int a = 0; a < 3; a++)
+            r->keyframes[k].position[a] = x[k][a];
+        r->keyframes[k].rotation[2] = k ? 90.0f : 0.0f;
+    }
+    return r;
+}
+
+static void expect_body(const firn_rigid *b, const float x[3], const float v[3], float wz,
+                        float angle, const char *when)
+{
+    for (int a = 0; a < 3; a++) {
+        cr_assert(fabsf(b->x[a] - x[a]) < 1e-5f, "%s: x[%d] = %g, want %g", when, a, b->x[a], x[a]);
+        cr_assert(fabsf(b->v[a] - v[a]) < 1e-5f, "%s: v[%d] = %g, want %g", when, a, b->v[a], v[a]);
+        float w = a == 2 ? wz : 0.0f;
+        cr_assert(fabsf(b->w[a] - w) < 1e-4f, "%s: w[%d] = %g, want %g", when, a, b->w[a], w);
+    }
+    firn_vec3 ex = firn_quat_rotate(b->q, firn_v3(1.0f, 0.0f, 0.0f));
+    cr_assert(fabsf(ex.v[0] - cosf(angle)) < 1e-5f && fabsf(ex.v[1] - sinf(angle)) < 1e-5f,
+              "%s: x axis -> (%g, %g), want %g rad", when, ex.v[0], ex.v[1], angle);
+}
+
+Test(keyframes, pose_and_velocity_between_keyframes)
+{
+    firn_scene_def def;
+    base_scene(&def, 1.0f / 32.0f);
+    for (int a = 0; a < 3; a++)
+        def.gravity[a] = 0.0f;
+    firn_material_default(&def.materials[0], FIRN_MODEL_ELASTIC);
+    snprintf(def.materials[0].name, FIRN_NAME_MAX, "m");
+    add_box_body(&def, 0, (float[3]){0.85f, 0.85f, 0.85f}, (float[3]){0.05f, 0.05f, 0.05f}, NULL);
+    add_keyframed(&def)->couple = 0;
+    firn_world *w = make_world(&def);
+    const float pi = (float)M_PI;
+    /* The first segment's velocities from the start. */
+    expect_body(&w->rigids[0], (float[3]){0.2f, 0.3f, 0.5f}, (float[3]){0.4f, 0.0f, 0.0f}, pi, 0.0f,
+                "t = 0");
+    firn_error err;
+    cr_assert_eq(firn_world_run_substeps(w, 50, 0.005f, &err), 0, "%s", err.msg);
+    expect_body(&w->rigids[0], (float[3]){0.3f, 0.3f, 0.5f}, (float[3]){0.4f, 0.0f, 0.0f}, pi,
+                pi / 4.0f, "t = 0.25");
+    cr_assert_eq(firn_world_run_substeps(w, 100, 0.005f, &err), 0, "%s", err.msg);
+    expect_body(&w->rigids[0], (float[3]){0.4f, 0.4f, 0.5f}, (float[3]){0.0f, 0.4f, 0.0f}, 0.0f,
+                pi / 2.0f, "t = 0.75");
+    cr_assert_eq(firn_world_run_substeps(w, 100, 0.005f, &err), 0, "%s", err.msg);
+    expect_body(&w->rigids[0], (float[3]){0.4f, 0.5f, 0.5f}, (float[3]){0.0f, 0.0f, 0.0f}, 0.0f,
+                pi / 2.0f, "t = 1.25, after the last keyframe");
+    /* firn_key_pose directly, inside a segment: slerp at a third. */
+    float x[3];
+    firn_quat q;
+    firn_key_pose(&w->rigids[0], 0.5 / 3.0, x, &q);
+    firn_vec3 ex = firn_quat_rotate(q, firn_v3(1.0f, 0.0f, 0.0f));
+    cr_assert(fabsf(x[0] - (0.2f + 0.2f / 3.0f)) < 1e-6f && fabsf(ex.v[1] - sinf(pi / 6.0f)) < 1e-6f,
+              "x = %g, sin = %g", x[0], ex.v[1]);
+    firn_world_destroy(w);
+}
+
+Test(keyframes, the_coupling_sees_the_keyframe_velocity)
+{
+    /* A frictionless keyframed box moving +x at 0.5 m/s through the side
+     * of a block at rest: after one substep the nodes at its leading face
+     * move with it, at exactly its speed. */
+    firn_scene_def def;
+    base_scene(&def, 1.0f / 32.0f);
+    for (int a = 0; a < 3; a++)
+        def.gravity[a] = 0.0f;
+    firn_material_default(&def.materials[0], FIRN_MODEL_ELASTIC);
+    snprintf(def.materials[0].name, FIRN_NAME_MAX, "m");
+    add_box_body(&def, 0, (float[3]){0.5f, 0.5f, 0.5f}, (float[3]){0.2f, 0.2f, 0.2f}, NULL);
+    firn_rigid_def *r = add_rigid(&def, FIRN_RSHAPE_BOX, FIRN_RIGID_KINEMATIC);
+    r->shape.size[0] = 0.1f, r->shape.size[1] = r->shape.size[2] = 0.3f;
+    r->friction = 0.0f;
+    r->n_keyframes = 2;
+    r->keyframes[0].position[0] = 0.42f, r->keyframes[1].position[0] = 0.92f;
+    r->keyframes[1].t = 1.0f;
+    for (int k = 0; k < 2; k++)
+        r->keyframes[k].position[1] = r->keyframes[k].position[2] = 0.5f;
+    firn_world *w = make_world(&def);
+    firn_error err;
+    cr_assert_eq(firn_world_substep(w, 1e-4f, &err), 0, "%s", err.msg);
+    float vmax = 0.0f;
+    for (long long node = 0; node < w->grid.nodes; node++)
+        if (w->grid.node[4 * node + 3] > 0.0f)
+            vmax = fmaxf(vmax, w->grid.node[4 * node]);
+    cr_assert(fabsf(vmax - 0.5f) < 1e-5f, "fastest node %g m/s, the body moves at 0.5", vmax);
+    firn_world_destroy(w);
 }
 
 /* ---- scene keys and stats ------------------------------------------------- */
@@ -655,7 +894,7 @@ Test(coupling_scene, bad_rigids_name_the_key_path)
                  "rigids[1].name: \"a\": duplicate");
     expect_error(",\"rigids\": [{\"motion\": \"static\"}]", "rigids[0].shape: missing");
     expect_error(",\"coupling\": {\"rigid_mpm\": 1}", "coupling.rigid_mpm: expected true or false");
-    expect_error(",\"coupling\": {\"cpic\": true}", "coupling.cpic");
+    expect_error(",\"coupling\": {\"cpic\": 1}", "coupling.cpic: expected true or false");
 }
 
 Test(coupling_scene, stats_line_carries_every_rigid)
@@ -692,4 +931,36 @@ Test(coupling_scene, stats_line_carries_every_rigid)
     for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
         cr_assert(strstr(line, keys[k]), "stats line lacks %s: %s", keys[k], line);
     firn_world_destroy(w);
+}
+
+Test(keyframes, scene_keys_parse_and_bad_ones_name_the_path)
+{
+    firn_scene_def def;
+    firn_error err;
+    int rc = parse(",\"rigids\": [{\"shape\": {\"type\": \"box\"}, \"motion\": \"kinematic\","
+                   " \"keyframes\": [{\"t\": 0, \"position\": [0.5, 0.5, 0.5]},"
+                   " {\"t\": 2, \"position\": [0.6, 0.5, 0.5], \"rotation\": [0, 45, 0]}]}]",
+                   &def, &err);
+    cr_assert_eq(rc, FIRN_OK, "%s", err.msg);
+    cr_assert_eq(def.rigids[0].n_keyframes, 2);
+    cr_assert(def.rigids[0].keyframes[1].t == 2.0f && def.rigids[0].keyframes[1].rotation[1] == 45.0f);
+    expect_error(",\"rigids\": [{\"shape\": {\"type\": \"box\"}, \"motion\": \"dynamic\","
+                 " \"keyframes\": [{\"t\": 0, \"position\": [0.5, 0.5, 0.5]}]}]",
+                 "rigids[0].keyframes: only a kinematic body follows keyframes");
+    expect_error(",\"rigids\": [{\"shape\": {\"type\": \"box\"}, \"motion\": \"kinematic\","
+                 " \"keyframes\": [{\"t\": 1, \"position\": [0.5, 0.5, 0.5]},"
+                 " {\"t\": 1, \"position\": [0.5, 0.5, 0.5]}]}]",
+                 "rigids[0].keyframes[1].t: 1: must be after the previous keyframe's 1");
+    expect_error(",\"rigids\": [{\"shape\": {\"type\": \"box\"}, \"motion\": \"kinematic\","
+                 " \"velocity\": [1, 0, 0], \"keyframes\": [{\"t\": 0, \"position\": [0.5, 0.5, 0.5]}]}]",
+                 "rigids[0].velocity: the keyframes give");
+    expect_error(",\"rigids\": [{\"shape\": {\"type\": \"box\"}, \"motion\": \"kinematic\","
+                 " \"keyframes\": [{\"t\": 0}]}]",
+                 "rigids[0].keyframes[0].position: missing");
+    expect_error(",\"rigids\": [{\"shape\": {\"type\": \"box\"}, \"motion\": \"kinematic\","
+                 " \"keyframes\": [{\"t\": 0, \"position\": [0, 0, 0], \"speed\": 1}]}]",
+                 "rigids[0].keyframes[0].speed: unknown key");
+    expect_error(",\"rigids\": [{\"shape\": {\"type\": \"box\"}, \"motion\": \"kinematic\","
+                 " \"keyframes\": []}]",
+                 "rigids[0].keyframes: 0 keyframes");
 }

@@ -1,6 +1,7 @@
 /* test_gpu_coupling.c - GPU twins of the coupling tests (test_coupling.c):
  * the CUDA path's rigid step and coupled grid update against the CPU path
- * on the same scene, and Newton's third law on the device. The force sum
+ * on the same scene, Newton's third law on the device, and CPIC (the thin
+ * plate holds; CPU and GPU agree). The force sum
  * is a warp reduction plus double atomics there, so agreement is to
  * rounding, not bitwise. Every test skips, and only, without a usable GPU. */
 #include <criterion/criterion.h>
@@ -131,4 +132,67 @@ Test(gpu_coupling, newtons_third_law_on_the_device, .timeout = 120)
     }
     cr_assert(scale > 0.0, "no contact");
     firn_world_destroy(w);
+}
+
+/* Sand dropped on a static plate 0.3 dx thick spanning the domain, CPIC on
+ * (test_coupling.c's thin-plate test). */
+static void plate_scene(firn_scene_def *def)
+{
+    firn_scene_default(def);
+    def->dx = 1.0f / 32.0f;
+    def->write_ply = def->write_preview = 0;
+    for (int a = 0; a < 3; a++)
+        def->upper[a] = 0.5f;
+    def->n_materials = 1;
+    firn_material_default(&def->materials[0], FIRN_MODEL_SAND);
+    snprintf(def->materials[0].name, FIRN_NAME_MAX, "sand");
+    def->n_bodies = 1;
+    firn_body_def *b = &def->bodies[0];
+    firn_body_default(b);
+    b->shape.center[0] = b->shape.center[2] = 0.25f;
+    b->shape.center[1] = 0.35f;
+    for (int a = 0; a < 3; a++)
+        b->shape.size[a] = 0.16f;
+    b->seed = 3;
+    def->n_rigids = 1;
+    firn_rigid_def *r = &def->rigids[0];
+    firn_rigid_default(r);
+    r->shape.type = FIRN_RSHAPE_BOX;
+    r->shape.center[0] = r->shape.center[2] = 0.25f;
+    r->shape.center[1] = 6.5f * def->dx;
+    r->shape.size[0] = r->shape.size[2] = 0.6f;
+    r->shape.size[1] = 0.3f * def->dx;
+    def->coupling_cpic = 1;
+}
+
+Test(gpu_coupling, cpic_holds_a_thin_plate_and_matches_the_cpu_path, .timeout = 120)
+{
+    require_gpu();
+    firn_scene_def def;
+    plate_scene(&def);
+    firn_world *cpu = make_world(&def, FIRN_BACKEND_CPU), *gpu = make_world(&def, FIRN_BACKEND_CUDA);
+    firn_error err;
+    /* Through the impact (the column lands after about 0.12 s). */
+    for (int s = 0; s < 400; s++) {
+        cr_assert_eq(firn_world_substep(cpu, 4e-4f, &err), 0, "%s", err.msg);
+        cr_assert_eq(firn_world_substep(gpu, 4e-4f, &err), 0, "%s", err.msg);
+    }
+    firn_frame_stats sc, sg;
+    cr_assert_eq(firn_world_stats(cpu, &sc, &err), 0, "%s", err.msg);
+    cr_assert_eq(firn_world_stats(gpu, &sg, &err), 0, "%s", err.msg);
+    for (int a = 0; a < 3; a++)
+        cr_assert(fabs(sc.center_of_mass[a] - sg.center_of_mass[a]) < 2e-3,
+                  "centre of mass[%d]: cpu %g gpu %g", a, sc.center_of_mass[a], sg.center_of_mass[a]);
+    cr_assert(fabs(sc.rigids[0].force[1] - sg.rigids[0].force[1]) <
+                  0.05 * fabs(sc.rigids[0].force[1]) + 1e-3,
+              "plate force: cpu %g gpu %g", sc.rigids[0].force[1], sg.rigids[0].force[1]);
+    firn_particles_view p;
+    cr_assert_eq(firn_world_particles(gpu, &p, &err), 0, "%s", err.msg);
+    const float bottom = (6.5f - 0.15f) * def.dx;
+    long long below = 0;
+    for (long long i = 0; i < p.n; i++)
+        below += p.x[p.n + i] < bottom;
+    cr_assert_eq(below, 0, "%lld of %lld particles passed the plate on the GPU", below, p.n);
+    firn_world_destroy(cpu);
+    firn_world_destroy(gpu);
 }
