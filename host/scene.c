@@ -1188,6 +1188,8 @@ static int parse_rigid(const ctx *c, const cJSON *j, const char *path, int index
             return -1;
         r->n_keyframes++;
     }
+    /* The body starts at its first keyframe's position. */
+    memcpy(r->shape.center, r->keyframes[0].position, sizeof r->shape.center);
     return 0;
 }
 
@@ -1337,7 +1339,7 @@ int firn_scene_parse_json(const char *text, const char *name, firn_scene_def *de
         malformed(text, end ? end : cJSON_GetErrorPtr(), file, err);
         return FIRN_E_SCENE;
     }
-    /* About 10 KB: kept off the stack, and def is only written on success. */
+    /* About 33 KB: kept off the stack, and def is only written on success. */
     tmp = malloc(sizeof *tmp);
     if (!tmp) {
         cJSON_Delete(root);

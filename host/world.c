@@ -144,6 +144,8 @@ static float rigid_speed(firn_world *w)
         }
         float v = sqrtf(b->v[0] * b->v[0] + b->v[1] * b->v[1] + b->v[2] * b->v[2]);
         float om = sqrtf(b->w[0] * b->w[0] + b->w[1] * b->w[1] + b->w[2] * b->w[2]);
+        if (b->n_keys > 0 && b->motion == FIRN_MOTION_KINEMATIC) /* the coming frame's keyframes */
+            firn_key_max_speed(b, b->time, b->time + w->def.frame_dt, &v, &om);
         s = firn_maxf(s, v + om * reach);
     }
     return s;

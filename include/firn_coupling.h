@@ -117,6 +117,22 @@ static inline FIRN_HD void firn_key_velocity(const firn_rigid *b, double t, floa
     }
 }
 
+/* Largest speed and angular speed of a keyframed body over the times
+ * [t0, t1] (the CFL step must hold for a segment starting mid-frame). */
+static inline FIRN_HD void firn_key_max_speed(const firn_rigid *b, double t0, double t1, float *v,
+                                              float *w)
+{
+    *v = *w = 0.0f;
+    for (int i = 0; i + 1 < b->n_keys; i++) {
+        if (b->key[i + 1].t <= t0 || b->key[i].t >= t1)
+            continue;
+        float vi[3], wi[3];
+        firn_key_velocity(b, b->key[i].t, vi, wi);
+        *v = firn_maxf(*v, sqrtf(vi[0] * vi[0] + vi[1] * vi[1] + vi[2] * vi[2]));
+        *w = firn_maxf(*w, sqrtf(wi[0] * wi[0] + wi[1] * wi[1] + wi[2] * wi[2]));
+    }
+}
+
 /* One rigid step of length dt (semi-implicit Euler): acc holds the coupling
  * force and torque of the previous substep and is cleared. Dynamic bodies
  * feel gravity and that force; kinematic ones move with their prescribed

@@ -18,7 +18,7 @@
 enum { FIRN_SDF_PLANE = 0, FIRN_SDF_SPHERE, FIRN_SDF_BOX, FIRN_SDF_CAPSULE, FIRN_SDF_CYLINDER,
        FIRN_SDF_MESH, FIRN_SDF_COUNT };
 
-/* A shape in its own frame. 88 bytes. */
+/* A shape in its own frame. 96 bytes. */
 typedef struct {
     int type;
     int axis;        /* capsule, cylinder: 0 x, 1 y, 2 z */
