@@ -49,7 +49,8 @@ typedef struct {
     int couple;        /* takes part in coupling */
     float friction, softness, restitution;
     float force[3], torque[3]; /* coupling force / torque applied in the last step */
-    double impulse[FIRN_RIGID_ACC]; /* sum of force dt and torque dt applied since the start */
+    float couple_dt;           /* substep of the coupling whose impulse acc holds [s] */
+    double impulse[FIRN_RIGID_ACC]; /* sum of the coupling impulses applied since the start */
     double time;       /* [s] since the start */
     int n_keys;        /* kinematic: keyframes followed (0: constant v and omega) */
     firn_key key[FIRN_RIGID_KEYS];
@@ -142,14 +143,20 @@ static inline FIRN_HD void firn_key_max_speed(const firn_rigid *b, double t0, do
  * renormalised anyway). */
 static inline FIRN_HD void firn_rigid_step(firn_rigid *b, double *acc, const float g[3], float dt)
 {
-    for (int a = 0; a < 3; a++) {
-        b->force[a] = (float)acc[a];
-        b->torque[a] = (float)acc[3 + a];
-    }
+    /* acc holds the previous coupling's impulse; the force it reports is
+     * that impulse over the previous coupling's substep. */
+    const double dtp = b->couple_dt > 0.0f ? (double)b->couple_dt : (double)dt;
+    float J[FIRN_RIGID_ACC];
     for (int k = 0; k < FIRN_RIGID_ACC; k++) {
-        b->impulse[k] += acc[k] * (double)dt;
+        J[k] = (float)acc[k];
+        b->impulse[k] += acc[k];
         acc[k] = 0.0;
     }
+    for (int a = 0; a < 3; a++) {
+        b->force[a] = (float)((double)J[a] / dtp);
+        b->torque[a] = (float)((double)J[3 + a] / dtp);
+    }
+    b->couple_dt = dt; /* this substep's coupling runs with dt */
     const double t0 = b->time;
     b->time = t0 + (double)dt;
     if (b->motion == FIRN_MOTION_STATIC)
@@ -161,8 +168,8 @@ static inline FIRN_HD void firn_rigid_step(firn_rigid *b, double *acc, const flo
     }
     if (b->motion == FIRN_MOTION_DYNAMIC) {
         for (int a = 0; a < 3; a++) {
-            b->v[a] += dt * (g[a] + b->force[a] * b->inv_mass);
-            b->L[a] += dt * b->torque[a];
+            b->v[a] += dt * g[a] + J[a] * b->inv_mass;
+            b->L[a] += J[3 + a];
         }
         firn_vec3 w = firn_rigid_omega(b, firn_v3(b->L[0], b->L[1], b->L[2]));
         for (int a = 0; a < 3; a++)
@@ -208,11 +215,14 @@ static inline FIRN_HD int firn_rigid_collide(const firn_rigid *b, firn_vec3 rx, 
 }
 
 /* Adds the reaction of a momentum change m (v2 - v) at offset rx to the
- * body's accumulator: force F = -m (v2 - v) / dt, torque rx x F. */
+ * body's accumulator as an impulse: J = -m (v2 - v) [N s], angular impulse
+ * rx x J. Impulses, not forces: the next rigid step may have another dt
+ * (CFL changes it between frames), and J / dt_old applied over dt_new would
+ * create or destroy momentum. */
 static inline FIRN_HD void firn_rigid_react(firn_vec3 rx, firn_vec3 v, firn_vec3 v2, float m,
-                                            float dt, double *acc)
+                                            double *acc)
 {
-    firn_vec3 F = firn_scale(firn_sub(v2, v), -m / dt);
+    firn_vec3 F = firn_scale(firn_sub(v2, v), -m);
     firn_vec3 T = firn_cross(rx, F);
     for (int a = 0; a < 3; a++) {
         acc[a] += (double)F.v[a];
@@ -222,10 +232,9 @@ static inline FIRN_HD void firn_rigid_react(firn_vec3 rx, firn_vec3 v, firn_vec3
 
 /* The SDF impulse of one body at one grid node (PHYSICS.md s4): node at xn
  * with mass m and velocity v (after gravity). Returns the new velocity and
- * adds the body's force -dp/dt and torque (xn - com) x F to acc[6]. */
+ * adds the body's impulse -dp and angular impulse (xn - com) x (-dp) to acc[6]. */
 static inline FIRN_HD firn_vec3 firn_rigid_node_impulse(const firn_rigid *b, firn_vec3 xn,
-                                                        firn_vec3 v, float m, float dt,
-                                                        double *acc)
+                                                        firn_vec3 v, float m, double *acc)
 {
     firn_vec3 n, com = firn_rigid_pos(b);
     float d = firn_sdf_world(&b->shape, com, b->q, xn, &n);
@@ -235,7 +244,7 @@ static inline FIRN_HD firn_vec3 firn_rigid_node_impulse(const firn_rigid *b, fir
     firn_vec3 rx = firn_sub(xn, com), v2;
     if (!firn_rigid_collide(b, rx, v, n, influence, &v2))
         return v;
-    firn_rigid_react(rx, v, v2, m, dt, acc);
+    firn_rigid_react(rx, v, v2, m, acc);
     return v2;
 }
 
@@ -263,7 +272,7 @@ static inline FIRN_HD void firn_grid_node_rigid(long long node, const firn_param
     firn_vec3 xn = firn_node_position(node, P);
     for (int k = 0; k < nb; k++)
         if (bodies[k].couple)
-            v = firn_rigid_node_impulse(&bodies[k], xn, v, m, P->dt, acc + FIRN_RIGID_ACC * k);
+            v = firn_rigid_node_impulse(&bodies[k], xn, v, m, acc + FIRN_RIGID_ACC * k);
     firn_grid_store_velocity(node, g, firn_grid_walls(node, P, v));
 }
 

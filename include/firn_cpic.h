@@ -295,7 +295,7 @@ static inline FIRN_HD int firn_g2p_particle_cpic(int i, const firn_params *P,
     const float m = p.vol[i] * mats[p.mat[i]].rho;
     for (unsigned mk = have; mk; mk &= mk - 1) {
         int k = firn_ctz(mk);
-        firn_rigid_react(firn_sub(x, firn_rigid_pos(&bodies[k])), vp, resp[k], m * W[k], P->dt,
+        firn_rigid_react(firn_sub(x, firn_rigid_pos(&bodies[k])), vp, resp[k], m * W[k],
                          acc + FIRN_RIGID_ACC * k);
     }
     for (unsigned mk = c.near; mk; mk &= mk - 1) {
@@ -303,7 +303,7 @@ static inline FIRN_HD int firn_g2p_particle_cpic(int i, const firn_params *P,
         firn_vec3 nk = firn_scale(c.n[k], 1.0f / firn_norm(c.n[k]));
         firn_vec3 v2 = firn_cpic_contact(&bodies[k], x, v, nk, P->dt);
         if (v2.v[0] != v.v[0] || v2.v[1] != v.v[1] || v2.v[2] != v.v[2]) {
-            firn_rigid_react(firn_sub(x, firn_rigid_pos(&bodies[k])), v, v2, m, P->dt,
+            firn_rigid_react(firn_sub(x, firn_rigid_pos(&bodies[k])), v, v2, m,
                              acc + FIRN_RIGID_ACC * k);
             v = v2;
         }

@@ -40,7 +40,7 @@ static __global__ void grid_update_rigid(firn_params P, firn_grid g, const firn_
     for (int k = 0; k < nb; k++) {
         double a[FIRN_RIGID_ACC] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
         if (has && bodies[k].couple)
-            v = firn_rigid_node_impulse(&bodies[k], xn, v, m, P.dt, a);
+            v = firn_rigid_node_impulse(&bodies[k], xn, v, m, a);
         for (int c = 0; c < FIRN_RIGID_ACC; c++) {
             double s = warp_sum(a[c]);
             if (lane == 0 && s != 0.0)

@@ -428,8 +428,12 @@ extern "C" int firn_cuda_run(firn_world *w, int nsub, float dt, firn_error *err)
     account_time(w, s);
     if (bad == INT_MAX)
         return -1;
+    /* Reset on the world's stream (a legacy-stream copy would not order
+     * with this non-blocking stream), and wait for it. */
     static const int none = INT_MAX;
-    FIRN_CUDA_CHECK(cudaMemcpy(s->bad, &none, sizeof none, cudaMemcpyHostToDevice), err);
+    FIRN_CUDA_CHECK(cudaMemcpyAsync(s->bad, &none, sizeof none, cudaMemcpyHostToDevice, s->stream),
+                    err);
+    FIRN_CUDA_CHECK(cudaStreamSynchronize(s->stream), err);
     return bad;
 }
 
