@@ -283,17 +283,24 @@ long long firn_world_particle_count(const firn_world *w) { return w->p.n; }
 const firn_scene_def *firn_world_scene(const firn_world *w) { return &w->def; }
 firn_profile firn_world_profile(const firn_world *w) { return w->prof; }
 
-static int report_nonfinite(firn_world *w, int bad, firn_error *err)
+/* The CPU path stops at the failing substep; the GPU checks once per call of
+ * nsub substeps, so it names the range and the lowest bad particle index. */
+static int report_nonfinite(firn_world *w, int bad, int nsub, firn_error *err)
 {
-    if (w->cuda)
+    char when[96];
+    if (w->cuda) {
         firn_cuda_download(w, err);
+        snprintf(when, sizeof when, "substeps %lld-%lld", w->substeps - nsub + 1, w->substeps);
+    } else {
+        snprintf(when, sizeof when, "substep %lld", w->substeps);
+    }
     int m = w->p.mat[bad];
     firn_set_error(err, FIRN_E_NUMERIC,
-                   "%s: frame %d (t = %.6g s, substep %lld): particle %d of material '%s' has a "
+                   "%s: frame %d (t = %.6g s, %s): particle %d of material '%s' has a "
                    "non-finite position or velocity; the state is not written. Likely causes: a "
                    "time step too large for the material (dt = %g s), or extreme parameters",
-                   prefix(&w->def), w->frame + 1, w->time, w->substeps, bad,
-                   w->def.materials[m].name, w->params.dt);
+                   prefix(&w->def), w->frame + 1, w->time, when, bad, w->def.materials[m].name,
+                   w->params.dt);
     return -1;
 }
 
@@ -308,14 +315,14 @@ int firn_world_run_substeps(firn_world *w, int nsub, float dt, firn_error *err)
         w->rigids_stale = 1;
         w->substeps += nsub;
         w->time += (double)nsub * dt;
-        return bad >= 0 ? report_nonfinite(w, bad, err) : 0;
+        return bad >= 0 ? report_nonfinite(w, bad, nsub, err) : 0;
     }
     for (int s = 0; s < nsub; s++) {
         int bad = firn_cpu_substep(w);
         w->substeps++;
         w->time += dt;
         if (bad >= 0)
-            return report_nonfinite(w, bad, err);
+            return report_nonfinite(w, bad, 1, err);
     }
     return 0;
 }
