@@ -84,7 +84,7 @@ $(BUILD)/libfirn.a: $(filter-out $(CLI_OBJ),$(HOST_OBJ)) $(CU_OBJ)
 $(BUILD)/firn: $(CLI_OBJ) $(BUILD)/libfirn.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/%.o: %.c $(wildcard include/*.h host/*.h)
+$(BUILD)/%.o: %.c $(wildcard include/*.h host/*.h test/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c -o $@ $<
 

@@ -16,18 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpu_skip.h"
 #include "world.h"
 
-static void require_gpu(void)
-{
-    char why[512];
-    if (!firn_cuda_available())
-        cr_skip("no usable CUDA GPU: this firn was built without CUDA");
-    if (firn_cuda_device_count() == 0) {
-        firn_cuda_device_describe(0, why, sizeof why);
-        cr_skip("no usable CUDA GPU: %s", why);
-    }
-}
 
 static const char *model_label(firn_model m)
 {

@@ -11,18 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpu_skip.h"
 #include "world.h"
 
-static void require_gpu(void)
-{
-    char why[512];
-    if (!firn_cuda_available())
-        cr_skip("no usable CUDA GPU: this firn was built without CUDA");
-    if (firn_cuda_device_count() == 0) {
-        firn_cuda_device_describe(0, why, sizeof why);
-        cr_skip("no usable CUDA GPU: %s", why);
-    }
-}
 
 /* Sand bed, a dynamic tilted box falling into it and a kinematic spinning
  * cylinder ploughing it; no gravity when `free` (Newton's third law). */
