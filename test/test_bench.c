@@ -15,6 +15,7 @@
 
 #include "bench.h"
 #include "world.h"
+#include "test_util.h"
 
 /* ---------------------------------------------------------------- arithmetic */
 
@@ -172,35 +173,13 @@ Test(bench_scene, fewer_than_1000_particles_is_a_usage_error)
 static char dir[64];
 static char out[8192];
 
-static void setup(void)
-{
-    snprintf(dir, sizeof dir, "/tmp/firn_bench_XXXXXX");
-    cr_assert(mkdtemp(dir), "mkdtemp");
-}
+static void setup(void) { test_mkdtemp(dir, sizeof dir, "bench"); }
 
-static void teardown(void)
-{
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    cr_assert_eq(system(cmd), 0);
-}
+static void teardown(void) { test_rmdir(dir); }
 
 /* Runs `firn ARGS` in the temporary folder (bench always creates out/bench
  * in its working directory) and returns its exit status; output in out. */
-static int firn_in_dir(const char *args)
-{
-    const char *bin = getenv("FIRN_BIN") ? getenv("FIRN_BIN") : "build/firn";
-    char abs[PATH_MAX], cmd[PATH_MAX + 1024];
-    cr_assert(realpath(bin, abs), "no firn binary at %s (set FIRN_BIN)", bin);
-    snprintf(cmd, sizeof cmd, "cd %s && %s %s 2>&1", dir, abs, args);
-    FILE *f = popen(cmd, "r");
-    cr_assert(f, "cannot run %s", cmd);
-    size_t n = fread(out, 1, sizeof out - 1, f);
-    out[n] = '\0';
-    int st = pclose(f);
-    cr_assert(WIFEXITED(st), "firn %s did not exit normally", args);
-    return WEXITSTATUS(st);
-}
+static int firn_in_dir(const char *args) { return test_run_firn(out, sizeof out, dir, args); }
 
 static char *slurp(const char *path)
 {

@@ -13,37 +13,17 @@
 #include <cJSON.h>
 
 #include "firn.h"
+#include "test_util.h"
 
 static char dir[64];
 static char out[4096];
 
-static void setup(void)
-{
-    snprintf(dir, sizeof dir, "/tmp/firn_cli_XXXXXX");
-    cr_assert(mkdtemp(dir), "mkdtemp");
-}
+static void setup(void) { test_mkdtemp(dir, sizeof dir, "cli"); }
 
-static void teardown(void)
-{
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    cr_assert_eq(system(cmd), 0);
-}
+static void teardown(void) { test_rmdir(dir); }
 
 /* Runs `firn ARGS` and returns its exit status; stderr+stdout in out. */
-static int firn(const char *args)
-{
-    const char *bin = getenv("FIRN_BIN") ? getenv("FIRN_BIN") : "build/firn";
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "%s %s 2>&1", bin, args);
-    FILE *f = popen(cmd, "r");
-    cr_assert(f, "cannot run %s", cmd);
-    size_t n = fread(out, 1, sizeof out - 1, f);
-    out[n] = '\0';
-    int st = pclose(f);
-    cr_assert(WIFEXITED(st), "firn %s did not exit normally", args);
-    return WEXITSTATUS(st);
-}
+static int firn(const char *args) { return test_run_firn(out, sizeof out, NULL, args); }
 
 static const char *write_scene(const char *name, const char *json)
 {

@@ -11,22 +11,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "test_util.h"
 #include "world.h"
 
 static char tmpdir[64];
 
-static void make_tmpdir(void)
-{
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/firn_mesh_XXXXXX");
-    cr_assert(mkdtemp(tmpdir), "mkdtemp failed");
-}
+static void make_tmpdir(void) { test_mkdtemp(tmpdir, sizeof tmpdir, "mesh"); }
 
-static void remove_tmpdir(void)
-{
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    cr_assert_eq(system(cmd), 0);
-}
+static void remove_tmpdir(void) { test_rmdir(tmpdir); }
 
 static const char *write_file(const char *name, const char *text)
 {

@@ -1,0 +1,48 @@
+/* test_util.h - helpers the end-to-end tests share: a private temporary
+ * folder per test, and running the firn binary (FIRN_BIN, default
+ * build/firn) with its output captured. */
+#ifndef FIRN_TEST_UTIL_H
+#define FIRN_TEST_UTIL_H
+
+#include <criterion/criterion.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* Makes /tmp/firn_<tag>_XXXXXX into dir (at least 64 bytes). */
+static inline void test_mkdtemp(char *dir, size_t size, const char *tag)
+{
+    snprintf(dir, size, "/tmp/firn_%s_XXXXXX", tag);
+    cr_assert(mkdtemp(dir), "mkdtemp %s", dir);
+}
+
+static inline void test_rmdir(const char *dir)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+/* Runs `firn ARGS` (in folder cwd when not NULL) and returns its exit
+ * status; stdout and stderr together go to out. */
+static inline int test_run_firn(char *out, size_t size, const char *cwd, const char *args)
+{
+    const char *bin = getenv("FIRN_BIN") ? getenv("FIRN_BIN") : "build/firn";
+    char abs[PATH_MAX], cmd[PATH_MAX + 2048];
+    cr_assert(realpath(bin, abs), "no firn binary at %s (set FIRN_BIN)", bin);
+    if (cwd)
+        snprintf(cmd, sizeof cmd, "cd '%s' && %s %s 2>&1", cwd, abs, args);
+    else
+        snprintf(cmd, sizeof cmd, "%s %s 2>&1", abs, args);
+    FILE *f = popen(cmd, "r");
+    cr_assert(f, "cannot run %s", cmd);
+    size_t n = fread(out, 1, size - 1, f);
+    out[n] = '\0';
+    int st = pclose(f);
+    cr_assert(WIFEXITED(st), "firn %s did not exit normally", args);
+    return WEXITSTATUS(st);
+}
+
+#endif
