@@ -59,9 +59,9 @@ static int run_case(bench_result *r, const bench_opts *o, double copy_bw, firn_e
     if (r->backend == FIRN_BACKEND_CUDA) {
         r->memory_bytes = (double)(firn_cuda_used_bytes() - used0);
     } else {
-        /* Particle state, grid (mass + momentum), CPU binning scratch. */
-        r->memory_bytes = (double)r->particles * (109.0 + 8.0) + (double)r->nodes * 16.0 +
-                          (double)w->bins.nblocks * 8.0;
+        firn_memory m;
+        firn_world_memory(w, &m);
+        r->memory_bytes = m.host;
     }
     r->bytes_per_particle = r->memory_bytes / (double)r->particles;
     r->dt = firn_world_cfl_dt(w);

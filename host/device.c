@@ -68,6 +68,12 @@ double firn_cuda_copy_bandwidth(size_t bytes)
 
 size_t firn_cuda_used_bytes(void) { return 0; }
 
+size_t firn_cuda_state_bytes(const firn_world *w)
+{
+    (void)w;
+    return 0;
+}
+
 #else
 /* Keeps this translation unit non-empty in CUDA builds (ISO C). */
 typedef int firn_device_c_unused;

@@ -50,6 +50,16 @@ static int cmd_info(void)
     return 0;
 }
 
+/* Bytes as MiB or GiB. */
+static const char *mem_str(double bytes, char *buf, size_t size)
+{
+    if (bytes >= 1024.0 * 1024.0 * 1024.0)
+        snprintf(buf, size, "%.2f GiB", bytes / (1024.0 * 1024.0 * 1024.0));
+    else
+        snprintf(buf, size, "%.1f MiB", bytes / (1024.0 * 1024.0));
+    return buf;
+}
+
 static int fail(const firn_error *err)
 {
     fprintf(stderr, "firn: error: %s\n", err->msg);
@@ -99,6 +109,14 @@ static int cmd_validate(int argc, char **argv)
     printf("  time: %d frames of %g s, %s dt = %.4g s, %d substeps in the first frame\n", def.frames,
            def.frame_dt, def.dt > 0.0f ? "fixed" : "CFL", def.frame_dt / nsub, nsub);
     printf("  output: %s (every %d frame%s)\n", def.out_dir, def.out_every, def.out_every > 1 ? "s" : "");
+    /* The world here is a CPU one: host is what the CPU path holds, device
+     * what the GPU path would allocate. */
+    firn_memory m;
+    firn_world_memory(w, &m);
+    char a[32], b[32];
+    printf("  memory: CPU path %s (%.0f B/particle); GPU %s on the device (%.0f B/particle)\n",
+           mem_str(m.host, a, sizeof a), m.per_particle, mem_str(m.device, b, sizeof b),
+           s.particles > 0 ? m.device / (double)s.particles : 0.0);
     firn_world_destroy(w);
     return 0;
 }

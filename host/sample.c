@@ -57,46 +57,79 @@ static int shape_contains(const firn_shape_def *s, const float x[3])
     }
 }
 
-/* Visits the samples of one body; with p == NULL only counts them. */
-static long long sample_body(const firn_body_def *b, int index, float dx, int mat_index, float jp0,
-                             firn_particles *p, int offset, long long capacity)
-{
-    uint64_t seed = b->seed ? b->seed : (uint64_t)index + 1;
-    float s = dx / cbrtf(b->particles_per_cell);
-    float lo[3], hi[3];
-    shape_bounds(&b->shape, lo, hi);
+/* The lattice of one body: spacing s, corner lo, cells[3] cells. */
+typedef struct {
+    const firn_body_def *b;
+    uint64_t seed;
+    float s, lo[3];
     int cells[3];
+} lattice;
+
+static lattice body_lattice(const firn_body_def *b, int index, float dx)
+{
+    lattice L;
+    L.b = b;
+    L.seed = b->seed ? b->seed : (uint64_t)index + 1;
+    L.s = dx / cbrtf(b->particles_per_cell);
+    float hi[3];
+    shape_bounds(&b->shape, L.lo, hi);
     for (int a = 0; a < 3; a++)
-        cells[a] = (int)ceilf((hi[a] - lo[a]) / s);
+        L.cells[a] = (int)ceilf((hi[a] - L.lo[a]) / L.s);
+    return L;
+}
+
+/* Visits the samples of the lattice slab i (all j, k) in order; with
+ * p == NULL only counts them, else writes them from particle q0 on. */
+static long long sample_slab(const lattice *L, int i, firn_particles *p, int q0, int mat_index,
+                             float jp0)
+{
+    const firn_body_def *b = L->b;
+    const float s = L->s;
     long long count = 0;
-    for (int i = 0; i < cells[0]; i++)
-        for (int j = 0; j < cells[1]; j++)
-            for (int k = 0; k < cells[2]; k++) {
-                uint64_t h = splitmix64(seed ^ splitmix64(((uint64_t)i << 42) ^
-                                                             ((uint64_t)j << 21) ^ (uint64_t)k));
-                float x[3] = {lo[0] + ((float)i + unit_float(h)) * s,
-                              lo[1] + ((float)j + unit_float(splitmix64(h))) * s,
-                              lo[2] + ((float)k + unit_float(splitmix64(h + 1))) * s};
-                if (!shape_contains(&b->shape, x))
-                    continue;
-                if (p && count < capacity) { /* the counting pass sized it */
-                    int n = p->n, q = offset + (int)count;
-                    for (int a = 0; a < 3; a++) {
-                        p->x[a * n + q] = x[a];
-                        p->v[a * n + q] = b->velocity[a];
-                    }
-                    for (int c = 0; c < 9; c++) {
-                        p->C[c * n + q] = 0.0f;
-                        p->F[c * n + q] = (c % 4 == 0) ? 1.0f : 0.0f;
-                    }
-                    p->Jp[q] = jp0;
-                    p->damage[q] = 0.0f;
-                    p->vol[q] = s * s * s;
-                    p->mat[q] = (uint8_t)mat_index;
+    for (int j = 0; j < L->cells[1]; j++)
+        for (int k = 0; k < L->cells[2]; k++) {
+            uint64_t h = splitmix64(L->seed ^ splitmix64(((uint64_t)i << 42) ^ ((uint64_t)j << 21) ^
+                                                         (uint64_t)k));
+            float x[3] = {L->lo[0] + ((float)i + unit_float(h)) * s,
+                          L->lo[1] + ((float)j + unit_float(splitmix64(h))) * s,
+                          L->lo[2] + ((float)k + unit_float(splitmix64(h + 1))) * s};
+            if (!shape_contains(&b->shape, x))
+                continue;
+            if (p) {
+                int n = p->n, q = q0 + (int)count;
+                for (int a = 0; a < 3; a++) {
+                    p->x[a * n + q] = x[a];
+                    p->v[a * n + q] = b->velocity[a];
                 }
-                count++;
+                for (int c = 0; c < 9; c++) {
+                    p->C[c * n + q] = 0.0f;
+                    p->F[c * n + q] = (c % 4 == 0) ? 1.0f : 0.0f;
+                }
+                p->Jp[q] = jp0;
+                p->damage[q] = 0.0f;
+                p->vol[q] = s * s * s;
+                p->mat[q] = (uint8_t)mat_index;
             }
+            count++;
+        }
     return count;
+}
+
+/* Samples per slab of a body's lattice, counted in parallel; their sum is
+ * returned, *slabs (cells[0] counts) is malloc'd, NULL when out of memory. */
+static long long count_slabs(const lattice *L, long long **slabs)
+{
+    long long *c = malloc((size_t)(L->cells[0] > 0 ? L->cells[0] : 1) * sizeof(long long));
+    *slabs = c;
+    if (!c)
+        return 0;
+    long long total = 0;
+#pragma omp parallel for schedule(dynamic, 1) reduction(+ : total)
+    for (int i = 0; i < L->cells[0]; i++) {
+        c[i] = sample_slab(L, i, NULL, 0, 0, 0.0f);
+        total += c[i];
+    }
+    return total;
 }
 
 int firn_particles_alloc(firn_particles *p, int n)
@@ -152,38 +185,61 @@ int firn_sample_bodies(const firn_scene_def *def, const firn_material *mats, fir
                        firn_error *err)
 {
     long long total = 0, counts[FIRN_MAX_BODIES];
+    long long *slabs[FIRN_MAX_BODIES] = {0};
+    lattice lat[FIRN_MAX_BODIES];
+    int rc = -1;
     for (int b = 0; b < def->n_bodies; b++) {
-        counts[b] = sample_body(&def->bodies[b], b, def->dx, 0, 0.0f, NULL, 0, 0);
+        lat[b] = body_lattice(&def->bodies[b], b, def->dx);
+        counts[b] = count_slabs(&lat[b], &slabs[b]);
+        if (!slabs[b]) {
+            firn_set_error(err, FIRN_E_NOMEM, "out of host memory sampling bodies[%d]", b);
+            goto done;
+        }
         if (counts[b] == 0) {
             firn_set_error(err, FIRN_E_SCENE,
                            "%s%sbodies[%d]: the shape holds no particle at particles_per_cell = %g "
                            "and dx = %g",
                            def->source, def->source[0] ? ": " : "", b,
                            def->bodies[b].particles_per_cell, def->dx);
-            return -1;
+            goto done;
         }
         total += counts[b];
     }
-    if (total > 0x7fffffffLL) {
-        firn_set_error(err, FIRN_E_SCENE, "%s%sthe bodies hold %lld particles; at most 2^31 - 1",
-                       def->source, def->source[0] ? ": " : "", total);
-        return -1;
+    if (total > FIRN_MAX_PARTICLES) {
+        firn_set_error(err, FIRN_E_SCENE,
+                       "%s%sthe bodies hold %lld particles; at most %d are allowed (32-bit "
+                       "indices); use a coarser dx or fewer particles_per_cell",
+                       def->source, def->source[0] ? ": " : "", total, FIRN_MAX_PARTICLES);
+        goto done;
     }
     if (firn_particles_alloc(p, (int)total)) {
         firn_set_error(err, FIRN_E_NOMEM, "out of host memory for %lld particles (%.1f MiB)", total,
                        (double)total * 109.0 / (1 << 20));
-        return -1;
+        goto done;
     }
-    int offset = 0;
+    /* Each slab starts at the running sum of the slabs before it, so the
+     * particles come out in the same order for any thread count. */
+    long long offset = 0;
     for (int b = 0; b < def->n_bodies; b++) {
         const firn_body_def *body = &def->bodies[b];
         /* Sand's Jp is a volume correction (starts at 0); snow's is the
          * plastic volume ratio (starts at 1). */
         float jp0 = mats[body->material].model == FIRN_M_SAND ? 0.0f : 1.0f;
-        sample_body(body, b, def->dx, body->material, jp0, p, offset, counts[b]);
-        offset += (int)counts[b];
+        long long *start = slabs[b];
+        for (int i = 0; i < lat[b].cells[0]; i++) {
+            long long c = start[i];
+            start[i] = offset;
+            offset += c;
+        }
+#pragma omp parallel for schedule(dynamic, 1)
+        for (int i = 0; i < lat[b].cells[0]; i++)
+            sample_slab(&lat[b], i, p, (int)start[i], body->material, jp0);
     }
-    return 0;
+    rc = 0;
+done:
+    for (int b = 0; b < def->n_bodies; b++)
+        free(slabs[b]);
+    return rc;
 }
 
 /* Reorders particles by the 4^3-cell block of their position, keeping
@@ -191,6 +247,26 @@ int firn_sample_bodies(const firn_scene_def *def, const firn_material *mats, fir
  * share grid nodes then sit together in memory, so P2G and G2P reuse cache
  * lines (and GPU warps touch nearby nodes), while particle indices stay
  * fixed for the whole run and frames can be compared particle by particle. */
+/* p[i] <- p[order[i]] for one array of n elements of `size` bytes, through
+ * scratch (n elements). */
+static void permute(void *a, void *scratch, const int *order, int n, size_t size)
+{
+    if (size == 4) {
+        const uint32_t *src = a;
+        uint32_t *dst = scratch;
+#pragma omp parallel for schedule(static)
+        for (int j = 0; j < n; j++)
+            dst[j] = src[order[j]];
+    } else {
+        const uint8_t *src = a;
+        uint8_t *dst = scratch;
+#pragma omp parallel for schedule(static)
+        for (int j = 0; j < n; j++)
+            dst[j] = src[order[j]];
+    }
+    memcpy(a, scratch, (size_t)n * size);
+}
+
 int firn_particles_sort_spatial(firn_particles *p, const firn_params *P)
 {
     const int n = p->n, B = 4;
@@ -198,39 +274,37 @@ int firn_particles_sort_spatial(firn_particles *p, const firn_params *P)
     for (int a = 0; a < 3; a++)
         nb[a] = (P->n[a] + B - 1) / B;
     long long nblocks = (long long)nb[0] * nb[1] * nb[2];
-    int *key = malloc((size_t)n * sizeof(int)), *order = malloc((size_t)n * sizeof(int));
+    size_t m = n > 0 ? (size_t)n : 1;
+    int *key = malloc(m * sizeof(int)), *order = malloc(m * sizeof(int));
     int *start = calloc((size_t)nblocks + 1, sizeof(int));
-    firn_particles q;
-    if (!key || !order || !start || firn_particles_alloc(&q, n)) {
-        free(key), free(order), free(start);
+    float *scratch = malloc(m * sizeof(float));
+    if (!key || !order || !start || !scratch) {
+        free(key), free(order), free(start), free(scratch);
         return -1;
     }
+#pragma omp parallel for schedule(static)
     for (int i = 0; i < n; i++) {
         firn_stencil s = firn_make_stencil(P, firn_load3(p->x, n, i));
         key[i] = ((s.base[0] / B) * nb[1] + s.base[1] / B) * nb[2] + s.base[2] / B;
-        start[key[i] + 1]++;
     }
+    for (int i = 0; i < n; i++)
+        start[key[i] + 1]++;
     for (long long k = 0; k < nblocks; k++)
         start[k + 1] += start[k];
     for (int i = 0; i < n; i++)
         order[start[key[i]]++] = i;
-    for (int j = 0; j < n; j++) {
-        int i = order[j];
-        for (int c = 0; c < 3; c++) {
-            q.x[c * n + j] = p->x[c * n + i];
-            q.v[c * n + j] = p->v[c * n + i];
-        }
-        for (int c = 0; c < 9; c++) {
-            q.C[c * n + j] = p->C[c * n + i];
-            q.F[c * n + j] = p->F[c * n + i];
-        }
-        q.Jp[j] = p->Jp[i];
-        q.damage[j] = p->damage[i];
-        q.vol[j] = p->vol[i];
-        q.mat[j] = p->mat[i];
+    for (int c = 0; c < 3; c++) {
+        permute(p->x + (size_t)c * n, scratch, order, n, sizeof(float));
+        permute(p->v + (size_t)c * n, scratch, order, n, sizeof(float));
     }
-    free(key), free(order), free(start);
-    firn_particles_free(p);
-    *p = q;
+    for (int c = 0; c < 9; c++) {
+        permute(p->C + (size_t)c * n, scratch, order, n, sizeof(float));
+        permute(p->F + (size_t)c * n, scratch, order, n, sizeof(float));
+    }
+    permute(p->Jp, scratch, order, n, sizeof(float));
+    permute(p->damage, scratch, order, n, sizeof(float));
+    permute(p->vol, scratch, order, n, sizeof(float));
+    permute(p->mat, scratch, order, n, 1);
+    free(key), free(order), free(start), free(scratch);
     return 0;
 }

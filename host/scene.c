@@ -590,10 +590,11 @@ static int validate(const firn_scene_def *def, const char *file, firn_error *err
         if (rc)
             return rc; /* -1, or FIRN_E_IO for an unreadable mesh */
     }
-    /* Particle counts are ints throughout the engine. */
-    if (total > INT_MAX)
-        return fail(&c, "bodies", "about %.3g particles in all; at most 2^31 - 1 are allowed",
-                    total);
+    if (total > FIRN_MAX_PARTICLES)
+        return fail(&c, "bodies",
+                    "about %.4g particles in all; at most %d are allowed (32-bit indices); "
+                    "use a coarser dx or fewer particles_per_cell",
+                    total, FIRN_MAX_PARTICLES);
     return 0;
 }
 

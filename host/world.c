@@ -283,6 +283,79 @@ long long firn_world_particle_count(const firn_world *w) { return w->p.n; }
 const firn_scene_def *firn_world_scene(const firn_world *w) { return &w->def; }
 firn_profile firn_world_profile(const firn_world *w) { return w->prof; }
 
+size_t firn_align256(size_t b) { return (b + 255) & ~(size_t)255; }
+
+size_t firn_particle_layout(int n, int slots, char *base, firn_particles *p)
+{
+    const size_t nn = (size_t)n, f = sizeof(float);
+    const size_t bytes[9] = {3 * nn * f, 3 * nn * f, 9 * nn * f, 9 * nn * f, nn * f,
+                             nn * f,     nn * f,     nn,         (size_t)slots * nn * sizeof(uint32_t)};
+    size_t off[9], total = 0;
+    for (int k = 0; k < 9; k++) {
+        off[k] = total;
+        total += firn_align256(bytes[k]);
+    }
+    if (base) {
+        p->n = n;
+        p->x = (float *)(base + off[0]);
+        p->v = (float *)(base + off[1]);
+        p->C = (float *)(base + off[2]);
+        p->F = (float *)(base + off[3]);
+        p->Jp = (float *)(base + off[4]);
+        p->damage = (float *)(base + off[5]);
+        p->vol = (float *)(base + off[6]);
+        p->mat = (uint8_t *)(base + off[7]);
+        p->cpic_slots = slots;
+        p->cpic = slots > 0 ? (uint32_t *)(base + off[8]) : NULL;
+    }
+    return total;
+}
+
+static size_t no_align(size_t b) { return b; }
+
+size_t firn_mesh_grid_bytes(const firn_world *w, size_t (*align)(size_t))
+{
+    size_t total = 0;
+    for (int k = 0; k < w->n_rigids; k++) {
+        const firn_sdf_shape *sh = &w->rigids[k].shape;
+        int first = 1;
+        for (int j = 0; j < k; j++)
+            first &= w->rigids[j].shape.grid != sh->grid;
+        if (sh->type == FIRN_SDF_MESH && sh->grid && first)
+            total += align(4 * (size_t)sh->n[0] * sh->n[1] * sh->n[2] * sizeof(float));
+    }
+    return total;
+}
+
+size_t firn_device_bytes(const firn_world *w)
+{
+    const size_t nodes = (size_t)w->params.n[0] * w->params.n[1] * w->params.n[2];
+    return firn_align256(firn_particle_layout(w->p.n, w->p.cpic_slots, NULL, NULL)) +
+           firn_align256(4 * nodes * sizeof(float)) +                      /* grid */
+           firn_align256(FIRN_MAX_MATERIALS * sizeof(firn_material)) +     /* materials */
+           firn_align256(sizeof(int)) + firn_align256(2 * sizeof(float)) + /* flag, reduction */
+           firn_align256((size_t)w->n_rigids * sizeof(firn_rigid)) +
+           firn_align256((size_t)w->n_rigids * FIRN_RIGID_ACC * sizeof(double)) +
+           firn_mesh_grid_bytes(w, firn_align256);
+}
+
+void firn_world_memory(const firn_world *w, firn_memory *m)
+{
+    const double n = w->p.n;
+    double host = n * (109.0 + 4.0 * w->p.cpic_slots) + (double)firn_mesh_grid_bytes(w, no_align);
+    if (w->backend == FIRN_BACKEND_CPU) {
+        const double acc = (double)w->n_rigids * FIRN_RIGID_ACC * sizeof(double);
+        host += (double)w->grid.nodes * 16.0 +                          /* grid */
+                n * 8.0 + ((double)w->bins.nblocks + 1.0) * 8.0 +        /* binning */
+                ((double)w->chunks + (double)w->cpic_chunks) * acc;      /* coupling sums */
+    }
+    m->host = host;
+    m->device = w->backend == FIRN_BACKEND_CUDA ? (double)firn_cuda_state_bytes(w)
+                                                : (double)firn_device_bytes(w);
+    const double own = w->backend == FIRN_BACKEND_CUDA ? m->device : m->host;
+    m->per_particle = n > 0 ? own / n : 0.0;
+}
+
 /* The CPU path stops at the failing substep; the GPU checks once per call of
  * nsub substeps, so it names the range and the lowest bad particle index. */
 static int report_nonfinite(firn_world *w, int bad, int nsub, firn_error *err)

@@ -181,6 +181,22 @@ int firn_cuda_reduce(firn_world *w, float *max_speed, float *max_stiffness, firn
  * and w->rigid_acc. */
 int firn_cuda_download_rigids(firn_world *w, firn_error *err);
 
+/* Device memory layout (host/world.c), shared with kernels/mpm.cu so that
+ * firn_world_memory reports what the GPU allocates. Every array is 256-byte
+ * aligned. firn_particle_layout lays the arrays of n particles (with `slots`
+ * CPIC words each) out in one block at base and returns its size; with base
+ * NULL it only sizes the block. firn_device_bytes is the whole device state
+ * of w (particles, grid, materials, flags, rigid bodies and their mesh
+ * grids) less CUB's scratch. firn_mesh_grid_bytes counts each mesh SDF grid
+ * once, however many rigids share it, each rounded by `align`. */
+size_t firn_align256(size_t bytes);
+size_t firn_particle_layout(int n, int slots, char *base, firn_particles *p);
+size_t firn_mesh_grid_bytes(const firn_world *w, size_t (*align)(size_t));
+size_t firn_device_bytes(const firn_world *w);
+/* Device memory a CUDA world allocated (firn_device_bytes plus CUB's
+ * scratch); 0 without a CUDA state. */
+size_t firn_cuda_state_bytes(const firn_world *w);
+
 /* Benchmark support (kernels/bench.cu): device-to-device copy bandwidth
  * [bytes/s, read + write] of `bytes`, best of 3, or 0 on failure; device
  * memory in use [bytes] (total - free), or 0. */

@@ -29,6 +29,10 @@ extern "C" {
 #define FIRN_NAME_MAX 64
 #define FIRN_PATH_MAX 512
 #define FIRN_ERRMSG_MAX 1024
+/* Most particles one world holds. Particle arrays are component-major and
+ * indexed with 32-bit ints (component c of particle i at c*n + i, c < 9), so
+ * 9 n must fit in an int. */
+#define FIRN_MAX_PARTICLES 238609294 /* (2^31 - 1) / 9 */
 
 /* Status codes; the command-line tool exits with these. */
 typedef enum {
@@ -256,6 +260,23 @@ float firn_world_cfl_dt(firn_world *world);
 /* Statistics of the current state (frame fields left as they are). */
 int firn_world_stats(firn_world *world, firn_frame_stats *stats, firn_error *err);
 firn_profile firn_world_profile(const firn_world *world);
+
+/* Memory a world holds [bytes]. */
+typedef struct {
+    /* Host memory: the particle state (the simulated state on the CPU path,
+     * its mirror on the GPU), mesh SDF grids, and on the CPU path the grid,
+     * the binning scratch and the coupling accumulators. */
+    double host;
+    /* Device memory: on the GPU, what the world allocated; on the CPU path,
+     * what a GPU world of the same scene would allocate (less CUB's scratch
+     * of a few KiB). */
+    double device;
+    /* The simulating side's memory per particle: host / particles on the CPU
+     * path, device / particles on the GPU. */
+    double per_particle;
+} firn_memory;
+
+void firn_world_memory(const firn_world *world, firn_memory *memory);
 
 /* Host copy of the particle state, component-major (x[c*n + i]). Pointers
  * stay valid until the next call on the world. */

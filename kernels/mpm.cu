@@ -106,37 +106,6 @@ static cudaError_t reduce_launch(firn_cuda_state *s, void *temp, size_t &temp_by
 
 /* ---- device state --------------------------------------------------------- */
 
-static size_t align256(size_t b) { return (b + 255) & ~(size_t)255; }
-
-/* Lays the particle arrays of n particles (with `slots` CPIC words each)
- * out in one block at base, each array 256-byte aligned; with base NULL
- * only sizes the block. */
-static size_t particle_layout(int n, int slots, char *base, firn_particles *p)
-{
-    const size_t nn = (size_t)n, f = sizeof(float);
-    const size_t bytes[9] = {3 * nn * f, 3 * nn * f, 9 * nn * f, 9 * nn * f, nn * f,
-                             nn * f,     nn * f,     nn,         (size_t)slots * nn * sizeof(uint32_t)};
-    size_t off[9], total = 0;
-    for (int k = 0; k < 9; k++) {
-        off[k] = total;
-        total += align256(bytes[k]);
-    }
-    if (base) {
-        p->n = n;
-        p->x = (float *)(base + off[0]);
-        p->v = (float *)(base + off[1]);
-        p->C = (float *)(base + off[2]);
-        p->F = (float *)(base + off[3]);
-        p->Jp = (float *)(base + off[4]);
-        p->damage = (float *)(base + off[5]);
-        p->vol = (float *)(base + off[6]);
-        p->mat = (uint8_t *)(base + off[7]);
-        p->cpic_slots = slots;
-        p->cpic = slots > 0 ? (uint32_t *)(base + off[8]) : NULL;
-    }
-    return total;
-}
-
 /* Copies every particle array from src to dst (same n) on the stream. */
 static int copy_particles(const firn_particles *dst, const firn_particles *src,
                           cudaMemcpyKind kind, cudaStream_t st, firn_error *err)
@@ -174,8 +143,10 @@ static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
     s->grid.nodes = (long long)s->grid.n[0] * s->grid.n[1] * s->grid.n[2];
     s->p.n = n;
 
-    /* Everything is allocated here, once; check it fits before asking. */
-    const size_t p_bytes = particle_layout(n, w->p.cpic_slots, NULL, NULL);
+    /* Everything is allocated here, once; check it fits before asking.
+     * firn_device_bytes (host/world.c) sizes the same arrays for
+     * firn_world_memory. */
+    const size_t p_bytes = firn_particle_layout(n, w->p.cpic_slots, NULL, NULL);
     const size_t g_bytes = 4 * (size_t)s->grid.nodes * sizeof(float);
     const size_t m_bytes = FIRN_MAX_MATERIALS * sizeof(firn_material);
     size_t temp_bytes = 0;
@@ -183,18 +154,7 @@ static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
         FIRN_CUDA_CHECK(reduce_launch(s, NULL, temp_bytes), err);
     const size_t r_bytes = (size_t)w->n_rigids * sizeof(firn_rigid);
     const size_t a_bytes = (size_t)w->n_rigids * FIRN_RIGID_ACC * sizeof(double);
-    size_t mesh_bytes = 0;
-    for (int k = 0; k < w->n_rigids; k++) {
-        const firn_sdf_shape *sh = &w->rigids[k].shape;
-        int first = 1; /* count a grid shared by several rigids once */
-        for (int j = 0; j < k; j++)
-            first &= w->rigids[j].shape.grid != sh->grid;
-        if (sh->type == FIRN_SDF_MESH && sh->grid && first)
-            mesh_bytes += align256(4 * (size_t)sh->n[0] * sh->n[1] * sh->n[2] * sizeof(float));
-    }
-    const size_t want = align256(p_bytes) + align256(g_bytes) + align256(m_bytes) +
-                        align256(sizeof(int)) + align256(sizeof(float2)) + align256(temp_bytes) +
-                        align256(r_bytes) + align256(a_bytes) + mesh_bytes;
+    const size_t want = firn_device_bytes(w) + firn_align256(temp_bytes);
     size_t free_b = 0, total_b = 0;
     FIRN_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b), err);
     if (want > free_b) {
@@ -212,7 +172,7 @@ static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
     for (int k = 0; k < EV_COUNT; k++)
         FIRN_CUDA_CHECK(cudaEventCreate(&s->ev[k]), err);
     FIRN_CUDA_CHECK(cudaMalloc(&s->p_block, p_bytes), err);
-    particle_layout(n, w->p.cpic_slots, (char *)s->p_block, &s->p);
+    firn_particle_layout(n, w->p.cpic_slots, (char *)s->p_block, &s->p);
     FIRN_CUDA_CHECK(cudaMalloc(&s->grid.node, g_bytes), err);
     FIRN_CUDA_CHECK(cudaMalloc(&s->mats, m_bytes), err);
     FIRN_CUDA_CHECK(cudaMalloc(&s->bad, sizeof(int)), err);
@@ -275,6 +235,11 @@ static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
 }
 
 /* ---- launchers (extern "C", declared in host/world.h) --------------------- */
+
+extern "C" size_t firn_cuda_state_bytes(const firn_world *w)
+{
+    return w->cuda ? w->cuda->bytes : 0;
+}
 
 extern "C" int firn_cuda_init(firn_world *w, firn_error *err)
 {

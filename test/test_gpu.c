@@ -400,3 +400,32 @@ Test(gpu, device_describe)
     cr_expect_neq(firn_cuda_device_describe(firn_cuda_device_count(), buf, sizeof buf), 0,
                   "a device past the count is described as missing: %s", buf);
 }
+
+/* firn_world_memory on the GPU: the device figure is what the world
+ * allocated - the CPU twin's estimate plus CUB's scratch (a few KiB) - and
+ * the device's memory in use rises by it, up to cudaMalloc's rounding of
+ * each of the world's ~10 allocations to 2 MiB pages. */
+Test(gpu, memory_figure_is_what_the_device_allocates, .timeout = 60)
+{
+    require_gpu();
+    firn_scene_def def;
+    small_scene(&def, FIRN_MODEL_SAND, 0.3f);
+    firn_world *cpu = make_world(&def, FIRN_BACKEND_CPU);
+    size_t used0 = firn_cuda_used_bytes();
+    firn_world *gpu = make_world(&def, FIRN_BACKEND_CUDA);
+    double rise = (double)(firn_cuda_used_bytes() - used0);
+    firn_memory mc, mg;
+    firn_world_memory(cpu, &mc);
+    firn_world_memory(gpu, &mg);
+    cr_expect_geq(mg.device, mc.device, "GPU %.0f B, CPU twin's estimate %.0f B", mg.device,
+                  mc.device);
+    cr_expect_leq(mg.device, mc.device + 1048576.0, "GPU %.0f B, CPU twin's estimate %.0f B",
+                  mg.device, mc.device);
+    cr_expect_geq(rise, mg.device, "device use rose by %.0f B, the world says %.0f B", rise,
+                  mg.device);
+    cr_expect_leq(rise, mg.device + 12.0 * 2097152.0, "device use rose by %.0f B, the world says %.0f B",
+                  rise, mg.device);
+    cr_expect_float_eq(mg.per_particle, mg.device / (double)firn_world_particle_count(gpu), 1e-6);
+    firn_world_destroy(gpu);
+    firn_world_destroy(cpu);
+}

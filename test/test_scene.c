@@ -368,6 +368,27 @@ Test(scene_errors, grid_too_large_names_its_size)
     cr_assert(strstr(err.msg, "2^31"), "%s", err.msg);
 }
 
+/* dx = 1/320: 0.96^3 m^3 at 8 per cell is 2.3e8 particles, just under the
+ * 32-bit index limit (9 n < 2^31); 0.98^3 m^3 is 2.47e8, just over. The
+ * check runs on the definition, before anything is sampled. */
+Test(scene_errors, particle_count_beyond_the_index_limit_names_it)
+{
+    const char *domain = "'domain': {'dx': 0.003125}";
+    expect_ok(parse_parts(NULL,
+                          "{'material': 'm', 'shape': {'type': 'box', 'center': [0.5, 0.5, 0.5], "
+                          "'size': [0.96, 0.96, 0.96]}}",
+                          domain),
+              "under the limit");
+    expect_fail(parse_parts(NULL,
+                            "{'material': 'm', 'shape': {'type': 'box', 'center': [0.5, 0.5, "
+                            "0.5], 'size': [0.98, 0.98, 0.98]}}",
+                            domain),
+                FIRN_E_SCENE, "bodies: about 2.467e+08 particles in all; at most 238609294",
+                "over the limit");
+    cr_assert_eq(9LL * FIRN_MAX_PARTICLES <= 2147483647LL, 1);
+    cr_assert_gt(9LL * (FIRN_MAX_PARTICLES + 1LL), 2147483647LL);
+}
+
 Test(scene_errors, missing_file_is_an_io_error_naming_the_path)
 {
     int rc = firn_scene_load_json("/nonexistent/firn/x.json", &def, &err);

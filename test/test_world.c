@@ -3,6 +3,7 @@
  * exact, energy does not grow, sand piles up, runs are deterministic (with
  * CPIC too). */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -406,4 +407,42 @@ Test(determinism, cpic_same_state_bitwise_for_any_thread_count)
     free(F0);
     free(x1);
     free(F1);
+}
+
+/* firn_world_memory's host figure is what creating a CPU world takes from
+ * the heap: glibc's counters (main arena in use + mmapped blocks) rise by it
+ * across firn_world_create, to within the world struct itself and 1 %
+ * (allocator headers, page rounding, OpenMP's first-use allocations). The
+ * scene has 134k particles on a 65^3 grid, so 1 % is about 0.2 MB. */
+#include <malloc.h>
+
+static double heap_in_use(void)
+{
+    struct mallinfo2 mi = mallinfo2();
+    return (double)mi.uordblks + (double)mi.hblkhd;
+}
+
+Test(memory, host_figure_is_what_the_cpu_world_allocates)
+{
+    firn_scene_def def;
+    small_scene(&def, FIRN_MODEL_SAND, box(0.5f, 0.5f, 0.5f, 0.4f), 1.0f / 64.0f);
+    firn_world *warm = make_world(&def); /* OpenMP and stdio set up */
+    firn_world_destroy(warm);
+
+    double before = heap_in_use();
+    firn_world *w = make_world(&def);
+    double rise = heap_in_use() - before;
+    firn_memory m;
+    firn_world_memory(w, &m);
+    const double n = (double)w->p.n;
+    cr_assert_gt(n, 100000.0);
+    cr_assert_lt(fabs(rise - m.host), 0.01 * m.host + sizeof(firn_world),
+                 "heap rose by %.0f bytes, firn_world_memory says %.0f", rise, m.host);
+    cr_assert_float_eq(m.per_particle, m.host / n, 1e-9 * m.host);
+    /* A GPU world of the same scene: particle arrays (109 B each, 256-byte
+     * aligned) and the 16-byte grid nodes, plus a few KiB of constants. */
+    double nodes = (double)w->grid.nodes;
+    cr_assert_geq(m.device, 109.0 * n + 16.0 * nodes);
+    cr_assert_lt(m.device, 109.0 * n + 16.0 * nodes + 16384.0);
+    firn_world_destroy(w);
 }
