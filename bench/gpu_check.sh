@@ -5,9 +5,9 @@
 #   bench/gpu_check.sh            all steps, about 3-5 minutes, at most GPU_CHECK_BUDGET s
 #
 # Steps: build, the test suite (GPU tests included, and checked not to have
-# skipped), firn info, firn compare
-# on every scene, compute-sanitizer memcheck and racecheck on one frame of the
-# smallest scene, and firn bench when the tool has it. Each step runs under
+# skipped), firn info, firn compare on every scene of scenes/ (not
+# scenes/large/), compute-sanitizer memcheck and racecheck on one frame of the
+# smallest scene, firn bench, and two frames of the 32M-particle scene. Each step runs under
 # `timeout`; a failing step does not stop the others. The last thing printed
 # is a markdown table of PASS/FAIL and seconds per step, also written to
 # bench/results/gpu-check-<date>-<commit>.md (and, with the logs, to $OUT when
@@ -149,6 +149,11 @@ mkdir -p bench/results
 run_step "bench sand 1M, 8M, 32M (cuda)" 150 12 "$FIRN" bench --backend cuda --scenes sand_block \
     --layout dense --particles 1m,8m,32m --json "bench/results/h200-$DATE-sand.json" \
     --csv "bench/results/h200-$DATE-sand.csv"
+# The large scene runs and writes its frames (1.06 GB of PLY each); the log
+# keeps the memory line and the simulate / write split.
+run_step "large scene: sand_slump_32m, 2 frames (cuda)" 120 6 bash -c \
+    "'$FIRN' run scenes/large/sand_slump_32m.json --backend cuda --frames 2 --out '$TMP/large' &&
+     ls -l '$TMP/large' && rm -rf '$TMP/large'"
 run_step "bench all scenes 100k-8M (cuda)" 150 30 "$FIRN" bench --backend cuda \
     --particles 100k,1m,8m --json "bench/results/h200-$DATE.json" --csv "bench/results/h200-$DATE.csv"
 TOTAL=$(($(date +%s) - START))

@@ -186,8 +186,12 @@ int firn_cli_run(int argc, char **argv)
     if (!quiet) {
         if (backend == FIRN_BACKEND_AUTO && gpus == 0)
             fprintf(stderr, "firn: no CUDA GPU found; running on the CPU path\n");
-        fprintf(stderr, "firn: %s: %lld particles on %s -> %s/\n", scene, firn_world_particle_count(w),
-                firn_world_device_name(w), def.out_dir);
+        firn_memory m;
+        firn_world_memory(w, &m);
+        fprintf(stderr, "firn: %s: %lld particles on %s (%.1f MiB, %.0f B/particle) -> %s/\n", scene,
+                firn_world_particle_count(w), firn_world_device_name(w),
+                (firn_world_backend(w) == FIRN_BACKEND_CUDA ? m.device : m.host) / (1 << 20),
+                m.per_particle, def.out_dir);
     }
 
     /* A fresh run replaces the statistics of an earlier one. */
@@ -204,11 +208,15 @@ int firn_cli_run(int argc, char **argv)
     int rc = 0;
     if (firn_world_stats(w, &s, &err) || write_frame(w, &def, def.out_dir, &s, &err))
         rc = firn_cli_fail(&err);
-    double t0 = firn_now();
+    double t0 = firn_now(), write_seconds = 0.0;
     long long total_substeps = 0;
     double sim_seconds = 0.0;
     for (int f = 0; f < def.frames && !rc; f++) {
-        if (firn_world_step_frame(w, &s, &err) || write_frame(w, &def, def.out_dir, &s, &err)) {
+        int failed = firn_world_step_frame(w, &s, &err);
+        double tw = firn_now();
+        failed = failed || write_frame(w, &def, def.out_dir, &s, &err);
+        write_seconds += firn_now() - tw;
+        if (failed) {
             if (tty && !quiet)
                 fputc('\n', stderr);
             rc = firn_cli_fail(&err);
@@ -225,9 +233,9 @@ int firn_cli_run(int argc, char **argv)
         double pss = sim_seconds > 0.0 ? (double)firn_world_particle_count(w) * total_substeps / sim_seconds : 0.0;
         firn_profile pr = firn_world_profile(w);
         fprintf(stderr,
-                "firn: done: %d frames, %lld substeps, %.2f s simulating (%.2f s total), %.4g "
-                "particle-substeps/s\n",
-                def.frames, total_substeps, sim_seconds, firn_now() - t0, pss);
+                "firn: done: %d frames, %lld substeps, %.2f s simulating, %.2f s writing frames "
+                "(%.2f s total), %.4g particle-substeps/s\n",
+                def.frames, total_substeps, sim_seconds, write_seconds, firn_now() - t0, pss);
         if (pr.total > 0.0)
             fprintf(stderr, "firn: phases: clear %.1f%%  p2g %.1f%%  grid %.1f%%  g2p %.1f%%\n",
                     100 * pr.clear / pr.total, 100 * pr.p2g / pr.total, 100 * pr.grid / pr.total,
