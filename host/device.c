@@ -29,9 +29,9 @@ int firn_cuda_init(firn_world *w, firn_error *err)
 
 void firn_cuda_free(firn_world *w) { (void)w; }
 
-int firn_cuda_run(firn_world *w, int nsub, float dt, firn_error *err)
+int firn_cuda_run(firn_world *w, int nsub, float dt, int *bad_substep, firn_error *err)
 {
-    (void)w, (void)nsub, (void)dt;
+    (void)w, (void)nsub, (void)dt, (void)bad_substep;
     no_cuda(err);
     return -2;
 }

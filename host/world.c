@@ -356,16 +356,21 @@ void firn_world_memory(const firn_world *w, firn_memory *m)
     m->per_particle = n > 0 ? own / n : 0.0;
 }
 
-/* The CPU path stops at the failing substep; the GPU checks once per call of
- * nsub substeps, so it names the range and the lowest bad particle index. */
-static int report_nonfinite(firn_world *w, int bad, int nsub, firn_error *err)
+/* `substep` is the (1-based) substep where particle `bad` went non-finite.
+ * The CPU path stops there; the GPU learns of it when the call's nsub
+ * substeps are done, and says how far it ran on. */
+static int report_nonfinite(firn_world *w, int bad, long long substep, firn_error *err)
 {
-    char when[96];
+    char when[128];
     if (w->cuda) {
         firn_cuda_download(w, err);
-        snprintf(when, sizeof when, "substeps %lld-%lld", w->substeps - nsub + 1, w->substeps);
+        if (substep < w->substeps)
+            snprintf(when, sizeof when, "substep %lld; the GPU ran on to substep %lld", substep,
+                     w->substeps);
+        else
+            snprintf(when, sizeof when, "substep %lld", substep);
     } else {
-        snprintf(when, sizeof when, "substep %lld", w->substeps);
+        snprintf(when, sizeof when, "substep %lld", substep);
     }
     int m = w->p.mat[bad];
     firn_set_error(err, FIRN_E_NUMERIC,
@@ -381,21 +386,21 @@ int firn_world_run_substeps(firn_world *w, int nsub, float dt, firn_error *err)
 {
     w->params.dt = dt;
     if (w->cuda) {
-        int bad = firn_cuda_run(w, nsub, dt, err);
+        int k = 0, bad = firn_cuda_run(w, nsub, dt, &k, err);
         if (bad == -2)
             return -1;
         w->host_stale = 1;
         w->rigids_stale = 1;
         w->substeps += nsub;
         w->time += (double)nsub * dt;
-        return bad >= 0 ? report_nonfinite(w, bad, nsub, err) : 0;
+        return bad >= 0 ? report_nonfinite(w, bad, w->substeps - nsub + 1 + k, err) : 0;
     }
     for (int s = 0; s < nsub; s++) {
         int bad = firn_cpu_substep(w);
         w->substeps++;
         w->time += dt;
         if (bad >= 0)
-            return report_nonfinite(w, bad, 1, err);
+            return report_nonfinite(w, bad, w->substeps, err);
     }
     return 0;
 }

@@ -167,7 +167,12 @@ void firn_cuda_free(firn_world *w);
 /* Runs nsub substeps of length dt entirely on the device; returns the first
  * non-finite particle index or -1 (checked once, after the last substep), or
  * -2 with err filled on a CUDA error. */
-int firn_cuda_run(firn_world *w, int nsub, float dt, firn_error *err);
+/* Queues nsub substeps and waits for them. Returns -1 when the state stayed
+ * finite; else the lowest index of a non-finite particle at the earliest
+ * such substep, *bad_substep (when not NULL) getting that substep's index
+ * within the call (0-based; the later substeps still ran); -2 on a CUDA
+ * error. */
+int firn_cuda_run(firn_world *w, int nsub, float dt, int *bad_substep, firn_error *err);
 int firn_cuda_download(firn_world *w, firn_error *err);
 /* Grid after the last substep: mass (nodes) and velocity (3 nodes,
  * component-major), into host buffers. */

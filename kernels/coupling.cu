@@ -73,14 +73,14 @@ static __global__ void p2g_cpic(firn_params P, const firn_material *mats, firn_p
  * component. No early return: every lane reaches the shuffles. */
 static __global__ void g2p_cpic(firn_params P, const firn_material *mats, firn_particles p,
                                 firn_grid g, const firn_rigid *bodies, int nb, double *acc,
-                                int *bad)
+                                unsigned long long *bad, unsigned substep)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     double a[FIRN_CPIC_MAX * FIRN_RIGID_ACC];
     for (int k = 0; k < nb * FIRN_RIGID_ACC; k++)
         a[k] = 0.0;
     if (i < p.n && firn_g2p_particle_cpic(i, &P, mats, p, g, bodies, nb, a))
-        atomicMin(bad, i);
+        atomicMin(bad, firn_cuda_bad_word(substep, i));
     const int lane = threadIdx.x & 31;
     for (int k = 0; k < nb; k++) {
         int touched = 0;
@@ -120,13 +120,14 @@ int firn_cuda_queue_p2g_cpic(const firn_params *P, const firn_material *mats, fi
 }
 
 int firn_cuda_queue_g2p_cpic(const firn_params *P, const firn_material *mats, firn_particles p,
-                             firn_grid g, const firn_rigid *bodies, int nb, double *acc, int *bad,
-                             cudaStream_t st, firn_error *err)
+                             firn_grid g, const firn_rigid *bodies, int nb, double *acc,
+                             unsigned long long *bad, unsigned substep, cudaStream_t st,
+                             firn_error *err)
 {
     const unsigned blocks = (unsigned)((p.n + FIRN_BLOCK - 1) / FIRN_BLOCK);
     if (blocks == 0)
         return 0;
-    g2p_cpic<<<blocks, FIRN_BLOCK, 0, st>>>(*P, mats, p, g, bodies, nb, acc, bad);
+    g2p_cpic<<<blocks, FIRN_BLOCK, 0, st>>>(*P, mats, p, g, bodies, nb, acc, bad, substep);
     FIRN_CUDA_CHECK_LAUNCH("g2p_cpic", st, err);
     return 0;
 }

@@ -16,15 +16,17 @@ int firn_cuda_queue_grid_rigid(const firn_params *P, firn_grid g, const firn_rig
 
 /* CPIC (include/firn_cpic.h), one thread per particle: side marking (before
  * the rigid step), p2g without the nodes across a surface, and g2p with the
- * rigid response, its reaction reduced per warp into acc, the lowest
- * non-finite particle into bad. */
+ * rigid response, its reaction reduced per warp into acc, the first
+ * non-finite particle into bad (firn_cuda_bad_word: substep of the call,
+ * then particle index). */
 int firn_cuda_queue_cpic_mark(const firn_params *P, firn_particles p, const firn_rigid *bodies,
                               int nb, cudaStream_t st, firn_error *err);
 int firn_cuda_queue_p2g_cpic(const firn_params *P, const firn_material *mats, firn_particles p,
                              firn_grid g, const firn_rigid *bodies, int nb, cudaStream_t st,
                              firn_error *err);
 int firn_cuda_queue_g2p_cpic(const firn_params *P, const firn_material *mats, firn_particles p,
-                             firn_grid g, const firn_rigid *bodies, int nb, double *acc, int *bad,
-                             cudaStream_t st, firn_error *err);
+                             firn_grid g, const firn_rigid *bodies, int nb, double *acc,
+                             unsigned long long *bad, unsigned substep, cudaStream_t st,
+                             firn_error *err);
 
 #endif

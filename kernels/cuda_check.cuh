@@ -66,4 +66,15 @@ static inline int firn_cuda_check(cudaError_t e, const char *call, const char *f
     } while (0)
 #endif
 
+/* The non-finite report of a call of firn_cuda_run: G2P kernels atomicMin
+ * this word of (substep within the call, particle index) into one device
+ * word that starts at FIRN_CUDA_BAD_NONE, so it ends holding the earliest
+ * substep with a non-finite particle and its lowest such particle - what the
+ * CPU path, which stops at that substep, reports. */
+#define FIRN_CUDA_BAD_NONE 0xffffffffffffffffULL
+static inline __device__ unsigned long long firn_cuda_bad_word(unsigned substep, int i)
+{
+    return ((unsigned long long)substep << 32) | (unsigned)i;
+}
+
 #endif

@@ -34,7 +34,7 @@ struct firn_cuda_state {
     void *p_block;           /* one allocation holding all particle arrays */
     firn_grid grid;          /* device grid: mass (nodes), then mom (3 nodes), contiguous */
     firn_material *mats;     /* device copy of w->mats (FIRN_MAX_MATERIALS) */
-    int *bad;                /* lowest non-finite particle index; INT_MAX when none */
+    unsigned long long *bad; /* first non-finite particle (firn_cuda_bad_word), or FIRN_CUDA_BAD_NONE */
     float2 *red_out;         /* reduction result: (max |v|^2, max stiffness factor) */
     void *red_temp;          /* CUB temporary storage, sized for p.n once */
     size_t red_temp_bytes;
@@ -66,11 +66,12 @@ static __global__ void grid_update(firn_params P, firn_grid g)
         firn_grid_node(node, &P, g);
 }
 
-static __global__ void g2p(firn_params P, firn_particles p, firn_grid g, int *bad)
+static __global__ void g2p(firn_params P, firn_particles p, firn_grid g, unsigned long long *bad,
+                           unsigned substep)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < p.n && firn_g2p_particle(i, &P, p, g))
-        atomicMin(bad, i);
+        atomicMin(bad, firn_cuda_bad_word(substep, i));
 }
 
 /* Reduction input per particle: (|v|^2, firn_stiffness_factor). */
@@ -175,7 +176,7 @@ static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
     firn_particle_layout(n, w->p.cpic_slots, (char *)s->p_block, &s->p);
     FIRN_CUDA_CHECK(cudaMalloc(&s->grid.node, g_bytes), err);
     FIRN_CUDA_CHECK(cudaMalloc(&s->mats, m_bytes), err);
-    FIRN_CUDA_CHECK(cudaMalloc(&s->bad, sizeof(int)), err);
+    FIRN_CUDA_CHECK(cudaMalloc(&s->bad, sizeof(unsigned long long)), err);
     FIRN_CUDA_CHECK(cudaMalloc(&s->red_out, sizeof(float2)), err);
     if (temp_bytes > 0)
         FIRN_CUDA_CHECK(cudaMalloc(&s->red_temp, temp_bytes), err);
@@ -221,7 +222,7 @@ static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
                         err);
     }
 
-    static const int none = INT_MAX;
+    static const unsigned long long none = FIRN_CUDA_BAD_NONE;
     if (copy_particles(&s->p, &w->p, cudaMemcpyHostToDevice, s->stream, err))
         return FIRN_CUDA_FAILED;
     FIRN_CUDA_CHECK(cudaMemcpyAsync(s->mats, w->mats, m_bytes, cudaMemcpyHostToDevice, s->stream),
@@ -295,7 +296,8 @@ static int not_initialised(const char *fn, firn_error *err)
  * marking (when on), the rigid step, clear, p2g, the grid update (with the
  * rigid impulse when the rigid_mpm pair is active), g2p - p2g and g2p in
  * their CPIC variants when CPIC is on. Returns 0 or -2. */
-static int queue_substep(firn_cuda_state *s, const firn_params *P, int timed, firn_error *err)
+static int queue_substep(firn_cuda_state *s, const firn_params *P, unsigned substep, int timed,
+                         firn_error *err)
 {
     const unsigned pblocks = (unsigned)((s->p.n + FIRN_BLOCK - 1) / FIRN_BLOCK);
     const unsigned gblocks = (unsigned)((s->grid.nodes + FIRN_BLOCK - 1) / FIRN_BLOCK);
@@ -331,10 +333,10 @@ static int queue_substep(firn_cuda_state *s, const firn_params *P, int timed, fi
         FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_GRID], s->stream), err);
     if (s->cpic) {
         if (firn_cuda_queue_g2p_cpic(P, s->mats, s->p, s->grid, s->rigids, s->n_rigids,
-                                     s->rigid_acc, s->bad, s->stream, err))
+                                     s->rigid_acc, s->bad, substep, s->stream, err))
             return FIRN_CUDA_FAILED;
     } else if (pblocks > 0) {
-        g2p<<<pblocks, FIRN_BLOCK, 0, s->stream>>>(*P, s->p, s->grid, s->bad);
+        g2p<<<pblocks, FIRN_BLOCK, 0, s->stream>>>(*P, s->p, s->grid, s->bad, substep);
         FIRN_CUDA_CHECK_LAUNCH("g2p", s->stream, err);
     }
     if (timed)
@@ -371,7 +373,7 @@ static void account_time(firn_world *w, firn_cuda_state *s)
     w->prof.total += 1e-3 * total;
 }
 
-extern "C" int firn_cuda_run(firn_world *w, int nsub, float dt, firn_error *err)
+extern "C" int firn_cuda_run(firn_world *w, int nsub, float dt, int *bad_substep, firn_error *err)
 {
     firn_cuda_state *s = w->cuda;
     if (!s)
@@ -382,24 +384,26 @@ extern "C" int firn_cuda_run(firn_world *w, int nsub, float dt, firn_error *err)
     P.dt = dt;
     FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_START], s->stream), err);
     for (int k = 0; k < nsub; k++)
-        if (queue_substep(s, &P, k == 0, err))
+        if (queue_substep(s, &P, (unsigned)k, k == 0, err))
             return FIRN_CUDA_FAILED;
     FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_END], s->stream), err);
-    int bad = INT_MAX;
+    unsigned long long bad = FIRN_CUDA_BAD_NONE;
     FIRN_CUDA_CHECK(cudaMemcpyAsync(&bad, s->bad, sizeof bad, cudaMemcpyDeviceToHost, s->stream),
                     err);
     FIRN_CUDA_CHECK(cudaStreamSynchronize(s->stream), err);
     w->host_stale = 1;
     account_time(w, s);
-    if (bad == INT_MAX)
+    if (bad == FIRN_CUDA_BAD_NONE)
         return -1;
     /* Reset on the world's stream (a legacy-stream copy would not order
      * with this non-blocking stream), and wait for it. */
-    static const int none = INT_MAX;
+    static const unsigned long long none = FIRN_CUDA_BAD_NONE;
     FIRN_CUDA_CHECK(cudaMemcpyAsync(s->bad, &none, sizeof none, cudaMemcpyHostToDevice, s->stream),
                     err);
     FIRN_CUDA_CHECK(cudaStreamSynchronize(s->stream), err);
-    return bad;
+    if (bad_substep)
+        *bad_substep = (int)(bad >> 32);
+    return (int)(bad & 0xffffffffu);
 }
 
 extern "C" int firn_cuda_download(firn_world *w, firn_error *err)

@@ -186,7 +186,7 @@ ParameterizedTest(firn_model *model, gpu, substep_matches_cpu)
     firn_cpu_p2g(cpu);
     firn_cpu_grid(cpu);
     int bad_cpu = firn_cpu_g2p(cpu);
-    int bad_gpu = firn_cuda_run(gpu, 1, dt, &err);
+    int bad_gpu = firn_cuda_run(gpu, 1, dt, NULL, &err);
     cr_assert_neq(bad_gpu, -2, "%s: firn_cuda_run: %s", name, err.msg);
     cr_assert_eq(firn_cuda_download(gpu, &err), 0, "%s: firn_cuda_download: %s", name, err.msg);
     cr_expect_eq(bad_gpu, bad_cpu, "%s: first non-finite particle: gpu %d, cpu %d", name, bad_gpu,
@@ -268,7 +268,7 @@ ParameterizedTest(firn_model *model, gpu, transfers_conserve_mass_and_momentum)
     }
     scale *= 1e-5; /* momentum tolerance: 1e-5 of sum m |v| */
 
-    cr_assert_neq(firn_cuda_run(gpu, 1, dt, &err), -2, "%s: firn_cuda_run: %s", name, err.msg);
+    cr_assert_neq(firn_cuda_run(gpu, 1, dt, NULL, &err), -2, "%s: firn_cuda_run: %s", name, err.msg);
     float *mass = malloc((size_t)nodes * sizeof(float));
     float *vel = malloc(3 * (size_t)nodes * sizeof(float));
     cr_assert(mass && vel, "out of host memory");
@@ -426,6 +426,37 @@ Test(gpu, memory_figure_is_what_the_device_allocates, .timeout = 60)
     cr_expect_leq(rise, mg.device + 12.0 * 2097152.0, "device use rose by %.0f B, the world says %.0f B",
                   rise, mg.device);
     cr_expect_float_eq(mg.per_particle, mg.device / (double)firn_world_particle_count(gpu), 1e-6);
+    firn_world_destroy(gpu);
+    firn_world_destroy(cpu);
+}
+
+/* A NaN planted in one particle's C spreads through its 27 nodes to its
+ * neighbours in the first substep. Both paths run 4 substeps in one call;
+ * both must name substep 1 and the same (lowest) particle, though the GPU
+ * only learns of it after the fourth. */
+Test(gpu, nonfinite_report_names_the_substep_and_particle_of_the_cpu, .timeout = 60)
+{
+    require_gpu();
+    firn_world *cpu, *gpu;
+    twin_worlds(FIRN_MODEL_ELASTIC, 1, &cpu, &gpu);
+    const int n = cpu->p.n, j = n / 2;
+    cpu->p.C[4 * n + j] = NAN;
+    gpu->p.C[4 * n + j] = NAN;
+    firn_error err = {0};
+    firn_cuda_free(gpu);
+    cr_assert_eq(firn_cuda_init(gpu, &err), 0, "firn_cuda_init: %s", err.msg);
+
+    firn_error ec = {0}, eg = {0};
+    cr_assert_neq(firn_world_run_substeps(cpu, 4, 1e-4f, &ec), 0, "the CPU path ran through a NaN");
+    cr_assert_neq(firn_world_run_substeps(gpu, 4, 1e-4f, &eg), 0, "the GPU ran through a NaN");
+    cr_expect_eq(ec.code, FIRN_E_NUMERIC, "%s", ec.msg);
+    cr_expect_eq(eg.code, FIRN_E_NUMERIC, "%s", eg.msg);
+    cr_expect(strstr(ec.msg, "substep 1)") != NULL, "CPU: %s", ec.msg);
+    cr_expect(strstr(eg.msg, "substep 1; the GPU ran on to substep 4)") != NULL, "GPU: %s", eg.msg);
+    const char *pc = strstr(ec.msg, "particle "), *pg = strstr(eg.msg, "particle ");
+    cr_assert(pc && pg, "CPU: %s\nGPU: %s", ec.msg, eg.msg);
+    cr_expect_eq(atoi(pc + 9), atoi(pg + 9), "CPU: %s\nGPU: %s", ec.msg, eg.msg);
+    cr_expect_leq(atoi(pc + 9), j, "the planted particle %d or a lower neighbour: %s", j, ec.msg);
     firn_world_destroy(gpu);
     firn_world_destroy(cpu);
 }
