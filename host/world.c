@@ -386,11 +386,13 @@ int firn_world_run_substeps(firn_world *w, int nsub, float dt, firn_error *err)
 {
     w->params.dt = dt;
     if (w->cuda) {
+        /* Stale from here on: after a CUDA error part of the call may have
+         * run on the device. */
+        w->host_stale = 1;
+        w->rigids_stale = 1;
         int k = 0, bad = firn_cuda_run(w, nsub, dt, &k, err);
         if (bad == -2)
             return -1;
-        w->host_stale = 1;
-        w->rigids_stale = 1;
         w->substeps += nsub;
         w->time += (double)nsub * dt;
         return bad >= 0 ? report_nonfinite(w, bad, w->substeps - nsub + 1 + k, err) : 0;
@@ -509,9 +511,11 @@ int firn_world_stats(firn_world *w, firn_frame_stats *s, firn_error *err)
             r->position[a] = b->x[a];
             r->velocity[a] = b->v[a];
             r->angular_velocity[a] = b->w[a];
-            /* What the body receives at its next step: this substep's sum. */
-            r->force[a] = (float)w->rigid_acc[FIRN_RIGID_ACC * k + a];
-            r->torque[a] = (float)w->rigid_acc[FIRN_RIGID_ACC * k + 3 + a];
+            /* What the body receives at its next step: this substep's
+             * impulse, over the substep that built it. */
+            const double dt = b->couple_dt > 0.0f ? (double)b->couple_dt : 1.0;
+            r->force[a] = (float)(w->rigid_acc[FIRN_RIGID_ACC * k + a] / dt);
+            r->torque[a] = (float)(w->rigid_acc[FIRN_RIGID_ACC * k + 3 + a] / dt);
         }
         for (int a = 0; a < 4; a++)
             r->orientation[a] = b->q.q[a];

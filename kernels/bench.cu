@@ -7,7 +7,7 @@
 extern "C" double firn_cuda_copy_bandwidth(size_t bytes)
 {
     void *a = NULL, *b = NULL;
-    cudaEvent_t e0, e1;
+    cudaEvent_t e0 = NULL, e1 = NULL;
     double best = 0.0;
     if (cudaMalloc(&a, bytes) != cudaSuccess || cudaMalloc(&b, bytes) != cudaSuccess)
         goto done;
@@ -26,9 +26,11 @@ extern "C" double firn_cuda_copy_bandwidth(size_t bytes)
             best = bw > best ? bw : best;
         }
     }
-    cudaEventDestroy(e0);
-    cudaEventDestroy(e1);
 done:
+    if (e0)
+        cudaEventDestroy(e0);
+    if (e1)
+        cudaEventDestroy(e1);
     cudaFree(a);
     cudaFree(b);
     (void)cudaGetLastError();

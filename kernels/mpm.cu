@@ -206,15 +206,20 @@ static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
             if (j == k) {
                 const size_t bytes = 4 * (size_t)sh->n[0] * sh->n[1] * sh->n[2] * sizeof(float);
                 cudaError_t e = cudaMalloc(&s->mesh_grid[k], bytes);
+                /* On the world's stream: the legacy stream does not order
+                 * with a non-blocking one. The host grid outlives the copy. */
                 if (e == cudaSuccess)
-                    e = cudaMemcpy(s->mesh_grid[k], sh->grid, bytes, cudaMemcpyHostToDevice);
+                    e = cudaMemcpyAsync(s->mesh_grid[k], sh->grid, bytes, cudaMemcpyHostToDevice,
+                                        s->stream);
                 if (e != cudaSuccess)
                     free(staged);
                 FIRN_CUDA_CHECK(e, err);
             }
             sh->grid = s->mesh_grid[j];
         }
-        cudaError_t e = cudaMemcpy(s->rigids, staged, r_bytes, cudaMemcpyHostToDevice);
+        cudaError_t e = cudaMemcpyAsync(s->rigids, staged, r_bytes, cudaMemcpyHostToDevice, s->stream);
+        if (e == cudaSuccess)
+            e = cudaStreamSynchronize(s->stream); /* before staged is freed */
         free(staged);
         FIRN_CUDA_CHECK(e, err);
         FIRN_CUDA_CHECK(cudaMemcpyAsync(s->rigid_acc, w->rigid_acc, a_bytes,
@@ -473,8 +478,10 @@ extern "C" int firn_cuda_download_grid(firn_world *w, float *mass, float *vel, f
                        host.nodes);
         return FIRN_CUDA_FAILED;
     }
-    cudaError_t e = cudaMemcpy(host.node, s->grid.node, 4 * (size_t)host.nodes * sizeof(float),
-                               cudaMemcpyDeviceToHost);
+    cudaError_t e = cudaMemcpyAsync(host.node, s->grid.node, 4 * (size_t)host.nodes * sizeof(float),
+                                    cudaMemcpyDeviceToHost, s->stream);
+    if (e == cudaSuccess)
+        e = cudaStreamSynchronize(s->stream);
     if (e == cudaSuccess)
         firn_grid_split(&host, mass, vel);
     free(host.node);

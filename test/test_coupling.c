@@ -440,6 +440,13 @@ Test(coupling, dynamic_sphere_comes_to_rest_on_a_sand_bed, .timeout = 120)
     float weight = b->mass * 9.81f;
     cr_assert(fabsf(b->force[1] - weight) < 0.2f * weight, "support %g N, weight %g N", b->force[1],
               weight);
+    /* The statistics report the same support as a force [N] (the coupling
+     * of the last substep, which the body receives at its next step). */
+    firn_frame_stats s;
+    firn_error err;
+    cr_assert_eq(firn_world_stats(w, &s, &err), 0, "%s", err.msg);
+    cr_assert(fabsf(s.rigids[0].force[1] - weight) < 0.2f * weight, "stats: support %g N, weight %g N",
+              s.rigids[0].force[1], weight);
     firn_world_destroy(w);
 }
 
