@@ -7,7 +7,8 @@
 # Steps: build, the test suite (GPU tests included, and checked not to have
 # skipped), firn info, firn compare on every scene of scenes/ (not
 # scenes/large/), compute-sanitizer memcheck and racecheck on one frame of the
-# smallest scene, firn bench, and two frames of the 32M-particle scene. Each step runs under
+# smallest scene, firn bench, and two frames of the 32M-particle scene. A
+# compare that fails is rerun with device code built without FMA. Each step runs under
 # `timeout`; a failing step does not stop the others. The last thing printed
 # is a markdown table of PASS/FAIL and seconds per step, also written to
 # bench/results/gpu-check-<date>-<commit>.md (and, with the logs, to $OUT when
@@ -123,8 +124,28 @@ run_step "GPU tests not skipped" 60 2 bash -c \
      grep -E 'gpu::device_describe|Synthesis' | tee /dev/stderr | grep -q '^\[PASS\] gpu::device_describe'"
 run_step "firn info" 30 20 "$FIRN" info
 
+# nvcc contracts a*b+c to FMA in device code, gcc (no -march) does not: a
+# compare that fails is rerun with device code built without FMA, so that a
+# difference of rounding (a plastic branch or a CPIC side test flipping) can
+# be told from a real one.
+NOFMA=""
+nofma_firn() {
+    if [[ -z $NOFMA && -x .gpu/bin/firn-nofma ]]; then
+        NOFMA=.gpu/bin/firn-nofma
+    elif [[ -z $NOFMA ]] && pkg-config --exists libcjson libpng 2>/dev/null; then
+        run_step "build firn without FMA (for a failed compare)" 200 1 make -j16 BUILD=build-nofma \
+            CUDA_ARCH="$ARCH" NVCCFLAGS="-O3 -lineinfo -fmad=false" build-nofma/firn
+        [[ -x build-nofma/firn ]] && NOFMA=build-nofma/firn
+    fi
+    [[ -n $NOFMA ]]
+}
 for scene in scenes/*.json; do
-    run_step "compare $(basename "$scene" .json) (3 frames)" 90 25 "$FIRN" compare "$scene" --frames 3
+    name=$(basename "$scene" .json)
+    run_step "compare $name (3 frames)" 90 25 "$FIRN" compare "$scene" --frames 3
+    if [[ ${RESULTS[-1]} == FAIL* ]] && nofma_firn; then
+        run_step "compare $name (3 frames), device code without FMA" 90 25 "$NOFMA" compare \
+            "$scene" --frames 3
+    fi
 done
 
 SAN=$(find_sanitizer)

@@ -10,9 +10,14 @@ cd "$(dirname "$0")/.."
 grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo '/.gpu/' >>.git/info/exclude
 make -j"$(nproc)" BUILD=build-sm90 CUDA_ARCH="-gencode arch=compute_90,code=sm_90" \
     build-sm90/firn build-sm90/test_firn
+# The same without fused multiply-adds in device code: gpu_check.sh reruns a
+# failing CPU/GPU compare with it, to tell rounding from a real difference.
+make -j"$(nproc)" BUILD=build-sm90-nofma CUDA_ARCH="-gencode arch=compute_90,code=sm_90" \
+    NVCCFLAGS="-O3 -lineinfo -fmad=false" build-sm90-nofma/firn
 rm -rf .gpu
 mkdir -p .gpu/bin .gpu/lib
 cp build-sm90/firn build-sm90/test_firn .gpu/bin/
+cp build-sm90-nofma/firn .gpu/bin/firn-nofma
 # Everything but the C/C++ runtime that every Linux image has.
 ldd build-sm90/firn build-sm90/test_firn | awk '/=>/ { print $3 }' | sort -u |
     grep -vE '/(libc|libm|libdl|librt|libpthread|libresolv|libgcc_s|libstdc\+\+)\.so' |
