@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "frame_writer.h"
 #include "world.h"
 
 int firn_cli_fail(const firn_error *err)
@@ -108,29 +109,16 @@ static void progress(int tty, const firn_frame_stats *s, int frames, double elap
     }
 }
 
-static int write_frame(firn_world *w, const firn_scene_def *def, const char *out,
-                       const firn_frame_stats *s, firn_error *err)
+/* Hands frame s to the writer, with the particles when the frame is one
+ * that writes them (the download from the GPU happens here). */
+static int submit_frame(firn_frame_writer *fw, firn_world *w, const firn_scene_def *def,
+                        const firn_frame_stats *s, firn_error *err)
 {
-    char path[FIRN_PATH_MAX + 64];
-    snprintf(path, sizeof path, "%s/stats.jsonl", out);
-    if (firn_append_stats_jsonl(path, def, s, err))
+    firn_particles_view view = {0};
+    if (s->frame % def->out_every == 0 && (def->write_ply || def->write_preview) &&
+        firn_world_particles(w, &view, err))
         return -1;
-    if (s->frame % def->out_every != 0)
-        return 0;
-    firn_particles_view view;
-    if (firn_world_particles(w, &view, err))
-        return -1;
-    if (def->write_ply) {
-        snprintf(path, sizeof path, "%s/frame_%05d.ply", out, s->frame);
-        if (firn_write_ply(path, &view, err))
-            return -1;
-    }
-    if (def->write_preview) {
-        snprintf(path, sizeof path, "%s/frame_%05d.png", out, s->frame);
-        if (firn_write_preview_png_rigids(path, def, &view, s, err))
-            return -1;
-    }
-    return 0;
+    return firn_frame_writer_submit(fw, &view, s, err);
 }
 
 int firn_cli_run(int argc, char **argv)
@@ -206,17 +194,19 @@ int firn_cli_run(int argc, char **argv)
     int tty = isatty(STDERR_FILENO);
     firn_frame_stats s;
     int rc = 0;
-    if (firn_world_stats(w, &s, &err) || write_frame(w, &def, def.out_dir, &s, &err))
+    /* Frame k is written while frame k+1 is simulated. */
+    firn_frame_writer *fw = firn_frame_writer_start(&def, def.out_dir, &err);
+    if (!fw) {
+        firn_world_destroy(w);
+        return firn_cli_fail(&err);
+    }
+    if (firn_world_stats(w, &s, &err) || submit_frame(fw, w, &def, &s, &err))
         rc = firn_cli_fail(&err);
-    double t0 = firn_now(), write_seconds = 0.0;
+    double t0 = firn_now();
     long long total_substeps = 0;
     double sim_seconds = 0.0;
     for (int f = 0; f < def.frames && !rc; f++) {
-        int failed = firn_world_step_frame(w, &s, &err);
-        double tw = firn_now();
-        failed = failed || write_frame(w, &def, def.out_dir, &s, &err);
-        write_seconds += firn_now() - tw;
-        if (failed) {
+        if (firn_world_step_frame(w, &s, &err) || submit_frame(fw, w, &def, &s, &err)) {
             if (tty && !quiet)
                 fputc('\n', stderr);
             rc = firn_cli_fail(&err);
@@ -227,6 +217,15 @@ int firn_cli_run(int argc, char **argv)
         if (!quiet)
             progress(tty, &s, def.frames, firn_now() - t0);
     }
+    /* The frame in flight is finished even after an error: it is an earlier,
+     * good one. */
+    double busy = 0.0, waited = 0.0;
+    firn_error werr = {0};
+    if (firn_frame_writer_finish(fw, &busy, &waited, &werr) && !rc) {
+        if (tty && !quiet)
+            fputc('\n', stderr);
+        rc = firn_cli_fail(&werr);
+    }
     if (!rc && !quiet) {
         if (tty)
             fputc('\n', stderr);
@@ -234,8 +233,8 @@ int firn_cli_run(int argc, char **argv)
         firn_profile pr = firn_world_profile(w);
         fprintf(stderr,
                 "firn: done: %d frames, %lld substeps, %.2f s simulating, %.2f s writing frames "
-                "(%.2f s total), %.4g particle-substeps/s\n",
-                def.frames, total_substeps, sim_seconds, write_seconds, firn_now() - t0, pss);
+                "alongside (%.2f s waited for), %.2f s total, %.4g particle-substeps/s\n",
+                def.frames, total_substeps, sim_seconds, busy, waited, firn_now() - t0, pss);
         if (pr.total > 0.0)
             fprintf(stderr, "firn: phases: clear %.1f%%  p2g %.1f%%  grid %.1f%%  g2p %.1f%%\n",
                     100 * pr.clear / pr.total, 100 * pr.p2g / pr.total, 100 * pr.grid / pr.total,

@@ -144,6 +144,25 @@ Test(cli, nonfinite_state_stops_and_keeps_earlier_frames)
     cr_assert_eq(lines, frame, "%d stats lines for %d finished frames", lines, frame);
 }
 
+/* Frames are written on a thread of their own, one frame behind the
+ * simulation; a frame whose file cannot be written (here a directory sits
+ * where frame 2's PLY goes) still stops the run with an I/O error naming
+ * the file, and leaves the frames before it complete and nothing after it. */
+Test(cli, failed_frame_write_stops_the_run_and_keeps_earlier_frames)
+{
+    const char *p = write_scene("w.json", SCENE_HEAD "\"time\": {\"frame_dt\": 0.01}," SCENE_BODY "}");
+    char cmd[256], args[256];
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s/o/frame_00002.ply'", dir);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+    snprintf(args, sizeof args, "run %s --frames 6 --out %s/o --backend cpu", p, dir);
+    expect(firn(args), FIRN_E_IO, "frame_00002.ply", "unwritable frame");
+    cr_assert(exists("o/frame_00000.ply") && exists("o/frame_00001.ply"), "earlier frames: %s", out);
+    cr_assert(exists("o/frame_00001.png"), "earlier preview: %s", out);
+    cr_assert(!exists("o/frame_00003.ply") && !exists("o/frame_00004.ply"),
+              "the run went on writing after the failure: %s", out);
+    cr_assert(strstr(out, "done:") == NULL, "reported done: %s", out);
+}
+
 Test(cli, run_writes_frames_previews_and_stats)
 {
     const char *p = write_scene("ok.json", SCENE_HEAD "\"time\": {\"frame_dt\": 0.01}," SCENE_BODY "}");

@@ -1,0 +1,196 @@
+/* frame_writer.c - see frame_writer.h. One worker thread; the caller and
+ * the worker hand one frame back and forth under a mutex: `pending` is set
+ * by the caller and cleared by the worker when the frame is on disk. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frame_writer.h"
+#include "world.h"
+
+struct firn_frame_writer {
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int pending; /* a frame is handed over and not yet written */
+    int quit;
+    int failed;  /* the last frame failed; err says why */
+    firn_error err;
+    double busy;   /* seconds the thread spent writing */
+    double waited; /* seconds the caller spent waiting for it */
+
+    const firn_scene_def *def;
+    char out[FIRN_PATH_MAX];
+    firn_frame_stats stats;
+    int with_particles;   /* this frame writes PLY / PNG */
+    long long capacity;   /* particles the copy holds */
+    float *x, *v, *Jp, *damage;
+    uint8_t *mat;
+    firn_particles_view view;
+};
+
+static int write_one(struct firn_frame_writer *fw, firn_error *err)
+{
+    const firn_scene_def *def = fw->def;
+    const firn_frame_stats *s = &fw->stats;
+    char path[FIRN_PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/stats.jsonl", fw->out);
+    if (firn_append_stats_jsonl(path, def, s, err))
+        return -1;
+    if (!fw->with_particles)
+        return 0;
+    if (def->write_ply) {
+        snprintf(path, sizeof path, "%s/frame_%05d.ply", fw->out, s->frame);
+        if (firn_write_ply(path, &fw->view, err))
+            return -1;
+    }
+    if (def->write_preview) {
+        snprintf(path, sizeof path, "%s/frame_%05d.png", fw->out, s->frame);
+        if (firn_write_preview_png_rigids(path, def, &fw->view, s, err))
+            return -1;
+    }
+    return 0;
+}
+
+static void *worker(void *arg)
+{
+    struct firn_frame_writer *fw = arg;
+    pthread_mutex_lock(&fw->mu);
+    for (;;) {
+        while (!fw->pending && !fw->quit)
+            pthread_cond_wait(&fw->cv, &fw->mu);
+        if (!fw->pending)
+            break; /* quit with nothing left */
+        pthread_mutex_unlock(&fw->mu);
+        /* The caller does not touch the frame while it is pending. */
+        firn_error err = {0};
+        double t0 = firn_now();
+        int rc = write_one(fw, &err);
+        double dt = firn_now() - t0;
+        pthread_mutex_lock(&fw->mu);
+        fw->busy += dt;
+        if (rc) {
+            fw->failed = 1;
+            fw->err = err;
+        }
+        fw->pending = 0;
+        pthread_cond_broadcast(&fw->cv);
+    }
+    pthread_mutex_unlock(&fw->mu);
+    return NULL;
+}
+
+static void free_copy(struct firn_frame_writer *fw)
+{
+    free(fw->x), free(fw->v), free(fw->Jp), free(fw->damage), free(fw->mat);
+    fw->x = fw->v = fw->Jp = fw->damage = NULL;
+    fw->mat = NULL;
+    fw->capacity = 0;
+}
+
+firn_frame_writer *firn_frame_writer_start(const firn_scene_def *def, const char *out,
+                                           firn_error *err)
+{
+    struct firn_frame_writer *fw = calloc(1, sizeof *fw);
+    if (!fw) {
+        firn_set_error(err, FIRN_E_NOMEM, "out of host memory for the frame writer");
+        return NULL;
+    }
+    fw->def = def;
+    snprintf(fw->out, sizeof fw->out, "%s", out);
+    pthread_mutex_init(&fw->mu, NULL);
+    pthread_cond_init(&fw->cv, NULL);
+    int e = pthread_create(&fw->thread, NULL, worker, fw);
+    if (e) {
+        pthread_cond_destroy(&fw->cv);
+        pthread_mutex_destroy(&fw->mu);
+        free(fw);
+        firn_set_error(err, FIRN_E_NOMEM, "cannot start the frame writer thread: %s", strerror(e));
+        return NULL;
+    }
+    return fw;
+}
+
+/* Waits for the frame in flight; returns its failure (and clears it). */
+static int wait_idle(struct firn_frame_writer *fw, firn_error *err)
+{
+    double t0 = firn_now();
+    pthread_mutex_lock(&fw->mu);
+    while (fw->pending)
+        pthread_cond_wait(&fw->cv, &fw->mu);
+    int failed = fw->failed;
+    if (failed) {
+        *err = fw->err;
+        fw->failed = 0;
+    }
+    pthread_mutex_unlock(&fw->mu);
+    fw->waited += firn_now() - t0;
+    return failed ? -1 : 0;
+}
+
+int firn_frame_writer_submit(firn_frame_writer *fw, const firn_particles_view *view,
+                             const firn_frame_stats *s, firn_error *err)
+{
+    if (wait_idle(fw, err))
+        return -1;
+    fw->stats = *s;
+    fw->with_particles = s->frame % fw->def->out_every == 0 &&
+                         (fw->def->write_ply || fw->def->write_preview);
+    if (fw->with_particles) {
+        const long long n = view->n;
+        if (n > fw->capacity) {
+            free_copy(fw);
+            size_t m = (size_t)n;
+            fw->x = malloc(3 * m * sizeof(float));
+            fw->v = malloc(3 * m * sizeof(float));
+            fw->Jp = malloc(m * sizeof(float));
+            fw->damage = malloc(m * sizeof(float));
+            fw->mat = malloc(m);
+            if (!fw->x || !fw->v || !fw->Jp || !fw->damage || !fw->mat) {
+                free_copy(fw);
+                firn_set_error(err, FIRN_E_NOMEM,
+                               "out of host memory for a copy of frame %d (%lld particles, %.1f MiB)",
+                               s->frame, n, (double)n * 33.0 / (1 << 20));
+                return -1;
+            }
+            fw->capacity = n;
+        }
+        memcpy(fw->x, view->x, 3 * (size_t)n * sizeof(float));
+        memcpy(fw->v, view->v, 3 * (size_t)n * sizeof(float));
+        memcpy(fw->Jp, view->Jp, (size_t)n * sizeof(float));
+        memcpy(fw->damage, view->damage, (size_t)n * sizeof(float));
+        memcpy(fw->mat, view->mat, (size_t)n);
+        memset(&fw->view, 0, sizeof fw->view);
+        fw->view.n = n;
+        fw->view.x = fw->x;
+        fw->view.v = fw->v;
+        fw->view.Jp = fw->Jp;
+        fw->view.damage = fw->damage;
+        fw->view.mat = fw->mat;
+    }
+    pthread_mutex_lock(&fw->mu);
+    fw->pending = 1;
+    pthread_cond_broadcast(&fw->cv);
+    pthread_mutex_unlock(&fw->mu);
+    return 0;
+}
+
+int firn_frame_writer_finish(firn_frame_writer *fw, double *busy, double *waited, firn_error *err)
+{
+    int rc = wait_idle(fw, err);
+    pthread_mutex_lock(&fw->mu);
+    fw->quit = 1;
+    pthread_cond_broadcast(&fw->cv);
+    pthread_mutex_unlock(&fw->mu);
+    pthread_join(fw->thread, NULL);
+    if (busy)
+        *busy = fw->busy;
+    if (waited)
+        *waited = fw->waited;
+    pthread_cond_destroy(&fw->cv);
+    pthread_mutex_destroy(&fw->mu);
+    free_copy(fw);
+    free(fw);
+    return rc;
+}
