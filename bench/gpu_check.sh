@@ -173,7 +173,7 @@ run_step "bench sand 1M, 8M, 32M (cuda)" 150 12 "$FIRN" bench --backend cuda --s
 # The large scene runs and writes its frames (1.06 GB of PLY each); the log
 # keeps the memory line and the simulate / write split.
 run_step "large scene: sand_slump_32m, 2 frames (cuda)" 120 6 bash -c \
-    "'$FIRN' run scenes/large/sand_slump_32m.json --backend cuda --frames 2 --out '$TMP/large' &&
+    "'$FIRN' run scenes/large/sand_slump_32m.json --backend cuda --frames 2 --every 1 --out '$TMP/large' &&
      ls -l '$TMP/large' && rm -rf '$TMP/large'"
 run_step "bench all scenes 100k-8M (cuda)" 150 30 "$FIRN" bench --backend cuda \
     --particles 100k,1m,8m --json "bench/results/h200-$DATE.json" --csv "bench/results/h200-$DATE.csv"

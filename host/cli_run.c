@@ -125,7 +125,7 @@ int firn_cli_run(int argc, char **argv)
 {
     const char *scene = NULL, *out = NULL;
     firn_backend backend = FIRN_BACKEND_AUTO;
-    int frames = 0, quiet = 0;
+    int frames = 0, every = 0, quiet = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--backend") && i + 1 < argc) {
@@ -135,6 +135,9 @@ int firn_cli_run(int argc, char **argv)
             }
         } else if (!strcmp(a, "--frames")) {
             if (firn_cli_int("--frames", i + 1 < argc ? argv[++i] : NULL, &frames))
+                return FIRN_E_USAGE;
+        } else if (!strcmp(a, "--every")) {
+            if (firn_cli_int("--every", i + 1 < argc ? argv[++i] : NULL, &every))
                 return FIRN_E_USAGE;
         } else if (!strcmp(a, "--out") && i + 1 < argc) {
             out = argv[++i];
@@ -162,6 +165,8 @@ int firn_cli_run(int argc, char **argv)
         return firn_cli_fail(&err);
     if (frames)
         def.frames = frames;
+    if (every)
+        def.out_every = every;
     if (out)
         snprintf(def.out_dir, sizeof def.out_dir, "%s", out);
     if (firn_mkdirs(def.out_dir, &err))

@@ -16,7 +16,7 @@ static const char *usage =
     "firn " FIRN_VERSION " - Material Point Method engine for snow, sand, liquid and elastic solids\n"
     "\n"
     "usage:\n"
-    "  firn run SCENE [--backend auto|cpu|cuda] [--frames N] [--out DIR] [--quiet]\n"
+    "  firn run SCENE [--backend auto|cpu|cuda] [--frames N] [--every N] [--out DIR] [--quiet]\n"
     "                 run a JSON scene, writing PLY frames, PNG previews and stats.jsonl\n"
     "  firn validate SCENE       check a scene and print what it would simulate\n"
     "  firn compare SCENE [--frames N]\n"

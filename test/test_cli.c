@@ -65,6 +65,8 @@ Test(cli, usage_errors_exit_2)
     expect(firn("run x.json --frames -3"), FIRN_E_USAGE, "--frames expects a positive integer",
            "negative frames");
     expect(firn("run x.json --backend gpu"), FIRN_E_USAGE, "--backend must be", "bad backend");
+    expect(firn("run x.json --every 0"), FIRN_E_USAGE, "--every expects a positive integer",
+           "zero output interval");
     expect(firn("--help"), 0, "firn run SCENE", "help");
 }
 
@@ -161,6 +163,29 @@ Test(cli, failed_frame_write_stops_the_run_and_keeps_earlier_frames)
     cr_assert(!exists("o/frame_00003.ply") && !exists("o/frame_00004.ply"),
               "the run went on writing after the failure: %s", out);
     cr_assert(strstr(out, "done:") == NULL, "reported done: %s", out);
+}
+
+/* --every N overrides output.every: frames 0, 2 and 4 of 5, statistics
+ * for all 6 states. */
+Test(cli, every_n_writes_every_nth_frame_and_all_stats)
+{
+    const char *p = write_scene("e.json", SCENE_HEAD "\"time\": {\"frame_dt\": 0.01}," SCENE_BODY "}");
+    char args[256], name[64];
+    snprintf(args, sizeof args, "run %s --frames 5 --every 2 --out %s/o --backend cpu", p, dir);
+    expect(firn(args), 0, "done:", "--every 2");
+    for (int k = 0; k <= 5; k++) {
+        snprintf(name, sizeof name, "o/frame_%05d.ply", k);
+        cr_assert_eq(exists(name), k % 2 == 0, "frame %d: %s", k, exists(name) ? "written" : "missing");
+    }
+    char path[256], line[8192];
+    snprintf(path, sizeof path, "%s/o/stats.jsonl", dir);
+    FILE *f = fopen(path, "r");
+    cr_assert(f);
+    int lines = 0;
+    while (fgets(line, sizeof line, f))
+        lines++;
+    fclose(f);
+    cr_assert_eq(lines, 6);
 }
 
 Test(cli, run_writes_frames_previews_and_stats)
