@@ -48,9 +48,9 @@ int firn_cuda_download_grid(firn_world *w, float *mass, float *vel, firn_error *
     return no_cuda(err);
 }
 
-int firn_cuda_reduce(firn_world *w, float *max_speed, float *max_stiffness, firn_error *err)
+int firn_cuda_reduce(firn_world *w, float *max_speed, float *max_wave_speed, firn_error *err)
 {
-    (void)w, (void)max_speed, (void)max_stiffness;
+    (void)w, (void)max_speed, (void)max_wave_speed;
     return no_cuda(err);
 }
 

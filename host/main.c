@@ -82,7 +82,7 @@ static int cmd_validate(int argc, char **argv)
     firn_frame_stats s;
     firn_world_stats(w, &s, &err);
     float dt = def.dt > 0.0f ? def.dt : firn_world_cfl_dt(w);
-    if (!(dt > 0.0f) || !isfinite(dt) || def.frame_dt / dt > 100000.0f) {
+    if (def.dt <= 0.0f && (!(dt > 0.0f) || !isfinite(dt) || def.frame_dt / dt > 100000.0f)) {
         fprintf(stderr,
                 "firn: error: %s: the first frame would need a substep of %g s (over 100000 "
                 "substeps per frame): a material is too stiff or too light for dx = %g m\n",

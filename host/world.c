@@ -17,6 +17,12 @@ double firn_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+float firn_material_wave_speed(const firn_material *m)
+{
+    float mu = m->model == FIRN_M_LIQUID ? 0.0f : m->mu;
+    return sqrtf((m->lambda + 2.0f * mu) / m->rho);
+}
+
 void firn_material_build(const firn_material_def *def, firn_material *m)
 {
     memset(m, 0, sizeof *m);
@@ -36,13 +42,10 @@ void firn_material_build(const firn_material_def *def, firn_material *m)
     m->yield = def->yield_stress;
     m->crit = def->crit_strain;
     m->rate = def->damage_rate;
+    float c = firn_material_wave_speed(m);
+    m->c2 = c * c;
 }
 
-float firn_material_wave_speed(const firn_material *m)
-{
-    float mu = m->model == FIRN_M_LIQUID ? 0.0f : m->mu;
-    return sqrtf((m->lambda + 2.0f * mu) / m->rho);
-}
 
 void firn_params_build(const firn_scene_def *def, firn_params *P)
 {
@@ -69,44 +72,48 @@ void firn_params_build(const firn_scene_def *def, firn_params *P)
 
 static const char *prefix(const firn_scene_def *def) { return def->source[0] ? def->source : "scene"; }
 
-/* Largest wave speed over the materials in use, and which material. */
-static float max_wave_speed(const firn_world *w, int *which)
-{
-    float c = 0.0f;
-    *which = 0;
-    for (int k = 0; k < w->def.n_materials; k++) {
-        float ck = firn_material_wave_speed(&w->mats[k]);
-        if (ck > c) {
-            c = ck;
-            *which = k;
-        }
-    }
-    return c;
-}
-
-static void state_extremes(firn_world *w, float *vmax, float *smax)
+/* Largest particle speed and largest signal speed (firn_wave_speed2) over
+ * the particles: only materials some particle has count, and snow's
+ * hardening scales snow's speed alone. */
+static void state_extremes(firn_world *w, float *vmax, float *cmax)
 {
     if (w->cuda) {
         firn_error err;
-        if (firn_cuda_reduce(w, vmax, smax, &err) == 0)
+        if (firn_cuda_reduce(w, vmax, cmax, &err) == 0)
             return;
         /* Fall back to the host mirror; a CUDA error resurfaces at the next launch. */
         firn_cuda_download(w, &err);
     }
     const int n = w->p.n;
-    float v2 = 0.0f, s = 1.0f;
-#pragma omp parallel for reduction(max : v2, s)
+    float v2 = 0.0f, c2 = 0.0f;
+#pragma omp parallel for reduction(max : v2, c2)
     for (int i = 0; i < n; i++) {
         float vx = w->p.v[i], vy = w->p.v[n + i], vz = w->p.v[2 * n + i];
         float q = vx * vx + vy * vy + vz * vz;
         if (q > v2)
             v2 = q;
-        float f = firn_stiffness_factor(&w->mats[w->p.mat[i]], w->p.Jp[i]);
-        if (f > s)
-            s = f;
+        float c = firn_wave_speed2(&w->mats[w->p.mat[i]], w->p.Jp[i]);
+        if (c > c2)
+            c2 = c;
     }
     *vmax = sqrtf(v2);
-    *smax = s;
+    *cmax = sqrtf(c2);
+}
+
+/* The material of the particle with the largest signal speed (host state). */
+static int fastest_material(const firn_world *w)
+{
+    const int n = w->p.n;
+    float c2 = -1.0f;
+    int which = 0;
+    for (int i = 0; i < n; i++) {
+        float c = firn_wave_speed2(&w->mats[w->p.mat[i]], w->p.Jp[i]);
+        if (c > c2) {
+            c2 = c;
+            which = w->p.mat[i];
+        }
+    }
+    return which;
 }
 
 /* Fastest point of a coupled rigid body's surface [m/s]: the grid near it
@@ -154,11 +161,9 @@ static float rigid_speed(firn_world *w)
 float firn_world_cfl_dt(firn_world *w)
 {
     const firn_scene_def *d = &w->def;
-    float vmax, smax;
-    int which;
-    state_extremes(w, &vmax, &smax);
+    float vmax, c;
+    state_extremes(w, &vmax, &c);
     vmax = firn_maxf(vmax, rigid_speed(w));
-    float c = max_wave_speed(w, &which) * sqrtf(smax);
     float g = sqrtf(d->gravity[0] * d->gravity[0] + d->gravity[1] * d->gravity[1] +
                     d->gravity[2] * d->gravity[2]);
     /* The speed may grow by g * frame_dt before the next estimate. */
@@ -183,10 +188,10 @@ static int check_explicit_dt(firn_world *w, firn_error *err)
     const firn_scene_def *d = &w->def;
     if (d->dt <= 0.0f || d->force_dt)
         return 0;
-    float vmax, smax;
-    int which;
-    state_extremes(w, &vmax, &smax);
-    float c = max_wave_speed(w, &which) * sqrtf(smax);
+    float vmax, c;
+    state_extremes(w, &vmax, &c);
+    vmax = firn_maxf(vmax, rigid_speed(w));
+    int which = fastest_material(w); /* the host state is current at creation */
     float limit_c = c > 0.0f ? FIRN_UNSAFE_COURANT * d->dx / c : INFINITY;
     float limit_v = vmax > 0.0f ? d->dx / vmax : INFINITY;
     if (d->dt > limit_c) {
@@ -199,9 +204,10 @@ static int check_explicit_dt(firn_world *w, firn_error *err)
     }
     if (d->dt > limit_v) {
         firn_set_error(err, FIRN_E_NUMERIC,
-                       "%s: time.dt = %g s is unsafe: particles move more than a cell (dx = %g m) "
-                       "per substep at %g m/s; lower time.dt or set time.force_dt",
-                       prefix(d), d->dt, d->dx, vmax);
+                       "%s: time.dt = %g s is unsafe: material or a coupled rigid body moving at "
+                       "%g m/s crosses more than a cell (dx = %g m) per substep; lower time.dt or "
+                       "set time.force_dt",
+                       prefix(d), d->dt, vmax, d->dx);
         return -1;
     }
     return 0;
@@ -416,7 +422,9 @@ int firn_world_step_frame(firn_world *w, firn_frame_stats *stats, firn_error *er
 {
     const firn_scene_def *d = &w->def;
     float dt = d->dt > 0.0f ? d->dt : firn_world_cfl_dt(w);
-    if (!(dt > 0.0f) || !isfinite(dt) || d->frame_dt / dt > FIRN_MAX_SUBSTEPS) {
+    /* A fixed dt is the user's (the loader holds its count below 2^31); a
+     * CFL step this short is a runaway. */
+    if (d->dt <= 0.0f && (!(dt > 0.0f) || !isfinite(dt) || d->frame_dt / dt > FIRN_MAX_SUBSTEPS)) {
         firn_set_error(err, FIRN_E_NUMERIC,
                        "%s: frame %d: the CFL condition asks for a substep of %g s, more than %d "
                        "substeps per %g s frame: a material is too stiff or light for dx = %g m "

@@ -180,8 +180,9 @@ int firn_cuda_download_grid(firn_world *w, float *mass, float *vel, firn_error *
 /* Splits a host grid into mass (nodes) and momentum/velocity (3 nodes,
  * component-major). */
 void firn_grid_split(const firn_grid *g, float *mass, float *vel);
-/* Largest particle speed and snow hardening factor, reduced on the device. */
-int firn_cuda_reduce(firn_world *w, float *max_speed, float *max_stiffness, firn_error *err);
+/* Largest particle speed and signal speed (firn_wave_speed2), reduced on
+ * the device. */
+int firn_cuda_reduce(firn_world *w, float *max_speed, float *max_wave_speed, firn_error *err);
 /* Rigid bodies and pending coupling force from the device into w->rigids
  * and w->rigid_acc. */
 int firn_cuda_download_rigids(firn_world *w, firn_error *err);

@@ -9,7 +9,7 @@
 
 #include "firn_svd.h"
 
-/* Device-side material constants, derived from firn_material_def. 52 bytes. */
+/* Device-side material constants, derived from firn_material_def. 56 bytes. */
 typedef struct {
     int model;     /* firn_model */
     int law;       /* firn_elastic_law */
@@ -24,6 +24,7 @@ typedef struct {
     float yield;   /* von Mises yield stress [Pa] */
     float crit;    /* fracture: critical principal strain */
     float rate;    /* fracture: damage per substep */
+    float c2;      /* dilatational wave speed at rest, squared [m^2/s^2] */
 } firn_material;
 
 enum { FIRN_M_ELASTIC, FIRN_M_LIQUID, FIRN_M_SNOW, FIRN_M_SAND, FIRN_M_VON_MISES,
@@ -183,6 +184,14 @@ static inline FIRN_HD firn_mat3 firn_constitutive(const firn_material *m, firn_m
 static inline FIRN_HD float firn_stiffness_factor(const firn_material *m, float Jp)
 {
     return m->model == FIRN_M_SNOW ? firn_snow_hardening(m, Jp) : 1.0f;
+}
+
+/* A particle's squared signal speed for the CFL step: its material's wave
+ * speed at rest, snow's scaled by its hardening - never below the rest
+ * value, so that stretched snow does not lengthen the step. */
+static inline FIRN_HD float firn_wave_speed2(const firn_material *m, float Jp)
+{
+    return m->c2 * firn_maxf(firn_stiffness_factor(m, Jp), 1.0f);
 }
 
 #endif

@@ -74,15 +74,15 @@ static __global__ void g2p(firn_params P, firn_particles p, firn_grid g, unsigne
         atomicMin(bad, firn_cuda_bad_word(substep, i));
 }
 
-/* Reduction input per particle: (|v|^2, firn_stiffness_factor). */
-struct speed_stiffness {
+/* Reduction input per particle: (|v|^2, firn_wave_speed2). */
+struct speed_wave {
     firn_particles p;
     const firn_material *mats;
     __device__ float2 operator()(int i) const
     {
         const int n = p.n;
         float vx = p.v[i], vy = p.v[n + i], vz = p.v[2 * n + i];
-        return make_float2(vx * vx + vy * vy + vz * vz, firn_stiffness_factor(&mats[p.mat[i]], p.Jp[i]));
+        return make_float2(vx * vx + vy * vy + vz * vz, firn_wave_speed2(&mats[p.mat[i]], p.Jp[i]));
     }
 };
 
@@ -93,13 +93,12 @@ struct max2 {
     }
 };
 
-/* As the CPU fallback in world.c: speed from 0, stiffness from 1, so that a
- * stretched snow particle (factor < 1) never lowers the wave speed estimate. */
-static const float2 reduce_init = {0.0f, 1.0f};
+/* Both maxima start from 0, as the CPU loop in world.c. */
+static const float2 reduce_init = {0.0f, 0.0f};
 
 static cudaError_t reduce_launch(firn_cuda_state *s, void *temp, size_t &temp_bytes)
 {
-    speed_stiffness op = {s->p, s->mats};
+    speed_wave op = {s->p, s->mats};
     return cub::DeviceReduce::TransformReduce(temp, temp_bytes, thrust::counting_iterator<int>(0),
                                               s->red_out, s->p.n, max2(), op, reduce_init,
                                               s->stream);
@@ -445,7 +444,7 @@ extern "C" int firn_cuda_download_rigids(firn_world *w, firn_error *err)
     return 0;
 }
 
-extern "C" int firn_cuda_reduce(firn_world *w, float *max_speed, float *max_stiffness,
+extern "C" int firn_cuda_reduce(firn_world *w, float *max_speed, float *max_wave_speed,
                                 firn_error *err)
 {
     firn_cuda_state *s = w->cuda;
@@ -460,7 +459,7 @@ extern "C" int firn_cuda_reduce(firn_world *w, float *max_speed, float *max_stif
         FIRN_CUDA_CHECK(cudaStreamSynchronize(s->stream), err);
     }
     *max_speed = sqrtf(r.x);
-    *max_stiffness = r.y;
+    *max_wave_speed = sqrtf(r.y);
     return 0;
 }
 

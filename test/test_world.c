@@ -446,3 +446,46 @@ Test(memory, host_figure_is_what_the_cpu_world_allocates)
     cr_assert_lt(m.device, 109.0 * n + 16.0 * nodes + 16384.0);
     firn_world_destroy(w);
 }
+
+/* The CFL step takes the largest signal speed over the particles: each
+ * particle's material wave speed, snow's scaled by sqrt of its own
+ * hardening. A material no body uses does not count, and a hardened snow
+ * particle does not scale the jelly's speed. At rest without gravity,
+ * dt = cfl dx / c exactly. */
+Test(motion, cfl_step_uses_the_signal_speed_of_the_particles_own_materials)
+{
+    firn_scene_def def;
+    small_scene(&def, FIRN_MODEL_ELASTIC, box(0.3f, 0.5f, 0.5f, 0.2f), 1.0f / 32.0f);
+    def.materials[0].E = 3e6f;
+    def.n_materials = 3;
+    firn_material_default(&def.materials[1], FIRN_MODEL_SNOW);
+    snprintf(def.materials[1].name, FIRN_NAME_MAX, "snow");
+    firn_material_default(&def.materials[2], FIRN_MODEL_ELASTIC);
+    snprintf(def.materials[2].name, FIRN_NAME_MAX, "steel_unused");
+    def.materials[2].E = 2e11f, def.materials[2].density = 7800.0f;
+    def.n_bodies = 2;
+    firn_body_default(&def.bodies[1]);
+    def.bodies[1].material = 1;
+    def.bodies[1].shape = box(0.7f, 0.5f, 0.5f, 0.2f);
+    firn_world *w = make_world(&def);
+    const firn_material *jelly = &w->mats[0], *snow = &w->mats[1];
+    const float cfl_dx = def.cfl * def.dx;
+
+    /* At rest: the jelly is the faster of the two materials in use. */
+    cr_assert_gt(jelly->c2, snow->c2);
+    float want = cfl_dx / sqrtf(jelly->c2);
+    cr_assert_float_eq(firn_world_cfl_dt(w), want, 1e-5f * want, "dt %g, want %g (the jelly's)",
+                       firn_world_cfl_dt(w), want);
+
+    /* Compress the snow until its hardening makes it the fastest: Jp = 0.75
+     * gives h = exp(xi * 0.25), 12 for xi = 10 (capped at max_hardening when set). */
+    for (int i = 0; i < w->p.n; i++)
+        if (w->p.mat[i] == 1)
+            w->p.Jp[i] = 0.75f;
+    float h = firn_snow_hardening(snow, 0.75f);
+    cr_assert_gt(snow->c2 * h, jelly->c2, "h = %g does not make the snow the fastest", h);
+    want = cfl_dx / sqrtf(snow->c2 * h);
+    cr_assert_float_eq(firn_world_cfl_dt(w), want, 1e-5f * want, "dt %g, want %g (hardened snow)",
+                       firn_world_cfl_dt(w), want);
+    firn_world_destroy(w);
+}
