@@ -118,8 +118,9 @@ static int fastest_material(const firn_world *w)
 
 /* Fastest point of a coupled rigid body's surface [m/s]: the grid near it
  * takes that velocity. A plane's rotation is not bounded; its linear speed
- * is. Bodies that cannot touch the grid (not coupled, or whose bounding
- * sphere misses the domain) do not limit the step. */
+ * is. Bodies that cannot touch the grid within the coming frame (not
+ * coupled, or whose bounding sphere, grown by the distance its surface can
+ * travel in frame_dt, misses the domain) do not limit the step. */
 static float rigid_speed(firn_world *w)
 {
     float s = 0.0f;
@@ -135,6 +136,10 @@ static float rigid_speed(firn_world *w)
         const firn_sdf_shape *sh = &b->shape;
         if (!b->couple)
             continue;
+        float v = sqrtf(b->v[0] * b->v[0] + b->v[1] * b->v[1] + b->v[2] * b->v[2]);
+        float om = sqrtf(b->w[0] * b->w[0] + b->w[1] * b->w[1] + b->w[2] * b->w[2]);
+        if (b->n_keys > 0 && b->motion == FIRN_MOTION_KINEMATIC) /* the coming frame's keyframes */
+            firn_key_max_speed(b, b->time, b->time + w->def.frame_dt, &v, &om);
         float reach = 0.0f;
         if (sh->type != FIRN_SDF_PLANE) {
             reach = sqrtf(sh->half[0] * sh->half[0] + sh->half[1] * sh->half[1] +
@@ -146,13 +151,12 @@ static float rigid_speed(firn_world *w)
                 float e = firn_maxf(w->def.lower[a] - b->x[a], b->x[a] - w->def.upper[a]);
                 gap += e > 0.0f ? e * e : 0.0f;
             }
-            if (sqrtf(gap) > reach + 2.0f * w->def.dx)
+            /* A dynamic body speeds up by at most g frame_dt plus what the
+             * material pushes; that is left to the next frame's estimate. */
+            float travel = (v + om * reach) * w->def.frame_dt;
+            if (sqrtf(gap) > reach + 2.0f * w->def.dx + travel)
                 continue;
         }
-        float v = sqrtf(b->v[0] * b->v[0] + b->v[1] * b->v[1] + b->v[2] * b->v[2]);
-        float om = sqrtf(b->w[0] * b->w[0] + b->w[1] * b->w[1] + b->w[2] * b->w[2]);
-        if (b->n_keys > 0 && b->motion == FIRN_MOTION_KINEMATIC) /* the coming frame's keyframes */
-            firn_key_max_speed(b, b->time, b->time + w->def.frame_dt, &v, &om);
         s = firn_maxf(s, v + om * reach);
     }
     return s;

@@ -987,3 +987,34 @@ Test(keyframes, scene_keys_parse_and_bad_ones_name_the_path)
                  " \"keyframes\": []}]",
                  "rigids[0].keyframes: 0 keyframes");
 }
+
+/* A kinematic sphere at 60 m/s, still 0.35 m outside the domain, reaches
+ * the water within the first 0.02 s frame: the CFL step must already
+ * account for it (dt <= cfl dx / 60 m/s, a third of the water's own
+ * 7.5e-4 s), or the coupled nodes would move material several cells per
+ * substep. A sphere out of reach for the frame does not limit the step. */
+Test(coupling, a_rigid_body_arriving_within_the_frame_limits_the_cfl_step)
+{
+    firn_scene_def def;
+    base_scene(&def, 1.0f / 32.0f);
+    def.frame_dt = 0.02f;
+    firn_material_default(&def.materials[0], FIRN_MODEL_LIQUID);
+    snprintf(def.materials[0].name, FIRN_NAME_MAX, "water");
+    add_box_body(&def, 0, (float[3]){0.5f, 0.17f, 0.5f}, (float[3]){0.8f, 0.2f, 0.8f}, NULL);
+    firn_rigid_def *r = add_rigid(&def, FIRN_RSHAPE_SPHERE, FIRN_RIGID_KINEMATIC);
+    r->shape.center[0] = -0.35f, r->shape.center[1] = 0.2f, r->shape.center[2] = 0.5f;
+    r->shape.radius = 0.1f;
+    r->velocity[0] = 60.0f;
+    firn_world *w = make_world(&def);
+    const float limit = def.cfl * def.dx / 60.0f;
+    cr_assert_leq(firn_world_cfl_dt(w), limit * (1.0f + 1e-5f), "dt %g s ignores the arriving body (limit %g s)",
+                  firn_world_cfl_dt(w), limit);
+    firn_world_destroy(w);
+
+    r = &def.rigids[0];
+    r->shape.center[0] = -1.5f; /* 60 m/s x 0.02 s = 1.2 m: stays outside this frame */
+    w = make_world(&def);
+    cr_assert_gt(firn_world_cfl_dt(w), 2.0f * limit, "a body out of reach limited the step: dt %g s",
+                 firn_world_cfl_dt(w));
+    firn_world_destroy(w);
+}
