@@ -200,7 +200,7 @@ int firn_cli_run(int argc, char **argv)
     firn_frame_stats s;
     int rc = 0;
     /* Frame k is written while frame k+1 is simulated. */
-    firn_frame_writer *fw = firn_frame_writer_start(&def, def.out_dir, &err);
+    firn_frame_writer *fw = firn_frame_writer_start(firn_world_scene(w), def.out_dir, &err);
     if (!fw) {
         firn_world_destroy(w);
         return firn_cli_fail(&err);

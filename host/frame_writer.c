@@ -35,22 +35,19 @@ static int write_one(struct firn_frame_writer *fw, firn_error *err)
     const firn_scene_def *def = fw->def;
     const firn_frame_stats *s = &fw->stats;
     char path[FIRN_PATH_MAX + 64];
-    snprintf(path, sizeof path, "%s/stats.jsonl", fw->out);
-    if (firn_append_stats_jsonl(path, def, s, err))
-        return -1;
-    if (!fw->with_particles)
-        return 0;
-    if (def->write_ply) {
+    if (fw->with_particles && def->write_ply) {
         snprintf(path, sizeof path, "%s/frame_%05d.ply", fw->out, s->frame);
         if (firn_write_ply(path, &fw->view, err))
             return -1;
     }
-    if (def->write_preview) {
+    if (fw->with_particles && def->write_preview) {
         snprintf(path, sizeof path, "%s/frame_%05d.png", fw->out, s->frame);
         if (firn_write_preview_png_rigids(path, def, &fw->view, s, err))
             return -1;
     }
-    return 0;
+    /* Last: a statistics line stands for a frame whose files are written. */
+    snprintf(path, sizeof path, "%s/stats.jsonl", fw->out);
+    return firn_append_stats_jsonl(path, def, s, err);
 }
 
 static void *worker(void *arg)

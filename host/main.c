@@ -96,6 +96,10 @@ static int cmd_validate(int argc, char **argv)
         n[a] = (int)ceilf((def.upper[a] - def.lower[a]) / def.dx - 1e-4f) + 1;
     printf("%s: valid\n", argv[0]);
     printf("  grid: %d x %d x %d nodes, dx = %g m\n", n[0], n[1], n[2], def.dx);
+    const firn_scene_def *ws = firn_world_scene(w);
+    if (memcmp(ws->upper, def.upper, sizeof def.upper))
+        printf("  domain: upper (%g, %g, %g) rounded up to whole cells: (%g, %g, %g)\n", def.upper[0],
+               def.upper[1], def.upper[2], ws->upper[0], ws->upper[1], ws->upper[2]);
     printf("  particles: %lld (mass %.4g kg)\n", s.particles, s.mass);
     for (int k = 0; k < def.n_materials; k++)
         printf("    %-16s %-10s %lld\n", def.materials[k].name, firn_model_name(def.materials[k].model),

@@ -227,9 +227,16 @@ firn_world *firn_world_create(const firn_scene_def *def, firn_backend backend, f
         return NULL;
     }
     w->def = *def;
+    firn_params_build(def, &w->params);
+    /* The domain is what the grid covers: upper rounded up to a whole cell,
+     * where the upper walls act (firn_world_scene shows it). */
+    for (int a = 0; a < 3; a++) {
+        float top = def->lower[a] + (float)(w->params.n[a] - 1) * def->dx;
+        if (fabsf(top - def->upper[a]) > 1e-4f * def->dx)
+            w->def.upper[a] = top;
+    }
     for (int k = 0; k < def->n_materials; k++)
         firn_material_build(&def->materials[k], &w->mats[k]);
-    firn_params_build(def, &w->params);
     if (firn_sample_bodies(def, w->mats, &w->p, err) || firn_rigids_init(w, err))
         goto fail;
     if (firn_particles_sort_spatial(&w->p, &w->params)) {

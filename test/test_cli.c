@@ -163,6 +163,15 @@ Test(cli, failed_frame_write_stops_the_run_and_keeps_earlier_frames)
     cr_assert(!exists("o/frame_00003.ply") && !exists("o/frame_00004.ply"),
               "the run went on writing after the failure: %s", out);
     cr_assert(strstr(out, "done:") == NULL, "reported done: %s", out);
+    char line[8192];
+    snprintf(cmd, sizeof cmd, "%s/o/stats.jsonl", dir);
+    FILE *f = fopen(cmd, "r");
+    cr_assert(f);
+    int lines = 0;
+    while (fgets(line, sizeof line, f))
+        lines++;
+    fclose(f);
+    cr_assert_eq(lines, 2, "%d stats lines: only frames 0 and 1 were written", lines);
 }
 
 /* --every N overrides output.every: frames 0, 2 and 4 of 5, statistics

@@ -489,3 +489,22 @@ Test(motion, cfl_step_uses_the_signal_speed_of_the_particles_own_materials)
                        firn_world_cfl_dt(w), want);
     firn_world_destroy(w);
 }
+
+/* A domain of 0.9 m at dx = 1/64 m is 57.6 cells: the grid has 59 nodes and
+ * ends at 0.90625 m. The world's scene says so, and particles are kept one
+ * cell inside that end, where the upper walls act; a whole-cell domain is
+ * left exactly as given. */
+Test(motion, domain_upper_is_rounded_up_to_the_grid)
+{
+    firn_scene_def def;
+    small_scene(&def, FIRN_MODEL_SAND, box(0.4f, 0.4f, 0.4f, 0.2f), 1.0f / 64.0f);
+    def.upper[0] = 0.9f;
+    firn_world *w = make_world(&def);
+    const firn_scene_def *ws = firn_world_scene(w);
+    cr_assert_eq(w->params.n[0], 59);
+    cr_assert_float_eq(ws->upper[0], 0.90625f, 1e-6f);
+    cr_assert_float_eq(w->params.x_max[0], ws->upper[0] - def.dx, 1e-6f);
+    cr_assert_eq(ws->upper[1], def.upper[1], "a whole-cell domain changed: %.9g", ws->upper[1]);
+    cr_assert_eq(ws->upper[2], def.upper[2]);
+    firn_world_destroy(w);
+}
