@@ -166,6 +166,7 @@ static int write_file(const char *path, const bench_result *r, int nr, double cp
         write_csv(f, r, nr);
     if (fclose(f) || rename(tmp, path)) {
         fprintf(stderr, "firn: error: cannot write %s\n", path);
+        remove(tmp);
         return FIRN_E_IO;
     }
     return 0;
@@ -205,11 +206,9 @@ int firn_cli_bench(int argc, char **argv)
             return FIRN_E_USAGE;
         }
         i++;
-        if (!strcmp(a, "--backend")) {
-            if (!strcmp(v, "cpu") || !strcmp(v, "both"))
-                want_cpu = 1;
-            if (!strcmp(v, "cuda") || !strcmp(v, "both"))
-                want_gpu = 1;
+        if (!strcmp(a, "--backend")) { /* the last one counts */
+            want_cpu = !strcmp(v, "cpu") || !strcmp(v, "both");
+            want_gpu = !strcmp(v, "cuda") || !strcmp(v, "both");
             if (!want_cpu && !want_gpu) {
                 fprintf(stderr, "firn bench: --backend must be cpu, cuda or both\n");
                 return FIRN_E_USAGE;
@@ -232,8 +231,12 @@ int firn_cli_bench(int argc, char **argv)
             if (firn_cli_int(a, v, &o.substeps))
                 return FIRN_E_USAGE;
         } else if (!strcmp(a, "--repeats")) {
-            if (firn_cli_int(a, v, &o.repeats) || o.repeats > 64)
+            if (firn_cli_int(a, v, &o.repeats))
                 return FIRN_E_USAGE;
+            if (o.repeats > 64) {
+                fprintf(stderr, "firn bench: --repeats is at most 64, got %d\n", o.repeats);
+                return FIRN_E_USAGE;
+            }
         } else if (!strcmp(a, "--warmup")) {
             if (firn_cli_int(a, v, &o.warmup))
                 return FIRN_E_USAGE;

@@ -207,10 +207,19 @@ void firn_scene_default(firn_scene_def *def)
 
 /* ---- validation ----------------------------------------------------------- */
 
+/* Names go into messages and the statistics as they are. */
+static int has_control_char(const char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f)
+            return 1;
+    return 0;
+}
+
 static const char *material_path(char *out, const firn_scene_def *def, int i)
 {
     const char *name = def->materials[i].name;
-    if (memchr(name, '\0', FIRN_NAME_MAX) && name[0])
+    if (memchr(name, '\0', FIRN_NAME_MAX) && name[0] && !has_control_char(name))
         snprintf(out, KEYPATH_MAX, "materials.%s", name);
     else
         snprintf(out, KEYPATH_MAX, "materials[%d]", i);
@@ -292,6 +301,8 @@ static int validate_material(const ctx *c, const firn_scene_def *def, int i)
     material_path(base, def, i);
     if (!memchr(m->name, '\0', FIRN_NAME_MAX))
         return fail(c, base, "name is not NUL-terminated");
+    if (has_control_char(m->name))
+        return fail(c, base, "name has a control character");
     for (int j = 0; j < i; j++)
         if (m->name[0] && !strcmp(m->name, def->materials[j].name))
             return fail(c, base, "duplicate material name");
@@ -427,6 +438,8 @@ static int validate_rigid(const ctx *c, const firn_scene_def *def, int i)
     join(sp, base, "shape");
     if (!memchr(r->name, '\0', FIRN_NAME_MAX))
         return fail(c, join(p, base, "name"), "not NUL-terminated");
+    if (has_control_char(r->name))
+        return fail(c, join(p, base, "name"), "has a control character");
     for (int j = 0; j < i; j++)
         if (r->name[0] && !strcmp(r->name, def->rigids[j].name))
             return fail(c, join(p, base, "name"), "\"%s\": duplicate rigid name", r->name);
@@ -582,6 +595,9 @@ static int validate(const firn_scene_def *def, const char *file, firn_error *err
             return -1;
         total += n;
     }
+    if (def->coupling_cpic && !def->coupling_rigid_mpm)
+        return fail(&c, "coupling.cpic",
+                    "true needs coupling.rigid_mpm true (CPIC shapes the rigid-MPM coupling)");
     if (def->n_rigids < 0 || def->n_rigids > FIRN_MAX_RIGIDS)
         return fail(&c, "rigids", "%d rigid bodies; at most %d are allowed", def->n_rigids,
                     FIRN_MAX_RIGIDS);

@@ -910,6 +910,8 @@ Test(coupling_scene, bad_rigids_name_the_key_path)
                  "rigids[0].velocity: a static body does not move");
     expect_error(",\"rigids\": [{\"shape\": {\"type\": \"sphere\"}, \"motion\": \"flying\"}]",
                  "rigids[0].motion: \"flying\"");
+    expect_error(",\"coupling\": {\"rigid_mpm\": false, \"cpic\": true}",
+                 "coupling.cpic: true needs coupling.rigid_mpm true");
     expect_error(",\"rigids\": [{\"shape\": {\"type\": \"sphere\"}, \"restitution\": 1.5}]",
                  "rigids[0].restitution = 1.5: must be in [0, 1]");
     expect_error(",\"rigids\": [{\"name\": \"a\", \"shape\": {\"type\": \"sphere\"}},"

@@ -359,6 +359,9 @@ Test(scene_errors, limits_on_counts_and_names)
     name[FIRN_NAME_MAX] = '\0';
     snprintf(mats, sizeof mats, "'%s': {'model': 'sand'}", name);
     expect_fail(parse_parts(mats, NULL, NULL), FIRN_E_SCENE, "name longer than 63", "long name");
+
+    expect_fail(parse_parts("'m': {'model': 'sand'}, 'a\\u0001b': {'model': 'sand'}", NULL, NULL),
+                FIRN_E_SCENE, "materials[1]: name has a control character", "control character");
 }
 
 Test(scene_errors, grid_too_large_names_its_size)
