@@ -48,6 +48,25 @@ static void expect(int rc, int code, const char *needle, const char *what)
     cr_assert(strstr(out, needle), "%s: output lacks '%s':\n%s", what, needle, out);
 }
 
+/* Lines of the file name (relative to the test folder), each checked to be
+ * a JSON document. */
+static int stats_lines(const char *name)
+{
+    char path[256], line[8192];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "r");
+    cr_assert(f, "cannot open %s", path);
+    int lines = 0;
+    while (fgets(line, sizeof line, f)) {
+        cJSON *j = cJSON_Parse(line);
+        cr_assert(j, "%s: line %d is not JSON", name, lines + 1);
+        cJSON_Delete(j);
+        lines++;
+    }
+    fclose(f);
+    return lines;
+}
+
 static int exists(const char *name)
 {
     char path[256];
@@ -130,19 +149,7 @@ Test(cli, nonfinite_state_stops_and_keeps_earlier_frames)
     }
     snprintf(name, sizeof name, "o/frame_%05d.ply", frame);
     cr_assert(!exists(name), "the non-finite frame %d was written", frame);
-    char path[256];
-    snprintf(path, sizeof path, "%s/o/stats.jsonl", dir);
-    FILE *f = fopen(path, "r");
-    cr_assert(f);
-    int lines = 0;
-    char line[8192];
-    while (fgets(line, sizeof line, f)) {
-        cJSON *j = cJSON_Parse(line);
-        cr_assert(j, "stats line %d is not JSON", lines);
-        cJSON_Delete(j);
-        lines++;
-    }
-    fclose(f);
+    int lines = stats_lines("o/stats.jsonl");
     cr_assert_eq(lines, frame, "%d stats lines for %d finished frames", lines, frame);
 }
 
@@ -163,14 +170,7 @@ Test(cli, failed_frame_write_stops_the_run_and_keeps_earlier_frames)
     cr_assert(!exists("o/frame_00003.ply") && !exists("o/frame_00004.ply"),
               "the run went on writing after the failure: %s", out);
     cr_assert(strstr(out, "done:") == NULL, "reported done: %s", out);
-    char line[8192];
-    snprintf(cmd, sizeof cmd, "%s/o/stats.jsonl", dir);
-    FILE *f = fopen(cmd, "r");
-    cr_assert(f);
-    int lines = 0;
-    while (fgets(line, sizeof line, f))
-        lines++;
-    fclose(f);
+    int lines = stats_lines("o/stats.jsonl");
     cr_assert_eq(lines, 2, "%d stats lines: only frames 0 and 1 were written", lines);
 }
 
@@ -186,15 +186,7 @@ Test(cli, every_n_writes_every_nth_frame_and_all_stats)
         snprintf(name, sizeof name, "o/frame_%05d.ply", k);
         cr_assert_eq(exists(name), k % 2 == 0, "frame %d: %s", k, exists(name) ? "written" : "missing");
     }
-    char path[256], line[8192];
-    snprintf(path, sizeof path, "%s/o/stats.jsonl", dir);
-    FILE *f = fopen(path, "r");
-    cr_assert(f);
-    int lines = 0;
-    while (fgets(line, sizeof line, f))
-        lines++;
-    fclose(f);
-    cr_assert_eq(lines, 6);
+    cr_assert_eq(stats_lines("o/stats.jsonl"), 6);
 }
 
 Test(cli, run_writes_frames_previews_and_stats)
