@@ -114,11 +114,11 @@ static void progress(int tty, const firn_frame_stats *s, int frames, double elap
 static int submit_frame(firn_frame_writer *fw, firn_world *w, const firn_scene_def *def,
                         const firn_frame_stats *s, firn_error *err)
 {
-    firn_particles_view view = {0};
-    if (s->frame % def->out_every == 0 && (def->write_ply || def->write_preview) &&
-        firn_world_particles(w, &view, err))
+    firn_particles_view view;
+    int files = s->frame % def->out_every == 0 && (def->write_ply || def->write_preview);
+    if (files && firn_world_particles(w, &view, err))
         return -1;
-    return firn_frame_writer_submit(fw, &view, s, err);
+    return firn_frame_writer_submit(fw, files ? &view : NULL, s, err);
 }
 
 int firn_cli_run(int argc, char **argv)

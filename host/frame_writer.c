@@ -132,8 +132,7 @@ int firn_frame_writer_submit(firn_frame_writer *fw, const firn_particles_view *v
     if (wait_idle(fw, err))
         return -1;
     fw->stats = *s;
-    fw->with_particles = s->frame % fw->def->out_every == 0 &&
-                         (fw->def->write_ply || fw->def->write_preview);
+    fw->with_particles = view != NULL;
     if (fw->with_particles) {
         const long long n = view->n;
         if (n > fw->capacity) {

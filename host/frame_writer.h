@@ -14,11 +14,11 @@ typedef struct firn_frame_writer firn_frame_writer;
 firn_frame_writer *firn_frame_writer_start(const firn_scene_def *def, const char *out,
                                            firn_error *err);
 
-/* Waits until the previous frame is written, then hands over frame s with
- * the particles of view (read only on frames def->out_every selects, and
- * copied before returning). Returns -1 with err filled when the previous
- * frame failed or the copy cannot be allocated; the frame is then not
- * taken. */
+/* Waits until the previous frame is written, then hands over frame s: its
+ * statistics line, and when view is not NULL its PLY / PNG (as def says)
+ * from the particles of view, copied before returning. Returns -1 with err
+ * filled when the previous frame failed or the copy cannot be allocated;
+ * the frame is then not taken. */
 int firn_frame_writer_submit(firn_frame_writer *fw, const firn_particles_view *view,
                              const firn_frame_stats *s, firn_error *err);
 
