@@ -350,7 +350,8 @@ size_t firn_device_bytes(const firn_world *w)
     return firn_align256(firn_particle_layout(w->p.n, w->p.cpic_slots, NULL, NULL)) +
            firn_align256(4 * nodes * sizeof(float)) +                      /* grid */
            firn_align256(FIRN_MAX_MATERIALS * sizeof(firn_material)) +     /* materials */
-           firn_align256(sizeof(int)) + firn_align256(2 * sizeof(float)) + /* flag, reduction */
+           firn_align256(sizeof(unsigned long long)) +                     /* non-finite word */
+           firn_align256(2 * sizeof(float)) +                              /* reduction */
            firn_align256((size_t)w->n_rigids * sizeof(firn_rigid)) +
            firn_align256((size_t)w->n_rigids * FIRN_RIGID_ACC * sizeof(double)) +
            firn_mesh_grid_bytes(w, firn_align256);
@@ -530,12 +531,10 @@ int firn_world_stats(firn_world *w, firn_frame_stats *s, firn_error *err)
             r->position[a] = b->x[a];
             r->velocity[a] = b->v[a];
             r->angular_velocity[a] = b->w[a];
-            /* What the body receives at its next step: this substep's
-             * impulse, over the substep that built it. */
-            const double dt = b->couple_dt > 0.0f ? (double)b->couple_dt : 1.0;
-            r->force[a] = (float)(w->rigid_acc[FIRN_RIGID_ACC * k + a] / dt);
-            r->torque[a] = (float)(w->rigid_acc[FIRN_RIGID_ACC * k + 3 + a] / dt);
         }
+        /* What the body receives at its next step: this substep's impulse,
+         * over the substep that built it. */
+        firn_rigid_acc_force(b, &w->rigid_acc[FIRN_RIGID_ACC * k], w->params.dt, r->force, r->torque);
         for (int a = 0; a < 4; a++)
             r->orientation[a] = b->q.q[a];
     }

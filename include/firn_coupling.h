@@ -134,6 +134,19 @@ static inline FIRN_HD void firn_key_max_speed(const firn_rigid *b, double t0, do
     }
 }
 
+/* The force and torque an impulse sum acc (firn_rigid_acc layout) stands
+ * for: acc over the substep of the coupling that built it (b->couple_dt),
+ * or over dt before any coupling ran. */
+static inline FIRN_HD void firn_rigid_acc_force(const firn_rigid *b, const double *acc, float dt,
+                                                float force[3], float torque[3])
+{
+    const double dtp = b->couple_dt > 0.0f ? (double)b->couple_dt : (double)dt;
+    for (int a = 0; a < 3; a++) {
+        force[a] = (float)(acc[a] / dtp);
+        torque[a] = (float)(acc[3 + a] / dtp);
+    }
+}
+
 /* One rigid step of length dt (semi-implicit Euler): acc holds the coupling
  * force and torque of the previous substep and is cleared. Dynamic bodies
  * feel gravity and that force; kinematic ones move with their prescribed
@@ -145,16 +158,12 @@ static inline FIRN_HD void firn_rigid_step(firn_rigid *b, double *acc, const flo
 {
     /* acc holds the previous coupling's impulse; the force it reports is
      * that impulse over the previous coupling's substep. */
-    const double dtp = b->couple_dt > 0.0f ? (double)b->couple_dt : (double)dt;
+    firn_rigid_acc_force(b, acc, dt, b->force, b->torque);
     float J[FIRN_RIGID_ACC];
     for (int k = 0; k < FIRN_RIGID_ACC; k++) {
         J[k] = (float)acc[k];
         b->impulse[k] += acc[k];
         acc[k] = 0.0;
-    }
-    for (int a = 0; a < 3; a++) {
-        b->force[a] = (float)((double)J[a] / dtp);
-        b->torque[a] = (float)((double)J[3 + a] / dtp);
     }
     b->couple_dt = dt; /* this substep's coupling runs with dt */
     const double t0 = b->time;
