@@ -42,9 +42,14 @@ static inline FIRN_HD firn_vec3 firn_tau_corotated(float mu, float la, firn_vec3
 /* Neo-Hookean: tau = mu F F^T + (lambda ln J - mu) I. ln J is taken of
  * max(J, 1e-6): an inverted particle gets a large restoring pressure
  * instead of a NaN. */
+static inline FIRN_HD float firn_neohookean_p(float mu, float la, float J)
+{
+    return la * logf(firn_maxf(J, 1e-6f)) - mu;
+}
+
 static inline FIRN_HD firn_vec3 firn_tau_neohookean(float mu, float la, firn_vec3 s, float J)
 {
-    float p = la * logf(firn_maxf(J, 1e-6f)) - mu;
+    float p = firn_neohookean_p(mu, la, J);
     return firn_v3(mu * s.v[0] * s.v[0] + p, mu * s.v[1] * s.v[1] + p, mu * s.v[2] * s.v[2] + p);
 }
 
@@ -114,23 +119,34 @@ static inline FIRN_HD float firn_snow_hardening(const firn_material *m, float Jp
 static inline FIRN_HD firn_mat3 firn_constitutive(const firn_material *m, firn_mat3 *F, float *Jp,
                                                   float *dmg)
 {
+    /* Two models need only J = det F, not the SVD (a third of a substep). */
+    if (m->model == FIRN_M_LIQUID) {
+        /* Weakly compressible, inviscid: only the volume ratio is kept. An
+         * inverted or crushed particle (J < 0.01: 1% of its volume, far past
+         * anything a liquid reaches) is reset to J = 0.01, so the pressure
+         * pushes it back open instead of locking the inversion in. */
+        float J = firn_maxf(firn_m3_det(*F), 0.01f);
+        float c = cbrtf(J);
+        *F = firn_m3_diag(c, c, c);
+        float p = m->lambda * J * (J - 1.0f);
+        return firn_m3_diag(p, p, p);
+    }
+    if (m->model == FIRN_M_ELASTIC && m->law == FIRN_L_NEOHOOKEAN) {
+        /* tau = mu F F^T + (lambda ln J - mu) I, as firn_tau_neohookean. */
+        float p = firn_neohookean_p(m->mu, m->lambda, firn_m3_det(*F));
+        firn_mat3 tau = firn_m3_mul_bt(*F, *F);
+        for (int c = 0; c < 9; c++)
+            tau.m[c] *= m->mu;
+        tau.m[0] += p;
+        tau.m[4] += p;
+        tau.m[8] += p;
+        return tau;
+    }
     firn_mat3 U, V;
     firn_vec3 s, t;
     firn_svd3(*F, &U, &s, &V);
     float J = s.v[0] * s.v[1] * s.v[2];
     switch (m->model) {
-    case FIRN_M_LIQUID: {
-        /* Weakly compressible, inviscid: only the volume ratio is kept. An
-         * inverted or crushed particle (J < 0.01: 1% of its volume, far past
-         * anything a liquid reaches) is reset to J = 0.01, so the pressure
-         * pushes it back open instead of locking the inversion in. */
-        J = firn_maxf(J, 0.01f);
-        float c = cbrtf(J);
-        *F = firn_m3_diag(c, c, c);
-        float p = m->lambda * J * (J - 1.0f);
-        t = firn_v3(p, p, p);
-        break;
-    }
     case FIRN_M_SNOW: {
         /* Stomakhin et al. 2013. Hardening from the previous Jp; the volume
          * term uses the pre-clamp J (Genesis's choice). The clamp makes all
@@ -172,8 +188,8 @@ static inline FIRN_HD firn_mat3 firn_constitutive(const firn_material *m, firn_m
                 t.v[d] *= 1.0f - *dmg;
         break;
     }
-    default: /* FIRN_M_ELASTIC: F = F_tmp */
-        t = firn_tau_elastic(m->law, m->mu, m->lambda, s);
+    default: /* FIRN_M_ELASTIC, fixed corotated: F = F_tmp */
+        t = firn_tau_corotated(m->mu, m->lambda, s, J);
         break;
     }
     return firn_m3_usv(U, t, U);

@@ -396,6 +396,38 @@ Test(materials, closed_form_stress_for_diagonal_F)
     expect_diag_tau(FIRN_M_VON_MISES, FIRN_L_COROTATED, sv, t, "von Mises");
 }
 
+Test(materials, svd_free_models_match_the_principal_form)
+{
+    /* Liquid and neo-Hookean elastic skip the SVD: their stress comes from
+     * J = det F and F F^T directly. For general (rotated, sheared) F it must
+     * equal the principal form U diag(t) U^T of PHYSICS.md s3. Both forms sum
+     * terms of size mu + lambda in float, so they agree to a few ulps of
+     * that: 1e-5 (mu + lambda). */
+    for (int k = 0; k < 2; k++) {
+        firn_material m = make_material(k ? FIRN_M_LIQUID : FIRN_M_ELASTIC, FIRN_L_NEOHOOKEAN);
+        const float tol = 1e-5f * (m.mu + m.lambda);
+        for (int t = 0; t < 2000; t++) {
+            firn_mat3 F = random_matrix(0.15f);
+            F.m[0] += 1.0f, F.m[4] += 1.0f, F.m[8] += 1.0f;
+            firn_mat3 U, V;
+            firn_vec3 s, tp;
+            firn_svd3(F, &U, &s, &V);
+            float J = s.v[0] * s.v[1] * s.v[2];
+            if (k) {
+                float p = m.lambda * J * (J - 1.0f);
+                tp = firn_v3(p, p, p);
+            } else {
+                tp = firn_tau_neohookean(m.mu, m.lambda, s, J);
+            }
+            firn_mat3 want = firn_m3_usv(U, tp, U);
+            float jp = 1.0f, d = 0.0f;
+            firn_mat3 tau = firn_constitutive(&m, &F, &jp, &d);
+            cr_assert(max_abs_diff(tau, want) <= tol, "%s: |tau - U diag(t) U^T| = %g (tol %g)",
+                      k ? "liquid" : "neo-Hookean", max_abs_diff(tau, want), tol);
+        }
+    }
+}
+
 Test(materials, inverted_particles_recover)
 {
     /* An inverted trial F (det < 0) must not poison the state: snow keeps a
