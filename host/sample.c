@@ -242,31 +242,88 @@ done:
     return rc;
 }
 
-/* Reorders particles by the 4^3-cell block of their position, keeping
- * sampling order within a block. Done once, before the run: particles that
- * share grid nodes then sit together in memory, so P2G and G2P reuse cache
- * lines (and GPU warps touch nearby nodes), while particle indices stay
- * fixed for the whole run and frames can be compared particle by particle. */
-/* p[i] <- p[order[i]] for one array of n elements of `size` bytes, through
- * scratch (n elements). */
-static void permute(void *a, void *scratch, const int *order, int n, size_t size)
+/* Every per-particle array of p: its base, element size and element count
+ * per particle (n elements each). Returns how many. */
+static int particle_arrays(firn_particles *p, void **a, size_t *size)
+{
+    int k = 0;
+    for (int c = 0; c < 3; c++) {
+        a[k] = p->x + (size_t)c * p->n, size[k++] = sizeof(float);
+        a[k] = p->v + (size_t)c * p->n, size[k++] = sizeof(float);
+    }
+    for (int c = 0; c < 9; c++) {
+        a[k] = p->C + (size_t)c * p->n, size[k++] = sizeof(float);
+        a[k] = p->F + (size_t)c * p->n, size[k++] = sizeof(float);
+    }
+    a[k] = p->Jp, size[k++] = sizeof(float);
+    a[k] = p->damage, size[k++] = sizeof(float);
+    a[k] = p->vol, size[k++] = sizeof(float);
+    a[k] = p->mat, size[k++] = 1;
+    for (int c = 0; c < p->cpic_slots; c++)
+        a[k] = p->cpic + (size_t)c * p->n, size[k++] = sizeof(uint32_t);
+    return k;
+}
+
+/* One array of n elements of `size` (4 or 1) bytes through scratch:
+ * gather a[i] <- a[idx[i]], or scatter a[idx[i]] <- a[i]. */
+static void permute(void *a, void *scratch, const int *idx, int n, size_t size, int scatter)
 {
     if (size == 4) {
         const uint32_t *src = a;
         uint32_t *dst = scratch;
+        if (scatter) {
 #pragma omp parallel for schedule(static)
-        for (int j = 0; j < n; j++)
-            dst[j] = src[order[j]];
+            for (int j = 0; j < n; j++)
+                dst[idx[j]] = src[j];
+        } else {
+#pragma omp parallel for schedule(static)
+            for (int j = 0; j < n; j++)
+                dst[j] = src[idx[j]];
+        }
     } else {
         const uint8_t *src = a;
         uint8_t *dst = scratch;
+        if (scatter) {
 #pragma omp parallel for schedule(static)
-        for (int j = 0; j < n; j++)
-            dst[j] = src[order[j]];
+            for (int j = 0; j < n; j++)
+                dst[idx[j]] = src[j];
+        } else {
+#pragma omp parallel for schedule(static)
+            for (int j = 0; j < n; j++)
+                dst[j] = src[idx[j]];
+        }
     }
     memcpy(a, scratch, (size_t)n * size);
 }
 
+static void permute_all(firn_particles *p, const int *idx, int *id, void *scratch, int scatter)
+{
+    void *a[FIRN_PARTICLE_ARRAYS];
+    size_t size[FIRN_PARTICLE_ARRAYS];
+    int k = particle_arrays(p, a, size);
+    for (int j = 0; j < k; j++)
+        permute(a[j], scratch, idx, p->n, size[j], scatter);
+    if (id)
+        permute(id, scratch, idx, p->n, sizeof(int), scatter);
+}
+
+void firn_particles_gather(firn_particles *p, const int *order, int *id, void *scratch)
+{
+    permute_all(p, order, id, scratch, 0);
+}
+
+void firn_particles_scatter(firn_particles *p, const int *where, void *scratch)
+{
+    permute_all(p, where, NULL, scratch, 1);
+}
+
+/* Reorders particles by the 4^3-cell block of their position, keeping
+ * sampling order within a block. Done once, before the run: particles that
+ * share grid nodes then sit together in memory, so P2G and G2P reuse cache
+ * lines (and GPU warps touch nearby nodes). This order is the scene's
+ * particle order: frames, comparisons and the API present particles in it
+ * for the whole run (the CPU path's reordering during the run is undone
+ * for them: host/solver_cpu.c). */
 int firn_particles_sort_spatial(firn_particles *p, const firn_params *P)
 {
     const int n = p->n, B = 4;
@@ -293,18 +350,7 @@ int firn_particles_sort_spatial(firn_particles *p, const firn_params *P)
         start[k + 1] += start[k];
     for (int i = 0; i < n; i++)
         order[start[key[i]]++] = i;
-    for (int c = 0; c < 3; c++) {
-        permute(p->x + (size_t)c * n, scratch, order, n, sizeof(float));
-        permute(p->v + (size_t)c * n, scratch, order, n, sizeof(float));
-    }
-    for (int c = 0; c < 9; c++) {
-        permute(p->C + (size_t)c * n, scratch, order, n, sizeof(float));
-        permute(p->F + (size_t)c * n, scratch, order, n, sizeof(float));
-    }
-    permute(p->Jp, scratch, order, n, sizeof(float));
-    permute(p->damage, scratch, order, n, sizeof(float));
-    permute(p->vol, scratch, order, n, sizeof(float));
-    permute(p->mat, scratch, order, n, 1);
+    firn_particles_gather(p, order, NULL, scratch);
     free(key), free(order), free(start), free(scratch);
     return 0;
 }

@@ -8,7 +8,16 @@
  * stencils never share a node and run in parallel without races; each node
  * receives its contributions colour by colour, block by block, in particle
  * order - the same order for any thread count. The other phases write only
- * their own particle or node. */
+ * their own particle or node.
+ *
+ * Locality: particles start sorted by block (host/sample.c), and the state
+ * arrays are read in block order. As material flows, that order breaks into
+ * ever shorter runs of contiguous particles, and each read of a state array
+ * becomes a cache line of its own. When the runs average fewer than
+ * FIRN_REORDER_RUN particles, the state is permuted into block order
+ * (stable, so it is the same for any thread count). bins.id remembers which
+ * particle of the scene sits where; firn_cpu_unpermute puts the scene's
+ * order back for anyone who reads particles. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,12 +44,18 @@ int firn_cpu_init(firn_world *w, firn_error *err)
     size_t n = w->p.n > 0 ? (size_t)w->p.n : 1;
     b->order = malloc(n * sizeof(int));
     b->key = malloc(n * sizeof(int));
-    if (!g->node || !b->count || !b->start || !b->order || !b->key) {
+    b->id = malloc(n * sizeof(int));
+    if (!g->node || !b->count || !b->start || !b->order || !b->key || !b->id) {
         firn_cpu_free(w);
         firn_set_error(err, FIRN_E_NOMEM, "out of host memory for a %d x %d x %d grid (%.1f MiB)",
                        g->n[0], g->n[1], g->n[2], (double)g->nodes * 16.0 / (1 << 20));
         return -1;
     }
+    for (int i = 0; i < w->p.n; i++)
+        b->id[i] = i;
+    b->permuted = 0;
+    b->reorder_run = FIRN_REORDER_RUN;
+    b->reorders = 0;
     return 0;
 }
 
@@ -51,8 +66,9 @@ void firn_cpu_free(firn_world *w)
     free(w->bins.start);
     free(w->bins.order);
     free(w->bins.key);
+    free(w->bins.id);
     w->grid.node = NULL;
-    w->bins.count = w->bins.start = w->bins.order = w->bins.key = NULL;
+    w->bins.count = w->bins.start = w->bins.order = w->bins.key = w->bins.id = NULL;
 }
 
 void firn_cpu_clear(firn_world *w)
@@ -89,6 +105,32 @@ static void bin_particles(firn_world *w)
     b->start[b->nblocks] = sum;
     for (int i = 0; i < n; i++)
         b->order[b->count[b->key[i]]++] = i;
+    /* Far steps: the next particle in block order lies outside the 16
+     * floats (one cache line) that follow the previous one in memory. */
+    long long far = 0;
+#pragma omp parallel for schedule(static) reduction(+ : far)
+    for (int k = 1; k < n; k++)
+        far += (unsigned)(b->order[k] - b->order[k - 1] - 1) >= 16u;
+    if (far * b->reorder_run > n) {
+        firn_particles_gather(&w->p, b->order, b->id, b->key);
+#pragma omp parallel for schedule(static)
+        for (int k = 0; k < n; k++)
+            b->order[k] = k;
+        b->permuted = 1;
+        b->reorders++;
+    }
+}
+
+void firn_cpu_unpermute(firn_world *w)
+{
+    firn_cpu_bins *b = &w->bins;
+    if (!b->permuted)
+        return;
+    firn_particles_scatter(&w->p, b->id, b->key);
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < w->p.n; i++)
+        b->id[i] = i;
+    b->permuted = 0;
 }
 
 /* The coloured scatter; `cpic` is a constant at each call, so the plain
@@ -138,11 +180,12 @@ int firn_cpu_g2p(firn_world *w)
 {
     const firn_params *P = &w->params;
     const int n = w->p.n;
+    const int *id = w->bins.id;
     int bad = n;
 #pragma omp parallel for schedule(static) reduction(min : bad)
     for (int i = 0; i < n; i++)
-        if (firn_g2p_particle(i, P, w->p, w->grid) && i < bad)
-            bad = i;
+        if (firn_g2p_particle(i, P, w->p, w->grid) && id[i] < bad)
+            bad = id[i];
     return bad < n ? bad : -1;
 }
 
@@ -165,6 +208,7 @@ int firn_cpu_g2p_cpic(firn_world *w)
     const firn_rigid *bodies = w->rigids;
     double *cpic_acc = w->cpic_acc;
     const long long chunks = w->cpic_chunks;
+    const int *id = w->bins.id;
     int bad = n;
 #pragma omp parallel for schedule(static) reduction(min : bad)
     for (long long ch = 0; ch < chunks; ch++) {
@@ -173,8 +217,8 @@ int firn_cpu_g2p_cpic(firn_world *w)
             acc[k] = 0.0;
         const int end = (int)((ch + 1) * FIRN_CPIC_CHUNK < n ? (ch + 1) * FIRN_CPIC_CHUNK : n);
         for (int i = (int)(ch * FIRN_CPIC_CHUNK); i < end; i++)
-            if (firn_g2p_particle_cpic(i, P, w->mats, w->p, w->grid, bodies, nb, acc) && i < bad)
-                bad = i;
+            if (firn_g2p_particle_cpic(i, P, w->mats, w->p, w->grid, bodies, nb, acc) && id[i] < bad)
+                bad = id[i];
     }
     for (long long ch = 0; ch < chunks; ch++)
         for (int k = 0; k < stride; k++)

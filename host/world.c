@@ -364,7 +364,7 @@ void firn_world_memory(const firn_world *w, firn_memory *m)
     if (w->backend == FIRN_BACKEND_CPU) {
         const double acc = (double)w->n_rigids * FIRN_RIGID_ACC * sizeof(double);
         host += (double)w->grid.nodes * 16.0 +                          /* grid */
-                n * 8.0 + ((double)w->bins.nblocks + 1.0) * 8.0 +        /* binning */
+                n * 12.0 + ((double)w->bins.nblocks + 1.0) * 8.0 +       /* binning, ids */
                 ((double)w->chunks + (double)w->cpic_chunks) * acc;      /* coupling sums */
     }
     m->host = host;
@@ -390,6 +390,8 @@ static int report_nonfinite(firn_world *w, int bad, long long substep, firn_erro
     } else {
         snprintf(when, sizeof when, "substep %lld", substep);
     }
+    if (!w->cuda)
+        firn_cpu_unpermute(w); /* `bad` is the particle's index in the scene's order */
     int m = w->p.mat[bad];
     firn_set_error(err, FIRN_E_NUMERIC,
                    "%s: frame %d (t = %.6g s, %s): particle %d of material '%s' has a "
@@ -466,13 +468,23 @@ int firn_world_step_frame(firn_world *w, firn_frame_stats *stats, firn_error *er
     return 0;
 }
 
-int firn_world_particles(firn_world *w, firn_particles_view *view, firn_error *err)
+/* The host copy of the current state, in whatever order the solver keeps it. */
+static int current_state(firn_world *w, firn_error *err)
 {
     if (w->cuda && w->host_stale) {
         if (firn_cuda_download(w, err))
             return -1;
         w->host_stale = 0;
     }
+    return 0;
+}
+
+int firn_world_particles(firn_world *w, firn_particles_view *view, firn_error *err)
+{
+    if (current_state(w, err))
+        return -1;
+    if (!w->cuda)
+        firn_cpu_unpermute(w);
     view->n = w->p.n;
     view->x = w->p.x;
     view->v = w->p.v;
@@ -485,12 +497,13 @@ int firn_world_particles(firn_world *w, firn_particles_view *view, firn_error *e
     return 0;
 }
 
-/* Sums in double, in particle order: the same result for any thread count. */
+/* Sums in double, in the solver's particle order (deterministic: the same
+ * for any thread count), without putting the scene's order back. */
 int firn_world_stats(firn_world *w, firn_frame_stats *s, firn_error *err)
 {
-    firn_particles_view p;
-    if (firn_world_particles(w, &p, err))
+    if (current_state(w, err))
         return -1;
+    const firn_particles p = w->p;
     memset(s, 0, sizeof *s);
     s->frame = w->frame;
     s->time = w->time;

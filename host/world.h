@@ -20,8 +20,18 @@ typedef struct {
     int *count;        /* nblocks + 1 */
     int *start;        /* nblocks + 1 */
     int *order;        /* n particle indices sorted by block (stable) */
-    int *key;          /* n block of each particle */
+    int *key;          /* n block of each particle; scratch once order is built */
+    int *id;           /* n: the scene's index of the particle at each index */
+    int permuted;      /* id is not the identity */
+    int reorder_run;   /* reorder below this mean run length (FIRN_REORDER_RUN); 0: never */
+    long long reorders; /* state reorders so far */
 } firn_cpu_bins;
+
+/* The CPU path reorders the particle state by block when the binned order
+ * breaks into runs of contiguous particles averaging fewer than this: a
+ * run at least a cache line of floats long keeps P2G's and G2P's reads of
+ * each state array streaming. */
+#define FIRN_REORDER_RUN 16
 
 /* The Coupler (host/coupler.c): the solvers of a world and the active
  * coupling pairs, decided once when the world is built. A solver is a table
@@ -33,7 +43,7 @@ typedef struct {
     /* Advance the solver up to coupling (rigid: its whole step; MPM: clear
      * and P2G). */
     void (*pre_coupling)(firn_world *w);
-    /* After coupling (MPM: G2P). Returns the lowest index of a non-finite
+    /* After coupling (MPM: G2P). Returns the lowest scene index of a non-finite
      * element, or -1. */
     int (*post_coupling)(firn_world *w);
 } firn_solver;
@@ -94,9 +104,18 @@ void firn_particles_free(firn_particles *p);
 /* Spatial reordering of the initial particles (host/sample.c); -1 when out
  * of memory. */
 int firn_particles_sort_spatial(firn_particles *p, const firn_params *P);
+/* Permutations of every per-particle array, CPIC records included, through
+ * scratch of 4n bytes (host/sample.c): gather p[i] <- p[order[i]], and
+ * id[i] <- id[order[i]] when id is not NULL; scatter p[where[i]] <- p[i]. */
+#define FIRN_PARTICLE_ARRAYS (28 + FIRN_CPIC_MAX + 1)
+void firn_particles_gather(firn_particles *p, const int *order, int *id, void *scratch);
+void firn_particles_scatter(firn_particles *p, const int *where, void *scratch);
+/* CPU path: puts the particle state back in the scene's order (no-op when
+ * it is). */
+void firn_cpu_unpermute(firn_world *w);
 
-/* CPU path (host/solver_cpu.c). Returns the lowest index of a particle whose
- * state became non-finite in G2P, or -1. */
+/* CPU path (host/solver_cpu.c). G2P returns the lowest scene index
+ * (bins.id) of a particle whose state became non-finite, or -1. */
 int firn_cpu_init(firn_world *w, firn_error *err);
 void firn_cpu_free(firn_world *w);
 int firn_cpu_substep(firn_world *w);

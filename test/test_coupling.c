@@ -581,9 +581,12 @@ static void run_coupled(int threads, int cpic, float **x_out, firn_rigid *r_out,
     firn_world *w = make_world(&def);
     run_frames(w, 4);
     omp_set_num_threads(saved);
-    *n_out = w->p.n;
-    *x_out = malloc(3 * sizeof(float) * w->p.n);
-    memcpy(*x_out, w->p.x, 3 * sizeof(float) * w->p.n);
+    firn_particles_view p;
+    firn_error err;
+    cr_assert_eq(firn_world_particles(w, &p, &err), 0, "%s", err.msg);
+    *n_out = (int)p.n;
+    *x_out = malloc(3 * sizeof(float) * p.n);
+    memcpy(*x_out, p.x, 3 * sizeof(float) * p.n);
     memcpy(r_out, w->rigids, 2 * sizeof(firn_rigid));
     firn_world_destroy(w);
 }
