@@ -51,7 +51,7 @@ endif
 DEB_PKGS = gcc make pkg-config libcjson-dev libpng-dev libcriterion-dev
 
 .PHONY: all test test-run clean info deps demo
-all: info $(BUILD)/firn
+all: info $(BUILD)/firn $(BUILD)/reorder_probe
 
 # Installs what is missing when run as root (or with sudo), else names the
 # exact command to run.
@@ -94,6 +94,10 @@ $(BUILD)/kernels/%.o: kernels/%.cu $(wildcard include/*.h host/*.h kernels/*.cuh
 
 $(BUILD)/test_firn: $(TEST_OBJ) $(BUILD)/libfirn.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) -lcriterion
+
+# Measures the CPU path's state reordering (bench/results/cpu-2026-12-03.md).
+$(BUILD)/reorder_probe: $(BUILD)/bench/reorder_probe.o $(BUILD)/libfirn.a
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 # Tests call the CLI too, so both are built first.
 test: deps
