@@ -17,7 +17,9 @@
  * FIRN_REORDER_RUN particles, the state is permuted into block order
  * (stable, so it is the same for any thread count). bins.id remembers which
  * particle of the scene sits where; firn_cpu_unpermute puts the scene's
- * order back for anyone who reads particles. */
+ * order back for anyone who reads particles, and firn_cpu_repermute the
+ * solver's layout before the next substep, so the layout - and with it
+ * every sum's order - never depends on when the state was read. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,6 +56,7 @@ int firn_cpu_init(firn_world *w, firn_error *err)
     for (int i = 0; i < w->p.n; i++)
         b->id[i] = i;
     b->permuted = 0;
+    b->in_scene_order = 0;
     b->reorder_run = FIRN_REORDER_RUN;
     b->reorders = 0;
     return 0;
@@ -124,13 +127,19 @@ static void bin_particles(firn_world *w)
 void firn_cpu_unpermute(firn_world *w)
 {
     firn_cpu_bins *b = &w->bins;
-    if (!b->permuted)
+    if (!b->permuted || b->in_scene_order)
         return;
     firn_particles_scatter(&w->p, b->id, b->key);
-#pragma omp parallel for schedule(static)
-    for (int i = 0; i < w->p.n; i++)
-        b->id[i] = i;
-    b->permuted = 0;
+    b->in_scene_order = 1;
+}
+
+void firn_cpu_repermute(firn_world *w)
+{
+    firn_cpu_bins *b = &w->bins;
+    if (!b->in_scene_order)
+        return;
+    firn_particles_gather(&w->p, b->id, NULL, b->key);
+    b->in_scene_order = 0;
 }
 
 /* The coloured scatter; `cpic` is a constant at each call, so the plain
@@ -252,6 +261,7 @@ const firn_solver firn_mpm_solver = {"mpm", mpm_active, mpm_pre_coupling, mpm_po
 
 int firn_cpu_substep(firn_world *w)
 {
+    firn_cpu_repermute(w);
     double t0 = omp_get_wtime();
     int bad = firn_coupler_substep(w);
     w->prof.total += omp_get_wtime() - t0;

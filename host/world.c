@@ -497,8 +497,8 @@ int firn_world_particles(firn_world *w, firn_particles_view *view, firn_error *e
     return 0;
 }
 
-/* Sums in double, in the solver's particle order (deterministic: the same
- * for any thread count), without putting the scene's order back. */
+/* Sums in double, in the solver's particle layout (deterministic: the same
+ * for any thread count, and whether or not the state was read out since). */
 int firn_world_stats(firn_world *w, firn_frame_stats *s, firn_error *err)
 {
     if (current_state(w, err))
@@ -514,7 +514,9 @@ int firn_world_stats(firn_world *w, firn_frame_stats *s, firn_error *err)
         s->bbox_lower[a] = INFINITY;
         s->bbox_upper[a] = -INFINITY;
     }
-    for (long long i = 0; i < n; i++) {
+    const int *at = !w->cuda && w->bins.in_scene_order ? w->bins.id : NULL;
+    for (long long k = 0; k < n; k++) {
+        const long long i = at ? at[k] : k;
         double m = (double)p.vol[i] * w->mats[p.mat[i]].rho;
         double v2 = 0.0;
         for (int a = 0; a < 3; a++) {

@@ -22,7 +22,8 @@ typedef struct {
     int *order;        /* n particle indices sorted by block (stable) */
     int *key;          /* n block of each particle; scratch once order is built */
     int *id;           /* n: the scene's index of the particle at each index */
-    int permuted;      /* id is not the identity */
+    int permuted;      /* the solver's layout is not the scene's order (id not the identity) */
+    int in_scene_order; /* the state is, for now, in the scene's order (read out) */
     int reorder_run;   /* reorder below this mean run length (FIRN_REORDER_RUN); 0: never */
     long long reorders; /* state reorders so far */
 } firn_cpu_bins;
@@ -110,9 +111,11 @@ int firn_particles_sort_spatial(firn_particles *p, const firn_params *P);
 #define FIRN_PARTICLE_ARRAYS (28 + FIRN_CPIC_MAX + 1)
 void firn_particles_gather(firn_particles *p, const int *order, int *id, void *scratch);
 void firn_particles_scatter(firn_particles *p, const int *where, void *scratch);
-/* CPU path: puts the particle state back in the scene's order (no-op when
- * it is). */
+/* CPU path: puts the particle state in the scene's order for readers, and
+ * back into the solver's layout before the next substep - so reading the
+ * state never changes what the solver computes. No-ops when it already is. */
 void firn_cpu_unpermute(firn_world *w);
+void firn_cpu_repermute(firn_world *w);
 
 /* CPU path (host/solver_cpu.c). G2P returns the lowest scene index
  * (bins.id) of a particle whose state became non-finite, or -1. */

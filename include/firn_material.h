@@ -1,9 +1,10 @@
 /* firn_material.h - constitutive models, written once for host and device.
  *
- * Every model works on the SVD of the trial deformation gradient
- * F_tmp = U diag(s) V^T and returns the Kirchhoff stress tau. For all models
+ * The models work on the SVD of the trial deformation gradient
+ * F_tmp = U diag(s) V^T and return the Kirchhoff stress tau. For all models
  * here tau is diagonal in the U basis, tau = U diag(t) U^T, so each model
- * only computes the principal stresses t. Formulas: ../shared/PHYSICS.md s3. */
+ * only computes the principal stresses t - except liquid and neo-Hookean
+ * elastic, whose stress follows from det F and F F^T without the SVD. Formulas: ../shared/PHYSICS.md s3. */
 #ifndef FIRN_MATERIAL_H
 #define FIRN_MATERIAL_H
 
@@ -125,7 +126,8 @@ static inline FIRN_HD firn_mat3 firn_constitutive(const firn_material *m, firn_m
          * inverted or crushed particle (J < 0.01: 1% of its volume, far past
          * anything a liquid reaches) is reset to J = 0.01, so the pressure
          * pushes it back open instead of locking the inversion in. */
-        float J = firn_maxf(firn_m3_det(*F), 0.01f);
+        float J = firn_m3_det(*F);
+        J = J < 0.01f ? 0.01f : J; /* a NaN stays NaN, for G2P to report */
         float c = cbrtf(J);
         *F = firn_m3_diag(c, c, c);
         float p = m->lambda * J * (J - 1.0f);
