@@ -242,8 +242,11 @@ done:
     return rc;
 }
 
-/* Every per-particle array of p: its base, element size and element count
- * per particle (n elements each). Returns how many. */
+_Static_assert(FIRN_MAX_RIGIDS + 1 <= FIRN_CPIC_MAX + 1,
+               "FIRN_PARTICLE_ARRAYS must hold a CPIC word array per rigid body plus one");
+
+/* Every per-particle array of p: its base and element size (n elements
+ * each). Returns how many. */
 static int particle_arrays(firn_particles *p, void **a, size_t *size)
 {
     int k = 0;
