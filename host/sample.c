@@ -242,7 +242,7 @@ done:
     return rc;
 }
 
-_Static_assert(FIRN_MAX_RIGIDS + 1 <= FIRN_CPIC_MAX + 1,
+_Static_assert(FIRN_MAX_RIGIDS <= FIRN_CPIC_MAX,
                "FIRN_PARTICLE_ARRAYS must hold a CPIC word array per rigid body plus one");
 
 /* Every per-particle array of p: its base and element size (n elements

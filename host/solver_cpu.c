@@ -11,10 +11,11 @@
  * their own particle or node.
  *
  * Locality: particles start sorted by block (host/sample.c), and the state
- * arrays are read in block order. As material flows, that order breaks into
- * ever shorter runs of contiguous particles, and each read of a state array
- * becomes a cache line of its own. When the runs average fewer than
- * FIRN_REORDER_RUN particles, the state is permuted into block order
+ * arrays are read in block order. As material flows, particles in that order
+ * lie ever farther apart in memory, and each read of a state array becomes a
+ * cache line of its own. When more than one particle in FIRN_REORDER_RUN
+ * lies outside the cache line after its predecessor, the state is permuted
+ * into block order
  * (stable, so it is the same for any thread count). bins.id remembers which
  * particle of the scene sits where; firn_cpu_unpermute puts the scene's
  * order back for anyone who reads particles, and firn_cpu_repermute the

@@ -24,14 +24,14 @@ typedef struct {
     int *id;           /* n: the scene's index of the particle at each index */
     int permuted;      /* the solver's layout is not the scene's order (id not the identity) */
     int in_scene_order; /* the state is, for now, in the scene's order (read out) */
-    int reorder_run;   /* reorder below this mean run length (FIRN_REORDER_RUN); 0: never */
+    int reorder_run;   /* reorder past one far step in this many (FIRN_REORDER_RUN); 0: never */
     long long reorders; /* state reorders so far */
 } firn_cpu_bins;
 
-/* The CPU path reorders the particle state by block when the binned order
- * breaks into runs of contiguous particles averaging fewer than this: a
- * run at least a cache line of floats long keeps P2G's and G2P's reads of
- * each state array streaming. */
+/* The CPU path reorders the particle state by block when more than one
+ * particle in this many, taken in block order, lies outside the cache line
+ * (16 floats) after its predecessor: below that, P2G's and G2P's reads of
+ * each state array keep streaming. */
 #define FIRN_REORDER_RUN 16
 
 /* The Coupler (host/coupler.c): the solvers of a world and the active

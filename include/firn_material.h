@@ -4,7 +4,8 @@
  * F_tmp = U diag(s) V^T and return the Kirchhoff stress tau. For all models
  * here tau is diagonal in the U basis, tau = U diag(t) U^T, so each model
  * only computes the principal stresses t - except liquid and neo-Hookean
- * elastic, whose stress follows from det F and F F^T without the SVD. Formulas: ../shared/PHYSICS.md s3. */
+ * elastic, whose stress follows from det F and F F^T without the SVD.
+ * Formulas: ../shared/PHYSICS.md s3. */
 #ifndef FIRN_MATERIAL_H
 #define FIRN_MATERIAL_H
 
@@ -120,7 +121,8 @@ static inline FIRN_HD float firn_snow_hardening(const firn_material *m, float Jp
 static inline FIRN_HD firn_mat3 firn_constitutive(const firn_material *m, firn_mat3 *F, float *Jp,
                                                   float *dmg)
 {
-    /* Two models need only J = det F, not the SVD (a third of a substep). */
+    /* Two models need only J = det F (and F F^T), not the SVD (about half
+     * of P2G's cost). */
     if (m->model == FIRN_M_LIQUID) {
         /* Weakly compressible, inviscid: only the volume ratio is kept. An
          * inverted or crushed particle (J < 0.01: 1% of its volume, far past

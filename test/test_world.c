@@ -514,6 +514,14 @@ Test(motion, domain_upper_is_rounded_up_to_the_grid)
     firn_world_destroy(w);
 }
 
+/* A liquid column collapsing under gravity: flow that breaks up the block
+ * order within a few dozen substeps. */
+static void collapsing_column(firn_scene_def *def)
+{
+    small_scene(def, FIRN_MODEL_LIQUID, box(0.25f, 0.3f, 0.5f, 0.3f), 0.04f);
+    def->gravity[1] = -9.81f;
+}
+
 /* The CPU path reorders its particle state as material flows
  * (host/solver_cpu.c). A collapsing liquid column is reordered several
  * times; every particle must come back to its scene index, and the motion
@@ -522,8 +530,7 @@ Test(motion, domain_upper_is_rounded_up_to_the_grid)
 Test(reorder, state_comes_back_in_scene_order_and_moves_as_without)
 {
     firn_scene_def def;
-    small_scene(&def, FIRN_MODEL_LIQUID, box(0.25f, 0.3f, 0.5f, 0.3f), 0.04f);
-    def.gravity[1] = -9.81f;
+    collapsing_column(&def);
     firn_world *w[2] = {make_world(&def), make_world(&def)};
     w[1]->bins.reorder_run = 0; /* never */
     const int n = w[0]->p.n;
@@ -561,8 +568,7 @@ Test(reorder, state_comes_back_in_scene_order_and_moves_as_without)
 Test(reorder, reading_the_state_does_not_change_the_run)
 {
     firn_scene_def def;
-    small_scene(&def, FIRN_MODEL_LIQUID, box(0.25f, 0.3f, 0.5f, 0.3f), 0.04f);
-    def.gravity[1] = -9.81f;
+    collapsing_column(&def);
     firn_world *w[2] = {make_world(&def), make_world(&def)};
     firn_error err;
     firn_particles_view p[2];
