@@ -14,7 +14,7 @@ BUILD   ?= build
 NVCC    ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
 PKGS     = libcjson libpng
 CFLAGS  ?= -O3 -g
-override CFLAGS += -std=gnu11 -Wall -Wextra -Wshadow -fopenmp -Iinclude -Ihost \
+override CFLAGS += -std=gnu11 -Wall -Wextra -Wshadow -fopenmp -fno-math-errno -Iinclude -Ihost \
            $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lcjson -lpng) -lm -fopenmp
 

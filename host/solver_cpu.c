@@ -26,6 +26,7 @@
 
 #include <omp.h>
 
+#include "svd_batch.h"
 #include "world.h"
 
 #define BLOCK 4
@@ -143,12 +144,52 @@ void firn_cpu_repermute(firn_world *w)
     b->in_scene_order = 0;
 }
 
-/* The coloured scatter; `cpic` is a constant at each call, so the plain
- * variant compiles to the same loop as without CPIC. */
+/* P2G of the particles order[k0..k1) of one block, FIRN_SVD_BATCH at a
+ * time: the SVDs of a batch's trial deformation gradients run side by side
+ * in SIMD lanes (host/svd_batch.c, the scalar firn_svd3's results), then
+ * each particle finishes its constitutive update and scatters, in the order
+ * of the one-particle loop (firn_p2g_particle). `cpic` is a constant at
+ * each call, so the plain variant compiles to the loop without CPIC. */
+static inline __attribute__((always_inline)) void p2g_block(firn_world *w, int k0, int k1,
+                                                            int cpic)
+{
+    const firn_params *P = &w->params;
+    const firn_particles p = w->p;
+    const int *order = w->bins.order;
+    for (int k = k0; k < k1; k += FIRN_SVD_BATCH) {
+        const int nl = k1 - k < FIRN_SVD_BATCH ? k1 - k : FIRN_SVD_BATCH;
+        firn_mat3 C[FIRN_SVD_BATCH], F[FIRN_SVD_BATCH], U[FIRN_SVD_BATCH], V[FIRN_SVD_BATCH];
+        firn_vec3 sig[FIRN_SVD_BATCH];
+        int svd = 0;
+        for (int l = 0; l < nl; l++) {
+            const int i = order[k + l];
+            C[l] = firn_load9(p.C, p.n, i);
+            F[l] = firn_p2g_trial_F(P, C[l], firn_load9(p.F, p.n, i));
+            svd |= firn_needs_svd(&w->mats[p.mat[i]]);
+        }
+        if (svd)
+            firn_svd3_batch(nl, F, U, sig, V);
+        for (int l = 0; l < nl; l++) {
+            const int i = order[k + l];
+            const firn_material *m = &w->mats[p.mat[i]];
+            float Jp = p.Jp[i], dmg = p.damage[i];
+            firn_mat3 tau = firn_needs_svd(m)
+                                ? firn_constitutive_svd(m, &F[l], &Jp, &dmg, U[l], sig[l], V[l])
+                                : firn_constitutive_direct(m, &F[l]);
+            firn_p2g_state st = firn_p2g_finish(i, P, m, p, C[l], F[l], Jp, dmg, tau);
+            if (cpic)
+                firn_p2g_scatter_cpic(i, P, p, w->grid, w->rigids, w->n_rigids, &st);
+            else
+                firn_p2g_scatter_all(P, w->grid, &st);
+        }
+    }
+}
+
+/* The coloured scatter: blocks of one colour (parity in x, y, z) are two
+ * blocks apart, so their stencils never share a node. */
 static inline __attribute__((always_inline)) void p2g_colours(firn_world *w, int cpic)
 {
     const firn_cpu_bins *b = &w->bins;
-    const firn_params *P = &w->params;
     const int hx = (b->nb[0] + 1) / 2, hy = (b->nb[1] + 1) / 2, hz = (b->nb[2] + 1) / 2;
     for (int colour = 0; colour < 8; colour++) {
         const int cx = colour & 1, cy = (colour >> 1) & 1, cz = (colour >> 2) & 1;
@@ -158,12 +199,7 @@ static inline __attribute__((always_inline)) void p2g_colours(firn_world *w, int
             if (bx >= b->nb[0] || by >= b->nb[1] || bz >= b->nb[2])
                 continue;
             int blk = (bx * b->nb[1] + by) * b->nb[2] + bz;
-            for (int k = b->start[blk]; k < b->start[blk + 1]; k++)
-                if (cpic)
-                    firn_p2g_particle_cpic(b->order[k], P, w->mats, w->p, w->grid, w->rigids,
-                                           w->n_rigids);
-                else
-                    firn_p2g_particle(b->order[k], P, w->mats, w->p, w->grid);
+            p2g_block(w, b->start[blk], b->start[blk + 1], cpic);
         }
     }
 }

@@ -196,22 +196,31 @@ static inline FIRN_HD unsigned firn_cpic_across(const firn_params *P, const firn
     return all;
 }
 
+/* CPIC scatter of particle i's state: as firn_p2g_scatter_all, without the
+ * nodes across a surface (recorded in the particle's CPIC words). */
+static inline FIRN_HD void firn_p2g_scatter_cpic(int i, const firn_params *P, firn_particles p,
+                                                 firn_grid g, const firn_rigid *bodies, int nb,
+                                                 const firn_p2g_state *st)
+{
+    firn_cpic_ctx c;
+    unsigned mask[FIRN_CPIC_MAX], across = 0;
+    if (firn_cpic_load(&c, p, i, nb))
+        across = firn_cpic_across(P, &st->s, firn_load3(p.x, p.n, i), &c, bodies, mask);
+    p.cpic[(long long)nb * p.n + i] = across;
+    for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 3; b++)
+            for (int cc = 0; cc < 3; cc++)
+                if (!((across >> (9 * a + 3 * b + cc)) & 1u))
+                    firn_p2g_scatter(P, g, st, a, b, cc);
+}
+
 /* P2G with CPIC: as firn_p2g_particle, without the nodes across a surface. */
 static inline FIRN_HD void firn_p2g_particle_cpic(int i, const firn_params *P,
                                                   const firn_material *mats, firn_particles p,
                                                   firn_grid g, const firn_rigid *bodies, int nb)
 {
     firn_p2g_state st = firn_p2g_prepare(i, P, mats, p);
-    firn_cpic_ctx c;
-    unsigned mask[FIRN_CPIC_MAX], across = 0;
-    if (firn_cpic_load(&c, p, i, nb))
-        across = firn_cpic_across(P, &st.s, firn_load3(p.x, p.n, i), &c, bodies, mask);
-    p.cpic[(long long)nb * p.n + i] = across;
-    for (int a = 0; a < 3; a++)
-        for (int b = 0; b < 3; b++)
-            for (int cc = 0; cc < 3; cc++)
-                if (!((across >> (9 * a + 3 * b + cc)) & 1u))
-                    firn_p2g_scatter(P, g, &st, a, b, cc);
+    firn_p2g_scatter_cpic(i, P, p, g, bodies, nb, &st);
 }
 
 /* Contact of a particle at x with new velocity v against body b, whose

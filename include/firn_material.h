@@ -115,14 +115,20 @@ static inline FIRN_HD float firn_snow_hardening(const firn_material *m, float Jp
     return m->hmax > 0.0f ? firn_minf(h, m->hmax) : h;
 }
 
-/* The constitutive update of one particle. On entry *F is the trial
- * deformation gradient; on return it is the elastic F the particle keeps,
- * *Jp and *dmg are updated, and the Kirchhoff stress is returned. */
-static inline FIRN_HD firn_mat3 firn_constitutive(const firn_material *m, firn_mat3 *F, float *Jp,
-                                                  float *dmg)
+/* Whether a material's stress needs the SVD of F: liquid and neo-Hookean
+ * elastic follow from det F and F F^T alone (the SVD is about half of
+ * P2G's cost). */
+static inline FIRN_HD int firn_needs_svd(const firn_material *m)
 {
-    /* Two models need only J = det F (and F F^T), not the SVD (about half
-     * of P2G's cost). */
+    return !(m->model == FIRN_M_LIQUID ||
+             (m->model == FIRN_M_ELASTIC && m->law == FIRN_L_NEOHOOKEAN));
+}
+
+/* The constitutive update of a material that needs no SVD (firn_needs_svd
+ * is 0). On entry *F is the trial deformation gradient; on return it is the
+ * elastic F the particle keeps; the Kirchhoff stress is returned. */
+static inline FIRN_HD firn_mat3 firn_constitutive_direct(const firn_material *m, firn_mat3 *F)
+{
     if (m->model == FIRN_M_LIQUID) {
         /* Weakly compressible, inviscid: only the volume ratio is kept. An
          * inverted or crushed particle (J < 0.01: 1% of its volume, far past
@@ -135,20 +141,27 @@ static inline FIRN_HD firn_mat3 firn_constitutive(const firn_material *m, firn_m
         float p = m->lambda * J * (J - 1.0f);
         return firn_m3_diag(p, p, p);
     }
-    if (m->model == FIRN_M_ELASTIC && m->law == FIRN_L_NEOHOOKEAN) {
-        /* tau = mu F F^T + (lambda ln J - mu) I, as firn_tau_neohookean. */
-        float p = firn_neohookean_p(m->mu, m->lambda, firn_m3_det(*F));
-        firn_mat3 tau = firn_m3_mul_bt(*F, *F);
-        for (int c = 0; c < 9; c++)
-            tau.m[c] *= m->mu;
-        tau.m[0] += p;
-        tau.m[4] += p;
-        tau.m[8] += p;
-        return tau;
-    }
-    firn_mat3 U, V;
-    firn_vec3 s, t;
-    firn_svd3(*F, &U, &s, &V);
+    /* Neo-Hookean: tau = mu F F^T + (lambda ln J - mu) I, as
+     * firn_tau_neohookean. */
+    float p = firn_neohookean_p(m->mu, m->lambda, firn_m3_det(*F));
+    firn_mat3 tau = firn_m3_mul_bt(*F, *F);
+    for (int c = 0; c < 9; c++)
+        tau.m[c] *= m->mu;
+    tau.m[0] += p;
+    tau.m[4] += p;
+    tau.m[8] += p;
+    return tau;
+}
+
+/* The constitutive update of a material that needs the SVD, given the SVD
+ * F = U diag(s) V^T of the trial deformation gradient *F. On return *F is
+ * the elastic F the particle keeps, *Jp and *dmg are updated, and the
+ * Kirchhoff stress is returned. */
+static inline FIRN_HD firn_mat3 firn_constitutive_svd(const firn_material *m, firn_mat3 *F,
+                                                      float *Jp, float *dmg, firn_mat3 U,
+                                                      firn_vec3 s, firn_mat3 V)
+{
+    firn_vec3 t;
     float J = s.v[0] * s.v[1] * s.v[2];
     switch (m->model) {
     case FIRN_M_SNOW: {
@@ -197,6 +210,20 @@ static inline FIRN_HD firn_mat3 firn_constitutive(const firn_material *m, firn_m
         break;
     }
     return firn_m3_usv(U, t, U);
+}
+
+/* The constitutive update of one particle. On entry *F is the trial
+ * deformation gradient; on return it is the elastic F the particle keeps,
+ * *Jp and *dmg are updated, and the Kirchhoff stress is returned. */
+static inline FIRN_HD firn_mat3 firn_constitutive(const firn_material *m, firn_mat3 *F, float *Jp,
+                                                  float *dmg)
+{
+    if (!firn_needs_svd(m))
+        return firn_constitutive_direct(m, F);
+    firn_mat3 U, V;
+    firn_vec3 s;
+    firn_svd3(*F, &U, &s, &V);
+    return firn_constitutive_svd(m, F, Jp, dmg, U, s, V);
 }
 
 /* Wave speed factor: snow hardens by h = exp(xi (1 - Jp)), which scales both

@@ -121,24 +121,27 @@ typedef struct {
     float mass;
 } firn_p2g_state;
 
-/* Trial deformation gradient F = (I + dt C) F, constitutive update (F, Jp
- * and damage written back), and the particle's scatter state. */
-static inline FIRN_HD firn_p2g_state firn_p2g_prepare(int i, const firn_params *P,
-                                                      const firn_material *mats, firn_particles p)
+/* The trial deformation gradient (I + dt C) F. */
+static inline FIRN_HD firn_mat3 firn_p2g_trial_F(const firn_params *P, firn_mat3 C, firn_mat3 F)
 {
-    const int n = p.n;
-    const firn_material *m = &mats[p.mat[i]];
-    firn_vec3 x = firn_load3(p.x, n, i), v = firn_load3(p.v, n, i);
-    firn_mat3 C = firn_load9(p.C, n, i);
     firn_mat3 A = C;
     for (int c = 0; c < 9; c++)
         A.m[c] *= P->dt;
     A.m[0] += 1.0f;
     A.m[4] += 1.0f;
     A.m[8] += 1.0f;
-    firn_mat3 F = firn_m3_mul(A, firn_load9(p.F, n, i));
-    float Jp = p.Jp[i], dmg = p.damage[i];
-    firn_mat3 tau = firn_constitutive(m, &F, &Jp, &dmg);
+    return firn_m3_mul(A, F);
+}
+
+/* After the constitutive update: store the particle's F, Jp and damage, and
+ * return its scatter state for the Kirchhoff stress tau (C: its affine
+ * velocity, as loaded for the trial F). */
+static inline FIRN_HD firn_p2g_state firn_p2g_finish(int i, const firn_params *P,
+                                                     const firn_material *m, firn_particles p,
+                                                     firn_mat3 C, firn_mat3 F, float Jp, float dmg,
+                                                     firn_mat3 tau)
+{
+    const int n = p.n;
     firn_store9(p.F, n, i, F);
     p.Jp[i] = Jp;
     p.damage[i] = dmg;
@@ -149,9 +152,22 @@ static inline FIRN_HD firn_p2g_state firn_p2g_prepare(int i, const firn_params *
     float k = -P->dt * vol * 4.0f * P->inv_dx * P->inv_dx;
     for (int c = 0; c < 9; c++)
         st.affine.m[c] = k * tau.m[c] + st.mass * C.m[c];
-    st.mv = firn_scale(v, st.mass);
-    st.s = firn_make_stencil(P, x);
+    st.mv = firn_scale(firn_load3(p.v, n, i), st.mass);
+    st.s = firn_make_stencil(P, firn_load3(p.x, n, i));
     return st;
+}
+
+/* Trial deformation gradient, constitutive update (F, Jp and damage written
+ * back), and the particle's scatter state. */
+static inline FIRN_HD firn_p2g_state firn_p2g_prepare(int i, const firn_params *P,
+                                                      const firn_material *mats, firn_particles p)
+{
+    const firn_material *m = &mats[p.mat[i]];
+    firn_mat3 C = firn_load9(p.C, p.n, i);
+    firn_mat3 F = firn_p2g_trial_F(P, C, firn_load9(p.F, p.n, i));
+    float Jp = p.Jp[i], dmg = p.damage[i];
+    firn_mat3 tau = firn_constitutive(m, &F, &Jp, &dmg);
+    return firn_p2g_finish(i, P, m, p, C, F, Jp, dmg, tau);
 }
 
 /* Scatter to stencil node (a, b, c): grid_mom += w (m v + affine dpos),
@@ -173,14 +189,20 @@ static inline FIRN_HD void firn_p2g_scatter(const firn_params *P, firn_grid g,
 
 /* P2G of one particle: constitutive update, then scatter of mass and MLS
  * momentum to all 27 stencil nodes. */
+static inline FIRN_HD void firn_p2g_scatter_all(const firn_params *P, firn_grid g,
+                                                const firn_p2g_state *st)
+{
+    for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 3; b++)
+            for (int c = 0; c < 3; c++)
+                firn_p2g_scatter(P, g, st, a, b, c);
+}
+
 static inline FIRN_HD void firn_p2g_particle(int i, const firn_params *P, const firn_material *mats,
                                              firn_particles p, firn_grid g)
 {
     firn_p2g_state st = firn_p2g_prepare(i, P, mats, p);
-    for (int a = 0; a < 3; a++)
-        for (int b = 0; b < 3; b++)
-            for (int c = 0; c < 3; c++)
-                firn_p2g_scatter(P, g, &st, a, b, c);
+    firn_p2g_scatter_all(P, g, &st);
 }
 
 /* Momentum to velocity plus gravity at one node; returns 0 for an empty

@@ -2,8 +2,10 @@
  * constitutive models. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "firn_mpm.h"
+#include "svd_batch.h"
 
 static uint64_t rng_state = 0x1234567ULL;
 static float frand(float lo, float hi)
@@ -79,11 +81,9 @@ Test(bspline, stencil_never_leaves_grid)
     cr_assert_eq(s.base[2], 0);
 }
 
-static void check_svd(firn_mat3 A, const char *what)
+/* U diag(s) V^T is an SVD of A with firn_svd3's conventions. */
+static void check_svd_result(firn_mat3 A, firn_mat3 U, firn_vec3 s, firn_mat3 V, const char *what)
 {
-    firn_mat3 U, V;
-    firn_vec3 s;
-    firn_svd3(A, &U, &s, &V);
     float scale = fmaxf(max_abs(A), 1e-6f);
     firn_mat3 R = firn_m3_usv(U, s, V);
     cr_assert(max_abs_diff(R, A) <= 2e-5f * scale, "%s: |U S V^T - A| = %g (scale %g)", what,
@@ -100,6 +100,14 @@ static void check_svd(firn_mat3 A, const char *what)
     if (fabsf(det) > 1e-3f * scale * scale * scale)
         cr_assert((s.v[2] < 0.0f) == (det < 0.0f), "%s: sign of s2 %g vs det %g", what, s.v[2],
                   det);
+}
+
+static void check_svd(firn_mat3 A, const char *what)
+{
+    firn_mat3 U, V;
+    firn_vec3 s;
+    firn_svd3(A, &U, &s, &V);
+    check_svd_result(A, U, s, V, what);
 }
 
 Test(svd, random_matrices)
@@ -142,6 +150,96 @@ Test(svd, degenerate_and_inverted)
         for (int r = 0; r < 3; r++)
             B.m[3 * r + 2] = 0.5f * B.m[3 * r] - 0.25f * B.m[3 * r + 1];
         check_svd(B, "singular");
+    }
+}
+
+/* Lane l of a batch: the kinds of matrix the SVD tests above use. */
+static firn_mat3 batch_matrix(int t, int l)
+{
+    static const firn_mat3 special[] = {
+        {{0}}, {{1, 0, 0, 0, 1, 0, 0, 0, 1}}, {{1, 0, 0, 0, 1, 0, 0, 0, -1}},
+        {{2, 0, 0, 0, 2, 0, 0, 0, 2}}, {{3, 0, 0, 0, 0, 0, 0, 0, 0}},
+        {{1, 2, 3, 2, 4, 6, -1, -2, -3}}, {{1, 0, 1, 0, 1, 1, 1, 1, 2}}};
+    firn_mat3 A = random_matrix(0.05f);
+    switch ((t + l) % 5) {
+    case 0: return random_matrix(2.0f);
+    case 1: A.m[0] += 1.0f, A.m[4] += 1.0f, A.m[8] += 1.0f; return A;
+    case 2: return special[(t / 5 + l) % 7];
+    case 3: /* inverted */
+        A = random_matrix(1.0f);
+        if (firn_m3_det(A) > 0.0f)
+            for (int r = 0; r < 3; r++)
+                A.m[3 * r] = -A.m[3 * r];
+        return A;
+    default: /* nearly singular */
+        A = random_matrix(1.0f);
+        for (int r = 0; r < 3; r++)
+            A.m[3 * r + 2] = 0.5f * A.m[3 * r] - 0.25f * A.m[3 * r + 1];
+        return A;
+    }
+}
+
+/* The batched SVD (host/svd_batch.c, the CPU path's P2G) is the scalar
+ * algorithm lane by lane: each lane is a valid SVD, and its singular values
+ * are the scalar ones to float rounding. Where the singular values are
+ * apart by more than 1 % of the largest, the singular vectors are defined
+ * and match the scalar ones too. (Built without fused multiply-adds, as by
+ * default, the two agree bitwise; the tolerance admits a build that
+ * contracts them differently.) */
+Test(svd, batched_matches_scalar)
+{
+    for (int t = 0; t < 2000; t++) {
+        const int n = 1 + t % FIRN_SVD_BATCH;
+        firn_mat3 A[FIRN_SVD_BATCH], U[FIRN_SVD_BATCH], V[FIRN_SVD_BATCH];
+        firn_vec3 s[FIRN_SVD_BATCH];
+        for (int l = 0; l < n; l++)
+            A[l] = batch_matrix(t, l);
+        firn_svd3_batch(n, A, U, s, V);
+        for (int l = 0; l < n; l++) {
+            check_svd_result(A[l], U[l], s[l], V[l], "batched");
+            firn_mat3 Us, Vs;
+            firn_vec3 ss;
+            firn_svd3(A[l], &Us, &ss, &Vs);
+            float scale = fmaxf(max_abs(A[l]), 1e-6f);
+            for (int d = 0; d < 3; d++)
+                cr_assert(fabsf(s[l].v[d] - ss.v[d]) <= 1e-5f * scale,
+                          "batch %d lane %d: s%d %g, scalar %g", t, l, d, s[l].v[d], ss.v[d]);
+            float gap = fminf(ss.v[0] - ss.v[1], ss.v[1] - fabsf(ss.v[2]));
+            if (gap > 1e-2f * ss.v[0] && fabsf(ss.v[2]) > 1e-2f * ss.v[0]) {
+                cr_assert(max_abs_diff(U[l], Us) <= 1e-3f, "batch %d lane %d: U differs by %g", t,
+                          l, max_abs_diff(U[l], Us));
+                cr_assert(max_abs_diff(V[l], Vs) <= 1e-3f, "batch %d lane %d: V differs by %g", t,
+                          l, max_abs_diff(V[l], Vs));
+            }
+        }
+    }
+}
+
+/* A lane's result depends on its own matrix only: not on its neighbours
+ * (one of them NaN, or rank-deficient and slow to converge), nor on how
+ * many lanes the batch has. A NaN matrix gives NaN singular values. */
+Test(svd, batched_lanes_are_independent)
+{
+    firn_mat3 A[FIRN_SVD_BATCH], U[FIRN_SVD_BATCH], V[FIRN_SVD_BATCH];
+    firn_vec3 s[FIRN_SVD_BATCH];
+    for (int t = 0; t < 200; t++) {
+        const firn_mat3 probe = batch_matrix(t, 0);
+        const int lane = t % FIRN_SVD_BATCH;
+        firn_mat3 U0, V0;
+        firn_vec3 s0;
+        firn_svd3_batch(1, &probe, &U0, &s0, &V0);
+        for (int l = 0; l < FIRN_SVD_BATCH; l++)
+            A[l] = batch_matrix(t + 1, l);
+        A[(lane + 1) % FIRN_SVD_BATCH].m[4] = NAN;
+        A[lane] = probe;
+        firn_svd3_batch(FIRN_SVD_BATCH, A, U, s, V);
+        cr_assert(memcmp(&U[lane], &U0, sizeof U0) == 0 && memcmp(&V[lane], &V0, sizeof V0) == 0 &&
+                      memcmp(&s[lane], &s0, sizeof s0) == 0,
+                  "batch %d: lane %d's SVD changed with its neighbours", t, lane);
+        firn_vec3 sn = s[(lane + 1) % FIRN_SVD_BATCH];
+        cr_assert(isnan(sn.v[0]) || isnan(sn.v[1]) || isnan(sn.v[2]),
+                  "batch %d: a NaN matrix gave singular values %g %g %g", t, sn.v[0], sn.v[1],
+                  sn.v[2]);
     }
 }
 

@@ -1,0 +1,20 @@
+/* svd_batch.h - the 3x3 SVD of several matrices at once, for the CPU path.
+ *
+ * firn_svd3 (include/firn_svd.h) is a chain of dependent divisions and
+ * square roots: one particle's SVD leaves most of a CPU core idle. The
+ * batched form runs the same algorithm, operation for operation, on
+ * FIRN_SVD_BATCH matrices in SIMD lanes, each lane stopping its Jacobi
+ * sweeps where the scalar one would; so each result is the scalar result
+ * (bitwise, where the compiler contracts neither into fused multiply-adds). */
+#ifndef FIRN_SVD_BATCH_H
+#define FIRN_SVD_BATCH_H
+
+#include "firn_math.h"
+
+#define FIRN_SVD_BATCH 8
+
+/* A[l] = U[l] diag(s[l]) V[l]^T for l < n, 1 <= n <= FIRN_SVD_BATCH, with
+ * firn_svd3's conventions. */
+void firn_svd3_batch(int n, const firn_mat3 *A, firn_mat3 *U, firn_vec3 *s, firn_mat3 *V);
+
+#endif
