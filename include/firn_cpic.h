@@ -207,11 +207,7 @@ static inline FIRN_HD void firn_p2g_scatter_cpic(int i, const firn_params *P, fi
     if (firn_cpic_load(&c, p, i, nb))
         across = firn_cpic_across(P, &st->s, firn_load3(p.x, p.n, i), &c, bodies, mask);
     p.cpic[(long long)nb * p.n + i] = across;
-    for (int a = 0; a < 3; a++)
-        for (int b = 0; b < 3; b++)
-            for (int cc = 0; cc < 3; cc++)
-                if (!((across >> (9 * a + 3 * b + cc)) & 1u))
-                    firn_p2g_scatter(P, g, st, a, b, cc);
+    firn_p2g_scatter_nodes(P, g, st, across);
 }
 
 /* P2G with CPIC: as firn_p2g_particle, without the nodes across a surface. */
@@ -266,8 +262,8 @@ static inline FIRN_HD int firn_g2p_particle_cpic(int i, const firn_params *P,
     const int n = p.n;
     const firn_vec3 x = firn_load3(p.x, n, i), vp = firn_load3(p.v, n, i);
     firn_stencil s = firn_make_stencil(P, x);
-    firn_vec3 v = firn_v3(0.0f, 0.0f, 0.0f), resp[FIRN_CPIC_MAX];
-    firn_mat3 C = {{0}};
+    firn_vec3 resp[FIRN_CPIC_MAX];
+    firn_g2p_sums sums = {{{0.0f}}, {{{0.0f}}}};
     float W[FIRN_CPIC_MAX];
     unsigned mask[FIRN_CPIC_MAX], have = 0;
     const unsigned across = p.cpic[(long long)nb * n + i] ? firn_cpic_across(P, &s, x, &c, bodies, mask) : 0u;
@@ -299,8 +295,9 @@ static inline FIRN_HD int firn_g2p_particle_cpic(int i, const firn_params *P,
                     W[k] += s.w[a][0] * s.w[b][1] * s.w[cc][2];
                     gv = resp[k];
                 }
-                firn_g2p_gather(P, &s, a, b, cc, gv, &v, &C);
+                firn_g2p_gather(&s, a, b, cc, gv, &sums);
             }
+    firn_vec3 v = sums.v;
     const float m = p.vol[i] * mats[p.mat[i]].rho;
     for (unsigned mk = have; mk; mk &= mk - 1) {
         int k = firn_ctz(mk);
@@ -317,7 +314,7 @@ static inline FIRN_HD int firn_g2p_particle_cpic(int i, const firn_params *P,
             v = v2;
         }
     }
-    return firn_g2p_finish(i, P, p, x, v, C);
+    return firn_g2p_finish(i, P, p, x, v, firn_g2p_affine(P, &s, &sums));
 }
 
 #endif

@@ -170,32 +170,49 @@ static inline FIRN_HD firn_p2g_state firn_p2g_prepare(int i, const firn_params *
     return firn_p2g_finish(i, P, m, p, C, F, Jp, dmg, tau);
 }
 
-/* Scatter to stencil node (a, b, c): grid_mom += w (m v + affine dpos),
- * grid_mass += w m. */
-static inline FIRN_HD void firn_p2g_scatter(const firn_params *P, firn_grid g,
-                                            const firn_p2g_state *st, int a, int b, int c)
+/* Scatter of a particle's mass and MLS momentum to its 27 stencil nodes,
+ * except those whose bit 9a + 3b + c is set in `skip` (CPIC). The momentum
+ * carried to node (a, b, c), m v + affine dpos with dpos = ((a, b, c) - fx)
+ * dx, is linear in a, b and c: it is built from m v - affine fx dx and the
+ * columns of affine dx, three additions per node instead of a matrix
+ * product:  grid_mom += w (m v + affine dpos),  grid_mass += w m. */
+static inline FIRN_HD void firn_p2g_scatter_nodes(const firn_params *P, firn_grid g,
+                                                  const firn_p2g_state *st, unsigned skip)
 {
     const firn_stencil *s = &st->s;
-    float w = s->w[a][0] * s->w[b][1] * s->w[c][2];
-    firn_vec3 dpos = firn_v3(((float)a - s->fx[0]) * P->dx, ((float)b - s->fx[1]) * P->dx,
-                             ((float)c - s->fx[2]) * P->dx);
-    firn_vec3 mom = firn_add(st->mv, firn_m3_apply(st->affine, dpos));
-    float *q = g.node + 4 * firn_node_index(P->n, s->base[0] + a, s->base[1] + b, s->base[2] + c);
-    firn_atomic_add(q + 0, w * mom.v[0]);
-    firn_atomic_add(q + 1, w * mom.v[1]);
-    firn_atomic_add(q + 2, w * mom.v[2]);
-    firn_atomic_add(q + 3, w * st->mass);
+    const float dx = P->dx;
+    firn_vec3 col[3];
+    for (int k = 0; k < 3; k++)
+        col[k] = firn_v3(st->affine.m[k] * dx, st->affine.m[3 + k] * dx, st->affine.m[6 + k] * dx);
+    firn_vec3 m0 = firn_sub(st->mv, firn_m3_apply(st->affine, firn_v3(s->fx[0] * dx, s->fx[1] * dx,
+                                                                      s->fx[2] * dx)));
+    const long long sx = 4LL * P->n[1] * P->n[2], sy = 4LL * P->n[2];
+    float *q0 = g.node + 4 * firn_node_index(P->n, s->base[0], s->base[1], s->base[2]);
+    for (int a = 0; a < 3; a++) {
+        firn_vec3 ma = firn_add(m0, firn_scale(col[0], (float)a));
+        for (int b = 0; b < 3; b++) {
+            firn_vec3 mab = firn_add(ma, firn_scale(col[1], (float)b));
+            float wab = s->w[a][0] * s->w[b][1];
+            float *q = q0 + a * sx + b * sy;
+            for (int c = 0; c < 3; c++, q += 4) {
+                if ((skip >> (9 * a + 3 * b + c)) & 1u)
+                    continue;
+                float w = wab * s->w[c][2];
+                const float add[4] = {mab.v[0] + (float)c * col[2].v[0],
+                                      mab.v[1] + (float)c * col[2].v[1],
+                                      mab.v[2] + (float)c * col[2].v[2], st->mass};
+                for (int k = 0; k < 4; k++)
+                    firn_atomic_add(q + k, w * add[k]);
+            }
+        }
+    }
 }
 
-/* P2G of one particle: constitutive update, then scatter of mass and MLS
- * momentum to all 27 stencil nodes. */
+/* Scatter to all 27 stencil nodes. */
 static inline FIRN_HD void firn_p2g_scatter_all(const firn_params *P, firn_grid g,
                                                 const firn_p2g_state *st)
 {
-    for (int a = 0; a < 3; a++)
-        for (int b = 0; b < 3; b++)
-            for (int c = 0; c < 3; c++)
-                firn_p2g_scatter(P, g, st, a, b, c);
+    firn_p2g_scatter_nodes(P, g, st, 0u);
 }
 
 static inline FIRN_HD void firn_p2g_particle(int i, const firn_params *P, const firn_material *mats,
@@ -275,19 +292,38 @@ static inline FIRN_HD void firn_grid_node(long long node, const firn_params *P, 
     firn_grid_store_velocity(node, g, firn_grid_walls(node, P, v));
 }
 
-/* G2P accumulation of one stencil node (a, b, c) with grid velocity gv:
- * v += w gv, C += 4 inv_dx^2 w gv (outer) dpos. */
-static inline FIRN_HD void firn_g2p_gather(const firn_params *P, const firn_stencil *s, int a, int b,
-                                           int c, firn_vec3 gv, firn_vec3 *v, firn_mat3 *C)
+/* What G2P sums over the stencil: v = sum w gv and the first moments
+ * m[k] = sum w gv idx_k of the node offsets (idx = (a, b, c)). With
+ * dpos = (idx - fx) dx, the APIC affine velocity
+ *   C = 4 inv_dx^2 sum w gv dpos^T = 4 inv_dx (sum w gv idx^T - v fx^T)
+ * follows from them (firn_g2p_affine): a weighted add per node and moment
+ * instead of an outer product per node. */
+typedef struct {
+    firn_vec3 v;
+    firn_vec3 m[3];
+} firn_g2p_sums;
+
+/* Add stencil node (a, b, c), whose grid velocity is gv. */
+static inline FIRN_HD void firn_g2p_gather(const firn_stencil *s, int a, int b, int c,
+                                           firn_vec3 gv, firn_g2p_sums *acc)
 {
-    float w = s->w[a][0] * s->w[b][1] * s->w[c][2];
-    firn_vec3 dpos = firn_v3(((float)a - s->fx[0]) * P->dx, ((float)b - s->fx[1]) * P->dx,
-                             ((float)c - s->fx[2]) * P->dx);
-    *v = firn_add(*v, firn_scale(gv, w));
-    float k = 4.0f * P->inv_dx * P->inv_dx * w;
+    firn_vec3 wgv = firn_scale(gv, s->w[a][0] * s->w[b][1] * s->w[c][2]);
+    acc->v = firn_add(acc->v, wgv);
+    acc->m[0] = firn_add(acc->m[0], firn_scale(wgv, (float)a));
+    acc->m[1] = firn_add(acc->m[1], firn_scale(wgv, (float)b));
+    acc->m[2] = firn_add(acc->m[2], firn_scale(wgv, (float)c));
+}
+
+/* C = 4 inv_dx (sum w gv idx^T - v fx^T). */
+static inline FIRN_HD firn_mat3 firn_g2p_affine(const firn_params *P, const firn_stencil *s,
+                                                const firn_g2p_sums *acc)
+{
+    const float k = 4.0f * P->inv_dx;
+    firn_mat3 C;
     for (int r = 0; r < 3; r++)
         for (int q = 0; q < 3; q++)
-            C->m[3 * r + q] += k * gv.v[r] * dpos.v[q];
+            C.m[3 * r + q] = k * (acc->m[q].v[r] - acc->v.v[r] * s->fx[q]);
+    return C;
 }
 
 /* Advect with the gathered v, keep the particle inside the domain, store.
@@ -316,15 +352,16 @@ static inline FIRN_HD int firn_g2p_particle(int i, const firn_params *P, firn_pa
 {
     firn_vec3 x = firn_load3(p.x, p.n, i);
     firn_stencil s = firn_make_stencil(P, x);
-    firn_vec3 v = firn_v3(0.0f, 0.0f, 0.0f);
-    firn_mat3 C = {{0}};
+    firn_g2p_sums acc = {{{0.0f}}, {{{0.0f}}}};
+    const long long sx = 4LL * P->n[1] * P->n[2], sy = 4LL * P->n[2];
+    const float *q0 = g.node + 4 * firn_node_index(P->n, s.base[0], s.base[1], s.base[2]);
     for (int a = 0; a < 3; a++)
         for (int b = 0; b < 3; b++)
             for (int c = 0; c < 3; c++) {
-                const float *nd = g.node + 4 * firn_node_index(P->n, s.base[0] + a, s.base[1] + b, s.base[2] + c);
-                firn_g2p_gather(P, &s, a, b, c, firn_v3(nd[0], nd[1], nd[2]), &v, &C);
+                const float *nd = q0 + a * sx + b * sy + 4 * c;
+                firn_g2p_gather(&s, a, b, c, firn_v3(nd[0], nd[1], nd[2]), &acc);
             }
-    return firn_g2p_finish(i, P, p, x, v, C);
+    return firn_g2p_finish(i, P, p, x, acc.v, firn_g2p_affine(P, &s, &acc));
 }
 
 #endif
