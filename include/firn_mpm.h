@@ -355,12 +355,23 @@ static inline FIRN_HD int firn_g2p_particle(int i, const firn_params *P, firn_pa
     firn_g2p_sums acc = {{{0.0f}}, {{{0.0f}}}};
     const long long sx = 4LL * P->n[1] * P->n[2], sy = 4LL * P->n[2];
     const float *q0 = g.node + 4 * firn_node_index(P->n, s.base[0], s.base[1], s.base[2]);
+    const float wc0 = s.w[0][2], wc1 = s.w[1][2], wc2 = s.w[2][2];
     for (int a = 0; a < 3; a++)
-        for (int b = 0; b < 3; b++)
-            for (int c = 0; c < 3; c++) {
-                const float *nd = q0 + a * sx + b * sy + 4 * c;
-                firn_g2p_gather(&s, a, b, c, firn_v3(nd[0], nd[1], nd[2]), &acc);
+        for (int b = 0; b < 3; b++) {
+            /* The row of three nodes along z (12 adjacent floats): its sum
+             * r = sum_c w_c gv and moment rc = sum_c c w_c gv, then the
+             * row's weight w_a w_b. */
+            const float *nd = q0 + a * sx + b * sy;
+            const float wab = s.w[a][0] * s.w[b][1];
+            for (int k = 0; k < 3; k++) {
+                float t1 = wc1 * nd[4 + k], t2 = wc2 * nd[8 + k];
+                float r = wab * (wc0 * nd[k] + t1 + t2), rc = wab * (t1 + 2.0f * t2);
+                acc.v.v[k] += r;
+                acc.m[0].v[k] += (float)a * r;
+                acc.m[1].v[k] += (float)b * r;
+                acc.m[2].v[k] += rc;
             }
+        }
     return firn_g2p_finish(i, P, p, x, acc.v, firn_g2p_affine(P, &s, &acc));
 }
 

@@ -153,6 +153,122 @@ Test(svd, degenerate_and_inverted)
     }
 }
 
+/* A random grid of 8^3 nodes: momentum (or velocity) and mass per node. */
+static float *random_grid(firn_params *P, float vmax)
+{
+    *P = test_params();
+    for (int a = 0; a < 3; a++)
+        P->n[a] = 8;
+    float *node = malloc(4 * 512 * sizeof(float));
+    for (int k = 0; k < 4 * 512; k++)
+        node[k] = frand(-vmax, vmax);
+    return node;
+}
+
+/* G2P's v and C, from the row sums (firn_g2p_particle) and from the
+ * node-by-node sums (firn_g2p_gather, the CPIC path), against the APIC
+ * formulas in double: v = sum w gv, C = 4 inv_dx^2 sum w gv dpos^T. Each is
+ * a sum of 27 float terms of size up to vmax (times 4 inv_dx for C), so
+ * 1e-5 of that bound is some 20 roundings. */
+Test(stencil, g2p_sums_match_the_apic_formulas)
+{
+    firn_params P;
+    const float vmax = 10.0f;
+    firn_grid g = {.n = {8, 8, 8}, .nodes = 512};
+    g.node = random_grid(&P, vmax);
+    float x[3], v[3], C[9], F[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, one = 1.0f;
+    uint8_t mat = 0;
+    firn_particles p = {.n = 1, .x = x, .v = v, .C = C, .F = F, .Jp = &one, .damage = &one,
+                        .vol = &one, .mat = &mat};
+    for (int t = 0; t < 500; t++) {
+        for (int a = 0; a < 3; a++)
+            x[a] = frand(0.15f, 0.65f);
+        firn_stencil s = firn_make_stencil(&P, firn_v3(x[0], x[1], x[2]));
+        double vr[3] = {0}, Cr[9] = {0};
+        firn_g2p_sums sums = {{{0.0f}}, {{{0.0f}}}};
+        for (int a = 0; a < 3; a++)
+            for (int b = 0; b < 3; b++)
+                for (int c = 0; c < 3; c++) {
+                    const float *nd = g.node + 4 * firn_node_index(P.n, s.base[0] + a,
+                                                                   s.base[1] + b, s.base[2] + c);
+                    double w = (double)s.w[a][0] * s.w[b][1] * s.w[c][2];
+                    double dpos[3] = {(a - (double)s.fx[0]) * P.dx, (b - (double)s.fx[1]) * P.dx,
+                                      (c - (double)s.fx[2]) * P.dx};
+                    for (int r = 0; r < 3; r++) {
+                        vr[r] += w * nd[r];
+                        for (int q = 0; q < 3; q++)
+                            Cr[3 * r + q] += 4.0 * P.inv_dx * P.inv_dx * w * nd[r] * dpos[q];
+                    }
+                    firn_g2p_gather(&s, a, b, c, firn_v3(nd[0], nd[1], nd[2]), &sums);
+                }
+        firn_mat3 Cn = firn_g2p_affine(&P, &s, &sums);
+        const float x0[3] = {x[0], x[1], x[2]};
+        cr_assert_eq(firn_g2p_particle(0, &P, p, g), 0);
+        for (int r = 0; r < 3; r++) {
+            cr_assert(fabs(v[r] - vr[r]) <= 1e-5 * vmax && fabs(sums.v.v[r] - vr[r]) <= 1e-5 * vmax,
+                      "v[%d] at (%g %g %g): rows %.8g, nodes %.8g, formula %.8g", r, x0[0], x0[1],
+                      x0[2], v[r], sums.v.v[r], vr[r]);
+            for (int q = 0; q < 3; q++) {
+                const int e = 3 * r + q;
+                const double tol = 1e-5 * 4.0 * P.inv_dx * vmax;
+                cr_assert(fabs(C[e] - Cr[e]) <= tol && fabs(Cn.m[e] - Cr[e]) <= tol,
+                          "C[%d] at (%g %g %g): rows %.8g, nodes %.8g, formula %.8g", e, x0[0],
+                          x0[1], x0[2], C[e], Cn.m[e], Cr[e]);
+            }
+        }
+    }
+    free(g.node);
+}
+
+/* P2G's scatter (firn_p2g_scatter_nodes) against the formula in double:
+ * node (a, b, c) gains w (m v + affine dpos) and w m, and a CPIC mask
+ * leaves exactly its nodes untouched. Tolerance: the contributions are
+ * 27 sums of 4 terms each, relative 1e-5 of their bound. */
+Test(stencil, p2g_scatter_matches_the_formula_and_skips_masked_nodes)
+{
+    firn_params P;
+    firn_grid g = {.n = {8, 8, 8}, .nodes = 512};
+    g.node = random_grid(&P, 1.0f);
+    float *before = malloc(4 * 512 * sizeof(float));
+    for (int t = 0; t < 500; t++) {
+        memcpy(before, g.node, 4 * 512 * sizeof(float));
+        firn_p2g_state st;
+        st.s = firn_make_stencil(&P, firn_v3(frand(0.15f, 0.65f), frand(0.15f, 0.65f),
+                                             frand(0.15f, 0.65f)));
+        st.mass = frand(0.1f, 2.0f);
+        st.mv = firn_v3(frand(-20.0f, 20.0f), frand(-20.0f, 20.0f), frand(-20.0f, 20.0f));
+        st.affine = random_matrix(200.0f);
+        const unsigned skip = t % 2 ? (unsigned)(rng_state >> 20) & 0x7ffffffu : 0u;
+        firn_p2g_scatter_nodes(&P, g, &st, skip);
+        const double bound = 20.0 * sqrt(3.0) + 3 * 200.0 * 1.5 * P.dx;
+        for (int a = 0; a < 3; a++)
+            for (int b = 0; b < 3; b++)
+                for (int c = 0; c < 3; c++) {
+                    long long node = firn_node_index(P.n, st.s.base[0] + a, st.s.base[1] + b,
+                                                     st.s.base[2] + c);
+                    const int skipped = (skip >> (9 * a + 3 * b + c)) & 1u;
+                    double w = (double)st.s.w[a][0] * st.s.w[b][1] * st.s.w[c][2];
+                    double dpos[3] = {(a - (double)st.s.fx[0]) * P.dx,
+                                      (b - (double)st.s.fx[1]) * P.dx,
+                                      (c - (double)st.s.fx[2]) * P.dx};
+                    for (int k = 0; k < 4; k++) {
+                        double want = 0.0;
+                        if (!skipped)
+                            want = k == 3 ? w * st.mass
+                                          : w * (st.mv.v[k] + st.affine.m[3 * k] * dpos[0] +
+                                                 st.affine.m[3 * k + 1] * dpos[1] +
+                                                 st.affine.m[3 * k + 2] * dpos[2]);
+                        double got = (double)g.node[4 * node + k] - before[4 * node + k];
+                        cr_assert(fabs(got - want) <= 1e-5 * (k == 3 ? 2.0 : bound) + 2e-7,
+                                  "scatter %d node (%d %d %d)[%d]%s: %.8g, formula %.8g", t, a, b,
+                                  c, k, skipped ? " (masked)" : "", got, want);
+                    }
+                }
+    }
+    free(before);
+    free(g.node);
+}
+
 /* Lane l of a batch: the kinds of matrix the SVD tests above use. */
 static firn_mat3 batch_matrix(int t, int l)
 {
