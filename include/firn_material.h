@@ -55,13 +55,13 @@ static inline FIRN_HD firn_vec3 firn_tau_neohookean(float mu, float la, firn_vec
     return firn_v3(mu * s.v[0] * s.v[0] + p, mu * s.v[1] * s.v[1] + p, mu * s.v[2] * s.v[2] + p);
 }
 
-/* Hencky (log strain) model used by sand: tau = U diag(2 mu ln s + lambda
- * sum(ln s)) U^T, i.e. U diag(2 mu ln(s)/s + lambda sum ln(s)/s) V^T F^T. */
-static inline FIRN_HD firn_vec3 firn_tau_hencky(float mu, float la, firn_vec3 s)
+/* Hencky (log strain) model used by sand, from the principal log strains
+ * eps = ln s: tau = U diag(2 mu eps + lambda sum(eps)) U^T. */
+static inline FIRN_HD firn_vec3 firn_tau_hencky(float mu, float la, firn_vec3 eps)
 {
-    float l0 = logf(s.v[0]), l1 = logf(s.v[1]), l2 = logf(s.v[2]);
-    float tr = l0 + l1 + l2;
-    return firn_v3(2.0f * mu * l0 + la * tr, 2.0f * mu * l1 + la * tr, 2.0f * mu * l2 + la * tr);
+    float tr = eps.v[0] + eps.v[1] + eps.v[2];
+    return firn_v3(2.0f * mu * eps.v[0] + la * tr, 2.0f * mu * eps.v[1] + la * tr,
+                   2.0f * mu * eps.v[2] + la * tr);
 }
 
 static inline FIRN_HD firn_vec3 firn_tau_elastic(int law, float mu, float la, firn_vec3 s)
@@ -73,8 +73,9 @@ static inline FIRN_HD firn_vec3 firn_tau_elastic(int law, float mu, float la, fi
 
 /* Sand return mapping (Klar et al. 2016, Drucker-Prager in Hencky strain),
  * as in PHYSICS.md: Jp holds the volume-correction term, s is replaced by the
- * projected singular values. */
-static inline FIRN_HD void firn_sand_project(const firn_material *m, firn_vec3 *s, float *Jp)
+ * projected singular values, and their logarithms (the projected Hencky
+ * strain, which the stress needs) are returned. */
+static inline FIRN_HD firn_vec3 firn_sand_project(const firn_material *m, firn_vec3 *s, float *Jp)
 {
     firn_vec3 e = firn_v3(logf(firn_maxf(fabsf(s->v[0]), 1e-4f)),
                           logf(firn_maxf(fabsf(s->v[1]), 1e-4f)),
@@ -85,12 +86,14 @@ static inline FIRN_HD void firn_sand_project(const firn_material *m, firn_vec3 *
     if (tr >= 0.0f) { /* expansion: no tension, the grain separates freely */
         *s = firn_v3(1.0f, 1.0f, 1.0f);
         *Jp = tr;
-        return;
+        return firn_v3(0.0f, 0.0f, 0.0f);
     }
     *Jp = 0.0f;
     float dgamma = ehn + (3.0f * m->lambda + 2.0f * m->mu) / (2.0f * m->mu) * tr * m->alpha;
     float k = firn_maxf(0.0f, dgamma) / ehn;
-    *s = firn_v3(expf(e.v[0] - k * eh.v[0]), expf(e.v[1] - k * eh.v[1]), expf(e.v[2] - k * eh.v[2]));
+    e = firn_sub(e, firn_scale(eh, k));
+    *s = firn_v3(expf(e.v[0]), expf(e.v[1]), expf(e.v[2]));
+    return e;
 }
 
 /* Von Mises return mapping in log strain; yield stress m->yield. */
@@ -184,9 +187,8 @@ static inline FIRN_HD firn_mat3 firn_constitutive_svd(const firn_material *m, fi
         break;
     }
     case FIRN_M_SAND:
-        firn_sand_project(m, &s, Jp);
+        t = firn_tau_hencky(m->mu, m->lambda, firn_sand_project(m, &s, Jp));
         *F = firn_m3_usv(U, s, V);
-        t = firn_tau_hencky(m->mu, m->lambda, s);
         break;
     case FIRN_M_VON_MISES:
         firn_von_mises_project(m, &s);
