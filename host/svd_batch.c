@@ -6,14 +6,12 @@
  * include/firn_svd.h: where the scalar code returns early or breaks, the
  * lane is masked and keeps its values. Measured on the project's VM (AMD
  * EPYC, 2^20 random matrices): 300 ns per scalar SVD, 55 ns batched with
- * AVX2, 175 ns with SSE2 only. */
+ * AVX2, 175 ns with SSE2 only. The 32-byte vectors pass only between
+ * inlined helpers, so GCC's note on their ABI in a non-AVX build does not
+ * apply (the Makefile builds this file with -Wno-psabi). */
 #include <math.h>
 
 #include "svd_batch.h"
-
-/* The 32-byte vectors below are passed only between inlined helpers; the
- * ABI note GCC gives for them in a non-AVX build does not apply. */
-#pragma GCC diagnostic ignored "-Wpsabi"
 
 #define W FIRN_SVD_BATCH
 typedef float vf __attribute__((vector_size(4 * W)));

@@ -5,7 +5,8 @@
  * batched form runs the same algorithm, operation for operation, on
  * FIRN_SVD_BATCH matrices in SIMD lanes, each lane stopping its Jacobi
  * sweeps where the scalar one would; so each result is the scalar result
- * (bitwise, where the compiler contracts neither into fused multiply-adds). */
+ * (bitwise, where the compiler contracts neither into fused multiply-adds,
+ * except that a NaN may come out with the other sign bit). */
 #ifndef FIRN_SVD_BATCH_H
 #define FIRN_SVD_BATCH_H
 

@@ -13,7 +13,9 @@
  *      coupled body whose surface is within FIRN_CPIC_REACH cells, the side
  *      of that surface it is on, using the pose before this substep's rigid
  *      step.
- *   2. P2G (firn_p2g_particle_cpic): no scatter to a node on the other side.
+ *   2. P2G (firn_p2g_particle_cpic on the GPU; firn_p2g_scatter_cpic after
+ *      the CPU path's batched constitutive update): no scatter to a node on
+ *      the other side.
  *   3. G2P (firn_g2p_particle_cpic): such a node's velocity is replaced by
  *      the rigid response at the particle - the particle's velocity with the
  *      part that moves into the body removed (friction and restitution of

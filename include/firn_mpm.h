@@ -171,11 +171,13 @@ static inline FIRN_HD firn_p2g_state firn_p2g_prepare(int i, const firn_params *
 }
 
 /* Scatter of a particle's mass and MLS momentum to its 27 stencil nodes,
- * except those whose bit 9a + 3b + c is set in `skip` (CPIC). The momentum
- * carried to node (a, b, c), m v + affine dpos with dpos = ((a, b, c) - fx)
- * dx, is linear in a, b and c: it is built from m v - affine fx dx and the
- * columns of affine dx, three additions per node instead of a matrix
- * product:  grid_mom += w (m v + affine dpos),  grid_mass += w m. */
+ * except those whose bit 9a + 3b + c is set in `skip` (CPIC):
+ *   grid_mom += w (m v + affine dpos),  grid_mass += w m.
+ * With dpos = ((a, b, c) - fx) dx the momentum is linear in a, b and c: it
+ * is built from its value at the middle node (1, 1, 1), m v - affine
+ * (fx - 1) dx, and the columns of affine dx, three additions per node
+ * instead of a matrix product. (Offsets from the middle node, in [-1, 1],
+ * keep the terms as small as the per-node products were.) */
 static inline FIRN_HD void firn_p2g_scatter_nodes(const firn_params *P, firn_grid g,
                                                   const firn_p2g_state *st, unsigned skip)
 {
@@ -184,23 +186,24 @@ static inline FIRN_HD void firn_p2g_scatter_nodes(const firn_params *P, firn_gri
     firn_vec3 col[3];
     for (int k = 0; k < 3; k++)
         col[k] = firn_v3(st->affine.m[k] * dx, st->affine.m[3 + k] * dx, st->affine.m[6 + k] * dx);
-    firn_vec3 m0 = firn_sub(st->mv, firn_m3_apply(st->affine, firn_v3(s->fx[0] * dx, s->fx[1] * dx,
-                                                                      s->fx[2] * dx)));
+    firn_vec3 m0 = firn_sub(st->mv, firn_m3_apply(st->affine, firn_v3((s->fx[0] - 1.0f) * dx,
+                                                                      (s->fx[1] - 1.0f) * dx,
+                                                                      (s->fx[2] - 1.0f) * dx)));
     const long long sx = 4LL * P->n[1] * P->n[2], sy = 4LL * P->n[2];
     float *q0 = g.node + 4 * firn_node_index(P->n, s->base[0], s->base[1], s->base[2]);
     for (int a = 0; a < 3; a++) {
-        firn_vec3 ma = firn_add(m0, firn_scale(col[0], (float)a));
+        firn_vec3 ma = firn_add(m0, firn_scale(col[0], (float)(a - 1)));
         for (int b = 0; b < 3; b++) {
-            firn_vec3 mab = firn_add(ma, firn_scale(col[1], (float)b));
+            firn_vec3 mab = firn_add(ma, firn_scale(col[1], (float)(b - 1)));
             float wab = s->w[a][0] * s->w[b][1];
             float *q = q0 + a * sx + b * sy;
             for (int c = 0; c < 3; c++, q += 4) {
                 if ((skip >> (9 * a + 3 * b + c)) & 1u)
                     continue;
                 float w = wab * s->w[c][2];
-                const float add[4] = {mab.v[0] + (float)c * col[2].v[0],
-                                      mab.v[1] + (float)c * col[2].v[1],
-                                      mab.v[2] + (float)c * col[2].v[2], st->mass};
+                const float add[4] = {mab.v[0] + (float)(c - 1) * col[2].v[0],
+                                      mab.v[1] + (float)(c - 1) * col[2].v[1],
+                                      mab.v[2] + (float)(c - 1) * col[2].v[2], st->mass};
                 for (int k = 0; k < 4; k++)
                     firn_atomic_add(q + k, w * add[k]);
             }
@@ -215,6 +218,9 @@ static inline FIRN_HD void firn_p2g_scatter_all(const firn_params *P, firn_grid 
     firn_p2g_scatter_nodes(P, g, st, 0u);
 }
 
+/* P2G of one particle (the GPU kernel's body): constitutive update, then
+ * the scatter to all 27 stencil nodes. The CPU path does the same in
+ * batches (host/solver_cpu.c, p2g_block). */
 static inline FIRN_HD void firn_p2g_particle(int i, const firn_params *P, const firn_material *mats,
                                              firn_particles p, firn_grid g)
 {
@@ -293,11 +299,14 @@ static inline FIRN_HD void firn_grid_node(long long node, const firn_params *P, 
 }
 
 /* What G2P sums over the stencil: v = sum w gv and the first moments
- * m[k] = sum w gv idx_k of the node offsets (idx = (a, b, c)). With
- * dpos = (idx - fx) dx, the APIC affine velocity
- *   C = 4 inv_dx^2 sum w gv dpos^T = 4 inv_dx (sum w gv idx^T - v fx^T)
+ * m[k] = sum w gv o_k of the node offsets from the middle node,
+ * o = (a, b, c) - 1. With dpos = (o - (fx - 1)) dx, the APIC affine velocity
+ *   C = 4 inv_dx^2 sum w gv dpos^T = 4 inv_dx (sum w gv o^T - v (fx - 1)^T)
  * follows from them (firn_g2p_affine): a weighted add per node and moment
- * instead of an outer product per node. */
+ * instead of an outer product per node. The subtraction loses digits when
+ * a fast particle's v dwarfs C dx; taken about the middle node, where
+ * |o| <= 1 and |fx - 1| <= 0.5, C's rounding error stays within 2x that of
+ * the per-node outer products (about the corner it was 7x). */
 typedef struct {
     firn_vec3 v;
     firn_vec3 m[3];
@@ -309,12 +318,12 @@ static inline FIRN_HD void firn_g2p_gather(const firn_stencil *s, int a, int b, 
 {
     firn_vec3 wgv = firn_scale(gv, s->w[a][0] * s->w[b][1] * s->w[c][2]);
     acc->v = firn_add(acc->v, wgv);
-    acc->m[0] = firn_add(acc->m[0], firn_scale(wgv, (float)a));
-    acc->m[1] = firn_add(acc->m[1], firn_scale(wgv, (float)b));
-    acc->m[2] = firn_add(acc->m[2], firn_scale(wgv, (float)c));
+    acc->m[0] = firn_add(acc->m[0], firn_scale(wgv, (float)(a - 1)));
+    acc->m[1] = firn_add(acc->m[1], firn_scale(wgv, (float)(b - 1)));
+    acc->m[2] = firn_add(acc->m[2], firn_scale(wgv, (float)(c - 1)));
 }
 
-/* C = 4 inv_dx (sum w gv idx^T - v fx^T). */
+/* C = 4 inv_dx (sum w gv o^T - v (fx - 1)^T). */
 static inline FIRN_HD firn_mat3 firn_g2p_affine(const firn_params *P, const firn_stencil *s,
                                                 const firn_g2p_sums *acc)
 {
@@ -322,7 +331,7 @@ static inline FIRN_HD firn_mat3 firn_g2p_affine(const firn_params *P, const firn
     firn_mat3 C;
     for (int r = 0; r < 3; r++)
         for (int q = 0; q < 3; q++)
-            C.m[3 * r + q] = k * (acc->m[q].v[r] - acc->v.v[r] * s->fx[q]);
+            C.m[3 * r + q] = k * (acc->m[q].v[r] - acc->v.v[r] * (s->fx[q] - 1.0f));
     return C;
 }
 
@@ -359,16 +368,16 @@ static inline FIRN_HD int firn_g2p_particle(int i, const firn_params *P, firn_pa
     for (int a = 0; a < 3; a++)
         for (int b = 0; b < 3; b++) {
             /* The row of three nodes along z (12 adjacent floats): its sum
-             * r = sum_c w_c gv and moment rc = sum_c c w_c gv, then the
-             * row's weight w_a w_b. */
+             * r = sum_c w_c gv and moment rc = sum_c (c - 1) w_c gv, then
+             * the row's weight w_a w_b. */
             const float *nd = q0 + a * sx + b * sy;
             const float wab = s.w[a][0] * s.w[b][1];
             for (int k = 0; k < 3; k++) {
-                float t1 = wc1 * nd[4 + k], t2 = wc2 * nd[8 + k];
-                float r = wab * (wc0 * nd[k] + t1 + t2), rc = wab * (t1 + 2.0f * t2);
+                float t0 = wc0 * nd[k], t2 = wc2 * nd[8 + k];
+                float r = wab * (t0 + wc1 * nd[4 + k] + t2), rc = wab * (t2 - t0);
                 acc.v.v[k] += r;
-                acc.m[0].v[k] += (float)a * r;
-                acc.m[1].v[k] += (float)b * r;
+                acc.m[0].v[k] += (float)(a - 1) * r;
+                acc.m[1].v[k] += (float)(b - 1) * r;
                 acc.m[2].v[k] += rc;
             }
         }
