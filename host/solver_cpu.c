@@ -10,6 +10,11 @@
  * order - the same order for any thread count. The other phases write only
  * their own particle or node.
  *
+ * Constitutive update: P2G takes a block's particles 8 at a time, and
+ * their 3x3 SVDs run side by side in SIMD lanes (host/svd_batch.c), each
+ * lane the scalar firn_svd3; the rest of each particle's update and its
+ * scatter follow one particle at a time, in block order.
+ *
  * Locality: particles start sorted by block (host/sample.c), and the state
  * arrays are read in block order. As material flows, particles in that order
  * lie ever farther apart in memory, and each read of a state array becomes a
