@@ -165,19 +165,24 @@ static inline __attribute__((always_inline)) void p2g_block(firn_world *w, int k
         const int nl = k1 - k < FIRN_SVD_BATCH ? k1 - k : FIRN_SVD_BATCH;
         firn_mat3 C[FIRN_SVD_BATCH], F[FIRN_SVD_BATCH], U[FIRN_SVD_BATCH], V[FIRN_SVD_BATCH];
         firn_vec3 sig[FIRN_SVD_BATCH];
+        const firn_material *mat[FIRN_SVD_BATCH];
+        float Jps[FIRN_SVD_BATCH], dmgs[FIRN_SVD_BATCH];
         int svd = 0;
-        for (int l = 0; l < nl; l++) {
+        for (int l = 0; l < nl; l++) { /* the batch's loads, all issued before the SVD */
             const int i = order[k + l];
             C[l] = firn_load9(p.C, p.n, i);
             F[l] = firn_p2g_trial_F(P, C[l], firn_load9(p.F, p.n, i));
-            svd |= firn_needs_svd(&w->mats[p.mat[i]]);
+            mat[l] = &w->mats[p.mat[i]];
+            Jps[l] = p.Jp[i];
+            dmgs[l] = p.damage[i];
+            svd |= firn_needs_svd(mat[l]);
         }
         if (svd)
             firn_svd3_batch(nl, F, U, sig, V);
         for (int l = 0; l < nl; l++) {
             const int i = order[k + l];
-            const firn_material *m = &w->mats[p.mat[i]];
-            float Jp = p.Jp[i], dmg = p.damage[i];
+            const firn_material *m = mat[l];
+            float Jp = Jps[l], dmg = dmgs[l];
             firn_mat3 tau = firn_needs_svd(m)
                                 ? firn_constitutive_svd(m, &F[l], &Jp, &dmg, U[l], sig[l], V[l])
                                 : firn_constitutive_direct(m, &F[l]);
