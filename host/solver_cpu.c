@@ -48,13 +48,17 @@ int firn_cpu_init(firn_world *w, firn_error *err)
     for (int a = 0; a < 3; a++)
         b->nb[a] = (g->n[a] + BLOCK - 1) / BLOCK;
     b->nblocks = b->nb[0] * b->nb[1] * b->nb[2];
-    b->count = malloc(((size_t)b->nblocks + 1) * sizeof(int));
+    b->chunks = omp_get_max_threads();
+    if (b->chunks > FIRN_BIN_CHUNKS_MAX)
+        b->chunks = FIRN_BIN_CHUNKS_MAX;
+    b->count = malloc((size_t)b->chunks * (size_t)b->nblocks * sizeof(int));
     b->start = malloc(((size_t)b->nblocks + 1) * sizeof(int));
+    b->work = malloc((size_t)b->nblocks * sizeof(*b->work));
     size_t n = w->p.n > 0 ? (size_t)w->p.n : 1;
     b->order = malloc(n * sizeof(int));
     b->key = malloc(n * sizeof(int));
     b->id = malloc(n * sizeof(int));
-    if (!g->node || !b->count || !b->start || !b->order || !b->key || !b->id) {
+    if (!g->node || !b->count || !b->start || !b->work || !b->order || !b->key || !b->id) {
         firn_cpu_free(w);
         firn_set_error(err, FIRN_E_NOMEM, "out of host memory for a %d x %d x %d grid (%.1f MiB)",
                        g->n[0], g->n[1], g->n[2], (double)g->nodes * 16.0 / (1 << 20));
@@ -74,11 +78,13 @@ void firn_cpu_free(firn_world *w)
     free(w->grid.node);
     free(w->bins.count);
     free(w->bins.start);
+    free(w->bins.work);
     free(w->bins.order);
     free(w->bins.key);
     free(w->bins.id);
     w->grid.node = NULL;
     w->bins.count = w->bins.start = w->bins.order = w->bins.key = w->bins.id = NULL;
+    w->bins.work = NULL;
 }
 
 void firn_cpu_clear(firn_world *w)
@@ -90,31 +96,81 @@ void firn_cpu_clear(firn_world *w)
         q[i] = 0.0f;
 }
 
-/* Stable counting sort of particles by the block of their stencil corner. */
+/* Work items: a block's particle count above its index, so that sorting
+ * them puts the fullest blocks first (ties by index), and the last blocks
+ * handed to the threads of a colour are the small ones. */
+static int fuller_first(const void *pa, const void *pb)
+{
+    const unsigned long long a = *(const unsigned long long *)pa, b = *(const unsigned long long *)pb;
+    return (a < b) - (a > b);
+}
+
+/* Stable counting sort of particles by the block of their stencil corner,
+ * in parallel: chunk c (a fixed slice of the particles, whatever the thread
+ * count) counts its particles per block; a block's particles then go to
+ * start[block] in chunk order, and within a chunk in particle order - the
+ * serial sort's order. Then each colour's list of non-empty blocks. */
 static void bin_particles(firn_world *w)
 {
     firn_cpu_bins *b = &w->bins;
     const firn_params *P = &w->params;
-    const int n = w->p.n;
+    const int n = w->p.n, nbk = b->nblocks, T = b->chunks;
     const float *x = w->p.x;
 #pragma omp parallel for schedule(static)
-    for (int i = 0; i < n; i++) {
-        firn_stencil s = firn_make_stencil(P, firn_load3(x, n, i));
-        b->key[i] = ((s.base[0] / BLOCK) * b->nb[1] + s.base[1] / BLOCK) * b->nb[2] +
+    for (int c = 0; c < T; c++) {
+        int *cnt = b->count + (size_t)c * nbk;
+        memset(cnt, 0, (size_t)nbk * sizeof(int));
+        const int lo = (int)((long long)n * c / T), hi = (int)((long long)n * (c + 1) / T);
+        for (int i = lo; i < hi; i++) {
+            firn_stencil s = firn_make_stencil(P, firn_load3(x, n, i));
+            int k = ((s.base[0] / BLOCK) * b->nb[1] + s.base[1] / BLOCK) * b->nb[2] +
                     s.base[2] / BLOCK;
+            b->key[i] = k;
+            cnt[k]++;
+        }
     }
-    memset(b->count, 0, ((size_t)b->nblocks + 1) * sizeof(int));
-    for (int i = 0; i < n; i++)
-        b->count[b->key[i]]++;
-    int sum = 0;
-    for (int k = 0; k < b->nblocks; k++) {
-        b->start[k] = sum;
-        sum += b->count[k];
-        b->count[k] = b->start[k];
+#pragma omp parallel for schedule(static)
+    for (int k = 0; k < nbk; k++) {
+        int sum = 0;
+        for (int c = 0; c < T; c++)
+            sum += b->count[(size_t)c * nbk + k];
+        b->start[k + 1] = sum;
     }
-    b->start[b->nblocks] = sum;
-    for (int i = 0; i < n; i++)
-        b->order[b->count[b->key[i]]++] = i;
+    b->start[0] = 0;
+    for (int k = 0; k < nbk; k++)
+        b->start[k + 1] += b->start[k];
+#pragma omp parallel for schedule(static)
+    for (int k = 0; k < nbk; k++) {
+        int at = b->start[k];
+        for (int c = 0; c < T; c++) {
+            int *cnt = b->count + (size_t)c * nbk + k, m = *cnt;
+            *cnt = at;
+            at += m;
+        }
+    }
+#pragma omp parallel for schedule(static)
+    for (int c = 0; c < T; c++) {
+        int *at = b->count + (size_t)c * nbk;
+        const int lo = (int)((long long)n * c / T), hi = (int)((long long)n * (c + 1) / T);
+        for (int i = lo; i < hi; i++)
+            b->order[at[b->key[i]]++] = i;
+    }
+    int m = 0;
+    for (int colour = 0; colour < 8; colour++) {
+        const int cx = colour & 1, cy = (colour >> 1) & 1, cz = (colour >> 2) & 1;
+        b->work_start[colour] = m;
+        for (int bx = cx; bx < b->nb[0]; bx += 2)
+            for (int by = cy; by < b->nb[1]; by += 2)
+                for (int bz = cz; bz < b->nb[2]; bz += 2) {
+                    int blk = (bx * b->nb[1] + by) * b->nb[2] + bz;
+                    unsigned long long np = (unsigned)(b->start[blk + 1] - b->start[blk]);
+                    if (np > 0)
+                        b->work[m++] = np << 32 | (unsigned)blk;
+                }
+        qsort(b->work + b->work_start[colour], (size_t)(m - b->work_start[colour]),
+              sizeof(*b->work), fuller_first);
+    }
+    b->work_start[8] = m;
     /* Far steps: the next particle in block order lies outside the 16
      * floats (one cache line) that follow the previous one in memory. */
     long long far = 0;
@@ -196,19 +252,17 @@ static inline __attribute__((always_inline)) void p2g_block(firn_world *w, int k
 }
 
 /* The coloured scatter: blocks of one colour (parity in x, y, z) are two
- * blocks apart, so their stencils never share a node. */
+ * blocks apart, so their stencils never share a node, and the order in
+ * which they run changes no sum. Each colour's non-empty blocks go to the
+ * threads one at a time, fullest first. */
 static inline __attribute__((always_inline)) void p2g_colours(firn_world *w, int cpic)
 {
     const firn_cpu_bins *b = &w->bins;
-    const int hx = (b->nb[0] + 1) / 2, hy = (b->nb[1] + 1) / 2, hz = (b->nb[2] + 1) / 2;
     for (int colour = 0; colour < 8; colour++) {
-        const int cx = colour & 1, cy = (colour >> 1) & 1, cz = (colour >> 2) & 1;
-#pragma omp parallel for schedule(dynamic, 4)
-        for (int t = 0; t < hx * hy * hz; t++) {
-            int bx = 2 * (t / (hy * hz)) + cx, by = 2 * ((t / hz) % hy) + cy, bz = 2 * (t % hz) + cz;
-            if (bx >= b->nb[0] || by >= b->nb[1] || bz >= b->nb[2])
-                continue;
-            int blk = (bx * b->nb[1] + by) * b->nb[2] + bz;
+        const int j0 = b->work_start[colour], j1 = b->work_start[colour + 1];
+#pragma omp parallel for schedule(dynamic, 1)
+        for (int j = j0; j < j1; j++) {
+            const int blk = (int)(b->work[j] & 0xffffffffu);
             p2g_block(w, b->start[blk], b->start[blk + 1], cpic);
         }
     }

@@ -364,7 +364,8 @@ void firn_world_memory(const firn_world *w, firn_memory *m)
     if (w->backend == FIRN_BACKEND_CPU) {
         const double acc = (double)w->n_rigids * FIRN_RIGID_ACC * sizeof(double);
         host += (double)w->grid.nodes * 16.0 +                          /* grid */
-                n * 12.0 + ((double)w->bins.nblocks + 1.0) * 8.0 +       /* binning, ids */
+                n * 12.0 + ((double)w->bins.nblocks + 1.0) * 4.0 +       /* binning, ids */
+                (double)w->bins.nblocks * (4.0 * w->bins.chunks + 8.0) +
                 ((double)w->chunks + (double)w->cpic_chunks) * acc;      /* coupling sums */
     }
     m->host = host;

@@ -17,8 +17,11 @@ typedef struct {
     int block_cells;   /* edge of a block in cells */
     int nb[3];         /* blocks per axis */
     int nblocks;
-    int *count;        /* nblocks + 1 */
+    int chunks;        /* particle chunks binned in parallel (fixed at init) */
+    int *count;        /* chunks x nblocks: each chunk's particles per block, then its offsets */
     int *start;        /* nblocks + 1 */
+    unsigned long long *work; /* nblocks: the non-empty blocks (count << 32 | block), colour by colour, fullest first */
+    int work_start[9]; /* colour c's blocks are work[work_start[c] .. work_start[c + 1]) */
     int *order;        /* n particle indices sorted by block (stable) */
     int *key;          /* n block of each particle; scratch once order is built */
     int *id;           /* n: the scene's index of the particle at each index */
@@ -33,6 +36,10 @@ typedef struct {
  * (16 floats) after its predecessor: below that, P2G's and G2P's reads of
  * each state array keep streaming. */
 #define FIRN_REORDER_RUN 16
+
+/* The CPU binning counts particles in at most this many slices in parallel
+ * (one per OpenMP thread at init): chunks x blocks ints of scratch. */
+#define FIRN_BIN_CHUNKS_MAX 64
 
 /* The Coupler (host/coupler.c): the solvers of a world and the active
  * coupling pairs, decided once when the world is built. A solver is a table

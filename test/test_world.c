@@ -403,6 +403,68 @@ Test(motion, sand_column_comes_to_rest_as_a_pile, .timeout = 300)
     cr_assert(hs > 1.3f * hl, "sand pile %g m not taller than the liquid layer %g m", hs, hl);
 }
 
+Test(binning, order_is_the_stable_sort_and_colours_cover_every_block)
+{
+    /* The CPU binning counts particles per block in parallel slices; its
+     * order must still be the serial stable sort by block (the order every
+     * node's sum follows), and each colour's work list must hold each of its
+     * non-empty blocks once, fullest first. Positions are shuffled so that
+     * every slice meets every block. */
+    int saved = omp_get_max_threads();
+    omp_set_num_threads(3);
+    firn_scene_def def;
+    small_scene(&def, FIRN_MODEL_SNOW, box(0.5f, 0.45f, 0.55f, 0.5f), 0.04f);
+    firn_world *w = make_world(&def);
+    omp_set_num_threads(saved);
+    const firn_cpu_bins *b = &w->bins;
+    cr_assert_eq(b->chunks, 3);
+    const int n = w->p.n;
+    srand(11);
+    for (int i = n - 1; i > 0; i--) {
+        int j = rand() % (i + 1);
+        for (int a = 0; a < 3; a++) {
+            float t = w->p.x[a * n + i];
+            w->p.x[a * n + i] = w->p.x[a * n + j];
+            w->p.x[a * n + j] = t;
+        }
+    }
+    w->bins.reorder_run = 0; /* keep the shuffled layout */
+    firn_cpu_clear(w);
+    firn_cpu_p2g(w);
+    int *key = malloc(sizeof(int) * n), *seen = calloc((size_t)b->nblocks, sizeof(int));
+    for (int i = 0; i < n; i++) {
+        firn_stencil s = firn_make_stencil(&w->params, firn_load3(w->p.x, n, i));
+        key[i] = ((s.base[0] / 4) * b->nb[1] + s.base[1] / 4) * b->nb[2] + s.base[2] / 4;
+    }
+    cr_assert_eq(b->start[0], 0);
+    cr_assert_eq(b->start[b->nblocks], n);
+    for (int blk = 0; blk < b->nblocks; blk++)
+        for (int k = b->start[blk]; k < b->start[blk + 1]; k++) {
+            cr_assert_eq(key[b->order[k]], blk, "order[%d] = %d is not in block %d", k, b->order[k], blk);
+            if (k > b->start[blk])
+                cr_assert_gt(b->order[k], b->order[k - 1], "block %d not in particle order at %d", blk, k);
+        }
+    int listed = 0;
+    for (int c = 0; c < 8; c++)
+        for (int j = b->work_start[c]; j < b->work_start[c + 1]; j++) {
+            int blk = (int)(b->work[j] & 0xffffffffu), np = b->start[blk + 1] - b->start[blk];
+            int bx = blk / (b->nb[1] * b->nb[2]), by = blk / b->nb[2] % b->nb[1], bz = blk % b->nb[2];
+            cr_assert_eq((bx & 1) | (by & 1) << 1 | (bz & 1) << 2, c, "block %d listed in colour %d", blk, c);
+            cr_assert_gt(np, 0, "empty block %d listed", blk);
+            cr_assert_eq((int)(b->work[j] >> 32), np);
+            if (j > b->work_start[c])
+                cr_assert_leq(np, (int)(b->work[j - 1] >> 32), "colour %d not fullest first at %d", c, j);
+            seen[blk]++;
+            listed++;
+        }
+    for (int blk = 0; blk < b->nblocks; blk++)
+        cr_assert_eq(seen[blk], b->start[blk + 1] > b->start[blk], "block %d listed %d times", blk, seen[blk]);
+    cr_assert_eq(b->work_start[8], listed);
+    free(key);
+    free(seen);
+    firn_world_destroy(w);
+}
+
 /* cpic: a static plate 0.3 dx thick under the bodies, coupling.cpic on. */
 static void run_mixed(int threads, int cpic, float **x_out, float **F_out, int *n_out)
 {
