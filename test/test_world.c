@@ -196,41 +196,67 @@ Test(transfers, affine_velocity_field_is_reproduced)
     firn_world_destroy(w);
 }
 
-/* A world of every material model, assigned particle by particle in turn
- * so that each batch of the CPU path's P2G mixes models with and without
- * the SVD, with random v, C and a strained F. */
-static firn_world *every_model_world(void)
+/* A world of every material model and elastic law (the six models, then
+ * neo-Hookean elastic), assigned particle by particle in turn so that each
+ * batch of the CPU path's P2G mixes materials with and without the SVD,
+ * with random v, C, a strained F and each particle's own Jp and damage:
+ * sand's volume correction 0 for half its particles (so compressed ones
+ * take the cone's projection) and up to 0.2 for the rest, snow's Jp in
+ * [0.9, 1.1], fracture's damage in [0, 0.9]. With `cpic`, a static plate
+ * 0.3 dx thick cuts the cube at y = 0.4 and the particles are marked. */
+#define EVERY_MATERIAL (FIRN_MODEL_COUNT + 1)
+static firn_world *every_model_world(int cpic)
 {
     firn_scene_def def;
     small_scene(&def, FIRN_MODEL_ELASTIC, box(0.5f, 0.5f, 0.5f, 0.3f), 0.05f);
-    def.n_materials = FIRN_MODEL_COUNT;
-    for (int m = 0; m < FIRN_MODEL_COUNT; m++) {
-        firn_material_default(&def.materials[m], (firn_model)m);
-        snprintf(def.materials[m].name, FIRN_NAME_MAX, "%s", firn_model_name((firn_model)m));
+    def.n_materials = EVERY_MATERIAL;
+    for (int m = 0; m < EVERY_MATERIAL; m++) {
+        firn_model model = m < FIRN_MODEL_COUNT ? (firn_model)m : FIRN_MODEL_ELASTIC;
+        firn_material_default(&def.materials[m], model);
+        snprintf(def.materials[m].name, FIRN_NAME_MAX, "%s%s", firn_model_name(model),
+                 m < FIRN_MODEL_COUNT ? "" : "_neohookean");
+    }
+    def.materials[FIRN_MODEL_COUNT].law = FIRN_LAW_NEOHOOKEAN;
+    if (cpic) {
+        def.n_rigids = 1;
+        firn_rigid_default(&def.rigids[0]);
+        def.rigids[0].shape.type = FIRN_RSHAPE_BOX;
+        def.rigids[0].shape.center[0] = def.rigids[0].shape.center[2] = 0.5f;
+        def.rigids[0].shape.center[1] = 0.4f;
+        def.rigids[0].shape.size[0] = def.rigids[0].shape.size[2] = 0.6f;
+        def.rigids[0].shape.size[1] = 0.3f * def.dx;
+        def.coupling_cpic = 1;
     }
     firn_world *w = make_world(&def);
+    cr_assert_eq(w->coupler.cpic, cpic);
     w->bins.reorder_run = 0; /* keep particle i at index i */
     random_motion(w, 3);
     const int n = w->p.n;
     srand(5);
     for (int i = 0; i < n; i++) {
-        w->p.mat[i] = (uint8_t)(i % FIRN_MODEL_COUNT);
+        const int m = i % EVERY_MATERIAL;
+        w->p.mat[i] = (uint8_t)m;
         for (int c = 0; c < 9; c++)
             w->p.F[c * n + i] = (c % 4 == 0) + 0.3f * ((float)rand() / RAND_MAX - 0.5f);
+        float u = (float)rand() / RAND_MAX;
+        w->p.Jp[i] = m == FIRN_MODEL_SAND ? (i / EVERY_MATERIAL % 2 ? 0.2f * u : 0.0f) : 0.9f + 0.2f * u;
+        w->p.damage[i] = m == FIRN_MODEL_FRACTURE ? 0.9f * (float)rand() / RAND_MAX : 0.0f;
     }
+    if (cpic)
+        firn_cpu_cpic_mark(w);
     return w;
 }
 
 /* The CPU path's P2G (batched SVDs, block by block) against the
- * one-particle body the GPU kernel runs (firn_p2g_particle), particle by
- * particle in index order: each particle's new F, Jp and damage are the
- * same (bitwise without FMA contraction, since the batched SVD then is the
- * scalar one), and the grid receives the same sums in another order:
- * within 1e-5 of the largest value of its kind (about 200 float
- * additions to a node). */
-Test(transfers, batched_p2g_is_the_one_particle_p2g)
+ * one-particle body the GPU kernel runs (firn_p2g_particle, or
+ * firn_p2g_particle_cpic), particle by particle in index order: each
+ * particle's new F, Jp and damage are the same (bitwise without FMA
+ * contraction, since the batched SVD then is the scalar one), and the grid
+ * receives the same sums in another order: within 1e-5 of the largest value
+ * of its kind (about 200 float additions to a node). */
+static void batched_p2g_vs_one_particle(int cpic)
 {
-    firn_world *w = every_model_world(), *r = every_model_world();
+    firn_world *w = every_model_world(cpic), *r = every_model_world(cpic);
     const int n = w->p.n;
     cr_assert_eq(r->p.n, n);
     w->params.dt = r->params.dt = 2e-4f;
@@ -238,21 +264,37 @@ Test(transfers, batched_p2g_is_the_one_particle_p2g)
     firn_cpu_p2g(w);
     firn_cpu_clear(r);
     for (int i = 0; i < n; i++)
-        firn_p2g_particle(i, &r->params, r->mats, r->p, r->grid);
+        if (cpic)
+            firn_p2g_particle_cpic(i, &r->params, r->mats, r->p, r->grid, r->rigids, r->n_rigids);
+        else
+            firn_p2g_particle(i, &r->params, r->mats, r->p, r->grid);
+    int projected = 0, grown = 0, marked = 0;
     for (int i = 0; i < n; i++) {
         for (int c = 0; c < 9; c++) {
             float a = w->p.F[c * n + i], b = r->p.F[c * n + i];
-#if defined(__FMA__)
+#if defined(__FMA__) || defined(__FP_FAST_FMAF)
             cr_assert(fabsf(a - b) <= 1e-5f, "F[%d] of particle %d: %.9g vs %.9g", c, i, a, b);
 #else
             cr_assert(a == b, "F[%d] of particle %d: %.9g vs %.9g", c, i, a, b);
 #endif
         }
-        cr_assert(fabsf(w->p.Jp[i] - r->p.Jp[i]) <= 1e-5f * fmaxf(1.0f, fabsf(r->p.Jp[i])) &&
-                      w->p.damage[i] == r->p.damage[i],
-                  "particle %d (model %d): Jp %.9g vs %.9g, damage %g vs %g", i, w->p.mat[i],
+#if defined(__FMA__) || defined(__FP_FAST_FMAF)
+        int same_jp = fabsf(w->p.Jp[i] - r->p.Jp[i]) <= 1e-5f * fmaxf(1.0f, fabsf(r->p.Jp[i]));
+#else
+        int same_jp = w->p.Jp[i] == r->p.Jp[i];
+#endif
+        cr_assert(same_jp && w->p.damage[i] == r->p.damage[i],
+                  "particle %d (material %d): Jp %.9g vs %.9g, damage %g vs %g", i, w->p.mat[i],
                   w->p.Jp[i], r->p.Jp[i], w->p.damage[i], r->p.damage[i]);
+        projected += w->p.mat[i] == FIRN_MODEL_SAND && w->p.Jp[i] == 0.0f;
+        grown += w->p.mat[i] == FIRN_MODEL_FRACTURE && w->p.damage[i] > 0.0f;
+        marked += cpic && w->p.cpic[i] != 0;
     }
+    /* The branches this test is for were taken. */
+    cr_assert_gt(projected, 0, "no sand particle was projected onto the cone");
+    cr_assert_gt(grown, 0, "no fracture particle carried damage");
+    if (cpic)
+        cr_assert(marked > 0 && marked < n, "%d of %d particles near the plate", marked, n);
     double big[2] = {0.0, 0.0};
     for (long long k = 0; k < 4 * r->grid.nodes; k++)
         big[k % 4 == 3] = fmax(big[k % 4 == 3], fabs(r->grid.node[k]));
@@ -264,6 +306,10 @@ Test(transfers, batched_p2g_is_the_one_particle_p2g)
     firn_world_destroy(w);
     firn_world_destroy(r);
 }
+
+Test(transfers, batched_p2g_is_the_one_particle_p2g) { batched_p2g_vs_one_particle(0); }
+
+Test(transfers, batched_cpic_p2g_is_the_one_particle_cpic_p2g) { batched_p2g_vs_one_particle(1); }
 
 Test(motion, free_fall_matches_the_discrete_formula)
 {
