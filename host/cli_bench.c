@@ -13,22 +13,27 @@
 #include "world.h"
 
 #define MAX_COUNTS 16
+#define MAX_THREADS_LIST 8
+#define MAX_THREADS 4096
 
 static const char *bench_usage =
     "usage: firn bench [--backend cpu|cuda|both] [--particles LIST] [--scenes LIST]\n"
     "                  [--layout dense|sparse|both] [--substeps N] [--repeats N] [--warmup N]\n"
-    "                  [--json FILE] [--csv FILE]\n"
+    "                  [--threads LIST] [--json FILE] [--csv FILE]\n"
     "  --particles   comma list with k/m suffixes (default cpu 20k,100k; cuda 100k,1m,8m)\n"
     "  --scenes      sand_block,snowball,dam_break (default all)\n"
     "  --substeps    substeps per timed repeat (default cpu 10, cuda 100)\n"
     "  --repeats     timed repeats; the median is reported (default 3)\n"
     "  --warmup      untimed substeps first, into motion (default 300)\n"
+    "  --threads     CPU: comma list of OpenMP thread counts to run each case with, and\n"
+    "                the speedup of each phase over the first (default: OMP_NUM_THREADS)\n"
     "  --json/--csv  write the results (default out/bench/bench.json and .csv)\n";
 
 typedef struct {
     firn_bench_scene scene;
     firn_bench_layout layout;
     firn_backend backend;
+    int threads; /* OpenMP threads of the run (CUDA: of the host) */
     long long particles;
     int n[3];
     long long nodes;
@@ -122,11 +127,11 @@ static void write_json(FILE *f, const bench_result *r, int nr, double cpu_bw, do
     for (int k = 0; k < nr; k++) {
         const bench_result *x = &r[k];
         fprintf(f,
-                "    {\"scene\": \"%s\", \"layout\": \"%s\", \"backend\": \"%s\", \"particles\": %lld, "
+                "    {\"scene\": \"%s\", \"layout\": \"%s\", \"backend\": \"%s\", \"threads\": %d, \"particles\": %lld, "
                 "\"grid\": [%d, %d, %d], \"nodes\": %lld, \"dt\": %.6g, \"substeps\": %d, "
                 "\"repeats\": %d, \"warmup_substeps\": %d, \"seconds\": [",
                 firn_bench_scene_name(x->scene), x->layout ? "sparse" : "dense",
-                backend_name(x->backend), x->particles, x->n[0], x->n[1], x->n[2], x->nodes, x->dt,
+                backend_name(x->backend), x->threads, x->particles, x->n[0], x->n[1], x->n[2], x->nodes, x->dt,
                 x->substeps, x->repeats, x->warmup);
         for (int i = 0; i < x->repeats; i++)
             fprintf(f, "%s%.6g", i ? ", " : "", x->seconds[i]);
@@ -146,15 +151,42 @@ static void write_csv(FILE *f, const bench_result *r, int nr)
 {
     fprintf(f, "scene,layout,backend,particles,nx,ny,nz,substeps,repeats,median_seconds,"
                "particle_substeps_per_second,clear_ms,p2g_ms,grid_ms,couple_ms,g2p_ms,memory_bytes,"
-               "bytes_per_particle,bandwidth_Bps,roofline_fraction\n");
+               "bytes_per_particle,bandwidth_Bps,roofline_fraction,threads\n");
     for (int k = 0; k < nr; k++) {
         const bench_result *x = &r[k];
-        fprintf(f, "%s,%s,%s,%lld,%d,%d,%d,%d,%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g\n",
+        fprintf(f, "%s,%s,%s,%lld,%d,%d,%d,%d,%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%d\n",
                 firn_bench_scene_name(x->scene), x->layout ? "sparse" : "dense",
                 backend_name(x->backend), x->particles, x->n[0], x->n[1], x->n[2], x->substeps,
                 x->repeats, x->median, x->throughput, x->phase_ms[0], x->phase_ms[1], x->phase_ms[2],
                 x->phase_ms[3], x->phase_ms[4], x->memory_bytes, x->bytes_per_particle, x->bandwidth,
-                x->roofline);
+                x->roofline, x->threads);
+    }
+}
+
+/* After a thread sweep: each CPU case's time per substep, and that of each
+ * phase, at the first thread count over that at each other count. */
+static void print_scaling(const bench_result *r, int nr, int nthreads)
+{
+    if (nthreads < 2)
+        return;
+    printf("thread scaling (speedup over the first thread count, from ms per substep):\n");
+    printf("%-10s %-6s %10s %7s %7s %7s %7s %7s %7s\n", "scene", "layout", "particles", "threads",
+           "total", "clear", "p2g", "grid", "g2p");
+    for (int k = 0; k + nthreads <= nr; k++) {
+        const bench_result *b = &r[k];
+        if (b->backend != FIRN_BACKEND_CPU)
+            continue;
+        for (int j = 1; j < nthreads; j++) {
+            const bench_result *x = &r[k + j];
+            double sp[5];
+            for (int q = 0; q < 5; q++)
+                sp[q] = x->phase_ms[q] > 0.0 ? b->phase_ms[q] / x->phase_ms[q] : 0.0;
+            printf("%-10s %-6s %10lld %3d/%-3d %6.2fx %6.2fx %6.2fx %6.2fx %6.2fx\n",
+                   firn_bench_scene_name(x->scene), x->layout ? "sparse" : "dense", x->particles,
+                   x->threads, b->threads, x->median > 0.0 ? b->median / x->median : 0.0, sp[0],
+                   sp[1], sp[2], sp[4]);
+        }
+        k += nthreads - 1;
     }
 }
 
@@ -199,6 +231,8 @@ static int parse_list(const char *s, const char *const *names, int n, int *mask)
 int firn_cli_bench(int argc, char **argv)
 {
     const char *json = "out/bench/bench.json", *csv = "out/bench/bench.csv", *counts_s = NULL;
+    const int saved_threads = omp_get_max_threads();
+    int threads[MAX_THREADS_LIST] = {saved_threads}, nthreads = 1;
     int want_cpu = 0, want_gpu = 0, scenes = 7, layouts = 3;
     bench_opts o = {0, 3, -1};
     static const char *scene_names[] = {"sand_block", "snowball", "dam_break"};
@@ -248,6 +282,19 @@ int firn_cli_bench(int argc, char **argv)
         } else if (!strcmp(a, "--warmup")) {
             if (firn_cli_int(a, v, &o.warmup))
                 return FIRN_E_USAGE;
+        } else if (!strcmp(a, "--threads")) {
+            long long t[MAX_THREADS_LIST];
+            nthreads = firn_bench_parse_counts(v, t, MAX_THREADS_LIST);
+            for (int k = 0; k < nthreads; k++)
+                if (t[k] < 1 || t[k] > MAX_THREADS)
+                    nthreads = -1;
+            if (nthreads < 1) {
+                fprintf(stderr, "firn bench: --threads takes a list of up to %d thread counts from 1 to %d, "
+                                "like 1,2; got '%s'\n", MAX_THREADS_LIST, MAX_THREADS, v);
+                return FIRN_E_USAGE;
+            }
+            for (int k = 0; k < nthreads; k++)
+                threads[k] = (int)t[k];
         } else if (!strcmp(a, "--json")) {
             json = v;
         } else if (!strcmp(a, "--csv")) {
@@ -294,10 +341,10 @@ int firn_cli_bench(int argc, char **argv)
     printf("copy bandwidth: cpu %.1f GB/s%s", cpu_bw / 1e9, want_gpu ? "" : "\n");
     if (want_gpu)
         printf(", cuda %.1f GB/s\n", gpu_bw / 1e9);
-    printf("%-10s %-6s %-4s %10s %-13s %9s %11s %8s %8s %8s %8s %6s %8s\n", "scene", "layout",
-           "dev", "particles", "grid", "median_s", "p-substep/s", "clear", "p2g", "grid", "g2p",
-           "B/p", "roofline");
-    bench_result *res = calloc(2 * 3 * 2 * MAX_COUNTS, sizeof *res);
+    printf("%-10s %-6s %-4s %3s %10s %-13s %9s %11s %8s %8s %8s %8s %6s %8s\n", "scene", "layout",
+           "dev", "thr", "particles", "grid", "median_s", "p-substep/s", "clear", "p2g", "grid",
+           "g2p", "B/p", "roofline");
+    bench_result *res = calloc(2 * 3 * 2 * MAX_COUNTS * MAX_THREADS_LIST, sizeof *res);
     if (!res) {
         fprintf(stderr, "firn: error: out of host memory\n");
         return FIRN_E_NOMEM;
@@ -314,32 +361,40 @@ int firn_cli_bench(int argc, char **argv)
             ob.warmup = 300;
         for (int s = 0; s < 3 && !rc; s++)
             for (int l = 0; l < 2 && !rc; l++)
-                for (int c = 0; c < ncounts[b] && !rc; c++) {
-                    if (!(scenes & (1 << s)) || !(layouts & (1 << l)))
-                        continue;
-                    bench_result *r = &res[nr];
-                    r->scene = (firn_bench_scene)s;
-                    r->layout = (firn_bench_layout)l;
-                    r->backend = backend;
-                    r->particles = counts[b][c];
-                    if (run_case(r, &ob, b ? gpu_bw : cpu_bw, &err)) {
-                        rc = firn_cli_fail(&err);
-                        break;
+                for (int c = 0; c < ncounts[b] && !rc; c++)
+                    for (int t = 0; t < (b ? 1 : nthreads) && !rc; t++) {
+                        if (!(scenes & (1 << s)) || !(layouts & (1 << l)))
+                            continue;
+                        bench_result *r = &res[nr];
+                        r->scene = (firn_bench_scene)s;
+                        r->layout = (firn_bench_layout)l;
+                        r->backend = backend;
+                        r->threads = b ? saved_threads : threads[t];
+                        r->particles = counts[b][c];
+                        omp_set_num_threads(r->threads);
+                        int failed = run_case(r, &ob, b ? gpu_bw : cpu_bw, &err);
+                        omp_set_num_threads(saved_threads);
+                        if (failed) {
+                            rc = firn_cli_fail(&err);
+                            break;
+                        }
+                        char grid[32];
+                        snprintf(grid, sizeof grid, "%dx%dx%d", r->n[0], r->n[1], r->n[2]);
+                        printf("%-10s %-6s %-4s %3d %10lld %-13s %9.4f %11.4g %8.3f %8.3f %8.3f %8.3f "
+                               "%6.0f %7.2f%%\n",
+                               firn_bench_scene_name(r->scene), l ? "sparse" : "dense",
+                               backend_name(backend), r->threads, r->particles, grid, r->median,
+                               r->throughput, r->phase_ms[0], r->phase_ms[1], r->phase_ms[2],
+                               r->phase_ms[4], r->bytes_per_particle, 100.0 * r->roofline);
+                        fflush(stdout);
+                        nr++;
                     }
-                    char grid[32];
-                    snprintf(grid, sizeof grid, "%dx%dx%d", r->n[0], r->n[1], r->n[2]);
-                    printf("%-10s %-6s %-4s %10lld %-13s %9.4f %11.4g %8.3f %8.3f %8.3f %8.3f %6.0f %7.2f%%\n",
-                           firn_bench_scene_name(r->scene), l ? "sparse" : "dense",
-                           backend_name(backend), r->particles, grid, r->median, r->throughput,
-                           r->phase_ms[0], r->phase_ms[1], r->phase_ms[2], r->phase_ms[4],
-                           r->bytes_per_particle, 100.0 * r->roofline);
-                    fflush(stdout);
-                    nr++;
-                }
     }
     printf("(phase columns: ms per substep; roofline: %g bytes per particle-substep at the "
            "throughput, over the measured copy bandwidth)\n",
            FIRN_BENCH_STATE_BYTES);
+    if (!rc)
+        print_scaling(res, nr, nthreads);
     if (nr > 0) {
         int wrc = write_file(json, res, nr, cpu_bw, gpu_bw, 1);
         wrc = wrc ? wrc : write_file(csv, res, nr, cpu_bw, gpu_bw, 0);

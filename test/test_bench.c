@@ -269,6 +269,7 @@ Test(bench_cli, json_and_csv_carry_every_documented_key)
     cr_expect_eq(num(r, "warmup_substeps"), 1.0);
     cr_expect_str_eq(str(r, "layout"), "dense");
     cr_expect_str_eq(str(r, "backend"), "cpu");
+    cr_expect_eq(num(r, "threads"), num(doc, "cpu_threads"), "without --threads, the run's threads");
     double particles = num(r, "particles");
     cr_expect(fabs(particles - 2000.0) <= 200.0, "particles %g for 2k", particles);
 
@@ -318,7 +319,8 @@ Test(bench_cli, json_and_csv_carry_every_documented_key)
     cr_assert(nl, "b.csv has no header line:\n%s", csv);
     *nl = '\0';
     cr_expect(!strncmp(csv, "scene,layout,backend,particles,", 31), "header: %s", csv);
-    cr_expect(strstr(csv, "particle_substeps_per_second") && strstr(csv, "roofline_fraction"),
+    cr_expect(strstr(csv, "particle_substeps_per_second") && strstr(csv, "roofline_fraction") &&
+                  strstr(csv, ",threads"),
               "header: %s", csv);
     char *row = nl + 1, *end = strchr(row, '\n');
     cr_assert(end, "b.csv has no data row");
@@ -336,4 +338,62 @@ Test(bench_cli, json_and_csv_carry_every_documented_key)
     free(csv);
     cJSON_Delete(doc);
     free(text);
+}
+
+Test(bench_cli, threads_list_runs_each_case_at_each_count)
+{
+    /* --threads 1,2: two rows per case, in the list's order, each with its
+     * own thread count in the JSON and the CSV's last column, and a scaling
+     * table on standard output. */
+    char args[512], path[128];
+    snprintf(args, sizeof args,
+             "bench --backend cpu --particles 2k --scenes dam_break --layout sparse --repeats 1 "
+             "--substeps 1 --warmup 1 --threads 1,2 --json %s/t.json --csv %s/t.csv",
+             dir, dir);
+    int rc = firn_in_dir(args);
+    cr_assert_eq(rc, 0, "firn %s: exit %d:\n%s", args, rc, out);
+    cr_expect(strstr(out, "thread scaling") && strstr(out, "2/1"), "no scaling table:\n%s", out);
+    snprintf(path, sizeof path, "%s/t.json", dir);
+    char *text = slurp(path);
+    cJSON *doc = cJSON_Parse(text);
+    cr_assert(doc, "t.json is not JSON:\n%s", text);
+    const cJSON *results = item(doc, "results");
+    cr_assert_eq(cJSON_GetArraySize(results), 2, "one case at two thread counts");
+    for (int k = 0; k < 2; k++) {
+        const cJSON *r = cJSON_GetArrayItem(results, k);
+        cr_expect_eq(num(r, "threads"), (double)(k + 1));
+        cr_expect_str_eq(str(r, "scene"), "dam_break");
+        cr_expect_str_eq(str(r, "layout"), "sparse");
+    }
+    snprintf(path, sizeof path, "%s/t.csv", dir);
+    char *csv = slurp(path);
+    const char *row = csv;
+    for (int k = 0; k < 3; k++) {
+        const char *nl = strchr(row, '\n');
+        cr_assert(nl, "t.csv has %d lines, want a header and 2 rows:\n%s", k, csv);
+        if (k > 0) {
+            const char *last = nl;
+            while (last > row && last[-1] != ',')
+                last--;
+            cr_expect_eq(atoi(last), k, "row %d ends in threads %d:\n%s", k, atoi(last), csv);
+        }
+        row = nl + 1;
+    }
+    cr_expect_eq(*row, '\0', "t.csv has more than 2 rows");
+    free(csv);
+    cJSON_Delete(doc);
+    free(text);
+}
+
+Test(bench_cli, bad_threads_list_is_a_usage_error)
+{
+    static const char *bad[] = {"0", "1,,2", "x", "1,5000", "1,2,3,4,5,6,7,8,9"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char args[256];
+        snprintf(args, sizeof args, "bench --backend cpu --particles 2k --threads %s", bad[i]);
+        int rc = firn_in_dir(args);
+        cr_expect_eq(rc, FIRN_E_USAGE, "--threads %s: exit %d:\n%s", bad[i], rc, out);
+        cr_expect(strstr(out, "--threads"), "--threads %s: message does not name the option:\n%s",
+                  bad[i], out);
+    }
 }
