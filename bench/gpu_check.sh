@@ -8,7 +8,11 @@
 # skipped), firn info, firn compare on every scene of scenes/ (not
 # scenes/large/), compute-sanitizer memcheck and racecheck on one frame of the
 # smallest scene, firn bench, and two frames of the 32M-particle scene. A
-# compare that fails is rerun with device code built without FMA. Each step runs under
+# compare that fails, and the GPU tests when the suite fails, are rerun with
+# device code built without FMA; a step that fails with a CUDA error (exit 6)
+# is rerun with a build synchronised after every launch (DEBUG_SYNC=1), which
+# names the kernel. A sanitizer that refuses the device (gVisor machines)
+# is recorded as UNSUPPORTED, not as a failure. Each step runs under
 # `timeout`; a failing step does not stop the others. The last thing printed
 # is a markdown table of PASS/FAIL and seconds per step, also written to
 # bench/results/gpu-check-<date>-<commit>.md (and, with the logs, to $OUT when
@@ -35,6 +39,10 @@ record() { # name result seconds
     case $2 in FAIL*) FAILED=$((FAILED + 1)) ;; esac
 }
 
+# The exit status of the last run_step (124/137: timeout), and its log.
+LAST_RC=0
+LAST_LOG=""
+
 # run_step NAME TIMEOUT_S LINES_SHOWN_ON_PASS COMMAND...
 run_step() {
     local name=$1 limit=$2 show=$3
@@ -53,6 +61,8 @@ run_step() {
     t0=$(date +%s.%N)
     timeout --kill-after=10 "$limit" "$@" >"$log" 2>&1
     rc=$?
+    LAST_RC=$rc
+    LAST_LOG=$log
     t1=$(date +%s.%N)
     local secs
     secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
@@ -60,6 +70,9 @@ run_step() {
     if ((rc == 0)); then
         result=PASS
         ((show > 0)) && tail -n "$show" "$log"
+    elif [[ $name == memcheck* || $name == racecheck* ]] && grep -q "Device not supported" "$log"; then
+        result="UNSUPPORTED (compute-sanitizer: 'Device not supported' on this machine's runtime)"
+        tail -n 5 "$log"
     else
         if ((rc == 124 || rc == 137)); then
             result="FAIL (timeout ${limit}s)"
@@ -116,7 +129,34 @@ elif [[ -x .gpu/bin/firn && -x .gpu/bin/test_firn ]]; then
 else
     record "build (sm_90)" "FAIL (no build dependencies here and no .gpu/: run bench/pack_gpu.sh first)" 0
 fi
+# The binaries pack_gpu.sh built beside the main ones, when carried.
+variant() { # name: prints .gpu/bin/<name> when pack_gpu.sh built it
+    [[ -x .gpu/bin/$1 ]] && echo ".gpu/bin/$1"
+}
+# After a step failed with a CUDA error (exit 6): the same command with the
+# DEBUG_SYNC build, which reports the kernel that faulted. Once per binary:
+# one name is what it is for, and a device that fails every call would
+# otherwise double every step.
+DEBUG_DONE=" "
+debug_rerun() { # name binary-name args...
+    local name=$1 bin=$2
+    shift 2
+    local dbg
+    [[ $DEBUG_DONE == *" $bin "* ]] && return 0
+    DEBUG_DONE="$DEBUG_DONE$bin "
+    dbg=$(variant "$bin-debug") || return 0
+    run_step "$name, synchronised after every launch" 120 25 env FIRN_BIN=build/firn "$dbg" "$@"
+}
 run_step "test suite" 300 4 env FIRN_BIN=build/firn build/test_firn --jobs 1
+if [[ ${RESULTS[-1]} == FAIL* ]]; then
+    # Rounding or a fault? The GPU tests again without FMA in device code,
+    # then synchronised after every launch.
+    if NF=$(variant test_firn-nofma); then
+        run_step "GPU tests, device code without FMA" 120 4 env FIRN_BIN=build/firn "$NF" --jobs 1 \
+            --filter 'gpu*/*'
+    fi
+    debug_rerun "GPU tests" test_firn --jobs 1 --filter 'gpu*/*'
+fi
 # Without a usable GPU the GPU tests skip and the suite still passes: prove
 # that they ran (they share one skip condition; this one test shows it).
 run_step "GPU tests not skipped" 60 2 bash -c \
@@ -142,7 +182,9 @@ nofma_firn() {
 for scene in scenes/*.json; do
     name=$(basename "$scene" .json)
     run_step "compare $name (3 frames)" 90 25 "$FIRN" compare "$scene" --frames 3
-    if [[ ${RESULTS[-1]} == FAIL* ]] && nofma_firn; then
+    if ((LAST_RC == 6)); then
+        debug_rerun "compare $name (3 frames)" firn compare "$scene" --frames 3
+    elif [[ ${RESULTS[-1]} == FAIL* ]] && nofma_firn; then
         run_step "compare $name (3 frames), device code without FMA" 90 25 "$NOFMA" compare \
             "$scene" --frames 3
     fi

@@ -12,12 +12,21 @@ make -j"$(nproc)" BUILD=build-sm90 CUDA_ARCH="-gencode arch=compute_90,code=sm_9
     build-sm90/firn build-sm90/test_firn
 # The same without fused multiply-adds in device code: gpu_check.sh reruns a
 # failing CPU/GPU compare with it, to tell rounding from a real difference.
+# The test binary too: a GPU-vs-CPU test that fails is rerun with it.
 make -j"$(nproc)" BUILD=build-sm90-nofma CUDA_ARCH="-gencode arch=compute_90,code=sm_90" \
-    NVCCFLAGS="-O3 -lineinfo -fmad=false" build-sm90-nofma/firn
+    NVCCFLAGS="-O3 -lineinfo -fmad=false" build-sm90-nofma/firn build-sm90-nofma/test_firn
+# Synchronised after every launch (DEBUG_SYNC=1), so that a fault inside a
+# kernel is reported at that kernel: gpu_check.sh reruns a step that failed
+# with a CUDA error with these.
+make -j"$(nproc)" BUILD=build-sm90-debug CUDA_ARCH="-gencode arch=compute_90,code=sm_90" \
+    DEBUG_SYNC=1 build-sm90-debug/firn build-sm90-debug/test_firn
 rm -rf .gpu
 mkdir -p .gpu/bin .gpu/lib
 cp build-sm90/firn build-sm90/test_firn .gpu/bin/
 cp build-sm90-nofma/firn .gpu/bin/firn-nofma
+cp build-sm90-nofma/test_firn .gpu/bin/test_firn-nofma
+cp build-sm90-debug/firn .gpu/bin/firn-debug
+cp build-sm90-debug/test_firn .gpu/bin/test_firn-debug
 # Everything but the C/C++ runtime that every Linux image has.
 ldd build-sm90/firn build-sm90/test_firn | awk '/=>/ { print $3 }' | sort -u |
     grep -vE '/(libc|libm|libdl|librt|libpthread|libresolv|libgcc_s|libstdc\+\+)\.so' |

@@ -45,6 +45,10 @@ static inline int firn_cuda_check(cudaError_t e, const char *call, const char *f
 
 #define FIRN_CUDA_CHECK(call, err) FIRN_CUDA_CHECK_RET(call, err, FIRN_CUDA_FAILED)
 
+/* The check as an expression, 1 on failure (err filled), for code that must
+ * clean up before it returns. */
+#define FIRN_CUDA_CALL(call, err) firn_cuda_check((call), #call, __FILE__, __LINE__, (err))
+
 /* After a kernel launch; name is the kernel, for the message. */
 #ifdef FIRN_DEBUG_SYNC
 #define FIRN_CUDA_CHECK_LAUNCH(name, stream, err)                                                 \

@@ -429,19 +429,25 @@ extern "C" int firn_cuda_download_rigids(firn_world *w, firn_error *err)
         return not_initialised("firn_cuda_download_rigids", err);
     if (s->n_rigids == 0)
         return 0;
-    FIRN_CUDA_CHECK(cudaMemcpyAsync(w->rigids, s->rigids, (size_t)s->n_rigids * sizeof(firn_rigid),
-                                    cudaMemcpyDeviceToHost, s->stream),
-                    err);
-    FIRN_CUDA_CHECK(cudaMemcpyAsync(w->rigid_acc, s->rigid_acc,
-                                    (size_t)s->n_rigids * FIRN_RIGID_ACC * sizeof(double),
-                                    cudaMemcpyDeviceToHost, s->stream),
-                    err);
-    FIRN_CUDA_CHECK(cudaStreamSynchronize(s->stream), err);
-    /* The host mirror's meshes point at host memory again. */
+    /* Once the first copy is queued, the host mirror's mesh pointers may
+     * hold device addresses: they point at host memory again on every way
+     * out, the failed ones included. */
+    int failed =
+        FIRN_CUDA_CALL(cudaMemcpyAsync(w->rigids, s->rigids, (size_t)s->n_rigids * sizeof(firn_rigid),
+                                       cudaMemcpyDeviceToHost, s->stream),
+                       err) ||
+        FIRN_CUDA_CALL(cudaMemcpyAsync(w->rigid_acc, s->rigid_acc,
+                                       (size_t)s->n_rigids * FIRN_RIGID_ACC * sizeof(double),
+                                       cudaMemcpyDeviceToHost, s->stream),
+                       err);
+    if (failed) /* the first copy may still be in flight; err keeps the first failure */
+        (void)cudaStreamSynchronize(s->stream);
+    else
+        failed = FIRN_CUDA_CALL(cudaStreamSynchronize(s->stream), err);
     for (int k = 0; k < s->n_rigids; k++)
         if (s->rigid_grid_host[k])
             w->rigids[k].shape.grid = s->rigid_grid_host[k];
-    return 0;
+    return failed ? FIRN_CUDA_FAILED : 0;
 }
 
 extern "C" int firn_cuda_reduce(firn_world *w, float *max_speed, float *max_wave_speed,
