@@ -129,8 +129,12 @@ int firn_coupler_substep(firn_world *w)
         w->prof.couple += omp_get_wtime() - t0;
     }
     for (int s = 0; s < FIRN_SOLVER_COUNT; s++)
-        if (c->active[s])
+        if (c->active[s]) {
+            double t0 = omp_get_wtime();
             solvers[s]->pre_coupling(w);
+            if (s == FIRN_SOLVER_RIGID) /* the MPM solver times its own phases */
+                w->prof.couple += omp_get_wtime() - t0;
+        }
     double t0 = omp_get_wtime();
     firn_coupler_couple(w);
     w->prof.grid += omp_get_wtime() - t0;

@@ -1023,3 +1023,33 @@ Test(coupling, a_rigid_body_arriving_within_the_frame_limits_the_cfl_step)
                  firn_world_cfl_dt(w));
     firn_world_destroy(w);
 }
+
+Test(coupling, profile_phases_are_disjoint_parts_of_the_substep)
+{
+    /* The rigid bodies' step counts as `couple` (as CPIC's side marking
+     * does): with a dynamic body and no CPIC, couple is timed (> 0), and the
+     * five phases, timed one after another inside each substep, add up to
+     * no more than the substeps' total (1 us of timer slack per substep). */
+    firn_scene_def def;
+    base_scene(&def, 1.0f / 32.0f);
+    def.frame_dt = 0.005f;
+    firn_material_default(&def.materials[0], FIRN_MODEL_SAND);
+    snprintf(def.materials[0].name, FIRN_NAME_MAX, "sand");
+    add_box_body(&def, 0, (float[3]){0.5f, 0.15f, 0.5f}, (float[3]){0.4f, 0.15f, 0.4f}, NULL);
+    firn_rigid_def *r = add_rigid(&def, FIRN_RSHAPE_BOX, FIRN_RIGID_DYNAMIC);
+    r->shape.center[0] = 0.45f, r->shape.center[1] = 0.33f, r->shape.center[2] = 0.5f;
+    r->velocity[1] = -2.0f;
+    r->density = 1000.0f;
+    firn_world *w = make_world(&def);
+    run_frames(w, 1);
+    firn_profile p = firn_world_profile(w);
+    long long substeps = w->substeps;
+    cr_assert_gt(substeps, 0);
+    cr_expect_gt(p.couple, 0.0, "the rigid step was not timed");
+    double sum = p.clear + p.p2g + p.grid + p.couple + p.g2p;
+    cr_expect_leq(sum, p.total + 1e-6 * (double)substeps,
+                  "phases %.6f s (clear %.6f p2g %.6f grid %.6f couple %.6f g2p %.6f) > total %.6f s",
+                  sum, p.clear, p.p2g, p.grid, p.couple, p.g2p, p.total);
+    cr_expect_gt(sum, 0.5 * p.total, "phases %.6f s cover under half of the total %.6f s", sum, p.total);
+    firn_world_destroy(w);
+}
