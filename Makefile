@@ -49,6 +49,8 @@ BUILD_KIND  = CPU only (nvcc not found: install the CUDA toolkit or set NVCC=/pa
 endif
 
 DEB_PKGS = gcc make pkg-config libcjson-dev libpng-dev libcriterion-dev
+# The tests also run bench/plot, with Debian's python3 and matplotlib.
+TEST_DEB_PKGS = $(DEB_PKGS) python3-matplotlib
 
 .PHONY: all test test-run clean info deps demo
 all: info $(BUILD)/firn $(BUILD)/reorder_probe
@@ -103,7 +105,8 @@ $(BUILD)/reorder_probe: $(BUILD)/bench/reorder_probe.o $(BUILD)/libfirn.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 # Tests call the CLI too, so both are built first.
-test: deps
+test:
+	$(MAKE) deps DEB_PKGS="$(TEST_DEB_PKGS)"
 	$(MAKE) all $(BUILD)/test_firn
 	$(MAKE) test-run
 

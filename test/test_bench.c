@@ -397,3 +397,107 @@ Test(bench_cli, bad_threads_list_is_a_usage_error)
                   bad[i], out);
     }
 }
+
+/* ---------------------------------------------------------------- bench/plot */
+
+/* The Python that runs bench/plot: FIRN_PYTHON, else the first of python3
+ * on the PATH and /usr/bin/python3 (Debian's, where CI installs
+ * python3-matplotlib) that imports matplotlib. */
+static const char *plot_python(void)
+{
+    static const char *candidates[] = {"python3", "/usr/bin/python3"};
+    if (getenv("FIRN_PYTHON"))
+        return getenv("FIRN_PYTHON");
+    for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; i++) {
+        char cmd[256];
+        snprintf(cmd, sizeof cmd, "%s -c 'import matplotlib' >/dev/null 2>&1", candidates[i]);
+        if (system(cmd) == 0)
+            return candidates[i];
+    }
+    cr_assert_fail("no Python with matplotlib for bench/plot (apt-get install python3-matplotlib, "
+                   "or set FIRN_PYTHON)");
+    return NULL;
+}
+
+/* Runs `PYTHON bench/plot ARGS` from the repository root; output in out. */
+static int run_plot(const char *args)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s bench/plot %s 2>&1", plot_python(), args);
+    FILE *f = popen(cmd, "r");
+    cr_assert(f, "cannot run %s", cmd);
+    size_t n = fread(out, 1, sizeof out - 1, f);
+    out[n] = '\0';
+    int st = pclose(f);
+    cr_assert(WIFEXITED(st), "%s did not exit normally", cmd);
+    return WEXITSTATUS(st);
+}
+
+/* A PNG file: its 8-byte signature, and more than `min` bytes. */
+static void expect_png(const char *path, long min)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert(f, "%s was not written", path);
+    unsigned char sig[8] = {0};
+    cr_expect_eq(fread(sig, 1, 8, f), 8u);
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fclose(f);
+    cr_expect(!memcmp(sig, "\x89PNG\r\n\x1a\n", 8), "%s is not a PNG", path);
+    cr_expect_gt(size, min, "%s is only %ld bytes", path, size);
+}
+
+TestSuite(bench_plot, .init = setup, .fini = teardown, .timeout = 120);
+
+Test(bench_plot, draws_each_chart_from_a_bench_file)
+{
+    /* A CPU bench of two scenes swept over 1 and 2 threads: throughput,
+     * phases, cost and threads charts; no GPU, so cpu_vs_gpu is skipped
+     * with a note that says why. */
+    char args[512], path[160];
+    snprintf(args, sizeof args,
+             "bench --backend cpu --particles 2k,4k --scenes sand_block,dam_break --layout dense "
+             "--repeats 2 --substeps 1 --warmup 1 --threads 1,2 --json %s/p.json --csv %s/p.csv",
+             dir, dir);
+    int rc = firn_in_dir(args);
+    cr_assert_eq(rc, 0, "firn %s: exit %d:\n%s", args, rc, out);
+    snprintf(args, sizeof args, "%s/p.json --out %s/plots --prefix t", dir, dir);
+    rc = run_plot(args);
+    cr_assert_eq(rc, 0, "bench/plot %s: exit %d:\n%s", args, rc, out);
+    static const char *charts[] = {"throughput", "phases", "cost", "threads"};
+    for (int k = 0; k < 4; k++) {
+        snprintf(path, sizeof path, "%s/plots/t-%s.png", dir, charts[k]);
+        expect_png(path, 10000);
+    }
+    snprintf(path, sizeof path, "%s/plots/t-cpu_vs_gpu.png", dir);
+    cr_expect(access(path, F_OK) != 0, "cpu_vs_gpu drawn from a CPU-only file");
+    cr_expect(strstr(out, "skipped cpu_vs_gpu chart: only the cpu backend"), "no note:\n%s", out);
+}
+
+Test(bench_plot, rejects_what_is_not_a_bench_file)
+{
+    /* Exit 1 and a message naming the file: a JSON of another schema, a
+     * file that is not JSON, a missing file. */
+    char path[160], args[512];
+    snprintf(path, sizeof path, "%s/other.json", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert(f);
+    fputs("{\"schema\": \"something-else\", \"results\": []}\n", f);
+    fclose(f);
+    snprintf(args, sizeof args, "%s --out %s", path, dir);
+    cr_expect_eq(run_plot(args), 1, "%s", out);
+    cr_expect(strstr(out, "not a firn bench file") && strstr(out, "other.json"), "%s", out);
+
+    snprintf(path, sizeof path, "%s/broken.json", dir);
+    f = fopen(path, "w");
+    cr_assert(f);
+    fputs("{\"schema\": \"firn-bench-1\", \"results\": [\n", f);
+    fclose(f);
+    snprintf(args, sizeof args, "%s --out %s", path, dir);
+    cr_expect_eq(run_plot(args), 1, "%s", out);
+    cr_expect(strstr(out, "is not valid JSON") && strstr(out, "broken.json"), "%s", out);
+
+    snprintf(args, sizeof args, "%s/missing.json --out %s", dir, dir);
+    cr_expect_eq(run_plot(args), 1, "%s", out);
+    cr_expect(strstr(out, "cannot read") && strstr(out, "missing.json"), "%s", out);
+}
