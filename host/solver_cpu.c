@@ -13,7 +13,9 @@
  * Constitutive update: P2G takes a block's particles 8 at a time, and
  * their 3x3 SVDs run side by side in SIMD lanes (host/svd_batch.c), each
  * lane the scalar firn_svd3; the rest of each particle's update and its
- * scatter follow one particle at a time, in block order.
+ * scatter follow one particle at a time, in block order. The scatter and
+ * G2P's gather move a grid node's four floats as one vector (cpu_simd.h),
+ * bitwise the shared functions' results.
  *
  * Locality: particles start sorted by block (host/sample.c), and the state
  * arrays are read in block order. As material flows, particles in that order
@@ -31,6 +33,7 @@
 
 #include <omp.h>
 
+#include "cpu_simd.h"
 #include "svd_batch.h"
 #include "world.h"
 
@@ -246,7 +249,7 @@ static inline __attribute__((always_inline)) void p2g_block(firn_world *w, int k
             if (cpic)
                 firn_p2g_scatter_cpic(i, P, p, w->grid, w->rigids, w->n_rigids, &st);
             else
-                firn_p2g_scatter_all(P, w->grid, &st);
+                firn_cpu_scatter_nodes(P, w->grid, &st, 0u);
         }
     }
 }
@@ -294,7 +297,7 @@ int firn_cpu_g2p(firn_world *w)
     int bad = n;
 #pragma omp parallel for schedule(static) reduction(min : bad)
     for (int i = 0; i < n; i++)
-        if (firn_g2p_particle(i, P, w->p, w->grid) && id[i] < bad)
+        if (firn_cpu_g2p_particle(i, P, w->p, w->grid) && id[i] < bad)
             bad = id[i];
     return bad < n ? bad : -1;
 }

@@ -1,9 +1,11 @@
 /* test_kernels.c - the per-particle building blocks: B-spline weights, SVD,
  * constitutive models. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu_simd.h"
 #include "firn_mpm.h"
 #include "svd_batch.h"
 
@@ -267,6 +269,59 @@ Test(stencil, p2g_scatter_matches_the_formula_and_skips_masked_nodes)
     }
     free(before);
     free(g.node);
+}
+
+/* The CPU path's vector transfers (host/cpu_simd.h) do the shared
+ * functions' operations lane by lane: without FMA contraction their grid
+ * and particle state are bitwise the shared functions' (the GPU's
+ * reference); with it, within a few roundings. Scatters with and without a
+ * CPIC mask into a random grid, and G2P of random particles (some at the
+ * domain's clamp, where x is clamped and non-finite is reported). */
+#if defined(__FMA__) || defined(__FP_FAST_FMAF)
+#define SAME_FLOAT(a, b, scale) (fabsf((a) - (b)) <= 1e-6f * (scale))
+#else
+#define SAME_FLOAT(a, b, scale) (memcmp(&(a), &(b), sizeof(float)) == 0)
+#endif
+Test(stencil, cpu_vector_transfers_are_the_shared_ones)
+{
+    firn_params P;
+    firn_grid g = {.n = {8, 8, 8}, .nodes = 512}, h = g;
+    g.node = random_grid(&P, 1.0f);
+    h.node = malloc(4 * 512 * sizeof(float));
+    memcpy(h.node, g.node, 4 * 512 * sizeof(float));
+    for (int t = 0; t < 400; t++) {
+        firn_p2g_state st;
+        st.s = firn_make_stencil(&P, firn_v3(frand(0.15f, 0.65f), frand(0.15f, 0.65f),
+                                             frand(0.15f, 0.65f)));
+        st.mass = frand(0.1f, 2.0f);
+        st.mv = firn_v3(frand(-20.0f, 20.0f), frand(-20.0f, 20.0f), frand(-20.0f, 20.0f));
+        st.affine = random_matrix(200.0f);
+        const unsigned skip = t % 2 ? (unsigned)(rng_state >> 20) & 0x7ffffffu : 0u;
+        firn_p2g_scatter_nodes(&P, g, &st, skip);
+        firn_cpu_scatter_nodes(&P, h, &st, skip);
+    }
+    for (int k = 0; k < 4 * 512; k++)
+        cr_assert(SAME_FLOAT(g.node[k], h.node[k], 100.0f), "grid[%d]: shared %.9g, vector %.9g", k,
+                  g.node[k], h.node[k]);
+    /* G2P: 64 particles, the last 8 outside the clamp box. */
+    enum { N = 64 };
+    float x[3 * N], v[3 * N], C[9 * N], x2[3 * N], v2[3 * N], C2[9 * N];
+    firn_particles p = {.n = N, .x = x, .v = v, .C = C}, q = {.n = N, .x = x2, .v = v2, .C = C2};
+    for (int i = 0; i < N; i++)
+        for (int a = 0; a < 3; a++)
+            x[a * N + i] = i < N - 8 ? frand(0.15f, 0.65f) : frand(-0.5f, 1.5f);
+    memcpy(x2, x, sizeof x);
+    for (int i = 0; i < N; i++) {
+        int bad1 = firn_g2p_particle(i, &P, p, g), bad2 = firn_cpu_g2p_particle(i, &P, q, g);
+        cr_assert_eq(bad1, bad2, "particle %d: non-finite %d vs %d", i, bad1, bad2);
+    }
+    for (int k = 0; k < 3 * N; k++)
+        cr_assert(SAME_FLOAT(x[k], x2[k], 1.0f) && SAME_FLOAT(v[k], v2[k], 20.0f),
+                  "x or v [%d]: shared %.9g %.9g, vector %.9g %.9g", k, x[k], v[k], x2[k], v2[k]);
+    for (int k = 0; k < 9 * N; k++)
+        cr_assert(SAME_FLOAT(C[k], C2[k], 2000.0f), "C[%d]: shared %.9g, vector %.9g", k, C[k], C2[k]);
+    free(g.node);
+    free(h.node);
 }
 
 /* Lane l of a batch: the kinds of matrix the SVD tests above use. */

@@ -1,0 +1,95 @@
+/* cpu_simd.h - the CPU path's P2G scatter and G2P gather with a grid node's
+ * four floats (momentum or velocity x, y, z and mass) in one 16-byte
+ * vector: a node is one load, one add and one store in P2G, and a row of
+ * three z-adjacent nodes three loads in G2P.
+ *
+ * Each lane does exactly the operations of firn_p2g_scatter_nodes and
+ * firn_g2p_particle (include/firn_mpm.h) on its component, in the same
+ * order, so without FMA contraction (the default build) the results are
+ * bitwise theirs: the shared functions stay the reference the GPU runs,
+ * and the tests hold these to them. In G2P the fourth lane carries the
+ * mass through the same arithmetic and is dropped. Written with GCC's
+ * vector extensions (SSE on x86-64, NEON on aarch64). */
+#ifndef FIRN_CPU_SIMD_H
+#define FIRN_CPU_SIMD_H
+
+#include <string.h>
+
+#include "firn_mpm.h"
+
+typedef float firn_v4 __attribute__((vector_size(16)));
+
+static inline firn_v4 firn_v4_load(const float *p)
+{
+    firn_v4 v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline void firn_v4_store(float *p, firn_v4 v) { memcpy(p, &v, sizeof v); }
+
+/* firn_p2g_scatter_nodes, a node at a time. */
+static inline void firn_cpu_scatter_nodes(const firn_params *P, firn_grid g,
+                                          const firn_p2g_state *st, unsigned skip)
+{
+    const firn_stencil *s = &st->s;
+    const float dx = P->dx;
+    firn_vec3 col[3];
+    for (int k = 0; k < 3; k++)
+        col[k] = firn_v3(st->affine.m[k] * dx, st->affine.m[3 + k] * dx, st->affine.m[6 + k] * dx);
+    firn_vec3 m0 = firn_sub(st->mv, firn_m3_apply(st->affine, firn_v3((s->fx[0] - 1.0f) * dx,
+                                                                      (s->fx[1] - 1.0f) * dx,
+                                                                      (s->fx[2] - 1.0f) * dx)));
+    /* The mass lane adds (c - 1) * 0 = +-0 to the mass: the mass, exactly. */
+    const firn_v4 c2 = {col[2].v[0], col[2].v[1], col[2].v[2], 0.0f};
+    const long long sx = 4LL * P->n[1] * P->n[2], sy = 4LL * P->n[2];
+    float *q0 = g.node + 4 * firn_node_index(P->n, s->base[0], s->base[1], s->base[2]);
+    for (int a = 0; a < 3; a++) {
+        firn_vec3 ma = firn_add(m0, firn_scale(col[0], (float)(a - 1)));
+        for (int b = 0; b < 3; b++) {
+            firn_vec3 mab = firn_add(ma, firn_scale(col[1], (float)(b - 1)));
+            const firn_v4 row = {mab.v[0], mab.v[1], mab.v[2], st->mass};
+            float wab = s->w[a][0] * s->w[b][1];
+            float *q = q0 + a * sx + b * sy;
+            for (int c = 0; c < 3; c++, q += 4) {
+                if ((skip >> (9 * a + 3 * b + c)) & 1u)
+                    continue;
+                float w = wab * s->w[c][2];
+                firn_v4 add = row + (float)(c - 1) * c2;
+                firn_v4_store(q, firn_v4_load(q) + w * add);
+            }
+        }
+    }
+}
+
+/* firn_g2p_particle, a row of three nodes at a time. */
+static inline int firn_cpu_g2p_particle(int i, const firn_params *P, firn_particles p, firn_grid g)
+{
+    firn_vec3 x = firn_load3(p.x, p.n, i);
+    firn_stencil s = firn_make_stencil(P, x);
+    const long long sx = 4LL * P->n[1] * P->n[2], sy = 4LL * P->n[2];
+    const float *q0 = g.node + 4 * firn_node_index(P->n, s.base[0], s.base[1], s.base[2]);
+    const float wc0 = s.w[0][2], wc1 = s.w[1][2], wc2 = s.w[2][2];
+    firn_v4 v = {0.0f}, m0 = {0.0f}, m1 = {0.0f}, m2 = {0.0f};
+    for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 3; b++) {
+            const float *nd = q0 + a * sx + b * sy;
+            const float wab = s.w[a][0] * s.w[b][1];
+            firn_v4 t0 = wc0 * firn_v4_load(nd), t2 = wc2 * firn_v4_load(nd + 8);
+            firn_v4 r = wab * (t0 + wc1 * firn_v4_load(nd + 4) + t2), rc = wab * (t2 - t0);
+            v += r;
+            m0 += (float)(a - 1) * r;
+            m1 += (float)(b - 1) * r;
+            m2 += rc;
+        }
+    firn_g2p_sums acc;
+    for (int k = 0; k < 3; k++) {
+        acc.v.v[k] = v[k];
+        acc.m[0].v[k] = m0[k];
+        acc.m[1].v[k] = m1[k];
+        acc.m[2].v[k] = m2[k];
+    }
+    return firn_g2p_finish(i, P, p, x, acc.v, firn_g2p_affine(P, &s, &acc));
+}
+
+#endif
