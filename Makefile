@@ -49,8 +49,10 @@ BUILD_KIND  = CPU only (nvcc not found: install the CUDA toolkit or set NVCC=/pa
 endif
 
 DEB_PKGS = gcc make pkg-config libcjson-dev libpng-dev libcriterion-dev
-# The tests also run bench/plot, with Debian's python3 and matplotlib.
-TEST_DEB_PKGS = $(DEB_PKGS) python3-matplotlib
+# The tests also run bench/plot: with a python3 that has matplotlib (or
+# FIRN_PYTHON), else with Debian's python3 and python3-matplotlib.
+HAVE_MATPLOTLIB := $(shell { [ -n "$$FIRN_PYTHON" ] || python3 -c 'import matplotlib' ; } >/dev/null 2>&1 && echo yes)
+TEST_DEB_PKGS = $(DEB_PKGS) $(if $(HAVE_MATPLOTLIB),,python3-matplotlib)
 
 .PHONY: all test test-run clean info deps demo
 all: info $(BUILD)/firn $(BUILD)/reorder_probe

@@ -8,11 +8,13 @@
 # skipped), firn info, firn compare on every scene of scenes/ (not
 # scenes/large/), compute-sanitizer memcheck and racecheck on one frame of the
 # smallest scene, firn bench, and two frames of the 32M-particle scene. A
-# compare that fails, and the GPU tests when the suite fails, are rerun with
-# device code built without FMA; a step that fails with a CUDA error (exit 6)
-# is rerun with a build synchronised after every launch (DEBUG_SYNC=1), which
-# names the kernel. A sanitizer that refuses the device (gVisor machines)
-# is recorded as UNSUPPORTED, not as a failure. Each step runs under
+# compare that fails is rerun with device code built without FMA. With the
+# variants bench/pack_gpu.sh built for this commit in .gpu/: the GPU tests,
+# when the suite fails, are rerun without FMA and synchronised after every
+# launch (DEBUG_SYNC=1, which names a faulting kernel), and so is the first
+# compare that fails with a CUDA error (exit 6). A sanitizer that refuses the
+# device (gVisor machines) is recorded as UNSUPPORTED, not as a failure.
+# Each step runs under
 # `timeout`; a failing step does not stop the others. The last thing printed
 # is a markdown table of PASS/FAIL and seconds per step, also written to
 # bench/results/gpu-check-<date>-<commit>.md (and, with the logs, to $OUT when
@@ -49,6 +51,7 @@ run_step() {
     shift 3
     local left=$((BUDGET - ($(date +%s) - START)))
     if ((left < 5)); then
+        LAST_RC=-1
         echo "### $name: not run, the ${BUDGET} s budget is spent"
         record "$name" "FAIL (not run: time budget spent)" 0
         return
@@ -117,11 +120,13 @@ echo "firn GPU check: $DATE, commit $COMMIT, GPU: $GPU"
 echo "nvcc: $(nvcc --version 2>/dev/null | tail -n 1 || echo 'not in PATH')"
 echo
 
+PREBUILT=0
 # The device image may lack cJSON, libpng and Criterion and cannot install
 # them: then use the binaries bench/pack_gpu.sh built and carried in .gpu/.
 if pkg-config --exists libcjson libpng criterion 2>/dev/null; then
     run_step "build (sm_90)" 240 2 make CUDA_ARCH="$ARCH" -j16 all build/test_firn
 elif [[ -x .gpu/bin/firn && -x .gpu/bin/test_firn ]]; then
+    PREBUILT=1
     export LD_LIBRARY_PATH="$PWD/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     mkdir -p build
     run_step "prebuilt sm_90 binaries from .gpu (commit $(cat .gpu/COMMIT 2>/dev/null))" 30 2 \
@@ -130,8 +135,11 @@ else
     record "build (sm_90)" "FAIL (no build dependencies here and no .gpu/: run bench/pack_gpu.sh first)" 0
 fi
 # The binaries pack_gpu.sh built beside the main ones, when carried.
-variant() { # name: prints .gpu/bin/<name> when pack_gpu.sh built it
-    [[ -x .gpu/bin/$1 ]] && echo ".gpu/bin/$1"
+# Only when the main binaries came from .gpu too, or .gpu was packed at this
+# commit: a .gpu/ left from an older pack holds another commit's code.
+variant() { # name: prints .gpu/bin/<name>
+    [[ -x .gpu/bin/$1 ]] || return 1
+    [[ $PREBUILT == 1 || "$(cat .gpu/COMMIT 2>/dev/null)" == "$COMMIT" ]] && echo ".gpu/bin/$1"
 }
 # After a step failed with a CUDA error (exit 6): the same command with the
 # DEBUG_SYNC build, which reports the kernel that faulted. Once per binary:
@@ -155,7 +163,8 @@ if ! python3 -c 'import matplotlib' 2>/dev/null && ! /usr/bin/python3 -c 'import
     SUITE_FILTER=(--filter '!(bench_plot/*)')
     record "bench/plot tests" "NOT RUN (no Python with matplotlib here)" 0
 fi
-run_step "test suite" 300 4 env FIRN_BIN=build/firn build/test_firn --jobs 1 "${SUITE_FILTER[@]}"
+run_step "test suite" 300 4 env FIRN_BIN=build/firn build/test_firn --jobs 1 \
+    ${SUITE_FILTER[@]+"${SUITE_FILTER[@]}"}
 if [[ ${RESULTS[-1]} == FAIL* ]]; then
     # Rounding or a fault? The GPU tests again without FMA in device code,
     # then synchronised after every launch.

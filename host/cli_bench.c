@@ -167,7 +167,10 @@ static void write_csv(FILE *f, const bench_result *r, int nr)
  * phase, at the first thread count over that at each other count. */
 static void print_scaling(const bench_result *r, int nr, int nthreads)
 {
-    if (nthreads < 2)
+    int cpu = 0;
+    for (int k = 0; k < nr; k++)
+        cpu |= r[k].backend == FIRN_BACKEND_CPU;
+    if (nthreads < 2 || !cpu)
         return;
     printf("thread scaling (speedup over the first thread count, from ms per substep):\n");
     printf("%-10s %-6s %10s %7s %7s %7s %7s %7s %7s\n", "scene", "layout", "particles", "threads",
@@ -283,18 +286,26 @@ int firn_cli_bench(int argc, char **argv)
             if (firn_cli_int(a, v, &o.warmup))
                 return FIRN_E_USAGE;
         } else if (!strcmp(a, "--threads")) {
-            long long t[MAX_THREADS_LIST];
-            nthreads = firn_bench_parse_counts(v, t, MAX_THREADS_LIST);
-            for (int k = 0; k < nthreads; k++)
-                if (t[k] < 1 || t[k] > MAX_THREADS)
+            /* Plain integers only: no suffixes, no fractions. */
+            nthreads = 0;
+            for (const char *c = v; nthreads >= 0;) {
+                char *end = (char *)c;
+                long t = *c >= '0' && *c <= '9' ? strtol(c, &end, 10) : 0;
+                if (t < 1 || t > MAX_THREADS || nthreads == MAX_THREADS_LIST ||
+                    (*end != ',' && *end != '\0')) {
                     nthreads = -1;
+                    break;
+                }
+                threads[nthreads++] = (int)t;
+                if (*end == '\0')
+                    break;
+                c = end + 1;
+            }
             if (nthreads < 1) {
                 fprintf(stderr, "firn bench: --threads takes a list of up to %d thread counts from 1 to %d, "
                                 "like 1,2; got '%s'\n", MAX_THREADS_LIST, MAX_THREADS, v);
                 return FIRN_E_USAGE;
             }
-            for (int k = 0; k < nthreads; k++)
-                threads[k] = (int)t[k];
         } else if (!strcmp(a, "--json")) {
             json = v;
         } else if (!strcmp(a, "--csv")) {

@@ -24,10 +24,9 @@
 
 #define FIRN_BLOCK 256
 
-/* Events: [0] start, [1] grid cleared, [2] after p2g, [3] after the grid
- * update, [4] after g2p - of the first substep of a call - and [5] after the
- * last substep. */
-/* The call's start and end, and the phase boundaries of its timed substep. */
+/* Events: the call's start and end, and in its timed substep (the middle
+ * one) the substep's start, then after the coupling steps (CPIC marking,
+ * rigid step), the clear, P2G, the grid update and G2P. */
 enum { EV_START, EV_SUB, EV_COUPLE, EV_CLEAR, EV_P2G, EV_GRID, EV_G2P, EV_END, EV_COUNT };
 
 struct firn_cuda_state {

@@ -387,10 +387,11 @@ Test(bench_cli, threads_list_runs_each_case_at_each_count)
 
 Test(bench_cli, bad_threads_list_is_a_usage_error)
 {
-    static const char *bad[] = {"0", "1,,2", "x", "1,5000", "1,2,3,4,5,6,7,8,9"};
+    static const char *bad[] = {"0", "1,,2", "x", "1,5000", "1,2,3,4,5,6,7,8,9", "1.5", "2k",
+                                "1,", ",1", "-1", "1 2"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char args[256];
-        snprintf(args, sizeof args, "bench --backend cpu --particles 2k --threads %s", bad[i]);
+        snprintf(args, sizeof args, "bench --backend cpu --particles 2k --threads '%s'", bad[i]);
         int rc = firn_in_dir(args);
         cr_expect_eq(rc, FIRN_E_USAGE, "--threads %s: exit %d:\n%s", bad[i], rc, out);
         cr_expect(strstr(out, "--threads"), "--threads %s: message does not name the option:\n%s",
