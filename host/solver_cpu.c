@@ -51,9 +51,15 @@ int firn_cpu_init(firn_world *w, firn_error *err)
     for (int a = 0; a < 3; a++)
         b->nb[a] = (g->n[a] + BLOCK - 1) / BLOCK;
     b->nblocks = b->nb[0] * b->nb[1] * b->nb[2];
+    /* One slice per thread, but no more than 2 n / nblocks, so that the
+     * slices' counts (4 B per slice and block, cleared and summed every
+     * substep) stay within 8 B per particle on a large, mostly empty grid. */
+    long long most = 2LL * w->p.n / b->nblocks;
     b->chunks = omp_get_max_threads();
     if (b->chunks > FIRN_BIN_CHUNKS_MAX)
         b->chunks = FIRN_BIN_CHUNKS_MAX;
+    if (b->chunks > most)
+        b->chunks = most > 1 ? (int)most : 1;
     b->count = malloc((size_t)b->chunks * (size_t)b->nblocks * sizeof(int));
     b->start = malloc(((size_t)b->nblocks + 1) * sizeof(int));
     b->work = malloc((size_t)b->nblocks * sizeof(*b->work));

@@ -38,7 +38,8 @@ typedef struct {
 #define FIRN_REORDER_RUN 16
 
 /* The CPU binning counts particles in at most this many slices in parallel
- * (one per OpenMP thread at init): chunks x blocks ints of scratch. */
+ * (one per OpenMP thread at init, and at most 2 n / blocks): chunks x blocks
+ * ints of scratch. */
 #define FIRN_BIN_CHUNKS_MAX 64
 
 /* The Coupler (host/coupler.c): the solvers of a world and the active

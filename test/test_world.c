@@ -614,19 +614,23 @@ Test(memory, host_figure_is_what_the_cpu_world_allocates)
     firn_world *warm = make_world(&def); /* OpenMP and stdio set up */
     firn_world_destroy(warm);
 
-    /* Made with the most binning slices (FIRN_BIN_CHUNKS_MAX threads), so
-     * that their scratch (4 B per slice and block) is well above the 1 %. */
+    /* Made with FIRN_BIN_CHUNKS_MAX threads, so that the binning slices'
+     * scratch (4 B per slice and block; at most 2 n / blocks slices) is well
+     * above the 1 %. */
     int saved = omp_get_max_threads();
     omp_set_num_threads(FIRN_BIN_CHUNKS_MAX);
     double before = heap_in_use();
     firn_world *w = make_world(&def);
     double rise = heap_in_use() - before;
     omp_set_num_threads(saved);
-    cr_assert_eq(w->bins.chunks, FIRN_BIN_CHUNKS_MAX);
+    const int most = (int)(2LL * w->p.n / w->bins.nblocks);
+    cr_assert_eq(w->bins.chunks, most < FIRN_BIN_CHUNKS_MAX ? most : FIRN_BIN_CHUNKS_MAX);
     firn_memory m;
     firn_world_memory(w, &m);
     const double n = (double)w->p.n;
     cr_assert_gt(n, 100000.0);
+    cr_assert_gt(4.0 * w->bins.chunks * w->bins.nblocks, 0.02 * m.host, "slices' scratch %d x %d",
+                 w->bins.chunks, w->bins.nblocks);
     cr_assert_lt(fabs(rise - m.host), 0.01 * m.host + sizeof(firn_world),
                  "heap rose by %.0f bytes, firn_world_memory says %.0f", rise, m.host);
     cr_assert_float_eq(m.per_particle, m.host / n, 1e-9 * m.host);
