@@ -252,10 +252,8 @@ static inline __attribute__((always_inline)) void p2g_block(firn_world *w, int k
                                 ? firn_constitutive_svd(m, &F[l], &Jp, &dmg, U[l], sig[l], V[l])
                                 : firn_constitutive_direct(m, &F[l]);
             firn_p2g_state st = firn_p2g_finish(i, P, m, p, C[l], F[l], Jp, dmg, tau);
-            if (cpic)
-                firn_p2g_scatter_cpic(i, P, p, w->grid, w->rigids, w->n_rigids, &st);
-            else
-                firn_cpu_scatter_nodes(P, w->grid, &st, 0u);
+            const unsigned skip = cpic ? firn_p2g_cpic_skip(i, P, p, w->rigids, w->n_rigids, &st) : 0u;
+            firn_cpu_scatter_nodes(P, w->grid, &st, skip);
         }
     }
 }

@@ -198,18 +198,27 @@ static inline FIRN_HD unsigned firn_cpic_across(const firn_params *P, const firn
     return all;
 }
 
-/* CPIC scatter of particle i's state: as firn_p2g_scatter_all, without the
- * nodes across a surface (recorded in the particle's CPIC words). */
-static inline FIRN_HD void firn_p2g_scatter_cpic(int i, const firn_params *P, firn_particles p,
-                                                 firn_grid g, const firn_rigid *bodies, int nb,
-                                                 const firn_p2g_state *st)
+/* The stencil nodes particle i must not scatter to, those across a surface
+ * (bit 9a + 3b + c), recorded in the particle's CPIC words. */
+static inline FIRN_HD unsigned firn_p2g_cpic_skip(int i, const firn_params *P, firn_particles p,
+                                                  const firn_rigid *bodies, int nb,
+                                                  const firn_p2g_state *st)
 {
     firn_cpic_ctx c;
     unsigned mask[FIRN_CPIC_MAX], across = 0;
     if (firn_cpic_load(&c, p, i, nb))
         across = firn_cpic_across(P, &st->s, firn_load3(p.x, p.n, i), &c, bodies, mask);
     p.cpic[(long long)nb * p.n + i] = across;
-    firn_p2g_scatter_nodes(P, g, st, across);
+    return across;
+}
+
+/* CPIC scatter of particle i's state: as firn_p2g_scatter_all, without the
+ * nodes across a surface. */
+static inline FIRN_HD void firn_p2g_scatter_cpic(int i, const firn_params *P, firn_particles p,
+                                                 firn_grid g, const firn_rigid *bodies, int nb,
+                                                 const firn_p2g_state *st)
+{
+    firn_p2g_scatter_nodes(P, g, st, firn_p2g_cpic_skip(i, P, p, bodies, nb, st));
 }
 
 /* P2G with CPIC: as firn_p2g_particle, without the nodes across a surface. */
