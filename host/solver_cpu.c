@@ -333,9 +333,16 @@ int firn_cpu_g2p_cpic(firn_world *w)
         for (int k = 0; k < stride; k++)
             acc[k] = 0.0;
         const int end = (int)((ch + 1) * FIRN_CPIC_CHUNK < n ? (ch + 1) * FIRN_CPIC_CHUNK : n);
-        for (int i = (int)(ch * FIRN_CPIC_CHUNK); i < end; i++)
-            if (firn_g2p_particle_cpic(i, P, w->mats, w->p, w->grid, bodies, nb, acc) && id[i] < bad)
+        for (int i = (int)(ch * FIRN_CPIC_CHUNK); i < end; i++) {
+            /* A particle near no body: firn_g2p_particle_cpic's own
+             * fallback, in the node-vector form. */
+            firn_cpic_ctx c;
+            int b = firn_cpic_load(&c, w->p, i, nb)
+                        ? firn_g2p_particle_cpic(i, P, w->mats, w->p, w->grid, bodies, nb, acc)
+                        : firn_cpu_g2p_particle(i, P, w->p, w->grid);
+            if (b && id[i] < bad)
                 bad = id[i];
+        }
     }
     for (long long ch = 0; ch < chunks; ch++)
         for (int k = 0; k < stride; k++)
