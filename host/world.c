@@ -237,6 +237,23 @@ firn_world *firn_world_create(const firn_scene_def *def, firn_backend backend, f
     }
     for (int k = 0; k < def->n_materials; k++)
         firn_material_build(&def->materials[k], &w->mats[k]);
+    /* The backend first: a missing GPU is named before the particles of a
+     * large scene are sampled. */
+    if (backend == FIRN_BACKEND_AUTO)
+        backend = firn_cuda_device_count() > 0 ? FIRN_BACKEND_CUDA : FIRN_BACKEND_CPU;
+    w->backend = backend;
+    if (backend == FIRN_BACKEND_CUDA && !firn_cuda_available()) {
+        firn_set_error(err, FIRN_E_DEVICE,
+                       "--backend cuda: this firn was built without CUDA (nvcc was not found "
+                       "at build time); rebuild with the CUDA toolkit or use --backend cpu");
+        goto fail;
+    }
+    if (backend == FIRN_BACKEND_CUDA && firn_cuda_device_count() == 0) {
+        firn_set_error(err, FIRN_E_DEVICE,
+                       "--backend cuda: no usable CUDA GPU (no device, or the driver is "
+                       "missing or too old); use --backend cpu or auto");
+        goto fail;
+    }
     if (firn_sample_bodies(def, w->mats, &w->p, err) || firn_rigids_init(w, err))
         goto fail;
     if (firn_particles_sort_spatial(&w->p, &w->params)) {
@@ -250,22 +267,7 @@ firn_world *firn_world_create(const firn_scene_def *def, firn_backend backend, f
         goto fail;
     }
 
-    if (backend == FIRN_BACKEND_AUTO)
-        backend = firn_cuda_device_count() > 0 ? FIRN_BACKEND_CUDA : FIRN_BACKEND_CPU;
-    w->backend = backend;
     if (backend == FIRN_BACKEND_CUDA) {
-        if (!firn_cuda_available()) {
-            firn_set_error(err, FIRN_E_DEVICE,
-                           "--backend cuda: this firn was built without CUDA (nvcc was not found "
-                           "at build time); rebuild with the CUDA toolkit or use --backend cpu");
-            goto fail;
-        }
-        if (firn_cuda_device_count() == 0) {
-            firn_set_error(err, FIRN_E_DEVICE,
-                           "--backend cuda: no usable CUDA GPU (no device, or the driver is "
-                           "missing or too old); use --backend cpu or auto");
-            goto fail;
-        }
         if (firn_cuda_init(w, err))
             goto fail;
     } else {
