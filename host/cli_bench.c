@@ -349,6 +349,13 @@ int firn_cli_bench(int argc, char **argv)
     }
     double cpu_bw = want_cpu ? firn_bench_host_copy_bandwidth((size_t)256 << 20) : 0.0;
     double gpu_bw = want_gpu ? firn_cuda_copy_bandwidth((size_t)1 << 30) : 0.0;
+    for (int k = 0; k < nthreads && want_cpu; k++)
+        if (threads[k] > omp_get_num_procs()) {
+            printf("note: %d threads on %d processors: oversubscribed, each of a substep's parallel "
+                   "loops waits for a descheduled thread\n",
+                   threads[k], omp_get_num_procs());
+            break;
+        }
     printf("copy bandwidth: cpu %.1f GB/s%s", cpu_bw / 1e9, want_gpu ? "" : "\n");
     if (want_gpu)
         printf(", cuda %.1f GB/s\n", gpu_bw / 1e9);
