@@ -275,10 +275,10 @@ Test(stencil, p2g_scatter_matches_the_formula_and_skips_masked_nodes)
  * functions' operations lane by lane: without FMA contraction their grid
  * and particle state are bitwise the shared functions' (the GPU's
  * reference); with it, within a few roundings. Scatters with and without a
- * CPIC mask into a random grid, and G2P of random particles (some at the
- * domain's clamp, where x is clamped and non-finite is reported). */
+ * CPIC mask into a random grid, and G2P of random particles: some advected
+ * past the clamp box, some gathering a NaN node (reported non-finite). */
 #if defined(__FMA__) || defined(__FP_FAST_FMAF)
-#define SAME_FLOAT(a, b, scale) (fabsf((a) - (b)) <= 1e-6f * (scale))
+#define SAME_FLOAT(a, b, scale) ((isnan(a) && isnan(b)) || fabsf((a) - (b)) <= 1e-6f * (scale))
 #else
 #define SAME_FLOAT(a, b, scale) (memcmp(&(a), &(b), sizeof(float)) == 0)
 #endif
@@ -303,18 +303,29 @@ Test(stencil, cpu_vector_transfers_are_the_shared_ones)
     for (int k = 0; k < 4 * 512; k++)
         cr_assert(SAME_FLOAT(g.node[k], h.node[k], 100.0f), "grid[%d]: shared %.9g, vector %.9g", k,
                   g.node[k], h.node[k]);
-    /* G2P: 64 particles, the last 8 outside the clamp box. */
+    /* G2P: 64 particles with dt = 0.05 s, a clamp box inside the grid, and a
+     * NaN velocity at node (4, 4, 4). */
+    P.dt = 0.05f;
+    for (int a = 0; a < 3; a++)
+        P.x_min[a] = 0.25f, P.x_max[a] = 0.55f;
+    g.node[4 * firn_node_index(P.n, 4, 4, 4)] = NAN;
     enum { N = 64 };
     float x[3 * N], v[3 * N], C[9 * N], x2[3 * N], v2[3 * N], C2[9 * N];
     firn_particles p = {.n = N, .x = x, .v = v, .C = C}, q = {.n = N, .x = x2, .v = v2, .C = C2};
     for (int i = 0; i < N; i++)
         for (int a = 0; a < 3; a++)
-            x[a * N + i] = i < N - 8 ? frand(0.15f, 0.65f) : frand(-0.5f, 1.5f);
+            x[a * N + i] = frand(0.15f, 0.65f);
     memcpy(x2, x, sizeof x);
+    int bad = 0, clamped = 0;
     for (int i = 0; i < N; i++) {
         int bad1 = firn_g2p_particle(i, &P, p, g), bad2 = firn_cpu_g2p_particle(i, &P, q, g);
         cr_assert_eq(bad1, bad2, "particle %d: non-finite %d vs %d", i, bad1, bad2);
+        bad += bad1;
+        for (int a = 0; a < 3; a++)
+            clamped += !bad1 && (x[a * N + i] == P.x_min[a] || x[a * N + i] == P.x_max[a]);
     }
+    cr_assert(bad > 0 && bad < N, "%d of %d particles non-finite", bad, N);
+    cr_assert_gt(clamped, 0, "no finite particle reached the clamp box");
     for (int k = 0; k < 3 * N; k++)
         cr_assert(SAME_FLOAT(x[k], x2[k], 1.0f) && SAME_FLOAT(v[k], v2[k], 20.0f),
                   "x or v [%d]: shared %.9g %.9g, vector %.9g %.9g", k, x[k], v[k], x2[k], v2[k]);
