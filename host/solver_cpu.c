@@ -63,11 +63,16 @@ int firn_cpu_init(firn_world *w, firn_error *err)
     b->count = malloc((size_t)b->chunks * (size_t)b->nblocks * sizeof(int));
     b->start = malloc(((size_t)b->nblocks + 1) * sizeof(int));
     b->work = malloc((size_t)b->nblocks * sizeof(*b->work));
+    b->touched = malloc((size_t)b->nblocks);
+    b->dirty = malloc((size_t)b->nblocks * sizeof(int));
+    b->ndirty = 0;
+    b->dirty_valid = 0; /* the grid is not cleared yet */
     size_t n = w->p.n > 0 ? (size_t)w->p.n : 1;
     b->order = malloc(n * sizeof(int));
     b->key = malloc(n * sizeof(int));
     b->id = malloc(n * sizeof(int));
-    if (!g->node || !b->count || !b->start || !b->work || !b->order || !b->key || !b->id) {
+    if (!g->node || !b->count || !b->start || !b->work || !b->touched || !b->dirty || !b->order ||
+        !b->key || !b->id) {
         firn_cpu_free(w);
         firn_set_error(err, FIRN_E_NOMEM, "out of host memory for a %d x %d x %d grid (%.1f MiB)",
                        g->n[0], g->n[1], g->n[2], (double)g->nodes * 16.0 / (1 << 20));
@@ -88,12 +93,16 @@ void firn_cpu_free(firn_world *w)
     free(w->bins.count);
     free(w->bins.start);
     free(w->bins.work);
+    free(w->bins.touched);
+    free(w->bins.dirty);
     free(w->bins.order);
     free(w->bins.key);
     free(w->bins.id);
     w->grid.node = NULL;
     w->bins.count = w->bins.start = w->bins.order = w->bins.key = w->bins.id = NULL;
     w->bins.work = NULL;
+    w->bins.touched = NULL;
+    w->bins.dirty = NULL;
 }
 
 void firn_cpu_clear(firn_world *w)
@@ -103,6 +112,41 @@ void firn_cpu_clear(firn_world *w)
 #pragma omp parallel for schedule(static)
     for (long long i = 0; i < count; i++)
         q[i] = 0.0f;
+    w->bins.dirty_valid = 0;
+}
+
+/* The nodes of node block `blk` (4^3 nodes, fewer at the grid's upper
+ * faces): calls body(node) for each, in index order. */
+#define FOR_BLOCK_NODES(b, g, blk, node, body)                                                    \
+    do {                                                                                          \
+        const int bx_ = (blk) / ((b)->nb[1] * (b)->nb[2]), by_ = (blk) / (b)->nb[2] % (b)->nb[1], \
+                  bz_ = (blk) % (b)->nb[2];                                                       \
+        const int x1_ = 4 * bx_ + 4 < (g)->n[0] ? 4 * bx_ + 4 : (g)->n[0];                       \
+        const int y1_ = 4 * by_ + 4 < (g)->n[1] ? 4 * by_ + 4 : (g)->n[1];                       \
+        const int z1_ = 4 * bz_ + 4 < (g)->n[2] ? 4 * bz_ + 4 : (g)->n[2];                       \
+        for (int i_ = 4 * bx_; i_ < x1_; i_++)                                                    \
+            for (int j_ = 4 * by_; j_ < y1_; j_++)                                                \
+                for (int k_ = 4 * bz_; k_ < z1_; k_++) {                                          \
+                    const long long node = ((long long)i_ * (g)->n[1] + j_) * (g)->n[2] + k_;     \
+                    body;                                                                         \
+                }                                                                                 \
+    } while (0)
+
+/* The substep's clear: only the node blocks the last P2G could write
+ * (a full clear when that is not known), so a mostly empty grid costs
+ * nothing here. */
+static void clear_dirty(firn_world *w)
+{
+    firn_cpu_bins *b = &w->bins;
+    if (!b->dirty_valid) {
+        firn_cpu_clear(w);
+        return;
+    }
+    const firn_grid *g = &w->grid;
+    float *q = g->node;
+#pragma omp parallel for schedule(static)
+    for (int j = 0; j < b->ndirty; j++)
+        FOR_BLOCK_NODES(b, g, b->dirty[j], node, memset(q + 4 * node, 0, 4 * sizeof(float)));
 }
 
 /* Work items: a block's particle count above its index, so that sorting
@@ -180,6 +224,23 @@ static void bin_particles(firn_world *w)
               sizeof(*b->work), fuller_first);
     }
     b->work_start[8] = m;
+    /* The node blocks P2G writes: a particle of block B scatters to nodes
+     * 4B .. 4B + 5 along each axis, node blocks B and B + 1. */
+    memset(b->touched, 0, (size_t)nbk);
+    for (int blk = 0; blk < nbk; blk++) {
+        if (b->start[blk + 1] == b->start[blk])
+            continue;
+        const int bx = blk / (b->nb[1] * b->nb[2]), by = blk / b->nb[2] % b->nb[1], bz = blk % b->nb[2];
+        for (int i = bx; i <= bx + 1 && i < b->nb[0]; i++)
+            for (int j = by; j <= by + 1 && j < b->nb[1]; j++)
+                for (int k = bz; k <= bz + 1 && k < b->nb[2]; k++)
+                    b->touched[(i * b->nb[1] + j) * b->nb[2] + k] = 1;
+    }
+    b->ndirty = 0;
+    for (int blk = 0; blk < nbk; blk++)
+        if (b->touched[blk])
+            b->dirty[b->ndirty++] = blk;
+    b->dirty_valid = 1;
     /* Far steps: the next particle in block order lies outside the 16
      * floats (one cache line) that follow the previous one in memory. */
     long long far = 0;
@@ -287,10 +348,18 @@ void firn_cpu_p2g(firn_world *w)
 void firn_cpu_grid(firn_world *w)
 {
     const firn_params *P = &w->params;
+    const firn_cpu_bins *b = &w->bins;
     firn_grid g = w->grid;
+    if (!b->dirty_valid) {
 #pragma omp parallel for schedule(static)
-    for (long long node = 0; node < g.nodes; node++)
-        firn_grid_node(node, P, g);
+        for (long long node = 0; node < g.nodes; node++)
+            firn_grid_node(node, P, g);
+        return;
+    }
+    /* Nodes outside the blocks P2G wrote hold no mass: nothing to update. */
+#pragma omp parallel for schedule(static)
+    for (int j = 0; j < b->ndirty; j++)
+        FOR_BLOCK_NODES(b, &g, b->dirty[j], node, firn_grid_node(node, P, g));
 }
 
 int firn_cpu_g2p(firn_world *w)
@@ -356,7 +425,7 @@ static int mpm_active(const firn_world *w) { return w->p.n > 0; }
 static void mpm_pre_coupling(firn_world *w)
 {
     double t0 = omp_get_wtime();
-    firn_cpu_clear(w);
+    clear_dirty(w);
     double t1 = omp_get_wtime();
     firn_cpu_p2g(w);
     double t2 = omp_get_wtime();

@@ -367,7 +367,7 @@ void firn_world_memory(const firn_world *w, firn_memory *m)
         const double acc = (double)w->n_rigids * FIRN_RIGID_ACC * sizeof(double);
         host += (double)w->grid.nodes * 16.0 +                          /* grid */
                 n * 12.0 + ((double)w->bins.nblocks + 1.0) * 4.0 +       /* binning, ids */
-                (double)w->bins.nblocks * (4.0 * w->bins.chunks + 8.0) +
+                (double)w->bins.nblocks * (4.0 * w->bins.chunks + 8.0 + 5.0) +
                 ((double)w->chunks + (double)w->cpic_chunks) * acc;      /* coupling sums */
     }
     m->host = host;

@@ -22,6 +22,10 @@ typedef struct {
     int *start;        /* nblocks + 1 */
     unsigned long long *work; /* nblocks: the non-empty blocks (count << 32 | block), colour by colour, fullest first */
     int work_start[9]; /* colour c's blocks are work[work_start[c] .. work_start[c + 1]) */
+    unsigned char *touched; /* nblocks: node blocks (4^3 nodes) the last P2G could write */
+    int *dirty;        /* nblocks: those node blocks, in index order */
+    int ndirty;
+    int dirty_valid;   /* dirty lists every grid node that may be non-zero; 0: clear all */
     int *order;        /* n particle indices sorted by block (stable) */
     int *key;          /* n block of each particle; scratch once order is built */
     int *id;           /* n: the scene's index of the particle at each index */
