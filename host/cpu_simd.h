@@ -33,17 +33,12 @@ static inline void firn_cpu_scatter_nodes(const firn_params *P, firn_grid g,
                                           const firn_p2g_state *st, unsigned skip)
 {
     const firn_stencil *s = &st->s;
-    const float dx = P->dx;
     firn_vec3 col[3];
-    for (int k = 0; k < 3; k++)
-        col[k] = firn_v3(st->affine.m[k] * dx, st->affine.m[3 + k] * dx, st->affine.m[6 + k] * dx);
-    firn_vec3 m0 = firn_sub(st->mv, firn_m3_apply(st->affine, firn_v3((s->fx[0] - 1.0f) * dx,
-                                                                      (s->fx[1] - 1.0f) * dx,
-                                                                      (s->fx[2] - 1.0f) * dx)));
+    const firn_vec3 m0 = firn_p2g_middle(P, st, col);
     /* The mass lane adds (c - 1) * 0 = +-0 to the mass: the mass, exactly. */
     const firn_v4 c2 = {col[2].v[0], col[2].v[1], col[2].v[2], 0.0f};
-    const long long sx = 4LL * P->n[1] * P->n[2], sy = 4LL * P->n[2];
-    float *q0 = g.node + 4 * firn_node_index(P->n, s->base[0], s->base[1], s->base[2]);
+    long long sx, sy;
+    float *q0 = g.node + firn_stencil_corner(P, s, &sx, &sy);
     for (int a = 0; a < 3; a++) {
         firn_vec3 ma = firn_add(m0, firn_scale(col[0], (float)(a - 1)));
         for (int b = 0; b < 3; b++) {
@@ -67,8 +62,8 @@ static inline int firn_cpu_g2p_particle(int i, const firn_params *P, firn_partic
 {
     firn_vec3 x = firn_load3(p.x, p.n, i);
     firn_stencil s = firn_make_stencil(P, x);
-    const long long sx = 4LL * P->n[1] * P->n[2], sy = 4LL * P->n[2];
-    const float *q0 = g.node + 4 * firn_node_index(P->n, s.base[0], s.base[1], s.base[2]);
+    long long sx, sy;
+    const float *q0 = g.node + firn_stencil_corner(P, &s, &sx, &sy);
     const float wc0 = s.w[0][2], wc1 = s.w[1][2], wc2 = s.w[2][2];
     firn_v4 v = {0.0f}, m0 = {0.0f}, m1 = {0.0f}, m2 = {0.0f};
     for (int a = 0; a < 3; a++)

@@ -178,19 +178,35 @@ static inline FIRN_HD firn_p2g_state firn_p2g_prepare(int i, const firn_params *
  * (fx - 1) dx, and the columns of affine dx, three additions per node
  * instead of a matrix product. (Offsets from the middle node, in [-1, 1],
  * keep the terms as small as the per-node products were.) */
+static inline FIRN_HD firn_vec3 firn_p2g_middle(const firn_params *P, const firn_p2g_state *st,
+                                                firn_vec3 col[3])
+{
+    const float dx = P->dx;
+    for (int k = 0; k < 3; k++)
+        col[k] = firn_v3(st->affine.m[k] * dx, st->affine.m[3 + k] * dx, st->affine.m[6 + k] * dx);
+    return firn_sub(st->mv, firn_m3_apply(st->affine, firn_v3((st->s.fx[0] - 1.0f) * dx,
+                                                              (st->s.fx[1] - 1.0f) * dx,
+                                                              (st->s.fx[2] - 1.0f) * dx)));
+}
+
+/* The first float of the stencil's corner node in the grid, and the steps
+ * (in floats) to the next node along x and along y. */
+static inline FIRN_HD long long firn_stencil_corner(const firn_params *P, const firn_stencil *s,
+                                                    long long *sx, long long *sy)
+{
+    *sx = 4LL * P->n[1] * P->n[2];
+    *sy = 4LL * P->n[2];
+    return 4 * firn_node_index(P->n, s->base[0], s->base[1], s->base[2]);
+}
+
 static inline FIRN_HD void firn_p2g_scatter_nodes(const firn_params *P, firn_grid g,
                                                   const firn_p2g_state *st, unsigned skip)
 {
     const firn_stencil *s = &st->s;
-    const float dx = P->dx;
     firn_vec3 col[3];
-    for (int k = 0; k < 3; k++)
-        col[k] = firn_v3(st->affine.m[k] * dx, st->affine.m[3 + k] * dx, st->affine.m[6 + k] * dx);
-    firn_vec3 m0 = firn_sub(st->mv, firn_m3_apply(st->affine, firn_v3((s->fx[0] - 1.0f) * dx,
-                                                                      (s->fx[1] - 1.0f) * dx,
-                                                                      (s->fx[2] - 1.0f) * dx)));
-    const long long sx = 4LL * P->n[1] * P->n[2], sy = 4LL * P->n[2];
-    float *q0 = g.node + 4 * firn_node_index(P->n, s->base[0], s->base[1], s->base[2]);
+    const firn_vec3 m0 = firn_p2g_middle(P, st, col);
+    long long sx, sy;
+    float *q0 = g.node + firn_stencil_corner(P, s, &sx, &sy);
     for (int a = 0; a < 3; a++) {
         firn_vec3 ma = firn_add(m0, firn_scale(col[0], (float)(a - 1)));
         for (int b = 0; b < 3; b++) {
@@ -362,8 +378,8 @@ static inline FIRN_HD int firn_g2p_particle(int i, const firn_params *P, firn_pa
     firn_vec3 x = firn_load3(p.x, p.n, i);
     firn_stencil s = firn_make_stencil(P, x);
     firn_g2p_sums acc = {{{0.0f}}, {{{0.0f}}}};
-    const long long sx = 4LL * P->n[1] * P->n[2], sy = 4LL * P->n[2];
-    const float *q0 = g.node + 4 * firn_node_index(P->n, s.base[0], s.base[1], s.base[2]);
+    long long sx, sy;
+    const float *q0 = g.node + firn_stencil_corner(P, &s, &sx, &sy);
     const float wc0 = s.w[0][2], wc1 = s.w[1][2], wc2 = s.w[2][2];
     for (int a = 0; a < 3; a++)
         for (int b = 0; b < 3; b++) {
