@@ -115,22 +115,16 @@ void firn_cpu_clear(firn_world *w)
     w->bins.dirty_valid = 0;
 }
 
-/* The nodes of node block `blk` (4^3 nodes, fewer at the grid's upper
- * faces): calls body(node) for each, in index order. */
-#define FOR_BLOCK_NODES(b, g, blk, node, body)                                                    \
-    do {                                                                                          \
-        const int bx_ = (blk) / ((b)->nb[1] * (b)->nb[2]), by_ = (blk) / (b)->nb[2] % (b)->nb[1], \
-                  bz_ = (blk) % (b)->nb[2];                                                       \
-        const int x1_ = 4 * bx_ + 4 < (g)->n[0] ? 4 * bx_ + 4 : (g)->n[0];                       \
-        const int y1_ = 4 * by_ + 4 < (g)->n[1] ? 4 * by_ + 4 : (g)->n[1];                       \
-        const int z1_ = 4 * bz_ + 4 < (g)->n[2] ? 4 * bz_ + 4 : (g)->n[2];                       \
-        for (int i_ = 4 * bx_; i_ < x1_; i_++)                                                    \
-            for (int j_ = 4 * by_; j_ < y1_; j_++)                                                \
-                for (int k_ = 4 * bz_; k_ < z1_; k_++) {                                          \
-                    const long long node = ((long long)i_ * (g)->n[1] + j_) * (g)->n[2] + k_;     \
-                    body;                                                                         \
-                }                                                                                 \
-    } while (0)
+/* The nodes of node block `blk`: lo[a] <= index < hi[a] along each axis
+ * (4 per axis, fewer at the grid's upper faces). */
+static void block_nodes(const firn_cpu_bins *b, const firn_grid *g, int blk, int lo[3], int hi[3])
+{
+    const int c[3] = {blk / (b->nb[1] * b->nb[2]), blk / b->nb[2] % b->nb[1], blk % b->nb[2]};
+    for (int a = 0; a < 3; a++) {
+        lo[a] = 4 * c[a];
+        hi[a] = lo[a] + 4 < g->n[a] ? lo[a] + 4 : g->n[a];
+    }
+}
 
 /* The substep's clear: only the node blocks the last P2G could write
  * (a full clear when that is not known), so a mostly empty grid costs
@@ -145,8 +139,14 @@ static void clear_dirty(firn_world *w)
     const firn_grid *g = &w->grid;
     float *q = g->node;
 #pragma omp parallel for schedule(static)
-    for (int j = 0; j < b->ndirty; j++)
-        FOR_BLOCK_NODES(b, g, b->dirty[j], node, memset(q + 4 * node, 0, 4 * sizeof(float)));
+    for (int d = 0; d < b->ndirty; d++) {
+        int lo[3], hi[3];
+        block_nodes(b, g, b->dirty[d], lo, hi);
+        for (int i = lo[0]; i < hi[0]; i++)
+            for (int j = lo[1]; j < hi[1]; j++) /* a row of nodes along z */
+                memset(q + 4 * firn_node_index(g->n, i, j, lo[2]), 0,
+                       4 * sizeof(float) * (size_t)(hi[2] - lo[2]));
+    }
 }
 
 /* Work items: a block's particle count above its index, so that sorting
@@ -208,6 +208,10 @@ static void bin_particles(firn_world *w)
         for (int i = lo; i < hi; i++)
             b->order[at[b->key[i]]++] = i;
     }
+    /* Each colour's non-empty blocks, and the node blocks P2G writes: a
+     * particle of block B scatters to nodes 4B .. 4B + 5 along each axis,
+     * node blocks B and B + 1. */
+    memset(b->touched, 0, (size_t)nbk);
     int m = 0;
     for (int colour = 0; colour < 8; colour++) {
         const int cx = colour & 1, cy = (colour >> 1) & 1, cz = (colour >> 2) & 1;
@@ -217,25 +221,18 @@ static void bin_particles(firn_world *w)
                 for (int bz = cz; bz < b->nb[2]; bz += 2) {
                     int blk = (bx * b->nb[1] + by) * b->nb[2] + bz;
                     unsigned long long np = (unsigned)(b->start[blk + 1] - b->start[blk]);
-                    if (np > 0)
-                        b->work[m++] = np << 32 | (unsigned)blk;
+                    if (np == 0)
+                        continue;
+                    b->work[m++] = np << 32 | (unsigned)blk;
+                    for (int i = bx; i <= bx + 1 && i < b->nb[0]; i++)
+                        for (int j = by; j <= by + 1 && j < b->nb[1]; j++)
+                            for (int k = bz; k <= bz + 1 && k < b->nb[2]; k++)
+                                b->touched[(i * b->nb[1] + j) * b->nb[2] + k] = 1;
                 }
         qsort(b->work + b->work_start[colour], (size_t)(m - b->work_start[colour]),
               sizeof(*b->work), fuller_first);
     }
     b->work_start[8] = m;
-    /* The node blocks P2G writes: a particle of block B scatters to nodes
-     * 4B .. 4B + 5 along each axis, node blocks B and B + 1. */
-    memset(b->touched, 0, (size_t)nbk);
-    for (int blk = 0; blk < nbk; blk++) {
-        if (b->start[blk + 1] == b->start[blk])
-            continue;
-        const int bx = blk / (b->nb[1] * b->nb[2]), by = blk / b->nb[2] % b->nb[1], bz = blk % b->nb[2];
-        for (int i = bx; i <= bx + 1 && i < b->nb[0]; i++)
-            for (int j = by; j <= by + 1 && j < b->nb[1]; j++)
-                for (int k = bz; k <= bz + 1 && k < b->nb[2]; k++)
-                    b->touched[(i * b->nb[1] + j) * b->nb[2] + k] = 1;
-    }
     b->ndirty = 0;
     for (int blk = 0; blk < nbk; blk++)
         if (b->touched[blk])
@@ -358,8 +355,14 @@ void firn_cpu_grid(firn_world *w)
     }
     /* Nodes outside the blocks P2G wrote hold no mass: nothing to update. */
 #pragma omp parallel for schedule(static)
-    for (int j = 0; j < b->ndirty; j++)
-        FOR_BLOCK_NODES(b, &g, b->dirty[j], node, firn_grid_node(node, P, g));
+    for (int d = 0; d < b->ndirty; d++) {
+        int lo[3], hi[3];
+        block_nodes(b, &g, b->dirty[d], lo, hi);
+        for (int i = lo[0]; i < hi[0]; i++)
+            for (int j = lo[1]; j < hi[1]; j++)
+                for (int k = lo[2]; k < hi[2]; k++)
+                    firn_grid_node(firn_node_index(g.n, i, j, k), P, g);
+    }
 }
 
 int firn_cpu_g2p(firn_world *w)
@@ -403,11 +406,10 @@ int firn_cpu_g2p_cpic(firn_world *w)
             acc[k] = 0.0;
         const int end = (int)((ch + 1) * FIRN_CPIC_CHUNK < n ? (ch + 1) * FIRN_CPIC_CHUNK : n);
         for (int i = (int)(ch * FIRN_CPIC_CHUNK); i < end; i++) {
-            /* A particle near no body: firn_g2p_particle_cpic's own
-             * fallback, in the node-vector form. */
+            /* firn_g2p_particle_cpic, with plain G2P in the node-vector form. */
             firn_cpic_ctx c;
             int b = firn_cpic_load(&c, w->p, i, nb)
-                        ? firn_g2p_particle_cpic(i, P, w->mats, w->p, w->grid, bodies, nb, acc)
+                        ? firn_g2p_near_cpic(i, P, w->mats, w->p, w->grid, bodies, nb, &c, acc)
                         : firn_cpu_g2p_particle(i, P, w->p, w->grid);
             if (b && id[i] < bad)
                 bad = id[i];

@@ -262,14 +262,11 @@ static inline FIRN_HD firn_vec3 firn_cpic_contact(const firn_rigid *b, firn_vec3
  * force and torque at the particle in acc[6k..6k+5]; then firn_cpic_contact
  * against every body within reach, whose momentum change goes to the body
  * too. Returns 1 if the new state is not finite. */
-static inline FIRN_HD int firn_g2p_particle_cpic(int i, const firn_params *P,
-                                                 const firn_material *mats, firn_particles p,
-                                                 firn_grid g, const firn_rigid *bodies, int nb,
-                                                 double *acc)
+static inline FIRN_HD int firn_g2p_near_cpic(int i, const firn_params *P,
+                                             const firn_material *mats, firn_particles p,
+                                             firn_grid g, const firn_rigid *bodies, int nb,
+                                             const firn_cpic_ctx *c, double *acc)
 {
-    firn_cpic_ctx c;
-    if (!firn_cpic_load(&c, p, i, nb))
-        return firn_g2p_particle(i, P, p, g);
     const int n = p.n;
     const firn_vec3 x = firn_load3(p.x, n, i), vp = firn_load3(p.v, n, i);
     firn_stencil s = firn_make_stencil(P, x);
@@ -277,14 +274,14 @@ static inline FIRN_HD int firn_g2p_particle_cpic(int i, const firn_params *P,
     firn_g2p_sums sums = {{{0.0f}}, {{{0.0f}}}};
     float W[FIRN_CPIC_MAX];
     unsigned mask[FIRN_CPIC_MAX], have = 0;
-    const unsigned across = p.cpic[(long long)nb * n + i] ? firn_cpic_across(P, &s, x, &c, bodies, mask) : 0u;
+    const unsigned across = p.cpic[(long long)nb * n + i] ? firn_cpic_across(P, &s, x, c, bodies, mask) : 0u;
     for (int a = 0; a < 3; a++)
         for (int b = 0; b < 3; b++)
             for (int cc = 0; cc < 3; cc++) {
                 const unsigned bit = 1u << (9 * a + 3 * b + cc);
                 int k = -1; /* the lowest body across */
                 if (across & bit)
-                    for (unsigned m = c.near; m; m &= m - 1)
+                    for (unsigned m = c->near; m; m &= m - 1)
                         if (mask[firn_ctz(m)] & bit) {
                             k = firn_ctz(m);
                             break;
@@ -297,7 +294,7 @@ static inline FIRN_HD int firn_g2p_particle_cpic(int i, const firn_params *P,
                 } else {
                     if (!((have >> k) & 1u)) {
                         const firn_rigid *body = &bodies[k];
-                        firn_vec3 nk = firn_scale(c.n[k], 1.0f / firn_norm(c.n[k]));
+                        firn_vec3 nk = firn_scale(c->n[k], 1.0f / firn_norm(c->n[k]));
                         firn_rigid_collide(body, firn_sub(x, firn_rigid_pos(body)), vp, nk, 1.0f,
                                            &resp[k]);
                         W[k] = 0.0f;
@@ -315,9 +312,9 @@ static inline FIRN_HD int firn_g2p_particle_cpic(int i, const firn_params *P,
         firn_rigid_react(firn_sub(x, firn_rigid_pos(&bodies[k])), vp, resp[k], m * W[k],
                          acc + FIRN_RIGID_ACC * k);
     }
-    for (unsigned mk = c.near; mk; mk &= mk - 1) {
+    for (unsigned mk = c->near; mk; mk &= mk - 1) {
         int k = firn_ctz(mk);
-        firn_vec3 nk = firn_scale(c.n[k], 1.0f / firn_norm(c.n[k]));
+        firn_vec3 nk = firn_scale(c->n[k], 1.0f / firn_norm(c->n[k]));
         firn_vec3 v2 = firn_cpic_contact(&bodies[k], x, v, nk, P->dt);
         if (v2.v[0] != v.v[0] || v2.v[1] != v.v[1] || v2.v[2] != v.v[2]) {
             firn_rigid_react(firn_sub(x, firn_rigid_pos(&bodies[k])), v, v2, m,
@@ -326,6 +323,19 @@ static inline FIRN_HD int firn_g2p_particle_cpic(int i, const firn_params *P,
         }
     }
     return firn_g2p_finish(i, P, p, x, v, firn_g2p_affine(P, &s, &sums));
+}
+
+/* firn_g2p_near_cpic for a particle within reach of a body (its CPIC
+ * records loaded in *c), plain G2P for any other. */
+static inline FIRN_HD int firn_g2p_particle_cpic(int i, const firn_params *P,
+                                                 const firn_material *mats, firn_particles p,
+                                                 firn_grid g, const firn_rigid *bodies, int nb,
+                                                 double *acc)
+{
+    firn_cpic_ctx c;
+    if (!firn_cpic_load(&c, p, i, nb))
+        return firn_g2p_particle(i, P, p, g);
+    return firn_g2p_near_cpic(i, P, mats, p, g, bodies, nb, &c, acc);
 }
 
 #endif
