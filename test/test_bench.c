@@ -181,6 +181,17 @@ static void teardown(void) { test_rmdir(dir); }
  * in its working directory) and returns its exit status; output in out. */
 static int firn_in_dir(const char *args) { return test_run_firn(out, sizeof out, dir, args); }
 
+/* `firn bench --backend cpu OPTS --json DIR/NAME.json --csv DIR/NAME.csv`
+ * in the temporary folder; it must succeed. */
+static void run_bench(const char *name, const char *opts)
+{
+    char args[768];
+    snprintf(args, sizeof args, "bench --backend cpu %s --json %s/%s.json --csv %s/%s.csv", opts,
+             dir, name, dir, name);
+    int rc = firn_in_dir(args);
+    cr_assert_eq(rc, 0, "firn %s: exit %d:\n%s", args, rc, out);
+}
+
 static char *slurp(const char *path)
 {
     FILE *f = fopen(path, "rb");
@@ -194,6 +205,23 @@ static char *slurp(const char *path)
     s[n] = '\0';
     fclose(f);
     return s;
+}
+
+/* The text of DIR/NAME (free it). */
+static char *slurp_in_dir(const char *name)
+{
+    char path[160];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return slurp(path);
+}
+
+/* DIR/NAME parsed as JSON (cJSON_Delete it); *text gets its text (free it). */
+static cJSON *read_json(const char *name, char **text)
+{
+    *text = slurp_in_dir(name);
+    cJSON *doc = cJSON_Parse(*text);
+    cr_assert(doc, "%s is not JSON:\n%s", name, *text);
+    return doc;
 }
 
 static const cJSON *item(const cJSON *o, const char *key)
@@ -231,18 +259,10 @@ TestSuite(bench_cli, .init = setup, .fini = teardown, .timeout = 60);
 
 Test(bench_cli, json_and_csv_carry_every_documented_key)
 {
-    char args[512], path[128];
-    snprintf(args, sizeof args,
-             "bench --backend cpu --particles 2k --scenes sand_block --layout dense --repeats 1 "
-             "--substeps 1 --warmup 1 --json %s/b.json --csv %s/b.csv",
-             dir, dir);
-    int rc = firn_in_dir(args);
-    cr_assert_eq(rc, 0, "firn %s: exit %d:\n%s", args, rc, out);
-
-    snprintf(path, sizeof path, "%s/b.json", dir);
-    char *text = slurp(path);
-    cJSON *doc = cJSON_Parse(text);
-    cr_assert(doc, "b.json is not JSON:\n%s", text);
+    run_bench("b", "--particles 2k --scenes sand_block --layout dense --repeats 1 --substeps 1 "
+                   "--warmup 1");
+    char *text;
+    cJSON *doc = read_json("b.json", &text);
 
     cr_expect_str_eq(str(doc, "schema"), "firn-bench-1");
     cr_expect_str_eq(str(doc, "firn_version"), FIRN_VERSION);
@@ -313,8 +333,7 @@ Test(bench_cli, json_and_csv_carry_every_documented_key)
     expect_rel(num(r, "roofline_fraction"), bwp / cpu_bw, "roofline_fraction");
 
     /* The CSV: a header and one row for the same case. */
-    snprintf(path, sizeof path, "%s/b.csv", dir);
-    char *csv = slurp(path);
+    char *csv = slurp_in_dir("b.csv");
     char *nl = strchr(csv, '\n');
     cr_assert(nl, "b.csv has no header line:\n%s", csv);
     *nl = '\0';
@@ -345,18 +364,11 @@ Test(bench_cli, threads_list_runs_each_case_at_each_count)
     /* --threads 1,2: two rows per case, in the list's order, each with its
      * own thread count in the JSON and the CSV's last column, and a scaling
      * table on standard output. */
-    char args[512], path[128];
-    snprintf(args, sizeof args,
-             "bench --backend cpu --particles 2k --scenes dam_break --layout sparse --repeats 1 "
-             "--substeps 1 --warmup 1 --threads 1,2 --json %s/t.json --csv %s/t.csv",
-             dir, dir);
-    int rc = firn_in_dir(args);
-    cr_assert_eq(rc, 0, "firn %s: exit %d:\n%s", args, rc, out);
+    run_bench("t", "--particles 2k --scenes dam_break --layout sparse --repeats 1 --substeps 1 "
+                   "--warmup 1 --threads 1,2");
     cr_expect(strstr(out, "thread scaling") && strstr(out, "2/1"), "no scaling table:\n%s", out);
-    snprintf(path, sizeof path, "%s/t.json", dir);
-    char *text = slurp(path);
-    cJSON *doc = cJSON_Parse(text);
-    cr_assert(doc, "t.json is not JSON:\n%s", text);
+    char *text;
+    cJSON *doc = read_json("t.json", &text);
     const cJSON *results = item(doc, "results");
     cr_assert_eq(cJSON_GetArraySize(results), 2, "one case at two thread counts");
     for (int k = 0; k < 2; k++) {
@@ -365,8 +377,7 @@ Test(bench_cli, threads_list_runs_each_case_at_each_count)
         cr_expect_str_eq(str(r, "scene"), "dam_break");
         cr_expect_str_eq(str(r, "layout"), "sparse");
     }
-    snprintf(path, sizeof path, "%s/t.csv", dir);
-    char *csv = slurp(path);
+    char *csv = slurp_in_dir("t.csv");
     const char *row = csv;
     for (int k = 0; k < 3; k++) {
         const char *nl = strchr(row, '\n');
@@ -424,14 +435,8 @@ static const char *plot_python(void)
 static int run_plot(const char *args)
 {
     char cmd[1024];
-    snprintf(cmd, sizeof cmd, "%s bench/plot %s 2>&1", plot_python(), args);
-    FILE *f = popen(cmd, "r");
-    cr_assert(f, "cannot run %s", cmd);
-    size_t n = fread(out, 1, sizeof out - 1, f);
-    out[n] = '\0';
-    int st = pclose(f);
-    cr_assert(WIFEXITED(st), "%s did not exit normally", cmd);
-    return WEXITSTATUS(st);
+    snprintf(cmd, sizeof cmd, "%s bench/plot %s", plot_python(), args);
+    return test_run(out, sizeof out, cmd);
 }
 
 /* A PNG file: its 8-byte signature, and more than `min` bytes. */
@@ -455,15 +460,11 @@ Test(bench_plot, draws_each_chart_from_a_bench_file)
     /* A CPU bench of two scenes swept over 1 and 2 threads: throughput,
      * phases, cost and threads charts; no GPU, so cpu_vs_gpu is skipped
      * with a note that says why. */
+    run_bench("p", "--particles 2k,4k --scenes sand_block,dam_break --layout dense --repeats 2 "
+                   "--substeps 1 --warmup 1 --threads 1,2");
     char args[512], path[160];
-    snprintf(args, sizeof args,
-             "bench --backend cpu --particles 2k,4k --scenes sand_block,dam_break --layout dense "
-             "--repeats 2 --substeps 1 --warmup 1 --threads 1,2 --json %s/p.json --csv %s/p.csv",
-             dir, dir);
-    int rc = firn_in_dir(args);
-    cr_assert_eq(rc, 0, "firn %s: exit %d:\n%s", args, rc, out);
     snprintf(args, sizeof args, "%s/p.json --out %s/plots --prefix t", dir, dir);
-    rc = run_plot(args);
+    int rc = run_plot(args);
     cr_assert_eq(rc, 0, "bench/plot %s: exit %d:\n%s", args, rc, out);
     static const char *charts[] = {"throughput", "phases", "cost", "threads"};
     for (int k = 0; k < 4; k++) {
@@ -479,24 +480,23 @@ Test(bench_plot, rejects_what_is_not_a_bench_file)
 {
     /* Exit 1 and a message naming the file: a JSON of another schema, a
      * file that is not JSON, a missing file. */
+    static const struct {
+        const char *file, *text, *says;
+    } bad[] = {
+        {"other.json", "{\"schema\": \"something-else\", \"results\": []}\n", "not a firn bench file"},
+        {"broken.json", "{\"schema\": \"firn-bench-1\", \"results\": [\n", "is not valid JSON"},
+    };
     char path[160], args[512];
-    snprintf(path, sizeof path, "%s/other.json", dir);
-    FILE *f = fopen(path, "w");
-    cr_assert(f);
-    fputs("{\"schema\": \"something-else\", \"results\": []}\n", f);
-    fclose(f);
-    snprintf(args, sizeof args, "%s --out %s", path, dir);
-    cr_expect_eq(run_plot(args), 1, "%s", out);
-    cr_expect(strstr(out, "not a firn bench file") && strstr(out, "other.json"), "%s", out);
-
-    snprintf(path, sizeof path, "%s/broken.json", dir);
-    f = fopen(path, "w");
-    cr_assert(f);
-    fputs("{\"schema\": \"firn-bench-1\", \"results\": [\n", f);
-    fclose(f);
-    snprintf(args, sizeof args, "%s --out %s", path, dir);
-    cr_expect_eq(run_plot(args), 1, "%s", out);
-    cr_expect(strstr(out, "is not valid JSON") && strstr(out, "broken.json"), "%s", out);
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        snprintf(path, sizeof path, "%s/%s", dir, bad[k].file);
+        FILE *f = fopen(path, "w");
+        cr_assert(f);
+        fputs(bad[k].text, f);
+        fclose(f);
+        snprintf(args, sizeof args, "%s --out %s", path, dir);
+        cr_expect_eq(run_plot(args), 1, "%s", out);
+        cr_expect(strstr(out, bad[k].says) && strstr(out, bad[k].file), "%s", out);
+    }
 
     snprintf(args, sizeof args, "%s/missing.json --out %s", dir, dir);
     cr_expect_eq(run_plot(args), 1, "%s", out);

@@ -558,24 +558,31 @@ Test(coupling, rigid_mpm_off_leaves_material_uncoupled)
     firn_world_destroy(w);
 }
 
-static void run_coupled(int threads, int cpic, float **x_out, firn_rigid *r_out, int *n_out)
+/* A sand bed, a dynamic box falling onto it and a spinning kinematic
+ * cylinder in it, with or without CPIC. */
+static void coupled_scene(firn_scene_def *def, int cpic)
 {
-    firn_scene_def def;
-    base_scene(&def, 1.0f / 32.0f);
-    def.frame_dt = 0.01f;
-    firn_material_default(&def.materials[0], FIRN_MODEL_SAND);
-    snprintf(def.materials[0].name, FIRN_NAME_MAX, "sand");
-    add_box_body(&def, 0, (float[3]){0.5f, 0.15f, 0.5f}, (float[3]){0.4f, 0.15f, 0.4f}, NULL);
-    firn_rigid_def *r = add_rigid(&def, FIRN_RSHAPE_BOX, FIRN_RIGID_DYNAMIC);
+    base_scene(def, 1.0f / 32.0f);
+    def->frame_dt = 0.01f;
+    firn_material_default(&def->materials[0], FIRN_MODEL_SAND);
+    snprintf(def->materials[0].name, FIRN_NAME_MAX, "sand");
+    add_box_body(def, 0, (float[3]){0.5f, 0.15f, 0.5f}, (float[3]){0.4f, 0.15f, 0.4f}, NULL);
+    firn_rigid_def *r = add_rigid(def, FIRN_RSHAPE_BOX, FIRN_RIGID_DYNAMIC);
     r->shape.center[0] = 0.45f, r->shape.center[1] = 0.33f, r->shape.center[2] = 0.5f;
     r->rotation[2] = 20.0f;
     r->velocity[1] = -2.0f;
     r->density = 1000.0f;
-    firn_rigid_def *k = add_rigid(&def, FIRN_RSHAPE_CYLINDER, FIRN_RIGID_KINEMATIC);
+    firn_rigid_def *k = add_rigid(def, FIRN_RSHAPE_CYLINDER, FIRN_RIGID_KINEMATIC);
     k->shape.center[0] = 0.65f, k->shape.center[1] = 0.25f, k->shape.center[2] = 0.5f;
     k->shape.axis = 2;
     k->angular_velocity[2] = -5.0f;
-    def.coupling_cpic = cpic;
+    def->coupling_cpic = cpic;
+}
+
+static void run_coupled(int threads, int cpic, float **x_out, firn_rigid *r_out, int *n_out)
+{
+    firn_scene_def def;
+    coupled_scene(&def, cpic);
     int saved = omp_get_max_threads();
     omp_set_num_threads(threads);
     firn_world *w = make_world(&def);
@@ -1027,19 +1034,12 @@ Test(coupling, a_rigid_body_arriving_within_the_frame_limits_the_cfl_step)
 Test(coupling, profile_phases_are_disjoint_parts_of_the_substep)
 {
     /* The rigid bodies' step counts as `couple` (as CPIC's side marking
-     * does): with a dynamic body and no CPIC, couple is timed (> 0), and the
+     * does): with rigid bodies and no CPIC, couple is timed (> 0), and the
      * five phases, timed one after another inside each substep, add up to
      * no more than the substeps' total (1 us of timer slack per substep). */
     firn_scene_def def;
-    base_scene(&def, 1.0f / 32.0f);
+    coupled_scene(&def, 0);
     def.frame_dt = 0.005f;
-    firn_material_default(&def.materials[0], FIRN_MODEL_SAND);
-    snprintf(def.materials[0].name, FIRN_NAME_MAX, "sand");
-    add_box_body(&def, 0, (float[3]){0.5f, 0.15f, 0.5f}, (float[3]){0.4f, 0.15f, 0.4f}, NULL);
-    firn_rigid_def *r = add_rigid(&def, FIRN_RSHAPE_BOX, FIRN_RIGID_DYNAMIC);
-    r->shape.center[0] = 0.45f, r->shape.center[1] = 0.33f, r->shape.center[2] = 0.5f;
-    r->velocity[1] = -2.0f;
-    r->density = 1000.0f;
     firn_world *w = make_world(&def);
     run_frames(w, 1);
     firn_profile p = firn_world_profile(w);

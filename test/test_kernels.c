@@ -222,6 +222,18 @@ Test(stencil, g2p_sums_match_the_apic_formulas)
     free(g.node);
 }
 
+/* A particle's scatter state inside the random grid's interior: mass up to
+ * 2, momentum up to 20 per component, affine terms up to 200. */
+static firn_p2g_state random_scatter_state(const firn_params *P)
+{
+    firn_p2g_state st;
+    st.s = firn_make_stencil(P, firn_v3(frand(0.15f, 0.65f), frand(0.15f, 0.65f), frand(0.15f, 0.65f)));
+    st.mass = frand(0.1f, 2.0f);
+    st.mv = firn_v3(frand(-20.0f, 20.0f), frand(-20.0f, 20.0f), frand(-20.0f, 20.0f));
+    st.affine = random_matrix(200.0f);
+    return st;
+}
+
 /* P2G's scatter (firn_p2g_scatter_nodes) against the formula in double:
  * node (a, b, c) gains w (m v + affine dpos) and w m, and a CPIC mask
  * leaves exactly its nodes untouched. Tolerance: the contributions are
@@ -234,12 +246,7 @@ Test(stencil, p2g_scatter_matches_the_formula_and_skips_masked_nodes)
     float *before = malloc(4 * 512 * sizeof(float));
     for (int t = 0; t < 500; t++) {
         memcpy(before, g.node, 4 * 512 * sizeof(float));
-        firn_p2g_state st;
-        st.s = firn_make_stencil(&P, firn_v3(frand(0.15f, 0.65f), frand(0.15f, 0.65f),
-                                             frand(0.15f, 0.65f)));
-        st.mass = frand(0.1f, 2.0f);
-        st.mv = firn_v3(frand(-20.0f, 20.0f), frand(-20.0f, 20.0f), frand(-20.0f, 20.0f));
-        st.affine = random_matrix(200.0f);
+        const firn_p2g_state st = random_scatter_state(&P);
         const unsigned skip = t % 2 ? (unsigned)(rng_state >> 20) & 0x7ffffffu : 0u;
         firn_p2g_scatter_nodes(&P, g, &st, skip);
         const double bound = 20.0 * sqrt(3.0) + 3 * 200.0 * 1.5 * P.dx;
@@ -290,12 +297,7 @@ Test(stencil, cpu_vector_transfers_are_the_shared_ones)
     h.node = malloc(4 * 512 * sizeof(float));
     memcpy(h.node, g.node, 4 * 512 * sizeof(float));
     for (int t = 0; t < 400; t++) {
-        firn_p2g_state st;
-        st.s = firn_make_stencil(&P, firn_v3(frand(0.15f, 0.65f), frand(0.15f, 0.65f),
-                                             frand(0.15f, 0.65f)));
-        st.mass = frand(0.1f, 2.0f);
-        st.mv = firn_v3(frand(-20.0f, 20.0f), frand(-20.0f, 20.0f), frand(-20.0f, 20.0f));
-        st.affine = random_matrix(200.0f);
+        const firn_p2g_state st = random_scatter_state(&P);
         const unsigned skip = t % 2 ? (unsigned)(rng_state >> 20) & 0x7ffffffu : 0u;
         firn_p2g_scatter_nodes(&P, g, &st, skip);
         firn_cpu_scatter_nodes(&P, h, &st, skip);

@@ -25,6 +25,21 @@ static inline void test_rmdir(const char *dir)
     cr_assert_eq(system(cmd), 0);
 }
 
+/* Runs the shell command cmd and returns its exit status; stdout and
+ * stderr together go to out. */
+static inline int test_run(char *out, size_t size, const char *cmd)
+{
+    char full[PATH_MAX + 2560];
+    snprintf(full, sizeof full, "%s 2>&1", cmd);
+    FILE *f = popen(full, "r");
+    cr_assert(f, "cannot run %s", cmd);
+    size_t n = fread(out, 1, size - 1, f);
+    out[n] = '\0';
+    int st = pclose(f);
+    cr_assert(WIFEXITED(st), "%s did not exit normally", cmd);
+    return WEXITSTATUS(st);
+}
+
 /* Runs `firn ARGS` (in folder cwd when not NULL) and returns its exit
  * status; stdout and stderr together go to out. */
 static inline int test_run_firn(char *out, size_t size, const char *cwd, const char *args)
@@ -33,16 +48,10 @@ static inline int test_run_firn(char *out, size_t size, const char *cwd, const c
     char abs[PATH_MAX], cmd[PATH_MAX + 2048];
     cr_assert(realpath(bin, abs), "no firn binary at %s (set FIRN_BIN)", bin);
     if (cwd)
-        snprintf(cmd, sizeof cmd, "cd '%s' && %s %s 2>&1", cwd, abs, args);
+        snprintf(cmd, sizeof cmd, "cd '%s' && %s %s", cwd, abs, args);
     else
-        snprintf(cmd, sizeof cmd, "%s %s 2>&1", abs, args);
-    FILE *f = popen(cmd, "r");
-    cr_assert(f, "cannot run %s", cmd);
-    size_t n = fread(out, 1, size - 1, f);
-    out[n] = '\0';
-    int st = pclose(f);
-    cr_assert(WIFEXITED(st), "firn %s did not exit normally", args);
-    return WEXITSTATUS(st);
+        snprintf(cmd, sizeof cmd, "%s %s", abs, args);
+    return test_run(out, size, cmd);
 }
 
 #endif

@@ -39,6 +39,19 @@ static firn_shape_def box(float cx, float cy, float cz, float size)
     return s;
 }
 
+/* A static plate 0.6 m wide and 0.3 dx thick at height y, centred in x and
+ * z, with coupling.cpic on. */
+static void cpic_plate(firn_scene_def *def, float y)
+{
+    def->n_rigids = 1;
+    firn_rigid_default(&def->rigids[0]);
+    def->rigids[0].shape.type = FIRN_RSHAPE_BOX;
+    def->rigids[0].shape.center[1] = y;
+    def->rigids[0].shape.size[0] = def->rigids[0].shape.size[2] = 0.6f;
+    def->rigids[0].shape.size[1] = 0.3f * def->dx;
+    def->coupling_cpic = 1;
+}
+
 static firn_world *make_world(const firn_scene_def *def)
 {
     firn_error err;
@@ -217,16 +230,8 @@ static firn_world *every_model_world(int cpic)
                  m < FIRN_MODEL_COUNT ? "" : "_neohookean");
     }
     def.materials[FIRN_MODEL_COUNT].law = FIRN_LAW_NEOHOOKEAN;
-    if (cpic) {
-        def.n_rigids = 1;
-        firn_rigid_default(&def.rigids[0]);
-        def.rigids[0].shape.type = FIRN_RSHAPE_BOX;
-        def.rigids[0].shape.center[0] = def.rigids[0].shape.center[2] = 0.5f;
-        def.rigids[0].shape.center[1] = 0.4f;
-        def.rigids[0].shape.size[0] = def.rigids[0].shape.size[2] = 0.6f;
-        def.rigids[0].shape.size[1] = 0.3f * def.dx;
-        def.coupling_cpic = 1;
-    }
+    if (cpic)
+        cpic_plate(&def, 0.4f);
     firn_world *w = make_world(&def);
     cr_assert_eq(w->coupler.cpic, cpic);
     w->bins.reorder_run = 0; /* keep particle i at index i */
@@ -529,15 +534,8 @@ static void run_mixed(int threads, int cpic, float **x_out, float **F_out, int *
     def.bodies[1].material = 1;
     def.bodies[1].shape = box(0.6f, 0.4f, 0.5f, 0.14f);
     def.bodies[1].velocity[0] = -2.0f;
-    if (cpic) {
-        def.n_rigids = 1;
-        firn_rigid_default(&def.rigids[0]);
-        def.rigids[0].shape.type = FIRN_RSHAPE_BOX;
-        def.rigids[0].shape.center[1] = 0.21f;
-        def.rigids[0].shape.size[0] = def.rigids[0].shape.size[2] = 0.6f;
-        def.rigids[0].shape.size[1] = 0.3f * def.dx;
-        def.coupling_cpic = 1;
-    }
+    if (cpic)
+        cpic_plate(&def, 0.21f);
     firn_world *w = make_world(&def);
     cr_assert_eq(w->coupler.cpic, cpic);
     firn_frame_stats s;
