@@ -170,14 +170,9 @@ static inline FIRN_HD firn_p2g_state firn_p2g_prepare(int i, const firn_params *
     return firn_p2g_finish(i, P, m, p, C, F, Jp, dmg, tau);
 }
 
-/* Scatter of a particle's mass and MLS momentum to its 27 stencil nodes,
- * except those whose bit 9a + 3b + c is set in `skip` (CPIC):
- *   grid_mom += w (m v + affine dpos),  grid_mass += w m.
- * With dpos = ((a, b, c) - fx) dx the momentum is linear in a, b and c: it
- * is built from its value at the middle node (1, 1, 1), m v - affine
- * (fx - 1) dx, and the columns of affine dx, three additions per node
- * instead of a matrix product. (Offsets from the middle node, in [-1, 1],
- * keep the terms as small as the per-node products were.) */
+/* The scatter's momentum m v + affine dpos at the stencil's middle node
+ * (1, 1, 1), m v - affine (fx - 1) dx, returned; col[k] gets its change per
+ * node step along axis k, the columns of affine dx (firn_p2g_scatter_nodes). */
 static inline FIRN_HD firn_vec3 firn_p2g_middle(const firn_params *P, const firn_p2g_state *st,
                                                 firn_vec3 col[3])
 {
@@ -199,6 +194,14 @@ static inline FIRN_HD long long firn_stencil_corner(const firn_params *P, const 
     return 4 * firn_node_index(P->n, s->base[0], s->base[1], s->base[2]);
 }
 
+/* Scatter of a particle's mass and MLS momentum to its 27 stencil nodes,
+ * except those whose bit 9a + 3b + c is set in `skip` (CPIC):
+ *   grid_mom += w (m v + affine dpos),  grid_mass += w m.
+ * With dpos = ((a, b, c) - fx) dx the momentum is linear in a, b and c: it
+ * is built from its value at the middle node (1, 1, 1), m v - affine
+ * (fx - 1) dx, and the columns of affine dx, three additions per node
+ * instead of a matrix product. (Offsets from the middle node, in [-1, 1],
+ * keep the terms as small as the per-node products were.) */
 static inline FIRN_HD void firn_p2g_scatter_nodes(const firn_params *P, firn_grid g,
                                                   const firn_p2g_state *st, unsigned skip)
 {
