@@ -188,8 +188,8 @@ run_step "firn info" 30 20 "$FIRN" info
 # be told from a real one.
 NOFMA=""
 nofma_firn() {
-    if [[ -z $NOFMA && -x .gpu/bin/firn-nofma ]]; then
-        NOFMA=.gpu/bin/firn-nofma
+    if [[ -z $NOFMA ]] && variant firn-nofma >/dev/null; then
+        NOFMA=$(variant firn-nofma)
     elif [[ -z $NOFMA ]] && pkg-config --exists libcjson libpng 2>/dev/null; then
         run_step "build firn without FMA (for a failed compare)" 200 1 make -j16 BUILD=build-nofma \
             CUDA_ARCH="$ARCH" NVCCFLAGS="-O3 -lineinfo -fmad=false" build-nofma/firn
