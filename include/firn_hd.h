@@ -33,4 +33,15 @@ static inline FIRN_HD float firn_clampf(float x, float lo, float hi)
     return x < lo ? lo : (x > hi ? hi : x);
 }
 
+/* floor(t) clamped to [0, hi], 0 <= hi <= 2^30. t is clamped in float first, so NaN
+ * gives 0 and no value overflows the conversion; on [0, 2^30] truncation is
+ * the floor. */
+static inline FIRN_HD int firn_floor_index(float t, int hi)
+{
+    t = t > 0.0f ? t : 0.0f;
+    t = t < 1073741824.0f ? t : 1073741824.0f;
+    const int k = (int)t;
+    return k < hi ? k : hi;
+}
+
 #endif

@@ -94,8 +94,7 @@ static inline FIRN_HD firn_stencil firn_make_stencil(const firn_params *P, firn_
     firn_stencil s;
     for (int a = 0; a < 3; a++) {
         float xg = (x.v[a] - P->lower[a]) * P->inv_dx;
-        int b = (int)floorf(xg - 0.5f);
-        b = b < 0 ? 0 : (b > P->n[a] - 3 ? P->n[a] - 3 : b);
+        int b = firn_floor_index(xg - 0.5f, P->n[a] - 3);
         float f = xg - (float)b;
         s.base[a] = b;
         s.fx[a] = f;

@@ -165,8 +165,7 @@ static inline FIRN_HD float firn_sdf_mesh(const firn_sdf_shape *s, firn_vec3 p, 
         dout.v[a] = p.v[a] - c;
         out2 += dout.v[a] * dout.v[a];
         float u = (c - s->lo[a]) * s->inv_h[a];
-        int k = (int)floorf(u);
-        k = k < 0 ? 0 : (k > s->n[a] - 2 ? s->n[a] - 2 : k);
+        int k = firn_floor_index(u, s->n[a] - 2);
         i[a] = k;
         f[a] = firn_clampf(u - (float)k, 0.0f, 1.0f);
     }

@@ -81,6 +81,38 @@ Test(bspline, stencil_never_leaves_grid)
     cr_assert_eq(s.base[0], 0);
     cr_assert_eq(s.base[1], 29);
     cr_assert_eq(s.base[2], 0);
+
+    /* Non-finite positions and ones beyond int's range land in the grid too
+     * (a blown-up particle is reported, not written outside the grid). */
+    s = firn_make_stencil(&P, firn_v3(NAN, INFINITY, -INFINITY));
+    cr_assert(s.base[0] == 0 && s.base[1] == 29 && s.base[2] == 0, "%d %d %d", s.base[0],
+              s.base[1], s.base[2]);
+    s = firn_make_stencil(&P, firn_v3(3e9f, -3e9f, 1e38f));
+    cr_assert(s.base[0] == 29 && s.base[1] == 0 && s.base[2] == 29, "%d %d %d", s.base[0],
+              s.base[1], s.base[2]);
+}
+
+Test(bspline, floor_index_is_the_clamped_floor)
+{
+    /* floor(t) clamped to [0, hi], against floorf over values around every
+     * integer below 40 and over the range's ends. */
+    for (int k = -3; k < 40; k++)
+        for (int d = -2; d <= 2; d++) {
+            float t = nextafterf((float)k, d < 0 ? -INFINITY : INFINITY);
+            if (d == 0)
+                t = (float)k;
+            else if (d == -2 || d == 2)
+                t = (float)k + 0.5f * (float)d / 2.0f;
+            int want = (int)floorf(t);
+            want = want < 0 ? 0 : (want > 29 ? 29 : want);
+            cr_assert_eq(firn_floor_index(t, 29), want, "t = %.9g", t);
+        }
+    cr_assert_eq(firn_floor_index(NAN, 29), 0);
+    cr_assert_eq(firn_floor_index(-NAN, 29), 0);
+    cr_assert_eq(firn_floor_index(INFINITY, 29), 29);
+    cr_assert_eq(firn_floor_index(-INFINITY, 29), 0);
+    cr_assert_eq(firn_floor_index(3e9f, 1 << 30), 1 << 30);
+    cr_assert_eq(firn_floor_index(16777218.0f, 1 << 30), 16777218);
 }
 
 /* U diag(s) V^T is an SVD of A with firn_svd3's conventions. */
