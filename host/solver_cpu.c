@@ -320,7 +320,7 @@ static inline __attribute__((always_inline)) void p2g_block(firn_world *w, int k
  * blocks apart, so their stencils never share a node, and the order in
  * which they run changes no sum. Each colour's non-empty blocks go to the
  * threads one at a time, fullest first. */
-static inline __attribute__((always_inline)) void p2g_colours(firn_world *w, int cpic)
+static void p2g_colours(firn_world *w, int cpic)
 {
     const firn_cpu_bins *b = &w->bins;
     for (int colour = 0; colour < 8; colour++) {
@@ -328,7 +328,12 @@ static inline __attribute__((always_inline)) void p2g_colours(firn_world *w, int
 #pragma omp parallel for schedule(dynamic, 1)
         for (int j = j0; j < j1; j++) {
             const int blk = (int)(b->work[j] & 0xffffffffu);
-            p2g_block(w, b->start[blk], b->start[blk + 1], cpic);
+            /* Branched here, inside the region OpenMP outlines, so that each
+             * call inlines p2g_block with `cpic` a constant. */
+            if (cpic)
+                p2g_block(w, b->start[blk], b->start[blk + 1], 1);
+            else
+                p2g_block(w, b->start[blk], b->start[blk + 1], 0);
         }
     }
 }
@@ -336,10 +341,7 @@ static inline __attribute__((always_inline)) void p2g_colours(firn_world *w, int
 void firn_cpu_p2g(firn_world *w)
 {
     bin_particles(w);
-    if (w->coupler.cpic)
-        p2g_colours(w, 1);
-    else
-        p2g_colours(w, 0);
+    p2g_colours(w, w->coupler.cpic);
 }
 
 void firn_cpu_grid(firn_world *w)
