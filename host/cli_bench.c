@@ -107,7 +107,8 @@ static int run_case(bench_result *r, const bench_opts *o, double copy_bw, firn_e
 
 static const char *backend_name(firn_backend b) { return b == FIRN_BACKEND_CUDA ? "cuda" : "cpu"; }
 
-static void write_json(FILE *f, const bench_result *r, int nr, double cpu_bw, double gpu_bw)
+static void write_json(FILE *f, const bench_result *r, int nr, double cpu_bw, double gpu_bw,
+                       int complete)
 {
     char date[32], dev[512] = "";
     time_t now = time(NULL);
@@ -123,6 +124,7 @@ static void write_json(FILE *f, const bench_result *r, int nr, double cpu_bw, do
     fprintf(f, "  \"cpu_threads\": %d,\n  \"cuda_device\": \"%s\",\n", omp_get_max_threads(), dev);
     fprintf(f, "  \"copy_bandwidth_Bps\": {\"cpu\": %.6g, \"cuda\": %.6g},\n", cpu_bw, gpu_bw);
     fprintf(f, "  \"state_bytes_per_particle_substep\": %.0f,\n", FIRN_BENCH_STATE_BYTES);
+    fprintf(f, "  \"complete\": %s,\n", complete ? "true" : "false");
     fprintf(f, "  \"results\": [\n");
     for (int k = 0; k < nr; k++) {
         const bench_result *x = &r[k];
@@ -194,7 +196,7 @@ static void print_scaling(const bench_result *r, int nr, int nthreads)
 }
 
 static int write_file(const char *path, const bench_result *r, int nr, double cpu_bw, double gpu_bw,
-                      int json)
+                      int json, int complete)
 {
     char tmp[FIRN_PATH_MAX + 16];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
@@ -204,7 +206,7 @@ static int write_file(const char *path, const bench_result *r, int nr, double cp
         return FIRN_E_IO;
     }
     if (json)
-        write_json(f, r, nr, cpu_bw, gpu_bw);
+        write_json(f, r, nr, cpu_bw, gpu_bw, complete);
     else
         write_csv(f, r, nr);
     if (fclose(f) || rename(tmp, path)) {
@@ -213,6 +215,15 @@ static int write_file(const char *path, const bench_result *r, int nr, double cp
         return FIRN_E_IO;
     }
     return 0;
+}
+
+/* Both files, rewritten whole (and atomically) after every case, so that a
+ * run cut short keeps the cases it finished, marked incomplete. */
+static int write_files(const char *json, const char *csv, const bench_result *r, int nr,
+                       double cpu_bw, double gpu_bw, int complete)
+{
+    int rc = write_file(json, r, nr, cpu_bw, gpu_bw, 1, complete);
+    return rc ? rc : write_file(csv, r, nr, cpu_bw, gpu_bw, 0, complete);
 }
 
 static int parse_list(const char *s, const char *const *names, int n, int *mask)
@@ -396,6 +407,12 @@ int firn_cli_bench(int argc, char **argv)
                             rc = firn_cli_fail(&err);
                             break;
                         }
+                        nr++;
+                        rc = write_files(json, csv, res, nr, cpu_bw, gpu_bw, 0);
+                        if (rc) {
+                            nr = 0; /* nothing is where it should be */
+                            break;
+                        }
                         char grid[32];
                         snprintf(grid, sizeof grid, "%dx%dx%d", r->n[0], r->n[1], r->n[2]);
                         printf("%-10s %-6s %-4s %3d %10lld %-13s %9.4f %11.4g %8.3f %8.3f %8.3f %8.3f "
@@ -405,7 +422,6 @@ int firn_cli_bench(int argc, char **argv)
                                r->throughput, r->phase_ms[0], r->phase_ms[1], r->phase_ms[2],
                                r->phase_ms[4], r->bytes_per_particle, 100.0 * r->roofline);
                         fflush(stdout);
-                        nr++;
                     }
     }
     printf("(phase columns: ms per substep; roofline: %g bytes per particle-substep at the "
@@ -413,12 +429,13 @@ int firn_cli_bench(int argc, char **argv)
            FIRN_BENCH_STATE_BYTES);
     if (!rc)
         print_scaling(res, nr, nthreads);
-    if (nr > 0) {
-        int wrc = write_file(json, res, nr, cpu_bw, gpu_bw, 1);
-        wrc = wrc ? wrc : write_file(csv, res, nr, cpu_bw, gpu_bw, 0);
-        if (!wrc)
+    if (nr > 0 && !rc) {
+        rc = write_files(json, csv, res, nr, cpu_bw, gpu_bw, 1);
+        if (!rc)
             printf("wrote %s and %s\n", json, csv);
-        rc = rc ? rc : wrc;
+    } else if (nr > 0) {
+        printf("%s and %s hold the %d case(s) that finished, marked \"complete\": false\n", json,
+               csv, nr);
     }
     free(res);
     return rc;

@@ -5,6 +5,7 @@
 #include <criterion/criterion.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -278,6 +279,7 @@ Test(bench_cli, json_and_csv_carry_every_documented_key)
     cr_expect_gt(cpu_bw, 0.0, "measured host copy bandwidth");
     (void)num(bw, "cuda");
     cr_expect_eq(num(doc, "state_bytes_per_particle_substep"), 200.0);
+    cr_expect(cJSON_IsTrue(item(doc, "complete")), "a run that finished is complete");
 
     const cJSON *results = item(doc, "results");
     cr_assert(cJSON_IsArray(results));
@@ -357,6 +359,52 @@ Test(bench_cli, json_and_csv_carry_every_documented_key)
     free(csv);
     cJSON_Delete(doc);
     free(text);
+}
+
+Test(bench_cli, a_run_cut_short_keeps_the_cases_it_finished, .init = setup, .fini = teardown)
+{
+    /* Terminated (SIGTERM, as `timeout` does) once it has printed its first
+     * case: the second, 500k particles after 300 warm-up substeps, is tens
+     * of seconds away. The files hold the first case, marked incomplete. */
+    const char *bin = getenv("FIRN_BIN") ? getenv("FIRN_BIN") : "build/firn";
+    char abs[PATH_MAX], cmd[PATH_MAX + 512], line[512];
+    cr_assert(realpath(bin, abs), "no firn binary at %s", bin);
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && exec sh -c 'echo $$; exec %s bench --backend cpu --particles 2k,500k "
+             "--scenes sand_block --layout dense --repeats 1 --substeps 1 --json b.json "
+             "--csv b.csv'",
+             dir, abs);
+    FILE *f = popen(cmd, "r");
+    cr_assert(f);
+    cr_assert(fgets(line, sizeof line, f), "no pid");
+    const pid_t pid = (pid_t)atol(line);
+    int rows = 0;
+    while (!rows && fgets(line, sizeof line, f))
+        rows += !strncmp(line, "sand_block", 10);
+    cr_assert_eq(rows, 1, "no result row before the end of the output");
+    cr_assert_eq(kill(pid, SIGTERM), 0);
+    while (fgets(line, sizeof line, f))
+        ;
+    const int st = pclose(f);
+    cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM, "status %d: not terminated", st);
+
+    char *text;
+    cJSON *doc = read_json("b.json", &text);
+    cr_expect(cJSON_IsFalse(item(doc, "complete")), "a run cut short is not complete");
+    const cJSON *results = item(doc, "results");
+    cr_assert_eq(cJSON_GetArraySize(results), 1);
+    cr_expect_lt(num(cJSON_GetArrayItem(results, 0), "particles"), 3000.0, "the 2k case");
+    cJSON_Delete(doc);
+    free(text);
+    char *csv = slurp_in_dir("b.csv");
+    int lines = 0;
+    for (const char *c = csv; *c; c++)
+        lines += *c == '\n';
+    cr_expect_eq(lines, 2, "header and one case:\n%s", csv);
+    free(csv);
+    char tmp[128];
+    snprintf(tmp, sizeof tmp, "%s/b.json.tmp", dir);
+    cr_expect_neq(access(tmp, F_OK), 0, "a temporary file was left behind");
 }
 
 Test(bench_cli, threads_list_runs_each_case_at_each_count)
