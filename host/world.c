@@ -377,10 +377,10 @@ void firn_world_memory(const firn_world *w, firn_memory *m)
     m->per_particle = n > 0 ? own / n : 0.0;
 }
 
-/* `substep` is the (1-based) substep where particle `bad` went non-finite.
- * The CPU path stops there; the GPU learns of it when the call's nsub
- * substeps are done, and says how far it ran on. */
-static int report_nonfinite(firn_world *w, int bad, long long substep, firn_error *err)
+/* `substep` is the (1-based) substep where particle `bad` went non-finite,
+ * ending at time t. The CPU path stops there; the GPU learns of it when the
+ * call's nsub substeps are done, and says how far it ran on. */
+static int report_nonfinite(firn_world *w, int bad, long long substep, double t, firn_error *err)
 {
     char when[128];
     if (w->cuda) {
@@ -400,7 +400,7 @@ static int report_nonfinite(firn_world *w, int bad, long long substep, firn_erro
                    "%s: frame %d (t = %.6g s, %s): particle %d of material '%s' has a "
                    "non-finite position or velocity; the state is not written. Likely causes: a "
                    "time step too large for the material (dt = %g s), or extreme parameters",
-                   prefix(&w->def), w->frame + 1, w->time, when, bad, w->def.materials[m].name,
+                   prefix(&w->def), w->frame + 1, t, when, bad, w->def.materials[m].name,
                    w->params.dt);
     return -1;
 }
@@ -413,19 +413,22 @@ int firn_world_run_substeps(firn_world *w, int nsub, float dt, firn_error *err)
          * run on the device. */
         w->host_stale = 1;
         w->rigids_stale = 1;
+        const double t0 = w->time;
         int k = 0, bad = firn_cuda_run(w, nsub, dt, &k, err);
         if (bad == -2)
             return -1;
         w->substeps += nsub;
         w->time += (double)nsub * dt;
-        return bad >= 0 ? report_nonfinite(w, bad, w->substeps - nsub + 1 + k, err) : 0;
+        return bad >= 0 ? report_nonfinite(w, bad, w->substeps - nsub + 1 + k,
+                                           t0 + (double)(k + 1) * dt, err)
+                        : 0;
     }
     for (int s = 0; s < nsub; s++) {
         int bad = firn_cpu_substep(w);
         w->substeps++;
         w->time += dt;
         if (bad >= 0)
-            return report_nonfinite(w, bad, w->substeps, err);
+            return report_nonfinite(w, bad, w->substeps, w->time, err);
     }
     return 0;
 }

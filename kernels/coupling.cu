@@ -154,3 +154,17 @@ int firn_cuda_queue_grid_rigid(const firn_params *P, firn_grid g, const firn_rig
     FIRN_CUDA_CHECK_LAUNCH("grid_update_rigid", st, err);
     return 0;
 }
+
+int firn_cuda_coupling_local_bytes(size_t *bytes, firn_error *err)
+{
+    const void *kernels[] = {(const void *)rigid_step, (const void *)grid_update_rigid,
+                             (const void *)cpic_mark, (const void *)p2g_cpic,
+                             (const void *)g2p_cpic};
+    *bytes = 0;
+    for (const void *k : kernels) {
+        cudaFuncAttributes a;
+        FIRN_CUDA_CHECK(cudaFuncGetAttributes(&a, k), err);
+        *bytes = a.localSizeBytes > *bytes ? a.localSizeBytes : *bytes;
+    }
+    return 0;
+}

@@ -155,16 +155,37 @@ static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
     const size_t r_bytes = (size_t)w->n_rigids * sizeof(firn_rigid);
     const size_t a_bytes = (size_t)w->n_rigids * FIRN_RIGID_ACC * sizeof(double);
     const size_t want = firn_device_bytes(w) + firn_align256(temp_bytes);
+    /* The driver also reserves the kernels' local memory (stack), the most
+     * any of them uses per thread, for every thread the GPU can hold, at
+     * their first launch: counted here, so that a scene that passes this
+     * check does not fail at that launch. */
+    size_t local = 0;
+    {
+        const void *kernels[] = {(const void *)p2g, (const void *)grid_update, (const void *)g2p};
+        for (const void *k : kernels) {
+            cudaFuncAttributes a;
+            FIRN_CUDA_CHECK(cudaFuncGetAttributes(&a, k), err);
+            local = a.localSizeBytes > local ? a.localSizeBytes : local;
+        }
+        size_t lc = 0;
+        if (w->n_rigids > 0 && firn_cuda_coupling_local_bytes(&lc, err))
+            return FIRN_CUDA_FAILED;
+        local = lc > local ? lc : local;
+    }
+    const size_t reserve =
+        local * (size_t)prop.multiProcessorCount * (size_t)prop.maxThreadsPerMultiProcessor;
     size_t free_b = 0, total_b = 0;
     FIRN_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b), err);
-    if (want > free_b) {
+    if (want + reserve > free_b) {
         firn_set_error(err, FIRN_E_DEVICE,
                        "not enough GPU memory on %s: %zu bytes (%.1f MiB) requested for %d "
-                       "particles and a %d x %d x %d grid, %zu bytes (%.1f MiB) free of %zu "
-                       "(%.1f MiB); use fewer particles, a coarser dx, or --backend cpu",
+                       "particles and a %d x %d x %d grid, and %.1f MiB of kernel stack (%zu B for "
+                       "each of %d x %d threads), %zu bytes (%.1f MiB) free of %zu (%.1f MiB); "
+                       "use fewer particles, a coarser dx, or --backend cpu",
                        w->device_name, want, (double)want / (1 << 20), n, s->grid.n[0],
-                       s->grid.n[1], s->grid.n[2], free_b, (double)free_b / (1 << 20), total_b,
-                       (double)total_b / (1 << 20));
+                       s->grid.n[1], s->grid.n[2], (double)reserve / (1 << 20), local,
+                       prop.multiProcessorCount, prop.maxThreadsPerMultiProcessor, free_b,
+                       (double)free_b / (1 << 20), total_b, (double)total_b / (1 << 20));
         return FIRN_CUDA_FAILED;
     }
 
@@ -385,6 +406,34 @@ static void account_time(firn_world *w, firn_cuda_state *s)
     w->prof.total += 1e-3 * total;
 }
 
+/* After a CUDA error part way through a call (err holds it): let what was
+ * queued finish, then clear the non-finite word it may have set, so that no
+ * later call reports this call's substep as its own. Best effort: after a
+ * sticky error both fail too, and the world is unusable anyway. */
+static void discard_bad_word(firn_cuda_state *s)
+{
+    static const unsigned long long none = FIRN_CUDA_BAD_NONE;
+    (void)cudaStreamSynchronize(s->stream);
+    (void)cudaMemcpyAsync(s->bad, &none, sizeof none, cudaMemcpyHostToDevice, s->stream);
+    (void)cudaStreamSynchronize(s->stream);
+    (void)cudaGetLastError();
+}
+
+/* Queues nsub substeps and reads the non-finite word back; 0 or -2. */
+static int run_substeps(firn_cuda_state *s, const firn_params *P, int nsub,
+                        unsigned long long *bad, firn_error *err)
+{
+    FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_START], s->stream), err);
+    for (int k = 0; k < nsub; k++)
+        if (queue_substep(s, P, (unsigned)k, k == nsub / 2, err))
+            return FIRN_CUDA_FAILED;
+    FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_END], s->stream), err);
+    FIRN_CUDA_CHECK(cudaMemcpyAsync(bad, s->bad, sizeof *bad, cudaMemcpyDeviceToHost, s->stream),
+                    err);
+    FIRN_CUDA_CHECK(cudaStreamSynchronize(s->stream), err);
+    return 0;
+}
+
 extern "C" int firn_cuda_run(firn_world *w, int nsub, float dt, int *bad_substep, firn_error *err)
 {
     firn_cuda_state *s = w->cuda;
@@ -394,15 +443,11 @@ extern "C" int firn_cuda_run(firn_world *w, int nsub, float dt, int *bad_substep
         return -1;
     firn_params P = w->params;
     P.dt = dt;
-    FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_START], s->stream), err);
-    for (int k = 0; k < nsub; k++)
-        if (queue_substep(s, &P, (unsigned)k, k == nsub / 2, err))
-            return FIRN_CUDA_FAILED;
-    FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_END], s->stream), err);
     unsigned long long bad = FIRN_CUDA_BAD_NONE;
-    FIRN_CUDA_CHECK(cudaMemcpyAsync(&bad, s->bad, sizeof bad, cudaMemcpyDeviceToHost, s->stream),
-                    err);
-    FIRN_CUDA_CHECK(cudaStreamSynchronize(s->stream), err);
+    if (run_substeps(s, &P, nsub, &bad, err)) {
+        discard_bad_word(s);
+        return FIRN_CUDA_FAILED;
+    }
     w->host_stale = 1;
     account_time(w, s);
     if (bad == FIRN_CUDA_BAD_NONE)

@@ -433,8 +433,8 @@ Test(gpu, memory_figure_is_what_the_device_allocates, .timeout = 60)
 
 /* A NaN planted in one particle's C spreads through its 27 nodes to its
  * neighbours in the first substep. Both paths run 4 substeps in one call;
- * both must name substep 1 and the same (lowest) particle, though the GPU
- * only learns of it after the fourth. */
+ * both must name substep 1, its time and the same (lowest) particle, though
+ * the GPU only learns of it after the fourth. */
 Test(gpu, nonfinite_report_names_the_substep_and_particle_of_the_cpu, .timeout = 60)
 {
     require_gpu();
@@ -458,6 +458,10 @@ Test(gpu, nonfinite_report_names_the_substep_and_particle_of_the_cpu, .timeout =
     cr_assert(pc && pg, "CPU: %s\nGPU: %s", ec.msg, eg.msg);
     cr_expect_eq(atoi(pc + 9), atoi(pg + 9), "CPU: %s\nGPU: %s", ec.msg, eg.msg);
     cr_expect_leq(atoi(pc + 9), j, "the planted particle %d or a lower neighbour: %s", j, ec.msg);
+    /* The time given is substep 1's on both, not the end of the GPU's call. */
+    const char *tc = strstr(ec.msg, "(t = "), *tg = strstr(eg.msg, "(t = ");
+    cr_assert(tc && tg, "CPU: %s\nGPU: %s", ec.msg, eg.msg);
+    cr_expect_eq(strtod(tc + 5, NULL), strtod(tg + 5, NULL), "CPU: %s\nGPU: %s", ec.msg, eg.msg);
     firn_world_destroy(gpu);
     firn_world_destroy(cpu);
 }
