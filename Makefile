@@ -86,7 +86,7 @@ $(BUILD)/libfirn.a: $(filter-out $(CLI_OBJ),$(HOST_OBJ)) $(CU_OBJ)
 	ar rcs $@ $^
 
 $(BUILD)/firn: $(CLI_OBJ) $(BUILD)/libfirn.a
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/%.o: %.c $(wildcard include/*.h host/*.h test/*.h)
 	@mkdir -p $(@D)
@@ -100,11 +100,11 @@ $(BUILD)/kernels/%.o: kernels/%.cu $(wildcard include/*.h host/*.h kernels/*.cuh
 	$(NVCC) $(NVCCFLAGS) -c -o $@ $<
 
 $(BUILD)/test_firn: $(TEST_OBJ) $(BUILD)/libfirn.a
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) -lcriterion
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcriterion
 
 # Measures the CPU path's state reordering (bench/results/cpu-2026-12-03.md).
 $(BUILD)/reorder_probe: $(BUILD)/bench/reorder_probe.o $(BUILD)/libfirn.a
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # Tests call the CLI too, so both are built first.
 test:

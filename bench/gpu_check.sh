@@ -18,8 +18,10 @@
 # Each step runs under
 # `timeout`; a failing step does not stop the others. The last thing printed
 # is a markdown table of PASS/FAIL and seconds per step, also written to
-# bench/results/gpu-check-<date>-<commit>.md (and, with the logs, to $OUT when
-# that is set). Exits non-zero if any step failed.
+# bench/results/gpu-check-<date>-<commit>.md. When $OUT is set (the device
+# tool), everything printed goes to $OUT/console.txt and each step's log to
+# $OUT/logs/ as the step ends, so that a run cut short still brings them
+# back. Exits non-zero if any step failed.
 set -u
 
 cd "$(dirname "$0")/.." || exit 1
@@ -29,6 +31,12 @@ BUDGET=${GPU_CHECK_BUDGET:-420} # seconds for all steps: well inside 8 minutes
 FIRN=build/firn
 START=$(date +%s)
 TMP=$(mktemp -d /tmp/firn-gpu-check.XXXXXX)
+LOGS=$TMP
+if [[ -n ${OUT:-} && -d ${OUT:-} ]]; then
+    LOGS=$OUT/logs
+    mkdir -p "$LOGS"
+    exec > >(tee -a "$OUT/console.txt") 2>&1
+fi
 
 STEPS=()
 RESULTS=()
@@ -59,7 +67,7 @@ run_step() {
     fi
     ((limit > left)) && limit=$left
     local log
-    log="$TMP/$(printf '%02d' ${#STEPS[@]})-$(echo "$name" | tr -c 'A-Za-z0-9._-' '_').log"
+    log="$LOGS/$(printf '%02d' ${#STEPS[@]})-$(echo "$name" | tr -c 'A-Za-z0-9._-' '_').log"
     echo "### $name (timeout ${limit}s): $*"
     local t0 t1 rc
     t0=$(date +%s.%N)
@@ -116,6 +124,7 @@ smallest_scene() {
 GPU=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -n 1)
 GPU=${GPU:-"unknown (nvidia-smi not available)"}
 COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo nogit)
+SRC_HASH=$(bench/source_hash.sh)
 DATE=$(date +%Y-%m-%d)
 echo "firn GPU check: $DATE, commit $COMMIT, GPU: $GPU"
 echo "nvcc: $(nvcc --version 2>/dev/null | tail -n 1 || echo 'not in PATH')"
@@ -128,19 +137,30 @@ if pkg-config --exists libcjson libpng criterion 2>/dev/null; then
     run_step "build (sm_90)" 240 2 make CUDA_ARCH="$ARCH" -j16 all build/test_firn
 elif [[ -x .gpu/bin/firn && -x .gpu/bin/test_firn ]]; then
     PREBUILT=1
-    export LD_LIBRARY_PATH="$PWD/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     mkdir -p build
+    # The binaries find .gpu/lib through their RPATH (pack_gpu.sh); an older
+    # pack without it needs LD_LIBRARY_PATH, for everything run after.
+    cp .gpu/bin/firn .gpu/bin/test_firn build/
+    if ! build/firn --version >/dev/null 2>&1; then
+        export LD_LIBRARY_PATH="$PWD/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    fi
     run_step "prebuilt sm_90 binaries from .gpu (commit $(cat .gpu/COMMIT 2>/dev/null))" 30 2 \
-        bash -c "cp .gpu/bin/firn .gpu/bin/test_firn build/ && build/firn --version"
+        build/firn --version
+    # Built from this tree's sources? If not, the results are the pack's.
+    if [[ "$(cat .gpu/SOURCES 2>/dev/null)" != "$SRC_HASH" ]]; then
+        record "pack built from this tree's sources" \
+            "FAIL (.gpu/ holds commit $(cat .gpu/COMMIT 2>/dev/null)'s binaries, other sources than these: results below are that pack's)" 0
+        COMMIT="pack-$(cat .gpu/COMMIT 2>/dev/null)"
+    fi
 else
     record "build (sm_90)" "FAIL (no build dependencies here and no .gpu/: run bench/pack_gpu.sh first)" 0
 fi
 # The binaries pack_gpu.sh built beside the main ones, when carried.
-# Only when the main binaries came from .gpu too, or .gpu was packed at this
-# commit: a .gpu/ left from an older pack holds another commit's code.
+# Only when the main binaries came from .gpu too, or .gpu was packed from
+# these sources: a .gpu/ left from an older pack holds other code.
 variant() { # name: prints .gpu/bin/<name>
     [[ -x .gpu/bin/$1 ]] || return 1
-    [[ $PREBUILT == 1 || "$(cat .gpu/COMMIT 2>/dev/null)" == "$COMMIT" ]] && echo ".gpu/bin/$1"
+    [[ $PREBUILT == 1 || "$(cat .gpu/SOURCES 2>/dev/null)" == "$SRC_HASH" ]] && echo ".gpu/bin/$1"
 }
 # After a step failed with a CUDA error (exit 6): the same command with the
 # DEBUG_SYNC build, which reports the kernel that faulted. Once per binary:
@@ -178,8 +198,9 @@ fi
 # Without a usable GPU the GPU tests skip and the suite still passes: prove
 # that they ran (they share one skip condition; this one test shows it).
 run_step "GPU tests not skipped" 60 2 bash -c \
-    "build/test_firn --jobs 1 --verbose --filter 'gpu/device_describe' 2>&1 |
-     grep -E 'gpu::device_describe|Synthesis' | tee /dev/stderr | grep -q '^\[PASS\] gpu::device_describe'"
+    "out=\$(build/test_firn --jobs 1 --verbose --filter 'gpu/device_describe' 2>&1 |
+             grep -E 'gpu::device_describe|Synthesis'); echo \"\$out\";
+     grep -q '^\[PASS\] gpu::device_describe' <<<\"\$out\""
 run_step "firn info" 30 20 "$FIRN" info
 
 # nvcc contracts a*b+c to FMA in device code, gcc (no -march) does not: a
@@ -202,18 +223,23 @@ for scene in scenes/*.json; do
     run_step "compare $name (3 frames)" 90 25 "$FIRN" compare "$scene" --frames 3
     if ((LAST_RC == 6)); then
         debug_rerun "compare $name (3 frames)" firn compare "$scene" --frames 3
-    elif [[ ${RESULTS[-1]} == FAIL* ]] && nofma_firn; then
+    elif ((LAST_RC > 0)) && nofma_firn; then
         run_step "compare $name (3 frames), device code without FMA" 90 25 "$NOFMA" compare \
             "$scene" --frames 3
     fi
 done
 
 # Throughput: the 1M and 8M sand scenes (the issue's figures) and the 32M
-# scene that must fit, with the results kept as JSON.
+# scene that must fit, with the results kept as JSON. Written straight to
+# $OUT when set: firn bench rewrites its files after every case, so a
+# timeout keeps the cases that finished.
 mkdir -p bench/results
+RES=bench/results
+[[ -n ${OUT:-} && -d ${OUT:-} ]] && RES=$OUT
+export FIRN_COMMIT=$COMMIT # into the bench JSON
 run_step "bench sand 1M, 8M, 32M (cuda)" 150 12 "$FIRN" bench --backend cuda --scenes sand_block \
-    --layout dense --particles 1m,8m,32m --json "bench/results/h200-$DATE-sand.json" \
-    --csv "bench/results/h200-$DATE-sand.csv"
+    --layout dense --particles 1m,8m,32m --json "$RES/h200-$DATE-sand.json" \
+    --csv "$RES/h200-$DATE-sand.csv"
 
 # The sanitizers after the sand bench: their cost on this machine is the
 # least known, and the budget must not cut the issue's figures.
@@ -227,7 +253,7 @@ elif [[ -z $SMALL ]]; then
     record "racecheck" "FAIL (no scene passes firn validate)" 0
 else
     name=$(basename "$SMALL" .json)
-    run_step "memcheck $name (1 frame)" 90 3 "$SAN" --tool memcheck --error-exitcode 1 \
+    run_step "memcheck $name (1 frame)" 90 3 "$SAN" --tool memcheck --leak-check full --error-exitcode 1 \
         "$FIRN" run "$SMALL" --backend cuda --frames 1 --quiet --out "$TMP/memcheck"
     run_step "racecheck $name (1 frame)" 90 3 "$SAN" --tool racecheck --error-exitcode 1 \
         "$FIRN" run "$SMALL" --backend cuda --frames 1 --quiet --out "$TMP/racecheck"
@@ -239,7 +265,7 @@ run_step "large scene: sand_slump_32m, 2 frames (cuda)" 120 6 bash -c \
     "'$FIRN' run scenes/large/sand_slump_32m.json --backend cuda --frames 2 --every 1 --out '$TMP/large' &&
      ls -l '$TMP/large' && rm -rf '$TMP/large'"
 run_step "bench all scenes 100k-8M (cuda)" 150 30 "$FIRN" bench --backend cuda \
-    --particles 100k,1m,8m --json "bench/results/h200-$DATE.json" --csv "bench/results/h200-$DATE.csv"
+    --particles 100k,1m,8m --json "$RES/h200-$DATE.json" --csv "$RES/h200-$DATE.csv"
 TOTAL=$(($(date +%s) - START))
 REPORT="$TMP/report.md"
 {
@@ -260,11 +286,6 @@ mkdir -p bench/results
 cp "$REPORT" "bench/results/gpu-check-$DATE-$COMMIT.md"
 if [[ -n ${OUT:-} && -d ${OUT:-} ]]; then
     cp "$REPORT" "$OUT/gpu-check-$DATE-$COMMIT.md"
-    cp bench/results/h200-"$DATE"*.json bench/results/h200-"$DATE"*.csv "$OUT/" 2>/dev/null
-    for f in "$TMP"/*.log; do
-        echo "==== $(basename "$f")"
-        cat "$f"
-    done >"$OUT/gpu-check-logs.txt" 2>/dev/null
 fi
 
 cat "$REPORT"

@@ -7,19 +7,31 @@
 # bench/gpu_check.sh uses .gpu/ when it cannot build there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The pack is tied to a commit: built from a tree whose sources differ from
+# it, the device would test code that is in no commit.
+if ! git diff --quiet HEAD -- Makefile host kernels include test; then
+    echo "pack_gpu.sh: uncommitted changes under Makefile host kernels include test: commit first" >&2
+    exit 1
+fi
 grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo '/.gpu/' >>.git/info/exclude
+# The binaries find the packed libraries through their RPATH (which, unlike
+# RUNPATH, also serves the libraries' own dependencies), from .gpu/bin or
+# from build/: nothing else on the device sees them.
+RPATH="-Wl,--disable-new-dtags,-rpath,'\$\$ORIGIN/../lib:\$\$ORIGIN/../.gpu/lib'"
+rm -f build-sm90{,-nofma,-debug}/{firn,test_firn} # relink: make does not track LDFLAGS
 make -j"$(nproc)" BUILD=build-sm90 CUDA_ARCH="-gencode arch=compute_90,code=sm_90" \
-    build-sm90/firn build-sm90/test_firn
+    LDFLAGS="$RPATH" build-sm90/firn build-sm90/test_firn
 # The same without fused multiply-adds in device code: gpu_check.sh reruns a
 # failing CPU/GPU compare with it, to tell rounding from a real difference.
 # The test binary too: a GPU-vs-CPU test that fails is rerun with it.
 make -j"$(nproc)" BUILD=build-sm90-nofma CUDA_ARCH="-gencode arch=compute_90,code=sm_90" \
-    NVCCFLAGS="-O3 -lineinfo -fmad=false" build-sm90-nofma/firn build-sm90-nofma/test_firn
+    NVCCFLAGS="-O3 -lineinfo -fmad=false" LDFLAGS="$RPATH" build-sm90-nofma/firn \
+    build-sm90-nofma/test_firn
 # Synchronised after every launch (DEBUG_SYNC=1), so that a fault inside a
 # kernel is reported at that kernel: gpu_check.sh reruns a step that failed
 # with a CUDA error with these.
 make -j"$(nproc)" BUILD=build-sm90-debug CUDA_ARCH="-gencode arch=compute_90,code=sm_90" \
-    DEBUG_SYNC=1 build-sm90-debug/firn build-sm90-debug/test_firn
+    DEBUG_SYNC=1 LDFLAGS="$RPATH" build-sm90-debug/firn build-sm90-debug/test_firn
 rm -rf .gpu
 mkdir -p .gpu/bin .gpu/lib
 cp build-sm90/firn build-sm90/test_firn .gpu/bin/
@@ -32,5 +44,8 @@ ldd build-sm90/firn build-sm90/test_firn | awk '/=>/ { print $3 }' | sort -u |
     grep -vE '/(libc|libm|libdl|librt|libpthread|libresolv|libgcc_s|libstdc\+\+)\.so' |
     while read -r lib; do cp -L "$lib" .gpu/lib/; done
 git rev-parse --short HEAD >.gpu/COMMIT
+# What the binaries were built from, checked by gpu_check.sh against the tree
+# it runs in (which may come without .git).
+bench/source_hash.sh >.gpu/SOURCES
 du -sh .gpu
 echo "packed: carry .gpu in the device run"
