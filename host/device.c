@@ -42,6 +42,12 @@ int firn_cuda_download(firn_world *w, firn_error *err)
     return no_cuda(err);
 }
 
+int firn_cuda_download_xv(firn_world *w, firn_error *err)
+{
+    (void)w;
+    return no_cuda(err);
+}
+
 int firn_cuda_download_grid(firn_world *w, float *mass, float *vel, firn_error *err)
 {
     (void)w, (void)mass, (void)vel;

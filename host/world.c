@@ -411,7 +411,7 @@ int firn_world_run_substeps(firn_world *w, int nsub, float dt, firn_error *err)
     if (w->cuda) {
         /* Stale from here on: after a CUDA error part of the call may have
          * run on the device. */
-        w->host_stale = 1;
+        w->host_stale = FIRN_STALE_ALL;
         w->rigids_stale = 1;
         const double t0 = w->time;
         int k = 0, bad = firn_cuda_run(w, nsub, dt, &k, err);
@@ -474,20 +474,20 @@ int firn_world_step_frame(firn_world *w, firn_frame_stats *stats, firn_error *er
     return 0;
 }
 
-/* The host copy of the current state, in whatever order the solver keeps it. */
-static int current_state(firn_world *w, firn_error *err)
+/* The host copy of the current state, in whatever order the solver keeps
+ * it: at least the parts `need` (FIRN_STALE_*) are brought up to date. */
+static int current_state(firn_world *w, int need, firn_error *err)
 {
-    if (w->cuda && w->host_stale) {
-        if (firn_cuda_download(w, err))
-            return -1;
-        w->host_stale = 0;
-    }
-    return 0;
+    if (!w->cuda || !(w->host_stale & need))
+        return 0;
+    if (need & FIRN_STALE_REST)
+        return firn_cuda_download(w, err) ? -1 : 0;
+    return firn_cuda_download_xv(w, err) ? -1 : 0;
 }
 
 int firn_world_particles(firn_world *w, firn_particles_view *view, firn_error *err)
 {
-    if (current_state(w, err))
+    if (current_state(w, FIRN_STALE_ALL, err))
         return -1;
     if (!w->cuda)
         firn_cpu_unpermute(w);
@@ -507,7 +507,7 @@ int firn_world_particles(firn_world *w, firn_particles_view *view, firn_error *e
  * for any thread count, and whether or not the state was read out since). */
 int firn_world_stats(firn_world *w, firn_frame_stats *s, firn_error *err)
 {
-    if (current_state(w, err))
+    if (current_state(w, FIRN_STALE_XV, err)) /* x and v: vol and mat never change */
         return -1;
     const firn_particles p = w->p;
     memset(s, 0, sizeof *s);

@@ -75,6 +75,13 @@ typedef struct {
 #define FIRN_COUPLE_CHUNK 4096
 #define FIRN_CPIC_CHUNK 2048
 
+/* firn_world.host_stale (CUDA): which parts of the host mirror of the
+ * particles are older than the device state. Volume and material never
+ * change on the device. */
+#define FIRN_STALE_XV 1   /* x, v */
+#define FIRN_STALE_REST 2 /* C, F, Jp, damage, CPIC words */
+#define FIRN_STALE_ALL (FIRN_STALE_XV | FIRN_STALE_REST)
+
 struct firn_world {
     firn_scene_def def;
     firn_backend backend;
@@ -94,7 +101,7 @@ struct firn_world {
     double *cpic_acc;                        /* CPU, CPIC: G2P reaction per particle chunk [cpic_chunks][n_rigids][6] */
     long long cpic_chunks;
     int rigids_stale;                        /* CUDA: rigid mirror older than the device */
-    int host_stale;                          /* CUDA: mirror older than device state */
+    int host_stale;                          /* CUDA: parts of the mirror older than the device (FIRN_STALE_*) */
     int frame;
     double time;
     long long substeps;
@@ -208,6 +215,9 @@ void firn_cuda_free(firn_world *w);
  * error. */
 int firn_cuda_run(firn_world *w, int nsub, float dt, int *bad_substep, firn_error *err);
 int firn_cuda_download(firn_world *w, firn_error *err);
+/* Only x and v (what the frame statistics read): 24 of the 109 bytes per
+ * particle. */
+int firn_cuda_download_xv(firn_world *w, firn_error *err);
 /* Grid after the last substep: mass (nodes) and velocity (3 nodes,
  * component-major), into host buffers. */
 int firn_cuda_download_grid(firn_world *w, float *mass, float *vel, firn_error *err);

@@ -448,7 +448,7 @@ extern "C" int firn_cuda_run(firn_world *w, int nsub, float dt, int *bad_substep
         discard_bad_word(s);
         return FIRN_CUDA_FAILED;
     }
-    w->host_stale = 1;
+    w->host_stale = FIRN_STALE_ALL;
     account_time(w, s);
     if (bad == FIRN_CUDA_BAD_NONE)
         return -1;
@@ -472,6 +472,23 @@ extern "C" int firn_cuda_download(firn_world *w, firn_error *err)
         return FIRN_CUDA_FAILED;
     FIRN_CUDA_CHECK(cudaStreamSynchronize(s->stream), err);
     w->host_stale = 0;
+    return 0;
+}
+
+extern "C" int firn_cuda_download_xv(firn_world *w, firn_error *err)
+{
+    firn_cuda_state *s = w->cuda;
+    if (!s)
+        return not_initialised("firn_cuda_download_xv", err);
+    const size_t bytes = 3 * (size_t)s->p.n * sizeof(float);
+    if (bytes > 0) {
+        FIRN_CUDA_CHECK(
+            cudaMemcpyAsync(w->p.x, s->p.x, bytes, cudaMemcpyDeviceToHost, s->stream), err);
+        FIRN_CUDA_CHECK(
+            cudaMemcpyAsync(w->p.v, s->p.v, bytes, cudaMemcpyDeviceToHost, s->stream), err);
+        FIRN_CUDA_CHECK(cudaStreamSynchronize(s->stream), err);
+    }
+    w->host_stale &= ~FIRN_STALE_XV;
     return 0;
 }
 

@@ -391,6 +391,53 @@ ParameterizedTest(firn_model *model, gpu, scene_matches_cpu)
     firn_world_destroy(gpu);
 }
 
+/* A frame's statistics bring only x and v back from the device; reading the
+ * particles afterwards must bring the rest (C, F, Jp, damage), so that the
+ * view is the device state itself, bitwise that of a full download. */
+Test(gpu, particles_read_after_frame_stats_are_the_device_state, .timeout = 60)
+{
+    require_gpu();
+    firn_scene_def def;
+    small_scene(&def, FIRN_MODEL_SNOW, 0.2f);
+    firn_world *gpu = make_world(&def, FIRN_BACKEND_CUDA);
+    firn_error err = {0};
+    firn_frame_stats s1, s2;
+    for (int f = 0; f < 2; f++)
+        cr_assert_eq(firn_world_step_frame(gpu, &s1, &err), 0, "frame %d: %s", f, err.msg);
+    firn_particles_view view;
+    cr_assert_eq(firn_world_particles(gpu, &view, &err), 0, "%s", err.msg);
+    const size_t n = (size_t)view.n;
+    const size_t floats = 24 * n; /* x 3, v 3, C 9, F 9 */
+    float *seen = malloc((floats + 2 * n) * sizeof(float));
+    cr_assert(seen);
+    memcpy(seen, view.x, 3 * n * sizeof(float));
+    memcpy(seen + 3 * n, view.v, 3 * n * sizeof(float));
+    memcpy(seen + 6 * n, view.C, 9 * n * sizeof(float));
+    memcpy(seen + 15 * n, view.F, 9 * n * sizeof(float));
+    memcpy(seen + 24 * n, view.Jp, n * sizeof(float));
+    memcpy(seen + 25 * n, view.damage, n * sizeof(float));
+    cr_assert_eq(firn_cuda_download(gpu, &err), 0, "%s", err.msg);
+    cr_expect(!memcmp(seen, gpu->p.x, 3 * n * sizeof(float)), "x is not the device's");
+    cr_expect(!memcmp(seen + 3 * n, gpu->p.v, 3 * n * sizeof(float)), "v is not the device's");
+    cr_expect(!memcmp(seen + 6 * n, gpu->p.C, 9 * n * sizeof(float)), "C is not the device's");
+    cr_expect(!memcmp(seen + 15 * n, gpu->p.F, 9 * n * sizeof(float)), "F is not the device's");
+    cr_expect(!memcmp(seen + 24 * n, gpu->p.Jp, n * sizeof(float)), "Jp is not the device's");
+    cr_expect(!memcmp(seen + 25 * n, gpu->p.damage, n * sizeof(float)),
+              "damage is not the device's");
+    /* The snow has moved and deformed: C and F are not their initial 0 and I. */
+    int moved = 0;
+    for (size_t k = 0; k < 9 * n && !moved; k++)
+        moved = seen[6 * n + k] != 0.0f;
+    cr_expect(moved, "C is still zero after two frames");
+    /* And the statistics of x and v alone are those of the full state. */
+    cr_assert_eq(firn_world_stats(gpu, &s2, &err), 0, "%s", err.msg);
+    for (int a = 0; a < 3; a++)
+        cr_expect_eq(s1.center_of_mass[a], s2.center_of_mass[a]);
+    cr_expect_eq(s1.kinetic_energy, s2.kinetic_energy);
+    free(seen);
+    firn_world_destroy(gpu);
+}
+
 /* Enumeration never fails without a GPU; with one it describes it. */
 Test(gpu, device_describe)
 {
