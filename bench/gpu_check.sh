@@ -36,6 +36,7 @@ if [[ -n ${OUT:-} && -d ${OUT:-} ]]; then
     LOGS=$OUT/logs
     mkdir -p "$LOGS"
     exec > >(tee -a "$OUT/console.txt") 2>&1
+    TEE_PID=$!
 fi
 
 STEPS=()
@@ -290,4 +291,9 @@ fi
 
 cat "$REPORT"
 rm -rf "$TMP"
+# Let tee write the last lines to console.txt before the script ends.
+if [[ -n ${TEE_PID:-} ]]; then
+    exec >&- 2>&-
+    wait "$TEE_PID" 2>/dev/null
+fi
 ((FAILED == 0))
