@@ -148,7 +148,10 @@ elif [[ -x .gpu/bin/firn && -x .gpu/bin/test_firn ]]; then
     run_step "prebuilt sm_90 binaries from .gpu (commit $(cat .gpu/COMMIT 2>/dev/null))" 30 2 \
         build/firn --version
     # Built from this tree's sources? If not, the results are the pack's.
-    if [[ "$(cat .gpu/SOURCES 2>/dev/null)" != "$SRC_HASH" ]]; then
+    # If so, and the tree came without .git, the pack names the commit.
+    if [[ "$(cat .gpu/SOURCES 2>/dev/null)" == "$SRC_HASH" && $COMMIT == nogit ]]; then
+        COMMIT=$(cat .gpu/COMMIT 2>/dev/null || echo nogit)
+    elif [[ "$(cat .gpu/SOURCES 2>/dev/null)" != "$SRC_HASH" ]]; then
         record "pack built from this tree's sources" \
             "FAIL (.gpu/ holds commit $(cat .gpu/COMMIT 2>/dev/null)'s binaries, other sources than these: results below are that pack's)" 0
         COMMIT="pack-$(cat .gpu/COMMIT 2>/dev/null)"
@@ -283,10 +286,13 @@ REPORT="$TMP/report.md"
     echo "Total ${TOTAL} s; $FAILED step(s) failed."
 } >"$REPORT"
 
-mkdir -p bench/results
-cp "$REPORT" "bench/results/gpu-check-$DATE-$COMMIT.md"
+# Into $OUT on the device tool (its tree does not come back), else into
+# bench/results/ to be committed.
 if [[ -n ${OUT:-} && -d ${OUT:-} ]]; then
     cp "$REPORT" "$OUT/gpu-check-$DATE-$COMMIT.md"
+else
+    mkdir -p bench/results
+    cp "$REPORT" "bench/results/gpu-check-$DATE-$COMMIT.md"
 fi
 
 cat "$REPORT"

@@ -9,7 +9,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # The pack is tied to a commit: built from a tree whose sources differ from
 # it, the device would test code that is in no commit.
-if ! git diff --quiet HEAD -- Makefile host kernels include test; then
+if ! git diff --quiet HEAD -- Makefile host kernels include test ||
+    [[ -n $(git status --porcelain --untracked-files=all -- Makefile host kernels include test) ]]; then
     echo "pack_gpu.sh: uncommitted changes under Makefile host kernels include test: commit first" >&2
     exit 1
 fi

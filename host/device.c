@@ -42,9 +42,9 @@ int firn_cuda_download(firn_world *w, firn_error *err)
     return no_cuda(err);
 }
 
-int firn_cuda_download_xv(firn_world *w, firn_error *err)
+int firn_cuda_download_parts(firn_world *w, int parts, firn_error *err)
 {
-    (void)w;
+    (void)w, (void)parts;
     return no_cuda(err);
 }
 

@@ -478,11 +478,8 @@ int firn_world_step_frame(firn_world *w, firn_frame_stats *stats, firn_error *er
  * it: at least the parts `need` (FIRN_STALE_*) are brought up to date. */
 static int current_state(firn_world *w, int need, firn_error *err)
 {
-    if (!w->cuda || !(w->host_stale & need))
-        return 0;
-    if (need & FIRN_STALE_REST)
-        return firn_cuda_download(w, err) ? -1 : 0;
-    return firn_cuda_download_xv(w, err) ? -1 : 0;
+    const int parts = w->cuda ? w->host_stale & need : 0;
+    return parts && firn_cuda_download_parts(w, parts, err) ? -1 : 0;
 }
 
 int firn_world_particles(firn_world *w, firn_particles_view *view, firn_error *err)

@@ -215,9 +215,9 @@ void firn_cuda_free(firn_world *w);
  * error. */
 int firn_cuda_run(firn_world *w, int nsub, float dt, int *bad_substep, firn_error *err);
 int firn_cuda_download(firn_world *w, firn_error *err);
-/* Only x and v (what the frame statistics read): 24 of the 109 bytes per
- * particle. */
-int firn_cuda_download_xv(firn_world *w, firn_error *err);
+/* Only the parts (FIRN_STALE_*) given: x and v, what the frame statistics
+ * read, are 24 of the 109 bytes per particle. */
+int firn_cuda_download_parts(firn_world *w, int parts, firn_error *err);
 /* Grid after the last substep: mass (nodes) and velocity (3 nodes,
  * component-major), into host buffers. */
 int firn_cuda_download_grid(firn_world *w, float *mass, float *vel, firn_error *err);

@@ -106,15 +106,20 @@ static cudaError_t reduce_launch(firn_cuda_state *s, void *temp, size_t &temp_by
 
 /* ---- device state --------------------------------------------------------- */
 
-/* Copies every particle array from src to dst (same n) on the stream. */
+/* Copies the particle arrays of `parts` (FIRN_STALE_*: x and v; the rest,
+ * volume and material included) from src to dst (same n) on the stream. */
 static int copy_particles(const firn_particles *dst, const firn_particles *src,
-                          cudaMemcpyKind kind, cudaStream_t st, firn_error *err)
+                          cudaMemcpyKind kind, cudaStream_t st, int parts, firn_error *err)
 {
     const size_t n = (size_t)src->n, f = sizeof(float);
     if (n == 0)
         return 0;
-    FIRN_CUDA_CHECK(cudaMemcpyAsync(dst->x, src->x, 3 * n * f, kind, st), err);
-    FIRN_CUDA_CHECK(cudaMemcpyAsync(dst->v, src->v, 3 * n * f, kind, st), err);
+    if (parts & FIRN_STALE_XV) {
+        FIRN_CUDA_CHECK(cudaMemcpyAsync(dst->x, src->x, 3 * n * f, kind, st), err);
+        FIRN_CUDA_CHECK(cudaMemcpyAsync(dst->v, src->v, 3 * n * f, kind, st), err);
+    }
+    if (!(parts & FIRN_STALE_REST))
+        return 0;
     FIRN_CUDA_CHECK(cudaMemcpyAsync(dst->C, src->C, 9 * n * f, kind, st), err);
     FIRN_CUDA_CHECK(cudaMemcpyAsync(dst->F, src->F, 9 * n * f, kind, st), err);
     FIRN_CUDA_CHECK(cudaMemcpyAsync(dst->Jp, src->Jp, n * f, kind, st), err);
@@ -155,11 +160,13 @@ static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
     const size_t r_bytes = (size_t)w->n_rigids * sizeof(firn_rigid);
     const size_t a_bytes = (size_t)w->n_rigids * FIRN_RIGID_ACC * sizeof(double);
     const size_t want = firn_device_bytes(w) + firn_align256(temp_bytes);
-    /* The driver also reserves the kernels' local memory (stack), the most
-     * any of them uses per thread, for every thread the GPU can hold, at
-     * their first launch: counted here, so that a scene that passes this
-     * check does not fail at that launch. */
-    size_t local = 0;
+    /* The driver reserves local memory (stack) for every thread the GPU can
+     * hold: cudaLimitStackSize per thread with the context, already out of
+     * the free figure, and more at the first launch of a kernel that uses
+     * more per thread. That excess is counted here, so that a scene that
+     * passes this check does not fail at that launch. */
+    size_t local = 0, stack = 0;
+    FIRN_CUDA_CHECK(cudaDeviceGetLimit(&stack, cudaLimitStackSize), err);
     {
         const void *kernels[] = {(const void *)p2g, (const void *)grid_update, (const void *)g2p};
         for (const void *k : kernels) {
@@ -168,22 +175,23 @@ static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
             local = a.localSizeBytes > local ? a.localSizeBytes : local;
         }
         size_t lc = 0;
-        if (w->n_rigids > 0 && firn_cuda_coupling_local_bytes(&lc, err))
+        if (w->n_rigids > 0 && firn_cuda_coupling_local_bytes(w->coupler.cpic, &lc, err))
             return FIRN_CUDA_FAILED;
         local = lc > local ? lc : local;
     }
+    const size_t extra = local > stack ? local - stack : 0;
     const size_t reserve =
-        local * (size_t)prop.multiProcessorCount * (size_t)prop.maxThreadsPerMultiProcessor;
+        extra * (size_t)prop.multiProcessorCount * (size_t)prop.maxThreadsPerMultiProcessor;
     size_t free_b = 0, total_b = 0;
     FIRN_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b), err);
     if (want + reserve > free_b) {
         firn_set_error(err, FIRN_E_DEVICE,
                        "not enough GPU memory on %s: %zu bytes (%.1f MiB) requested for %d "
-                       "particles and a %d x %d x %d grid, and %.1f MiB of kernel stack (%zu B for "
-                       "each of %d x %d threads), %zu bytes (%.1f MiB) free of %zu (%.1f MiB); "
-                       "use fewer particles, a coarser dx, or --backend cpu",
+                       "particles and a %d x %d x %d grid, and %.1f MiB of kernel stack (%zu B "
+                       "beyond the default for each of %d x %d threads), %zu bytes (%.1f MiB) "
+                       "free of %zu (%.1f MiB); use fewer particles, a coarser dx, or --backend cpu",
                        w->device_name, want, (double)want / (1 << 20), n, s->grid.n[0],
-                       s->grid.n[1], s->grid.n[2], (double)reserve / (1 << 20), local,
+                       s->grid.n[1], s->grid.n[2], (double)reserve / (1 << 20), extra,
                        prop.multiProcessorCount, prop.maxThreadsPerMultiProcessor, free_b,
                        (double)free_b / (1 << 20), total_b, (double)total_b / (1 << 20));
         return FIRN_CUDA_FAILED;
@@ -248,7 +256,7 @@ static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
     }
 
     static const unsigned long long none = FIRN_CUDA_BAD_NONE;
-    if (copy_particles(&s->p, &w->p, cudaMemcpyHostToDevice, s->stream, err))
+    if (copy_particles(&s->p, &w->p, cudaMemcpyHostToDevice, s->stream, FIRN_STALE_ALL, err))
         return FIRN_CUDA_FAILED;
     FIRN_CUDA_CHECK(cudaMemcpyAsync(s->mats, w->mats, m_bytes, cudaMemcpyHostToDevice, s->stream),
                     err);
@@ -468,27 +476,22 @@ extern "C" int firn_cuda_download(firn_world *w, firn_error *err)
     firn_cuda_state *s = w->cuda;
     if (!s)
         return not_initialised("firn_cuda_download", err);
-    if (copy_particles(&w->p, &s->p, cudaMemcpyDeviceToHost, s->stream, err))
+    if (copy_particles(&w->p, &s->p, cudaMemcpyDeviceToHost, s->stream, FIRN_STALE_ALL, err))
         return FIRN_CUDA_FAILED;
     FIRN_CUDA_CHECK(cudaStreamSynchronize(s->stream), err);
     w->host_stale = 0;
     return 0;
 }
 
-extern "C" int firn_cuda_download_xv(firn_world *w, firn_error *err)
+extern "C" int firn_cuda_download_parts(firn_world *w, int parts, firn_error *err)
 {
     firn_cuda_state *s = w->cuda;
     if (!s)
-        return not_initialised("firn_cuda_download_xv", err);
-    const size_t bytes = 3 * (size_t)s->p.n * sizeof(float);
-    if (bytes > 0) {
-        FIRN_CUDA_CHECK(
-            cudaMemcpyAsync(w->p.x, s->p.x, bytes, cudaMemcpyDeviceToHost, s->stream), err);
-        FIRN_CUDA_CHECK(
-            cudaMemcpyAsync(w->p.v, s->p.v, bytes, cudaMemcpyDeviceToHost, s->stream), err);
-        FIRN_CUDA_CHECK(cudaStreamSynchronize(s->stream), err);
-    }
-    w->host_stale &= ~FIRN_STALE_XV;
+        return not_initialised("firn_cuda_download_parts", err);
+    if (copy_particles(&w->p, &s->p, cudaMemcpyDeviceToHost, s->stream, parts, err))
+        return FIRN_CUDA_FAILED;
+    FIRN_CUDA_CHECK(cudaStreamSynchronize(s->stream), err);
+    w->host_stale &= ~parts;
     return 0;
 }
 

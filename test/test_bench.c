@@ -361,16 +361,18 @@ Test(bench_cli, json_and_csv_carry_every_documented_key)
     free(text);
 }
 
-Test(bench_cli, a_run_cut_short_keeps_the_cases_it_finished, .init = setup, .fini = teardown)
+Test(bench_cli, a_run_cut_short_keeps_the_cases_it_finished)
 {
     /* Terminated (SIGTERM, as `timeout` does) once it has printed its first
      * case: the second, 500k particles after 300 warm-up substeps, is tens
-     * of seconds away. The files hold the first case, marked incomplete. */
+     * of seconds away. The files hold the first case, marked incomplete.
+     * Run under `timeout`, which passes the signal on, so that it cannot
+     * outlive a test that was itself killed. */
     const char *bin = getenv("FIRN_BIN") ? getenv("FIRN_BIN") : "build/firn";
     char abs[PATH_MAX], cmd[PATH_MAX + 512], line[512];
     cr_assert(realpath(bin, abs), "no firn binary at %s", bin);
     snprintf(cmd, sizeof cmd,
-             "cd '%s' && exec sh -c 'echo $$; exec %s bench --backend cpu --particles 2k,500k "
+             "cd '%s' && exec sh -c 'echo $$; exec timeout 120 %s bench --backend cpu --particles 2k,500k "
              "--scenes sand_block --layout dense --repeats 1 --substeps 1 --json b.json "
              "--csv b.csv'",
              dir, abs);
