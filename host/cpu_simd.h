@@ -28,6 +28,45 @@ static inline firn_v4 firn_v4_load(const float *p)
 
 static inline void firn_v4_store(float *p, firn_v4 v) { memcpy(p, &v, sizeof v); }
 
+typedef int firn_v4i __attribute__((vector_size(16)));
+
+/* Lanes of a where m is set (all ones), else of b. */
+static inline firn_v4 firn_v4_select(firn_v4i m, firn_v4 a, firn_v4 b)
+{
+    return (firn_v4)((m & (firn_v4i)a) | (~m & (firn_v4i)b));
+}
+
+/* firn_make_stencil with the three axes in the lanes of one vector: each
+ * lane does the shared function's operations on its axis (firn_floor_index's
+ * clamps as selects, truncation by the vector conversion). */
+static inline firn_stencil firn_cpu_make_stencil(const firn_params *P, firn_vec3 x)
+{
+    const firn_v4 zero = {0.0f}, big = {1073741824.0f, 1073741824.0f, 1073741824.0f, 0.0f};
+    const firn_v4 xv = {x.v[0], x.v[1], x.v[2], 0.0f};
+    const firn_v4 lo = {P->lower[0], P->lower[1], P->lower[2], 0.0f};
+    const firn_v4 xg = (xv - lo) * P->inv_dx;
+    firn_v4 t = xg - 0.5f;
+    t = firn_v4_select(t > zero, t, zero);
+    t = firn_v4_select(t < big, t, big);
+    firn_v4i b = __builtin_convertvector(t, firn_v4i);
+    const firn_v4i hi = {P->n[0] - 3, P->n[1] - 3, P->n[2] - 3, 0};
+    const firn_v4i below = b < hi;
+    b = (b & below) | (hi & ~below);
+    const firn_v4 f = xg - __builtin_convertvector(b, firn_v4);
+    const firn_v4 w0 = 0.5f * (1.5f - f) * (1.5f - f);
+    const firn_v4 w1 = 0.75f - (f - 1.0f) * (f - 1.0f);
+    const firn_v4 w2 = 0.5f * (f - 0.5f) * (f - 0.5f);
+    firn_stencil s;
+    for (int a = 0; a < 3; a++) {
+        s.base[a] = b[a];
+        s.fx[a] = f[a];
+        s.w[0][a] = w0[a];
+        s.w[1][a] = w1[a];
+        s.w[2][a] = w2[a];
+    }
+    return s;
+}
+
 /* firn_p2g_scatter_nodes, a node at a time. The momentum's rows are built
  * in vectors whose mass lane adds (a - 1) 0, (b - 1) 0 and (c - 1) 0 = +-0
  * to the mass: the mass, exactly. Always inlined, so that where `skip` is
@@ -65,7 +104,7 @@ firn_cpu_scatter_nodes(const firn_params *P, firn_grid g, const firn_p2g_state *
 static inline int firn_cpu_g2p_particle(int i, const firn_params *P, firn_particles p, firn_grid g)
 {
     firn_vec3 x = firn_load3(p.x, p.n, i);
-    firn_stencil s = firn_make_stencil(P, x);
+    firn_stencil s = firn_cpu_make_stencil(P, x);
     long long sx, sy;
     const float *q0 = g.node + firn_stencil_corner(P, &s, &sx, &sy);
     const float wc0 = s.w[0][2], wc1 = s.w[1][2], wc2 = s.w[2][2];

@@ -175,7 +175,7 @@ static void bin_particles(firn_world *w)
         memset(cnt, 0, (size_t)nbk * sizeof(int));
         const int lo = (int)((long long)n * c / T), hi = (int)((long long)n * (c + 1) / T);
         for (int i = lo; i < hi; i++) {
-            firn_stencil s = firn_make_stencil(P, firn_load3(x, n, i));
+            firn_stencil s = firn_cpu_make_stencil(P, firn_load3(x, n, i));
             int k = ((s.base[0] / BLOCK) * b->nb[1] + s.base[1] / BLOCK) * b->nb[2] +
                     s.base[2] / BLOCK;
             b->key[i] = k;
@@ -309,7 +309,8 @@ static inline __attribute__((always_inline)) void p2g_block(firn_world *w, int k
             firn_mat3 tau = firn_needs_svd(m)
                                 ? firn_constitutive_svd(m, &F[l], &Jp, &dmg, U[l], sig[l], V[l])
                                 : firn_constitutive_direct(m, &F[l]);
-            firn_p2g_state st = firn_p2g_finish(i, P, m, p, C[l], F[l], Jp, dmg, tau);
+            firn_p2g_state st = firn_p2g_finish(i, P, m, p, C[l], F[l], Jp, dmg, tau,
+                                                firn_cpu_make_stencil(P, firn_load3(p.x, p.n, i)));
             const unsigned skip = cpic ? firn_p2g_cpic_skip(i, P, p, w->rigids, w->n_rigids, &st) : 0u;
             firn_cpu_scatter_nodes(P, w->grid, &st, skip);
         }

@@ -134,11 +134,11 @@ static inline FIRN_HD firn_mat3 firn_p2g_trial_F(const firn_params *P, firn_mat3
 
 /* After the constitutive update: store the particle's F, Jp and damage, and
  * return its scatter state for the Kirchhoff stress tau (C: its affine
- * velocity, as loaded for the trial F). */
+ * velocity, as loaded for the trial F) and its stencil s. */
 static inline FIRN_HD firn_p2g_state firn_p2g_finish(int i, const firn_params *P,
                                                      const firn_material *m, firn_particles p,
                                                      firn_mat3 C, firn_mat3 F, float Jp, float dmg,
-                                                     firn_mat3 tau)
+                                                     firn_mat3 tau, firn_stencil s)
 {
     const int n = p.n;
     firn_store9(p.F, n, i, F);
@@ -152,7 +152,7 @@ static inline FIRN_HD firn_p2g_state firn_p2g_finish(int i, const firn_params *P
     for (int c = 0; c < 9; c++)
         st.affine.m[c] = k * tau.m[c] + st.mass * C.m[c];
     st.mv = firn_scale(firn_load3(p.v, n, i), st.mass);
-    st.s = firn_make_stencil(P, firn_load3(p.x, n, i));
+    st.s = s;
     return st;
 }
 
@@ -166,7 +166,8 @@ static inline FIRN_HD firn_p2g_state firn_p2g_prepare(int i, const firn_params *
     firn_mat3 F = firn_p2g_trial_F(P, C, firn_load9(p.F, p.n, i));
     float Jp = p.Jp[i], dmg = p.damage[i];
     firn_mat3 tau = firn_constitutive(m, &F, &Jp, &dmg);
-    return firn_p2g_finish(i, P, m, p, C, F, Jp, dmg, tau);
+    return firn_p2g_finish(i, P, m, p, C, F, Jp, dmg, tau,
+                           firn_make_stencil(P, firn_load3(p.x, p.n, i)));
 }
 
 /* The scatter's momentum m v + affine dpos at the stencil's middle node

@@ -369,6 +369,36 @@ Test(stencil, cpu_vector_transfers_are_the_shared_ones)
     free(h.node);
 }
 
+/* The CPU path's stencil, three axes in one vector, is the shared one to
+ * the bit, in and outside the grid and for non-finite positions. */
+Test(stencil, cpu_vector_stencil_is_the_shared_one)
+{
+    firn_params P = test_params();
+    const float lower[3] = {-0.37f, 0.113f, 2.9f}; /* a domain not at the origin */
+    const float special[] = {NAN, INFINITY, -INFINITY, 3e9f, -3e9f, 0.0f, -0.0f, 1e-30f};
+    const int ns = (int)(sizeof special / sizeof special[0]);
+    for (int a = 0; a < 3; a++)
+        P.lower[a] = lower[a];
+    for (int t = 0; t < 2000; t++) {
+        firn_vec3 x;
+        for (int a = 0; a < 3; a++) {
+            /* grid units: in [-2, n + 2), some on node and half-node lines */
+            float u = frand(-2.0f, (float)P.n[a] + 2.0f);
+            if (t % 7 == 1)
+                u = floorf(u) + (t % 2 ? 0.5f : 0.0f);
+            x.v[a] = P.lower[a] + u * P.dx;
+        }
+        if (t % 50 == 3)
+            x.v[t % 3] = special[(t / 50) % ns];
+        const firn_stencil a = firn_make_stencil(&P, x), b = firn_cpu_make_stencil(&P, x);
+        cr_assert(!memcmp(a.base, b.base, sizeof a.base), "x (%g, %g, %g): base (%d %d %d) vs (%d %d %d)",
+                  x.v[0], x.v[1], x.v[2], a.base[0], a.base[1], a.base[2], b.base[0], b.base[1],
+                  b.base[2]);
+        cr_assert(!memcmp(a.fx, b.fx, sizeof a.fx) && !memcmp(a.w, b.w, sizeof a.w),
+                  "x (%g, %g, %g): fx or weights differ", x.v[0], x.v[1], x.v[2]);
+    }
+}
+
 /* Lane l of a batch: the kinds of matrix the SVD tests above use. */
 static firn_mat3 batch_matrix(int t, int l)
 {
