@@ -46,7 +46,11 @@ int firn_cpu_init(firn_world *w, firn_error *err)
     for (int a = 0; a < 3; a++)
         g->n[a] = w->params.n[a];
     g->nodes = (long long)g->n[0] * g->n[1] * g->n[2];
-    g->node = malloc(4 * (size_t)g->nodes * sizeof(float));
+    /* Zeroed by the allocator: on Linux a large calloc is fresh pages that
+     * take memory only once written, and the substeps write only the node
+     * blocks near particles (below), so the empty part of a large domain
+     * takes address space, not memory. */
+    g->node = calloc(4 * (size_t)g->nodes, sizeof(float));
     b->block_cells = BLOCK;
     for (int a = 0; a < 3; a++)
         b->nb[a] = (g->n[a] + BLOCK - 1) / BLOCK;
@@ -66,7 +70,7 @@ int firn_cpu_init(firn_world *w, firn_error *err)
     b->touched = malloc((size_t)b->nblocks);
     b->dirty = malloc((size_t)b->nblocks * sizeof(int));
     b->ndirty = 0;
-    b->dirty_valid = 0; /* the grid is not cleared yet */
+    b->dirty_valid = 1; /* zero, and no block written */
     size_t n = w->p.n > 0 ? (size_t)w->p.n : 1;
     b->order = malloc(n * sizeof(int));
     b->key = malloc(n * sizeof(int));
