@@ -59,16 +59,18 @@ int firn_coupler_alloc(firn_world *w, firn_error *err)
 {
     w->chunks = w->cpic_chunks = 0;
     w->chunk_acc = w->cpic_acc = NULL;
+    w->chunk_live = NULL;
     if (w->cuda || !w->coupler.rigid_mpm)
         return 0;
     const size_t per_chunk = (size_t)w->n_rigids * FIRN_RIGID_ACC * sizeof(double);
     w->chunks = (w->grid.nodes + FIRN_COUPLE_CHUNK - 1) / FIRN_COUPLE_CHUNK;
     w->chunk_acc = malloc((size_t)w->chunks * per_chunk);
+    w->chunk_live = malloc((size_t)w->chunks);
     if (w->coupler.cpic) {
         w->cpic_chunks = ((long long)w->p.n + FIRN_CPIC_CHUNK - 1) / FIRN_CPIC_CHUNK;
         w->cpic_acc = malloc((size_t)(w->cpic_chunks > 0 ? w->cpic_chunks : 1) * per_chunk);
     }
-    if (!w->chunk_acc || (w->coupler.cpic && !w->cpic_acc)) {
+    if (!w->chunk_acc || !w->chunk_live || (w->coupler.cpic && !w->cpic_acc)) {
         firn_set_error(err, FIRN_E_NOMEM, "out of host memory for the coupling accumulators");
         return -1;
     }
@@ -79,12 +81,16 @@ void firn_coupler_free(firn_world *w)
 {
     free(w->chunk_acc);
     free(w->cpic_acc);
+    free(w->chunk_live);
     w->chunk_acc = w->cpic_acc = NULL;
+    w->chunk_live = NULL;
 }
 
 /* Grid update with the rigid bodies: each chunk of nodes sums its force and
  * torque in node order into its own slot, the slots are added in chunk
- * order - the same result for any thread count. */
+ * order - the same result for any thread count. A chunk with no node the
+ * last P2G could write holds no mass, which the update leaves alone: its
+ * slot is zero without a visit, so a mostly empty domain costs little. */
 static void couple_rigid_mpm(firn_world *w)
 {
     const firn_params *P = &w->params;
@@ -93,11 +99,15 @@ static void couple_rigid_mpm(firn_world *w)
     const firn_rigid *bodies = w->rigids;
     double *chunk_acc = w->chunk_acc;
     const long long chunks = w->chunks;
+    const unsigned char *live = w->chunk_live;
+    firn_cpu_live_chunks(w, FIRN_COUPLE_CHUNK, w->chunk_live);
 #pragma omp parallel for schedule(static)
     for (long long ch = 0; ch < chunks; ch++) {
         double *acc = chunk_acc + ch * stride;
         for (int k = 0; k < stride; k++)
             acc[k] = 0.0;
+        if (!live[ch])
+            continue;
         long long end = (ch + 1) * FIRN_COUPLE_CHUNK;
         if (end > g.nodes)
             end = g.nodes;

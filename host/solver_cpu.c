@@ -349,6 +349,26 @@ void firn_cpu_p2g(firn_world *w)
     p2g_colours(w, w->coupler.cpic);
 }
 
+void firn_cpu_live_chunks(const firn_world *w, long long chunk, unsigned char *live)
+{
+    const firn_cpu_bins *b = &w->bins;
+    const firn_grid *g = &w->grid;
+    const long long chunks = (g->nodes + chunk - 1) / chunk;
+    memset(live, !b->dirty_valid, (size_t)chunks);
+    if (!b->dirty_valid)
+        return;
+    for (int d = 0; d < b->ndirty; d++) {
+        int lo[3], hi[3];
+        block_nodes(b, g, b->dirty[d], lo, hi);
+        for (int i = lo[0]; i < hi[0]; i++)
+            for (int j = lo[1]; j < hi[1]; j++) { /* a row along z */
+                const long long first = firn_node_index(g->n, i, j, lo[2]);
+                for (long long c = first / chunk; c <= (first + hi[2] - lo[2] - 1) / chunk; c++)
+                    live[c] = 1;
+            }
+    }
+}
+
 void firn_cpu_grid(firn_world *w)
 {
     const firn_params *P = &w->params;

@@ -368,7 +368,8 @@ void firn_world_memory(const firn_world *w, firn_memory *m)
         host += (double)w->grid.nodes * 16.0 +                          /* grid */
                 n * 12.0 + ((double)w->bins.nblocks + 1.0) * 4.0 +       /* binning, ids */
                 (double)w->bins.nblocks * (4.0 * w->bins.chunks + 8.0 + 5.0) +
-                ((double)w->chunks + (double)w->cpic_chunks) * acc;      /* coupling sums */
+                ((double)w->chunks + (double)w->cpic_chunks) * acc +    /* coupling sums */
+                (double)w->chunks;                                       /* live chunk flags */
     }
     m->host = host;
     m->device = w->backend == FIRN_BACKEND_CUDA ? (double)firn_cuda_state_bytes(w)

@@ -98,6 +98,7 @@ struct firn_world {
     double rigid_acc[FIRN_MAX_RIGIDS * FIRN_RIGID_ACC]; /* coupling force/torque for the next rigid step */
     double *chunk_acc;                       /* CPU: [chunks][n_rigids][6] */
     long long chunks;
+    unsigned char *chunk_live;               /* CPU: [chunks], 1 where a node may hold mass */
     double *cpic_acc;                        /* CPU, CPIC: G2P reaction per particle chunk [cpic_chunks][n_rigids][6] */
     long long cpic_chunks;
     int rigids_stale;                        /* CUDA: rigid mirror older than the device */
@@ -144,6 +145,10 @@ int firn_cpu_substep(firn_world *w);
 void firn_cpu_clear(firn_world *w);
 void firn_cpu_p2g(firn_world *w);
 void firn_cpu_grid(firn_world *w);
+/* live[c] = 1 for each chunk c of `chunk` consecutive nodes that holds a
+ * node the last P2G could write (every chunk when that is not known), else
+ * 0: the other chunks' nodes hold no mass. */
+void firn_cpu_live_chunks(const firn_world *w, long long chunk, unsigned char *live);
 int firn_cpu_g2p(firn_world *w);
 /* CPIC (include/firn_cpic.h): side marking before the rigid step; P2G and
  * G2P without the nodes across a rigid surface (G2P adds the bodies'

@@ -820,6 +820,54 @@ Test(reorder, reading_the_state_does_not_change_the_run)
         firn_world_destroy(w[k]);
 }
 
+/* firn_cpu_live_chunks marks exactly the chunks of consecutive nodes that
+ * hold a node of a block the last P2G wrote: against marking every such
+ * node one by one, for chunk sizes that split the z rows anywhere. */
+Test(grid, live_chunks_are_those_holding_a_written_block_node)
+{
+    firn_scene_def def;
+    small_scene(&def, FIRN_MODEL_SNOW, box(0.3f, 0.4f, 0.5f, 0.2f), 1.0f / 40.0f);
+    def.bodies[0].velocity[0] = 4.0f;
+    firn_world *w = make_world(&def);
+    firn_error err;
+    cr_assert_eq(firn_world_run_substeps(w, 5, 2e-4f, &err), 0, "%s", err.msg);
+    const firn_cpu_bins *b = &w->bins;
+    const int *n = w->grid.n;
+    cr_assert(b->dirty_valid && b->ndirty > 0 && b->ndirty < b->nblocks / 2);
+    const long long sizes[] = {1, 3, 7, 41, 64, 1000, 4096};
+    for (size_t t = 0; t < sizeof sizes / sizeof sizes[0]; t++) {
+        const long long chunk = sizes[t], chunks = (w->grid.nodes + chunk - 1) / chunk;
+        unsigned char *live = malloc((size_t)chunks), *want = calloc((size_t)chunks, 1);
+        cr_assert(live && want);
+        firn_cpu_live_chunks(w, chunk, live);
+        for (int d = 0; d < b->ndirty; d++) {
+            const int blk = b->dirty[d];
+            const int c[3] = {blk / (b->nb[1] * b->nb[2]), blk / b->nb[2] % b->nb[1], blk % b->nb[2]};
+            for (int i = 4 * c[0]; i < 4 * c[0] + 4 && i < n[0]; i++)
+                for (int j = 4 * c[1]; j < 4 * c[1] + 4 && j < n[1]; j++)
+                    for (int k = 4 * c[2]; k < 4 * c[2] + 4 && k < n[2]; k++)
+                        want[firn_node_index(n, i, j, k) / chunk] = 1;
+        }
+        long long marked = 0;
+        for (long long q = 0; q < chunks; q++) {
+            cr_assert_eq(live[q], want[q], "chunk size %lld: chunk %lld live %d, want %d", chunk, q,
+                         live[q], want[q]);
+            marked += live[q];
+        }
+        cr_assert(marked > 0 && marked < chunks, "chunk size %lld: %lld of %lld", chunk, marked,
+                  chunks);
+        free(live);
+        free(want);
+    }
+    /* Not known (after a full clear): every chunk. */
+    firn_cpu_clear(w);
+    unsigned char live[64];
+    firn_cpu_live_chunks(w, (w->grid.nodes + 63) / 64, live);
+    for (int q = 0; q < 64; q++)
+        cr_assert_eq(live[q], 1);
+    firn_world_destroy(w);
+}
+
 Test(grid, clearing_only_the_written_blocks_leaves_the_full_clears_grid)
 {
     /* Each substep clears and updates only the node blocks the last P2G
