@@ -654,9 +654,11 @@ static double resident_bytes(void)
 
 /* The CPU grid's empty part takes address space, not memory: a 6 cm cube of
  * sand in a 1 m domain at dx = 1/256 (a 272 MB grid of 257^3 nodes) runs
- * ten substeps with the process's resident memory grown by a small part of
- * the grid (the cube's node blocks and the pages they share are well under
- * a tenth of it). */
+ * ten substeps with the process's resident memory grown by under a quarter
+ * of the grid. The cube's node blocks lie in about 24 of the 257 x-slices
+ * (1 MB each): 9 MB here with the particles, 4 KiB pages; some 30 MB where transparent
+ * huge pages back the allocation in 2 MB units; clearing the whole grid
+ * would make all 272 MB resident. */
 Test(memory, empty_grid_blocks_take_no_resident_memory)
 {
     firn_scene_def def;
@@ -668,7 +670,7 @@ Test(memory, empty_grid_blocks_take_no_resident_memory)
     cr_assert_eq(firn_world_run_substeps(w, 10, firn_world_cfl_dt(w), &err), 0, "%s", err.msg);
     const double grid = 16.0 * (double)w->grid.nodes, rise = resident_bytes() - before;
     cr_assert_gt(grid, 2.5e8);
-    cr_assert_lt(rise, 0.1 * grid, "resident memory rose by %.1f MB for a %.1f MB grid and %d particles",
+    cr_assert_lt(rise, 0.25 * grid, "resident memory rose by %.1f MB for a %.1f MB grid and %d particles",
                  rise / 1e6, grid / 1e6, w->p.n);
     firn_world_destroy(w);
 }
