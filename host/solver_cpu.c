@@ -30,6 +30,7 @@
  * every sum's order - never depends on when the state was read. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include <omp.h>
 
@@ -46,11 +47,14 @@ int firn_cpu_init(firn_world *w, firn_error *err)
     for (int a = 0; a < 3; a++)
         g->n[a] = w->params.n[a];
     g->nodes = (long long)g->n[0] * g->n[1] * g->n[2];
-    /* Zeroed by the allocator: on Linux a large calloc is fresh pages that
-     * take memory only once written, and the substeps write only the node
-     * blocks near particles (below), so the empty part of a large domain
-     * takes address space, not memory. */
-    g->node = calloc(4 * (size_t)g->nodes, sizeof(float));
+    /* A private anonymous mapping: zero pages that take memory only once
+     * written (whatever the allocator's settings), and the substeps write
+     * only the node blocks near particles (below), so the part of a large
+     * domain that material never reaches takes address space, not memory. */
+    g->node = mmap(NULL, 16 * (size_t)g->nodes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                   -1, 0);
+    if (g->node == MAP_FAILED)
+        g->node = NULL;
     b->block_cells = BLOCK;
     for (int a = 0; a < 3; a++)
         b->nb[a] = (g->n[a] + BLOCK - 1) / BLOCK;
@@ -93,7 +97,8 @@ int firn_cpu_init(firn_world *w, firn_error *err)
 
 void firn_cpu_free(firn_world *w)
 {
-    free(w->grid.node);
+    if (w->grid.node)
+        munmap(w->grid.node, 16 * (size_t)w->grid.nodes);
     free(w->bins.count);
     free(w->bins.start);
     free(w->bins.work);
@@ -136,7 +141,7 @@ static void block_nodes(const firn_cpu_bins *b, const firn_grid *g, int blk, int
 static void clear_dirty(firn_world *w)
 {
     firn_cpu_bins *b = &w->bins;
-    if (!b->dirty_valid) {
+    if (!b->dirty_valid || b->full_grid) {
         firn_cpu_clear(w);
         return;
     }
@@ -354,8 +359,9 @@ void firn_cpu_live_chunks(const firn_world *w, long long chunk, unsigned char *l
     const firn_cpu_bins *b = &w->bins;
     const firn_grid *g = &w->grid;
     const long long chunks = (g->nodes + chunk - 1) / chunk;
-    memset(live, !b->dirty_valid, (size_t)chunks);
-    if (!b->dirty_valid)
+    const int all = !b->dirty_valid || b->full_grid;
+    memset(live, all, (size_t)chunks);
+    if (all)
         return;
     for (int d = 0; d < b->ndirty; d++) {
         int lo[3], hi[3];
@@ -374,7 +380,7 @@ void firn_cpu_grid(firn_world *w)
     const firn_params *P = &w->params;
     const firn_cpu_bins *b = &w->bins;
     firn_grid g = w->grid;
-    if (!b->dirty_valid) {
+    if (!b->dirty_valid || b->full_grid) {
 #pragma omp parallel for schedule(static)
         for (long long node = 0; node < g.nodes; node++)
             firn_grid_node(node, P, g);

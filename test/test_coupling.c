@@ -614,33 +614,41 @@ Test(coupling, same_state_bitwise_for_any_thread_count, .timeout = 120)
 }
 
 /* The rigid grid update visits only the node chunks the last P2G could
- * write; the others hold no mass. Against a run that clears and updates the
- * whole grid every substep: the grid, the particles and the bodies bitwise
- * the same after 150 substeps of a box falling into the sand bed, with some
- * chunks skipped. */
+ * write; the others hold no mass. Against the reference that clears,
+ * updates and couples over the whole grid every substep (bins.full_grid):
+ * the grid, the particles and the bodies bitwise the same after 150
+ * substeps of a box falling into the sand bed, with some chunks skipped,
+ * with and without CPIC. */
 Test(coupling, grid_update_over_written_chunks_is_the_full_one, .timeout = 120)
 {
-    firn_scene_def def;
-    coupled_scene(&def, 0);
-    firn_world *a = make_world(&def), *b = make_world(&def);
-    firn_error err;
-    for (int k = 0; k < 150; k++) {
-        const float dt = firn_world_cfl_dt(a);
-        cr_assert_eq(firn_world_substep(a, dt, &err), 0, "%s", err.msg);
-        b->bins.dirty_valid = 0; /* the whole grid */
-        cr_assert_eq(firn_world_substep(b, dt, &err), 0, "%s", err.msg);
+    for (int cpic = 0; cpic < 2; cpic++) {
+        firn_scene_def def;
+        coupled_scene(&def, cpic);
+        firn_world *a = make_world(&def), *b = make_world(&def);
+        b->bins.full_grid = 1;
+        firn_error err;
+        for (int k = 0; k < 150; k++) {
+            const float dt = firn_world_cfl_dt(a);
+            cr_assert_eq(firn_world_substep(a, dt, &err), 0, "%s", err.msg);
+            cr_assert_eq(firn_world_substep(b, dt, &err), 0, "%s", err.msg);
+        }
+        long long live = 0, all = 0;
+        for (long long c = 0; c < a->chunks; c++)
+            live += a->chunk_live[c], all += b->chunk_live[c];
+        cr_assert(live > 0 && live < a->chunks && all == b->chunks,
+                  "cpic %d: %lld of %lld chunks visited, %lld in the reference", cpic, live,
+                  a->chunks, all);
+        cr_assert(!memcmp(a->grid.node, b->grid.node, 16 * (size_t)a->grid.nodes),
+                  "cpic %d: grids differ", cpic);
+        cr_assert(!memcmp(a->p.x, b->p.x, 12 * (size_t)a->p.n), "cpic %d: positions differ", cpic);
+        cr_assert(!memcmp(a->rigids, b->rigids, 2 * sizeof(firn_rigid)),
+                  "cpic %d: rigid states differ", cpic);
+        cr_assert(!memcmp(a->rigid_acc, b->rigid_acc, sizeof a->rigid_acc),
+                  "cpic %d: forces differ", cpic);
+        cr_assert(a->rigids[0].force[1] != 0.0f, "cpic %d: the box never touched the sand", cpic);
+        firn_world_destroy(a);
+        firn_world_destroy(b);
     }
-    long long live = 0;
-    for (long long c = 0; c < a->chunks; c++)
-        live += a->chunk_live[c];
-    cr_assert(live > 0 && live < a->chunks, "%lld of %lld chunks visited", live, a->chunks);
-    cr_assert(!memcmp(a->grid.node, b->grid.node, 16 * (size_t)a->grid.nodes), "grids differ");
-    cr_assert(!memcmp(a->p.x, b->p.x, 12 * (size_t)a->p.n), "positions differ");
-    cr_assert(!memcmp(a->rigids, b->rigids, 2 * sizeof(firn_rigid)), "rigid states differ");
-    cr_assert(!memcmp(a->rigid_acc, b->rigid_acc, sizeof a->rigid_acc), "forces differ");
-    cr_assert(a->rigids[0].force[1] != 0.0f, "the box never touched the sand");
-    firn_world_destroy(a);
-    firn_world_destroy(b);
 }
 
 /* ---- CPIC ----------------------------------------------------------------- */
