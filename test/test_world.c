@@ -594,8 +594,9 @@ Test(determinism, cpic_same_state_bitwise_for_any_thread_count)
 }
 
 /* firn_world_memory's host figure is what creating a CPU world takes from
- * the heap: glibc's counters (main arena in use + mmapped blocks) rise by it
- * across firn_world_create, to within the world struct itself and 1 %
+ * the heap and the grid's own mapping: glibc's counters (main arena in use +
+ * mmapped blocks) plus the grid's bytes rise by it across
+ * firn_world_create, to within the world struct itself and 1 %
  * (allocator headers, page rounding, OpenMP's first-use allocations). The
  * scene has 134k particles on a 65^3 grid, so 1 % is about 0.2 MB. */
 #include <malloc.h>
