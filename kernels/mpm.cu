@@ -471,28 +471,21 @@ extern "C" int firn_cuda_run(firn_world *w, int nsub, float dt, int *bad_substep
     return (int)(bad & 0xffffffffu);
 }
 
-extern "C" int firn_cuda_download(firn_world *w, firn_error *err)
-{
-    firn_cuda_state *s = w->cuda;
-    if (!s)
-        return not_initialised("firn_cuda_download", err);
-    if (copy_particles(&w->p, &s->p, cudaMemcpyDeviceToHost, s->stream, FIRN_STALE_ALL, err))
-        return FIRN_CUDA_FAILED;
-    FIRN_CUDA_CHECK(cudaStreamSynchronize(s->stream), err);
-    w->host_stale = 0;
-    return 0;
-}
-
 extern "C" int firn_cuda_download_parts(firn_world *w, int parts, firn_error *err)
 {
     firn_cuda_state *s = w->cuda;
     if (!s)
-        return not_initialised("firn_cuda_download_parts", err);
+        return not_initialised("firn_cuda_download", err);
     if (copy_particles(&w->p, &s->p, cudaMemcpyDeviceToHost, s->stream, parts, err))
         return FIRN_CUDA_FAILED;
     FIRN_CUDA_CHECK(cudaStreamSynchronize(s->stream), err);
     w->host_stale &= ~parts;
     return 0;
+}
+
+extern "C" int firn_cuda_download(firn_world *w, firn_error *err)
+{
+    return firn_cuda_download_parts(w, FIRN_STALE_ALL, err);
 }
 
 extern "C" int firn_cuda_download_rigids(firn_world *w, firn_error *err)
