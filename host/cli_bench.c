@@ -299,7 +299,7 @@ int firn_cli_bench(int argc, char **argv)
         } else if (!strcmp(a, "--threads")) {
             /* Plain integers only: no suffixes, no fractions. */
             nthreads = 0;
-            for (const char *c = v; nthreads >= 0;) {
+            for (const char *c = v;;) {
                 char *end = (char *)c;
                 long t = *c >= '0' && *c <= '9' ? strtol(c, &end, 10) : 0;
                 if (t < 1 || t > MAX_THREADS || nthreads == MAX_THREADS_LIST ||
