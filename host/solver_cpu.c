@@ -124,15 +124,19 @@ void firn_cpu_clear(firn_world *w)
     w->bins.dirty_valid = 0;
 }
 
-/* The nodes of node block `blk`: lo[a] <= index < hi[a] along each axis
- * (4 per axis, fewer at the grid's upper faces). */
-static void block_nodes(const firn_cpu_bins *b, const firn_grid *g, int blk, int lo[3], int hi[3])
+/* Row r (0..15) of node block `blk`: the nodes first .. first + *len - 1,
+ * consecutive along z (4, fewer at the grid's upper z face). Returns 0 for
+ * a row past the grid's upper x or y face. */
+static int block_row(const firn_cpu_bins *b, const firn_grid *g, int blk, int r, long long *first,
+                     int *len)
 {
-    const int c[3] = {blk / (b->nb[1] * b->nb[2]), blk / b->nb[2] % b->nb[1], blk % b->nb[2]};
-    for (int a = 0; a < 3; a++) {
-        lo[a] = 4 * c[a];
-        hi[a] = lo[a] + 4 < g->n[a] ? lo[a] + 4 : g->n[a];
-    }
+    const int i = 4 * (blk / (b->nb[1] * b->nb[2])) + r / 4;
+    const int j = 4 * (blk / b->nb[2] % b->nb[1]) + r % 4, k = 4 * (blk % b->nb[2]);
+    if (i >= g->n[0] || j >= g->n[1])
+        return 0;
+    *first = firn_node_index(g->n, i, j, k);
+    *len = k + 4 < g->n[2] ? 4 : g->n[2] - k;
+    return 1;
 }
 
 /* The substep's clear: only the node blocks the last P2G could write
@@ -141,7 +145,7 @@ static void block_nodes(const firn_cpu_bins *b, const firn_grid *g, int blk, int
 static void clear_dirty(firn_world *w)
 {
     firn_cpu_bins *b = &w->bins;
-    if (!b->dirty_valid || b->full_grid) {
+    if (!b->dirty_valid) {
         firn_cpu_clear(w);
         return;
     }
@@ -149,12 +153,11 @@ static void clear_dirty(firn_world *w)
     float *q = g->node;
 #pragma omp parallel for schedule(static)
     for (int d = 0; d < b->ndirty; d++) {
-        int lo[3], hi[3];
-        block_nodes(b, g, b->dirty[d], lo, hi);
-        for (int i = lo[0]; i < hi[0]; i++)
-            for (int j = lo[1]; j < hi[1]; j++) /* a row of nodes along z */
-                memset(q + 4 * firn_node_index(g->n, i, j, lo[2]), 0,
-                       4 * sizeof(float) * (size_t)(hi[2] - lo[2]));
+        long long first;
+        int len;
+        for (int r = 0; r < 16; r++)
+            if (block_row(b, g, b->dirty[d], r, &first, &len))
+                memset(q + 4 * first, 0, 4 * sizeof(float) * (size_t)len);
     }
 }
 
@@ -246,7 +249,7 @@ static void bin_particles(firn_world *w)
     for (int blk = 0; blk < nbk; blk++)
         if (b->touched[blk])
             b->dirty[b->ndirty++] = blk;
-    b->dirty_valid = 1;
+    b->dirty_valid = !b->full_grid; /* the reference: as if nothing were known */
     /* Far steps: the next particle in block order lies outside the 16
      * floats (one cache line) that follow the previous one in memory. */
     long long far = 0;
@@ -359,19 +362,16 @@ void firn_cpu_live_chunks(const firn_world *w, long long chunk, unsigned char *l
     const firn_cpu_bins *b = &w->bins;
     const firn_grid *g = &w->grid;
     const long long chunks = (g->nodes + chunk - 1) / chunk;
-    const int all = !b->dirty_valid || b->full_grid;
-    memset(live, all, (size_t)chunks);
-    if (all)
+    memset(live, !b->dirty_valid, (size_t)chunks);
+    if (!b->dirty_valid)
         return;
     for (int d = 0; d < b->ndirty; d++) {
-        int lo[3], hi[3];
-        block_nodes(b, g, b->dirty[d], lo, hi);
-        for (int i = lo[0]; i < hi[0]; i++)
-            for (int j = lo[1]; j < hi[1]; j++) { /* a row along z */
-                const long long first = firn_node_index(g->n, i, j, lo[2]);
-                for (long long c = first / chunk; c <= (first + hi[2] - lo[2] - 1) / chunk; c++)
+        long long first;
+        int len;
+        for (int r = 0; r < 16; r++)
+            if (block_row(b, g, b->dirty[d], r, &first, &len))
+                for (long long c = first / chunk; c <= (first + len - 1) / chunk; c++)
                     live[c] = 1;
-            }
     }
 }
 
@@ -380,7 +380,7 @@ void firn_cpu_grid(firn_world *w)
     const firn_params *P = &w->params;
     const firn_cpu_bins *b = &w->bins;
     firn_grid g = w->grid;
-    if (!b->dirty_valid || b->full_grid) {
+    if (!b->dirty_valid) {
 #pragma omp parallel for schedule(static)
         for (long long node = 0; node < g.nodes; node++)
             firn_grid_node(node, P, g);
@@ -389,12 +389,12 @@ void firn_cpu_grid(firn_world *w)
     /* Nodes outside the blocks P2G wrote hold no mass: nothing to update. */
 #pragma omp parallel for schedule(static)
     for (int d = 0; d < b->ndirty; d++) {
-        int lo[3], hi[3];
-        block_nodes(b, &g, b->dirty[d], lo, hi);
-        for (int i = lo[0]; i < hi[0]; i++)
-            for (int j = lo[1]; j < hi[1]; j++)
-                for (int k = lo[2]; k < hi[2]; k++)
-                    firn_grid_node(firn_node_index(g.n, i, j, k), P, g);
+        long long first;
+        int len;
+        for (int r = 0; r < 16; r++)
+            if (block_row(b, &g, b->dirty[d], r, &first, &len))
+                for (int k = 0; k < len; k++)
+                    firn_grid_node(first + k, P, g);
     }
 }
 

@@ -26,8 +26,9 @@ typedef struct {
     int *dirty;        /* nblocks: those node blocks, in index order */
     int ndirty;
     int dirty_valid;   /* dirty lists every grid node that may be non-zero; 0: clear all */
-    int full_grid;     /* the reference the block-wise phases are tested against: clear,
-                          update and couple over the whole grid every substep */
+    int full_grid;     /* the reference the block-wise phases are tested against: binning
+                          leaves dirty_valid 0, so clear, update and couple cover the whole
+                          grid every substep */
     int *order;        /* n particle indices sorted by block (stable) */
     int *key;          /* n block of each particle; scratch once order is built */
     int *id;           /* n: the scene's index of the particle at each index */
