@@ -157,17 +157,9 @@ int firn_cuda_queue_grid_rigid(const firn_params *P, firn_grid g, const firn_rig
 
 int firn_cuda_coupling_local_bytes(int cpic, size_t *bytes, firn_error *err)
 {
-    const void *kernels[] = {(const void *)rigid_step, (const void *)grid_update_rigid,
-                             (const void *)cpic_mark, (const void *)p2g_cpic,
-                             (const void *)g2p_cpic};
-    *bytes = 0;
-    for (const void *k : kernels) {
-        if (!cpic && (k == (const void *)cpic_mark || k == (const void *)p2g_cpic ||
-                      k == (const void *)g2p_cpic))
-            continue;
-        cudaFuncAttributes a;
-        FIRN_CUDA_CHECK(cudaFuncGetAttributes(&a, k), err);
-        *bytes = a.localSizeBytes > *bytes ? a.localSizeBytes : *bytes;
-    }
-    return 0;
+    const void *const kernels[] = {(const void *)rigid_step, (const void *)grid_update_rigid,
+                                   /* CPIC's, last */
+                                   (const void *)cpic_mark, (const void *)p2g_cpic,
+                                   (const void *)g2p_cpic};
+    return firn_cuda_local_bytes(kernels, cpic ? 5 : 2, bytes, err);
 }

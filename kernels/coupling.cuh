@@ -29,8 +29,8 @@ int firn_cuda_queue_g2p_cpic(const firn_params *P, const firn_material *mats, fi
                              unsigned long long *bad, unsigned substep, cudaStream_t st,
                              firn_error *err);
 
-/* The most local memory (stack) one thread of a coupling kernel uses, in
- * bytes, the CPIC kernels counted only when cpic is set: the driver
+/* Raises *bytes to the most local memory (stack) one thread of a coupling
+ * kernel uses, the CPIC kernels counted only when cpic is set: the driver
  * reserves it for every thread the GPU can hold. */
 int firn_cuda_coupling_local_bytes(int cpic, size_t *bytes, firn_error *err);
 

@@ -81,4 +81,17 @@ static inline __device__ unsigned long long firn_cuda_bad_word(unsigned substep,
     return ((unsigned long long)substep << 32) | (unsigned)i;
 }
 
+/* Raises *bytes to the most local memory (stack) one thread of any of the
+ * n kernels uses. 0, or FIRN_CUDA_FAILED with err filled. */
+static inline int firn_cuda_local_bytes(const void *const *kernels, int n, size_t *bytes,
+                                        firn_error *err)
+{
+    for (int k = 0; k < n; k++) {
+        cudaFuncAttributes a;
+        FIRN_CUDA_CHECK(cudaFuncGetAttributes(&a, kernels[k]), err);
+        *bytes = a.localSizeBytes > *bytes ? a.localSizeBytes : *bytes;
+    }
+    return 0;
+}
+
 #endif

@@ -167,18 +167,10 @@ static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
      * passes this check does not fail at that launch. */
     size_t local = 0, stack = 0;
     FIRN_CUDA_CHECK(cudaDeviceGetLimit(&stack, cudaLimitStackSize), err);
-    {
-        const void *kernels[] = {(const void *)p2g, (const void *)grid_update, (const void *)g2p};
-        for (const void *k : kernels) {
-            cudaFuncAttributes a;
-            FIRN_CUDA_CHECK(cudaFuncGetAttributes(&a, k), err);
-            local = a.localSizeBytes > local ? a.localSizeBytes : local;
-        }
-        size_t lc = 0;
-        if (w->n_rigids > 0 && firn_cuda_coupling_local_bytes(w->coupler.cpic, &lc, err))
-            return FIRN_CUDA_FAILED;
-        local = lc > local ? lc : local;
-    }
+    const void *const kernels[] = {(const void *)p2g, (const void *)grid_update, (const void *)g2p};
+    if (firn_cuda_local_bytes(kernels, 3, &local, err) ||
+        (w->n_rigids > 0 && firn_cuda_coupling_local_bytes(w->coupler.cpic, &local, err)))
+        return FIRN_CUDA_FAILED;
     const size_t extra = local > stack ? local - stack : 0;
     const size_t reserve =
         extra * (size_t)prop.multiProcessorCount * (size_t)prop.maxThreadsPerMultiProcessor;
