@@ -411,9 +411,11 @@ static int validate_body(const ctx *c, const firn_scene_def *def, int i, double 
                     "particles_per_cell %g and dx %g; at least 1 is needed",
                     shape_names[s->type], volume, *particles, b->particles_per_cell, def->dx);
 
-    /* Particles are clamped 2 dx inside the walls (the wall layers plus a
-     * cell), so a body must start there. The tolerance absorbs rounding of
-     * bodies placed exactly on the limit. */
+    /* A body must start clear of the wall layers (the nodes within 2 dx of
+     * a wall, where the boundary condition acts); particles that later move
+     * further out are clamped at 1 dx, where their stencil still fits the
+     * grid. The tolerance absorbs rounding of bodies placed exactly on the
+     * limit. */
     for (int k = 0; k < 3; k++) {
         double lo = (double)def->lower[k] + 2.0 * def->dx,
                hi = (double)def->upper[k] - 2.0 * def->dx;

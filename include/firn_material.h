@@ -136,7 +136,10 @@ static inline FIRN_HD firn_mat3 firn_constitutive_direct(const firn_material *m,
         /* Weakly compressible, inviscid: only the volume ratio is kept. An
          * inverted or crushed particle (J < 0.01: 1% of its volume, far past
          * anything a liquid reaches) is reset to J = 0.01, so the pressure
-         * pushes it back open instead of locking the inversion in. */
+         * keeps the sign that pushes it back open instead of locking the
+         * inversion in; the push is weak there (the Kirchhoff pressure
+         * lambda J (J - 1) is 1/25 of its peak at J = 0.5), the particle's
+         * neighbours do the rest. */
         float J = firn_m3_det(*F);
         J = J < 0.01f ? 0.01f : J; /* a NaN stays NaN, for G2P to report */
         float c = cbrtf(J);

@@ -174,18 +174,23 @@ static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
     const size_t extra = local > stack ? local - stack : 0;
     const size_t reserve =
         extra * (size_t)prop.multiProcessorCount * (size_t)prop.maxThreadsPerMultiProcessor;
+    /* Each allocation below may be rounded up to the driver's 2 MiB
+     * granularity: at most six, and three per rigid body. */
+    const size_t rounding = (size_t)(6 + 3 * w->n_rigids) << 21;
     size_t free_b = 0, total_b = 0;
     FIRN_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b), err);
-    if (want + reserve > free_b) {
+    if (want + reserve + rounding > free_b) {
         firn_set_error(err, FIRN_E_DEVICE,
                        "not enough GPU memory on %s: %zu bytes (%.1f MiB) requested for %d "
-                       "particles and a %d x %d x %d grid, and %.1f MiB of kernel stack (%zu B "
-                       "beyond the default for each of %d x %d threads), %zu bytes (%.1f MiB) "
-                       "free of %zu (%.1f MiB); use fewer particles, a coarser dx, or --backend cpu",
+                       "particles and a %d x %d x %d grid, %.1f MiB of kernel stack (%zu B "
+                       "beyond the default for each of %d x %d threads) and up to %.0f MiB of "
+                       "allocation rounding; %zu bytes (%.1f MiB) free of %zu (%.1f MiB); use "
+                       "fewer particles, a coarser dx, or --backend cpu",
                        w->device_name, want, (double)want / (1 << 20), n, s->grid.n[0],
                        s->grid.n[1], s->grid.n[2], (double)reserve / (1 << 20), extra,
-                       prop.multiProcessorCount, prop.maxThreadsPerMultiProcessor, free_b,
-                       (double)free_b / (1 << 20), total_b, (double)total_b / (1 << 20));
+                       prop.multiProcessorCount, prop.maxThreadsPerMultiProcessor,
+                       (double)rounding / (1 << 20), free_b, (double)free_b / (1 << 20), total_b,
+                       (double)total_b / (1 << 20));
         return FIRN_CUDA_FAILED;
     }
 
