@@ -471,7 +471,7 @@ Test(motion, elastic_bar_vibrates_at_the_rod_frequency)
     /* PHYSICS.md 6: a free bar's first axial mode has the period 2 L / c,
      * c = sqrt(E / rho) (rod theory; the lateral-inertia correction is
      * under 1e-3 here). At the default 8 particles per cell and Courant number
-     * the bar on 40 cells runs 1.2 % slow with either law, and the error
+     * the bar on 40 cells runs 1.3 % slow with either law, and the error
      * falls with the cell (1.6 % on 20 cells, 1.0 % on 80), the step (0.7 %
      * at a Courant number of 0.05 on 20 cells) and more particles per cell
      * (0.3 % at 27 on 40 cells); 2.5 % holds that with room, while a wrong
