@@ -1,6 +1,7 @@
 /* cli_bench.c - `firn bench`: throughput of the standard scenes over
  * particle counts and backends, with per-phase times, memory and the
  * achieved fraction of the measured copy bandwidth. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -202,15 +203,17 @@ static int write_file(const char *path, const bench_result *r, int nr, double cp
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     FILE *f = fopen(tmp, "w");
     if (!f) {
-        fprintf(stderr, "firn: error: cannot write %s\n", tmp);
+        fprintf(stderr, "firn: error: cannot write %s: %s\n", tmp, strerror(errno));
         return FIRN_E_IO;
     }
     if (json)
         write_json(f, r, nr, cpu_bw, gpu_bw, complete);
     else
         write_csv(f, r, nr);
-    if (fclose(f) || rename(tmp, path)) {
-        fprintf(stderr, "firn: error: cannot write %s\n", path);
+    int bad = ferror(f);
+    if (fclose(f) || bad || rename(tmp, path)) {
+        fprintf(stderr, "firn: error: cannot write %s: %s\n", path,
+                bad ? "write error" : strerror(errno));
         remove(tmp);
         return FIRN_E_IO;
     }
@@ -339,14 +342,23 @@ int firn_cli_bench(int argc, char **argv)
     long long counts[2][MAX_COUNTS];
     int ncounts[2];
     const char *defaults[2] = {"20k,100k", "100k,1m,8m"};
+    firn_error err;
     for (int b = 0; b < 2; b++) {
         ncounts[b] = firn_bench_parse_counts(counts_s ? counts_s : defaults[b], counts[b], MAX_COUNTS);
         if (ncounts[b] < 0) {
             fprintf(stderr, "firn bench: --particles takes a list like 100k,1m,8m\n");
             return FIRN_E_USAGE;
         }
+        for (int c = 0; c < ncounts[b]; c++)
+            if (firn_bench_check_count(counts[b][c], &err)) {
+                fprintf(stderr, "firn bench: --particles: %s\n", err.msg + strlen("bench: "));
+                return FIRN_E_USAGE;
+            }
     }
-    firn_error err;
+    if (!strcmp(json, csv)) {
+        fprintf(stderr, "firn bench: --json and --csv name the same file, %s\n", json);
+        return FIRN_E_USAGE;
+    }
     const char *outs[2] = {json, csv};
     for (int k = 0; k < 2; k++) {
         char dir[FIRN_PATH_MAX];
@@ -358,6 +370,10 @@ int firn_cli_bench(int argc, char **argv)
                 return firn_cli_fail(&err);
         }
     }
+    /* Both files are written now, empty and incomplete, so that a path that
+     * cannot be written fails before any case runs. */
+    if (write_files(json, csv, NULL, 0, 0.0, 0.0, 0))
+        return FIRN_E_IO;
     double cpu_bw = want_cpu ? firn_bench_host_copy_bandwidth((size_t)256 << 20) : 0.0;
     double gpu_bw = want_gpu ? firn_cuda_copy_bandwidth((size_t)1 << 30) : 0.0;
     for (int k = 0; k < nthreads && want_cpu; k++)

@@ -3,6 +3,7 @@
  * asked for is the count built; sparse means more empty grid), and the
  * firn-bench-1 JSON and CSV that `firn bench` writes. */
 #include <criterion/criterion.h>
+#include <sys/stat.h>
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
@@ -97,7 +98,8 @@ Test(bench_math, parse_counts_reads_k_m_g_suffixes)
 
 Test(bench_math, parse_counts_rejects_malformed_lists)
 {
-    static const char *bad[] = {"", "1x", "5,,6", "5,", ",5", "-5", "5,-6", "0", "k", "1k2", "1,x"};
+    static const char *bad[] = {"", "1x", "5,,6", "5,", ",5", "-5", "5,-6", "0", "k", "1k2", "1,x",
+                                "nan", "inf", "1e20", "5,nan", "1e7g"};
     long long c[8];
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         cr_expect_eq(firn_bench_parse_counts(bad[i], c, 8), -1, "'%s' was accepted", bad[i]);
@@ -154,6 +156,20 @@ Test(bench_scene, each_scene_and_layout_holds_200k_within_10_percent, .timeout =
     check_counts(200000);
 }
 
+Test(bench_scene, each_scene_and_layout_is_valid_down_to_the_1000_minimum)
+{
+    /* The coarsest grids: 0.1 m cells at 1000 particles in the dense
+     * layout. Counts are not held to 10 % here: a body a few cells across
+     * samples what its cells hold. */
+    const long long counts[] = {1000, 1100, 1500, 2000, 3000};
+    for (int k = 0; k < 5; k++)
+        for (int s = 0; s < FIRN_BENCH_SCENES; s++)
+            for (int l = 0; l < 2; l++) {
+                built b = build((firn_bench_scene)s, (firn_bench_layout)l, counts[k]);
+                cr_expect_gt(b.particles, 0);
+            }
+}
+
 Test(bench_scene, scene_names_are_the_cli_names)
 {
     cr_expect_str_eq(firn_bench_scene_name(FIRN_BENCH_SAND), "sand_block");
@@ -167,6 +183,17 @@ Test(bench_scene, fewer_than_1000_particles_is_a_usage_error)
     firn_error err;
     cr_expect_neq(firn_bench_make_scene(FIRN_BENCH_SAND, FIRN_BENCH_DENSE, 999, &def, &err), 0);
     cr_expect_eq(err.code, FIRN_E_USAGE);
+}
+
+Test(bench_scene, more_than_the_index_limit_is_a_usage_error)
+{
+    firn_scene_def def;
+    firn_error err;
+    cr_expect_neq(firn_bench_make_scene(FIRN_BENCH_SAND, FIRN_BENCH_DENSE,
+                                        (long long)FIRN_MAX_PARTICLES + 1, &def, &err),
+                  0);
+    cr_expect_eq(err.code, FIRN_E_USAGE);
+    cr_expect(strstr(err.msg, "at most"), "%s", err.msg);
 }
 
 /* ---------------------------------------------------------------- JSON and CSV */
@@ -457,6 +484,36 @@ Test(bench_cli, bad_threads_list_is_a_usage_error)
         cr_expect_eq(rc, FIRN_E_USAGE, "--threads %s: exit %d:\n%s", bad[i], rc, out);
         cr_expect(strstr(out, "--threads"), "--threads %s: message does not name the option:\n%s",
                   bad[i], out);
+    }
+}
+
+Test(bench_cli, bad_outputs_and_counts_fail_before_any_case, .init = setup, .fini = teardown)
+{
+    /* Each fails on its own: no copy-bandwidth line, no table. */
+    char args[512];
+    snprintf(args, sizeof args, "bench --backend cpu --particles 1k --json %s/a.json --csv %s/a.json",
+             dir, dir);
+    int rc = firn_in_dir(args);
+    cr_expect_eq(rc, FIRN_E_USAGE, "same --json and --csv: exit %d:\n%s", rc, out);
+    cr_expect(strstr(out, "same file"), "%s", out);
+
+    char sub[96];
+    snprintf(sub, sizeof sub, "%s/d.json", dir);
+    cr_assert_eq(mkdir(sub, 0755), 0);
+    snprintf(args, sizeof args, "bench --backend cpu --particles 1k --json %s --csv %s/d.csv", sub,
+             dir);
+    rc = firn_in_dir(args);
+    cr_expect_eq(rc, FIRN_E_IO, "--json naming a folder: exit %d:\n%s", rc, out);
+    cr_expect(strstr(out, "d.json") && !strstr(out, "copy bandwidth"), "%s", out);
+
+    static const char *counts[] = {"nan", "1e20", "999", "1g"};
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+        snprintf(args, sizeof args, "bench --backend cpu --particles %s --json %s/b.json --csv %s/b.csv",
+                 counts[i], dir, dir);
+        rc = firn_in_dir(args);
+        cr_expect_eq(rc, FIRN_E_USAGE, "--particles %s: exit %d:\n%s", counts[i], rc, out);
+        cr_expect(strstr(out, "--particles") && !strstr(out, "copy bandwidth"),
+                  "--particles %s:\n%s", counts[i], out);
     }
 }
 
