@@ -94,8 +94,12 @@ static int parse_obj(const char *path, float scale, obj_data *o, firn_error *err
     while (fgets(buf, sizeof buf, f)) {
         lineno++;
         size_t len = strlen(buf);
-        if (len == sizeof buf - 1 && buf[len - 1] != '\n' && !feof(f)) {
-            bad_obj(err, path, lineno, "line longer than 8191 characters");
+        /* fgets stops at a newline, at the end of the file or with the
+         * buffer full: a line that ends otherwise holds a NUL byte. */
+        if ((len == 0 || buf[len - 1] != '\n') && !feof(f)) {
+            bad_obj(err, path, lineno,
+                    len == sizeof buf - 1 ? "line longer than 8191 characters"
+                                          : "a NUL byte: not a text OBJ file");
             goto done;
         }
         char *s = buf;

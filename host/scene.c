@@ -1387,8 +1387,17 @@ int firn_scene_load_json(const char *path, firn_scene_def *def, firn_error *err)
         firn_set_error(err, FIRN_E_IO, "%s: cannot open: %s", path, strerror(errno));
         return FIRN_E_IO;
     }
-    /* Read in chunks: works for pipes too, and fails cleanly on a directory. */
+    /* Read in chunks: works for pipes too, and fails cleanly on a directory.
+     * A NUL byte or more than FIRN_SCENE_MAX_BYTES ends it: no endless
+     * stream (a device, say) is read until memory runs out. */
     for (;;) {
+        if (len > FIRN_SCENE_MAX_BYTES) {
+            free(text);
+            fclose(f);
+            firn_set_error(err, FIRN_E_SCENE, "%s: longer than %d MiB; not a scene file", path,
+                           FIRN_SCENE_MAX_BYTES >> 20);
+            return FIRN_E_SCENE;
+        }
         if (cap - len < 4096) {
             char *grown = realloc(text, cap ? 2 * cap : 65536);
             if (!grown) {
@@ -1401,6 +1410,12 @@ int firn_scene_load_json(const char *path, firn_scene_def *def, firn_error *err)
             cap = cap ? 2 * cap : 65536;
         }
         size_t got = fread(text + len, 1, cap - len - 1, f);
+        if (memchr(text + len, '\0', got)) {
+            free(text);
+            fclose(f);
+            firn_set_error(err, FIRN_E_SCENE, "%s: contains a NUL byte; not a JSON text file", path);
+            return FIRN_E_SCENE;
+        }
         len += got;
         if (got == 0)
             break;
@@ -1414,12 +1429,7 @@ int firn_scene_load_json(const char *path, firn_scene_def *def, firn_error *err)
     }
     fclose(f);
     text[len] = '\0';
-    if (strlen(text) != len) {
-        firn_set_error(err, FIRN_E_SCENE, "%s: contains a NUL byte; not a JSON text file", path);
-        rc = FIRN_E_SCENE;
-    } else {
-        rc = firn_scene_parse_json(text, path, def, err);
-    }
+    rc = firn_scene_parse_json(text, path, def, err);
     free(text);
     return rc;
 }

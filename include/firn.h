@@ -29,6 +29,9 @@ extern "C" {
 #define FIRN_NAME_MAX 64
 #define FIRN_PATH_MAX 512
 #define FIRN_ERRMSG_MAX 1024
+/* Largest scene file read (its counts are bounded, so a real one is far
+ * smaller). */
+#define FIRN_SCENE_MAX_BYTES (16 << 20)
 /* Most particles one world holds. Particle arrays are component-major and
  * indexed with 32-bit ints (component c of particle i at c*n + i, c < 9), so
  * 9 n must fit in an int. */

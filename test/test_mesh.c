@@ -317,6 +317,15 @@ Test(mesh, bad_meshes_name_the_key_path_the_file_and_the_edge)
     snprintf(shape, sizeof shape, "{\"type\": \"mesh\", \"file\": \"%s\", \"scale\": 0}",
              cube_obj("cube.obj", 0.1f, -1, -1));
     expect_mesh_error(shape, FIRN_E_SCENE, "rigids[0].shape.scale = 0: must be > 0", NULL);
+    /* A NUL byte mid-line, and a device of them that never ends. */
+    const char *nul = write_file("nul.obj", "v 0 0 0\nv 1 0 0\n");
+    FILE *f = fopen(nul, "a");
+    fputs("v 0 1", f), fputc('\0', f), fputs(" 0\nf 1 2 3\n", f);
+    fclose(f);
+    snprintf(shape, sizeof shape, "{\"type\": \"mesh\", \"file\": \"%s\"}", nul);
+    expect_mesh_error(shape, FIRN_E_SCENE, "line 3: a NUL byte: not a text OBJ file", NULL);
+    expect_mesh_error("{\"type\": \"mesh\", \"file\": \"/dev/zero\"}", FIRN_E_SCENE,
+                      "mesh '/dev/zero' line 1: a NUL byte", NULL);
     expect_mesh_error("{\"type\": \"mesh\"}", FIRN_E_SCENE, "rigids[0].shape.file: missing", NULL);
     expect_mesh_error("{\"type\": \"mesh\", \"file\": \"x.obj\", \"radius\": 1}", FIRN_E_SCENE,
                       "rigids[0].shape.radius: unknown key for a mesh", NULL);

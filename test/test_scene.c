@@ -398,6 +398,29 @@ Test(scene_errors, missing_file_is_an_io_error_naming_the_path)
     expect_fail(rc, FIRN_E_IO, "/nonexistent/firn/x.json: cannot open: No such file", "missing");
 }
 
+Test(scene_errors, nul_bytes_and_endless_or_huge_files_are_refused_early)
+{
+    /* A device that never ends: the first chunk's NUL stops the read. */
+    expect_fail(firn_scene_load_json("/dev/zero", &def, &err), FIRN_E_SCENE,
+                "/dev/zero: contains a NUL byte", "/dev/zero");
+    /* 17 MiB of blanks (valid JSON whitespace around {}): refused by size
+     * once 16 MiB have been read, not parsed. */
+    char path[] = "/tmp/firn_big_XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    static char blanks[1 << 20];
+    memset(blanks, ' ', sizeof blanks);
+    fputs("{", f);
+    for (int k = 0; k < 17; k++)
+        fwrite(blanks, 1, sizeof blanks, f);
+    fputs("}", f);
+    fclose(f);
+    int rc = firn_scene_load_json(path, &def, &err);
+    remove(path);
+    expect_fail(rc, FIRN_E_SCENE, "longer than 16 MiB; not a scene file", "17 MiB");
+}
+
 Test(scene_errors, failed_parse_leaves_the_definition_alone)
 {
     expect_ok(parse_parts(NULL, NULL, "'time': {'frames': 7}"), "first");
