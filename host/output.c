@@ -7,6 +7,7 @@
  * half a line. */
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <math.h>
 #include <png.h>
 #include <stdarg.h>
@@ -576,12 +577,17 @@ int firn_append_stats_jsonl(const char *path, const firn_scene_def *def,
         return FIRN_E_IO;
     }
     /* One write() so readers and killed runs only ever see whole lines;
-     * retry only when interrupted before anything was written. */
+     * retry only when interrupted before anything was written. A short
+     * write (a full disk) is cut back off, so that the file keeps whole
+     * lines only. */
+    struct stat st;
+    off_t before = fstat(fd, &st) == 0 ? st.st_size : -1;
     ssize_t w;
     do
         w = write(fd, b->buf, b->len);
     while (w < 0 && errno == EINTR);
     int e = w < 0 ? errno : 0;
+    int cut = w > 0 && (size_t)w != b->len && before >= 0 && ftruncate(fd, before) == 0;
     if (close(fd) != 0 && !e)
         e = errno;
     if (e) {
@@ -589,8 +595,12 @@ int firn_append_stats_jsonl(const char *path, const firn_scene_def *def,
         return FIRN_E_IO;
     }
     if ((size_t)w != b->len) {
-        firn_set_error(err, FIRN_E_IO, "cannot write '%s': short write (%zd of %zu bytes)", path,
-                       w, b->len);
+        firn_set_error(err, FIRN_E_IO,
+                       "cannot write '%s': short write (%zd of %zu bytes; %s)", path, w,
+                       b->len,
+                       cut ? "is the device full? the partial line was removed"
+                       : w > 0 ? "the partial line could not be removed"
+                                     : "is the device full?");
         return FIRN_E_IO;
     }
     return FIRN_OK;

@@ -1,6 +1,8 @@
 /* test_output.c - PLY, PNG preview and JSONL stats writers (host/output.c). */
 #include <cJSON.h>
 #include <criterion/criterion.h>
+#include <sys/resource.h>
+#include <signal.h>
 #include <dirent.h>
 #include <math.h>
 #include <png.h>
@@ -264,6 +266,44 @@ Test(output, stats_lines_are_json_and_append)
     text[len - 1] = 0;
     check_line(text, &s0);
     check_line(nl + 1, &s1);
+    free(text);
+    remove_tree(dir);
+}
+
+Test(output, stats_short_write_keeps_whole_lines)
+{
+    /* A file-size limit stands in for a full disk: the second line is cut
+     * short by the kernel (write returns fewer bytes), is an I/O error that
+     * says so, and is removed, so the file still holds the first line
+     * only. SIGXFSZ is ignored so that the write returns instead. */
+    char dir[64], path[128];
+    make_tmpdir(dir);
+    snprintf(path, sizeof path, "%s/stats.jsonl", dir);
+    firn_scene_def def;
+    two_material_scene(&def);
+    firn_frame_stats s0 = some_stats(0), s1 = some_stats(1);
+    firn_error err = {0};
+    cr_assert_eq(firn_append_stats_jsonl(path, &def, &s0, &err), FIRN_OK, "%s", err.msg);
+    size_t len0;
+    free(slurp(path, &len0));
+
+    struct rlimit old, lim;
+    cr_assert_eq(getrlimit(RLIMIT_FSIZE, &old), 0);
+    lim = old;
+    lim.rlim_cur = len0 + 40;
+    signal(SIGXFSZ, SIG_IGN);
+    cr_assert_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
+    int rc = firn_append_stats_jsonl(path, &def, &s1, &err);
+    setrlimit(RLIMIT_FSIZE, &old);
+    signal(SIGXFSZ, SIG_DFL);
+
+    cr_expect_eq(rc, FIRN_E_IO);
+    cr_expect(strstr(err.msg, "short write (40 of") && strstr(err.msg, "partial line was removed"),
+              "%s", err.msg);
+    size_t len;
+    char *text = (char *)slurp(path, &len);
+    cr_expect_eq(len, len0, "the file is %zu bytes, was %zu before the cut line", len, len0);
+    cr_expect_eq(text[len - 1], '\n');
     free(text);
     remove_tree(dir);
 }
