@@ -1,5 +1,6 @@
 /* cli_run.c - `firn run`: simulate a scene, write frames and statistics,
  * show progress. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -11,6 +12,51 @@
 #include "cli.h"
 #include "frame_writer.h"
 #include "world.h"
+
+/* 1 for the name of a frame file that `firn run` writes: frame_, five or
+ * more digits, .ply or .png. */
+static int is_frame_file(const char *name)
+{
+    if (strncmp(name, "frame_", 6))
+        return 0;
+    const char *d = name + 6, *e = d;
+    while (*e >= '0' && *e <= '9')
+        e++;
+    return e - d >= 5 && (!strcmp(e, ".ply") || !strcmp(e, ".png"));
+}
+
+/* Removes the frame files (regular files named as firn names them) an
+ * earlier run left in dir, so that the folder
+ * holds this run's frames only (a shorter or failed run would otherwise sit
+ * next to the later frames of the one before). Returns the count removed,
+ * or -1 with err filled. */
+static int remove_old_frames(const char *dir, firn_error *err)
+{
+    DIR *d = opendir(dir);
+    if (!d) {
+        firn_set_error(err, FIRN_E_IO, "cannot list %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (!is_frame_file(e->d_name))
+            continue;
+        char path[FIRN_PATH_MAX + 300];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        struct stat st;
+        if (lstat(path, &st) || !S_ISREG(st.st_mode))
+            continue; /* not a file this run could have written: left alone */
+        if (unlink(path) && errno != ENOENT) {
+            firn_set_error(err, FIRN_E_IO, "cannot remove %s of an earlier run: %s", path,
+                           strerror(errno));
+            closedir(d);
+            return -1;
+        }
+        n++;
+    }
+    closedir(d);
+    return n;
+}
 
 int firn_cli_fail(const firn_error *err)
 {
@@ -187,7 +233,7 @@ int firn_cli_run(int argc, char **argv)
                 m.per_particle, def.out_dir);
     }
 
-    /* A fresh run replaces the statistics of an earlier one. */
+    /* A fresh run replaces the statistics and frames of an earlier one. */
     char path[FIRN_PATH_MAX + 64];
     snprintf(path, sizeof path, "%s/stats.jsonl", def.out_dir);
     if (unlink(path) && errno != ENOENT) {
@@ -195,6 +241,14 @@ int firn_cli_run(int argc, char **argv)
         firn_world_destroy(w);
         return firn_cli_fail(&err);
     }
+    int removed = remove_old_frames(def.out_dir, &err);
+    if (removed < 0) {
+        firn_world_destroy(w);
+        return firn_cli_fail(&err);
+    }
+    if (removed > 0 && !quiet)
+        fprintf(stderr, "firn: removed %d frame files of an earlier run from %s/\n", removed,
+                def.out_dir);
 
     int tty = isatty(STDERR_FILENO);
     firn_frame_stats s;

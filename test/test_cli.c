@@ -189,6 +189,32 @@ Test(cli, every_n_writes_every_nth_frame_and_all_stats)
     cr_assert_eq(stats_lines("o/stats.jsonl"), 6);
 }
 
+/* A second, shorter run into the same folder leaves only its own frames:
+ * those of the first run past its end are removed (and said so), other
+ * files are kept. */
+Test(cli, run_replaces_the_frames_of_an_earlier_run)
+{
+    char p[256], args[600];
+    snprintf(p, sizeof p, "%s",
+             write_scene("r.json", SCENE_HEAD "\"time\": {\"frame_dt\": 0.01}," SCENE_BODY "}"));
+    snprintf(args, sizeof args, "run %s --frames 3 --out %s/o --backend cpu", p, dir);
+    expect(firn(args), 0, "done:", "first run");
+    cr_assert(exists("o/frame_00003.ply") && exists("o/frame_00003.png"));
+    write_scene("o/notes.txt", "mine");
+    write_scene("o/frame_3.ply", "not ours: four digits short");
+    snprintf(args, sizeof args, "run %s --frames 1 --out %s/o --backend cpu", p, dir);
+    expect(firn(args), 0, "removed 8 frame files of an earlier run", "second run");
+    for (int k = 0; k <= 3; k++) {
+        char name[64];
+        snprintf(name, sizeof name, "o/frame_%05d.ply", k);
+        cr_assert_eq(exists(name), k <= 1, "%s %s", name, k <= 1 ? "missing" : "left behind");
+        snprintf(name, sizeof name, "o/frame_%05d.png", k);
+        cr_assert_eq(exists(name), k <= 1, "%s %s", name, k <= 1 ? "missing" : "left behind");
+    }
+    cr_assert(exists("o/notes.txt") && exists("o/frame_3.ply"), "a file not of firn's was removed");
+    cr_assert_eq(stats_lines("o/stats.jsonl"), 2);
+}
+
 Test(cli, run_writes_frames_previews_and_stats)
 {
     const char *p = write_scene("ok.json", SCENE_HEAD "\"time\": {\"frame_dt\": 0.01}," SCENE_BODY "}");
