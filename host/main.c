@@ -81,16 +81,12 @@ static int cmd_validate(int argc, char **argv)
         return fail(&err);
     firn_frame_stats s;
     firn_world_stats(w, &s, &err);
-    float dt = def.dt > 0.0f ? def.dt : firn_world_cfl_dt(w);
-    if (def.dt <= 0.0f && (!(dt > 0.0f) || !isfinite(dt) || def.frame_dt / dt > 100000.0f)) {
-        fprintf(stderr,
-                "firn: error: %s: the first frame would need a substep of %g s (over 100000 "
-                "substeps per frame): a material is too stiff or too light for dx = %g m\n",
-                argv[0], dt, def.dx);
+    float dt;
+    int nsub;
+    if (firn_world_next_frame_step(w, &dt, &nsub, &err)) {
         firn_world_destroy(w);
-        return FIRN_E_NUMERIC;
+        return fail(&err);
     }
-    int nsub = (int)ceilf(def.frame_dt / dt - 1e-4f);
     int n[3];
     for (int a = 0; a < 3; a++)
         n[a] = (int)ceilf((def.upper[a] - def.lower[a]) / def.dx - 1e-4f) + 1;

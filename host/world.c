@@ -121,9 +121,11 @@ static int fastest_material(const firn_world *w)
  * is. Bodies that cannot touch the grid within the coming frame (not
  * coupled, or whose bounding sphere, grown by the distance its surface can
  * travel in frame_dt, misses the domain) do not limit the step. */
-static float rigid_speed(firn_world *w)
+static float rigid_speed(firn_world *w, int *which)
 {
     float s = 0.0f;
+    if (which)
+        *which = -1;
     if (w->cuda && w->rigids_stale) {
         firn_error err;
         if (firn_cuda_download_rigids(w, &err) == 0)
@@ -157,27 +159,103 @@ static float rigid_speed(firn_world *w)
             if (sqrtf(gap) > reach + 2.0f * w->def.dx + travel)
                 continue;
         }
-        s = firn_maxf(s, v + om * reach);
+        if (v + om * reach > s) {
+            s = v + om * reach;
+            if (which)
+                *which = k;
+        }
     }
     return s;
 }
 
-float firn_world_cfl_dt(firn_world *w)
+/* More substeps per frame than this is a runaway, not a simulation. */
+#define FIRN_MAX_SUBSTEPS 100000
+
+static int current_state(firn_world *w, int need, firn_error *err);
+
+/* What the CFL step is made of: the largest signal speed c, the particles'
+ * and the rigid surfaces' largest speeds, and what gravity adds over a
+ * frame [m/s]. */
+typedef struct {
+    float c, v_particles, v_rigid, v_gravity;
+    int rigid; /* the fastest coupled body, or -1 */
+} cfl_terms;
+
+static float cfl_step(firn_world *w, cfl_terms *t)
 {
     const firn_scene_def *d = &w->def;
-    float vmax, c;
-    state_extremes(w, &vmax, &c);
-    vmax = firn_maxf(vmax, rigid_speed(w));
+    state_extremes(w, &t->v_particles, &t->c);
+    t->v_rigid = rigid_speed(w, &t->rigid);
     float g = sqrtf(d->gravity[0] * d->gravity[0] + d->gravity[1] * d->gravity[1] +
                     d->gravity[2] * d->gravity[2]);
     /* The speed may grow by g * frame_dt before the next estimate. */
-    float speed = vmax + g * d->frame_dt;
+    t->v_gravity = g * d->frame_dt;
+    float speed = firn_maxf(t->v_particles, t->v_rigid) + t->v_gravity;
     float dt = d->frame_dt;
-    if (c > 0.0f)
-        dt = firn_minf(dt, d->cfl * d->dx / c);
+    if (t->c > 0.0f)
+        dt = firn_minf(dt, d->cfl * d->dx / t->c);
     if (speed > 0.0f)
         dt = firn_minf(dt, d->cfl * d->dx / speed);
     return dt;
+}
+
+float firn_world_cfl_dt(firn_world *w)
+{
+    cfl_terms t;
+    return cfl_step(w, &t);
+}
+
+int firn_world_next_frame_step(firn_world *w, float *dt_out, int *substeps, firn_error *err)
+{
+    const firn_scene_def *d = &w->def;
+    cfl_terms t;
+    float dt = d->dt > 0.0f ? d->dt : cfl_step(w, &t);
+    /* A fixed dt is the user's (the loader holds its count below 2^31); a
+     * CFL step this short is a runaway. */
+    if (d->dt <= 0.0f && (!(dt > 0.0f) || !isfinite(dt) || d->frame_dt / dt > FIRN_MAX_SUBSTEPS)) {
+        char why[FIRN_ERRMSG_MAX / 2];
+        float speed = firn_maxf(t.v_particles, t.v_rigid) + t.v_gravity;
+        firn_error ignored;
+        if (!isfinite(t.c) || !isfinite(t.v_particles)) {
+            snprintf(why, sizeof why, "%s",
+                     w->frame == 0 ? "the particles, which overflows float: a body's initial "
+                                     "velocity or a material's stiffness is far too large"
+                                   : "the particles, which is not finite: the state is blowing up");
+        } else if (t.c > speed) {
+            /* Named from the host copy, brought up to date first. */
+            const char *name = current_state(w, FIRN_STALE_ALL, &ignored) == 0
+                                   ? d->materials[fastest_material(w)].name
+                                   : "?";
+            snprintf(why, sizeof why,
+                     "sound in material '%s', %g m/s (too stiff or too light for dx = %g m)",
+                     name, t.c, d->dx);
+        } else if (t.v_gravity >= firn_maxf(t.v_particles, t.v_rigid)) {
+            snprintf(why, sizeof why,
+                     "gravity over a frame, %g m/s (|g| = %g m/s^2 for time.frame_dt = %g s)",
+                     t.v_gravity, t.v_gravity / d->frame_dt, d->frame_dt);
+        } else if (t.v_rigid > t.v_particles) {
+            snprintf(why, sizeof why, "the surface of rigids[%d] '%s', %g m/s", t.rigid,
+                     d->rigids[t.rigid].name, t.v_rigid);
+        } else {
+            snprintf(why, sizeof why,
+                     "the particles, %g m/s (a body's initial velocity, or the state blowing up)",
+                     t.v_particles);
+        }
+        char cfl[96] = "";
+        if (d->cfl < 0.01f)
+            snprintf(cfl, sizeof cfl, "time.cfl = %g, far below its default 0.4, and ", d->cfl);
+        firn_set_error(err, FIRN_E_NUMERIC,
+                       "%s: frame %d: the CFL step (time.cfl x dx / speed) is %g s, more than %d "
+                       "substeps per %g s frame; it is limited by %sthe speed of %s",
+                       prefix(d), w->frame + 1, dt, FIRN_MAX_SUBSTEPS, d->frame_dt, cfl, why);
+        return -1;
+    }
+    int nsub = (int)ceilf(d->frame_dt / dt - 1e-4f);
+    if (nsub < 1)
+        nsub = 1;
+    *dt_out = d->frame_dt / (float)nsub;
+    *substeps = nsub;
+    return 0;
 }
 
 /* An explicit dt is unsafe above Courant number FIRN_UNSAFE_COURANT for the
@@ -185,8 +263,6 @@ float firn_world_cfl_dt(firn_world *w)
  * liquid in free fall at dx = 0.02 m was measured stable for 1000 substeps
  * at Courant 0.8 and blew up within 100 at 0.9; 0.7 leaves a margin. */
 #define FIRN_UNSAFE_COURANT 0.7f
-/* More substeps per frame than this is a runaway, not a simulation. */
-#define FIRN_MAX_SUBSTEPS 100000
 static int check_explicit_dt(firn_world *w, firn_error *err)
 {
     const firn_scene_def *d = &w->def;
@@ -194,7 +270,7 @@ static int check_explicit_dt(firn_world *w, firn_error *err)
         return 0;
     float vmax, c;
     state_extremes(w, &vmax, &c);
-    vmax = firn_maxf(vmax, rigid_speed(w));
+    vmax = firn_maxf(vmax, rigid_speed(w, NULL));
     int which = fastest_material(w); /* the host state is current at creation */
     float limit_c = c > 0.0f ? FIRN_UNSAFE_COURANT * d->dx / c : INFINITY;
     float limit_v = vmax > 0.0f ? d->dx / vmax : INFINITY;
@@ -441,23 +517,10 @@ int firn_world_substep(firn_world *w, float dt, firn_error *err)
 
 int firn_world_step_frame(firn_world *w, firn_frame_stats *stats, firn_error *err)
 {
-    const firn_scene_def *d = &w->def;
-    float dt = d->dt > 0.0f ? d->dt : firn_world_cfl_dt(w);
-    /* A fixed dt is the user's (the loader holds its count below 2^31); a
-     * CFL step this short is a runaway. */
-    if (d->dt <= 0.0f && (!(dt > 0.0f) || !isfinite(dt) || d->frame_dt / dt > FIRN_MAX_SUBSTEPS)) {
-        firn_set_error(err, FIRN_E_NUMERIC,
-                       "%s: frame %d: the CFL condition asks for a substep of %g s, more than %d "
-                       "substeps per %g s frame: a material is too stiff or light for dx = %g m "
-                       "(a signal speed of %g m/s), or the state is blowing up",
-                       prefix(d), w->frame + 1, dt, FIRN_MAX_SUBSTEPS, d->frame_dt, d->dx,
-                       d->cfl * d->dx / dt);
+    float dt;
+    int nsub;
+    if (firn_world_next_frame_step(w, &dt, &nsub, err))
         return -1;
-    }
-    int nsub = (int)ceilf(d->frame_dt / dt - 1e-4f);
-    if (nsub < 1)
-        nsub = 1;
-    dt = d->frame_dt / (float)nsub;
     double t0 = firn_now();
     if (firn_world_run_substeps(w, nsub, dt, err))
         return -1;

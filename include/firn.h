@@ -260,6 +260,12 @@ int firn_world_run_substeps(firn_world *world, int nsub, float dt, firn_error *e
 int firn_world_substep(firn_world *world, float dt, firn_error *err);
 /* Substep length the CFL condition allows for the current state [s]. */
 float firn_world_cfl_dt(firn_world *world);
+/* The substep [s] and substep count of the next frame: time.dt when the scene
+ * fixes it, else the CFL step shortened to divide the frame evenly. A CFL
+ * step that would take more than 100000 substeps per frame is an error
+ * (FIRN_E_NUMERIC) that names what limits it: a material's wave speed, the
+ * particles' or a rigid body's speed, gravity over a frame, or time.cfl. */
+int firn_world_next_frame_step(firn_world *world, float *dt, int *substeps, firn_error *err);
 /* Statistics of the current state (frame fields left as they are). */
 int firn_world_stats(firn_world *world, firn_frame_stats *stats, firn_error *err);
 firn_profile firn_world_profile(const firn_world *world);

@@ -486,6 +486,63 @@ Test(motion, elastic_bar_vibrates_at_the_rod_frequency)
     }
 }
 
+/* A CFL step of more than 100000 substeps per frame is refused, and the
+ * message names the speed that limits it. */
+static void expect_cfl_cause(const firn_scene_def *def, const char *needle)
+{
+    firn_world *w = make_world(def);
+    float dt;
+    int nsub;
+    firn_error err;
+    cr_expect_eq(firn_world_next_frame_step(w, &dt, &nsub, &err), -1, "accepted: %g s x %d", dt,
+                 nsub);
+    cr_expect_eq(err.code, FIRN_E_NUMERIC);
+    cr_expect(strstr(err.msg, "more than 100000 substeps") && strstr(err.msg, needle),
+              "message lacks '%s': %s", needle, err.msg);
+    firn_world_destroy(w);
+}
+
+Test(motion, a_runaway_cfl_step_names_what_limits_it)
+{
+    firn_scene_def def;
+    small_scene(&def, FIRN_MODEL_SAND, box(0.5f, 0.3f, 0.5f, 0.16f), 0.05f);
+    def.frame_dt = 0.02f;
+    float dt;
+    int nsub;
+    firn_error err;
+    firn_world *w = make_world(&def);
+    cr_assert_eq(firn_world_next_frame_step(w, &dt, &nsub, &err), 0, "%s", err.msg);
+    cr_expect_float_eq(dt * (float)nsub, def.frame_dt, 1e-6f);
+    firn_world_destroy(w);
+
+    firn_scene_def d = def;
+    d.materials[0].E = 1e14f; /* sound at ~2e5 m/s */
+    expect_cfl_cause(&d, "sound in material 'sand'");
+    d = def;
+    d.gravity[1] = -1e12f;
+    expect_cfl_cause(&d, "gravity over a frame");
+    d = def;
+    d.bodies[0].velocity[0] = 1e9f;
+    expect_cfl_cause(&d, "the particles, 1e+09 m/s");
+    d = def;
+    d.bodies[0].velocity[0] = 1e30f; /* its square overflows */
+    expect_cfl_cause(&d, "overflows float");
+    d = def;
+    d.cfl = 1e-9f;
+    expect_cfl_cause(&d, "time.cfl = 1e-09, far below");
+    d = def;
+    d.n_rigids = 1;
+    firn_rigid_default(&d.rigids[0]);
+    snprintf(d.rigids[0].name, FIRN_NAME_MAX, "puck");
+    d.rigids[0].shape.type = FIRN_RSHAPE_SPHERE;
+    d.rigids[0].shape.radius = 0.05f;
+    d.rigids[0].shape.center[0] = d.rigids[0].shape.center[2] = 0.5f;
+    d.rigids[0].shape.center[1] = 0.7f;
+    d.rigids[0].motion = FIRN_RIGID_KINEMATIC;
+    d.rigids[0].velocity[1] = -1e9f;
+    expect_cfl_cause(&d, "rigids[0] 'puck'");
+}
+
 static void column_result(firn_model model, float *height, float *radius, double *ke_per_mass)
 {
     firn_scene_def def;
