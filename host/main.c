@@ -129,11 +129,15 @@ int main(int argc, char **argv)
         fputs(usage, argc < 2 ? stderr : stdout);
         return argc < 2 ? FIRN_E_USAGE : 0;
     }
-    if (!strcmp(argv[1], "--version")) {
+    const char *cmd = argv[1];
+    if ((!strcmp(cmd, "--version") || !strcmp(cmd, "info")) && argc > 2) {
+        fprintf(stderr, "firn %s: unexpected argument '%s'\n", cmd, argv[2]);
+        return FIRN_E_USAGE;
+    }
+    if (!strcmp(cmd, "--version")) {
         printf("firn %s\n", FIRN_VERSION);
         return 0;
     }
-    const char *cmd = argv[1];
     if (!strcmp(cmd, "run"))
         return firn_cli_run(argc - 2, argv + 2);
     if (!strcmp(cmd, "validate"))

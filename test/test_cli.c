@@ -86,6 +86,8 @@ Test(cli, usage_errors_exit_2)
     expect(firn("run x.json --backend gpu"), FIRN_E_USAGE, "--backend must be", "bad backend");
     expect(firn("run x.json --every 0"), FIRN_E_USAGE, "--every expects a positive integer",
            "zero output interval");
+    expect(firn("info extra"), FIRN_E_USAGE, "unexpected argument 'extra'", "info with an argument");
+    expect(firn("--version 2"), FIRN_E_USAGE, "unexpected argument '2'", "--version with an argument");
     expect(firn("--help"), 0, "firn run SCENE", "help");
 }
 
