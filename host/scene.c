@@ -552,7 +552,8 @@ static int validate_rigid(const ctx *c, const firn_scene_def *def, int i)
             !(inertia[2] > 0.0f) || !isfinite(inertia[0] + inertia[1] + inertia[2]))
             return fail(c, join(p, base, "density"),
                         "%g gives a dynamic %s a mass of %g kg (inertia %g, %g, %g kg m^2); both "
-                        "must be positive and finite in 32-bit floats",
+                        "must be positive and finite in 32-bit floats: change the density or "
+                        "the shape's size",
                         r->density, rigid_shape_names[s->type], mass, inertia[0], inertia[1],
                         inertia[2]);
     } else if (need(c, join(p, base, "density"), r->density, r->density >= 0, "must be >= 0")) {
