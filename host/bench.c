@@ -16,7 +16,7 @@ const char *firn_bench_scene_name(firn_bench_scene s)
     return s < FIRN_BENCH_SCENES ? names[s] : "?";
 }
 
-int firn_bench_check_count(long long particles, firn_error *err)
+static int check_count(long long particles, firn_error *err)
 {
     if (particles < 1000) {
         firn_set_error(err, FIRN_E_USAGE, "bench: at least 1000 particles, got %lld", particles);
@@ -34,7 +34,7 @@ int firn_bench_check_count(long long particles, firn_error *err)
 int firn_bench_make_scene(firn_bench_scene scene, firn_bench_layout layout, long long particles,
                           firn_scene_def *def, firn_error *err)
 {
-    if (firn_bench_check_count(particles, err))
+    if (check_count(particles, err))
         return -1;
     firn_scene_default(def);
     snprintf(def->source, sizeof def->source, "bench:%s", firn_bench_scene_name(scene));

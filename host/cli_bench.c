@@ -3,9 +3,11 @@
  * achieved fraction of the measured copy bandwidth. */
 #include <errno.h>
 #include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 
 #include <omp.h>
 
@@ -229,6 +231,48 @@ static int write_files(const char *json, const char *csv, const bench_result *r,
     return rc ? rc : write_file(csv, r, nr, cpu_bw, gpu_bw, 0, complete);
 }
 
+/* 1 when a and b are one file: the same inode where both exist, else the
+ * same name in the same (resolved) folder. The folders exist. */
+static int same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    if (stat(a, &sa) == 0 && stat(b, &sb) == 0)
+        return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    char ra[PATH_MAX], rb[PATH_MAX], da[FIRN_PATH_MAX], db[FIRN_PATH_MAX];
+    snprintf(da, sizeof da, "%s", a);
+    snprintf(db, sizeof db, "%s", b);
+    char *na = strrchr(da, '/'), *nb = strrchr(db, '/');
+    const char *ba = na ? na + 1 : da, *bb = nb ? nb + 1 : db;
+    if (na)
+        *na = '\0';
+    if (nb)
+        *nb = '\0';
+    if (!realpath(na ? (*da ? da : "/") : ".", ra) || !realpath(nb ? (*db ? db : "/") : ".", rb))
+        return !strcmp(a, b);
+    return !strcmp(ra, rb) && !strcmp(ba, bb);
+}
+
+/* 0 if path's temporary file can be created (and is removed again), else
+ * FIRN_E_IO with the reason printed. */
+static int probe_writable(const char *path)
+{
+    char tmp[FIRN_PATH_MAX + 16];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        fprintf(stderr, "firn: error: cannot write %s: %s\n", tmp, strerror(errno));
+        return FIRN_E_IO;
+    }
+    fclose(f);
+    remove(tmp);
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "firn: error: cannot write %s: Is a directory\n", path);
+        return FIRN_E_IO;
+    }
+    return 0;
+}
+
 static int parse_list(const char *s, const char *const *names, int n, int *mask)
 {
     char buf[256];
@@ -349,15 +393,20 @@ int firn_cli_bench(int argc, char **argv)
             fprintf(stderr, "firn bench: --particles takes a list like 100k,1m,8m\n");
             return FIRN_E_USAGE;
         }
+        /* Every case's scene, built once now (no particles are sampled), so
+         * that a count no scene can hold fails before anything runs. */
         for (int c = 0; c < ncounts[b]; c++)
-            if (firn_bench_check_count(counts[b][c], &err)) {
-                fprintf(stderr, "firn bench: --particles: %s\n", err.msg + strlen("bench: "));
-                return FIRN_E_USAGE;
-            }
-    }
-    if (!strcmp(json, csv)) {
-        fprintf(stderr, "firn bench: --json and --csv name the same file, %s\n", json);
-        return FIRN_E_USAGE;
+            for (int sc = 0; sc < 3; sc++)
+                for (int l = 0; l < 2; l++) {
+                    firn_scene_def def;
+                    if (!(scenes & (1 << sc)) || !(layouts & (1 << l)) ||
+                        !firn_bench_make_scene((firn_bench_scene)sc, (firn_bench_layout)l,
+                                               counts[b][c], &def, &err))
+                        continue;
+                    fprintf(stderr, "firn bench: --particles %lld, %s %s: %s\n", counts[b][c],
+                            scene_names[sc], layout_names[l], err.msg);
+                    return FIRN_E_USAGE;
+                }
     }
     const char *outs[2] = {json, csv};
     for (int k = 0; k < 2; k++) {
@@ -370,10 +419,16 @@ int firn_cli_bench(int argc, char **argv)
                 return firn_cli_fail(&err);
         }
     }
-    /* Both files are written now, empty and incomplete, so that a path that
-     * cannot be written fails before any case runs. */
-    if (write_files(json, csv, NULL, 0, 0.0, 0.0, 0))
-        return FIRN_E_IO;
+    if (same_file(json, csv)) {
+        fprintf(stderr, "firn bench: --json and --csv name the same file, %s\n", json);
+        return FIRN_E_USAGE;
+    }
+    /* A path that cannot be written fails now, before any case runs; the
+     * files themselves (an earlier run's, say) are left as they are until
+     * the first case is done. */
+    for (int k = 0; k < 2; k++)
+        if (probe_writable(outs[k]))
+            return FIRN_E_IO;
     double cpu_bw = want_cpu ? firn_bench_host_copy_bandwidth((size_t)256 << 20) : 0.0;
     double gpu_bw = want_gpu ? firn_cuda_copy_bandwidth((size_t)1 << 30) : 0.0;
     for (int k = 0; k < nthreads && want_cpu; k++)

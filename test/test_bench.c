@@ -491,7 +491,7 @@ Test(bench_cli, bad_outputs_and_counts_fail_before_any_case, .init = setup, .fin
 {
     /* Each fails on its own: no copy-bandwidth line, no table. */
     char args[512];
-    snprintf(args, sizeof args, "bench --backend cpu --particles 1k --json %s/a.json --csv %s/a.json",
+    snprintf(args, sizeof args, "bench --backend cpu --particles 1k --json %s/a.json --csv %s/./a.json",
              dir, dir);
     int rc = firn_in_dir(args);
     cr_expect_eq(rc, FIRN_E_USAGE, "same --json and --csv: exit %d:\n%s", rc, out);
@@ -506,7 +506,9 @@ Test(bench_cli, bad_outputs_and_counts_fail_before_any_case, .init = setup, .fin
     cr_expect_eq(rc, FIRN_E_IO, "--json naming a folder: exit %d:\n%s", rc, out);
     cr_expect(strstr(out, "d.json") && !strstr(out, "copy bandwidth"), "%s", out);
 
-    static const char *counts[] = {"nan", "1e20", "999", "1g"};
+    /* 238609294 is the index limit itself: the snowball's sphere rounds
+     * past it, which building every case first finds. */
+    static const char *counts[] = {"nan", "1e20", "999", "1g", "1k,238609294"};
     for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
         snprintf(args, sizeof args, "bench --backend cpu --particles %s --json %s/b.json --csv %s/b.csv",
                  counts[i], dir, dir);
