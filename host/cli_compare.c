@@ -115,7 +115,12 @@ int firn_cli_compare(int argc, char **argv)
     }
     int ok = 1;
     long long n = firn_world_particle_count(cpu);
-    float dt = def.dt > 0.0f ? def.dt : firn_world_cfl_dt(cpu);
+    /* The first frame's substep, from the CPU state (the same as the
+     * GPU's); a runaway step is refused with its cause. */
+    float dt;
+    int nsub;
+    if (firn_world_next_frame_step(cpu, &dt, &nsub, &err))
+        goto error;
     printf("%s: %lld particles, CPU (%s) vs GPU (%s)\n", scene, n, firn_world_device_name(cpu),
            firn_world_device_name(gpu));
     printf("after one substep (dt = %.4g s), tolerance %.0e of each field's scale:\n", dt, STATE_TOL);

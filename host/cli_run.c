@@ -46,13 +46,14 @@ static int remove_old_frames(const char *dir, firn_error *err)
         struct stat st;
         if (lstat(path, &st) || !S_ISREG(st.st_mode))
             continue; /* not a file this run could have written: left alone */
-        if (unlink(path) && errno != ENOENT) {
+        if (unlink(path) == 0)
+            n++;
+        else if (errno != ENOENT) {
             firn_set_error(err, FIRN_E_IO, "cannot remove %s of an earlier run: %s", path,
                            strerror(errno));
             closedir(d);
             return -1;
         }
-        n++;
     }
     closedir(d);
     return n;

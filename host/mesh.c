@@ -91,12 +91,16 @@ static int parse_obj(const char *path, float scale, obj_data *o, firn_error *err
     }
     char buf[8192], msg[160];
     int lineno = 0, *poly = NULL, cap_poly = 0, rc = -1;
-    while (fgets(buf, sizeof buf, f)) {
+    for (long at = ftell(f); fgets(buf, sizeof buf, f); at = ftell(f)) {
         lineno++;
         size_t len = strlen(buf);
         /* fgets stops at a newline, at the end of the file or with the
-         * buffer full: a line that ends otherwise holds a NUL byte. */
-        if ((len == 0 || buf[len - 1] != '\n') && !feof(f)) {
+         * buffer full: a line that ends otherwise holds a NUL byte, and so
+         * does one that took more bytes than it holds (where the file
+         * tells its position). */
+        long end = at >= 0 ? ftell(f) : -1;
+        if (((len == 0 || buf[len - 1] != '\n') && !feof(f)) ||
+            (end >= 0 && (size_t)(end - at) != len)) {
             bad_obj(err, path, lineno,
                     len == sizeof buf - 1 ? "line longer than 8191 characters"
                                           : "a NUL byte: not a text OBJ file");

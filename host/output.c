@@ -579,7 +579,8 @@ int firn_append_stats_jsonl(const char *path, const firn_scene_def *def,
     /* One write() so readers and killed runs only ever see whole lines;
      * retry only when interrupted before anything was written. A short
      * write (a full disk) is cut back off, so that the file keeps whole
-     * lines only. */
+     * lines only; that assumes the run is the file's one writer, as `firn
+     * run` makes it (two runs into one folder would also clash on frames). */
     struct stat st;
     off_t before = fstat(fd, &st) == 0 ? st.st_size : -1;
     ssize_t w;

@@ -217,10 +217,13 @@ int firn_world_next_frame_step(firn_world *w, float *dt_out, int *substeps, firn
         float speed = firn_maxf(t.v_particles, t.v_rigid) + t.v_gravity;
         firn_error ignored;
         if (!isfinite(t.c) || !isfinite(t.v_particles)) {
-            snprintf(why, sizeof why, "%s",
-                     w->frame == 0 ? "the particles, which overflows float: a body's initial "
-                                     "velocity or a material's stiffness is far too large"
-                                   : "the particles, which is not finite: the state is blowing up");
+            const char *what = isfinite(t.c) ? "the particles" : "sound in the materials";
+            snprintf(why, sizeof why, "%s, %s", what,
+                     w->frame > 0            ? "which is not finite: the state is blowing up"
+                     : isfinite(t.c) ? "which overflows float: a body's initial velocity is far "
+                                       "too large"
+                                     : "which overflows float: a material is far too stiff or "
+                                       "too light");
         } else if (t.c > speed) {
             /* Named from the host copy, brought up to date first. */
             const char *name = current_state(w, FIRN_STALE_ALL, &ignored) == 0
@@ -268,9 +271,9 @@ static int check_explicit_dt(firn_world *w, firn_error *err)
     const firn_scene_def *d = &w->def;
     if (d->dt <= 0.0f || d->force_dt)
         return 0;
-    float vmax, c;
-    state_extremes(w, &vmax, &c);
-    vmax = firn_maxf(vmax, rigid_speed(w, NULL));
+    cfl_terms t;
+    cfl_step(w, &t);
+    const float c = t.c, vmax = firn_maxf(t.v_particles, t.v_rigid);
     int which = fastest_material(w); /* the host state is current at creation */
     float limit_c = c > 0.0f ? FIRN_UNSAFE_COURANT * d->dx / c : INFINITY;
     float limit_v = vmax > 0.0f ? d->dx / vmax : INFINITY;

@@ -261,7 +261,8 @@ int firn_world_substep(firn_world *world, float dt, firn_error *err);
 /* Substep length the CFL condition allows for the current state [s]. */
 float firn_world_cfl_dt(firn_world *world);
 /* The substep [s] and substep count of the next frame: time.dt when the scene
- * fixes it, else the CFL step shortened to divide the frame evenly. A CFL
+ * fixes it, else the CFL step, either shortened to divide the frame evenly
+ * (frame_dt / ceil(frame_dt / dt)). A CFL
  * step that would take more than 100000 substeps per frame is an error
  * (FIRN_E_NUMERIC) that names what limits it: a material's wave speed, the
  * particles' or a rigid body's speed, gravity over a frame, or time.cfl. */

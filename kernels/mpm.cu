@@ -174,9 +174,13 @@ static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
     const size_t extra = local > stack ? local - stack : 0;
     const size_t reserve =
         extra * (size_t)prop.multiProcessorCount * (size_t)prop.maxThreadsPerMultiProcessor;
-    /* Each allocation below may be rounded up to the driver's 2 MiB
-     * granularity: at most six, and three per rigid body. */
-    const size_t rounding = (size_t)(6 + 3 * w->n_rigids) << 21;
+    /* The large allocations below (the particles, the grid and each mesh
+     * grid) may each be rounded up to the driver's 2 MiB granularity; the
+     * small ones together take at most another 2 MiB. */
+    int large = 2;
+    for (int k = 0; k < w->n_rigids; k++)
+        large += w->rigids[k].shape.type == FIRN_SDF_MESH && w->rigids[k].shape.grid;
+    const size_t rounding = (size_t)(large + 1) << 21;
     size_t free_b = 0, total_b = 0;
     FIRN_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b), err);
     if (want + reserve + rounding > free_b) {

@@ -128,6 +128,22 @@ Test(cli, unsafe_dt_is_refused_unless_forced)
     cr_assert(!exists("o/frame_00000.ply"), "an unsafe scene wrote a frame");
 }
 
+/* A CFL step of more than 100000 substeps per frame: validate and run both
+ * refuse it (exit 5), naming the file and the speed that limits it; run
+ * writes no frame. */
+Test(cli, runaway_cfl_step_is_refused_naming_its_cause)
+{
+    char p[256], args[600];
+    snprintf(p, sizeof p, "%s",
+             write_scene("g.json", SCENE_HEAD "\"gravity\": [0, -1e12, 0]," SCENE_BODY "}"));
+    snprintf(args, sizeof args, "validate %s", p);
+    expect(firn(args), FIRN_E_NUMERIC, "more than 100000 substeps", "validate");
+    cr_assert(strstr(out, "g.json: frame 1") && strstr(out, "gravity over a frame"), "%s", out);
+    snprintf(args, sizeof args, "run %s --out %s/o", p, dir);
+    expect(firn(args), FIRN_E_NUMERIC, "gravity over a frame", "run");
+    cr_assert(!exists("o/frame_00001.ply"), "a runaway scene wrote frame 1");
+}
+
 Test(cli, nonfinite_state_stops_and_keeps_earlier_frames)
 {
     /* Courant number 3.3: the elastic block blows up within a few frames. */

@@ -324,6 +324,11 @@ Test(mesh, bad_meshes_name_the_key_path_the_file_and_the_edge)
     fclose(f);
     snprintf(shape, sizeof shape, "{\"type\": \"mesh\", \"file\": \"%s\"}", nul);
     expect_mesh_error(shape, FIRN_E_SCENE, "line 3: a NUL byte: not a text OBJ file", NULL);
+    /* On the last line, with no newline after it. */
+    f = fopen(nul, "w");
+    fputs("v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3", f), fputc('\0', f), fputs(" junk", f);
+    fclose(f);
+    expect_mesh_error(shape, FIRN_E_SCENE, "line 4: a NUL byte: not a text OBJ file", NULL);
     expect_mesh_error("{\"type\": \"mesh\", \"file\": \"/dev/zero\"}", FIRN_E_SCENE,
                       "mesh '/dev/zero' line 1: a NUL byte", NULL);
     expect_mesh_error("{\"type\": \"mesh\"}", FIRN_E_SCENE, "rigids[0].shape.file: missing", NULL);
