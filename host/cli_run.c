@@ -299,6 +299,14 @@ int firn_cli_run(int argc, char **argv)
             fprintf(stderr, "firn: phases: clear %.1f%%  p2g %.1f%%  grid %.1f%%  g2p %.1f%%\n",
                     100 * pr.clear / pr.total, 100 * pr.p2g / pr.total, 100 * pr.grid / pr.total,
                     100 * pr.g2p / pr.total);
+        firn_memory m;
+        firn_world_memory(w, &m);
+        if (m.host_grid > 0.0 && m.host_grid_resident >= 0.0)
+            fprintf(stderr,
+                    "firn: memory: %.1f MiB allocated; of the grid's %.1f MiB, %.1f MiB is in "
+                    "memory (the blocks material has reached)\n",
+                    m.host / (1 << 20), m.host_grid / (1 << 20),
+                    m.host_grid_resident / (1 << 20));
     }
     firn_world_destroy(w);
     return rc;

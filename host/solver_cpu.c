@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <omp.h>
 
@@ -93,6 +94,24 @@ int firn_cpu_init(firn_world *w, firn_error *err)
     b->reorder_run = FIRN_REORDER_RUN;
     b->reorders = 0;
     return 0;
+}
+
+double firn_cpu_grid_resident(const firn_world *w)
+{
+    const size_t bytes = 16 * (size_t)w->grid.nodes, page = (size_t)sysconf(_SC_PAGESIZE);
+    const size_t pages = (bytes + page - 1) / page;
+    if (!w->grid.node || pages == 0)
+        return 0.0;
+    unsigned char *in = malloc(pages);
+    if (!in || mincore(w->grid.node, bytes, in)) {
+        free(in);
+        return -1.0;
+    }
+    size_t n = 0;
+    for (size_t k = 0; k < pages; k++)
+        n += in[k] & 1;
+    free(in);
+    return (double)n * (double)page;
 }
 
 void firn_cpu_free(firn_world *w)

@@ -451,6 +451,8 @@ void firn_world_memory(const firn_world *w, firn_memory *m)
                 (double)w->chunks;                                       /* live chunk flags */
     }
     m->host = host;
+    m->host_grid = w->backend == FIRN_BACKEND_CPU ? (double)w->grid.nodes * 16.0 : 0.0;
+    m->host_grid_resident = w->backend == FIRN_BACKEND_CPU ? firn_cpu_grid_resident(w) : 0.0;
     m->device = w->backend == FIRN_BACKEND_CUDA ? (double)firn_cuda_state_bytes(w)
                                                 : (double)firn_device_bytes(w);
     const double own = w->backend == FIRN_BACKEND_CUDA ? m->device : m->host;

@@ -144,6 +144,8 @@ void firn_cpu_repermute(firn_world *w);
  * (bins.id) of a particle whose state became non-finite, or -1. */
 int firn_cpu_init(firn_world *w, firn_error *err);
 void firn_cpu_free(firn_world *w);
+/* Bytes of the grid's mapping in memory now (mincore), -1 if unknown. */
+double firn_cpu_grid_resident(const firn_world *w);
 int firn_cpu_substep(firn_world *w);
 void firn_cpu_clear(firn_world *w);
 void firn_cpu_p2g(firn_world *w);

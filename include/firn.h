@@ -284,6 +284,11 @@ typedef struct {
     /* The simulating side's memory per particle: host / particles on the CPU
      * path, device / particles on the GPU. */
     double per_particle;
+    /* CPU path: the grid's part of `host`, and how much of it is in memory
+     * now. The grid is a mapping of zero pages that takes memory only where
+     * material has been, so the second is what a large, mostly empty domain
+     * really costs (-1 where the system cannot say; 0 and 0 on the GPU). */
+    double host_grid, host_grid_resident;
 } firn_memory;
 
 void firn_world_memory(const firn_world *world, firn_memory *memory);

@@ -817,6 +817,16 @@ Test(memory, empty_grid_blocks_take_no_resident_memory)
     cr_assert_gt(grid, 2.5e8);
     cr_assert_lt(rise, 0.25 * grid, "resident memory rose by %.1f MB for a %.1f MB grid and %d particles",
                  rise / 1e6, grid / 1e6, w->p.n);
+    /* firn_world_memory reports the grid's allocation and its part in
+     * memory: some blocks were written, and all of that is in the rise. */
+    firn_memory m;
+    firn_world_memory(w, &m);
+    cr_expect_eq(m.host_grid, grid);
+    cr_expect(m.host_grid_resident > 0.0 && m.host_grid_resident <= rise,
+              "grid in memory %.1f MB, resident memory rose by %.1f MB", m.host_grid_resident / 1e6,
+              rise / 1e6);
+    cr_log_info("grid %.1f MB, in memory %.2f MB, process rise %.2f MB", grid / 1e6,
+                m.host_grid_resident / 1e6, rise / 1e6);
     firn_world_destroy(w);
 }
 
