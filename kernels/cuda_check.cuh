@@ -61,11 +61,15 @@ static inline int firn_cuda_check(cudaError_t e, const char *call, const char *f
             return FIRN_CUDA_FAILED;                                                              \
     } while (0)
 #else
+/* cudaGetLastError also returns a fault inside an earlier kernel of the
+ * stream, so the message says that it may not be this launch's. */
 #define FIRN_CUDA_CHECK_LAUNCH(name, stream, err)                                                 \
     do {                                                                                          \
         (void)(stream);                                                                           \
-        if (firn_cuda_check(cudaGetLastError(), "launch of kernel " name, __FILE__, __LINE__,     \
-                            (err)))                                                               \
+        if (firn_cuda_check(cudaGetLastError(),                                                   \
+                            "launch of kernel " name " (or an earlier kernel of the stream; "     \
+                            "make DEBUG_SYNC=1 names the one)",                                   \
+                            __FILE__, __LINE__, (err)))                                           \
             return FIRN_CUDA_FAILED;                                                              \
     } while (0)
 #endif
