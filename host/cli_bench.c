@@ -203,7 +203,7 @@ static int write_file(const char *path, const bench_result *r, int nr, double cp
 {
     char tmp[FIRN_PATH_MAX + 16];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
+    FILE *f = firn_fopen_fresh(tmp);
     if (!f) {
         fprintf(stderr, "firn: error: cannot write %s: %s\n", tmp, strerror(errno));
         return FIRN_E_IO;
@@ -258,16 +258,19 @@ static int probe_writable(const char *path)
 {
     char tmp[FIRN_PATH_MAX + 16];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
+    FILE *f = firn_fopen_fresh(tmp);
     if (!f) {
         fprintf(stderr, "firn: error: cannot write %s: %s\n", tmp, strerror(errno));
         return FIRN_E_IO;
     }
     fclose(f);
     remove(tmp);
+    /* The file replaces what is there by a rename: only a file (or a link
+     * to one, which the rename replaces) may be there. */
     struct stat st;
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-        fprintf(stderr, "firn: error: cannot write %s: Is a directory\n", path);
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        fprintf(stderr, "firn: error: cannot write %s: %s\n", path,
+                S_ISDIR(st.st_mode) ? "Is a directory" : "not a regular file (a device or a FIFO)");
         return FIRN_E_IO;
     }
     return 0;

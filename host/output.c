@@ -31,6 +31,25 @@ static void io_error(firn_error *err, const char *path, int e, const char *what)
     firn_set_error(err, FIRN_E_IO, "cannot write '%s': %s", path, e ? strerror(e) : what);
 }
 
+FILE *firn_fopen_fresh(const char *path)
+{
+    /* A stale file or symlink of that name is removed (the link itself,
+     * never its target), and O_EXCL refuses whatever appears meanwhile. */
+    if (unlink(path) && errno != ENOENT)
+        return NULL;
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return NULL;
+    FILE *f = fdopen(fd, "wb");
+    if (!f) {
+        int e = errno;
+        close(fd);
+        unlink(path);
+        errno = e;
+    }
+    return f;
+}
+
 static int write_atomic(const char *path, emit_fn emit, void *ctx, firn_error *err)
 {
     size_t len = strlen(path) + 32;
@@ -41,7 +60,7 @@ static int write_atomic(const char *path, emit_fn emit, void *ctx, firn_error *e
     }
     snprintf(tmp, len, "%s.tmp.%ld", path, (long)getpid());
 
-    FILE *f = fopen(tmp, "wb");
+    FILE *f = firn_fopen_fresh(tmp);
     if (!f) {
         io_error(err, path, errno, "cannot create file");
         free(tmp);

@@ -619,8 +619,14 @@ static int validate(const firn_scene_def *def, const char *file, firn_error *err
 
 int firn_scene_validate(const firn_scene_def *def, firn_error *err)
 {
-    const char *file = memchr(def->source, '\0', sizeof def->source) ? def->source : "";
-    int rc = validate(def, file, err);
+    /* The messages of later stages (sampling, stepping) name the scene by
+     * its source, so it must be a string. */
+    if (!memchr(def->source, '\0', sizeof def->source)) {
+        firn_set_error(err, FIRN_E_SCENE, "scene: source is not a terminated string of at most %d "
+                       "bytes", (int)sizeof def->source - 1);
+        return FIRN_E_SCENE;
+    }
+    int rc = validate(def, def->source, err);
     return rc == 0 ? FIRN_OK : (rc > 0 ? rc : FIRN_E_SCENE);
 }
 

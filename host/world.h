@@ -3,6 +3,8 @@
 #ifndef FIRN_WORLD_H
 #define FIRN_WORLD_H
 
+#include <stdio.h>
+
 #include "firn.h"
 #include "firn_cpic.h"
 
@@ -142,6 +144,11 @@ void firn_cpu_repermute(firn_world *w);
 
 /* CPU path (host/solver_cpu.c). G2P returns the lowest scene index
  * (bins.id) of a particle whose state became non-finite, or -1. */
+/* A new file at path, opened for writing, that is not reached through a
+ * symlink or an earlier file of that name (they are removed first); NULL
+ * with errno set on failure. For the temporaries of atomic writes. */
+FILE *firn_fopen_fresh(const char *path);
+
 int firn_cpu_init(firn_world *w, firn_error *err);
 void firn_cpu_free(firn_world *w);
 /* Bytes of the grid's mapping in memory now (mincore), -1 if unknown. */

@@ -506,6 +506,17 @@ Test(bench_cli, bad_outputs_and_counts_fail_before_any_case, .init = setup, .fin
     cr_expect_eq(rc, FIRN_E_IO, "--json naming a folder: exit %d:\n%s", rc, out);
     cr_expect(strstr(out, "d.json") && !strstr(out, "copy bandwidth"), "%s", out);
 
+    /* A FIFO (or a device) is not replaced by a file. */
+    snprintf(sub, sizeof sub, "%s/f.json", dir);
+    cr_assert_eq(mkfifo(sub, 0644), 0);
+    snprintf(args, sizeof args, "bench --backend cpu --particles 1k --json %s --csv %s/f.csv", sub,
+             dir);
+    rc = firn_in_dir(args);
+    cr_expect_eq(rc, FIRN_E_IO, "--json naming a FIFO: exit %d:\n%s", rc, out);
+    cr_expect(strstr(out, "not a regular file"), "%s", out);
+    struct stat st;
+    cr_expect(stat(sub, &st) == 0 && S_ISFIFO(st.st_mode), "the FIFO was replaced");
+
     /* 238609294 is the index limit itself: the snowball's sphere rounds
      * past it, which building every case first finds. */
     static const char *counts[] = {"nan", "1e20", "999", "1g", "1k,238609294"};

@@ -167,6 +167,34 @@ Test(output, ply_replaces_existing_file_fully)
     remove_tree(dir);
 }
 
+Test(output, ply_temporary_never_writes_through_a_symlink)
+{
+    /* A symlink planted at the temporary's name (path.tmp.<pid>) pointing at
+     * a file elsewhere: the frame is written as a file of its own and the
+     * link's target keeps its bytes. */
+    char dir[64], path[128], tmp[160], victim[128];
+    make_tmpdir(dir);
+    snprintf(path, sizeof path, "%s/frame.ply", dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    snprintf(victim, sizeof victim, "%s/victim", dir);
+    FILE *f = fopen(victim, "wb");
+    fputs("keep", f);
+    fclose(f);
+    cr_assert_eq(symlink(victim, tmp), 0);
+
+    firn_particles_view v = three_particles();
+    firn_error err = {0};
+    cr_assert_eq(firn_write_ply(path, &v, &err), FIRN_OK, "%s", err.msg);
+    size_t len;
+    unsigned char *buf = slurp(victim, &len);
+    cr_expect(len == 4 && !memcmp(buf, "keep", 4), "the link's target was written");
+    free(buf);
+    struct stat st;
+    cr_expect(lstat(path, &st) == 0 && S_ISREG(st.st_mode), "the frame is not a file of its own");
+    cr_expect_eq(count_entries(dir), 2, "the frame and the victim, no temporary or link left");
+    remove_tree(dir);
+}
+
 /* ---- JSONL stats --------------------------------------------------------- */
 
 static void two_material_scene(firn_scene_def *def)

@@ -217,6 +217,12 @@ Test(scene_validate, code_built_scene_validates_and_messages_lack_a_file)
     snprintf(d.source, sizeof d.source, "code.json");
     cr_assert_neq(firn_scene_validate(&d, &err), 0);
     cr_assert(strstr(err.msg, "code.json: materials[0].E = inf"), "got '%s'", err.msg);
+    /* Later stages print the source: one with no terminating NUL is
+     * refused here, not read past its end there. */
+    d.materials[0].E = 1e6f;
+    memset(d.source, 'S', sizeof d.source);
+    cr_assert_eq(firn_scene_validate(&d, &err), FIRN_E_SCENE);
+    cr_assert(strstr(err.msg, "source is not a terminated string"), "got '%s'", err.msg);
 }
 
 /* ---- rejections ----------------------------------------------------------- */
