@@ -14,12 +14,15 @@ typedef enum { FIRN_BENCH_DENSE = 0, FIRN_BENCH_SPARSE } firn_bench_layout;
 
 const char *firn_bench_scene_name(firn_bench_scene s);
 
+/* Most particles a benchmark case asks for. */
+#define FIRN_BENCH_MAX_PARTICLES (FIRN_MAX_PARTICLES - FIRN_MAX_PARTICLES / 100)
+
 /* A standard scene holding about `particles` particles in a 1 m cube: the
  * grid spacing follows from the body volume at 8 particles per cell. Dense:
  * the material fills ~1/8 of the domain; sparse: ~1/64 (more empty grid).
  * At the coarsest grids the domain grows past the cube where the body would
  * come within two cells of a wall. Fewer than 1000 or more than
- * FIRN_MAX_PARTICLES particles is FIRN_E_USAGE. */
+ * FIRN_BENCH_MAX_PARTICLES particles is FIRN_E_USAGE. */
 int firn_bench_make_scene(firn_bench_scene scene, firn_bench_layout layout, long long particles,
                           firn_scene_def *def, firn_error *err);
 

@@ -367,10 +367,14 @@ int firn_cli_bench(int argc, char **argv)
                                 "like 1,2; got '%s'\n", MAX_THREADS_LIST, MAX_THREADS, v);
                 return FIRN_E_USAGE;
             }
-        } else if (!strcmp(a, "--json")) {
-            json = v;
-        } else if (!strcmp(a, "--csv")) {
-            csv = v;
+        } else if (!strcmp(a, "--json") || !strcmp(a, "--csv")) {
+            /* Room for the temporary's ".tmp" in every path buffer. */
+            if (!v[0] || strlen(v) >= FIRN_PATH_MAX - 16) {
+                fprintf(stderr, "firn bench: %s needs a file path of 1 to %d characters\n", a,
+                        FIRN_PATH_MAX - 17);
+                return FIRN_E_USAGE;
+            }
+            *(a[2] == 'j' ? &json : &csv) = v;
         } else {
             fprintf(stderr, "firn bench: unknown option '%s'\n%s", a, bench_usage);
             return FIRN_E_USAGE;
@@ -393,7 +397,10 @@ int firn_cli_bench(int argc, char **argv)
     for (int b = 0; b < 2; b++) {
         ncounts[b] = firn_bench_parse_counts(counts_s ? counts_s : defaults[b], counts[b], MAX_COUNTS);
         if (ncounts[b] < 0) {
-            fprintf(stderr, "firn bench: --particles takes a list like 100k,1m,8m\n");
+            fprintf(stderr,
+                    "firn bench: --particles takes a list of up to %d counts from 1000 to %d, "
+                    "with k/m/g suffixes, like 100k,1m,8m; got '%s'\n",
+                    MAX_COUNTS, FIRN_BENCH_MAX_PARTICLES, counts_s ? counts_s : defaults[b]);
             return FIRN_E_USAGE;
         }
         /* Every case's scene, built once now (no particles are sampled), so

@@ -89,7 +89,7 @@ static int parse_obj(const char *path, float scale, obj_data *o, firn_error *err
         firn_set_error(err, FIRN_E_IO, "cannot read mesh '%s': %s", path, strerror(errno));
         return -1;
     }
-    char buf[8192], msg[160];
+    char buf[8193], msg[160]; /* a line of 8191 characters and its newline */
     int lineno = 0, *poly = NULL, cap_poly = 0, rc = -1;
     for (long at = ftell(f); fgets(buf, sizeof buf, f); at = ftell(f)) {
         lineno++;
@@ -125,8 +125,15 @@ static int parse_obj(const char *path, float scale, obj_data *o, firn_error *err
                 nomem(err, path);
                 goto done;
             }
-            for (int a = 0; a < 3; a++)
+            for (int a = 0; a < 3; a++) {
                 o->v[3 * o->nv + a] = (float)(x[a] * scale);
+                if (!isfinite(o->v[3 * o->nv + a])) {
+                    snprintf(msg, sizeof msg, "coordinate %g times scale %g overflows float", x[a],
+                             (double)scale);
+                    bad_obj(err, path, lineno, msg);
+                    goto done;
+                }
+            }
             o->nv++;
         } else if (s[0] == 'f' && (s[1] == ' ' || s[1] == '\t')) {
             char *e = s + 1;
@@ -864,6 +871,12 @@ int firn_mesh_get(const char *path, float scale, int with_sdf, const firn_mesh *
     }
     if (stat(path, &st) != 0) {
         firn_set_error(err, FIRN_E_IO, "cannot read mesh '%s': %s", path, strerror(errno));
+        return -1;
+    }
+    /* The file is read more than once (validation, then each world): a
+     * FIFO or a device would block or never end. */
+    if (!S_ISREG(st.st_mode)) {
+        firn_set_error(err, FIRN_E_IO, "cannot read mesh '%s': not a regular file", path);
         return -1;
     }
     const long long size = (long long)st.st_size,

@@ -298,6 +298,12 @@ static int check_explicit_dt(firn_world *w, firn_error *err)
 
 firn_world *firn_world_create(const firn_scene_def *def, firn_backend backend, firn_error *err)
 {
+    if (backend != FIRN_BACKEND_AUTO && backend != FIRN_BACKEND_CPU &&
+        backend != FIRN_BACKEND_CUDA) {
+        firn_set_error(err, FIRN_E_USAGE, "no backend %d: FIRN_BACKEND_AUTO, _CPU or _CUDA",
+                       (int)backend);
+        return NULL;
+    }
     if (firn_scene_validate(def, err))
         return NULL;
     firn_world *w = calloc(1, sizeof *w);
@@ -489,6 +495,14 @@ static int report_nonfinite(firn_world *w, int bad, long long substep, double t,
 
 int firn_world_run_substeps(firn_world *w, int nsub, float dt, firn_error *err)
 {
+    /* Nothing runs on a step that is not one: the state stays as it was. */
+    if (nsub < 1 || !(dt > 0.0f) || !isfinite(dt)) {
+        firn_set_error(err, FIRN_E_USAGE,
+                       "%s: %d substeps of %g s asked: the count must be at least 1 and the "
+                       "substep a finite time above 0",
+                       prefix(&w->def), nsub, dt);
+        return -1;
+    }
     w->params.dt = dt;
     if (w->cuda) {
         /* Stale from here on: after a CUDA error part of the call may have

@@ -10,7 +10,13 @@
  *
  * Definitions are plain structs filled with defaults by firn_*_default();
  * the world is opaque. Units are SI: m, s, kg, Pa, kg/m^3. Nothing here
- * depends on CUDA. */
+ * depends on CUDA.
+ *
+ * Pointer arguments may not be NULL unless a comment says so; the
+ * firn_error pointer may be NULL everywhere (the message is then dropped),
+ * and firn_world_destroy(NULL) does nothing. A call that fails returns
+ * non-zero (or NULL) with err filled; a call refused for its arguments
+ * changes nothing. */
 #ifndef FIRN_H
 #define FIRN_H
 
@@ -40,7 +46,7 @@ extern "C" {
 /* Status codes; the command-line tool exits with these. */
 typedef enum {
     FIRN_OK = 0,
-    FIRN_E_USAGE = 2,   /* bad command line */
+    FIRN_E_USAGE = 2,   /* bad command line, or a bad argument to a call */
     FIRN_E_SCENE = 3,   /* malformed or invalid scene (JSON, keys, values) */
     FIRN_E_IO = 4,      /* missing file, unwritable output */
     FIRN_E_NUMERIC = 5, /* NaN/Inf in the state, unsafe time step */

@@ -329,8 +329,26 @@ Test(mesh, bad_meshes_name_the_key_path_the_file_and_the_edge)
     fputs("v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3", f), fputc('\0', f), fputs(" junk", f);
     fclose(f);
     expect_mesh_error(shape, FIRN_E_SCENE, "line 4: a NUL byte: not a text OBJ file", NULL);
-    expect_mesh_error("{\"type\": \"mesh\", \"file\": \"/dev/zero\"}", FIRN_E_SCENE,
-                      "mesh '/dev/zero' line 1: a NUL byte", NULL);
+    /* A device (or a FIFO) is not read at all: it may never end. */
+    expect_mesh_error("{\"type\": \"mesh\", \"file\": \"/dev/zero\"}", FIRN_E_IO,
+                      "mesh '/dev/zero': not a regular file", NULL);
+    /* A line of 8191 characters is the longest allowed; a coordinate that
+     * the scale takes past float is named. */
+    char line[8300];
+    memset(line, ' ', 8191);
+    memcpy(line, "v 0 0 0", 7);
+    line[8191] = '\0';
+    f = fopen(nul, "w");
+    fprintf(f, "%s\nv 1 0 0\nv 0 1e38 0\nf 1 2 3\n", line);
+    fclose(f);
+    snprintf(shape, sizeof shape, "{\"type\": \"mesh\", \"file\": \"%s\", \"scale\": 100}", nul);
+    expect_mesh_error(shape, FIRN_E_SCENE, "line 3: coordinate 1e+38 times scale 100 overflows float",
+                      NULL);
+    f = fopen(nul, "w");
+    fprintf(f, "%s \n", line);
+    fclose(f);
+    snprintf(shape, sizeof shape, "{\"type\": \"mesh\", \"file\": \"%s\"}", nul);
+    expect_mesh_error(shape, FIRN_E_SCENE, "line 1: line longer than 8191 characters", NULL);
     expect_mesh_error("{\"type\": \"mesh\"}", FIRN_E_SCENE, "rigids[0].shape.file: missing", NULL);
     expect_mesh_error("{\"type\": \"mesh\", \"file\": \"x.obj\", \"radius\": 1}", FIRN_E_SCENE,
                       "rigids[0].shape.radius: unknown key for a mesh", NULL);

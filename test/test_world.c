@@ -486,6 +486,31 @@ Test(motion, elastic_bar_vibrates_at_the_rod_frequency)
     }
 }
 
+Test(motion, bad_step_arguments_are_refused_and_change_nothing)
+{
+    firn_scene_def def;
+    small_scene(&def, FIRN_MODEL_SAND, box(0.5f, 0.3f, 0.5f, 0.16f), 0.05f);
+    firn_error err;
+    cr_expect_null(firn_world_create(&def, (firn_backend)7, &err));
+    cr_expect_eq(err.code, FIRN_E_USAGE, "%s", err.msg);
+    firn_world *w = make_world(&def);
+    const struct {
+        int n;
+        float dt;
+    } bad[] = {{0, 1e-4f}, {-1, 1e-4f}, {1, 0.0f}, {1, -1e-3f}, {1, NAN}, {1, INFINITY}};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        cr_expect_eq(firn_world_run_substeps(w, bad[k].n, bad[k].dt, &err), -1, "%d x %g s ran",
+                     bad[k].n, bad[k].dt);
+        cr_expect_eq(err.code, FIRN_E_USAGE, "%s", err.msg);
+    }
+    cr_expect_eq(firn_world_substep(w, -1e-3f, &err), -1);
+    firn_frame_stats st;
+    cr_assert_eq(firn_world_stats(w, &st, &err), 0, "%s", err.msg);
+    cr_expect(st.time == 0.0 && st.substeps == 0, "time %g, %lld substeps", st.time, st.substeps);
+    cr_expect_eq(firn_world_substep(w, 1e-4f, &err), 0, "a good step after bad ones: %s", err.msg);
+    firn_world_destroy(w);
+}
+
 /* A CFL step of more than 100000 substeps per frame is refused, and the
  * message names the speed that limits it. */
 static void expect_cfl_cause(const firn_scene_def *def, const char *needle)
