@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 #include <omp.h>
@@ -201,8 +202,8 @@ static void print_scaling(const bench_result *r, int nr, int nthreads)
 static int write_file(const char *path, const bench_result *r, int nr, double cpu_bw, double gpu_bw,
                       int json, int complete)
 {
-    char tmp[FIRN_PATH_MAX + 16];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    char tmp[FIRN_PATH_MAX + 32];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
     FILE *f = firn_fopen_fresh(tmp);
     if (!f) {
         fprintf(stderr, "firn: error: cannot write %s: %s\n", tmp, strerror(errno));
@@ -256,8 +257,8 @@ static int same_file(const char *a, const char *b)
  * FIRN_E_IO with the reason printed. */
 static int probe_writable(const char *path)
 {
-    char tmp[FIRN_PATH_MAX + 16];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    char tmp[FIRN_PATH_MAX + 32];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
     FILE *f = firn_fopen_fresh(tmp);
     if (!f) {
         fprintf(stderr, "firn: error: cannot write %s: %s\n", tmp, strerror(errno));

@@ -19,6 +19,8 @@
  * pointers worlds hold stay valid. */
 #include <ctype.h>
 #include <errno.h>
+#include <unistd.h>
+#include <fcntl.h>
 #include <float.h>
 #include <limits.h>
 #include <math.h>
@@ -84,9 +86,21 @@ static int bad_obj(firn_error *err, const char *name, int line, const char *what
 
 static int parse_obj(const char *path, float scale, obj_data *o, firn_error *err)
 {
-    FILE *f = fopen(path, "r");
+    /* Opened without blocking and checked on the open file, so that a path
+     * swapped for a FIFO since firn_mesh_get's stat cannot block either. */
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd >= 0 && (fstat(fd, &st) || !S_ISREG(st.st_mode))) {
+        close(fd);
+        firn_set_error(err, FIRN_E_IO, "cannot read mesh '%s': not a regular file", path);
+        return -1;
+    }
+    FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
     if (!f) {
-        firn_set_error(err, FIRN_E_IO, "cannot read mesh '%s': %s", path, strerror(errno));
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        firn_set_error(err, FIRN_E_IO, "cannot read mesh '%s': %s", path, strerror(e));
         return -1;
     }
     char buf[8193], msg[160]; /* a line of 8191 characters and its newline */

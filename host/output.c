@@ -37,7 +37,7 @@ FILE *firn_fopen_fresh(const char *path)
      * never its target), and O_EXCL refuses whatever appears meanwhile. */
     if (unlink(path) && errno != ENOENT)
         return NULL;
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666); /* less the umask */
     if (fd < 0)
         return NULL;
     FILE *f = fdopen(fd, "wb");

@@ -204,6 +204,8 @@ void firn_rigid_default(firn_rigid_def *rigid);
 /* Parses and validates a JSON scene file. On failure returns non-zero and
  * fills err with the file, line/column or key path, and the problem. */
 int firn_scene_load_json(const char *path, firn_scene_def *def, firn_error *err);
+/* The same from text in memory; name (may be NULL) stands for the file in
+ * messages. */
 int firn_scene_parse_json(const char *text, const char *name, firn_scene_def *def,
                           firn_error *err);
 /* Checks ranges and consistency of a definition built in code. */
@@ -257,7 +259,8 @@ const char *firn_world_device_name(const firn_world *world);
 long long firn_world_particle_count(const firn_world *world);
 const firn_scene_def *firn_world_scene(const firn_world *world);
 
-/* Advances one frame (ceil(frame_dt / dt) substeps) and fills stats. */
+/* Advances one frame (ceil(frame_dt / dt) substeps) and fills stats (which
+ * may be NULL). */
 int firn_world_step_frame(firn_world *world, firn_frame_stats *stats, firn_error *err);
 /* Advances nsub substeps of length dt [s]; on the GPU they are queued in one
  * stream with a single synchronisation at the end. */
