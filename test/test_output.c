@@ -270,13 +270,19 @@ static void check_line(const char *line, const firn_frame_stats *s)
     cJSON_Delete(j);
 }
 
+/* A fresh folder, its stats.jsonl path and the two-material scene. */
+static void stats_setup(char dir[64], char path[128], firn_scene_def *def)
+{
+    make_tmpdir(dir);
+    snprintf(path, 128, "%s/stats.jsonl", dir);
+    two_material_scene(def);
+}
+
 Test(output, stats_lines_are_json_and_append)
 {
     char dir[64], path[128];
-    make_tmpdir(dir);
-    snprintf(path, sizeof path, "%s/stats.jsonl", dir);
     firn_scene_def def;
-    two_material_scene(&def);
+    stats_setup(dir, path, &def);
     firn_frame_stats s0 = some_stats(0), s1 = some_stats(1);
     firn_error err = {0};
     cr_assert_eq(firn_append_stats_jsonl(path, &def, &s0, &err), FIRN_OK, "%s", err.msg);
@@ -305,10 +311,8 @@ Test(output, stats_short_write_keeps_whole_lines)
      * says so, and is removed, so the file still holds the first line
      * only. SIGXFSZ is ignored so that the write returns instead. */
     char dir[64], path[128];
-    make_tmpdir(dir);
-    snprintf(path, sizeof path, "%s/stats.jsonl", dir);
     firn_scene_def def;
-    two_material_scene(&def);
+    stats_setup(dir, path, &def);
     firn_frame_stats s0 = some_stats(0), s1 = some_stats(1);
     firn_error err = {0};
     cr_assert_eq(firn_append_stats_jsonl(path, &def, &s0, &err), FIRN_OK, "%s", err.msg);
@@ -339,10 +343,8 @@ Test(output, stats_short_write_keeps_whole_lines)
 Test(output, stats_non_finite_values_stay_valid_json)
 {
     char dir[64], path[128];
-    make_tmpdir(dir);
-    snprintf(path, sizeof path, "%s/stats.jsonl", dir);
     firn_scene_def def;
-    two_material_scene(&def);
+    stats_setup(dir, path, &def);
     firn_frame_stats s = some_stats(0);
     s.kinetic_energy = NAN;
     s.bbox_upper[0] = INFINITY;
