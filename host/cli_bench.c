@@ -199,16 +199,24 @@ static void print_scaling(const bench_result *r, int nr, int nthreads)
     }
 }
 
+/* path's temporary (path.tmp.<pid>, its name left in tmp), created fresh;
+ * NULL with the reason printed. */
+static FILE *open_temp(const char *path, char *tmp, size_t size)
+{
+    snprintf(tmp, size, "%s.tmp.%ld", path, (long)getpid());
+    FILE *f = firn_fopen_fresh(tmp);
+    if (!f)
+        fprintf(stderr, "firn: error: cannot write %s: %s\n", tmp, strerror(errno));
+    return f;
+}
+
 static int write_file(const char *path, const bench_result *r, int nr, double cpu_bw, double gpu_bw,
                       int json, int complete)
 {
     char tmp[FIRN_PATH_MAX + 32];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = firn_fopen_fresh(tmp);
-    if (!f) {
-        fprintf(stderr, "firn: error: cannot write %s: %s\n", tmp, strerror(errno));
+    FILE *f = open_temp(path, tmp, sizeof tmp);
+    if (!f)
         return FIRN_E_IO;
-    }
     if (json)
         write_json(f, r, nr, cpu_bw, gpu_bw, complete);
     else
@@ -258,12 +266,9 @@ static int same_file(const char *a, const char *b)
 static int probe_writable(const char *path)
 {
     char tmp[FIRN_PATH_MAX + 32];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = firn_fopen_fresh(tmp);
-    if (!f) {
-        fprintf(stderr, "firn: error: cannot write %s: %s\n", tmp, strerror(errno));
+    FILE *f = open_temp(path, tmp, sizeof tmp);
+    if (!f)
         return FIRN_E_IO;
-    }
     fclose(f);
     remove(tmp);
     /* The file replaces what is there by a rename: only a file (or a link
