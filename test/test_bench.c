@@ -499,31 +499,34 @@ Test(bench_cli, bad_threads_list_is_a_usage_error)
     }
 }
 
+/* `firn bench --backend cpu --particles P --json DIR/J --csv DIR/C` in the
+ * temporary folder; its exit status, output in out. */
+static int bench_into(const char *particles, const char *json, const char *csv)
+{
+    char args[512];
+    snprintf(args, sizeof args, "bench --backend cpu --particles %s --json %s/%s --csv %s/%s",
+             particles, dir, json, dir, csv);
+    return firn_in_dir(args);
+}
+
 Test(bench_cli, bad_outputs_and_counts_fail_before_any_case, .init = setup, .fini = teardown)
 {
     /* Each fails on its own: no copy-bandwidth line, no table. */
-    char args[512];
-    snprintf(args, sizeof args, "bench --backend cpu --particles 1k --json %s/a.json --csv %s/./a.json",
-             dir, dir);
-    int rc = firn_in_dir(args);
+    int rc = bench_into("1k", "a.json", "./a.json");
     cr_expect_eq(rc, FIRN_E_USAGE, "same --json and --csv: exit %d:\n%s", rc, out);
     cr_expect(strstr(out, "same file"), "%s", out);
 
     char sub[96];
     snprintf(sub, sizeof sub, "%s/d.json", dir);
     cr_assert_eq(mkdir(sub, 0755), 0);
-    snprintf(args, sizeof args, "bench --backend cpu --particles 1k --json %s --csv %s/d.csv", sub,
-             dir);
-    rc = firn_in_dir(args);
+    rc = bench_into("1k", "d.json", "d.csv");
     cr_expect_eq(rc, FIRN_E_IO, "--json naming a folder: exit %d:\n%s", rc, out);
     cr_expect(strstr(out, "d.json") && !strstr(out, "copy bandwidth"), "%s", out);
 
     /* A FIFO (or a device) is not replaced by a file. */
     snprintf(sub, sizeof sub, "%s/f.json", dir);
     cr_assert_eq(mkfifo(sub, 0644), 0);
-    snprintf(args, sizeof args, "bench --backend cpu --particles 1k --json %s --csv %s/f.csv", sub,
-             dir);
-    rc = firn_in_dir(args);
+    rc = bench_into("1k", "f.json", "f.csv");
     cr_expect_eq(rc, FIRN_E_IO, "--json naming a FIFO: exit %d:\n%s", rc, out);
     cr_expect(strstr(out, "not a regular file"), "%s", out);
     struct stat st;
@@ -532,9 +535,7 @@ Test(bench_cli, bad_outputs_and_counts_fail_before_any_case, .init = setup, .fin
     /* 238609294 is the index limit itself: sampling can round past it. */
     static const char *counts[] = {"nan", "1e20", "999", "1g", "1k,238609294"};
     for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
-        snprintf(args, sizeof args, "bench --backend cpu --particles %s --json %s/b.json --csv %s/b.csv",
-                 counts[i], dir, dir);
-        rc = firn_in_dir(args);
+        rc = bench_into(counts[i], "b.json", "b.csv");
         cr_expect_eq(rc, FIRN_E_USAGE, "--particles %s: exit %d:\n%s", counts[i], rc, out);
         cr_expect(strstr(out, "--particles") && !strstr(out, "copy bandwidth"),
                   "--particles %s:\n%s", counts[i], out);
