@@ -86,8 +86,10 @@ static int bad_obj(firn_error *err, const char *name, int line, const char *what
 
 static int parse_obj(const char *path, float scale, obj_data *o, firn_error *err)
 {
-    /* Opened without blocking and checked on the open file, so that a path
-     * swapped for a FIFO since firn_mesh_get's stat cannot block either. */
+    /* Only a regular file: the mesh is read more than once (validation, then
+     * each world), and a FIFO or a device would block or never end. Opened
+     * without blocking and checked on the open file, so that no path can
+     * block here. */
     struct stat st;
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd >= 0 && (fstat(fd, &st) || !S_ISREG(st.st_mode))) {
@@ -885,12 +887,6 @@ int firn_mesh_get(const char *path, float scale, int with_sdf, const firn_mesh *
     }
     if (stat(path, &st) != 0) {
         firn_set_error(err, FIRN_E_IO, "cannot read mesh '%s': %s", path, strerror(errno));
-        return -1;
-    }
-    /* The file is read more than once (validation, then each world): a
-     * FIFO or a device would block or never end. */
-    if (!S_ISREG(st.st_mode)) {
-        firn_set_error(err, FIRN_E_IO, "cannot read mesh '%s': not a regular file", path);
         return -1;
     }
     const long long size = (long long)st.st_size,
