@@ -205,6 +205,42 @@ float firn_world_cfl_dt(firn_world *w)
     return cfl_step(w, &t);
 }
 
+/* What limits a CFL step, for the runaway message: "the speed of <why>". */
+static void cfl_cause(firn_world *w, const cfl_terms *t, char *why, size_t size)
+{
+    const firn_scene_def *d = &w->def;
+    const float moving = firn_maxf(t->v_particles, t->v_rigid);
+    firn_error ignored;
+    if (!isfinite(t->c) && w->frame == 0) {
+        snprintf(why, size, "sound in the materials, which overflows float: a material is far "
+                            "too stiff or too light");
+    } else if (!isfinite(t->c)) {
+        snprintf(why, size, "sound in the materials, which is not finite: the state is blowing up");
+    } else if (!isfinite(t->v_particles) && w->frame == 0) {
+        snprintf(why, size, "the particles, which overflows float: a body's initial velocity is "
+                            "far too large");
+    } else if (!isfinite(t->v_particles)) {
+        snprintf(why, size, "the particles, which is not finite: the state is blowing up");
+    } else if (t->c > moving + t->v_gravity) {
+        /* Named from the host copy, brought up to date first. */
+        const char *name = current_state(w, FIRN_STALE_ALL, &ignored) == 0
+                               ? d->materials[fastest_material(w)].name
+                               : "?";
+        snprintf(why, size, "sound in material '%s', %g m/s (too stiff or too light for dx = %g m)",
+                 name, t->c, d->dx);
+    } else if (t->v_gravity >= moving) {
+        snprintf(why, size, "gravity over a frame, %g m/s (|g| = %g m/s^2 for time.frame_dt = %g s)",
+                 t->v_gravity, t->v_gravity / d->frame_dt, d->frame_dt);
+    } else if (t->v_rigid > t->v_particles) {
+        snprintf(why, size, "the surface of rigids[%d] '%s', %g m/s", t->rigid,
+                 d->rigids[t->rigid].name, t->v_rigid);
+    } else {
+        snprintf(why, size,
+                 "the particles, %g m/s (a body's initial velocity, or the state blowing up)",
+                 t->v_particles);
+    }
+}
+
 int firn_world_next_frame_step(firn_world *w, float *dt_out, int *substeps, firn_error *err)
 {
     const firn_scene_def *d = &w->def;
@@ -213,38 +249,8 @@ int firn_world_next_frame_step(firn_world *w, float *dt_out, int *substeps, firn
     /* A fixed dt is the user's (the loader holds its count below 2^31); a
      * CFL step this short is a runaway. */
     if (d->dt <= 0.0f && (!(dt > 0.0f) || !isfinite(dt) || d->frame_dt / dt > FIRN_MAX_SUBSTEPS)) {
-        char why[FIRN_ERRMSG_MAX / 2];
-        float speed = firn_maxf(t.v_particles, t.v_rigid) + t.v_gravity;
-        firn_error ignored;
-        if (!isfinite(t.c) || !isfinite(t.v_particles)) {
-            const char *what = isfinite(t.c) ? "the particles" : "sound in the materials";
-            snprintf(why, sizeof why, "%s, %s", what,
-                     w->frame > 0            ? "which is not finite: the state is blowing up"
-                     : isfinite(t.c) ? "which overflows float: a body's initial velocity is far "
-                                       "too large"
-                                     : "which overflows float: a material is far too stiff or "
-                                       "too light");
-        } else if (t.c > speed) {
-            /* Named from the host copy, brought up to date first. */
-            const char *name = current_state(w, FIRN_STALE_ALL, &ignored) == 0
-                                   ? d->materials[fastest_material(w)].name
-                                   : "?";
-            snprintf(why, sizeof why,
-                     "sound in material '%s', %g m/s (too stiff or too light for dx = %g m)",
-                     name, t.c, d->dx);
-        } else if (t.v_gravity >= firn_maxf(t.v_particles, t.v_rigid)) {
-            snprintf(why, sizeof why,
-                     "gravity over a frame, %g m/s (|g| = %g m/s^2 for time.frame_dt = %g s)",
-                     t.v_gravity, t.v_gravity / d->frame_dt, d->frame_dt);
-        } else if (t.v_rigid > t.v_particles) {
-            snprintf(why, sizeof why, "the surface of rigids[%d] '%s', %g m/s", t.rigid,
-                     d->rigids[t.rigid].name, t.v_rigid);
-        } else {
-            snprintf(why, sizeof why,
-                     "the particles, %g m/s (a body's initial velocity, or the state blowing up)",
-                     t.v_particles);
-        }
-        char cfl[96] = "";
+        char why[FIRN_ERRMSG_MAX / 2], cfl[96] = "";
+        cfl_cause(w, &t, why, sizeof why);
         if (d->cfl < 0.01f)
             snprintf(cfl, sizeof cfl, "time.cfl = %g, far below its default 0.4, and ", d->cfl);
         firn_set_error(err, FIRN_E_NUMERIC,
