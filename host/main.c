@@ -117,7 +117,7 @@ static int cmd_validate(int argc, char **argv)
     printf("  memory: CPU path %s (%.0f B/particle; %s of it the grid, resident only where "
            "material goes); GPU %s on the device (%.0f B/particle)\n",
            mem_str(m.host, a, sizeof a), m.per_particle,
-           mem_str(16.0 * n[0] * n[1] * (double)n[2], c, sizeof c), mem_str(m.device, b, sizeof b),
+           mem_str(m.host_grid, c, sizeof c), mem_str(m.device, b, sizeof b),
            s.particles > 0 ? m.device / (double)s.particles : 0.0);
     firn_world_destroy(w);
     return 0;
