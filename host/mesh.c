@@ -110,16 +110,15 @@ static int parse_obj(const char *path, float scale, obj_data *o, firn_error *err
     for (long at = ftell(f); fgets(buf, sizeof buf, f); at = ftell(f)) {
         lineno++;
         size_t len = strlen(buf);
-        /* fgets stops at a newline, at the end of the file or with the
-         * buffer full: a line that ends otherwise holds a NUL byte, and so
-         * does one that took more bytes than it holds (where the file
-         * tells its position). */
-        long end = at >= 0 ? ftell(f) : -1;
-        if (((len == 0 || buf[len - 1] != '\n') && !feof(f)) ||
-            (end >= 0 && (size_t)(end - at) != len)) {
-            bad_obj(err, path, lineno,
-                    len == sizeof buf - 1 ? "line longer than 8191 characters"
-                                          : "a NUL byte: not a text OBJ file");
+        /* A line that took more bytes of the (regular) file than it holds
+         * has a NUL byte; one that filled the buffer with no newline before
+         * the end of the file is too long. */
+        if (ftell(f) - at != (long)len) {
+            bad_obj(err, path, lineno, "a NUL byte: not a text OBJ file");
+            goto done;
+        }
+        if (len == sizeof buf - 1 && buf[len - 1] != '\n' && !feof(f)) {
+            bad_obj(err, path, lineno, "line longer than 8191 characters");
             goto done;
         }
         char *s = buf;
