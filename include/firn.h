@@ -118,7 +118,7 @@ typedef struct {
     uint64_t seed;            /* sampling jitter seed; default: body index + 1 */
 } firn_body_def;
 
-/* Rigid bodies (PHYSICS.md s4). The shape's centre is the body's centre of
+/* Rigid bodies (docs/PHYSICS.md s4). The shape's centre is the body's centre of
  * mass; a plane passes through `center` with outward unit `normal`; a mesh
  * is placed with its centroid (the centre of mass of the closed solid) at
  * `center`. */
@@ -160,7 +160,7 @@ typedef struct {
     firn_rigid_shape_def shape;
     firn_motion motion;        /* default static */
     float rotation[3];         /* initial orientation: degrees about x, then y, then z (world axes) */
-    float density;             /* [kg/m^3], dynamic bodies; default 200 (Genesis's Rigid) */
+    float density;             /* [kg/m^3], dynamic; default 200 (Genesis's Rigid to v0.4.3) */
     float velocity[3];         /* initial (dynamic) or prescribed (kinematic) [m/s] */
     float angular_velocity[3]; /* same, world frame [rad/s] */
     float friction;            /* Coulomb coefficient, default 0.1 */

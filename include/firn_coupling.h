@@ -1,5 +1,5 @@
 /* firn_coupling.h - rigid bodies and their two-way coupling with the MPM
- * grid by SDF impulse (../shared/PHYSICS.md sections 1 and 4), shared by the
+ * grid by SDF impulse (docs/PHYSICS.md sections 1 and 4), shared by the
  * CPU path (host/coupler.c, host/rigid.c) and the CUDA kernels
  * (kernels/coupling.cu).
  *
@@ -198,7 +198,7 @@ static inline FIRN_HD firn_vec3 firn_rigid_velocity_at(const firn_rigid *b, firn
 }
 
 /* Collision response of velocity v at offset rx from the body's centre of
- * mass against its surface with outward normal n (PHYSICS.md s4; Genesis's
+ * mass against its surface with outward normal n (docs/PHYSICS.md s4.5; Genesis's
  * _func_collide_in_rigid_geom): where v approaches the body, the relative
  * velocity loses its normal part (restitution e keeps -e of it) and Coulomb
  * friction shortens its tangential part; the result is blended with the
@@ -239,7 +239,7 @@ static inline FIRN_HD void firn_rigid_react(firn_vec3 rx, firn_vec3 v, firn_vec3
     }
 }
 
-/* The SDF impulse of one body at one grid node (PHYSICS.md s4): node at xn
+/* The SDF impulse of one body at one grid node (docs/PHYSICS.md s4.5): node at xn
  * with mass m and velocity v (after gravity). Returns the new velocity and
  * adds the body's impulse -dp and angular impulse (xn - com) x (-dp) to acc[6]. */
 static inline FIRN_HD firn_vec3 firn_rigid_node_impulse(const firn_rigid *b, firn_vec3 xn,

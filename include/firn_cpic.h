@@ -1,5 +1,5 @@
 /* firn_cpic.h - compatible particle-in-cell (CPIC) for rigid coupling, shared
- * by the CPU path and the CUDA kernels (../shared/PHYSICS.md s1 and s4; Hu et
+ * by the CPU path and the CUDA kernels (docs/PHYSICS.md s1 and s4.7; Hu et
  * al. 2018, "A Moving Least Squares Material Point Method with Displacement
  * Discontinuity and Two-Way Rigid Body Coupling", CPIC; Genesis's legacy
  * coupler and MPM solver).

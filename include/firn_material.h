@@ -5,7 +5,7 @@
  * here tau is diagonal in the U basis, tau = U diag(t) U^T, so each model
  * only computes the principal stresses t - except liquid and neo-Hookean
  * elastic, whose stress follows from det F and F F^T without the SVD.
- * Formulas: ../shared/PHYSICS.md s3. */
+ * Formulas: docs/PHYSICS.md s3. */
 #ifndef FIRN_MATERIAL_H
 #define FIRN_MATERIAL_H
 
@@ -72,7 +72,7 @@ static inline FIRN_HD firn_vec3 firn_tau_elastic(int law, float mu, float la, fi
 }
 
 /* Sand return mapping (Klar et al. 2016, Drucker-Prager in Hencky strain),
- * as in PHYSICS.md: Jp holds the volume-correction term, s is replaced by the
+ * as in docs/PHYSICS.md s3.6: Jp holds the volume-correction term, s is replaced by the
  * projected singular values, and their logarithms (the projected Hencky
  * strain, which the stress needs) are returned. */
 static inline FIRN_HD firn_vec3 firn_sand_project(const firn_material *m, firn_vec3 *s, float *Jp)

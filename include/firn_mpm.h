@@ -1,6 +1,6 @@
 /* firn_mpm.h - MLS-MPM transfers (quadratic B-spline, APIC), one body per
  * particle or grid node, shared by the CPU path and the CUDA kernels.
- * Formulas and substep order: ../shared/PHYSICS.md sections 1-2. */
+ * Formulas and substep order: docs/PHYSICS.md sections 1-2. */
 #ifndef FIRN_MPM_H
 #define FIRN_MPM_H
 
@@ -112,7 +112,7 @@ static inline FIRN_HD long long firn_node_index(const int n[3], int i, int j, in
 
 /* What a particle scatters, once its stress is known: its stencil, mass,
  * momentum m v and the MLS affine term
- * affine = -dt V 4 inv_dx^2 tau + m C (PHYSICS.md s2). */
+ * affine = -dt V 4 inv_dx^2 tau + m C (docs/PHYSICS.md s2.3). */
 typedef struct {
     firn_stencil s;
     firn_mat3 affine;
