@@ -8,6 +8,9 @@
 #   make CUDA=0     force a CPU-only build
 #   make CUDA_ARCH="-gencode arch=compute_90,code=sm_90"   override GPU targets
 #   make DEBUG_SYNC=1   synchronize and check after every kernel launch
+#   make emu        the CUDA code on the emulated runtime (test/emu/), under ASan and
+#                   UBSan, in build/emu/ (docs/EMULATION.md); make emu-check runs its
+#                   GPU tests, firn compare on every scene and a small bench
 
 CC      ?= gcc
 BUILD   ?= build
@@ -20,6 +23,15 @@ LDLIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lcjson -lpng) 
 
 ifeq ($(CUDA),0)
 NVCC :=
+endif
+# The emulated CUDA runtime: kernels/*.cu built by the host C++ compiler
+# against test/emu/, everything under ASan and UBSan (EMU_SAN).
+ifeq ($(CUDA),emu)
+NVCC     :=
+BUILD    := build/emu
+CXX      ?= g++
+EMU_SAN  ?= -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+override CFLAGS += $(EMU_SAN)
 endif
 
 HOST_SRC = $(wildcard host/*.c)
@@ -43,6 +55,14 @@ CU_OBJ      = $(CU_SRC:%.cu=$(BUILD)/%.o)
 LDLIBS     += -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/targets/x86_64-linux/lib -lcudart_static \
               -ldl -lrt -lpthread -lstdc++
 BUILD_KIND  = CPU + CUDA ($(NVCC))
+else ifeq ($(CUDA),emu)
+override CFLAGS += -DFIRN_WITH_CUDA
+EMU_CXXFLAGS = -std=c++17 -x c++ -O2 -g $(EMU_SAN) -fopenmp -Wall -Wextra -DFIRN_WITH_CUDA \
+               -DFIRN_EMU -Itest/emu -Iinclude -Ihost
+CU_SRC      = $(wildcard kernels/*.cu)
+CU_OBJ      = $(CU_SRC:%.cu=$(BUILD)/%.o) $(BUILD)/test/emu/runtime.o
+LDLIBS     += -lstdc++ -lpthread
+BUILD_KIND  = CPU + emulated CUDA (test/emu/, ASan and UBSan)
 else
 CU_OBJ      =
 BUILD_KIND  = CPU only (nvcc not found: install the CUDA toolkit or set NVCC=/path/to/nvcc)
@@ -54,7 +74,7 @@ DEB_PKGS = gcc make pkg-config libcjson-dev libpng-dev libcriterion-dev
 HAVE_MATPLOTLIB := $(shell { [ -n "$$FIRN_PYTHON" ] || python3 -c 'import matplotlib' ; } >/dev/null 2>&1 && echo yes)
 TEST_DEB_PKGS = $(DEB_PKGS) $(if $(HAVE_MATPLOTLIB),,python3-matplotlib)
 
-.PHONY: all test test-run clean info deps demo
+.PHONY: all test test-run clean info deps demo emu emu-check
 all: info $(BUILD)/firn $(BUILD)/reorder_probe
 
 # Installs what is missing when run as root (or with sudo), else names the
@@ -95,9 +115,21 @@ $(BUILD)/%.o: %.c $(wildcard include/*.h host/*.h test/*.h)
 # Its 32-byte vectors pass only between inlined helpers (see the file).
 $(BUILD)/host/svd_batch.o: override CFLAGS += -Wno-psabi
 
+ifeq ($(CUDA),emu)
+# As nvcc does, every .cu sees cuda_runtime.h (here the emulated one).
+$(BUILD)/kernels/%.o: kernels/%.cu $(wildcard include/*.h host/*.h kernels/*.cuh test/emu/*.h) \
+                      $(wildcard test/emu/*/*/*.h test/emu/*/*/*.cuh)
+	@mkdir -p $(@D)
+	$(CXX) $(EMU_CXXFLAGS) -include cuda_runtime.h -c -o $@ $<
+
+$(BUILD)/test/emu/runtime.o: test/emu/runtime.cpp test/emu/cuda_runtime.h
+	@mkdir -p $(@D)
+	$(CXX) $(EMU_CXXFLAGS) -c -o $@ $<
+else
 $(BUILD)/kernels/%.o: kernels/%.cu $(wildcard include/*.h host/*.h kernels/*.cuh)
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) -c -o $@ $<
+endif
 
 $(BUILD)/test_firn: $(TEST_OBJ) $(BUILD)/libfirn.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcriterion
@@ -117,3 +149,16 @@ test-run:
 
 clean:
 	rm -rf $(BUILD)
+
+# The CUDA code on the emulated runtime: build, then (emu-check) the GPU
+# tests, firn compare on every shipped scene and a small bench against it.
+emu:
+	$(MAKE) CUDA=emu all build/emu/test_firn
+
+emu-check: emu
+	bash test/emu/check.sh
+
+# Plants physics mutations in a copy of the tree, one at a time (test/mutations.txt).
+.PHONY: mutate
+mutate:
+	bash test/mutate.sh

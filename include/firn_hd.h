@@ -17,9 +17,11 @@
 #define FIRN_HD
 #endif
 
+/* FIRN_EMU: kernels/ built by the host compiler for the emulated CUDA
+ * runtime (make CUDA=emu, test/emu/), where kernels scatter with atomics too. */
 static inline FIRN_HD void firn_atomic_add(float *addr, float value)
 {
-#if defined(__CUDA_ARCH__)
+#if defined(__CUDA_ARCH__) || defined(FIRN_EMU)
     atomicAdd(addr, value);
 #else
     *addr += value;

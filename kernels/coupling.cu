@@ -102,7 +102,7 @@ int firn_cuda_queue_cpic_mark(const firn_params *P, firn_particles p, const firn
     const unsigned blocks = (unsigned)((p.n + FIRN_BLOCK - 1) / FIRN_BLOCK);
     if (blocks == 0 || nb <= 0)
         return 0;
-    cpic_mark<<<blocks, FIRN_BLOCK, 0, st>>>(*P, p, bodies, nb);
+    FIRN_LAUNCH(cpic_mark, blocks, FIRN_BLOCK, 0, st, *P, p, bodies, nb);
     FIRN_CUDA_CHECK_LAUNCH("cpic_mark", st, err);
     return 0;
 }
@@ -114,7 +114,7 @@ int firn_cuda_queue_p2g_cpic(const firn_params *P, const firn_material *mats, fi
     const unsigned blocks = (unsigned)((p.n + FIRN_BLOCK - 1) / FIRN_BLOCK);
     if (blocks == 0)
         return 0;
-    p2g_cpic<<<blocks, FIRN_BLOCK, 0, st>>>(*P, mats, p, g, bodies, nb);
+    FIRN_LAUNCH(p2g_cpic, blocks, FIRN_BLOCK, 0, st, *P, mats, p, g, bodies, nb);
     FIRN_CUDA_CHECK_LAUNCH("p2g_cpic", st, err);
     return 0;
 }
@@ -127,7 +127,8 @@ int firn_cuda_queue_g2p_cpic(const firn_params *P, const firn_material *mats, fi
     const unsigned blocks = (unsigned)((p.n + FIRN_BLOCK - 1) / FIRN_BLOCK);
     if (blocks == 0)
         return 0;
-    g2p_cpic<<<blocks, FIRN_BLOCK, 0, st>>>(*P, mats, p, g, bodies, nb, acc, bad, substep);
+    FIRN_LAUNCH(g2p_cpic, blocks, FIRN_BLOCK, 0, st, *P, mats, p, g, bodies, nb, acc, bad,
+                substep);
     FIRN_CUDA_CHECK_LAUNCH("g2p_cpic", st, err);
     return 0;
 }
@@ -139,7 +140,7 @@ int firn_cuda_queue_rigid_step(firn_rigid *bodies, double *acc, int nb, const fi
 {
     if (nb <= 0)
         return 0;
-    rigid_step<<<1, 32, 0, st>>>(bodies, acc, nb, *P);
+    FIRN_LAUNCH(rigid_step, 1, 32, 0, st, bodies, acc, nb, *P);
     FIRN_CUDA_CHECK_LAUNCH("rigid_step", st, err);
     return 0;
 }
@@ -150,7 +151,7 @@ int firn_cuda_queue_grid_rigid(const firn_params *P, firn_grid g, const firn_rig
     const unsigned blocks = (unsigned)((g.nodes + FIRN_BLOCK - 1) / FIRN_BLOCK);
     if (blocks == 0)
         return 0;
-    grid_update_rigid<<<blocks, FIRN_BLOCK, 0, st>>>(*P, g, bodies, nb, acc);
+    FIRN_LAUNCH(grid_update_rigid, blocks, FIRN_BLOCK, 0, st, *P, g, bodies, nb, acc);
     FIRN_CUDA_CHECK_LAUNCH("grid_update_rigid", st, err);
     return 0;
 }

@@ -6,7 +6,7 @@
  *
  *     FIRN_CUDA_CHECK(cudaMalloc(&ptr, bytes), err);     returns FIRN_CUDA_FAILED
  *     FIRN_CUDA_CHECK_RET(cudaMemcpy(...), err, -1);     returns -1
- *     p2g<<<blocks, 256, 0, stream>>>(...);
+ *     FIRN_LAUNCH(p2g, blocks, 256, 0, stream, args...);
  *     FIRN_CUDA_CHECK_LAUNCH("p2g", stream, err);
  *
  * A launch check is cheap (cudaGetLastError: bad configuration, missing
@@ -19,6 +19,17 @@
 #include <cuda_runtime.h>
 
 #include "world.h"
+
+/* Every kernel launch: kernel<<<grid, block, shared_bytes, stream>>>(args)
+ * under nvcc; in the emulated build (make CUDA=emu, test/emu/) a call that
+ * queues the kernel on the emulated stream. */
+#if defined(FIRN_EMU)
+#define FIRN_LAUNCH(kernel, grid, block, shared_bytes, stream, ...)                               \
+    FIRN_EMU_LAUNCH(kernel, grid, block, shared_bytes, stream, __VA_ARGS__)
+#else
+#define FIRN_LAUNCH(kernel, grid, block, shared_bytes, stream, ...)                               \
+    kernel<<<grid, block, shared_bytes, stream>>>(__VA_ARGS__)
+#endif
 
 /* What the CUDA backend's int functions return on a CUDA error
  * (firn_cuda_run's documented -2). */

@@ -354,7 +354,7 @@ static int queue_substep(firn_cuda_state *s, const firn_params *P, unsigned subs
                                      err))
             return FIRN_CUDA_FAILED;
     } else if (pblocks > 0) {
-        p2g<<<pblocks, FIRN_BLOCK, 0, s->stream>>>(*P, s->mats, s->p, s->grid);
+        FIRN_LAUNCH(p2g, pblocks, FIRN_BLOCK, 0, s->stream, *P, s->mats, s->p, s->grid);
         FIRN_CUDA_CHECK_LAUNCH("p2g", s->stream, err);
     }
     if (timed)
@@ -364,7 +364,7 @@ static int queue_substep(firn_cuda_state *s, const firn_params *P, unsigned subs
                                        s->stream, err))
             return FIRN_CUDA_FAILED;
     } else if (gblocks > 0) {
-        grid_update<<<gblocks, FIRN_BLOCK, 0, s->stream>>>(*P, s->grid);
+        FIRN_LAUNCH(grid_update, gblocks, FIRN_BLOCK, 0, s->stream, *P, s->grid);
         FIRN_CUDA_CHECK_LAUNCH("grid_update", s->stream, err);
     }
     if (timed)
@@ -374,7 +374,7 @@ static int queue_substep(firn_cuda_state *s, const firn_params *P, unsigned subs
                                      s->rigid_acc, s->bad, substep, s->stream, err))
             return FIRN_CUDA_FAILED;
     } else if (pblocks > 0) {
-        g2p<<<pblocks, FIRN_BLOCK, 0, s->stream>>>(*P, s->p, s->grid, s->bad, substep);
+        FIRN_LAUNCH(g2p, pblocks, FIRN_BLOCK, 0, s->stream, *P, s->p, s->grid, s->bad, substep);
         FIRN_CUDA_CHECK_LAUNCH("g2p", s->stream, err);
     }
     if (timed)

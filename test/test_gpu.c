@@ -452,12 +452,16 @@ Test(gpu, device_describe)
 /* firn_world_memory on the GPU: the device figure is what the world
  * allocated - the CPU twin's estimate plus CUB's scratch (a few KiB) - and
  * the device's memory in use rises by it, up to cudaMalloc's rounding of
- * each of the world's ~10 allocations to 2 MiB pages. */
+ * each of the world's ~10 allocations to 2 MiB pages. The small allocations
+ * (materials, the non-finite word, the reduction and its scratch: under
+ * 1 MiB together) may come from a pool the driver already counts, so only
+ * the rest must show in the rise. The body (0.24 m box at y 0.2) lies clear
+ * of the 2 dx wall margin. */
 Test(gpu, memory_figure_is_what_the_device_allocates, .timeout = 60)
 {
     require_gpu();
     firn_scene_def def;
-    small_scene(&def, FIRN_MODEL_SAND, 0.3f);
+    small_scene(&def, FIRN_MODEL_SAND, 0.24f);
     firn_world *cpu = make_world(&def, FIRN_BACKEND_CPU);
     size_t used0 = firn_cuda_used_bytes();
     firn_world *gpu = make_world(&def, FIRN_BACKEND_CUDA);
@@ -469,8 +473,8 @@ Test(gpu, memory_figure_is_what_the_device_allocates, .timeout = 60)
                   mc.device);
     cr_expect_leq(mg.device, mc.device + 1048576.0, "GPU %.0f B, CPU twin's estimate %.0f B",
                   mg.device, mc.device);
-    cr_expect_geq(rise, mg.device, "device use rose by %.0f B, the world says %.0f B", rise,
-                  mg.device);
+    cr_expect_geq(rise, mg.device - 1048576.0, "device use rose by %.0f B, the world says %.0f B",
+                  rise, mg.device);
     cr_expect_leq(rise, mg.device + 12.0 * 2097152.0, "device use rose by %.0f B, the world says %.0f B",
                   rise, mg.device);
     cr_expect_float_eq(mg.per_particle, mg.device / (double)firn_world_particle_count(gpu), 1e-6);

@@ -1,0 +1,1420 @@
+/* runtime.cpp - the emulated CUDA runtime (make CUDA=emu): the kernels of kernels/ run
+ * on the CPU, under ASan and UBSan, with CUDA's rules enforced where a GPU
+ * would fail silently or later. docs/EMULATION.md says what this proves and
+ * what it cannot.
+ *
+ * - Device memory is one mapping of its own, inaccessible (PROT_NONE) while
+ *   host code runs and opened only while queued work executes: the host
+ *   touching device memory faults, and the fault is named. Allocations are
+ *   filled with 0xff (NaN floats) like the garbage a GPU hands out, separated
+ *   by poisoned red zones, and poisoned when freed.
+ * - Work is queued per stream and runs when the host synchronises with it,
+ *   in stream order. Work of two streams that use one allocation with no
+ *   synchronisation between them stops the process. An asynchronous copy to
+ *   the host leaves its destination poisoned until it has run, so reading it
+ *   before synchronising is reported.
+ * - A kernel runs with its grid and block shape: blocks in parallel on a pool
+ *   of OS threads, the threads of a block as fibers (own stacks, switched at
+ *   __syncthreads and warp collectives), atomics as real atomics.
+ * - A kernel argument that holds a host address, a copy whose kind does not
+ *   match its pointers, a copy or memset past an allocation's end, a launch
+ *   on an unknown stream: each stops the process naming the call. */
+#include "cuda_runtime.h"
+
+#include <sanitizer/common_interface_defs.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define EMU_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define EMU_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define EMU_POISON(p, n) ((void)(p), (void)(n))
+#define EMU_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+#if defined(__SANITIZE_THREAD__)
+#include <sanitizer/tsan_interface.h>
+#endif
+
+#if !defined(__x86_64__)
+#error "the emulated CUDA runtime switches fibers with x86-64 code (test/emu/runtime.cpp)"
+#endif
+
+__thread firn_emu_thread *firn_emu_current;
+
+namespace firn_emu {
+
+/* ---- reporting ------------------------------------------------------------- */
+
+static thread_local const char *t_api;     /* the runtime call in progress, if any */
+
+static void describe_context(FILE *f);
+
+void fatal(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "firn-emu: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    describe_context(stderr);
+    __sanitizer_print_stack_trace();
+    fflush(stderr);
+    abort();
+}
+
+/* ---- device memory --------------------------------------------------------- */
+
+/* An H200: 143771 MiB (FIRN_EMU_MEMORY_MIB sets a smaller device). Only
+ * address space is reserved; pages are committed as allocations touch them. */
+static const size_t H200_BYTES = 143771ull << 20;
+static const size_t RED_ZONE = 512; /* and CUDA's 256-byte alignment */
+
+struct allocation {
+    size_t bytes, span; /* asked for; with alignment and red zone */
+    bool live;
+    unsigned long serial; /* the n-th cudaMalloc, for messages */
+};
+
+static std::mutex g_mem_lock;
+static char *g_base;
+static size_t g_size, g_top, g_in_use;
+static std::map<uintptr_t, allocation> g_allocs; /* by start address */
+static unsigned long g_serial;
+static int g_open_depth; /* >0 while queued work executes */
+
+static bool in_region(const void *p)
+{
+    return g_base && (const char *)p >= g_base && (const char *)p < g_base + g_size;
+}
+
+/* The allocation holding p (live or freed), or NULL. Under g_mem_lock. */
+static allocation *find_alloc(const void *p, uintptr_t *start)
+{
+    if (!in_region(p) || g_allocs.empty())
+        return NULL;
+    auto it = g_allocs.upper_bound((uintptr_t)p);
+    if (it == g_allocs.begin())
+        return NULL;
+    --it;
+    if ((uintptr_t)p >= it->first + it->second.span)
+        return NULL;
+    *start = it->first;
+    return &it->second;
+}
+
+static void set_region_access(int prot)
+{
+    if (g_base && mprotect(g_base, g_top, prot) != 0)
+        fatal("mprotect of the device region failed");
+}
+
+/* Device memory is readable only while queued work runs. */
+static void open_region()
+{
+    if (g_open_depth++ == 0)
+        set_region_access(PROT_READ | PROT_WRITE);
+}
+static void close_region()
+{
+    if (--g_open_depth == 0)
+        set_region_access(PROT_NONE);
+}
+
+static struct sigaction g_prev_segv;
+
+/* Host code touched device memory: say so, then let the previous handler
+ * (ASan's) report the access with its stack. */
+static void on_segv(int sig, siginfo_t *si, void *uc)
+{
+    if (in_region(si->si_addr)) {
+        char msg[256];
+        int n = snprintf(msg, sizeof msg,
+                         "firn-emu: host code touched device memory at %p (from cudaMalloc): "
+                         "the host reaches device data only through cudaMemcpy; the access:\n",
+                         si->si_addr);
+        if (write(2, msg, (size_t)n) < 0) {
+        }
+    }
+    sigaction(SIGSEGV, &g_prev_segv, NULL);
+    (void)sig, (void)uc; /* returning re-runs the access under the previous handler */
+}
+
+static std::once_flag g_init_once;
+static unsigned g_workers;
+static void start_workers();
+
+static void init()
+{
+    size_t mib = 0;
+    if (const char *e = getenv("FIRN_EMU_MEMORY_MIB"))
+        mib = strtoull(e, NULL, 10);
+    g_size = mib > 0 ? mib << 20 : H200_BYTES;
+    void *p = mmap(NULL, g_size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+        fatal("cannot reserve %zu bytes of address space for the emulated device", g_size);
+    g_base = (char *)p;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_segv;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGSEGV, &sa, &g_prev_segv);
+    start_workers();
+}
+static void ensure_init() { std::call_once(g_init_once, init); }
+
+size_t device_bytes_from(const void *p)
+{
+    std::lock_guard<std::mutex> lk(g_mem_lock);
+    uintptr_t start;
+    allocation *a = find_alloc(p, &start);
+    if (!a || !a->live || (uintptr_t)p >= start + a->bytes)
+        return 0;
+    return start + a->bytes - (uintptr_t)p;
+}
+
+/* ---- errors ---------------------------------------------------------------- */
+
+static cudaError_t g_last = cudaSuccess;   /* cleared by cudaGetLastError */
+static cudaError_t g_sticky = cudaSuccess; /* a device fault: every later call returns it */
+
+static cudaError_t ret(cudaError_t e)
+{
+    if (g_sticky != cudaSuccess)
+        e = g_sticky;
+    if (e != cudaSuccess)
+        g_last = e;
+    return e;
+}
+
+/* ---- jobs and streams ------------------------------------------------------ */
+
+struct job {
+    const char *name = "", *file = "";
+    int line = 0;
+    std::vector<uintptr_t> allocs; /* device allocations it uses */
+    virtual ~job() {}
+    virtual void execute() = 0;
+    virtual void describe(char *buf, size_t n) const
+    {
+        if (*file)
+            snprintf(buf, n, "%s (queued at %s:%d)", name, file, line);
+        else
+            snprintf(buf, n, "%s", name);
+    }
+};
+
+} // namespace firn_emu
+
+struct firn_emu_stream {
+    bool nonblocking = false, live = true;
+    std::deque<firn_emu::job *> queue;
+};
+struct firn_emu_event {
+    bool live = true, recorded = false, done = false;
+    cudaStream_t stream = NULL;
+    double t = 0.0; /* ms, when it ran */
+};
+
+namespace firn_emu {
+
+static std::recursive_mutex g_api; /* one runtime call at a time */
+static firn_emu_stream g_legacy;   /* stream 0 */
+/* Every stream and event ever created, destroyed ones marked so, so that a
+ * use after destruction is named; never destroyed (reachable at exit). */
+static std::vector<firn_emu_stream *> &g_streams = *new std::vector<firn_emu_stream *>{&g_legacy};
+static std::vector<firn_emu_event *> &g_events = *new std::vector<firn_emu_event *>;
+
+static firn_emu_stream *stream_of(cudaStream_t s, const char *call)
+{
+    if (!s)
+        return &g_legacy;
+    for (firn_emu_stream *t : g_streams)
+        if (t == s) {
+            if (!t->live)
+                fatal("%s on a destroyed stream %p", call, (void *)s);
+            return t;
+        }
+    fatal("%s on %p, which is not a stream of this process (cudaStreamCreate)", call, (void *)s);
+}
+
+static double now_ms()
+{
+    using namespace std::chrono;
+    return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
+}
+
+static void describe_alloc(uintptr_t start, char *buf, size_t n)
+{
+    auto it = g_allocs.find(start);
+    if (it == g_allocs.end())
+        snprintf(buf, n, "device memory at %#lx", (unsigned long)start);
+    else
+        snprintf(buf, n, "the %zu-byte allocation at %#lx (cudaMalloc number %lu)",
+                 it->second.bytes, (unsigned long)start, it->second.serial);
+}
+
+/* Work of another stream still queued runs, on a GPU, at a time of its
+ * own: if it uses an allocation this job uses, their order is undefined. */
+static void check_ordered(const job *j, const firn_emu_stream *s)
+{
+    for (const firn_emu_stream *t : g_streams) {
+        if (t == s || !t->live)
+            continue;
+        for (const job *o : t->queue)
+            for (uintptr_t a : j->allocs)
+                for (uintptr_t b : o->allocs)
+                    if (a == b) {
+                        char dj[256], doo[256], da[128];
+                        j->describe(dj, sizeof dj);
+                        o->describe(doo, sizeof doo);
+                        describe_alloc(a, da, sizeof da);
+                        fatal("%s on stream %p and %s on stream %p both use %s, and nothing "
+                              "orders the two streams (queue dependent work on one stream, or "
+                              "synchronise between them)",
+                              dj, (void *)(s == &g_legacy ? NULL : s), doo,
+                              (void *)(t == &g_legacy ? NULL : t), da);
+                    }
+    }
+}
+
+static void run_queue(firn_emu_stream *s)
+{
+    if (s->queue.empty())
+        return;
+    open_region();
+    while (!s->queue.empty()) {
+        job *j = s->queue.front();
+        check_ordered(j, s);
+        s->queue.pop_front();
+        if (g_sticky == cudaSuccess)
+            j->execute(); /* after a fault, queued work does not run */
+        delete j;
+    }
+    close_region();
+}
+
+/* Runs s's queued work, and what orders with it: the legacy stream waits
+ * for the blocking streams and they for it. */
+static void flush(firn_emu_stream *s)
+{
+    if (s == &g_legacy) {
+        for (firn_emu_stream *t : g_streams)
+            if (t != &g_legacy && t->live && !t->nonblocking)
+                run_queue(t);
+    } else if (!s->nonblocking) {
+        run_queue(&g_legacy);
+    }
+    run_queue(s);
+}
+
+static void flush_all()
+{
+    for (firn_emu_stream *t : g_streams)
+        if (t->live)
+            run_queue(t);
+}
+
+static void enqueue(job *j, firn_emu_stream *s) { s->queue.push_back(j); }
+
+/* ---- pointers in arguments ------------------------------------------------- */
+
+/* What a word of an argument points at: 0 nothing known, 1 a live device
+ * allocation (start in *start), 2 freed device memory, 3 device memory
+ * outside any allocation, 4 host memory (heap, stack or globals). */
+static int classify(uintptr_t w, uintptr_t *start)
+{
+    if (in_region((void *)w)) {
+        allocation *a = find_alloc((void *)w, start);
+        if (!a)
+            return 3;
+        return a->live ? 1 : 2;
+    }
+#if defined(__SANITIZE_ADDRESS__)
+    if (w >= 0x10000 && w < 0x800000000000ull) {
+        char name[8];
+        void *region = NULL;
+        size_t size = 0;
+        const char *kind = __asan_locate_address((void *)w, name, sizeof name, &region, &size);
+        if (kind && (!strcmp(kind, "heap") || !strcmp(kind, "stack") || !strcmp(kind, "global")))
+            return 4;
+    }
+#endif
+    return 0;
+}
+
+struct scan_ctx {
+    job *j;
+    const char *what; /* "argument" or "operand" */
+};
+
+static void scan_bytes(void *vctx, int index, const void *p, size_t bytes)
+{
+    scan_ctx *ctx = (scan_ctx *)vctx;
+    for (size_t off = 0; off + 8 <= bytes; off += 8) {
+        uintptr_t w;
+        memcpy(&w, (const char *)p + off, 8);
+        uintptr_t start = 0;
+        int c = classify(w, &start);
+        if (c == 0)
+            continue;
+        char d[256];
+        ctx->j->describe(d, sizeof d);
+        if (c == 4)
+            fatal("%s: %s %d holds the host address %#lx (at byte %zu of it); a kernel reaches "
+                  "only device memory (cudaMalloc), so copy the data there and pass that",
+                  d, ctx->what, index, (unsigned long)w, off);
+        if (c == 2)
+            fatal("%s: %s %d holds %#lx (at byte %zu of it), inside device memory already "
+                  "freed (cudaFree)",
+                  d, ctx->what, index, (unsigned long)w, off);
+        if (c == 3)
+            fatal("%s: %s %d holds %#lx (at byte %zu of it), device memory outside any "
+                  "allocation",
+                  d, ctx->what, index, (unsigned long)w, off);
+        bool seen = false;
+        for (uintptr_t a : ctx->j->allocs)
+            seen |= a == start;
+        if (!seen)
+            ctx->j->allocs.push_back(start);
+    }
+}
+
+/* ---- fibers ---------------------------------------------------------------- */
+
+extern "C" void firn_emu_ctx_switch(void **save_sp, void *new_sp);
+extern "C" void firn_emu_ctx_entry(void);
+asm(R"(
+    .pushsection .text
+    .globl firn_emu_ctx_switch
+    .type firn_emu_ctx_switch, @function
+firn_emu_ctx_switch:
+    pushq %rbp
+    pushq %rbx
+    pushq %r12
+    pushq %r13
+    pushq %r14
+    pushq %r15
+    movq %rsp, (%rdi)
+    movq %rsi, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rbx
+    popq %rbp
+    ret
+    .size firn_emu_ctx_switch, .-firn_emu_ctx_switch
+    .globl firn_emu_ctx_entry
+    .type firn_emu_ctx_entry, @function
+firn_emu_ctx_entry:
+    movq %r12, %rdi
+    callq *%r13
+    ud2
+    .size firn_emu_ctx_entry, .-firn_emu_ctx_entry
+    .popsection
+)");
+
+static const size_t FIBER_STACK = 512 << 10; /* ASan's red zones make frames large */
+
+enum thread_state { T_UNSTARTED, T_RUNNING, T_WAIT_BLOCK, T_WAIT_WARP, T_RELEASED, T_DONE };
+
+struct fiber {
+    void *sp = NULL;
+    char *stack = NULL; /* lowest usable byte; a guard page below */
+    void *fake_stack = NULL;
+#if defined(__SANITIZE_THREAD__)
+    void *tsan = NULL;
+#endif
+};
+
+struct cuda_thread {
+    firn_emu_thread ctx;
+    thread_state state;
+    fiber *f;
+    /* at a warp collective */
+    unsigned mask;
+    firn_emu_warp_op op;
+    const char *what;
+    uint64_t value, result;
+    int arg, width;
+};
+
+struct kernel_exec;
+
+/* One OS thread's block runner. */
+struct scheduler {
+    void *sp = NULL; /* the OS thread's own context while a fiber runs */
+    void *fake_stack = NULL;
+    const void *stack_bottom = NULL;
+    size_t stack_size = 0;
+#if defined(__SANITIZE_THREAD__)
+    void *tsan = NULL;
+#endif
+    std::vector<fiber *> idle;
+    std::vector<cuda_thread> threads;
+    int next_unstarted = 0, n = 0;
+    kernel_exec *exec = NULL;
+    fiber *returned = NULL; /* the fiber that just switched back */
+    bool returned_idle = false;
+};
+static thread_local scheduler *t_sched;
+
+struct kernel_exec {
+    kernel_job *k;
+    dim3 grid, block;
+};
+
+static void fiber_main(fiber *f);
+
+static fiber *new_fiber()
+{
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    char *m = (char *)mmap(NULL, FIBER_STACK + page, PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED)
+        fatal("out of memory for a fiber stack");
+    mprotect(m, page, PROT_NONE); /* overflow faults */
+    fiber *f = new fiber;
+    f->stack = m + page;
+    uint64_t *sp = (uint64_t *)(f->stack + FIBER_STACK - 72);
+    sp[0] = 0;                            /* r15 */
+    sp[1] = 0;                            /* r14 */
+    sp[2] = (uint64_t)(void *)fiber_main; /* r13: called by the entry */
+    sp[3] = (uint64_t)f;                  /* r12: its argument */
+    sp[4] = 0;                            /* rbx */
+    sp[5] = 0;                            /* rbp */
+    sp[6] = (uint64_t)(void *)firn_emu_ctx_entry;
+    f->sp = sp;
+#if defined(__SANITIZE_THREAD__)
+    f->tsan = __tsan_create_fiber(0);
+#endif
+    return f;
+}
+
+/* Scheduler -> fiber, returning when the fiber switches back. */
+static void enter(scheduler *s, fiber *f)
+{
+#if defined(__SANITIZE_THREAD__)
+    __tsan_switch_to_fiber(f->tsan, 0);
+#endif
+    __sanitizer_start_switch_fiber(&s->fake_stack, f->stack, FIBER_STACK);
+    firn_emu_ctx_switch(&s->sp, f->sp);
+    __sanitizer_finish_switch_fiber(s->fake_stack, NULL, NULL);
+}
+
+/* Fiber -> scheduler; returns when the scheduler enters it again. */
+static void leave(scheduler *s, fiber *f, bool idle)
+{
+    s->returned = f;
+    s->returned_idle = idle;
+#if defined(__SANITIZE_THREAD__)
+    __tsan_switch_to_fiber(s->tsan, 0);
+#endif
+    __sanitizer_start_switch_fiber(&f->fake_stack, s->stack_bottom, s->stack_size);
+    firn_emu_ctx_switch(&f->sp, s->sp);
+    __sanitizer_finish_switch_fiber(f->fake_stack, NULL, NULL);
+}
+
+/* A fiber runs the block's unstarted threads one after another; one that
+ * waits keeps the fiber, and the scheduler starts the next in another. */
+static void fiber_main(fiber *f)
+{
+    scheduler *s = t_sched;
+    __sanitizer_finish_switch_fiber(NULL, &s->stack_bottom, &s->stack_size);
+    for (;;) {
+        while (s->next_unstarted < s->n) {
+            cuda_thread *t = &s->threads[(size_t)s->next_unstarted++];
+            t->state = T_RUNNING;
+            t->f = f;
+            firn_emu_current = &t->ctx;
+            s->exec->k->run_thread();
+            t->state = T_DONE;
+        }
+        leave(s, f, true);
+    }
+}
+
+static cuda_thread *current_thread()
+{
+    scheduler *s = t_sched;
+    if (!s || !firn_emu_current)
+        fatal("a barrier or warp collective called outside a kernel");
+    return (cuda_thread *)((char *)firn_emu_current - offsetof(cuda_thread, ctx));
+}
+
+static void wait_here(cuda_thread *t)
+{
+    scheduler *s = t_sched;
+    fiber *f = t->f;
+    leave(s, f, false);
+    firn_emu_current = &t->ctx;
+}
+
+} // namespace firn_emu
+
+using namespace firn_emu;
+
+void __syncthreads(void)
+{
+    cuda_thread *t = current_thread();
+    t->state = T_WAIT_BLOCK;
+    wait_here(t);
+}
+
+uint64_t firn_emu_warp_collective(unsigned mask, firn_emu_warp_op op, uint64_t lane_value, int arg,
+                                  int width, const char *what)
+{
+    cuda_thread *t = current_thread();
+    t->state = T_WAIT_WARP;
+    t->mask = mask;
+    t->op = op;
+    t->what = what;
+    t->value = lane_value;
+    t->arg = arg;
+    t->width = width;
+    wait_here(t);
+    return t->result;
+}
+
+namespace firn_emu {
+
+/* Completes the collective of warp w if every lane of its mask waits at it.
+ * Returns 1 when released. */
+static int resolve_warp(scheduler *s, int w)
+{
+    const int base = 32 * w;
+    const int lanes = s->n - base < 32 ? s->n - base : 32;
+    cuda_thread *first = NULL;
+    for (int l = 0; l < lanes && !first; l++)
+        if (s->threads[(size_t)(base + l)].state == T_WAIT_WARP)
+            first = &s->threads[(size_t)(base + l)];
+    if (!first)
+        return 0;
+    const unsigned mask = first->mask;
+    for (int l = 0; l < 32; l++) {
+        if (!(mask >> l & 1u))
+            continue;
+        if (l >= lanes)
+            fatal("%s with mask %#x names lane %d, which this warp of %d threads does not have",
+                  first->what, mask, l, lanes);
+        cuda_thread *t = &s->threads[(size_t)(base + l)];
+        if (t->state == T_DONE)
+            fatal("%s with mask %#x waits for lane %d of warp %d, which has exited: every lane "
+                  "of the mask must reach the same collective (thread %d of the block)",
+                  first->what, mask, l, w, base + l);
+        if (t->state == T_WAIT_BLOCK)
+            fatal("deadlock: lanes of warp %d wait at %s (mask %#x) while lane %d waits at "
+                  "__syncthreads",
+                  w, first->what, mask, l);
+        if (t->state != T_WAIT_WARP)
+            return 0;
+        if (t->op != first->op || t->mask != mask || t->arg != first->arg)
+            fatal("lanes of warp %d meet at different collectives: lane %d at %s (mask %#x, "
+                  "%d), lane %d at %s (mask %#x, %d)",
+                  w, (int)(first - &s->threads[(size_t)base]), first->what, mask, first->arg, l,
+                  t->what, t->mask, t->arg);
+    }
+    uint64_t ballot = 0;
+    for (int l = 0; l < 32; l++)
+        if (mask >> l & 1u)
+            ballot |= (uint64_t)(s->threads[(size_t)(base + l)].value & 1u) << l;
+    for (int l = 0; l < 32; l++) {
+        if (!(mask >> l & 1u))
+            continue;
+        cuda_thread *t = &s->threads[(size_t)(base + l)];
+        const int wd = t->width > 0 && t->width <= 32 ? t->width : 32;
+        const int seg = l / wd * wd;
+        int src = l;
+        switch (t->op) {
+        case FIRN_EMU_SHFL:
+            src = seg + (t->arg & (wd - 1));
+            break;
+        case FIRN_EMU_SHFL_DOWN:
+            src = (l - seg) + t->arg < wd ? l + t->arg : l;
+            break;
+        case FIRN_EMU_SHFL_UP:
+            src = l - seg >= t->arg ? l - t->arg : l;
+            break;
+        case FIRN_EMU_SHFL_XOR:
+            src = l ^ t->arg;
+            src = src / wd > l / wd ? l : src;
+            break;
+        case FIRN_EMU_VOTE:
+        case FIRN_EMU_SYNC:
+            break;
+        }
+        if (t->op == FIRN_EMU_VOTE || t->op == FIRN_EMU_SYNC) {
+            t->result = ballot;
+        } else {
+            if (src < 0 || src >= 32 || !(mask >> src & 1u))
+                fatal("%s: lane %d of warp %d reads lane %d, which is not in the mask %#x",
+                      t->what, l, w, src, mask);
+            t->result = s->threads[(size_t)(base + src)].value;
+        }
+    }
+    for (int l = 0; l < 32; l++)
+        if (mask >> l & 1u)
+            s->threads[(size_t)(base + l)].state = T_RELEASED;
+    return 1;
+}
+
+static void run_block(scheduler *s, kernel_exec *e, unsigned b)
+{
+    const dim3 g = e->grid, bd = e->block;
+    s->exec = e;
+    s->n = (int)(bd.x * bd.y * bd.z);
+    s->next_unstarted = 0;
+    s->threads.resize((size_t)s->n);
+    const uint3 bi = {b % g.x, b / g.x % g.y, b / (g.x * g.y)};
+    for (int i = 0; i < s->n; i++) {
+        cuda_thread &t = s->threads[(size_t)i];
+        t.ctx.thread_idx = uint3{(unsigned)i % bd.x, (unsigned)i / bd.x % bd.y,
+                                 (unsigned)i / (bd.x * bd.y)};
+        t.ctx.block_idx = bi;
+        t.ctx.block_dim = bd;
+        t.ctx.grid_dim = g;
+        t.state = T_UNSTARTED;
+        t.f = NULL;
+    }
+    for (;;) {
+        /* Start the unstarted threads, resume the released ones. */
+        while (s->next_unstarted < s->n) {
+            fiber *f;
+            if (s->idle.empty()) {
+                f = new_fiber();
+            } else {
+                f = s->idle.back();
+                s->idle.pop_back();
+            }
+            enter(s, f);
+            if (s->returned_idle)
+                s->idle.push_back(s->returned);
+        }
+        bool any = false;
+        for (int i = 0; i < s->n; i++) {
+            cuda_thread &t = s->threads[(size_t)i];
+            if (t.state != T_RELEASED)
+                continue;
+            t.state = T_RUNNING;
+            firn_emu_current = &t.ctx;
+            enter(s, t.f);
+            if (s->returned_idle)
+                s->idle.push_back(s->returned);
+            any = true;
+        }
+        if (any)
+            continue;
+        /* Everyone waits or is done: release a barrier. */
+        int live = 0, at_block = 0, released = 0;
+        for (int i = 0; i < s->n; i++) {
+            live += s->threads[(size_t)i].state != T_DONE;
+            at_block += s->threads[(size_t)i].state == T_WAIT_BLOCK;
+        }
+        if (live == 0)
+            break;
+        for (int w = 0; w * 32 < s->n; w++)
+            released += resolve_warp(s, w);
+        if (released)
+            continue;
+        if (at_block == live) { /* exited threads count as arrived, as on sm_70+ */
+            for (int i = 0; i < s->n; i++)
+                if (s->threads[(size_t)i].state == T_WAIT_BLOCK)
+                    s->threads[(size_t)i].state = T_RELEASED;
+            continue;
+        }
+        fatal("deadlock in block (%u, %u, %u): %d threads wait at __syncthreads, %d at warp "
+              "collectives whose lanes never all arrive",
+              bi.x, bi.y, bi.z, at_block, live - at_block);
+    }
+    firn_emu_current = NULL;
+    s->exec = NULL;
+}
+
+/* ---- the block pool -------------------------------------------------------- */
+
+/* Never destroyed: the detached workers wait on them until the process ends
+ * (a destructor run at exit would wait for them for ever). */
+static std::mutex &g_pool_lock = *new std::mutex;
+static std::condition_variable &g_pool_cv = *new std::condition_variable;
+static std::condition_variable &g_pool_done = *new std::condition_variable;
+static kernel_exec *g_pool_exec;
+static std::atomic<unsigned> g_next_block;
+static unsigned g_blocks, g_pool_generation, g_pool_busy;
+
+static scheduler *this_scheduler()
+{
+    if (!t_sched) {
+        t_sched = new scheduler;
+#if defined(__SANITIZE_THREAD__)
+        t_sched->tsan = __tsan_get_current_fiber();
+#endif
+    }
+    return t_sched;
+}
+
+static void run_blocks(kernel_exec *e)
+{
+    scheduler *s = this_scheduler();
+    for (;;) {
+        unsigned b = g_next_block.fetch_add(1);
+        if (b >= g_blocks)
+            break;
+        run_block(s, e, b);
+    }
+}
+
+static void worker()
+{
+    unsigned seen = 0;
+    for (;;) {
+        kernel_exec *e;
+        {
+            std::unique_lock<std::mutex> lk(g_pool_lock);
+            g_pool_cv.wait(lk, [&] { return g_pool_generation != seen; });
+            seen = g_pool_generation;
+            e = g_pool_exec;
+        }
+        run_blocks(e);
+        std::lock_guard<std::mutex> lk(g_pool_lock);
+        if (--g_pool_busy == 0)
+            g_pool_done.notify_all();
+    }
+}
+
+static void start_workers()
+{
+    unsigned n = std::thread::hardware_concurrency();
+    if (const char *v = getenv("FIRN_EMU_THREADS"))
+        n = (unsigned)atoi(v);
+    n = n < 1 ? 1 : (n > 64 ? 64 : n);
+    g_workers = n - 1; /* the calling thread is one */
+    for (unsigned k = 0; k < g_workers; k++)
+        std::thread(worker).detach();
+}
+
+} // namespace firn_emu
+
+/* ---- kernels --------------------------------------------------------------- */
+
+namespace firn_emu {
+
+/* FIRN_EMU_FAULT=name:n makes the n-th run (from 1) of kernel `name` fault
+ * as a GPU does on an illegal address: a sticky cudaErrorIllegalAddress,
+ * returned by every later call. Tests use it for firn's error paths. */
+static bool injected_fault(const char *name)
+{
+    static std::atomic<long> runs{0};
+    const char *e = getenv("FIRN_EMU_FAULT");
+    if (!e)
+        return false;
+    const char *colon = strchr(e, ':');
+    const size_t len = colon ? (size_t)(colon - e) : strlen(e);
+    if (strlen(name) != len || strncmp(name, e, len) != 0)
+        return false;
+    const long n = colon ? atol(colon + 1) : 1;
+    return ++runs == n;
+}
+
+struct kernel_run : job {
+    kernel_exec e;
+    ~kernel_run() override { delete e.k; }
+    void execute() override
+    {
+        const unsigned blocks = e.grid.x * e.grid.y * e.grid.z;
+        if (injected_fault(name)) {
+            g_sticky = cudaErrorIllegalAddress; /* the rest of the queue is dropped */
+            return;
+        }
+        {
+            std::lock_guard<std::mutex> lk(g_pool_lock);
+            g_pool_exec = &e;
+            g_blocks = blocks;
+            g_next_block = 0;
+            g_pool_busy = g_workers;
+            g_pool_generation++;
+        }
+        g_pool_cv.notify_all();
+        run_blocks(&e);
+        std::unique_lock<std::mutex> lk(g_pool_lock);
+        g_pool_done.wait(lk, [] { return g_pool_busy == 0; });
+    }
+};
+
+static void describe_context(FILE *f)
+{
+    scheduler *s = t_sched;
+    if (s && s->exec && firn_emu_current) {
+        const kernel_job *k = s->exec->k;
+        const firn_emu_thread *c = firn_emu_current;
+        fprintf(f,
+                "firn-emu: in kernel %s (launched at %s:%d), block (%u, %u, %u) of (%u, %u, %u), "
+                "thread (%u, %u, %u) of (%u, %u, %u)\n",
+                k->name, k->file, k->line, c->block_idx.x, c->block_idx.y, c->block_idx.z,
+                c->grid_dim.x, c->grid_dim.y, c->grid_dim.z, c->thread_idx.x, c->thread_idx.y,
+                c->thread_idx.z, c->block_dim.x, c->block_dim.y, c->block_dim.z);
+    } else if (t_api) {
+        fprintf(f, "firn-emu: in %s\n", t_api);
+    }
+}
+
+static void death_callback() { describe_context(stderr); }
+
+void enqueue_kernel(kernel_job *k, dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t st)
+{
+    ensure_init();
+    std::lock_guard<std::recursive_mutex> lk(g_api);
+    static std::once_flag cb;
+    std::call_once(cb, [] { __sanitizer_set_death_callback(death_callback); });
+    const unsigned long long threads = (unsigned long long)block.x * block.y * block.z;
+    if (threads == 0 || threads > 1024 || block.x > 1024 || block.y > 1024 || block.z > 64 ||
+        grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.x > 0x7fffffffu || grid.y > 65535 ||
+        grid.z > 65535 || shared_bytes > 48 * 1024) {
+        delete k;
+        ret(cudaErrorInvalidConfiguration); /* reported by cudaGetLastError, as CUDA does */
+        return;
+    }
+    kernel_run *j = new kernel_run;
+    j->name = k->name;
+    j->file = k->file;
+    j->line = k->line;
+    j->e.k = k;
+    j->e.grid = grid;
+    j->e.block = block;
+    {
+        std::lock_guard<std::mutex> ml(g_mem_lock);
+        scan_ctx ctx = {j, "argument"};
+        k->each_param(scan_bytes, &ctx);
+    }
+    enqueue(j, stream_of(st, "kernel launch"));
+}
+
+} // namespace firn_emu
+
+void firn_emu_check_device_pointer(const void *p, size_t bytes, const char *what)
+{
+    if (!in_region(p) || !in_region((const char *)p + bytes - 1))
+        fatal("%s on %p, which is not device memory", what, p);
+}
+
+/* ---- CUB stand-ins' jobs --------------------------------------------------- */
+
+namespace firn_emu {
+
+struct host_run : job {
+    host_job *h;
+    ~host_run() override { delete h; }
+    void execute() override { h->run(); }
+};
+
+void enqueue_host_job(host_job *h, cudaStream_t st, const void *const *objects, int n)
+{
+    ensure_init();
+    std::lock_guard<std::recursive_mutex> lk(g_api);
+    host_run *j = new host_run;
+    j->name = h->name;
+    j->h = h;
+    {
+        std::lock_guard<std::mutex> ml(g_mem_lock);
+        scan_ctx ctx = {j, "operand"};
+        for (int k = 0; k < n; k += 2)
+            scan_bytes(&ctx, k / 2, objects[k], (size_t)(uintptr_t)objects[k + 1]);
+    }
+    enqueue(j, stream_of(st, h->name));
+}
+
+} // namespace firn_emu
+
+/* ---- memory calls ---------------------------------------------------------- */
+
+cudaError_t cudaMalloc(void **ptr, size_t bytes)
+{
+    ensure_init();
+    std::lock_guard<std::recursive_mutex> lk(g_api);
+    if (!ptr)
+        return ret(cudaErrorInvalidValue);
+    *ptr = NULL;
+    if (g_sticky)
+        return ret(g_sticky);
+    if (bytes == 0)
+        return ret(cudaSuccess);
+    size_t span = (bytes + RED_ZONE + 255) / 256 * 256 + RED_ZONE;
+    std::lock_guard<std::mutex> ml(g_mem_lock);
+    if (g_in_use + bytes > g_size)
+        return ret(cudaErrorMemoryAllocation);
+    /* First fit among freed spans, else at the top. */
+    uintptr_t at = 0;
+    for (auto it = g_allocs.begin(); it != g_allocs.end(); ++it)
+        if (!it->second.live && it->second.span >= span) {
+            at = it->first;
+            allocation rest = it->second;
+            g_allocs.erase(it);
+            if (rest.span - span >= 4096)
+                g_allocs[at + span] = allocation{0, rest.span - span, false, 0};
+            else
+                span = rest.span;
+            break;
+        }
+    if (!at) {
+        if (g_top + span > g_size)
+            return ret(cudaErrorMemoryAllocation);
+        at = (uintptr_t)g_base + g_top;
+        g_top += span;
+    }
+    g_allocs[at] = allocation{bytes, span, true, ++g_serial};
+    g_in_use += bytes;
+    open_region();
+    EMU_UNPOISON((void *)at, bytes);
+    memset((void *)at, 0xff, bytes); /* what a GPU hands out is garbage: NaN here */
+    EMU_POISON((char *)at + bytes, span - bytes);
+    close_region();
+    *ptr = (void *)at;
+    return ret(cudaSuccess);
+}
+
+cudaError_t cudaFree(void *ptr)
+{
+    ensure_init();
+    std::lock_guard<std::recursive_mutex> lk(g_api);
+    if (!ptr)
+        return ret(cudaSuccess);
+    flush_all(); /* cudaFree synchronises the device */
+    std::lock_guard<std::mutex> ml(g_mem_lock);
+    uintptr_t start;
+    allocation *a = find_alloc(ptr, &start);
+    if (!a || start != (uintptr_t)ptr)
+        fatal("cudaFree(%p): not the start of a device allocation", ptr);
+    if (!a->live)
+        fatal("cudaFree(%p): freed twice", ptr);
+    a->live = false;
+    g_in_use -= a->bytes;
+    EMU_POISON((void *)start, a->span);
+    madvise((void *)start, a->span / 4096 * 4096, MADV_DONTNEED);
+    return ret(cudaSuccess);
+}
+
+cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes)
+{
+    ensure_init();
+    std::lock_guard<std::mutex> ml(g_mem_lock);
+    *free_bytes = g_size - g_in_use;
+    *total_bytes = g_size;
+    return ret(cudaSuccess);
+}
+
+namespace firn_emu {
+
+static const char *kind_name(cudaMemcpyKind k)
+{
+    switch (k) {
+    case cudaMemcpyHostToHost:
+        return "cudaMemcpyHostToHost";
+    case cudaMemcpyHostToDevice:
+        return "cudaMemcpyHostToDevice";
+    case cudaMemcpyDeviceToHost:
+        return "cudaMemcpyDeviceToHost";
+    case cudaMemcpyDeviceToDevice:
+        return "cudaMemcpyDeviceToDevice";
+    case cudaMemcpyDefault:
+        return "cudaMemcpyDefault";
+    }
+    return "an unknown cudaMemcpyKind";
+}
+
+/* [p, p + bytes) must lie in one live allocation; its start is returned. */
+static uintptr_t check_device_range(const char *call, const char *role, const void *p,
+                                    size_t bytes)
+{
+    std::lock_guard<std::mutex> ml(g_mem_lock);
+    uintptr_t start;
+    allocation *a = find_alloc(p, &start);
+    if (!a)
+        fatal("%s: the %s %p is not device memory", call, role, p);
+    if (!a->live)
+        fatal("%s: the %s %p is device memory already freed", call, role, p);
+    if ((uintptr_t)p + bytes > start + a->bytes)
+        fatal("%s: %zu bytes at the %s %p run past the end of its %zu-byte allocation (which "
+              "holds %zu bytes from there)",
+              call, bytes, role, p, a->bytes, (size_t)(start + a->bytes - (uintptr_t)p));
+    return start;
+}
+
+struct copy_job : job {
+    void *dst;
+    const void *src;
+    size_t bytes;
+    std::vector<char> staged; /* a host source, taken at the call */
+    bool to_host = false;
+    void execute() override
+    {
+        if (to_host)
+            EMU_UNPOISON(dst, bytes);
+        memcpy(dst, staged.empty() ? src : staged.data(), bytes);
+    }
+};
+
+static cudaError_t copy(const char *call, void *dst, const void *src, size_t bytes,
+                        cudaMemcpyKind kind, cudaStream_t st, bool sync)
+{
+    ensure_init();
+    std::lock_guard<std::recursive_mutex> lk(g_api);
+    t_api = call;
+    firn_emu_stream *s = stream_of(st, call);
+    if (g_sticky) {
+        t_api = NULL;
+        return ret(g_sticky);
+    }
+    const bool dd = in_region(dst), sd = in_region(src);
+    cudaMemcpyKind k = kind;
+    if (k == cudaMemcpyDefault)
+        k = (cudaMemcpyKind)((sd ? 2 : 0) + (dd ? 1 : 0));
+    if ((int)k < 0 || (int)k > 3)
+        fatal("%s: %s (%d)", call, kind_name(kind), (int)kind);
+    const bool want_dst_dev = k == cudaMemcpyHostToDevice || k == cudaMemcpyDeviceToDevice;
+    const bool want_src_dev = k == cudaMemcpyDeviceToHost || k == cudaMemcpyDeviceToDevice;
+    if (want_dst_dev != dd || want_src_dev != sd)
+        fatal("%s(dst %p, src %p, %zu bytes, %s): the destination is %s memory and the source "
+              "%s memory, which that kind does not copy",
+              call, dst, src, bytes, kind_name(kind), dd ? "device" : "host",
+              sd ? "device" : "host");
+    copy_job *j = new copy_job;
+    j->name = k == cudaMemcpyHostToDevice   ? "cudaMemcpy host to device"
+              : k == cudaMemcpyDeviceToHost ? "cudaMemcpy device to host"
+              : k == cudaMemcpyDeviceToDevice ? "cudaMemcpy device to device"
+                                              : "cudaMemcpy host to host";
+    j->dst = dst;
+    j->src = src;
+    j->bytes = bytes;
+    if (bytes > 0) {
+        if (dd)
+            j->allocs.push_back(check_device_range(call, "destination", dst, bytes));
+        if (sd) {
+            uintptr_t a = check_device_range(call, "source", src, bytes);
+            if (!dd || a != j->allocs[0])
+                j->allocs.push_back(a);
+        }
+        if (!sd) /* pageable host memory is staged at the call, as CUDA does */
+            j->staged.assign((const char *)src, (const char *)src + bytes);
+        if (!dd && !sync) {
+            j->to_host = true;
+            EMU_POISON(dst, bytes); /* read before the stream is synchronised: reported */
+        }
+    }
+    enqueue(j, s);
+    if (sync)
+        flush(s);
+    t_api = NULL;
+    return ret(cudaSuccess);
+}
+
+struct memset_job : job {
+    void *p;
+    int value;
+    size_t bytes;
+    void execute() override { memset(p, value, bytes); }
+};
+
+static cudaError_t set(const char *call, void *p, int value, size_t bytes, cudaStream_t st,
+                       bool sync)
+{
+    ensure_init();
+    std::lock_guard<std::recursive_mutex> lk(g_api);
+    firn_emu_stream *s = stream_of(st, call);
+    if (g_sticky)
+        return ret(g_sticky);
+    memset_job *j = new memset_job;
+    j->name = call;
+    j->p = p;
+    j->value = value;
+    j->bytes = bytes;
+    if (bytes > 0)
+        j->allocs.push_back(check_device_range(call, "destination", p, bytes));
+    enqueue(j, s);
+    if (sync)
+        flush(s);
+    return ret(cudaSuccess);
+}
+
+} // namespace firn_emu
+
+cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind)
+{
+    return copy("cudaMemcpy", dst, src, bytes, kind, NULL, true);
+}
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind,
+                            cudaStream_t stream)
+{
+    return copy("cudaMemcpyAsync", dst, src, bytes, kind, stream, false);
+}
+cudaError_t cudaMemset(void *ptr, int value, size_t bytes)
+{
+    return set("cudaMemset", ptr, value, bytes, NULL, true);
+}
+cudaError_t cudaMemsetAsync(void *ptr, int value, size_t bytes, cudaStream_t stream)
+{
+    return set("cudaMemsetAsync", ptr, value, bytes, stream, false);
+}
+
+/* ---- streams and events ---------------------------------------------------- */
+
+cudaError_t cudaStreamCreate(cudaStream_t *stream) { return cudaStreamCreateWithFlags(stream, 0); }
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned flags)
+{
+    ensure_init();
+    std::lock_guard<std::recursive_mutex> lk(g_api);
+    firn_emu_stream *s = new firn_emu_stream;
+    s->nonblocking = (flags & cudaStreamNonBlocking) != 0;
+    g_streams.push_back(s);
+    *stream = s;
+    return ret(cudaSuccess);
+}
+
+cudaError_t cudaStreamDestroy(cudaStream_t stream)
+{
+    std::lock_guard<std::recursive_mutex> lk(g_api);
+    firn_emu_stream *s = stream_of(stream, "cudaStreamDestroy");
+    if (s == &g_legacy)
+        return ret(cudaErrorInvalidResourceHandle);
+    flush(s); /* queued work still completes on a GPU */
+    s->live = false; /* kept, so that a later use is named */
+    return ret(cudaSuccess);
+}
+
+cudaError_t cudaStreamSynchronize(cudaStream_t stream)
+{
+    ensure_init();
+    std::lock_guard<std::recursive_mutex> lk(g_api);
+    flush(stream_of(stream, "cudaStreamSynchronize"));
+    return ret(cudaSuccess);
+}
+
+cudaError_t cudaStreamQuery(cudaStream_t stream) { return cudaStreamSynchronize(stream); }
+
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned flags)
+{
+    /* Conservative: what the event marks is completed now, which orders it. */
+    (void)flags;
+    std::lock_guard<std::recursive_mutex> lk(g_api);
+    stream_of(stream, "cudaStreamWaitEvent");
+    if (!event || !event->live)
+        return ret(cudaErrorInvalidResourceHandle);
+    if (event->recorded && event->stream)
+        flush(event->stream);
+    return ret(cudaSuccess);
+}
+
+cudaError_t cudaDeviceSynchronize(void)
+{
+    ensure_init();
+    std::lock_guard<std::recursive_mutex> lk(g_api);
+    flush_all();
+    return ret(cudaSuccess);
+}
+
+namespace firn_emu {
+struct event_job : job {
+    cudaEvent_t ev;
+    void execute() override
+    {
+        ev->done = true;
+        ev->t = now_ms();
+    }
+};
+} // namespace firn_emu
+
+cudaError_t cudaEventCreate(cudaEvent_t *event)
+{
+    ensure_init();
+    std::lock_guard<std::recursive_mutex> lk(g_api);
+    *event = new firn_emu_event;
+    g_events.push_back(*event);
+    return ret(cudaSuccess);
+}
+
+cudaError_t cudaEventDestroy(cudaEvent_t event)
+{
+    std::lock_guard<std::recursive_mutex> lk(g_api);
+    if (!event || !event->live)
+        return ret(cudaErrorInvalidResourceHandle);
+    if (event->recorded && !event->done && event->stream)
+        flush(event->stream);
+    event->live = false; /* kept, so that a later use is named */
+    return ret(cudaSuccess);
+}
+
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
+{
+    ensure_init();
+    std::lock_guard<std::recursive_mutex> lk(g_api);
+    firn_emu_stream *s = stream_of(stream, "cudaEventRecord");
+    if (!event || !event->live)
+        return ret(cudaErrorInvalidResourceHandle);
+    event->recorded = true;
+    event->done = false;
+    event->stream = s;
+    event_job *j = new event_job;
+    j->name = "cudaEventRecord";
+    j->ev = event;
+    enqueue(j, s);
+    return ret(cudaSuccess);
+}
+
+cudaError_t cudaEventSynchronize(cudaEvent_t event)
+{
+    std::lock_guard<std::recursive_mutex> lk(g_api);
+    if (!event || !event->live)
+        return ret(cudaErrorInvalidResourceHandle);
+    if (event->recorded && !event->done)
+        flush(event->stream);
+    return ret(cudaSuccess);
+}
+
+cudaError_t cudaEventQuery(cudaEvent_t event) { return cudaEventSynchronize(event); }
+
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
+{
+    std::lock_guard<std::recursive_mutex> lk(g_api);
+    if (!start || !end || !start->live || !end->live || !start->recorded || !end->recorded)
+        return ret(cudaErrorInvalidResourceHandle);
+    if (!start->done || !end->done)
+        return ret(cudaErrorNotReady); /* not yet run: the host did not synchronise */
+    *ms = (float)(end->t - start->t);
+    return ret(cudaSuccess);
+}
+
+/* ---- device and errors ----------------------------------------------------- */
+
+cudaError_t cudaGetDeviceCount(int *count)
+{
+    *count = 1;
+    return ret(cudaSuccess);
+}
+cudaError_t cudaGetDevice(int *device)
+{
+    *device = 0;
+    return ret(cudaSuccess);
+}
+cudaError_t cudaSetDevice(int device) { return ret(device == 0 ? cudaSuccess : cudaErrorInvalidDevice); }
+
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int device)
+{
+    ensure_init();
+    if (device != 0)
+        return ret(cudaErrorInvalidDevice);
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "NVIDIA H200 (emulated on the CPU by firn-emu)");
+    p->totalGlobalMem = g_size;
+    p->sharedMemPerBlock = 48 * 1024;
+    p->regsPerBlock = 65536;
+    p->warpSize = 32;
+    p->maxThreadsPerBlock = 1024;
+    p->maxThreadsDim[0] = p->maxThreadsDim[1] = 1024;
+    p->maxThreadsDim[2] = 64;
+    p->maxGridSize[0] = 0x7fffffff;
+    p->maxGridSize[1] = p->maxGridSize[2] = 65535;
+    p->clockRate = 1980000;
+    p->major = 9;
+    p->minor = 0;
+    p->multiProcessorCount = 132;
+    p->maxThreadsPerMultiProcessor = 2048;
+    p->memoryClockRate = 2619000;
+    p->memoryBusWidth = 6144;
+    p->l2CacheSize = 60 << 20;
+    return ret(cudaSuccess);
+}
+
+cudaError_t cudaDriverGetVersion(int *version)
+{
+    *version = CUDART_VERSION;
+    return cudaSuccess;
+}
+cudaError_t cudaRuntimeGetVersion(int *version)
+{
+    *version = CUDART_VERSION;
+    return cudaSuccess;
+}
+
+cudaError_t cudaDeviceGetLimit(size_t *value, cudaLimit limit)
+{
+    if (limit != cudaLimitStackSize)
+        return ret(cudaErrorInvalidValue);
+    *value = 1024;
+    return ret(cudaSuccess);
+}
+
+/* Local memory per thread is the compiler's to know: none is claimed. */
+cudaError_t cudaFuncGetAttributes(cudaFuncAttributes *attr, const void *kernel)
+{
+    if (!kernel)
+        return ret(cudaErrorInvalidValue);
+    memset(attr, 0, sizeof *attr);
+    attr->maxThreadsPerBlock = 1024;
+    return ret(cudaSuccess);
+}
+
+cudaError_t cudaGetLastError(void)
+{
+    cudaError_t e = g_last;
+    g_last = g_sticky; /* a device fault stays */
+    return e;
+}
+cudaError_t cudaPeekAtLastError(void) { return g_last; }
+
+const char *cudaGetErrorName(cudaError_t e)
+{
+    switch (e) {
+    case cudaSuccess: return "cudaSuccess";
+    case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
+    case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
+    case cudaErrorInitializationError: return "cudaErrorInitializationError";
+    case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
+    case cudaErrorInvalidDevicePointer: return "cudaErrorInvalidDevicePointer";
+    case cudaErrorInvalidMemcpyDirection: return "cudaErrorInvalidMemcpyDirection";
+    case cudaErrorInsufficientDriver: return "cudaErrorInsufficientDriver";
+    case cudaErrorNoDevice: return "cudaErrorNoDevice";
+    case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
+    case cudaErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
+    case cudaErrorNotReady: return "cudaErrorNotReady";
+    case cudaErrorIllegalAddress: return "cudaErrorIllegalAddress";
+    case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
+    }
+    return "cudaErrorUnknown";
+}
+
+const char *cudaGetErrorString(cudaError_t e)
+{
+    switch (e) {
+    case cudaSuccess: return "no error";
+    case cudaErrorInvalidValue: return "invalid argument";
+    case cudaErrorMemoryAllocation: return "out of memory";
+    case cudaErrorInitializationError: return "initialization error";
+    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
+    case cudaErrorInvalidDevicePointer: return "invalid device pointer";
+    case cudaErrorInvalidMemcpyDirection: return "invalid copy direction for memcpy";
+    case cudaErrorInsufficientDriver: return "CUDA driver version is insufficient for CUDA runtime version";
+    case cudaErrorNoDevice: return "no CUDA-capable device is detected";
+    case cudaErrorInvalidDevice: return "invalid device ordinal";
+    case cudaErrorInvalidResourceHandle: return "invalid resource handle";
+    case cudaErrorNotReady: return "device not ready";
+    case cudaErrorIllegalAddress: return "an illegal memory access was encountered";
+    case cudaErrorLaunchFailure: return "unspecified launch failure";
+    }
+    return "unknown error";
+}
