@@ -2,7 +2,8 @@
  * and the CUDA backend, from the same initial state.
  *
  * After one substep every particle field and the grid are compared element
- * by element. Float atomics on the GPU sum in another order than the CPU's
+ * by element, and so are the particle fields after one substep from a
+ * perturbed state (stress, plasticity and the SVD at work). Float atomics on the GPU sum in another order than the CPU's
  * fixed order, so the two agree to rounding, not bitwise; the tolerance is
  * relative to the field's scale: max|gpu - cpu| <= 1e-5 scale (a few
  * float32 ulps), the scale being the field's largest CPU magnitude - for C
@@ -82,6 +83,76 @@ static int stat_line(const char *name, double cpu, double gpu, double scale)
     return ok;
 }
 
+/* A deterministic value in [-1, 1] for (i, k). */
+static float unit_hash(long long i, int k)
+{
+    uint64_t h = (uint64_t)i * 0x9e3779b97f4a7c15ULL + (uint64_t)k * 0xbf58476d1ce4e5b9ULL;
+    h ^= h >> 31;
+    h *= 0x94d049bb133111ebULL;
+    h ^= h >> 29;
+    return (float)((double)(h >> 11) / 4503599627370496.0 - 1.0);
+}
+
+/* Every particle's F = I + 0.05 U and C = 2 U' / s (U, U' with entries in
+ * [-1, 1]): a state in which stress, the return maps and the SVD all act
+ * in the first substep, where a scene's initial F = I and C = 0 leave them
+ * idle (F after one substep from rest differs by exactly 0). */
+static void perturb(firn_world *w)
+{
+    const long long n = w->p.n;
+    for (long long i = 0; i < n; i++)
+        for (int k = 0; k < 9; k++) {
+            w->p.F[k * n + i] = (k % 4 == 0 ? 1.0f : 0.0f) + 0.05f * unit_hash(i, k);
+            w->p.C[k * n + i] = 2.0f * unit_hash(i, 9 + k);
+        }
+}
+
+/* Compares the particle fields of the two worlds, element by element. */
+static int compare_state(firn_world *cpu, firn_world *gpu, firn_error *err, int *ok)
+{
+    const long long n = firn_world_particle_count(cpu);
+    firn_particles_view a, b;
+    if (firn_world_particles(gpu, &a, err) || firn_world_particles(cpu, &b, err))
+        return -1;
+    field_diff d[6];
+    int nd = 0;
+    d[nd++] = diff_field("x", a.x, b.x, 3 * n, 0.0);
+    d[nd++] = diff_field("v", a.v, b.v, 3 * n, 0.0);
+    d[nd++] = diff_field("C", a.C, b.C, 9 * n, 4.0 * cpu->params.inv_dx * d[1].scale);
+    d[nd++] = diff_field("F", a.F, b.F, 9 * n, 0.0);
+    d[nd++] = diff_field("Jp", a.Jp, b.Jp, n, 0.0);
+    d[nd++] = diff_field("damage", a.damage, b.damage, n, 0.0);
+    for (int k = 0; k < nd; k++)
+        *ok &= report(&d[k], STATE_TOL);
+    return 0;
+}
+
+/* One substep from the perturbed state (perturb), on a fresh pair of
+ * worlds, so that the frames compared afterwards are the scene's own. */
+static int compare_perturbed(const firn_scene_def *def, float dt, int *ok, firn_error *err)
+{
+    firn_world *cpu = firn_world_create(def, FIRN_BACKEND_CPU, err);
+    if (!cpu)
+        return -1;
+    firn_world *gpu = firn_world_create(def, FIRN_BACKEND_CUDA, err);
+    int failed = !gpu;
+    if (!failed) {
+        perturb(cpu);
+        perturb(gpu);
+        firn_cuda_free(gpu); /* uploads the perturbed host state */
+        failed = firn_cuda_init(gpu, err) != 0;
+    }
+    if (!failed) {
+        printf("after one substep from a perturbed state (F = I + 0.05 U, C = 2 U' / s):\n");
+        failed = firn_world_substep(cpu, dt, err) || firn_world_substep(gpu, dt, err) ||
+                 compare_state(cpu, gpu, err, ok);
+    }
+    firn_world_destroy(cpu);
+    if (gpu)
+        firn_world_destroy(gpu);
+    return failed ? -1 : 0;
+}
+
 int firn_cli_compare(int argc, char **argv)
 {
     const char *scene = NULL;
@@ -124,19 +195,11 @@ int firn_cli_compare(int argc, char **argv)
     printf("%s: %lld particles, CPU (%s) vs GPU (%s)\n", scene, n, firn_world_device_name(cpu),
            firn_world_device_name(gpu));
     printf("after one substep (dt = %.4g s), tolerance %.0e of each field's scale:\n", dt, STATE_TOL);
-    if (firn_world_substep(cpu, dt, &err) || firn_world_substep(gpu, dt, &err))
+    if (firn_world_substep(cpu, dt, &err) || firn_world_substep(gpu, dt, &err) ||
+        compare_state(cpu, gpu, &err, &ok))
         goto error;
-    firn_particles_view a, b;
-    if (firn_world_particles(gpu, &a, &err) || firn_world_particles(cpu, &b, &err))
-        goto error;
-    field_diff d[8];
+    field_diff d[2];
     int nd = 0;
-    d[nd++] = diff_field("x", a.x, b.x, 3 * n, 0.0);
-    d[nd++] = diff_field("v", a.v, b.v, 3 * n, 0.0);
-    d[nd++] = diff_field("C", a.C, b.C, 9 * n, 4.0 * cpu->params.inv_dx * d[1].scale);
-    d[nd++] = diff_field("F", a.F, b.F, 9 * n, 0.0);
-    d[nd++] = diff_field("Jp", a.Jp, b.Jp, n, 0.0);
-    d[nd++] = diff_field("damage", a.damage, b.damage, n, 0.0);
     long long nodes = cpu->grid.nodes;
     float *gm = malloc((size_t)nodes * sizeof(float)), *gv = malloc(3 * (size_t)nodes * sizeof(float));
     if (!gm || !gv) {
@@ -166,7 +229,11 @@ int firn_cli_compare(int argc, char **argv)
     for (int k = 0; k < nd; k++)
         ok &= report(&d[k], STATE_TOL);
 
+    if (compare_perturbed(&def, dt, &ok, &err))
+        goto error;
+
     firn_frame_stats sc, sg;
+    firn_particles_view a, b;
     for (int f = 0; f < frames; f++)
         if (firn_world_step_frame(cpu, &sc, &err) || firn_world_step_frame(gpu, &sg, &err))
             goto error;

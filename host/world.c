@@ -75,15 +75,12 @@ static const char *prefix(const firn_scene_def *def) { return def->source[0] ? d
 /* Largest particle speed and largest signal speed (firn_wave_speed2) over
  * the particles: only materials some particle has count, and snow's
  * hardening scales snow's speed alone. */
-static void state_extremes(firn_world *w, float *vmax, float *cmax)
+static int state_extremes(firn_world *w, float *vmax, float *cmax, firn_error *err)
 {
-    if (w->cuda) {
-        firn_error err;
-        if (firn_cuda_reduce(w, vmax, cmax, &err) == 0)
-            return;
-        /* Fall back to the host mirror; a CUDA error resurfaces at the next launch. */
-        firn_cuda_download(w, &err);
-    }
+    /* On the GPU the device state is the current one: a failed reduction is
+     * reported, never answered from a host mirror that may be stale. */
+    if (w->cuda)
+        return firn_cuda_reduce(w, vmax, cmax, err) == 0 ? 0 : -1;
     const int n = w->p.n;
     float v2 = 0.0f, c2 = 0.0f;
 #pragma omp parallel for reduction(max : v2, c2)
@@ -98,6 +95,7 @@ static void state_extremes(firn_world *w, float *vmax, float *cmax)
     }
     *vmax = sqrtf(v2);
     *cmax = sqrtf(c2);
+    return 0;
 }
 
 /* The material of the particle with the largest signal speed (host state). */
@@ -181,10 +179,12 @@ typedef struct {
     int rigid; /* the fastest coupled body, or -1 */
 } cfl_terms;
 
-static float cfl_step(firn_world *w, cfl_terms *t)
+/* The CFL step into *dt_out; 0, or -1 with err filled (a device failure). */
+static int cfl_step(firn_world *w, cfl_terms *t, float *dt_out, firn_error *err)
 {
     const firn_scene_def *d = &w->def;
-    state_extremes(w, &t->v_particles, &t->c);
+    if (state_extremes(w, &t->v_particles, &t->c, err))
+        return -1;
     t->v_rigid = rigid_speed(w, &t->rigid);
     float g = sqrtf(d->gravity[0] * d->gravity[0] + d->gravity[1] * d->gravity[1] +
                     d->gravity[2] * d->gravity[2]);
@@ -196,13 +196,16 @@ static float cfl_step(firn_world *w, cfl_terms *t)
         dt = firn_minf(dt, d->cfl * d->dx / t->c);
     if (speed > 0.0f)
         dt = firn_minf(dt, d->cfl * d->dx / speed);
-    return dt;
+    *dt_out = dt;
+    return 0;
 }
 
 float firn_world_cfl_dt(firn_world *w)
 {
     cfl_terms t;
-    return cfl_step(w, &t);
+    firn_error err;
+    float dt;
+    return cfl_step(w, &t, &dt, &err) == 0 ? dt : NAN;
 }
 
 /* What limits a CFL step, for the runaway message: "the speed of <why>". */
@@ -245,7 +248,9 @@ int firn_world_next_frame_step(firn_world *w, float *dt_out, int *substeps, firn
 {
     const firn_scene_def *d = &w->def;
     cfl_terms t;
-    float dt = d->dt > 0.0f ? d->dt : cfl_step(w, &t);
+    float dt = d->dt;
+    if (d->dt <= 0.0f && cfl_step(w, &t, &dt, err))
+        return -1;
     /* A fixed dt is the user's (the loader holds its count below 2^31); a
      * CFL step this short is a runaway. */
     if (d->dt <= 0.0f && (!(dt > 0.0f) || !isfinite(dt) || d->frame_dt / dt > FIRN_MAX_SUBSTEPS)) {
@@ -278,7 +283,9 @@ static int check_explicit_dt(firn_world *w, firn_error *err)
     if (d->dt <= 0.0f || d->force_dt)
         return 0;
     cfl_terms t;
-    cfl_step(w, &t);
+    float dt_cfl;
+    if (cfl_step(w, &t, &dt_cfl, err))
+        return -1;
     const float c = t.c, vmax = firn_maxf(t.v_particles, t.v_rigid);
     int which = fastest_material(w); /* the host state is current at creation */
     float limit_c = c > 0.0f ? FIRN_UNSAFE_COURANT * d->dx / c : INFINITY;

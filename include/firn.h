@@ -267,7 +267,9 @@ int firn_world_step_frame(firn_world *world, firn_frame_stats *stats, firn_error
 int firn_world_run_substeps(firn_world *world, int nsub, float dt, firn_error *err);
 /* Advances exactly one substep of length dt [s] (tests, comparisons). */
 int firn_world_substep(firn_world *world, float dt, firn_error *err);
-/* Substep length the CFL condition allows for the current state [s]. */
+/* Substep length the CFL condition allows for the current state [s]; NaN
+ * when the GPU backend fails to reduce its state (firn_world_step_frame
+ * reports that error). */
 float firn_world_cfl_dt(firn_world *world);
 /* The substep [s] and substep count of the next frame: time.dt when the scene
  * fixes it, else the CFL step, either shortened to divide the frame evenly

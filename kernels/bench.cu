@@ -4,24 +4,28 @@
 
 #include "world.h"
 
+/* The best of three device-to-device copies of `bytes`, in B/s (read plus
+ * write); 0 when any call fails, so that no figure comes from a failed copy. */
 extern "C" double firn_cuda_copy_bandwidth(size_t bytes)
 {
     void *a = NULL, *b = NULL;
     cudaEvent_t e0 = NULL, e1 = NULL;
     double best = 0.0;
-    if (cudaMalloc(&a, bytes) != cudaSuccess || cudaMalloc(&b, bytes) != cudaSuccess)
+    if (cudaMalloc(&a, bytes) != cudaSuccess || cudaMalloc(&b, bytes) != cudaSuccess ||
+        cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess ||
+        cudaMemset(a, 1, bytes) != cudaSuccess ||
+        cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice) != cudaSuccess) /* warm-up */
         goto done;
-    if (cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess)
-        goto done;
-    cudaMemset(a, 1, bytes);
-    cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice); /* warm-up */
     for (int r = 0; r < 3; r++) {
         float ms = 0.0f;
-        cudaEventRecord(e0);
-        cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice);
-        cudaEventRecord(e1);
-        cudaEventSynchronize(e1);
-        if (cudaEventElapsedTime(&ms, e0, e1) == cudaSuccess && ms > 0.0f) {
+        if (cudaEventRecord(e0) != cudaSuccess ||
+            cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice) != cudaSuccess ||
+            cudaEventRecord(e1) != cudaSuccess || cudaEventSynchronize(e1) != cudaSuccess ||
+            cudaEventElapsedTime(&ms, e0, e1) != cudaSuccess) {
+            best = 0.0;
+            goto done;
+        }
+        if (ms > 0.0f) {
             double bw = 2.0 * (double)bytes / (1e-3 * ms);
             best = bw > best ? bw : best;
         }

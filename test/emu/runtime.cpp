@@ -431,6 +431,17 @@ firn_emu_ctx_entry:
     .popsection
 )");
 
+/* ASan's fiber annotations tell it which stack is current; they cost about
+ * a third of a warp collective's time. Without them (FIRN_EMU_FAST_FIBERS)
+ * reports about addresses on a fiber's stack are less specific. */
+#if defined(FIRN_EMU_FAST_FIBERS)
+#define EMU_START_SWITCH(save, bottom, size) ((void)(save), (void)(bottom), (void)(size))
+#define EMU_FINISH_SWITCH(save, bottom, size) ((void)(save), (void)(bottom), (void)(size))
+#else
+#define EMU_START_SWITCH __sanitizer_start_switch_fiber
+#define EMU_FINISH_SWITCH __sanitizer_finish_switch_fiber
+#endif
+
 static const size_t FIBER_STACK = 512 << 10; /* ASan's red zones make frames large */
 
 enum thread_state { T_UNSTARTED, T_RUNNING, T_WAIT_BLOCK, T_WAIT_WARP, T_RELEASED, T_DONE };
@@ -470,6 +481,10 @@ struct scheduler {
     std::vector<fiber *> idle;
     std::vector<cuda_thread> threads;
     int next_unstarted = 0, n = 0;
+    int done = 0, at_block = 0;    /* threads exited, waiting at __syncthreads */
+    std::vector<int> warp_arrived; /* lanes waiting at a warp collective, per warp */
+    std::vector<int> warps_ready;  /* warps whose collective every lane of the mask reached */
+    std::vector<int> run_queue;    /* released threads, to resume */
     kernel_exec *exec = NULL;
     fiber *returned = NULL; /* the fiber that just switched back */
     bool returned_idle = false;
@@ -514,9 +529,9 @@ static void enter(scheduler *s, fiber *f)
 #if defined(__SANITIZE_THREAD__)
     __tsan_switch_to_fiber(f->tsan, 0);
 #endif
-    __sanitizer_start_switch_fiber(&s->fake_stack, f->stack, FIBER_STACK);
+    EMU_START_SWITCH(&s->fake_stack, f->stack, FIBER_STACK);
     firn_emu_ctx_switch(&s->sp, f->sp);
-    __sanitizer_finish_switch_fiber(s->fake_stack, NULL, NULL);
+    EMU_FINISH_SWITCH(s->fake_stack, NULL, NULL);
 }
 
 /* Fiber -> scheduler; returns when the scheduler enters it again. */
@@ -527,9 +542,9 @@ static void leave(scheduler *s, fiber *f, bool idle)
 #if defined(__SANITIZE_THREAD__)
     __tsan_switch_to_fiber(s->tsan, 0);
 #endif
-    __sanitizer_start_switch_fiber(&f->fake_stack, s->stack_bottom, s->stack_size);
+    EMU_START_SWITCH(&f->fake_stack, s->stack_bottom, s->stack_size);
     firn_emu_ctx_switch(&f->sp, s->sp);
-    __sanitizer_finish_switch_fiber(f->fake_stack, NULL, NULL);
+    EMU_FINISH_SWITCH(f->fake_stack, NULL, NULL);
 }
 
 /* A fiber runs the block's unstarted threads one after another; one that
@@ -537,7 +552,7 @@ static void leave(scheduler *s, fiber *f, bool idle)
 static void fiber_main(fiber *f)
 {
     scheduler *s = t_sched;
-    __sanitizer_finish_switch_fiber(NULL, &s->stack_bottom, &s->stack_size);
+    EMU_FINISH_SWITCH(NULL, &s->stack_bottom, &s->stack_size);
     for (;;) {
         while (s->next_unstarted < s->n) {
             cuda_thread *t = &s->threads[(size_t)s->next_unstarted++];
@@ -546,6 +561,7 @@ static void fiber_main(fiber *f)
             firn_emu_current = &t->ctx;
             s->exec->k->run_thread();
             t->state = T_DONE;
+            s->done++;
         }
         leave(s, f, true);
     }
@@ -575,6 +591,7 @@ void __syncthreads(void)
 {
     cuda_thread *t = current_thread();
     t->state = T_WAIT_BLOCK;
+    t_sched->at_block++;
     wait_here(t);
 }
 
@@ -589,6 +606,11 @@ uint64_t firn_emu_warp_collective(unsigned mask, firn_emu_warp_op op, uint64_t l
     t->value = lane_value;
     t->arg = arg;
     t->width = width;
+    /* The warp is ready when the lanes of the mask have all arrived. */
+    scheduler *s = t_sched;
+    const int tid = (int)(t - s->threads.data()), w = tid / 32;
+    if (++s->warp_arrived[(size_t)w] == __builtin_popcount(mask))
+        s->warps_ready.push_back(w);
     wait_here(t);
     return t->result;
 }
@@ -670,8 +692,11 @@ static int resolve_warp(scheduler *s, int w)
         }
     }
     for (int l = 0; l < 32; l++)
-        if (mask >> l & 1u)
+        if (mask >> l & 1u) {
             s->threads[(size_t)(base + l)].state = T_RELEASED;
+            s->run_queue.push_back(base + l);
+        }
+    s->warp_arrived[(size_t)w] = 0;
     return 1;
 }
 
@@ -681,7 +706,11 @@ static void run_block(scheduler *s, kernel_exec *e, unsigned b)
     s->exec = e;
     s->n = (int)(bd.x * bd.y * bd.z);
     s->next_unstarted = 0;
+    s->done = s->at_block = 0;
     s->threads.resize((size_t)s->n);
+    s->warp_arrived.assign((size_t)(s->n + 31) / 32, 0);
+    s->warps_ready.clear();
+    s->run_queue.clear();
     const uint3 bi = {b % g.x, b / g.x % g.y, b / (g.x * g.y)};
     for (int i = 0; i < s->n; i++) {
         cuda_thread &t = s->threads[(size_t)i];
@@ -694,7 +723,8 @@ static void run_block(scheduler *s, kernel_exec *e, unsigned b)
         t.f = NULL;
     }
     for (;;) {
-        /* Start the unstarted threads, resume the released ones. */
+        /* Start the unstarted threads, in order; a fiber runs them one
+         * after another until one waits. */
         while (s->next_unstarted < s->n) {
             fiber *f;
             if (s->idle.empty()) {
@@ -707,41 +737,42 @@ static void run_block(scheduler *s, kernel_exec *e, unsigned b)
             if (s->returned_idle)
                 s->idle.push_back(s->returned);
         }
-        bool any = false;
-        for (int i = 0; i < s->n; i++) {
-            cuda_thread &t = s->threads[(size_t)i];
-            if (t.state != T_RELEASED)
-                continue;
-            t.state = T_RUNNING;
-            firn_emu_current = &t.ctx;
-            enter(s, t.f);
-            if (s->returned_idle)
-                s->idle.push_back(s->returned);
-            any = true;
-        }
-        if (any)
+        /* Complete the collectives every lane reached; resume their lanes. */
+        for (size_t k = 0; k < s->warps_ready.size(); k++)
+            resolve_warp(s, s->warps_ready[k]);
+        s->warps_ready.clear();
+        if (!s->run_queue.empty()) {
+            std::vector<int> resume;
+            resume.swap(s->run_queue);
+            for (int i : resume) {
+                cuda_thread &t = s->threads[(size_t)i];
+                t.state = T_RUNNING;
+                firn_emu_current = &t.ctx;
+                enter(s, t.f);
+                if (s->returned_idle)
+                    s->idle.push_back(s->returned);
+            }
             continue;
-        /* Everyone waits or is done: release a barrier. */
-        int live = 0, at_block = 0, released = 0;
-        for (int i = 0; i < s->n; i++) {
-            live += s->threads[(size_t)i].state != T_DONE;
-            at_block += s->threads[(size_t)i].state == T_WAIT_BLOCK;
         }
-        if (live == 0)
+        if (s->done == s->n)
             break;
-        for (int w = 0; w * 32 < s->n; w++)
-            released += resolve_warp(s, w);
-        if (released)
-            continue;
-        if (at_block == live) { /* exited threads count as arrived, as on sm_70+ */
+        if (s->at_block + s->done == s->n) { /* exited threads count as arrived, as on sm_70+ */
             for (int i = 0; i < s->n; i++)
-                if (s->threads[(size_t)i].state == T_WAIT_BLOCK)
+                if (s->threads[(size_t)i].state == T_WAIT_BLOCK) {
                     s->threads[(size_t)i].state = T_RELEASED;
+                    s->run_queue.push_back(i);
+                }
+            s->at_block = 0;
             continue;
         }
+        /* Stuck: name why (resolve_warp stops at a lane that exited or waits
+         * at __syncthreads). */
+        for (int w = 0; w * 32 < s->n; w++)
+            if (s->warp_arrived[(size_t)w] > 0)
+                resolve_warp(s, w);
         fatal("deadlock in block (%u, %u, %u): %d threads wait at __syncthreads, %d at warp "
               "collectives whose lanes never all arrive",
-              bi.x, bi.y, bi.z, at_block, live - at_block);
+              bi.x, bi.y, bi.z, s->at_block, s->n - s->done - s->at_block);
     }
     firn_emu_current = NULL;
     s->exec = NULL;

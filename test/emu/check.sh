@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# check.sh - the CUDA code against the emulated runtime (make emu-check; CI):
+# the GPU tests (none may skip), firn compare on every shipped scene, and a
+# small firn bench on the emulated device. Prints a table of PASS/FAIL and
+# seconds per step; exits non-zero if any step failed.
+#
+#   FIRN_EMU_FRAMES   frames per scene for firn compare (default 1)
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+FIRN=build/emu/firn
+TESTS=build/emu/test_firn
+FRAMES=${FIRN_EMU_FRAMES:-1}
+# The CPU path's OpenMP threads would spin between regions and starve the
+# emulator's block pool on a small machine.
+export OMP_WAIT_POLICY=passive
+LOG=$(mktemp -d /tmp/firn-emu-check.XXXXXX)
+NAMES=() RESULTS=() TIMES=()
+FAILED=0
+
+step() { # NAME COMMAND...
+    local name=$1 t0 t1 rc log
+    shift
+    log="$LOG/$(echo "$name" | tr -c 'A-Za-z0-9._-' '_').log"
+    t0=$(date +%s.%N)
+    "$@" >"$log" 2>&1
+    rc=$?
+    t1=$(date +%s.%N)
+    NAMES+=("$name")
+    TIMES+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')")
+    if ((rc == 0)); then
+        RESULTS+=(PASS)
+    else
+        RESULTS+=("FAIL (exit $rc)")
+        FAILED=$((FAILED + 1))
+        echo "### $name failed (exit $rc); the end of its log ($log):"
+        tail -n 60 "$log"
+    fi
+}
+
+step "GPU tests (test/test_gpu*.c)" "$TESTS" --filter 'gpu*/*' --jobs 1 --verbose
+if grep -q '\[SKIP\]' "$LOG"/GPU_tests*.log; then
+    RESULTS[0]="FAIL (a test skipped)"
+    FAILED=$((FAILED + 1))
+fi
+for scene in scenes/*.json; do
+    step "compare $(basename "$scene" .json), $FRAMES frame(s)" "$FIRN" compare "$scene" --frames "$FRAMES"
+done
+step "bench --backend cuda (sand_block, 2000 particles)" "$FIRN" bench --backend cuda \
+    --particles 2000 --scenes sand_block --layout dense --substeps 5 --repeats 1 --warmup 5 \
+    --json "$LOG/bench.json" --csv "$LOG/bench.csv"
+
+echo
+echo "| step (emulated CUDA runtime) | result | seconds |"
+echo "|---|---|---|"
+for i in "${!NAMES[@]}"; do
+    echo "| ${NAMES[$i]} | ${RESULTS[$i]} | ${TIMES[$i]} |"
+done
+echo "logs: $LOG"
+((FAILED == 0))
