@@ -26,9 +26,10 @@ NVCC :=
 endif
 # The emulated CUDA runtime: kernels/*.cu built by the host C++ compiler
 # against test/emu/, everything under ASan and UBSan (EMU_SAN).
+EMU_BUILD ?= build/emu
 ifeq ($(CUDA),emu)
 NVCC     :=
-BUILD    := build/emu
+BUILD    := $(EMU_BUILD)
 CXX      ?= g++
 EMU_SAN  ?= -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 override CFLAGS += $(EMU_SAN)
@@ -56,7 +57,7 @@ LDLIBS     += -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/targets/x86_64-linux/lib -lcud
               -ldl -lrt -lpthread -lstdc++
 BUILD_KIND  = CPU + CUDA ($(NVCC))
 else ifeq ($(CUDA),emu)
-override CFLAGS += -DFIRN_WITH_CUDA
+override CFLAGS += -DFIRN_WITH_CUDA -DFIRN_EMU_BUILD
 EMU_CXXFLAGS = -std=c++17 -x c++ -O2 -g $(EMU_SAN) -fopenmp -Wall -Wextra -DFIRN_WITH_CUDA \
                -DFIRN_EMU -Itest/emu -Iinclude -Ihost
 CU_SRC      = $(wildcard kernels/*.cu)
@@ -74,7 +75,7 @@ DEB_PKGS = gcc make pkg-config libcjson-dev libpng-dev libcriterion-dev
 HAVE_MATPLOTLIB := $(shell { [ -n "$$FIRN_PYTHON" ] || python3 -c 'import matplotlib' ; } >/dev/null 2>&1 && echo yes)
 TEST_DEB_PKGS = $(DEB_PKGS) $(if $(HAVE_MATPLOTLIB),,python3-matplotlib)
 
-.PHONY: all test test-run clean info deps demo emu emu-check
+.PHONY: all test test-run clean info deps demo emu emu-check emu-mutate
 all: info $(BUILD)/firn $(BUILD)/reorder_probe
 
 # Installs what is missing when run as root (or with sudo), else names the
@@ -114,6 +115,10 @@ $(BUILD)/%.o: %.c $(wildcard include/*.h host/*.h test/*.h)
 
 # Its 32-byte vectors pass only between inlined helpers (see the file).
 $(BUILD)/host/svd_batch.o: override CFLAGS += -Wno-psabi
+# Its ifunc resolver runs before ThreadSanitizer starts, so not under it.
+ifneq (,$(findstring thread,$(EMU_SAN)))
+$(BUILD)/host/svd_batch.o: override CFLAGS += -fno-sanitize=thread
+endif
 
 ifeq ($(CUDA),emu)
 # As nvcc does, every .cu sees cuda_runtime.h (here the emulated one).
@@ -153,7 +158,12 @@ clean:
 # The CUDA code on the emulated runtime: build, then (emu-check) the GPU
 # tests, firn compare on every shipped scene and a small bench against it.
 emu:
-	$(MAKE) CUDA=emu all build/emu/test_firn
+	$(MAKE) CUDA=emu all $(EMU_BUILD)/test_firn
+
+# Plants classic CUDA bugs one at a time in a copy of the tree and names the
+# check that catches each (test/emu/mutate.py; not in CI: about 15 minutes).
+emu-mutate:
+	python3 test/emu/mutate.py
 
 emu-check: emu
 	bash test/emu/check.sh

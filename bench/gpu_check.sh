@@ -19,9 +19,11 @@
 # `timeout`; a failing step does not stop the others. The last thing printed
 # is a markdown table of PASS/FAIL and seconds per step, also written to
 # bench/results/gpu-check-<date>-<commit>.md. When $OUT is set (the device
-# tool), everything printed goes to $OUT/console.txt and each step's log to
-# $OUT/logs/ as the step ends, so that a run cut short still brings them
-# back. Exits non-zero if any step failed.
+# tool), everything printed goes to $OUT/console.txt and the steps' logs to
+# one archive, $OUT/logs.tar.gz, rewritten as each step ends, so that a run
+# cut short still brings them back; $OUT holds at most seven files (console,
+# logs, report, two bench JSON and two CSV), within the eight the device
+# tool returns. Exits non-zero if any step failed.
 set -u
 
 cd "$(dirname "$0")/.." || exit 1
@@ -31,10 +33,9 @@ BUDGET=${GPU_CHECK_BUDGET:-420} # seconds for all steps: well inside 8 minutes
 FIRN=build/firn
 START=$(date +%s)
 TMP=$(mktemp -d /tmp/firn-gpu-check.XXXXXX)
-LOGS=$TMP
+LOGS=$TMP/logs
+mkdir -p "$LOGS"
 if [[ -n ${OUT:-} && -d ${OUT:-} ]]; then
-    LOGS=$OUT/logs
-    mkdir -p "$LOGS"
     exec > >(tee -a "$OUT/console.txt") 2>&1
     TEE_PID=$!
 fi
@@ -97,6 +98,13 @@ run_step() {
     echo "### $name: $result in ${secs}s"
     echo
     record "$name" "$result" "$secs"
+    archive_logs
+}
+
+# The logs as one file in $OUT (the device tool returns few files).
+archive_logs() {
+    [[ -n ${OUT:-} && -d ${OUT:-} ]] || return 0
+    tar -czf "$OUT/.logs.tar.gz" -C "$TMP" logs && mv -f "$OUT/.logs.tar.gz" "$OUT/logs.tar.gz"
 }
 
 find_sanitizer() {

@@ -516,3 +516,29 @@ Test(gpu, nonfinite_report_names_the_substep_and_particle_of_the_cpu, .timeout =
     firn_world_destroy(gpu);
     firn_world_destroy(cpu);
 }
+
+#ifdef FIRN_EMU_BUILD
+/* Emulated runtime only (FIRN_EMU_FAULT, docs/EMULATION.md): a device fault
+ * in the third g2p of a call - sticky, as an illegal address is on a GPU -
+ * surfaces as a device error naming CUDA's message, at that call and every
+ * later one, and the frame's particles are never reported as stepped. */
+Test(gpu, a_device_fault_is_reported_and_sticks, .timeout = 60)
+{
+    require_gpu();
+    firn_world *cpu, *gpu;
+    twin_worlds(FIRN_MODEL_SAND, 0, &cpu, &gpu);
+    setenv("FIRN_EMU_FAULT", "g2p:3", 1);
+    firn_error err = {0};
+    cr_assert_neq(firn_world_run_substeps(gpu, 4, 1e-4f, &err), 0, "a faulted call succeeded");
+    cr_expect_eq(err.code, FIRN_E_DEVICE, "%s", err.msg);
+    cr_expect(strstr(err.msg, "an illegal memory access was encountered") != NULL, "%s", err.msg);
+    firn_error again = {0};
+    cr_expect_neq(firn_world_run_substeps(gpu, 1, 1e-4f, &again), 0, "a call after the fault ran");
+    cr_expect_eq(again.code, FIRN_E_DEVICE, "%s", again.msg);
+    firn_frame_stats s;
+    cr_expect_neq(firn_world_step_frame(gpu, &s, &again), 0, "a frame after the fault ran");
+    unsetenv("FIRN_EMU_FAULT");
+    firn_world_destroy(gpu);
+    firn_world_destroy(cpu);
+}
+#endif

@@ -56,4 +56,5 @@ for i in "${!NAMES[@]}"; do
     echo "| ${NAMES[$i]} | ${RESULTS[$i]} | ${TIMES[$i]} |"
 done
 echo "logs: $LOG"
+echo "emu-check: $((${#NAMES[@]} - FAILED)) passed, $FAILED failed"
 ((FAILED == 0))

@@ -434,7 +434,7 @@ firn_emu_ctx_entry:
 /* ASan's fiber annotations tell it which stack is current; they cost about
  * a third of a warp collective's time. Without them (FIRN_EMU_FAST_FIBERS)
  * reports about addresses on a fiber's stack are less specific. */
-#if defined(FIRN_EMU_FAST_FIBERS)
+#if defined(FIRN_EMU_FAST_FIBERS) || !defined(__SANITIZE_ADDRESS__)
 #define EMU_START_SWITCH(save, bottom, size) ((void)(save), (void)(bottom), (void)(size))
 #define EMU_FINISH_SWITCH(save, bottom, size) ((void)(save), (void)(bottom), (void)(size))
 #else

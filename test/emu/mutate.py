@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""mutate.py - make emu-mutate: plants classic CUDA bugs in a copy of the
+tree, one at a time, builds the emulated backend, runs a check and names
+what caught each bug: the emulated runtime (firn-emu), ASan, UBSan, TSan,
+firn's own CUDA error checks, or firn compare's numbers. Prints a table and
+exits non-zero when a bug went unseen or a plant did not apply.
+
+The data race (a plain += where an atomic is needed) is invisible to ASan;
+it is checked in a second emulated build under ThreadSanitizer
+(EMU_SAN=-fsanitize=thread), with the CPU path held to one thread so that
+only the emulator's block pool runs in parallel."""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# (id, bug, file, original text, planted text, check)
+# Checks: "compare:<scene>" runs firn compare on a shipped scene for one
+# frame; "tsan:<scene>" runs it on the GPU backend alone in the TSan build.
+PLANTS = [
+    ("host-pointer", "a host pointer passed to a kernel (the host-side state for the device "
+     "materials)", "kernels/mpm.cu",
+     "FIRN_LAUNCH(p2g, pblocks, FIRN_BLOCK, 0, s->stream, *P, s->mats, s->p, s->grid);",
+     "FIRN_LAUNCH(p2g, pblocks, FIRN_BLOCK, 0, s->stream, *P, (const firn_material *)s, s->p,\n"
+     "                    s->grid);",
+     "compare:sand_column"),
+    ("tail-block", "missing tail-block bounds check in g2p (threads past the last particle "
+     "run)", "kernels/mpm.cu",
+     "    if (i < p.n && firn_g2p_particle(i, &P, p, g))",
+     "    if (firn_g2p_particle(i, &P, p, g))",
+     "compare:sand_column"),
+    ("off-by-one", "off-by-one in the grid kernel's index bound (node <= nodes)",
+     "kernels/mpm.cu",
+     "    if (node < g.nodes)\n        firn_grid_node(node, &P, g);",
+     "    if (node <= g.nodes)\n        firn_grid_node(node, &P, g);",
+     "compare:sand_column"),
+    ("copy-direction", "a copy in the wrong direction (download queued as host to device)",
+     "kernels/mpm.cu",
+     "copy_particles(&w->p, &s->p, cudaMemcpyDeviceToHost, s->stream, parts, err)",
+     "copy_particles(&w->p, &s->p, cudaMemcpyHostToDevice, s->stream, parts, err)",
+     "compare:sand_column"),
+    ("default-stream", "work on the default stream (p2g launched on stream 0, the rest on the "
+     "world's)", "kernels/mpm.cu",
+     "FIRN_LAUNCH(p2g, pblocks, FIRN_BLOCK, 0, s->stream, *P, s->mats, s->p, s->grid);",
+     "FIRN_LAUNCH(p2g, pblocks, FIRN_BLOCK, 0, 0, *P, s->mats, s->p, s->grid);",
+     "compare:sand_column"),
+    ("read-before-sync", "a result read on the host before the stream is synchronised (the "
+     "non-finite word)", "kernels/mpm.cu",
+     "cudaMemcpyDeviceToHost, s->stream),\n                    err);\n"
+     "    FIRN_CUDA_CHECK(cudaStreamSynchronize(s->stream), err);\n    return 0;",
+     "cudaMemcpyDeviceToHost, s->stream),\n                    err);\n    return 0;",
+     "compare:sand_column"),
+    ("plain-add-race", "a race: a plain += where P2G's scatter needs an atomic",
+     "include/firn_hd.h",
+     "    atomicAdd(addr, value);",
+     "    *addr += value;",
+     "tsan:sand_column"),
+    ("cub-temp-small", "a CUB temporary buffer smaller than CUB asked for", "kernels/mpm.cu",
+     "cudaMalloc(&s->red_temp, temp_bytes)",
+     "cudaMalloc(&s->red_temp, temp_bytes / 2)",
+     "compare:sand_column"),
+    ("warp-divergence", "a lane returns before the warp shuffles of the rigid reduction",
+     "kernels/coupling.cu",
+     "    int has = node < g.nodes && firn_grid_velocity(node, &P, g, &v);",
+     "    int has = node < g.nodes && firn_grid_velocity(node, &P, g, &v);\n"
+     "    if (!has)\n        return;",
+     "compare:bulldozer"),
+    ("bad-block-size", "a block of 2048 threads (over the 1024 limit)", "kernels/mpm.cu",
+     "#define FIRN_BLOCK 256",
+     "#define FIRN_BLOCK 2048",
+     "compare:sand_column"),
+    ("use-after-free", "device memory freed while the world still uses it (the grid, after "
+     "the first run)", "kernels/mpm.cu",
+     "    w->host_stale = FIRN_STALE_ALL;\n    account_time(w, s);",
+     "    w->host_stale = FIRN_STALE_ALL;\n    account_time(w, s);\n"
+     "    cudaFree(s->grid.node);",
+     "compare:sand_column"),
+]
+
+CAUGHT_BY = [
+    (r"firn-emu: (.*)", "emulated runtime"),
+    (r"ERROR: AddressSanitizer: ([\w-]+)", "ASan"),
+    (r"WARNING: ThreadSanitizer: (data race)", "TSan"),
+    (r"runtime error: (.*)", "UBSan"),
+    (r"CUDA error at [^ ]+ (.*)", "firn's CUDA error check"),
+    (r"  (\S.*FAIL.*)", "firn compare"),
+]
+
+
+def sh(cmd, cwd, env=None, timeout=1800):
+    e = dict(os.environ)
+    e.update(env or {})
+    p = subprocess.run(cmd, cwd=cwd, env=e, shell=True, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, timeout=timeout)
+    return p.returncode, p.stdout.decode(errors="replace")
+
+
+def copy_tree(dst):
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT,
+                           stdout=subprocess.PIPE, check=True).stdout.decode().splitlines()
+    for f in files:
+        src = os.path.join(ROOT, f)
+        if not os.path.isfile(src):
+            continue
+        os.makedirs(os.path.dirname(os.path.join(dst, f)) or dst, exist_ok=True)
+        shutil.copy2(src, os.path.join(dst, f))
+
+
+def run_check(check, tree):
+    kind, scene = check.split(":")
+    env = {"OMP_WAIT_POLICY": "passive", "ASAN_OPTIONS": "detect_leaks=0"}
+    if kind == "compare":
+        return sh(f"timeout 600 build/emu/firn compare scenes/{scene}.json --frames 1", tree, env)
+    env.update({"OMP_NUM_THREADS": "1", "FIRN_EMU_THREADS": "2",
+                "TSAN_OPTIONS": "halt_on_error=1 report_signal_unsafe=0"})
+    return sh(f"timeout 900 build/emu-tsan/firn run scenes/{scene}.json --backend cuda "
+              f"--frames 1 --quiet --out out/tsan", tree, env)
+
+
+def caught(rc, out):
+    for pat, who in CAUGHT_BY:
+        m = re.search(pat, out)
+        if m:
+            return f"{who}: {m.group(1).strip()[:110]}"
+    if rc != 0:
+        return f"exit {rc} (no message recognised)"
+    return None
+
+
+def build(tree, tsan):
+    if tsan:
+        return sh("make CUDA=emu EMU_BUILD=build/emu-tsan EMU_SAN='-fsanitize=thread' "
+                  "-j$(nproc) build/emu-tsan/firn", tree)
+    return sh("make CUDA=emu -j$(nproc) build/emu/firn", tree)
+
+
+def main():
+    t_start = time.time()
+    tree = tempfile.mkdtemp(prefix="firn-emu-mutate.")
+    copy_tree(tree)
+    print(f"emu-mutate: a copy of the tree in {tree}; building the ASan and TSan emulated "
+          "backends", flush=True)
+    for tsan in (False, True):
+        rc, out = build(tree, tsan)
+        if rc:
+            print(out[-4000:])
+            print("emu-mutate: the unplanted tree does not build")
+            return 2
+    # Every check must pass on the unplanted tree, or a "catch" means nothing.
+    for check in sorted({p[5] for p in PLANTS}):
+        rc, out = run_check(check, tree)
+        if rc != 0 or caught(rc, out):
+            print(out[-4000:])
+            print(f"emu-mutate: the check {check} fails without a planted bug")
+            return 2
+    rows, bad = [], 0
+    for pid, bug, path, old, new, check in PLANTS:
+        t0 = time.time()
+        full = os.path.join(tree, path)
+        text = open(full).read()
+        if text.count(old) != 1:
+            rows.append((pid, bug, f"PLANT DID NOT APPLY ({text.count(old)} matches)", 0.0))
+            bad += 1
+            continue
+        open(full, "w").write(text.replace(old, new))
+        tsan = check.startswith("tsan")
+        rc, out = build(tree, tsan)
+        if rc:
+            verdict = "BUILD FAILED: " + out.strip().splitlines()[-1][:100]
+            bad += 1
+        else:
+            rc, out = run_check(check, tree)
+            verdict = caught(rc, out)
+            if not verdict:
+                verdict = "NOT CAUGHT"
+                bad += 1
+        open(full, "w").write(text)
+        rows.append((pid, bug, verdict, time.time() - t0))
+        print(f"  {pid}: {verdict}", flush=True)
+    for tsan in (False, True):  # leave the copy's builds unplanted
+        build(tree, tsan)
+    print()
+    print("| planted bug | what | caught by | seconds |")
+    print("|---|---|---|---|")
+    for pid, bug, verdict, secs in rows:
+        print(f"| {pid} | {bug} | {verdict.replace('|', '/')} | {secs:.0f} |")
+    print(f"\nemu-mutate: {len(rows) - bad} of {len(rows)} planted bugs caught in "
+          f"{time.time() - t_start:.0f} s (tree: {tree})")
+    if bad == 0:
+        shutil.rmtree(tree, ignore_errors=True)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
