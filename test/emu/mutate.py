@@ -123,10 +123,19 @@ def run_check(check, tree):
 
 
 def caught(rc, out):
+    """The first report in the output, and the kernel it happened in."""
+    first = None
     for pat, who in CAUGHT_BY:
-        m = re.search(pat, out)
-        if m:
-            return f"{who}: {m.group(1).strip()[:110]}"
+        for m in re.finditer(pat, out):
+            if who == "emulated runtime" and m.group(1).startswith("in "):
+                continue  # the context line the runtime adds to any report
+            if first is None or m.start() < first[0]:
+                first = (m.start(), who, m.group(1).strip())
+            break
+    if first:
+        where = re.search(r"firn-emu: in kernel (\S+)", out)
+        suffix = f" (in kernel {where.group(1)})" if where else ""
+        return f"{first[1]}: {first[2][:100]}{suffix}"
     if rc != 0:
         return f"exit {rc} (no message recognised)"
     return None
