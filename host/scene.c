@@ -31,19 +31,6 @@ static const char *const rigid_shape_names[FIRN_RSHAPE_COUNT] = {"plane", "spher
 static const char *const motion_names[3] = {"static", "kinematic", "dynamic"};
 static const char axis_names[3] = {'x', 'y', 'z'};
 
-/* ---- errors --------------------------------------------------------------- */
-
-void firn_set_error(firn_error *err, firn_status code, const char *fmt, ...)
-{
-    va_list ap;
-    if (!err)
-        return;
-    err->code = code;
-    va_start(ap, fmt);
-    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-    va_end(ap);
-}
-
 /* Where messages go and which file they name ("" for a def built in code). */
 typedef struct {
     const char *file;

@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 
+#include "error.h"
 #include "firn.h"
 #include "firn_cpic.h"
 
@@ -269,12 +270,6 @@ size_t firn_cuda_state_bytes(const firn_world *w);
  * memory in use [bytes] (total - free), or 0. */
 double firn_cuda_copy_bandwidth(size_t bytes);
 size_t firn_cuda_used_bytes(void);
-
-void firn_set_error(firn_error *err, firn_status code, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
 
 #ifdef __cplusplus
 }
