@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "sample.h"
 #include "world.h"
 
 static double ms_per_substep(firn_world *w, int k, float dt)

@@ -8,7 +8,7 @@
 #include <omp.h>
 
 #include "bench.h"
-#include "world.h"
+#include "error.h"
 
 const char *firn_bench_scene_name(firn_bench_scene s)
 {

@@ -3,7 +3,13 @@
 #ifndef FIRN_BENCH_H
 #define FIRN_BENCH_H
 
+#include <stddef.h>
+
 #include "firn.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /* Model traffic of one particle-substep: the state x, v, C, F, Jp (25
  * floats) read once and written once. */
@@ -38,5 +44,16 @@ int firn_bench_parse_counts(const char *s, long long *out, int max);
 /* Host memory copy bandwidth [bytes/s, read + write], best of 3 copies of
  * `bytes`, all threads. */
 double firn_bench_host_copy_bandwidth(size_t bytes);
+
+/* What the benchmark measures of the device itself (kernels/bench.cu;
+ * host/device.c without CUDA): device-to-device copy bandwidth [bytes/s,
+ * read + write] of `bytes`, best of 3, or 0 on failure; device memory in
+ * use [bytes] (total - free), or 0. */
+double firn_cuda_copy_bandwidth(size_t bytes);
+size_t firn_cuda_used_bytes(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -14,7 +14,8 @@
 
 #include "bench.h"
 #include "cli.h"
-#include "world.h"
+#include "inspect.h"
+#include "output.h"
 
 #define MAX_COUNTS 16
 #define MAX_THREADS_LIST 8
@@ -62,9 +63,8 @@ static int run_case(bench_result *r, const bench_opts *o, double copy_bw, firn_e
     if (!w)
         return -1;
     r->particles = firn_world_particle_count(w);
-    for (int a = 0; a < 3; a++)
-        r->n[a] = w->params.n[a];
-    r->nodes = (long long)r->n[0] * r->n[1] * r->n[2];
+    firn_inspect_grid_size(w, r->n);
+    r->nodes = firn_inspect_grid_nodes(w);
     if (r->backend == FIRN_BACKEND_CUDA) {
         r->memory_bytes = (double)(firn_cuda_used_bytes() - used0);
     } else {

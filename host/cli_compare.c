@@ -18,7 +18,8 @@
 #include <string.h>
 
 #include "cli.h"
-#include "world.h"
+#include "error.h"
+#include "inspect.h"
 
 #define STATE_TOL 1e-5
 #define STATS_TOL 1e-2
@@ -97,13 +98,14 @@ static float unit_hash(long long i, int k)
  * [-1, 1]): a state in which stress, the return maps and the SVD all act
  * in the first substep, where a scene's initial F = I and C = 0 leave them
  * idle (F after one substep from rest differs by exactly 0). */
-static void perturb(firn_world *w)
+static void perturb(firn_particles *p, void *ctx)
 {
-    const long long n = w->p.n;
+    (void)ctx;
+    const long long n = p->n;
     for (long long i = 0; i < n; i++)
         for (int k = 0; k < 9; k++) {
-            w->p.F[k * n + i] = (k % 4 == 0 ? 1.0f : 0.0f) + 0.05f * unit_hash(i, k);
-            w->p.C[k * n + i] = 2.0f * unit_hash(i, 9 + k);
+            p->F[k * n + i] = (k % 4 == 0 ? 1.0f : 0.0f) + 0.05f * unit_hash(i, k);
+            p->C[k * n + i] = 2.0f * unit_hash(i, 9 + k);
         }
 }
 
@@ -118,7 +120,7 @@ static int compare_state(firn_world *cpu, firn_world *gpu, firn_error *err, int 
     int nd = 0;
     d[nd++] = diff_field("x", a.x, b.x, 3 * n, 0.0);
     d[nd++] = diff_field("v", a.v, b.v, 3 * n, 0.0);
-    d[nd++] = diff_field("C", a.C, b.C, 9 * n, 4.0 * cpu->params.inv_dx * d[1].scale);
+    d[nd++] = diff_field("C", a.C, b.C, 9 * n, 4.0 * firn_inspect_inv_dx(cpu) * d[1].scale);
     d[nd++] = diff_field("F", a.F, b.F, 9 * n, 0.0);
     d[nd++] = diff_field("Jp", a.Jp, b.Jp, n, 0.0);
     d[nd++] = diff_field("damage", a.damage, b.damage, n, 0.0);
@@ -136,12 +138,9 @@ static int compare_perturbed(const firn_scene_def *def, float dt, int *ok, firn_
         return -1;
     firn_world *gpu = firn_world_create(def, FIRN_BACKEND_CUDA, err);
     int failed = !gpu;
-    if (!failed) {
-        perturb(cpu);
-        perturb(gpu);
-        firn_cuda_free(gpu); /* uploads the perturbed host state */
-        failed = firn_cuda_init(gpu, err) != 0;
-    }
+    if (!failed)
+        failed = firn_inspect_edit_particles(cpu, perturb, NULL, err) ||
+                 firn_inspect_edit_particles(gpu, perturb, NULL, err);
     if (!failed) {
         printf("after one substep from a perturbed state (F = I + 0.05 U, C = 2 U' / s):\n");
         failed = firn_world_substep(cpu, dt, err) || firn_world_substep(gpu, dt, err) ||
@@ -200,7 +199,7 @@ int firn_cli_compare(int argc, char **argv)
         goto error;
     field_diff d[2];
     int nd = 0;
-    long long nodes = cpu->grid.nodes;
+    long long nodes = firn_inspect_grid_nodes(cpu);
     float *gm = malloc((size_t)nodes * sizeof(float)), *gv = malloc(3 * (size_t)nodes * sizeof(float));
     if (!gm || !gv) {
         free(gm);
@@ -208,7 +207,7 @@ int firn_cli_compare(int argc, char **argv)
         firn_set_error(&err, FIRN_E_NOMEM, "out of host memory for the grid copy");
         goto error;
     }
-    if (firn_cuda_download_grid(gpu, gm, gv, &err)) {
+    if (firn_inspect_grid(gpu, gm, gv, &err)) {
         free(gm);
         free(gv);
         goto error;
@@ -219,7 +218,7 @@ int firn_cli_compare(int argc, char **argv)
         firn_set_error(&err, FIRN_E_NOMEM, "out of host memory for the grid copy");
         goto error;
     }
-    firn_grid_split(&cpu->grid, cm, cv);
+    firn_inspect_grid(cpu, cm, cv, &err); /* the CPU grid: no error */
     d[nd++] = diff_field("grid mass", gm, cm, nodes, 0.0);
     d[nd++] = diff_field("grid vel", gv, cv, 3 * nodes, 0.0);
     free(cm);

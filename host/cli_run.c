@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "error.h"
 #include "frame_writer.h"
-#include "world.h"
 
 /* 1 for the name of a frame file that `firn run` writes: frame_, five or
  * more digits, .ply or .png. */

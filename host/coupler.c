@@ -1,7 +1,8 @@
 /* coupler.c - the Coupler: which solvers a world has, which coupling pairs
- * are active, and the four phases of a substep (PHYSICS.md s1, as Genesis's
- * Coupler orders them):
+ * are active, and the phases of a substep (PHYSICS.md s1, as Genesis's
+ * Coupler orders them; step 0 is this path's own):
  *
+ *   0. begin_substep per solver - MPM: the particles back in its layout
  *   1. preprocess             - CPIC (coupling.cpic): each particle records
  *                               its side of every rigid surface within reach,
  *                               with the rigid poses before their step
@@ -14,13 +15,19 @@
  *
  * Pair activation is decided once in firn_coupler_build: a pair is active
  * when both solvers are active and its option is on. A new solver adds its
- * firn_solver to `solvers` and its pairs to `pairs` below. This file is the
- * CPU executor; the CUDA path queues the same phases in kernels/mpm.cu. */
+ * firn_solver to `solvers` and its pairs to `pairs` below. Calls go one
+ * way: the Coupler calls the solvers' phases (host/solver.h) and, for the
+ * coupled grid update, the MPM solver's grid helpers; no solver calls the
+ * Coupler. This file is the CPU executor; the CUDA path queues the same phases in kernels/mpm.cu. */
 #include <stdlib.h>
 #include <string.h>
 
 #include <omp.h>
 
+#include "coupler.h"
+#include "error.h"
+#include "rigid.h"
+#include "solver_cpu.h"
 #include "world.h"
 
 static const firn_solver *const solvers[FIRN_SOLVER_COUNT] = {
@@ -133,6 +140,10 @@ int firn_coupler_substep(firn_world *w)
 {
     const firn_coupler *c = &w->coupler;
     int bad = -1;
+    for (int s = 0; s < FIRN_SOLVER_COUNT; s++)
+        if (c->active[s] && solvers[s]->begin_substep)
+            solvers[s]->begin_substep(w);
+    const double t_total = omp_get_wtime();
     if (c->cpic) {
         double t0 = omp_get_wtime();
         firn_cpu_cpic_mark(w);
@@ -154,5 +165,6 @@ int firn_coupler_substep(firn_world *w)
             if (b >= 0 && (bad < 0 || b < bad))
                 bad = b;
         }
+    w->prof.total += omp_get_wtime() - t_total;
     return bad;
 }

@@ -2,7 +2,9 @@
  * With CUDA these functions live in kernels/device.cu and kernels/mpm.cu. */
 #include <stdio.h>
 
-#include "world.h"
+#include "bench.h"
+#include "cuda_backend.h"
+#include "error.h"
 
 #ifndef FIRN_WITH_CUDA
 

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "error.h"
 #include "frame_writer.h"
-#include "world.h"
 
 struct firn_frame_writer {
     pthread_t thread;

@@ -30,7 +30,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "world.h"
+#include "error.h"
+#include "mesh.h"
 
 #define SDF_CELL 0.005 /* [m] */
 #define SDF_MIN_CELLS 32

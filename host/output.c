@@ -18,8 +18,10 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "error.h"
 #include "firn.h"
-#include "world.h"
+#include "output.h"
+#include "rigid.h"
 
 /* ---- atomic file writing ------------------------------------------------- */
 

@@ -7,6 +7,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "error.h"
+#include "firn_cpic.h"
+#include "mesh.h"
+#include "rigid.h"
 #include "world.h"
 
 _Static_assert(FIRN_RIGID_KEYS == FIRN_MAX_KEYFRAMES, "keyframe capacity");
@@ -232,5 +236,5 @@ static int rigid_post_coupling(firn_world *w)
     return -1;
 }
 
-const firn_solver firn_rigid_solver = {"rigid", rigid_active, rigid_pre_coupling,
+const firn_solver firn_rigid_solver = {"rigid", rigid_active, NULL, rigid_pre_coupling,
                                        rigid_post_coupling};

@@ -9,7 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "world.h"
+#include "error.h"
+#include "sample.h"
 
 static uint64_t splitmix64(uint64_t z)
 {

@@ -5,7 +5,9 @@
  * file and the key path (e.g. `scenes/x.json: materials.sand.nu = 0.6: must
  * be in [0, 0.5)`), never a silent default. Parsing fills a private copy, so
  * the caller's definition is only written on success. */
-#include "world.h"
+#include "error.h"
+#include "mesh.h"
+#include "rigid.h"
 
 #include <cJSON.h>
 #include <errno.h>

@@ -36,6 +36,9 @@
 #include <omp.h>
 
 #include "cpu_simd.h"
+#include "error.h"
+#include "sample.h"
+#include "solver_cpu.h"
 #include "svd_batch.h"
 #include "world.h"
 
@@ -495,16 +498,8 @@ static int mpm_post_coupling(firn_world *w)
     return bad;
 }
 
-const firn_solver firn_mpm_solver = {"mpm", mpm_active, mpm_pre_coupling, mpm_post_coupling};
-
-int firn_cpu_substep(firn_world *w)
-{
-    firn_cpu_repermute(w);
-    double t0 = omp_get_wtime();
-    int bad = firn_coupler_substep(w);
-    w->prof.total += omp_get_wtime() - t0;
-    return bad;
-}
+const firn_solver firn_mpm_solver = {"mpm", mpm_active, firn_cpu_repermute, mpm_pre_coupling,
+                                     mpm_post_coupling};
 
 void firn_grid_split(const firn_grid *g, float *mass, float *vel)
 {

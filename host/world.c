@@ -8,6 +8,12 @@
 
 #include <omp.h>
 
+#include "coupler.h"
+#include "cuda_backend.h"
+#include "error.h"
+#include "rigid.h"
+#include "sample.h"
+#include "solver_cpu.h"
 #include "world.h"
 
 double firn_now(void)
@@ -533,7 +539,7 @@ int firn_world_run_substeps(firn_world *w, int nsub, float dt, firn_error *err)
                         : 0;
     }
     for (int s = 0; s < nsub; s++) {
-        int bad = firn_cpu_substep(w);
+        int bad = firn_coupler_substep(w);
         w->substeps++;
         w->time += dt;
         if (bad >= 0)

@@ -9,6 +9,7 @@
  * warp shuffle reduction per body and one double atomicAdd per warp, so
  * the sum depends on scheduling only through the atomics' order. */
 #include "coupling.cuh"
+#include "firn_cpic.h"
 
 #define FIRN_BLOCK 256
 

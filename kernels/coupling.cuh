@@ -5,6 +5,9 @@
 #define FIRN_COUPLING_CUH
 
 #include "cuda_check.cuh"
+#include "firn_coupling.h"
+#include "firn_material.h"
+#include "firn_mpm.h"
 
 /* One thread per body: firn_rigid_step with the accumulated force. */
 int firn_cuda_queue_rigid_step(firn_rigid *bodies, double *acc, int nb, const firn_params *P,

@@ -18,7 +18,7 @@
 
 #include <cuda_runtime.h>
 
-#include "world.h"
+#include "error.h"
 
 /* Every kernel launch: kernel<<<grid, block, shared_bytes, stream>>>(args)
  * under nvcc; in the emulated build (make CUDA=emu, test/emu/) a call that

@@ -20,6 +20,9 @@
 
 #include "coupling.cuh"
 #include "cuda_check.cuh"
+#include "cuda_backend.h"
+#include "error.h"
+#include "solver_cpu.h"
 #include "world.h"
 
 #define FIRN_BLOCK 256

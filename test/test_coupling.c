@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "firn_cpic.h"
+#include "rigid.h"
 #include "world.h"
 
 /* ---- SDFs ----------------------------------------------------------------- */

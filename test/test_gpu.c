@@ -17,6 +17,10 @@
 #include <string.h>
 
 #include "gpu_skip.h"
+#include "bench.h"
+#include "cuda_backend.h"
+#include "firn_cpic.h"
+#include "solver_cpu.h"
 #include "world.h"
 
 

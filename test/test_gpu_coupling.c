@@ -12,6 +12,8 @@
 #include <string.h>
 
 #include "gpu_skip.h"
+#include "cuda_backend.h"
+#include "firn_cpic.h"
 #include "world.h"
 
 

@@ -12,7 +12,8 @@
 #include <unistd.h>
 
 #include "test_util.h"
-#include "world.h"
+#include "mesh.h"
+#include "rigid.h"
 
 static char tmpdir[64];
 

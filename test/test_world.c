@@ -11,6 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "firn_cpic.h"
+#include "solver_cpu.h"
 #include "world.h"
 
 /* A scene in a 1 m box with one material and one body; no gravity unless

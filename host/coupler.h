@@ -1,0 +1,42 @@
+/* coupler.h - the Coupler (host/coupler.c): the solvers of a world
+ * and the active coupling pairs, decided once when the world is built, and
+ * the CPU substep that runs their phases (host/solver.h) in order. A new
+ * solver registers its firn_solver in coupler.c and its pairs there,
+ * without touching the others. The Coupler calls the solvers; they never
+ * call it. */
+#ifndef FIRN_COUPLER_H
+#define FIRN_COUPLER_H
+
+#include "firn.h"
+#include "solver.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    int active[FIRN_SOLVER_COUNT];
+    int rigid_mpm; /* pair active: both solvers active and coupling.rigid_mpm on */
+    int cpic;      /* coupling.cpic (with rigid_mpm) */
+} firn_coupler;
+
+/* CPU path: the grid update sums the coupling force per fixed chunk of
+ * nodes, then over chunks in order, so the sum is the same for any thread
+ * count; CPIC's G2P does the same per chunk of particles. */
+#define FIRN_COUPLE_CHUNK 4096
+#define FIRN_CPIC_CHUNK 2048
+
+void firn_coupler_build(firn_world *w);
+int firn_coupler_alloc(firn_world *w, firn_error *err);
+void firn_coupler_free(firn_world *w);
+/* One substep on the CPU path, every active solver's phases in order;
+ * returns the lowest scene index of a non-finite particle, or -1. */
+int firn_coupler_substep(firn_world *w);
+/* The CPU grid update with the active pairs. */
+void firn_coupler_couple(firn_world *w);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
