@@ -16,6 +16,20 @@
 _Static_assert(FIRN_RIGID_KEYS == FIRN_MAX_KEYFRAMES, "keyframe capacity");
 _Static_assert(FIRN_CPIC_MAX == FIRN_MAX_RIGIDS, "CPIC records one word per rigid");
 
+/* The public enums (firn.h) and the physics headers' mirrors of them
+ * (firn_coupling.h, firn_sdf.h) name the same things in the same order. */
+_Static_assert(FIRN_MOTION_STATIC == (int)FIRN_RIGID_STATIC &&
+                   FIRN_MOTION_KINEMATIC == (int)FIRN_RIGID_KINEMATIC &&
+                   FIRN_MOTION_DYNAMIC == (int)FIRN_RIGID_DYNAMIC,
+               "firn_motion and FIRN_MOTION_* differ");
+_Static_assert(FIRN_SDF_PLANE == (int)FIRN_RSHAPE_PLANE && FIRN_SDF_SPHERE == (int)FIRN_RSHAPE_SPHERE &&
+                   FIRN_SDF_BOX == (int)FIRN_RSHAPE_BOX &&
+                   FIRN_SDF_CAPSULE == (int)FIRN_RSHAPE_CAPSULE &&
+                   FIRN_SDF_CYLINDER == (int)FIRN_RSHAPE_CYLINDER &&
+                   FIRN_SDF_MESH == (int)FIRN_RSHAPE_MESH &&
+                   FIRN_SDF_COUNT == (int)FIRN_RSHAPE_COUNT,
+               "firn_rigid_shape_type and FIRN_SDF_* differ");
+
 /* Mass [kg] and principal moments of inertia [kg m^2] of a solid of
  * uniform density - about the body axes, or for a mesh about its principal
  * axes; a plane has none (0), nor has a mesh that cannot be loaded. */

@@ -16,6 +16,21 @@
 #include "solver_cpu.h"
 #include "world.h"
 
+/* The public enums (firn.h) and the physics headers' mirrors of them
+ * (firn_material.h, firn_mpm.h) name the same things in the same order:
+ * firn_material_build copies model and law as they are. */
+_Static_assert(FIRN_M_ELASTIC == (int)FIRN_MODEL_ELASTIC && FIRN_M_LIQUID == (int)FIRN_MODEL_LIQUID &&
+                   FIRN_M_SNOW == (int)FIRN_MODEL_SNOW && FIRN_M_SAND == (int)FIRN_MODEL_SAND &&
+                   FIRN_M_VON_MISES == (int)FIRN_MODEL_VON_MISES &&
+                   FIRN_M_FRACTURE == (int)FIRN_MODEL_FRACTURE && FIRN_M_FRACTURE + 1 == (int)FIRN_MODEL_COUNT,
+               "firn_model and FIRN_M_* differ");
+_Static_assert(FIRN_L_COROTATED == (int)FIRN_LAW_COROTATED &&
+                   FIRN_L_NEOHOOKEAN == (int)FIRN_LAW_NEOHOOKEAN,
+               "firn_elastic_law and FIRN_L_* differ");
+_Static_assert(FIRN_W_SEPARATE == (int)FIRN_WALL_SEPARATE && FIRN_W_STICKY == (int)FIRN_WALL_STICKY &&
+                   FIRN_W_SLIP == (int)FIRN_WALL_SLIP,
+               "firn_wall_type and FIRN_W_* differ");
+
 double firn_now(void)
 {
     struct timespec ts;
