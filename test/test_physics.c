@@ -113,7 +113,8 @@ static firn_material snow_material(void)
  *   t_i = h (2 mu (s_i - 1) s_i + lambda J (J - 1)),  tau = R1 diag(t) R1^T,
  * F and Jp unchanged. Tolerance 5e-6 h (lambda + 2 mu): rounding F to float
  * and its SVD move each s_i by ~3e-7, each t_i by at most 3 x 3e-7 h
- * (lambda + 2 mu); a missing or inverted factor h is off by 30 % to 170 %. */
+ * (lambda + 2 mu) (measured: a third of the tolerance); a missing or
+ * inverted factor h is off by 49 % or more. */
 Test(snow, stress_scales_mu_and_lambda_by_the_hardening_factor)
 {
     const firn_material m = snow_material();
