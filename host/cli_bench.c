@@ -298,15 +298,103 @@ static int parse_list(const char *s, const char *const *names, int n, int *mask)
     return *mask ? 0 : -1;
 }
 
-int firn_cli_bench(int argc, char **argv)
+static const char *const scene_names[] = {"sand_block", "snowball", "dam_break"};
+static const char *const layout_names[] = {"dense", "sparse", "both"};
+
+/* `firn bench`'s command line. */
+typedef struct {
+    const char *json, *csv, *counts_s;
+    int threads[MAX_THREADS_LIST], nthreads;
+    int want_cpu, want_gpu, scenes, layouts; /* scenes, layouts: bit masks */
+    bench_opts o;
+} bench_args;
+
+/* --threads' value: plain integers only, no suffixes, no fractions. */
+static int parse_threads(const char *v, int *threads, int *nthreads)
 {
-    const char *json = "out/bench/bench.json", *csv = "out/bench/bench.csv", *counts_s = NULL;
-    const int saved_threads = omp_get_max_threads();
-    int threads[MAX_THREADS_LIST] = {saved_threads}, nthreads = 1;
-    int want_cpu = 0, want_gpu = 0, scenes = 7, layouts = 3;
-    bench_opts o = {0, 3, -1};
-    static const char *scene_names[] = {"sand_block", "snowball", "dam_break"};
-    static const char *layout_names[] = {"dense", "sparse", "both"};
+    *nthreads = 0;
+    for (const char *c = v;;) {
+        char *end = (char *)c;
+        long t = *c >= '0' && *c <= '9' ? strtol(c, &end, 10) : 0;
+        if (t < 1 || t > MAX_THREADS || *nthreads == MAX_THREADS_LIST ||
+            (*end != ',' && *end != '\0'))
+            return -1;
+        threads[(*nthreads)++] = (int)t;
+        if (*end == '\0')
+            return 0;
+        c = end + 1;
+    }
+}
+
+/* One option and its value; 0, or FIRN_E_USAGE after printing why. */
+static int parse_bench_option(const char *a, const char *v, bench_args *g)
+{
+    if (!strcmp(a, "--backend")) { /* the last one counts */
+        g->want_cpu = !strcmp(v, "cpu") || !strcmp(v, "both");
+        g->want_gpu = !strcmp(v, "cuda") || !strcmp(v, "both");
+        if (!g->want_cpu && !g->want_gpu) {
+            fprintf(stderr, "firn bench: --backend must be cpu, cuda or both\n");
+            return FIRN_E_USAGE;
+        }
+    } else if (!strcmp(a, "--particles")) {
+        g->counts_s = v;
+    } else if (!strcmp(a, "--scenes")) {
+        if (parse_list(v, scene_names, 3, &g->scenes)) {
+            fprintf(stderr, "firn bench: --scenes takes sand_block,snowball,dam_break\n");
+            return FIRN_E_USAGE;
+        }
+    } else if (!strcmp(a, "--layout")) {
+        if (parse_list(v, layout_names, 3, &g->layouts)) {
+            fprintf(stderr, "firn bench: --layout takes dense, sparse or both\n");
+            return FIRN_E_USAGE;
+        }
+        if (g->layouts & 4)
+            g->layouts = 3;
+    } else if (!strcmp(a, "--substeps")) {
+        if (firn_cli_int(a, v, &g->o.substeps))
+            return FIRN_E_USAGE;
+    } else if (!strcmp(a, "--repeats")) {
+        if (firn_cli_int(a, v, &g->o.repeats))
+            return FIRN_E_USAGE;
+        if (g->o.repeats > 64) {
+            fprintf(stderr, "firn bench: --repeats is at most 64, got %d\n", g->o.repeats);
+            return FIRN_E_USAGE;
+        }
+    } else if (!strcmp(a, "--warmup")) {
+        if (firn_cli_int(a, v, &g->o.warmup))
+            return FIRN_E_USAGE;
+    } else if (!strcmp(a, "--threads")) {
+        if (parse_threads(v, g->threads, &g->nthreads)) {
+            fprintf(stderr, "firn bench: --threads takes a list of up to %d thread counts from 1 to %d, "
+                            "like 1,2; got '%s'\n", MAX_THREADS_LIST, MAX_THREADS, v);
+            return FIRN_E_USAGE;
+        }
+    } else if (!strcmp(a, "--json") || !strcmp(a, "--csv")) {
+        /* Room for the temporary's ".tmp" in every path buffer. */
+        if (!v[0] || strlen(v) >= FIRN_PATH_MAX - 16) {
+            fprintf(stderr, "firn bench: %s needs a file path of 1 to %d characters\n", a,
+                    FIRN_PATH_MAX - 17);
+            return FIRN_E_USAGE;
+        }
+        *(a[2] == 'j' ? &g->json : &g->csv) = v;
+    } else {
+        fprintf(stderr, "firn bench: unknown option '%s'\n%s", a, bench_usage);
+        return FIRN_E_USAGE;
+    }
+    return 0;
+}
+
+/* The command line into g; returns -1 to go on, else the exit code (0
+ * after --help). */
+static int parse_bench_args(int argc, char **argv, bench_args *g)
+{
+    *g = (bench_args){.json = "out/bench/bench.json",
+                      .csv = "out/bench/bench.csv",
+                      .threads = {omp_get_max_threads()},
+                      .nthreads = 1,
+                      .scenes = 7,
+                      .layouts = 3,
+                      .o = {0, 3, -1}};
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -318,104 +406,36 @@ int firn_cli_bench(int argc, char **argv)
             return FIRN_E_USAGE;
         }
         i++;
-        if (!strcmp(a, "--backend")) { /* the last one counts */
-            want_cpu = !strcmp(v, "cpu") || !strcmp(v, "both");
-            want_gpu = !strcmp(v, "cuda") || !strcmp(v, "both");
-            if (!want_cpu && !want_gpu) {
-                fprintf(stderr, "firn bench: --backend must be cpu, cuda or both\n");
-                return FIRN_E_USAGE;
-            }
-        } else if (!strcmp(a, "--particles")) {
-            counts_s = v;
-        } else if (!strcmp(a, "--scenes")) {
-            if (parse_list(v, scene_names, 3, &scenes)) {
-                fprintf(stderr, "firn bench: --scenes takes sand_block,snowball,dam_break\n");
-                return FIRN_E_USAGE;
-            }
-        } else if (!strcmp(a, "--layout")) {
-            if (parse_list(v, layout_names, 3, &layouts)) {
-                fprintf(stderr, "firn bench: --layout takes dense, sparse or both\n");
-                return FIRN_E_USAGE;
-            }
-            if (layouts & 4)
-                layouts = 3;
-        } else if (!strcmp(a, "--substeps")) {
-            if (firn_cli_int(a, v, &o.substeps))
-                return FIRN_E_USAGE;
-        } else if (!strcmp(a, "--repeats")) {
-            if (firn_cli_int(a, v, &o.repeats))
-                return FIRN_E_USAGE;
-            if (o.repeats > 64) {
-                fprintf(stderr, "firn bench: --repeats is at most 64, got %d\n", o.repeats);
-                return FIRN_E_USAGE;
-            }
-        } else if (!strcmp(a, "--warmup")) {
-            if (firn_cli_int(a, v, &o.warmup))
-                return FIRN_E_USAGE;
-        } else if (!strcmp(a, "--threads")) {
-            /* Plain integers only: no suffixes, no fractions. */
-            nthreads = 0;
-            for (const char *c = v;;) {
-                char *end = (char *)c;
-                long t = *c >= '0' && *c <= '9' ? strtol(c, &end, 10) : 0;
-                if (t < 1 || t > MAX_THREADS || nthreads == MAX_THREADS_LIST ||
-                    (*end != ',' && *end != '\0')) {
-                    nthreads = -1;
-                    break;
-                }
-                threads[nthreads++] = (int)t;
-                if (*end == '\0')
-                    break;
-                c = end + 1;
-            }
-            if (nthreads < 1) {
-                fprintf(stderr, "firn bench: --threads takes a list of up to %d thread counts from 1 to %d, "
-                                "like 1,2; got '%s'\n", MAX_THREADS_LIST, MAX_THREADS, v);
-                return FIRN_E_USAGE;
-            }
-        } else if (!strcmp(a, "--json") || !strcmp(a, "--csv")) {
-            /* Room for the temporary's ".tmp" in every path buffer. */
-            if (!v[0] || strlen(v) >= FIRN_PATH_MAX - 16) {
-                fprintf(stderr, "firn bench: %s needs a file path of 1 to %d characters\n", a,
-                        FIRN_PATH_MAX - 17);
-                return FIRN_E_USAGE;
-            }
-            *(a[2] == 'j' ? &json : &csv) = v;
-        } else {
-            fprintf(stderr, "firn bench: unknown option '%s'\n%s", a, bench_usage);
-            return FIRN_E_USAGE;
-        }
+        int rc = parse_bench_option(a, v, g);
+        if (rc)
+            return rc;
     }
-    int gpus = firn_cuda_device_count();
-    if (!want_cpu && !want_gpu) {
-        want_gpu = gpus > 0;
-        want_cpu = !want_gpu;
-    }
-    if (want_gpu && gpus == 0) {
-        fprintf(stderr, "firn: error: bench --backend cuda: no usable CUDA GPU\n");
-        return FIRN_E_DEVICE;
-    }
-    /* Per backend: the given list, or the backend's default sizes. */
-    long long counts[2][MAX_COUNTS];
-    int ncounts[2];
+    return -1;
+}
+
+/* Per backend: the given list of particle counts, or the backend's default
+ * sizes; every case's scene is built once now (no particles are sampled),
+ * so that a count no scene can hold fails before anything runs. 0, or
+ * FIRN_E_USAGE after printing why. */
+static int bench_counts(const bench_args *g, long long counts[2][MAX_COUNTS], int ncounts[2])
+{
     const char *defaults[2] = {"20k,100k", "100k,1m,8m"};
     firn_error err;
     for (int b = 0; b < 2; b++) {
-        ncounts[b] = firn_bench_parse_counts(counts_s ? counts_s : defaults[b], counts[b], MAX_COUNTS);
+        const char *list = g->counts_s ? g->counts_s : defaults[b];
+        ncounts[b] = firn_bench_parse_counts(list, counts[b], MAX_COUNTS);
         if (ncounts[b] < 0) {
             fprintf(stderr,
                     "firn bench: --particles takes a list of up to %d counts from 1000 to %d, "
                     "with k/m/g suffixes, like 100k,1m,8m; got '%s'\n",
-                    MAX_COUNTS, FIRN_BENCH_MAX_PARTICLES, counts_s ? counts_s : defaults[b]);
+                    MAX_COUNTS, FIRN_BENCH_MAX_PARTICLES, list);
             return FIRN_E_USAGE;
         }
-        /* Every case's scene, built once now (no particles are sampled), so
-         * that a count no scene can hold fails before anything runs. */
         for (int c = 0; c < ncounts[b]; c++)
             for (int sc = 0; sc < 3; sc++)
                 for (int l = 0; l < 2; l++) {
                     firn_scene_def def;
-                    if (!(scenes & (1 << sc)) || !(layouts & (1 << l)) ||
+                    if (!(g->scenes & (1 << sc)) || !(g->layouts & (1 << l)) ||
                         !firn_bench_make_scene((firn_bench_scene)sc, (firn_bench_layout)l,
                                                counts[b][c], &def, &err))
                         continue;
@@ -424,6 +444,15 @@ int firn_cli_bench(int argc, char **argv)
                     return FIRN_E_USAGE;
                 }
     }
+    return 0;
+}
+
+/* The output files' folders, made now; a path that cannot be written fails
+ * now, before any case runs; the files themselves (an earlier run's, say)
+ * are left as they are until the first case is done. 0 or the exit code. */
+static int prepare_outputs(const char *json, const char *csv)
+{
+    firn_error err;
     const char *outs[2] = {json, csv};
     for (int k = 0; k < 2; k++) {
         char dir[FIRN_PATH_MAX];
@@ -439,23 +468,97 @@ int firn_cli_bench(int argc, char **argv)
         fprintf(stderr, "firn bench: --json and --csv name the same file, %s\n", json);
         return FIRN_E_USAGE;
     }
-    /* A path that cannot be written fails now, before any case runs; the
-     * files themselves (an earlier run's, say) are left as they are until
-     * the first case is done. */
     for (int k = 0; k < 2; k++)
         if (probe_writable(outs[k]))
             return FIRN_E_IO;
-    double cpu_bw = want_cpu ? firn_bench_host_copy_bandwidth((size_t)256 << 20) : 0.0;
-    double gpu_bw = want_gpu ? firn_cuda_copy_bandwidth((size_t)1 << 30) : 0.0;
-    for (int k = 0; k < nthreads && want_cpu; k++)
-        if (threads[k] > omp_get_num_procs()) {
+    return 0;
+}
+
+static void print_result_row(const bench_result *r)
+{
+    char grid[32];
+    snprintf(grid, sizeof grid, "%dx%dx%d", r->n[0], r->n[1], r->n[2]);
+    printf("%-10s %-6s %-4s %3d %10lld %-13s %9.4f %11.4g %8.3f %8.3f %8.3f %8.3f "
+           "%6.0f %7.2f%%\n",
+           firn_bench_scene_name(r->scene), r->layout ? "sparse" : "dense",
+           backend_name(r->backend), r->threads, r->particles, grid, r->median, r->throughput,
+           r->phase_ms[0], r->phase_ms[1], r->phase_ms[2], r->phase_ms[4], r->bytes_per_particle,
+           100.0 * r->roofline);
+    fflush(stdout);
+}
+
+/* Every case of backend b (0: CPU, 1: CUDA) into res[*nr ..], the files
+ * rewritten after each; returns 0 or the exit code (*nr = 0 when the files
+ * could not be written). */
+static int run_backend(int b, const bench_args *g, const long long *counts, int ncounts,
+                       double bw, double cpu_bw, double gpu_bw, bench_result *res, int *nr)
+{
+    const int saved_threads = omp_get_max_threads();
+    firn_backend backend = b ? FIRN_BACKEND_CUDA : FIRN_BACKEND_CPU;
+    firn_error err;
+    bench_opts ob = g->o;
+    if (!ob.substeps)
+        ob.substeps = b ? 100 : 10;
+    if (ob.warmup < 0)
+        ob.warmup = 300;
+    for (int s = 0; s < 3; s++)
+        for (int l = 0; l < 2; l++)
+            for (int c = 0; c < ncounts; c++)
+                for (int t = 0; t < (b ? 1 : g->nthreads); t++) {
+                    if (!(g->scenes & (1 << s)) || !(g->layouts & (1 << l)))
+                        continue;
+                    bench_result *r = &res[*nr];
+                    r->scene = (firn_bench_scene)s;
+                    r->layout = (firn_bench_layout)l;
+                    r->backend = backend;
+                    r->threads = b ? saved_threads : g->threads[t];
+                    r->particles = counts[c];
+                    omp_set_num_threads(r->threads);
+                    int failed = run_case(r, &ob, bw, &err);
+                    omp_set_num_threads(saved_threads);
+                    if (failed)
+                        return firn_cli_fail(&err);
+                    (*nr)++;
+                    int rc = write_files(g->json, g->csv, res, *nr, cpu_bw, gpu_bw, 0);
+                    if (rc) {
+                        *nr = 0; /* nothing is where it should be */
+                        return rc;
+                    }
+                    print_result_row(r);
+                }
+    return 0;
+}
+
+int firn_cli_bench(int argc, char **argv)
+{
+    bench_args g;
+    int rc = parse_bench_args(argc, argv, &g);
+    if (rc >= 0)
+        return rc;
+    int gpus = firn_cuda_device_count();
+    if (!g.want_cpu && !g.want_gpu) {
+        g.want_gpu = gpus > 0;
+        g.want_cpu = !g.want_gpu;
+    }
+    if (g.want_gpu && gpus == 0) {
+        fprintf(stderr, "firn: error: bench --backend cuda: no usable CUDA GPU\n");
+        return FIRN_E_DEVICE;
+    }
+    long long counts[2][MAX_COUNTS];
+    int ncounts[2];
+    if ((rc = bench_counts(&g, counts, ncounts)) || (rc = prepare_outputs(g.json, g.csv)))
+        return rc;
+    double cpu_bw = g.want_cpu ? firn_bench_host_copy_bandwidth((size_t)256 << 20) : 0.0;
+    double gpu_bw = g.want_gpu ? firn_cuda_copy_bandwidth((size_t)1 << 30) : 0.0;
+    for (int k = 0; k < g.nthreads && g.want_cpu; k++)
+        if (g.threads[k] > omp_get_num_procs()) {
             printf("note: %d threads on %d processors: oversubscribed, each of a substep's parallel "
                    "loops waits for a descheduled thread\n",
-                   threads[k], omp_get_num_procs());
+                   g.threads[k], omp_get_num_procs());
             break;
         }
-    printf("copy bandwidth: cpu %.1f GB/s%s", cpu_bw / 1e9, want_gpu ? "" : "\n");
-    if (want_gpu)
+    printf("copy bandwidth: cpu %.1f GB/s%s", cpu_bw / 1e9, g.want_gpu ? "" : "\n");
+    if (g.want_gpu)
         printf(", cuda %.1f GB/s\n", gpu_bw / 1e9);
     printf("%-10s %-6s %-4s %3s %10s %-13s %9s %11s %8s %8s %8s %8s %6s %8s\n", "scene", "layout",
            "dev", "thr", "particles", "grid", "median_s", "p-substep/s", "clear", "p2g", "grid",
@@ -465,64 +568,23 @@ int firn_cli_bench(int argc, char **argv)
         fprintf(stderr, "firn: error: out of host memory\n");
         return FIRN_E_NOMEM;
     }
-    int nr = 0, rc = 0;
-    for (int b = 0; b < 2 && !rc; b++) {
-        if ((b == 0 && !want_cpu) || (b == 1 && !want_gpu))
-            continue;
-        firn_backend backend = b ? FIRN_BACKEND_CUDA : FIRN_BACKEND_CPU;
-        bench_opts ob = o;
-        if (!ob.substeps)
-            ob.substeps = b ? 100 : 10;
-        if (ob.warmup < 0)
-            ob.warmup = 300;
-        for (int s = 0; s < 3 && !rc; s++)
-            for (int l = 0; l < 2 && !rc; l++)
-                for (int c = 0; c < ncounts[b] && !rc; c++)
-                    for (int t = 0; t < (b ? 1 : nthreads) && !rc; t++) {
-                        if (!(scenes & (1 << s)) || !(layouts & (1 << l)))
-                            continue;
-                        bench_result *r = &res[nr];
-                        r->scene = (firn_bench_scene)s;
-                        r->layout = (firn_bench_layout)l;
-                        r->backend = backend;
-                        r->threads = b ? saved_threads : threads[t];
-                        r->particles = counts[b][c];
-                        omp_set_num_threads(r->threads);
-                        int failed = run_case(r, &ob, b ? gpu_bw : cpu_bw, &err);
-                        omp_set_num_threads(saved_threads);
-                        if (failed) {
-                            rc = firn_cli_fail(&err);
-                            break;
-                        }
-                        nr++;
-                        rc = write_files(json, csv, res, nr, cpu_bw, gpu_bw, 0);
-                        if (rc) {
-                            nr = 0; /* nothing is where it should be */
-                            break;
-                        }
-                        char grid[32];
-                        snprintf(grid, sizeof grid, "%dx%dx%d", r->n[0], r->n[1], r->n[2]);
-                        printf("%-10s %-6s %-4s %3d %10lld %-13s %9.4f %11.4g %8.3f %8.3f %8.3f %8.3f "
-                               "%6.0f %7.2f%%\n",
-                               firn_bench_scene_name(r->scene), l ? "sparse" : "dense",
-                               backend_name(backend), r->threads, r->particles, grid, r->median,
-                               r->throughput, r->phase_ms[0], r->phase_ms[1], r->phase_ms[2],
-                               r->phase_ms[4], r->bytes_per_particle, 100.0 * r->roofline);
-                        fflush(stdout);
-                    }
-    }
+    int nr = 0;
+    for (int b = 0; b < 2 && !rc; b++)
+        if (b ? g.want_gpu : g.want_cpu)
+            rc = run_backend(b, &g, counts[b], ncounts[b], b ? gpu_bw : cpu_bw, cpu_bw, gpu_bw,
+                             res, &nr);
     printf("(phase columns: ms per substep; roofline: %g bytes per particle-substep at the "
            "throughput, over the measured copy bandwidth)\n",
            FIRN_BENCH_STATE_BYTES);
     if (!rc)
-        print_scaling(res, nr, nthreads);
+        print_scaling(res, nr, g.nthreads);
     if (nr > 0 && !rc) {
-        rc = write_files(json, csv, res, nr, cpu_bw, gpu_bw, 1);
+        rc = write_files(g.json, g.csv, res, nr, cpu_bw, gpu_bw, 1);
         if (!rc)
-            printf("wrote %s and %s\n", json, csv);
+            printf("wrote %s and %s\n", g.json, g.csv);
     } else if (nr > 0) {
-        printf("%s and %s hold the %d case(s) that finished, marked \"complete\": false\n", json,
-               csv, nr);
+        printf("%s and %s hold the %d case(s) that finished, marked \"complete\": false\n", g.json,
+               g.csv, nr);
     }
     free(res);
     return rc;

@@ -152,25 +152,121 @@ static int compare_perturbed(const firn_scene_def *def, float dt, int *ok, firn_
     return failed ? -1 : 0;
 }
 
-int firn_cli_compare(int argc, char **argv)
+/* The grids after the first substep, node by node. */
+static int compare_grid(firn_world *cpu, firn_world *gpu, int *ok, firn_error *err)
 {
-    const char *scene = NULL;
-    int frames = 10;
+    field_diff d[2];
+    int nd = 0;
+    long long nodes = firn_inspect_grid_nodes(cpu);
+    float *gm = malloc((size_t)nodes * sizeof(float)), *gv = malloc(3 * (size_t)nodes * sizeof(float));
+    float *cm = malloc((size_t)nodes * sizeof(float)), *cv = malloc(3 * (size_t)nodes * sizeof(float));
+    int rc = -1;
+    if (!gm || !gv || !cm || !cv) {
+        firn_set_error(err, FIRN_E_NOMEM, "out of host memory for the grid copy");
+        goto done;
+    }
+    if (firn_inspect_grid(gpu, gm, gv, err) || firn_inspect_grid(cpu, cm, cv, err))
+        goto done;
+    d[nd++] = diff_field("grid mass", gm, cm, nodes, 0.0);
+    d[nd++] = diff_field("grid vel", gv, cv, 3 * nodes, 0.0);
+    for (int k = 0; k < nd; k++)
+        *ok &= report(&d[k], STATE_TOL);
+    rc = 0;
+done:
+    free(gm), free(gv), free(cm), free(cv);
+    return rc;
+}
+
+/* Scene statistics of the two worlds after their frames (sc, sg), each
+ * within STATS_TOL of its scale. */
+static int compare_stats(firn_world *cpu, firn_world *gpu, const firn_scene_def *def,
+                         const firn_frame_stats *sc, const firn_frame_stats *sg, int frames,
+                         int *ok, firn_error *err)
+{
+    firn_particles_view a, b;
+    if (firn_world_particles(gpu, &a, err) || firn_world_particles(cpu, &b, err))
+        return -1;
+    double L = 0.0, g = 0.0;
+    for (int k = 0; k < 3; k++) {
+        L = fmax(L, def->upper[k] - def->lower[k]);
+        g += def->gravity[k] * def->gravity[k];
+    }
+    g = sqrt(g);
+    /* Scales: positions by the domain size; energy by the larger of the two
+     * kinetic energies and 1e-3 of the potential energy M g L; momentum by
+     * M sqrt(g L) or the larger speed. */
+    double M = sc->mass;
+    double ke_scale = fmax(fmax(sc->kinetic_energy, sg->kinetic_energy), 1e-3 * M * fmax(g, 1e-3) * L);
+    double speed = sqrt(2.0 * fmax(sc->kinetic_energy, sg->kinetic_energy) / M);
+    double p_scale = M * fmax(speed, sqrt(fmax(g, 1e-3) * L) * 1e-1);
+    printf("after %d frames (t = %.4g s), tolerance %.0f%% of each statistic's scale:\n", frames,
+           sc->time, 100 * STATS_TOL);
+    static const char *ax = "xyz";
+    char name[32];
+    double mc[3], vc[3], mg[3], vg[3];
+    moments(&b, mc, vc);
+    moments(&a, mg, vg);
+    *ok &= stat_line("kinetic energy", sc->kinetic_energy, sg->kinetic_energy, ke_scale);
+    for (int k = 0; k < 3; k++) {
+        snprintf(name, sizeof name, "centre of mass %c", ax[k]);
+        *ok &= stat_line(name, sc->center_of_mass[k], sg->center_of_mass[k], L);
+        snprintf(name, sizeof name, "momentum %c", ax[k]);
+        *ok &= stat_line(name, sc->momentum[k], sg->momentum[k], p_scale);
+        snprintf(name, sizeof name, "bbox lower %c", ax[k]);
+        *ok &= stat_line(name, sc->bbox_lower[k], sg->bbox_lower[k], L);
+        snprintf(name, sizeof name, "bbox upper %c", ax[k]);
+        *ok &= stat_line(name, sc->bbox_upper[k], sg->bbox_upper[k], L);
+        snprintf(name, sizeof name, "std dev %c", ax[k]);
+        *ok &= stat_line(name, sqrt(fmax(vc[k], 0.0)), sqrt(fmax(vg[k], 0.0)), L);
+    }
+    /* Rigid bodies: pose by the domain size, speed by the momentum scale's
+     * speed, angular speed by that speed over the domain size. */
+    double v_scale = p_scale / M;
+    for (int r = 0; r < sc->n_rigids; r++) {
+        const firn_rigid_stats *rc = &sc->rigids[r], *rg = &sg->rigids[r];
+        const char *rn = def->rigids[r].name;
+        for (int k = 0; k < 3; k++) {
+            snprintf(name, sizeof name, "%.10s pos %c", rn, ax[k]);
+            *ok &= stat_line(name, rc->position[k], rg->position[k], L);
+            snprintf(name, sizeof name, "%.10s vel %c", rn, ax[k]);
+            *ok &= stat_line(name, rc->velocity[k], rg->velocity[k], v_scale);
+            snprintf(name, sizeof name, "%.10s omega %c", rn, ax[k]);
+            *ok &= stat_line(name, rc->angular_velocity[k], rg->angular_velocity[k], v_scale / L);
+        }
+    }
+    return 0;
+}
+
+/* The command line: the scene and --frames; 0, or FIRN_E_USAGE after
+ * printing why. */
+static int parse_compare_args(int argc, char **argv, const char **scene, int *frames)
+{
+    *scene = NULL;
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--frames")) {
-            if (firn_cli_int("--frames", i + 1 < argc ? argv[++i] : NULL, &frames))
+            if (firn_cli_int("--frames", i + 1 < argc ? argv[++i] : NULL, frames))
                 return FIRN_E_USAGE;
-        } else if (argv[i][0] == '-' || scene) {
+        } else if (argv[i][0] == '-' || *scene) {
             fprintf(stderr, "firn compare: unexpected argument '%s'\n", argv[i]);
             return FIRN_E_USAGE;
         } else {
-            scene = argv[i];
+            *scene = argv[i];
         }
     }
-    if (!scene) {
+    if (!*scene) {
         fprintf(stderr, "firn compare: missing SCENE\n");
         return FIRN_E_USAGE;
     }
+    return 0;
+}
+
+int firn_cli_compare(int argc, char **argv)
+{
+    const char *scene;
+    int frames = 10;
+    int rc = parse_compare_args(argc, argv, &scene, &frames);
+    if (rc)
+        return rc;
     firn_scene_def def;
     firn_error err;
     if (firn_scene_load_json(scene, &def, &err))
@@ -195,97 +291,16 @@ int firn_cli_compare(int argc, char **argv)
            firn_world_device_name(gpu));
     printf("after one substep (dt = %.4g s), tolerance %.0e of each field's scale:\n", dt, STATE_TOL);
     if (firn_world_substep(cpu, dt, &err) || firn_world_substep(gpu, dt, &err) ||
-        compare_state(cpu, gpu, &err, &ok))
+        compare_state(cpu, gpu, &err, &ok) || compare_grid(cpu, gpu, &ok, &err))
         goto error;
-    field_diff d[2];
-    int nd = 0;
-    long long nodes = firn_inspect_grid_nodes(cpu);
-    float *gm = malloc((size_t)nodes * sizeof(float)), *gv = malloc(3 * (size_t)nodes * sizeof(float));
-    if (!gm || !gv) {
-        free(gm);
-        free(gv);
-        firn_set_error(&err, FIRN_E_NOMEM, "out of host memory for the grid copy");
-        goto error;
-    }
-    if (firn_inspect_grid(gpu, gm, gv, &err)) {
-        free(gm);
-        free(gv);
-        goto error;
-    }
-    float *cm = malloc((size_t)nodes * sizeof(float)), *cv = malloc(3 * (size_t)nodes * sizeof(float));
-    if (!cm || !cv) {
-        free(gm), free(gv), free(cm), free(cv);
-        firn_set_error(&err, FIRN_E_NOMEM, "out of host memory for the grid copy");
-        goto error;
-    }
-    firn_inspect_grid(cpu, cm, cv, &err); /* the CPU grid: no error */
-    d[nd++] = diff_field("grid mass", gm, cm, nodes, 0.0);
-    d[nd++] = diff_field("grid vel", gv, cv, 3 * nodes, 0.0);
-    free(cm);
-    free(cv);
-    free(gm);
-    free(gv);
-    for (int k = 0; k < nd; k++)
-        ok &= report(&d[k], STATE_TOL);
-
     if (compare_perturbed(&def, dt, &ok, &err))
         goto error;
-
     firn_frame_stats sc, sg;
-    firn_particles_view a, b;
     for (int f = 0; f < frames; f++)
         if (firn_world_step_frame(cpu, &sc, &err) || firn_world_step_frame(gpu, &sg, &err))
             goto error;
-    if (firn_world_particles(gpu, &a, &err) || firn_world_particles(cpu, &b, &err))
+    if (compare_stats(cpu, gpu, &def, &sc, &sg, frames, &ok, &err))
         goto error;
-    double L = 0.0, g = 0.0;
-    for (int k = 0; k < 3; k++) {
-        L = fmax(L, def.upper[k] - def.lower[k]);
-        g += def.gravity[k] * def.gravity[k];
-    }
-    g = sqrt(g);
-    /* Scales: positions by the domain size; energy by the larger of the two
-     * kinetic energies and 1e-3 of the potential energy M g L; momentum by
-     * M sqrt(g L) or the larger speed. */
-    double M = sc.mass;
-    double ke_scale = fmax(fmax(sc.kinetic_energy, sg.kinetic_energy), 1e-3 * M * fmax(g, 1e-3) * L);
-    double speed = sqrt(2.0 * fmax(sc.kinetic_energy, sg.kinetic_energy) / M);
-    double p_scale = M * fmax(speed, sqrt(fmax(g, 1e-3) * L) * 1e-1);
-    printf("after %d frames (t = %.4g s), tolerance %.0f%% of each statistic's scale:\n", frames,
-           sc.time, 100 * STATS_TOL);
-    static const char *ax = "xyz";
-    char name[32];
-    double mc[3], vc[3], mg[3], vg[3];
-    moments(&b, mc, vc);
-    moments(&a, mg, vg);
-    ok &= stat_line("kinetic energy", sc.kinetic_energy, sg.kinetic_energy, ke_scale);
-    for (int k = 0; k < 3; k++) {
-        snprintf(name, sizeof name, "centre of mass %c", ax[k]);
-        ok &= stat_line(name, sc.center_of_mass[k], sg.center_of_mass[k], L);
-        snprintf(name, sizeof name, "momentum %c", ax[k]);
-        ok &= stat_line(name, sc.momentum[k], sg.momentum[k], p_scale);
-        snprintf(name, sizeof name, "bbox lower %c", ax[k]);
-        ok &= stat_line(name, sc.bbox_lower[k], sg.bbox_lower[k], L);
-        snprintf(name, sizeof name, "bbox upper %c", ax[k]);
-        ok &= stat_line(name, sc.bbox_upper[k], sg.bbox_upper[k], L);
-        snprintf(name, sizeof name, "std dev %c", ax[k]);
-        ok &= stat_line(name, sqrt(fmax(vc[k], 0.0)), sqrt(fmax(vg[k], 0.0)), L);
-    }
-    /* Rigid bodies: pose by the domain size, speed by the momentum scale's
-     * speed, angular speed by that speed over the domain size. */
-    double v_scale = p_scale / M;
-    for (int r = 0; r < sc.n_rigids; r++) {
-        const firn_rigid_stats *rc = &sc.rigids[r], *rg = &sg.rigids[r];
-        const char *rn = def.rigids[r].name;
-        for (int k = 0; k < 3; k++) {
-            snprintf(name, sizeof name, "%.10s pos %c", rn, ax[k]);
-            ok &= stat_line(name, rc->position[k], rg->position[k], L);
-            snprintf(name, sizeof name, "%.10s vel %c", rn, ax[k]);
-            ok &= stat_line(name, rc->velocity[k], rg->velocity[k], v_scale);
-            snprintf(name, sizeof name, "%.10s omega %c", rn, ax[k]);
-            ok &= stat_line(name, rc->angular_velocity[k], rg->angular_velocity[k], v_scale / L);
-        }
-    }
     printf("%s\n", ok ? "compare: PASS" : "compare: FAIL");
     firn_world_destroy(cpu);
     firn_world_destroy(gpu);

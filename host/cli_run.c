@@ -168,145 +168,181 @@ static int submit_frame(firn_frame_writer *fw, firn_world *w, const firn_scene_d
     return firn_frame_writer_submit(fw, files ? &view : NULL, s, err);
 }
 
-int firn_cli_run(int argc, char **argv)
+typedef struct {
+    const char *scene, *out;
+    firn_backend backend;
+    int frames, every, quiet;
+} run_opts;
+
+/* The command line; 0, or FIRN_E_USAGE after printing why. */
+static int parse_run_args(int argc, char **argv, run_opts *o)
 {
-    const char *scene = NULL, *out = NULL;
-    firn_backend backend = FIRN_BACKEND_AUTO;
-    int frames = 0, every = 0, quiet = 0;
+    memset(o, 0, sizeof *o);
+    o->backend = FIRN_BACKEND_AUTO;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--backend") && i + 1 < argc) {
-            if (firn_cli_backend(argv[++i], &backend)) {
+            if (firn_cli_backend(argv[++i], &o->backend)) {
                 fprintf(stderr, "firn run: --backend must be auto, cpu or cuda, got '%s'\n", argv[i]);
                 return FIRN_E_USAGE;
             }
         } else if (!strcmp(a, "--frames")) {
-            if (firn_cli_int("--frames", i + 1 < argc ? argv[++i] : NULL, &frames))
+            if (firn_cli_int("--frames", i + 1 < argc ? argv[++i] : NULL, &o->frames))
                 return FIRN_E_USAGE;
         } else if (!strcmp(a, "--every")) {
-            if (firn_cli_int("--every", i + 1 < argc ? argv[++i] : NULL, &every))
+            if (firn_cli_int("--every", i + 1 < argc ? argv[++i] : NULL, &o->every))
                 return FIRN_E_USAGE;
         } else if (!strcmp(a, "--out") && i + 1 < argc) {
-            out = argv[++i];
-            if (!out[0] || strlen(out) >= FIRN_PATH_MAX) {
+            o->out = argv[++i];
+            if (!o->out[0] || strlen(o->out) >= FIRN_PATH_MAX) {
                 fprintf(stderr, "firn run: --out needs a directory path of 1 to %d characters\n",
                         FIRN_PATH_MAX - 1);
                 return FIRN_E_USAGE;
             }
         } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
-            quiet = 1;
-        } else if (a[0] == '-' || scene) {
+            o->quiet = 1;
+        } else if (a[0] == '-' || o->scene) {
             fprintf(stderr, "firn run: unexpected argument '%s' (see firn --help)\n", a);
             return FIRN_E_USAGE;
         } else {
-            scene = a;
+            o->scene = a;
         }
     }
-    if (!scene) {
+    if (!o->scene) {
         fprintf(stderr, "firn run: missing SCENE (a JSON file; see docs/SCENES.md)\n");
         return FIRN_E_USAGE;
     }
-    firn_scene_def def;
-    firn_error err;
-    if (firn_scene_load_json(scene, &def, &err))
-        return firn_cli_fail(&err);
-    if (frames)
-        def.frames = frames;
-    if (every)
-        def.out_every = every;
-    if (out)
-        snprintf(def.out_dir, sizeof def.out_dir, "%s", out);
-    if (firn_mkdirs(def.out_dir, &err))
-        return firn_cli_fail(&err);
+    return 0;
+}
 
-    int gpus = firn_cuda_device_count();
-    firn_world *w = firn_world_create(&def, backend, &err);
-    if (!w)
-        return firn_cli_fail(&err);
-    if (!quiet) {
-        if (backend == FIRN_BACKEND_AUTO && gpus == 0)
-            fprintf(stderr, "firn: no CUDA GPU found; running on the CPU path\n");
-        firn_memory m;
-        firn_world_memory(w, &m);
-        fprintf(stderr, "firn: %s: %lld particles on %s (%.1f MiB, %.0f B/particle) -> %s/\n", scene,
-                firn_world_particle_count(w), firn_world_device_name(w),
-                (firn_world_backend(w) == FIRN_BACKEND_CUDA ? m.device : m.host) / (1 << 20),
-                m.per_particle, def.out_dir);
-    }
-
-    /* A fresh run replaces the statistics and frames of an earlier one. */
+/* A fresh run replaces the statistics and frames of an earlier one. */
+static int clear_earlier_run(const char *dir, int quiet, firn_error *err)
+{
     char path[FIRN_PATH_MAX + 64];
-    snprintf(path, sizeof path, "%s/stats.jsonl", def.out_dir);
+    snprintf(path, sizeof path, "%s/stats.jsonl", dir);
     if (unlink(path) && errno != ENOENT) {
-        firn_set_error(&err, FIRN_E_IO, "cannot replace %s: %s", path, strerror(errno));
-        firn_world_destroy(w);
-        return firn_cli_fail(&err);
+        firn_set_error(err, FIRN_E_IO, "cannot replace %s: %s", path, strerror(errno));
+        return -1;
     }
-    int removed = remove_old_frames(def.out_dir, &err);
-    if (removed < 0) {
-        firn_world_destroy(w);
-        return firn_cli_fail(&err);
-    }
+    int removed = remove_old_frames(dir, err);
+    if (removed < 0)
+        return -1;
     if (removed > 0 && !quiet)
-        fprintf(stderr, "firn: removed %d frame files of an earlier run from %s/\n", removed,
-                def.out_dir);
+        fprintf(stderr, "firn: removed %d frame files of an earlier run from %s/\n", removed, dir);
+    return 0;
+}
 
-    int tty = isatty(STDERR_FILENO);
+/* What the frame loop did, for the summary. */
+typedef struct {
+    long long substeps;
+    double sim_seconds, busy, waited, t0;
+} run_totals;
+
+/* Frames 0 .. def->frames, frame k written while frame k+1 is simulated;
+ * returns 0 or the CLI's exit code (the error printed). */
+static int run_frames(firn_world *w, const firn_scene_def *def, int quiet, int tty,
+                      run_totals *t)
+{
+    firn_error err;
     firn_frame_stats s;
     int rc = 0;
-    /* Frame k is written while frame k+1 is simulated. */
-    firn_frame_writer *fw = firn_frame_writer_start(firn_world_scene(w), def.out_dir, &err);
-    if (!fw) {
-        firn_world_destroy(w);
+    firn_frame_writer *fw = firn_frame_writer_start(firn_world_scene(w), def->out_dir, &err);
+    if (!fw)
         return firn_cli_fail(&err);
-    }
-    if (firn_world_stats(w, &s, &err) || submit_frame(fw, w, &def, &s, &err))
+    if (firn_world_stats(w, &s, &err) || submit_frame(fw, w, def, &s, &err))
         rc = firn_cli_fail(&err);
-    double t0 = firn_now();
-    long long total_substeps = 0;
-    double sim_seconds = 0.0;
-    for (int f = 0; f < def.frames && !rc; f++) {
-        if (firn_world_step_frame(w, &s, &err) || submit_frame(fw, w, &def, &s, &err)) {
+    t->t0 = firn_now();
+    for (int f = 0; f < def->frames && !rc; f++) {
+        if (firn_world_step_frame(w, &s, &err) || submit_frame(fw, w, def, &s, &err)) {
             if (tty && !quiet)
                 fputc('\n', stderr);
             rc = firn_cli_fail(&err);
             break;
         }
-        total_substeps += s.frame_substeps;
-        sim_seconds += s.wall_seconds;
+        t->substeps += s.frame_substeps;
+        t->sim_seconds += s.wall_seconds;
         if (!quiet)
-            progress(tty, &s, def.frames, firn_now() - t0);
+            progress(tty, &s, def->frames, firn_now() - t->t0);
     }
     /* The frame in flight is finished even after an error: it is an earlier,
      * good one. */
-    double busy = 0.0, waited = 0.0;
     firn_error werr = {0};
-    if (firn_frame_writer_finish(fw, &busy, &waited, &werr) && !rc) {
+    if (firn_frame_writer_finish(fw, &t->busy, &t->waited, &werr) && !rc) {
         if (tty && !quiet)
             fputc('\n', stderr);
         rc = firn_cli_fail(&werr);
     }
-    if (!rc && !quiet) {
-        if (tty)
-            fputc('\n', stderr);
-        double pss = sim_seconds > 0.0 ? (double)firn_world_particle_count(w) * total_substeps / sim_seconds : 0.0;
-        firn_profile pr = firn_world_profile(w);
+    return rc;
+}
+
+/* Time, throughput, the phases' shares and memory of a finished run. */
+static void print_summary(firn_world *w, const firn_scene_def *def, const run_totals *t)
+{
+    double pss = t->sim_seconds > 0.0
+                     ? (double)firn_world_particle_count(w) * t->substeps / t->sim_seconds
+                     : 0.0;
+    firn_profile pr = firn_world_profile(w);
+    fprintf(stderr,
+            "firn: done: %d frames, %lld substeps, %.2f s simulating, %.2f s writing frames "
+            "alongside (%.2f s waited for), %.2f s total, %.4g particle-substeps/s\n",
+            def->frames, t->substeps, t->sim_seconds, t->busy, t->waited, firn_now() - t->t0, pss);
+    if (pr.total > 0.0)
+        fprintf(stderr, "firn: phases: clear %.1f%%  p2g %.1f%%  grid %.1f%%  g2p %.1f%%\n",
+                100 * pr.clear / pr.total, 100 * pr.p2g / pr.total, 100 * pr.grid / pr.total,
+                100 * pr.g2p / pr.total);
+    firn_memory m;
+    firn_world_memory(w, &m);
+    if (m.host_grid > 0.0 && m.host_grid_resident >= 0.0)
         fprintf(stderr,
-                "firn: done: %d frames, %lld substeps, %.2f s simulating, %.2f s writing frames "
-                "alongside (%.2f s waited for), %.2f s total, %.4g particle-substeps/s\n",
-                def.frames, total_substeps, sim_seconds, busy, waited, firn_now() - t0, pss);
-        if (pr.total > 0.0)
-            fprintf(stderr, "firn: phases: clear %.1f%%  p2g %.1f%%  grid %.1f%%  g2p %.1f%%\n",
-                    100 * pr.clear / pr.total, 100 * pr.p2g / pr.total, 100 * pr.grid / pr.total,
-                    100 * pr.g2p / pr.total);
+                "firn: memory: %.1f MiB allocated; of the grid's %.1f MiB, %.1f MiB is in "
+                "memory (the blocks material has reached)\n",
+                m.host / (1 << 20), m.host_grid / (1 << 20), m.host_grid_resident / (1 << 20));
+}
+
+int firn_cli_run(int argc, char **argv)
+{
+    run_opts o;
+    int rc = parse_run_args(argc, argv, &o);
+    if (rc)
+        return rc;
+    firn_scene_def def;
+    firn_error err;
+    if (firn_scene_load_json(o.scene, &def, &err))
+        return firn_cli_fail(&err);
+    if (o.frames)
+        def.frames = o.frames;
+    if (o.every)
+        def.out_every = o.every;
+    if (o.out)
+        snprintf(def.out_dir, sizeof def.out_dir, "%s", o.out);
+    if (firn_mkdirs(def.out_dir, &err))
+        return firn_cli_fail(&err);
+
+    int gpus = firn_cuda_device_count();
+    firn_world *w = firn_world_create(&def, o.backend, &err);
+    if (!w)
+        return firn_cli_fail(&err);
+    if (!o.quiet) {
+        if (o.backend == FIRN_BACKEND_AUTO && gpus == 0)
+            fprintf(stderr, "firn: no CUDA GPU found; running on the CPU path\n");
         firn_memory m;
         firn_world_memory(w, &m);
-        if (m.host_grid > 0.0 && m.host_grid_resident >= 0.0)
-            fprintf(stderr,
-                    "firn: memory: %.1f MiB allocated; of the grid's %.1f MiB, %.1f MiB is in "
-                    "memory (the blocks material has reached)\n",
-                    m.host / (1 << 20), m.host_grid / (1 << 20),
-                    m.host_grid_resident / (1 << 20));
+        fprintf(stderr, "firn: %s: %lld particles on %s (%.1f MiB, %.0f B/particle) -> %s/\n",
+                o.scene, firn_world_particle_count(w), firn_world_device_name(w),
+                (firn_world_backend(w) == FIRN_BACKEND_CUDA ? m.device : m.host) / (1 << 20),
+                m.per_particle, def.out_dir);
+    }
+    if (clear_earlier_run(def.out_dir, o.quiet, &err)) {
+        firn_world_destroy(w);
+        return firn_cli_fail(&err);
+    }
+    int tty = isatty(STDERR_FILENO);
+    run_totals t = {0};
+    rc = run_frames(w, &def, o.quiet, tty, &t);
+    if (!rc && !o.quiet) {
+        if (tty)
+            fputc('\n', stderr);
+        print_summary(w, &def, &t);
     }
     firn_world_destroy(w);
     return rc;

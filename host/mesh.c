@@ -85,7 +85,8 @@ static int bad_obj(firn_error *err, const char *name, int line, const char *what
     return -1;
 }
 
-static int parse_obj(const char *path, float scale, obj_data *o, firn_error *err)
+/* The OBJ file at path, opened for reading; NULL with err filled. */
+static FILE *open_obj(const char *path, firn_error *err)
 {
     /* Only a regular file: the mesh is read more than once (validation, then
      * each world), and a FIFO or a device would block or never end. Opened
@@ -96,7 +97,7 @@ static int parse_obj(const char *path, float scale, obj_data *o, firn_error *err
     if (fd >= 0 && (fstat(fd, &st) || !S_ISREG(st.st_mode))) {
         close(fd);
         firn_set_error(err, FIRN_E_IO, "cannot read mesh '%s': not a regular file", path);
-        return -1;
+        return NULL;
     }
     FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
     if (!f) {
@@ -104,8 +105,108 @@ static int parse_obj(const char *path, float scale, obj_data *o, firn_error *err
         if (fd >= 0)
             close(fd);
         firn_set_error(err, FIRN_E_IO, "cannot read mesh '%s': %s", path, strerror(e));
+    }
+    return f;
+}
+
+/* A "v x y z" line (s after the 'v'): the vertex, scaled. */
+static int parse_vertex(char *s, float scale, obj_data *o, const char *path, int lineno,
+                        firn_error *err)
+{
+    char msg[160];
+    char *e = s;
+    double x[3];
+    for (int a = 0; a < 3; a++) {
+        char *next;
+        x[a] = strtod(e, &next);
+        if (next == e || !isfinite(x[a])) {
+            bad_obj(err, path, lineno, "a vertex needs 3 finite coordinates");
+            return -1;
+        }
+        e = next;
+    }
+    if (grow((void **)&o->v, &o->cap_v, 3 * (o->nv + 1), sizeof(float))) {
+        nomem(err, path);
         return -1;
     }
+    for (int a = 0; a < 3; a++) {
+        o->v[3 * o->nv + a] = (float)(x[a] * scale);
+        if (!isfinite(o->v[3 * o->nv + a])) {
+            snprintf(msg, sizeof msg, "coordinate %g times scale %g overflows float", x[a],
+                     (double)scale);
+            bad_obj(err, path, lineno, msg);
+            return -1;
+        }
+    }
+    o->nv++;
+    return 0;
+}
+
+/* An "f v1 v2 v3 ..." line (s after the 'f'): the polygon, as a fan of
+ * triangles; *poly is scratch kept between lines. */
+static int parse_face(char *s, obj_data *o, int **poly, int *cap_poly, const char *path,
+                      int lineno, firn_error *err)
+{
+    char msg[160];
+    char *e = s;
+    int count = 0;
+    for (;;) {
+        while (*e == ' ' || *e == '\t')
+            e++;
+        if (*e == '\0' || *e == '\n' || *e == '\r' || *e == '#')
+            break;
+        char *next;
+        long k = strtol(e, &next, 10);
+        if (next == e) {
+            bad_obj(err, path, lineno, "a face lists vertex numbers (v, v/vt, v//vn or v/vt/vn)");
+            return -1;
+        }
+        /* 1-based; negative counts back from the last vertex read. */
+        long idx = k > 0 ? k - 1 : (long)o->nv + k;
+        if (k == 0 || idx < 0 || idx >= INT_MAX) {
+            snprintf(msg, sizeof msg, "vertex number %ld is out of range", k);
+            bad_obj(err, path, lineno, msg);
+            return -1;
+        }
+        if (grow((void **)poly, cap_poly, count + 1, sizeof(int))) {
+            nomem(err, path);
+            return -1;
+        }
+        (*poly)[count++] = (int)idx;
+        e = next;
+        while (*e && *e != ' ' && *e != '\t' && *e != '\n' && *e != '\r')
+            e++; /* the /vt/vn part */
+    }
+    if (count < 3) {
+        bad_obj(err, path, lineno, "a face needs at least 3 vertices");
+        return -1;
+    }
+    if (grow((void **)&o->tri, &o->cap_t, 3 * (o->nt + count - 2), sizeof(int))) {
+        nomem(err, path);
+        return -1;
+    }
+    int cap_line = o->cap_t / 3;
+    void *ln = realloc(o->line, (size_t)(cap_line > 0 ? cap_line : 1) * sizeof(int));
+    if (!ln) {
+        nomem(err, path);
+        return -1;
+    }
+    o->line = ln;
+    for (int k = 1; k + 1 < count; k++) { /* fan */
+        o->tri[3 * o->nt + 0] = (*poly)[0];
+        o->tri[3 * o->nt + 1] = (*poly)[k];
+        o->tri[3 * o->nt + 2] = (*poly)[k + 1];
+        o->line[o->nt] = lineno;
+        o->nt++;
+    }
+    return 0;
+}
+
+static int parse_obj(const char *path, float scale, obj_data *o, firn_error *err)
+{
+    FILE *f = open_obj(path, err);
+    if (!f)
+        return -1;
     char buf[8193], msg[160]; /* a line of 8191 characters and its newline */
     int lineno = 0, *poly = NULL, cap_poly = 0, rc = -1;
     for (long at = ftell(f); fgets(buf, sizeof buf, f); at = ftell(f)) {
@@ -126,83 +227,11 @@ static int parse_obj(const char *path, float scale, obj_data *o, firn_error *err
         while (*s == ' ' || *s == '\t')
             s++;
         if (s[0] == 'v' && (s[1] == ' ' || s[1] == '\t')) {
-            char *e = s + 1;
-            double x[3];
-            for (int a = 0; a < 3; a++) {
-                char *next;
-                x[a] = strtod(e, &next);
-                if (next == e || !isfinite(x[a])) {
-                    bad_obj(err, path, lineno, "a vertex needs 3 finite coordinates");
-                    goto done;
-                }
-                e = next;
-            }
-            if (grow((void **)&o->v, &o->cap_v, 3 * (o->nv + 1), sizeof(float))) {
-                nomem(err, path);
+            if (parse_vertex(s + 1, scale, o, path, lineno, err))
                 goto done;
-            }
-            for (int a = 0; a < 3; a++) {
-                o->v[3 * o->nv + a] = (float)(x[a] * scale);
-                if (!isfinite(o->v[3 * o->nv + a])) {
-                    snprintf(msg, sizeof msg, "coordinate %g times scale %g overflows float", x[a],
-                             (double)scale);
-                    bad_obj(err, path, lineno, msg);
-                    goto done;
-                }
-            }
-            o->nv++;
         } else if (s[0] == 'f' && (s[1] == ' ' || s[1] == '\t')) {
-            char *e = s + 1;
-            int count = 0;
-            for (;;) {
-                while (*e == ' ' || *e == '\t')
-                    e++;
-                if (*e == '\0' || *e == '\n' || *e == '\r' || *e == '#')
-                    break;
-                char *next;
-                long k = strtol(e, &next, 10);
-                if (next == e) {
-                    bad_obj(err, path, lineno, "a face lists vertex numbers (v, v/vt, v//vn or v/vt/vn)");
-                    goto done;
-                }
-                /* 1-based; negative counts back from the last vertex read. */
-                long idx = k > 0 ? k - 1 : (long)o->nv + k;
-                if (k == 0 || idx < 0 || idx >= INT_MAX) {
-                    snprintf(msg, sizeof msg, "vertex number %ld is out of range", k);
-                    bad_obj(err, path, lineno, msg);
-                    goto done;
-                }
-                if (grow((void **)&poly, &cap_poly, count + 1, sizeof(int))) {
-                    nomem(err, path);
-                    goto done;
-                }
-                poly[count++] = (int)idx;
-                e = next;
-                while (*e && *e != ' ' && *e != '\t' && *e != '\n' && *e != '\r')
-                    e++; /* the /vt/vn part */
-            }
-            if (count < 3) {
-                bad_obj(err, path, lineno, "a face needs at least 3 vertices");
+            if (parse_face(s + 1, o, &poly, &cap_poly, path, lineno, err))
                 goto done;
-            }
-            if (grow((void **)&o->tri, &o->cap_t, 3 * (o->nt + count - 2), sizeof(int))) {
-                nomem(err, path);
-                goto done;
-            }
-            int cap_line = o->cap_t / 3;
-            void *ln = realloc(o->line, (size_t)(cap_line > 0 ? cap_line : 1) * sizeof(int));
-            if (!ln) {
-                nomem(err, path);
-                goto done;
-            }
-            o->line = ln;
-            for (int k = 1; k + 1 < count; k++) { /* fan */
-                o->tri[3 * o->nt + 0] = poly[0];
-                o->tri[3 * o->nt + 1] = poly[k];
-                o->tri[3 * o->nt + 2] = poly[k + 1];
-                o->line[o->nt] = lineno;
-                o->nt++;
-            }
         }
     }
     if (ferror(f)) {

@@ -526,25 +526,9 @@ static void put_json_string(line_buf *b, const char *s, size_t max)
     put(b, "\"");
 }
 
-int firn_append_stats_jsonl(const char *path, const firn_scene_def *def,
-                            const firn_frame_stats *s, firn_error *err)
+/* "materials":{name:count,...}: the particles of each material. */
+static void put_material_counts(line_buf *b, const firn_scene_def *def, const firn_frame_stats *s)
 {
-    line_buf lb, *b = &lb;
-    lb.len = 0;
-    lb.overflow = 0;
-    put(b, "{\"frame\":%d,\"time\":", s->frame);
-    put_num(b, s->time, 17);
-    put(b, ",\"substeps\":%lld,\"frame_substeps\":%d,\"dt\":", s->substeps, s->frame_substeps);
-    put_num(b, s->dt, 9);
-    put(b, ",\"particles\":%lld,\"kinetic_energy\":", s->particles);
-    put_num(b, s->kinetic_energy, 17);
-    const float *lo = s->bbox_lower, *hi = s->bbox_upper;
-    put_vec(b, "momentum", s->momentum, 17);
-    put_vec(b, "center_of_mass", s->center_of_mass, 17);
-    put_vec(b, "bbox_lower", (const double[3]){lo[0], lo[1], lo[2]}, 9);
-    put_vec(b, "bbox_upper", (const double[3]){hi[0], hi[1], hi[2]}, 9);
-    put(b, ",\"mass\":");
-    put_num(b, s->mass, 17);
     put(b, ",\"materials\":{");
     int nm = def->n_materials < FIRN_MAX_MATERIALS ? def->n_materials : FIRN_MAX_MATERIALS;
     for (int k = 0; k < nm; k++) {
@@ -556,6 +540,11 @@ int firn_append_stats_jsonl(const char *path, const firn_scene_def *def,
         put(b, ":%lld", s->material_count[k]);
     }
     put(b, "}");
+}
+
+/* "rigids":[{name, pose, velocities, coupling force and torque},...]. */
+static void put_rigids(line_buf *b, const firn_scene_def *def, const firn_frame_stats *s)
+{
     if (s->n_rigids > 0) {
         put(b, ",\"rigids\":[");
         int nr = s->n_rigids < FIRN_MAX_RIGIDS ? s->n_rigids : FIRN_MAX_RIGIDS;
@@ -582,16 +571,12 @@ int firn_append_stats_jsonl(const char *path, const firn_scene_def *def,
         }
         put(b, "]");
     }
-    put(b, ",\"wall_seconds\":");
-    put_num(b, s->wall_seconds, 17);
-    put(b, ",\"throughput\":");
-    put_num(b, s->throughput, 17);
-    put(b, "}\n");
-    if (b->overflow) {
-        firn_set_error(err, FIRN_E_IO, "cannot write '%s': stats line too long", path);
-        return FIRN_E_IO;
-    }
+}
 
+/* Appends the line in one write() (see within); FIRN_OK, or FIRN_E_IO with
+ * err filled. */
+static int append_line(const char *path, const line_buf *b, firn_error *err)
+{
     int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0) {
         io_error(err, path, errno, "cannot open");
@@ -626,4 +611,37 @@ int firn_append_stats_jsonl(const char *path, const firn_scene_def *def,
         return FIRN_E_IO;
     }
     return FIRN_OK;
+}
+
+int firn_append_stats_jsonl(const char *path, const firn_scene_def *def,
+                            const firn_frame_stats *s, firn_error *err)
+{
+    line_buf lb, *b = &lb;
+    lb.len = 0;
+    lb.overflow = 0;
+    put(b, "{\"frame\":%d,\"time\":", s->frame);
+    put_num(b, s->time, 17);
+    put(b, ",\"substeps\":%lld,\"frame_substeps\":%d,\"dt\":", s->substeps, s->frame_substeps);
+    put_num(b, s->dt, 9);
+    put(b, ",\"particles\":%lld,\"kinetic_energy\":", s->particles);
+    put_num(b, s->kinetic_energy, 17);
+    const float *lo = s->bbox_lower, *hi = s->bbox_upper;
+    put_vec(b, "momentum", s->momentum, 17);
+    put_vec(b, "center_of_mass", s->center_of_mass, 17);
+    put_vec(b, "bbox_lower", (const double[3]){lo[0], lo[1], lo[2]}, 9);
+    put_vec(b, "bbox_upper", (const double[3]){hi[0], hi[1], hi[2]}, 9);
+    put(b, ",\"mass\":");
+    put_num(b, s->mass, 17);
+    put_material_counts(b, def, s);
+    put_rigids(b, def, s);
+    put(b, ",\"wall_seconds\":");
+    put_num(b, s->wall_seconds, 17);
+    put(b, ",\"throughput\":");
+    put_num(b, s->throughput, 17);
+    put(b, "}\n");
+    if (b->overflow) {
+        firn_set_error(err, FIRN_E_IO, "cannot write '%s': stats line too long", path);
+        return FIRN_E_IO;
+    }
+    return append_line(path, b, err);
 }

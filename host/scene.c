@@ -419,30 +419,13 @@ static int validate_body(const ctx *c, const firn_scene_def *def, int i, double 
     return 0;
 }
 
-static int validate_rigid(const ctx *c, const firn_scene_def *def, int i)
+/* rigids[i].shape (its path sp), by shape type; a mesh file is loaded.
+ * Returns 0, or the error code (-1, or the mesh loader's). */
+static int validate_rigid_shape(const ctx *c, const firn_rigid_def *r, const char *base,
+                                const char *sp)
 {
-    const firn_rigid_def *r = &def->rigids[i];
     const firn_rigid_shape_def *s = &r->shape;
-    char base[KEYPATH_MAX], sp[KEYPATH_MAX], p[KEYPATH_MAX], q[KEYPATH_MAX];
-
-    join_index(base, "rigids", i);
-    join(sp, base, "shape");
-    if (!memchr(r->name, '\0', FIRN_NAME_MAX))
-        return fail(c, join(p, base, "name"), "not NUL-terminated");
-    if (has_control_char(r->name))
-        return fail(c, join(p, base, "name"), "has a control character");
-    for (int j = 0; j < i; j++)
-        if (r->name[0] && !strcmp(r->name, def->rigids[j].name))
-            return fail(c, join(p, base, "name"), "\"%s\": duplicate rigid name", r->name);
-    if ((int)r->motion < 0 || (int)r->motion > FIRN_RIGID_DYNAMIC)
-        return fail(c, join(p, base, "motion"), "unknown motion %d", (int)r->motion);
-    for (int k = 0; k < 3; k++)
-        if (need(c, join_index(q, join(p, sp, "center"), k), s->center[k], 1, "") ||
-            need(c, join_index(q, join(p, base, "rotation"), k), r->rotation[k], 1, "") ||
-            need(c, join_index(q, join(p, base, "velocity"), k), r->velocity[k], 1, "") ||
-            need(c, join_index(q, join(p, base, "angular_velocity"), k), r->angular_velocity[k], 1,
-                 ""))
-            return -1;
+    char p[KEYPATH_MAX], q[KEYPATH_MAX];
     switch (s->type) {
     case FIRN_RSHAPE_PLANE: {
         double n2 = 0.0;
@@ -499,6 +482,13 @@ static int validate_rigid(const ctx *c, const firn_scene_def *def, int i)
     default:
         return fail(c, join(p, sp, "type"), "unknown rigid shape type %d", (int)s->type);
     }
+    return 0;
+}
+
+/* A kinematic body's keyframes: times increasing, poses finite. */
+static int validate_rigid_keyframes(const ctx *c, const firn_rigid_def *r, const char *base)
+{
+    char p[KEYPATH_MAX], q[KEYPATH_MAX];
     if (r->n_keyframes < 0 || r->n_keyframes > FIRN_MAX_KEYFRAMES)
         return fail(c, join(p, base, "keyframes"), "%d keyframes; at most %d are allowed",
                     r->n_keyframes, FIRN_MAX_KEYFRAMES);
@@ -531,6 +521,15 @@ static int validate_rigid(const ctx *c, const firn_scene_def *def, int i)
             }
         }
     }
+    return 0;
+}
+
+/* Density and mass (positive for a dynamic body), a static body at rest,
+ * friction, softness and restitution. */
+static int validate_rigid_mass_motion(const ctx *c, const firn_rigid_def *r, const char *base)
+{
+    const firn_rigid_shape_def *s = &r->shape;
+    char p[KEYPATH_MAX];
     if (r->motion == FIRN_RIGID_DYNAMIC) {
         if (need(c, join(p, base, "density"), r->density, r->density > 0,
                  "must be > 0: a dynamic body needs a positive mass"))
@@ -558,6 +557,38 @@ static int validate_rigid(const ctx *c, const firn_scene_def *def, int i)
         need(c, join(p, base, "softness"), r->softness, r->softness >= 0, "must be >= 0") ||
         need(c, join(p, base, "restitution"), r->restitution,
              r->restitution >= 0 && r->restitution <= 1, "must be in [0, 1]"))
+        return -1;
+    return 0;
+}
+
+static int validate_rigid(const ctx *c, const firn_scene_def *def, int i)
+{
+    const firn_rigid_def *r = &def->rigids[i];
+    const firn_rigid_shape_def *s = &r->shape;
+    char base[KEYPATH_MAX], sp[KEYPATH_MAX], p[KEYPATH_MAX], q[KEYPATH_MAX];
+
+    join_index(base, "rigids", i);
+    join(sp, base, "shape");
+    if (!memchr(r->name, '\0', FIRN_NAME_MAX))
+        return fail(c, join(p, base, "name"), "not NUL-terminated");
+    if (has_control_char(r->name))
+        return fail(c, join(p, base, "name"), "has a control character");
+    for (int j = 0; j < i; j++)
+        if (r->name[0] && !strcmp(r->name, def->rigids[j].name))
+            return fail(c, join(p, base, "name"), "\"%s\": duplicate rigid name", r->name);
+    if ((int)r->motion < 0 || (int)r->motion > FIRN_RIGID_DYNAMIC)
+        return fail(c, join(p, base, "motion"), "unknown motion %d", (int)r->motion);
+    for (int k = 0; k < 3; k++)
+        if (need(c, join_index(q, join(p, sp, "center"), k), s->center[k], 1, "") ||
+            need(c, join_index(q, join(p, base, "rotation"), k), r->rotation[k], 1, "") ||
+            need(c, join_index(q, join(p, base, "velocity"), k), r->velocity[k], 1, "") ||
+            need(c, join_index(q, join(p, base, "angular_velocity"), k), r->angular_velocity[k], 1,
+                 ""))
+            return -1;
+    int e = validate_rigid_shape(c, r, base, sp);
+    if (e)
+        return e;
+    if (validate_rigid_keyframes(c, r, base) || validate_rigid_mass_motion(c, r, base))
         return -1;
     return 0;
 }

@@ -136,33 +136,13 @@ static int copy_particles(const firn_particles *dst, const firn_particles *src,
     return 0;
 }
 
-static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
+/* Checks that the device state (want bytes) fits in the free device memory
+ * before anything is allocated, with the kernels' stack and the driver's
+ * allocation rounding. 0, or FIRN_CUDA_FAILED with err filled. */
+static int check_device_memory(const firn_world *w, const firn_cuda_state *s,
+                               const cudaDeviceProp &prop, size_t want, firn_error *err)
 {
     const int n = w->p.n;
-    int dev = 0;
-    cudaDeviceProp prop;
-    FIRN_CUDA_CHECK(cudaGetDevice(&dev), err);
-    FIRN_CUDA_CHECK(cudaGetDeviceProperties(&prop, dev), err);
-    snprintf(w->device_name, sizeof w->device_name, "%.200s (CUDA device %d, sm_%d%d)", prop.name, dev,
-             prop.major, prop.minor);
-
-    for (int a = 0; a < 3; a++)
-        s->grid.n[a] = w->params.n[a];
-    s->grid.nodes = (long long)s->grid.n[0] * s->grid.n[1] * s->grid.n[2];
-    s->p.n = n;
-
-    /* Everything is allocated here, once; check it fits before asking.
-     * firn_device_bytes (host/world.c) sizes the same arrays for
-     * firn_world_memory. */
-    const size_t p_bytes = firn_particle_layout(n, w->p.cpic_slots, NULL, NULL);
-    const size_t g_bytes = 4 * (size_t)s->grid.nodes * sizeof(float);
-    const size_t m_bytes = FIRN_MAX_MATERIALS * sizeof(firn_material);
-    size_t temp_bytes = 0;
-    if (n > 0)
-        FIRN_CUDA_CHECK(reduce_launch(s, NULL, temp_bytes), err);
-    const size_t r_bytes = (size_t)w->n_rigids * sizeof(firn_rigid);
-    const size_t a_bytes = (size_t)w->n_rigids * FIRN_RIGID_ACC * sizeof(double);
-    const size_t want = firn_device_bytes(w) + firn_align256(temp_bytes);
     /* The driver reserves local memory (stack) for every thread the GPU can
      * hold: cudaLimitStackSize per thread with the context, already out of
      * the free figure, and more at the first launch of a kernel that uses
@@ -200,7 +180,85 @@ static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
                        (double)total_b / (1 << 20));
         return FIRN_CUDA_FAILED;
     }
+    return 0;
+}
 
+/* The rigid bodies and their pending coupling force on the device, each
+ * mesh SDF grid copied once, however many bodies share it. */
+static int upload_rigids(firn_world *w, firn_cuda_state *s, size_t r_bytes, size_t a_bytes,
+                         firn_error *err)
+{
+    FIRN_CUDA_CHECK(cudaMalloc(&s->rigids, r_bytes), err);
+    FIRN_CUDA_CHECK(cudaMalloc(&s->rigid_acc, a_bytes), err);
+    /* The device's bodies point at device copies of the mesh grids. */
+    firn_rigid *staged = (firn_rigid *)malloc(r_bytes);
+    if (!staged) {
+        firn_set_error(err, FIRN_E_NOMEM, "out of host memory");
+        return FIRN_CUDA_FAILED;
+    }
+    memcpy(staged, w->rigids, r_bytes);
+    for (int k = 0; k < s->n_rigids; k++) {
+        firn_sdf_shape *sh = &staged[k].shape;
+        if (sh->type != FIRN_SDF_MESH || !sh->grid)
+            continue;
+        s->rigid_grid_host[k] = sh->grid;
+        int j = 0;
+        while (j < k && s->rigid_grid_host[j] != sh->grid)
+            j++;
+        if (j == k) {
+            const size_t bytes = 4 * (size_t)sh->n[0] * sh->n[1] * sh->n[2] * sizeof(float);
+            cudaError_t e = cudaMalloc(&s->mesh_grid[k], bytes);
+            /* On the world's stream: the legacy stream does not order
+             * with a non-blocking one. The host grid outlives the copy. */
+            if (e == cudaSuccess)
+                e = cudaMemcpyAsync(s->mesh_grid[k], sh->grid, bytes, cudaMemcpyHostToDevice,
+                                    s->stream);
+            if (e != cudaSuccess)
+                free(staged);
+            FIRN_CUDA_CHECK(e, err);
+        }
+        sh->grid = s->mesh_grid[j];
+    }
+    cudaError_t e = cudaMemcpyAsync(s->rigids, staged, r_bytes, cudaMemcpyHostToDevice, s->stream);
+    if (e == cudaSuccess)
+        e = cudaStreamSynchronize(s->stream); /* before staged is freed */
+    free(staged);
+    FIRN_CUDA_CHECK(e, err);
+    FIRN_CUDA_CHECK(cudaMemcpyAsync(s->rigid_acc, w->rigid_acc, a_bytes,
+                                    cudaMemcpyHostToDevice, s->stream),
+                    err);
+    return 0;
+}
+
+static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
+{
+    const int n = w->p.n;
+    int dev = 0;
+    cudaDeviceProp prop;
+    FIRN_CUDA_CHECK(cudaGetDevice(&dev), err);
+    FIRN_CUDA_CHECK(cudaGetDeviceProperties(&prop, dev), err);
+    snprintf(w->device_name, sizeof w->device_name, "%.200s (CUDA device %d, sm_%d%d)", prop.name, dev,
+             prop.major, prop.minor);
+
+    for (int a = 0; a < 3; a++)
+        s->grid.n[a] = w->params.n[a];
+    s->grid.nodes = (long long)s->grid.n[0] * s->grid.n[1] * s->grid.n[2];
+    s->p.n = n;
+
+    /* Everything is allocated here, once; check it fits before asking.
+     * firn_device_bytes (host/world.c) sizes the same arrays for
+     * firn_world_memory. */
+    const size_t p_bytes = firn_particle_layout(n, w->p.cpic_slots, NULL, NULL);
+    const size_t g_bytes = 4 * (size_t)s->grid.nodes * sizeof(float);
+    const size_t m_bytes = FIRN_MAX_MATERIALS * sizeof(firn_material);
+    size_t temp_bytes = 0;
+    if (n > 0)
+        FIRN_CUDA_CHECK(reduce_launch(s, NULL, temp_bytes), err);
+    const size_t r_bytes = (size_t)w->n_rigids * sizeof(firn_rigid);
+    const size_t a_bytes = (size_t)w->n_rigids * FIRN_RIGID_ACC * sizeof(double);
+    const size_t want = firn_device_bytes(w) + firn_align256(temp_bytes);
+    if (check_device_memory(w, s, prop, want, err))
+        return FIRN_CUDA_FAILED;
     FIRN_CUDA_CHECK(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking), err);
     for (int k = 0; k < EV_COUNT; k++)
         FIRN_CUDA_CHECK(cudaEventCreate(&s->ev[k]), err);
@@ -217,48 +275,8 @@ static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
     s->n_rigids = w->n_rigids;
     s->rigid_mpm = w->coupler.rigid_mpm;
     s->cpic = w->coupler.cpic && s->p.cpic_slots > 0;
-    if (s->n_rigids > 0) {
-        FIRN_CUDA_CHECK(cudaMalloc(&s->rigids, r_bytes), err);
-        FIRN_CUDA_CHECK(cudaMalloc(&s->rigid_acc, a_bytes), err);
-        /* The device's bodies point at device copies of the mesh grids. */
-        firn_rigid *staged = (firn_rigid *)malloc(r_bytes);
-        if (!staged) {
-            firn_set_error(err, FIRN_E_NOMEM, "out of host memory");
-            return FIRN_CUDA_FAILED;
-        }
-        memcpy(staged, w->rigids, r_bytes);
-        for (int k = 0; k < s->n_rigids; k++) {
-            firn_sdf_shape *sh = &staged[k].shape;
-            if (sh->type != FIRN_SDF_MESH || !sh->grid)
-                continue;
-            s->rigid_grid_host[k] = sh->grid;
-            int j = 0;
-            while (j < k && s->rigid_grid_host[j] != sh->grid)
-                j++;
-            if (j == k) {
-                const size_t bytes = 4 * (size_t)sh->n[0] * sh->n[1] * sh->n[2] * sizeof(float);
-                cudaError_t e = cudaMalloc(&s->mesh_grid[k], bytes);
-                /* On the world's stream: the legacy stream does not order
-                 * with a non-blocking one. The host grid outlives the copy. */
-                if (e == cudaSuccess)
-                    e = cudaMemcpyAsync(s->mesh_grid[k], sh->grid, bytes, cudaMemcpyHostToDevice,
-                                        s->stream);
-                if (e != cudaSuccess)
-                    free(staged);
-                FIRN_CUDA_CHECK(e, err);
-            }
-            sh->grid = s->mesh_grid[j];
-        }
-        cudaError_t e = cudaMemcpyAsync(s->rigids, staged, r_bytes, cudaMemcpyHostToDevice, s->stream);
-        if (e == cudaSuccess)
-            e = cudaStreamSynchronize(s->stream); /* before staged is freed */
-        free(staged);
-        FIRN_CUDA_CHECK(e, err);
-        FIRN_CUDA_CHECK(cudaMemcpyAsync(s->rigid_acc, w->rigid_acc, a_bytes,
-                                        cudaMemcpyHostToDevice, s->stream),
-                        err);
-    }
-
+    if (s->n_rigids > 0 && upload_rigids(w, s, r_bytes, a_bytes, err))
+        return FIRN_CUDA_FAILED;
     static const unsigned long long none = FIRN_CUDA_BAD_NONE;
     if (copy_particles(&s->p, &w->p, cudaMemcpyHostToDevice, s->stream, FIRN_STALE_ALL, err))
         return FIRN_CUDA_FAILED;
@@ -272,7 +290,7 @@ static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
     return 0;
 }
 
-/* ---- launchers (extern "C", declared in host/world.h) --------------------- */
+/* ---- launchers (extern "C", declared in host/cuda_backend.h) ---------- */
 
 extern "C" size_t firn_cuda_state_bytes(const firn_world *w)
 {
