@@ -11,7 +11,7 @@
 
 struct firn_frame_writer {
     pthread_t thread;
-    pthread_mutex_t mu;
+    pthread_mutex_t lock;
     pthread_cond_t cv;
     int pending; /* a frame is handed over and not yet written */
     int quit;
@@ -53,19 +53,19 @@ static int write_one(struct firn_frame_writer *fw, firn_error *err)
 static void *worker(void *arg)
 {
     struct firn_frame_writer *fw = arg;
-    pthread_mutex_lock(&fw->mu);
+    pthread_mutex_lock(&fw->lock);
     for (;;) {
         while (!fw->pending && !fw->quit)
-            pthread_cond_wait(&fw->cv, &fw->mu);
+            pthread_cond_wait(&fw->cv, &fw->lock);
         if (!fw->pending)
             break; /* quit with nothing left */
-        pthread_mutex_unlock(&fw->mu);
+        pthread_mutex_unlock(&fw->lock);
         /* The caller does not touch the frame while it is pending. */
         firn_error err = {0};
         double t0 = firn_now();
         int rc = write_one(fw, &err);
         double dt = firn_now() - t0;
-        pthread_mutex_lock(&fw->mu);
+        pthread_mutex_lock(&fw->lock);
         fw->busy += dt;
         if (rc) {
             fw->failed = 1;
@@ -74,7 +74,7 @@ static void *worker(void *arg)
         fw->pending = 0;
         pthread_cond_broadcast(&fw->cv);
     }
-    pthread_mutex_unlock(&fw->mu);
+    pthread_mutex_unlock(&fw->lock);
     return NULL;
 }
 
@@ -96,12 +96,12 @@ firn_frame_writer *firn_frame_writer_start(const firn_scene_def *def, const char
     }
     fw->def = def;
     snprintf(fw->out, sizeof fw->out, "%s", out);
-    pthread_mutex_init(&fw->mu, NULL);
+    pthread_mutex_init(&fw->lock, NULL);
     pthread_cond_init(&fw->cv, NULL);
     int e = pthread_create(&fw->thread, NULL, worker, fw);
     if (e) {
         pthread_cond_destroy(&fw->cv);
-        pthread_mutex_destroy(&fw->mu);
+        pthread_mutex_destroy(&fw->lock);
         free(fw);
         firn_set_error(err, FIRN_E_NOMEM, "cannot start the frame writer thread: %s", strerror(e));
         return NULL;
@@ -113,15 +113,15 @@ firn_frame_writer *firn_frame_writer_start(const firn_scene_def *def, const char
 static int wait_idle(struct firn_frame_writer *fw, firn_error *err)
 {
     double t0 = firn_now();
-    pthread_mutex_lock(&fw->mu);
+    pthread_mutex_lock(&fw->lock);
     while (fw->pending)
-        pthread_cond_wait(&fw->cv, &fw->mu);
+        pthread_cond_wait(&fw->cv, &fw->lock);
     int failed = fw->failed;
     if (failed) {
         *err = fw->err;
         fw->failed = 0;
     }
-    pthread_mutex_unlock(&fw->mu);
+    pthread_mutex_unlock(&fw->lock);
     fw->waited += firn_now() - t0;
     return failed ? -1 : 0;
 }
@@ -165,27 +165,27 @@ int firn_frame_writer_submit(firn_frame_writer *fw, const firn_particles_view *v
         fw->view.damage = fw->damage;
         fw->view.mat = fw->mat;
     }
-    pthread_mutex_lock(&fw->mu);
+    pthread_mutex_lock(&fw->lock);
     fw->pending = 1;
     pthread_cond_broadcast(&fw->cv);
-    pthread_mutex_unlock(&fw->mu);
+    pthread_mutex_unlock(&fw->lock);
     return 0;
 }
 
 int firn_frame_writer_finish(firn_frame_writer *fw, double *busy, double *waited, firn_error *err)
 {
     int rc = wait_idle(fw, err);
-    pthread_mutex_lock(&fw->mu);
+    pthread_mutex_lock(&fw->lock);
     fw->quit = 1;
     pthread_cond_broadcast(&fw->cv);
-    pthread_mutex_unlock(&fw->mu);
+    pthread_mutex_unlock(&fw->lock);
     pthread_join(fw->thread, NULL);
     if (busy)
         *busy = fw->busy;
     if (waited)
         *waited = fw->waited;
     pthread_cond_destroy(&fw->cv);
-    pthread_mutex_destroy(&fw->mu);
+    pthread_mutex_destroy(&fw->lock);
     free_copy(fw);
     free(fw);
     return rc;

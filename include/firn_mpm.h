@@ -16,7 +16,9 @@ typedef struct {
     float *v;      /* 3n velocities [m/s] */
     float *C;      /* 9n APIC affine matrix [1/s] */
     float *F;      /* 9n deformation gradient */
-    float *Jp;     /* n plastic state */
+    float *Jp;     /* n plastic state, by model: snow, the plastic volume ratio J_P
+                      (1 at rest); sand, the log volume correction of the return
+                      map (0 at rest, docs/PHYSICS.md s3.6); others leave it at 1 */
     float *damage; /* n damage [0,1] */
     float *vol;    /* n initial volume [m^3] */
     uint8_t *mat;  /* n material index */
@@ -262,7 +264,9 @@ static inline FIRN_HD int firn_grid_velocity(long long node, const firn_params *
     return 1;
 }
 
-/* One wall on axis a with inward normal sign sgn (+1 on a lower face). */
+/* One wall on axis a with inward normal sign sgn (+1 on a lower face); mu
+ * is the wall's Coulomb friction coefficient (P->wall_friction), not the
+ * shear modulus firn_material.mu. */
 static inline FIRN_HD firn_vec3 firn_wall_apply(firn_vec3 v, int a, float sgn, int type, float mu)
 {
     if (type == FIRN_W_STICKY)
