@@ -37,6 +37,7 @@
 
 #include "cpu_simd.h"
 #include "error.h"
+#include "firn_cpic.h"
 #include "sample.h"
 #include "solver_cpu.h"
 #include "svd_batch.h"

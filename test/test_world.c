@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "firn_cpic.h"
+#include "inspect.h"
 #include "solver_cpu.h"
 #include "world.h"
 
@@ -1078,4 +1079,55 @@ Test(grid, clearing_only_the_written_blocks_leaves_the_full_clears_grid)
     cr_assert(!memcmp(a->p.x, b->p.x, 12 * (size_t)a->p.n), "positions differ");
     firn_world_destroy(a);
     firn_world_destroy(b);
+}
+
+static void scale_velocity(firn_particles *p, void *ctx)
+{
+    const float k = *(const float *)ctx;
+    for (long long i = 0; i < 3LL * p->n; i++)
+        p->v[i] *= k;
+}
+
+/* The inspection API (host/inspect.h) reports the world's own grid and
+ * edits the state a world then steps from, in the scene's order, only
+ * before the first substep. */
+Test(inspect, grid_and_particle_edit_are_the_worlds_own)
+{
+    firn_scene_def def;
+    small_scene(&def, FIRN_MODEL_ELASTIC, box(0.5f, 0.5f, 0.5f, 0.2f), 0.05f);
+    def.bodies[0].velocity[0] = 1.0f;
+    firn_world *w = make_world(&def);
+    int n[3];
+    firn_inspect_grid_size(w, n);
+    for (int a = 0; a < 3; a++)
+        cr_assert_eq(n[a], w->params.n[a]);
+    cr_assert_eq(firn_inspect_grid_nodes(w), w->grid.nodes);
+    cr_assert_eq(firn_inspect_inv_dx(w), w->params.inv_dx);
+    float k = 2.0f;
+    firn_error err;
+    cr_assert_eq(firn_inspect_edit_particles(w, scale_velocity, &k, &err), 0, "%s", err.msg);
+    for (int i = 0; i < w->p.n; i++)
+        cr_assert_eq(w->p.v[i], 2.0f, "particle %d: vx %g", i, w->p.v[i]);
+    cr_assert_eq(firn_world_substep(w, 1e-4f, &err), 0, "%s", err.msg);
+    /* The grid after that substep: total mass and x momentum of the moving
+     * body (grid velocity times mass, after the update). */
+    const long long nodes = firn_inspect_grid_nodes(w);
+    float *mass = malloc((size_t)nodes * sizeof(float)), *vel = malloc(3 * (size_t)nodes * sizeof(float));
+    cr_assert(mass && vel);
+    cr_assert_eq(firn_inspect_grid(w, mass, vel, &err), 0, "%s", err.msg);
+    double M = 0.0, Px = 0.0, Mp = 0.0;
+    for (long long i = 0; i < nodes; i++) {
+        M += mass[i];
+        Px += (double)mass[i] * vel[i];
+    }
+    for (int i = 0; i < w->p.n; i++)
+        Mp += particle_mass(w, i);
+    cr_assert_float_eq(M, Mp, 1e-5 * Mp, "grid mass %g, particles %g", M, Mp);
+    cr_assert_float_eq(Px, 2.0 * Mp, 1e-4 * Mp, "grid x momentum %g, edited particles %g", Px,
+                       2.0 * Mp);
+    free(mass);
+    free(vel);
+    cr_assert_neq(firn_inspect_edit_particles(w, scale_velocity, &k, &err), 0);
+    cr_assert_eq(err.code, FIRN_E_USAGE);
+    firn_world_destroy(w);
 }
