@@ -17,7 +17,7 @@
 #include <cJSON.h>
 
 #include "bench.h"
-#include "world.h"
+#include "inspect.h"
 #include "test_util.h"
 
 /* ---------------------------------------------------------------- arithmetic */
@@ -127,8 +127,7 @@ static built build(firn_bench_scene s, firn_bench_layout l, long long want)
                  firn_bench_scene_name(s), l ? "sparse" : "dense", want, err.msg);
     firn_world *w = firn_world_create(&def, FIRN_BACKEND_CPU, &err);
     cr_assert(w, "%s %s %lld: %s", firn_bench_scene_name(s), l ? "sparse" : "dense", want, err.msg);
-    built b = {firn_world_particle_count(w),
-               (long long)w->params.n[0] * w->params.n[1] * w->params.n[2]};
+    built b = {firn_world_particle_count(w), firn_inspect_grid_nodes(w)};
     firn_world_destroy(w);
     return b;
 }
