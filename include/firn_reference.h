@@ -75,13 +75,26 @@ static inline void firn_ref_corotated_stress(const float F[9], float mu, float l
         }
 }
 
+/* Node (a, b, c) of a particle's 3 x 3 x 3 stencil: its index, its weight
+ * and dpos = node - x [m]. */
+static inline long long firn_ref_node(const firn_ref_grid *g, const int base[3], const float fx[3],
+                                      const float w[3][3], int a, int b, int c, float *weight,
+                                      float dpos[3])
+{
+    dpos[0] = ((float)a - fx[0]) * g->dx;
+    dpos[1] = ((float)b - fx[1]) * g->dx;
+    dpos[2] = ((float)c - fx[2]) * g->dx;
+    *weight = w[a][0] * w[b][1] * w[c][2];
+    return ((long long)(base[0] + a) * g->n[1] + base[1] + b) * g->n[2] + base[2] + c;
+}
+
 /* P2G for an elastic body. The grid must be zeroed first. F is advanced
  * here, from the C of the last G2P, as firn does (mls-mpm88 does it at the
  * end of G2P: the same sequence). */
 static inline void firn_ref_p2g(firn_ref_particles p, float mu, float lambda, float dt,
                                 firn_ref_grid g)
 {
-    const float dx = g.dx, inv_dx = 1.0f / g.dx;
+    const float inv_dx = 1.0f / g.dx;
     for (int i = 0; i < p.n; i++) {
         int base[3];
         float fx[3], w[3][3];
@@ -110,11 +123,8 @@ static inline void firn_ref_p2g(firn_ref_particles p, float mu, float lambda, fl
         for (int a = 0; a < 3; a++)
             for (int b = 0; b < 3; b++)
                 for (int c = 0; c < 3; c++) {
-                    const float dpos[3] = {((float)a - fx[0]) * dx, ((float)b - fx[1]) * dx,
-                                           ((float)c - fx[2]) * dx};
-                    const float weight = w[a][0] * w[b][1] * w[c][2];
-                    const long long node =
-                        ((long long)(base[0] + a) * g.n[1] + base[1] + b) * g.n[2] + base[2] + c;
+                    float weight, dpos[3];
+                    const long long node = firn_ref_node(&g, base, fx, w, a, b, c, &weight, dpos);
                     for (int d = 0; d < 3; d++)
                         g.mv[node][d] +=
                             weight * (p.mass[i] * p.v[i][d] + affine[3 * d] * dpos[0] +
@@ -139,11 +149,8 @@ static inline void firn_ref_g2p(firn_ref_particles p, float dt, firn_ref_grid g)
         for (int a = 0; a < 3; a++)
             for (int b = 0; b < 3; b++)
                 for (int c = 0; c < 3; c++) {
-                    const float dpos[3] = {((float)a - fx[0]) * dx, ((float)b - fx[1]) * dx,
-                                           ((float)c - fx[2]) * dx};
-                    const float weight = w[a][0] * w[b][1] * w[c][2];
-                    const long long node =
-                        ((long long)(base[0] + a) * g.n[1] + base[1] + b) * g.n[2] + base[2] + c;
+                    float weight, dpos[3];
+                    const long long node = firn_ref_node(&g, base, fx, w, a, b, c, &weight, dpos);
                     const float *gv = g.mv[node];
                     for (int r = 0; r < 3; r++) {
                         v[r] += weight * gv[r];
