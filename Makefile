@@ -58,7 +58,7 @@ LDLIBS     += -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/targets/x86_64-linux/lib -lcud
 BUILD_KIND  = CPU + CUDA ($(NVCC))
 else ifeq ($(CUDA),emu)
 override CFLAGS += -DFIRN_WITH_CUDA -DFIRN_EMU_BUILD
-EMU_CXXFLAGS = -std=c++17 -x c++ -O2 -g $(EMU_SAN) -fopenmp -Wall -Wextra -DFIRN_WITH_CUDA \
+EMU_CXXFLAGS = -std=c++17 -x c++ -O2 -g $(EMU_SAN) -Wall -Wextra -DFIRN_WITH_CUDA \
                -DFIRN_EMU -Itest/emu -Iinclude -Ihost
 CU_SRC      = $(wildcard kernels/*.cu)
 CU_OBJ      = $(CU_SRC:%.cu=$(BUILD)/%.o) $(BUILD)/test/emu/runtime.o

@@ -26,6 +26,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -223,7 +224,7 @@ struct job {
 } // namespace firn_emu
 
 struct firn_emu_stream {
-    bool nonblocking = false, live = true;
+    bool nonblocking = false;
     std::deque<firn_emu::job *> queue;
 };
 struct firn_emu_event {
@@ -236,9 +237,11 @@ namespace firn_emu {
 
 static std::recursive_mutex g_api; /* one runtime call at a time */
 static firn_emu_stream g_legacy;   /* stream 0 */
-/* Every stream and event ever created, destroyed ones marked so, so that a
- * use after destruction is named; never destroyed (reachable at exit). */
+/* The live streams, which flushes and the ordering check walk, and the
+ * destroyed ones, kept so that a later use is named; with the events, never
+ * destroyed (reachable at exit). */
 static std::vector<firn_emu_stream *> &g_streams = *new std::vector<firn_emu_stream *>{&g_legacy};
+static std::vector<firn_emu_stream *> &g_dead_streams = *new std::vector<firn_emu_stream *>;
 static std::vector<firn_emu_event *> &g_events = *new std::vector<firn_emu_event *>;
 
 static firn_emu_stream *stream_of(cudaStream_t s, const char *call)
@@ -246,11 +249,11 @@ static firn_emu_stream *stream_of(cudaStream_t s, const char *call)
     if (!s)
         return &g_legacy;
     for (firn_emu_stream *t : g_streams)
-        if (t == s) {
-            if (!t->live)
-                fatal("%s on a destroyed stream %p", call, (void *)s);
+        if (t == s)
             return t;
-        }
+    for (firn_emu_stream *t : g_dead_streams)
+        if (t == s)
+            fatal("%s on a destroyed stream %p", call, (void *)s);
     fatal("%s on %p, which is not a stream of this process (cudaStreamCreate)", call, (void *)s);
 }
 
@@ -275,7 +278,7 @@ static void describe_alloc(uintptr_t start, char *buf, size_t n)
 static void check_ordered(const job *j, const firn_emu_stream *s)
 {
     for (const firn_emu_stream *t : g_streams) {
-        if (t == s || !t->live)
+        if (t == s)
             continue;
         for (const job *o : t->queue)
             for (uintptr_t a : j->allocs)
@@ -316,7 +319,7 @@ static void flush(firn_emu_stream *s)
 {
     if (s == &g_legacy) {
         for (firn_emu_stream *t : g_streams)
-            if (t != &g_legacy && t->live && !t->nonblocking)
+            if (t != &g_legacy && !t->nonblocking)
                 run_queue(t);
     } else if (!s->nonblocking) {
         run_queue(&g_legacy);
@@ -327,8 +330,7 @@ static void flush(firn_emu_stream *s)
 static void flush_all()
 {
     for (firn_emu_stream *t : g_streams)
-        if (t->live)
-            run_queue(t);
+        run_queue(t);
 }
 
 static void enqueue(job *j, firn_emu_stream *s) { s->queue.push_back(j); }
@@ -1224,7 +1226,8 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream)
     if (s == &g_legacy)
         return ret(cudaErrorInvalidResourceHandle);
     flush(s); /* queued work still completes on a GPU */
-    s->live = false; /* kept, so that a later use is named */
+    g_streams.erase(std::find(g_streams.begin(), g_streams.end(), s));
+    g_dead_streams.push_back(s);
     return ret(cudaSuccess);
 }
 
