@@ -66,8 +66,9 @@ int main(int argc, char **argv)
         free(scratch);
         const float dt = firn_world_cfl_dt(w);
         if (k == 0)
-            printf("%s refined %sx: %d particles, grid %d x %d x %d, dt %g s, %d threads\n", argv[1],
-                   argv[2], n, w->grid.n[0], w->grid.n[1], w->grid.n[2], dt, omp_get_max_threads());
+            printf("%s refined %sx: %d particles, grid %d x %d x %d, dt %g s, %d threads\n",
+                   argv[1], argv[2], n, w->grid.n[0], w->grid.n[1], w->grid.n[2], dt,
+                   omp_get_max_threads());
         w->bins.reorder_run = k % 2 ? FIRN_REORDER_RUN : 0;
         double ms = ms_per_substep(w, T, dt);
         printf("shuffled, %-10s %8.1f ms/substep over %d substeps (%lld reorders)\n",

@@ -135,10 +135,17 @@ int firn_bench_parse_counts(const char *s, long long *out, int max)
         if (end == s || v <= 0.0 || n == max)
             return -1;
         switch (tolower((unsigned char)*end)) {
-        case 'k': v *= 1e3, end++; break;
-        case 'm': v *= 1e6, end++; break;
-        case 'g': v *= 1e9, end++; break;
-        default: break;
+        case 'k':
+            v *= 1e3, end++;
+            break;
+        case 'm':
+            v *= 1e6, end++;
+            break;
+        case 'g':
+            v *= 1e9, end++;
+            break;
+        default:
+            break;
         }
         /* Also refuses NaN and infinity, before the conversion. */
         if ((*end != ',' && *end != '\0') || !(v <= 1e15))

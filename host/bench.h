@@ -15,7 +15,12 @@ extern "C" {
  * floats) read once and written once. */
 #define FIRN_BENCH_STATE_BYTES (2.0 * 25.0 * 4.0)
 
-typedef enum { FIRN_BENCH_SAND = 0, FIRN_BENCH_SNOW, FIRN_BENCH_DAM, FIRN_BENCH_SCENES } firn_bench_scene;
+typedef enum {
+    FIRN_BENCH_SAND = 0,
+    FIRN_BENCH_SNOW,
+    FIRN_BENCH_DAM,
+    FIRN_BENCH_SCENES
+} firn_bench_scene;
 typedef enum { FIRN_BENCH_DENSE = 0, FIRN_BENCH_SPARSE } firn_bench_layout;
 
 const char *firn_bench_scene_name(firn_bench_scene s);

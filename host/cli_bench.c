@@ -17,9 +17,9 @@
 #include "inspect.h"
 #include "output.h"
 
-#define MAX_COUNTS 16
+#define MAX_COUNTS       16
 #define MAX_THREADS_LIST 8
-#define MAX_THREADS 4096
+#define MAX_THREADS      4096
 
 static const char *bench_usage =
     "usage: firn bench [--backend cpu|cuda|both] [--particles LIST] [--scenes LIST]\n"
@@ -119,8 +119,9 @@ static void write_json(FILE *f, const bench_result *r, int nr, double cpu_bw, do
     strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
     if (firn_cuda_device_count() > 0)
         firn_cuda_device_describe(0, dev, sizeof dev);
-    fprintf(f, "{\n  \"schema\": \"firn-bench-1\",\n  \"firn_version\": \"%s\",\n  \"date\": \"%s\",\n",
-            FIRN_VERSION, date);
+    fprintf(
+        f, "{\n  \"schema\": \"firn-bench-1\",\n  \"firn_version\": \"%s\",\n  \"date\": \"%s\",\n",
+        FIRN_VERSION, date);
     fprintf(f, "  \"commit\": \"%s\",\n", getenv("FIRN_COMMIT") ? getenv("FIRN_COMMIT") : "");
     for (char *c = dev; *c; c++) /* keep the JSON string valid */
         if (*c == '"' || *c == '\\' || (unsigned char)*c < 0x20)
@@ -133,12 +134,13 @@ static void write_json(FILE *f, const bench_result *r, int nr, double cpu_bw, do
     for (int k = 0; k < nr; k++) {
         const bench_result *x = &r[k];
         fprintf(f,
-                "    {\"scene\": \"%s\", \"layout\": \"%s\", \"backend\": \"%s\", \"threads\": %d, \"particles\": %lld, "
+                "    {\"scene\": \"%s\", \"layout\": \"%s\", \"backend\": \"%s\", \"threads\": %d, "
+                "\"particles\": %lld, "
                 "\"grid\": [%d, %d, %d], \"nodes\": %lld, \"dt\": %.6g, \"substeps\": %d, "
                 "\"repeats\": %d, \"warmup_substeps\": %d, \"seconds\": [",
                 firn_bench_scene_name(x->scene), x->layout ? "sparse" : "dense",
-                backend_name(x->backend), x->threads, x->particles, x->n[0], x->n[1], x->n[2], x->nodes, x->dt,
-                x->substeps, x->repeats, x->warmup);
+                backend_name(x->backend), x->threads, x->particles, x->n[0], x->n[1], x->n[2],
+                x->nodes, x->dt, x->substeps, x->repeats, x->warmup);
         for (int i = 0; i < x->repeats; i++)
             fprintf(f, "%s%.6g", i ? ", " : "", x->seconds[i]);
         fprintf(f,
@@ -147,8 +149,8 @@ static void write_json(FILE *f, const bench_result *r, int nr, double cpu_bw, do
                 "\"g2p\": %.6g}, \"memory_bytes\": %.6g, \"bytes_per_particle\": %.6g, "
                 "\"bandwidth_Bps\": %.6g, \"roofline_fraction\": %.6g}%s\n",
                 x->median, x->throughput, x->phase_ms[0], x->phase_ms[1], x->phase_ms[2],
-                x->phase_ms[3], x->phase_ms[4], x->memory_bytes, x->bytes_per_particle, x->bandwidth,
-                x->roofline, k + 1 < nr ? "," : "");
+                x->phase_ms[3], x->phase_ms[4], x->memory_bytes, x->bytes_per_particle,
+                x->bandwidth, x->roofline, k + 1 < nr ? "," : "");
     }
     fprintf(f, "  ]\n}\n");
 }
@@ -160,12 +162,14 @@ static void write_csv(FILE *f, const bench_result *r, int nr)
                "bytes_per_particle,bandwidth_Bps,roofline_fraction,threads\n");
     for (int k = 0; k < nr; k++) {
         const bench_result *x = &r[k];
-        fprintf(f, "%s,%s,%s,%lld,%d,%d,%d,%d,%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%d\n",
+        fprintf(f,
+                "%s,%s,%s,%lld,%d,%d,%d,%d,%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%."
+                "6g,%d\n",
                 firn_bench_scene_name(x->scene), x->layout ? "sparse" : "dense",
                 backend_name(x->backend), x->particles, x->n[0], x->n[1], x->n[2], x->substeps,
-                x->repeats, x->median, x->throughput, x->phase_ms[0], x->phase_ms[1], x->phase_ms[2],
-                x->phase_ms[3], x->phase_ms[4], x->memory_bytes, x->bytes_per_particle, x->bandwidth,
-                x->roofline, x->threads);
+                x->repeats, x->median, x->throughput, x->phase_ms[0], x->phase_ms[1],
+                x->phase_ms[2], x->phase_ms[3], x->phase_ms[4], x->memory_bytes,
+                x->bytes_per_particle, x->bandwidth, x->roofline, x->threads);
     }
 }
 
@@ -365,8 +369,10 @@ static int parse_bench_option(const char *a, const char *v, bench_args *g)
             return FIRN_E_USAGE;
     } else if (!strcmp(a, "--threads")) {
         if (parse_threads(v, g->threads, &g->nthreads)) {
-            fprintf(stderr, "firn bench: --threads takes a list of up to %d thread counts from 1 to %d, "
-                            "like 1,2; got '%s'\n", MAX_THREADS_LIST, MAX_THREADS, v);
+            fprintf(stderr,
+                    "firn bench: --threads takes a list of up to %d thread counts from 1 to %d, "
+                    "like 1,2; got '%s'\n",
+                    MAX_THREADS_LIST, MAX_THREADS, v);
             return FIRN_E_USAGE;
         }
     } else if (!strcmp(a, "--json") || !strcmp(a, "--csv")) {
@@ -490,8 +496,8 @@ static void print_result_row(const bench_result *r)
 /* Every case of backend b (0: CPU, 1: CUDA) into res[*nr ..], the files
  * rewritten after each; returns 0 or the exit code (*nr = 0 when the files
  * could not be written). */
-static int run_backend(int b, const bench_args *g, const long long *counts, int ncounts,
-                       double bw, double cpu_bw, double gpu_bw, bench_result *res, int *nr)
+static int run_backend(int b, const bench_args *g, const long long *counts, int ncounts, double bw,
+                       double cpu_bw, double gpu_bw, bench_result *res, int *nr)
 {
     const int saved_threads = omp_get_max_threads();
     firn_backend backend = b ? FIRN_BACKEND_CUDA : FIRN_BACKEND_CPU;
@@ -552,9 +558,10 @@ int firn_cli_bench(int argc, char **argv)
     double gpu_bw = g.want_gpu ? firn_cuda_copy_bandwidth((size_t)1 << 30) : 0.0;
     for (int k = 0; k < g.nthreads && g.want_cpu; k++)
         if (g.threads[k] > omp_get_num_procs()) {
-            printf("note: %d threads on %d processors: oversubscribed, each of a substep's parallel "
-                   "loops waits for a descheduled thread\n",
-                   g.threads[k], omp_get_num_procs());
+            printf(
+                "note: %d threads on %d processors: oversubscribed, each of a substep's parallel "
+                "loops waits for a descheduled thread\n",
+                g.threads[k], omp_get_num_procs());
             break;
         }
     printf("copy bandwidth: cpu %.1f GB/s%s", cpu_bw / 1e9, g.want_gpu ? "" : "\n");
@@ -571,8 +578,8 @@ int firn_cli_bench(int argc, char **argv)
     int nr = 0;
     for (int b = 0; b < 2 && !rc; b++)
         if (b ? g.want_gpu : g.want_cpu)
-            rc = run_backend(b, &g, counts[b], ncounts[b], b ? gpu_bw : cpu_bw, cpu_bw, gpu_bw,
-                             res, &nr);
+            rc = run_backend(b, &g, counts[b], ncounts[b], b ? gpu_bw : cpu_bw, cpu_bw, gpu_bw, res,
+                             &nr);
     printf("(phase columns: ms per substep; roofline: %g bytes per particle-substep at the "
            "throughput, over the measured copy bandwidth)\n",
            FIRN_BENCH_STATE_BYTES);

@@ -3,8 +3,8 @@
  *
  * After one substep every particle field and the grid are compared element
  * by element, and so are the particle fields after one substep from a
- * perturbed state (stress, plasticity and the SVD at work). Float atomics on the GPU sum in another order than the CPU's
- * fixed order, so the two agree to rounding, not bitwise; the tolerance is
+ * perturbed state (stress, plasticity and the SVD at work). Float atomics on the GPU sum in another
+ * order than the CPU's fixed order, so the two agree to rounding, not bitwise; the tolerance is
  * relative to the field's scale: max|gpu - cpu| <= 1e-5 scale (a few
  * float32 ulps), the scale being the field's largest CPU magnitude - for C
  * at least 4 max|v| / dx: C is a difference of grid velocities over a cell,
@@ -52,8 +52,8 @@ static field_diff diff_field(const char *name, const float *a, const float *b, l
 static int report(const field_diff *d, double tol)
 {
     int ok = d->rel <= tol;
-    printf("  %-12s max abs %-11.3e scale %-11.3e rel %-11.3e %s", d->name, d->max_abs,
-           d->scale, d->rel, ok ? "ok" : "FAIL");
+    printf("  %-12s max abs %-11.3e scale %-11.3e rel %-11.3e %s", d->name, d->max_abs, d->scale,
+           d->rel, ok ? "ok" : "FAIL");
     if (!ok)
         printf(" (worst element %lld)", d->worst);
     printf("\n");
@@ -158,8 +158,10 @@ static int compare_grid(firn_world *cpu, firn_world *gpu, int *ok, firn_error *e
     field_diff d[2];
     int nd = 0;
     long long nodes = firn_inspect_grid_nodes(cpu);
-    float *gm = malloc((size_t)nodes * sizeof(float)), *gv = malloc(3 * (size_t)nodes * sizeof(float));
-    float *cm = malloc((size_t)nodes * sizeof(float)), *cv = malloc(3 * (size_t)nodes * sizeof(float));
+    float *gm = malloc((size_t)nodes * sizeof(float)),
+          *gv = malloc(3 * (size_t)nodes * sizeof(float));
+    float *cm = malloc((size_t)nodes * sizeof(float)),
+          *cv = malloc(3 * (size_t)nodes * sizeof(float));
     int rc = -1;
     if (!gm || !gv || !cm || !cv) {
         firn_set_error(err, FIRN_E_NOMEM, "out of host memory for the grid copy");
@@ -196,7 +198,8 @@ static int compare_stats(firn_world *cpu, firn_world *gpu, const firn_scene_def 
      * kinetic energies and 1e-3 of the potential energy M g L; momentum by
      * M sqrt(g L) or the larger speed. */
     double M = sc->mass;
-    double ke_scale = fmax(fmax(sc->kinetic_energy, sg->kinetic_energy), 1e-3 * M * fmax(g, 1e-3) * L);
+    double ke_scale =
+        fmax(fmax(sc->kinetic_energy, sg->kinetic_energy), 1e-3 * M * fmax(g, 1e-3) * L);
     double speed = sqrt(2.0 * fmax(sc->kinetic_energy, sg->kinetic_energy) / M);
     double p_scale = M * fmax(speed, sqrt(fmax(g, 1e-3) * L) * 1e-1);
     printf("after %d frames (t = %.4g s), tolerance %.0f%% of each statistic's scale:\n", frames,
@@ -289,7 +292,8 @@ int firn_cli_compare(int argc, char **argv)
         goto error;
     printf("%s: %lld particles, CPU (%s) vs GPU (%s)\n", scene, n, firn_world_device_name(cpu),
            firn_world_device_name(gpu));
-    printf("after one substep (dt = %.4g s), tolerance %.0e of each field's scale:\n", dt, STATE_TOL);
+    printf("after one substep (dt = %.4g s), tolerance %.0e of each field's scale:\n", dt,
+           STATE_TOL);
     if (firn_world_substep(cpu, dt, &err) || firn_world_substep(gpu, dt, &err) ||
         compare_state(cpu, gpu, &err, &ok) || compare_grid(cpu, gpu, &ok, &err))
         goto error;

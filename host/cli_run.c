@@ -144,15 +144,16 @@ static void progress(int tty, const firn_frame_stats *s, int frames, double elap
         for (int i = 0; i < width; i++)
             bar[i] = i < done ? '#' : '.';
         bar[width] = '\0';
-        fprintf(stderr, "\r[%s] frame %d/%d  substeps %lld  particles %s  %s p-substeps/s  left %d:%02d ",
+        fprintf(stderr,
+                "\r[%s] frame %d/%d  substeps %lld  particles %s  %s p-substeps/s  left %d:%02d ",
                 bar, s->frame, frames, s->substeps, np, tp, (int)left / 60, (int)left % 60);
         fflush(stderr);
     } else {
         fprintf(stderr,
                 "frame %d/%d substeps %lld (+%d, dt %.3g s) particles %lld  %.4g p-substeps/s  "
                 "ke %.4g J  left %.0f s\n",
-                s->frame, frames, s->substeps, s->frame_substeps, s->dt, s->particles, s->throughput,
-                s->kinetic_energy, left);
+                s->frame, frames, s->substeps, s->frame_substeps, s->dt, s->particles,
+                s->throughput, s->kinetic_energy, left);
     }
 }
 
@@ -183,7 +184,8 @@ static int parse_run_args(int argc, char **argv, run_opts *o)
         const char *a = argv[i];
         if (!strcmp(a, "--backend") && i + 1 < argc) {
             if (firn_cli_backend(argv[++i], &o->backend)) {
-                fprintf(stderr, "firn run: --backend must be auto, cpu or cuda, got '%s'\n", argv[i]);
+                fprintf(stderr, "firn run: --backend must be auto, cpu or cuda, got '%s'\n",
+                        argv[i]);
                 return FIRN_E_USAGE;
             }
         } else if (!strcmp(a, "--frames")) {
@@ -240,8 +242,7 @@ typedef struct {
 
 /* Frames 0 .. def->frames, frame k written while frame k+1 is simulated;
  * returns 0 or the CLI's exit code (the error printed). */
-static int run_frames(firn_world *w, const firn_scene_def *def, int quiet, int tty,
-                      run_totals *t)
+static int run_frames(firn_world *w, const firn_scene_def *def, int quiet, int tty, run_totals *t)
 {
     firn_error err;
     firn_frame_stats s;

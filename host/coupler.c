@@ -18,7 +18,8 @@
  * firn_solver to `solvers` and its pairs to `pairs` below. Calls go one
  * way: the Coupler calls the solvers' phases (host/solver.h) and, for the
  * coupled grid update, the MPM solver's grid helpers; no solver calls the
- * Coupler. This file is the CPU executor; the CUDA path queues the same phases in kernels/mpm.cu. */
+ * Coupler. This file is the CPU executor; the CUDA path queues the same phases in kernels/mpm.cu.
+ */
 #include <stdlib.h>
 #include <string.h>
 

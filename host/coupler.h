@@ -24,7 +24,7 @@ typedef struct {
  * nodes, then over chunks in order, so the sum is the same for any thread
  * count; CPIC's G2P does the same per chunk of particles. */
 #define FIRN_COUPLE_CHUNK 4096
-#define FIRN_CPIC_CHUNK 2048
+#define FIRN_CPIC_CHUNK   2048
 
 void firn_coupler_build(firn_world *w);
 int firn_coupler_alloc(firn_world *w, firn_error *err);

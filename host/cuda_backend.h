@@ -15,9 +15,9 @@ typedef struct firn_cuda_state firn_cuda_state; /* kernels/, opaque here */
 /* firn_world.host_stale (CUDA): which parts of the host mirror of the
  * particles are older than the device state. Volume and material never
  * change on the device. */
-#define FIRN_STALE_XV 1   /* x, v */
+#define FIRN_STALE_XV   1 /* x, v */
 #define FIRN_STALE_REST 2 /* C, F, Jp, damage, CPIC words */
-#define FIRN_STALE_ALL (FIRN_STALE_XV | FIRN_STALE_REST)
+#define FIRN_STALE_ALL  (FIRN_STALE_XV | FIRN_STALE_REST)
 
 /* CUDA path (kernels/mpm.cu; host/device.c when built without CUDA). */
 int firn_cuda_init(firn_world *w, firn_error *err);

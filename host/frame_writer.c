@@ -15,7 +15,7 @@ struct firn_frame_writer {
     pthread_cond_t cv;
     int pending; /* a frame is handed over and not yet written */
     int quit;
-    int failed;  /* the last frame failed; err says why */
+    int failed; /* the last frame failed; err says why */
     firn_error err;
     double busy;   /* seconds the thread spent writing */
     double waited; /* seconds the caller spent waiting for it */
@@ -23,8 +23,8 @@ struct firn_frame_writer {
     const firn_scene_def *def;
     char out[FIRN_PATH_MAX];
     firn_frame_stats stats;
-    int with_particles;   /* this frame writes PLY / PNG */
-    long long capacity;   /* particles the copy holds */
+    int with_particles; /* this frame writes PLY / PNG */
+    long long capacity; /* particles the copy holds */
     float *x, *v, *Jp, *damage;
     uint8_t *mat;
     firn_particles_view view;
@@ -145,9 +145,10 @@ int firn_frame_writer_submit(firn_frame_writer *fw, const firn_particles_view *v
             fw->mat = malloc(m);
             if (!fw->x || !fw->v || !fw->Jp || !fw->damage || !fw->mat) {
                 free_copy(fw);
-                firn_set_error(err, FIRN_E_NOMEM,
-                               "out of host memory for a copy of frame %d (%lld particles, %.1f MiB)",
-                               s->frame, n, (double)n * 33.0 / (1 << 20));
+                firn_set_error(
+                    err, FIRN_E_NOMEM,
+                    "out of host memory for a copy of frame %d (%lld particles, %.1f MiB)",
+                    s->frame, n, (double)n * 33.0 / (1 << 20));
                 return -1;
             }
             fw->capacity = n;

@@ -27,8 +27,7 @@ int firn_inspect_grid(firn_world *w, float *mass, float *vel, firn_error *err)
     return 0;
 }
 
-int firn_inspect_edit_particles(firn_world *w, firn_particles_edit edit, void *ctx,
-                                firn_error *err)
+int firn_inspect_edit_particles(firn_world *w, firn_particles_edit edit, void *ctx, firn_error *err)
 {
     if (w->substeps > 0) {
         firn_set_error(err, FIRN_E_USAGE, "particles are edited only before the first substep");

@@ -13,7 +13,8 @@
 #include "cli.h"
 
 static const char *usage =
-    "firn " FIRN_VERSION " - Material Point Method engine for snow, sand, liquid and elastic solids\n"
+    "firn " FIRN_VERSION
+    " - Material Point Method engine for snow, sand, liquid and elastic solids\n"
     "\n"
     "usage:\n"
     "  firn run SCENE [--backend auto|cpu|cuda] [--frames N] [--every N] [--out DIR] [--quiet]\n"
@@ -94,21 +95,22 @@ static int cmd_validate(int argc, char **argv)
     printf("  grid: %d x %d x %d nodes, dx = %g m\n", n[0], n[1], n[2], def.dx);
     const firn_scene_def *ws = firn_world_scene(w);
     if (memcmp(ws->upper, def.upper, sizeof def.upper))
-        printf("  domain: upper (%g, %g, %g) rounded up to whole cells: (%g, %g, %g)\n", def.upper[0],
-               def.upper[1], def.upper[2], ws->upper[0], ws->upper[1], ws->upper[2]);
+        printf("  domain: upper (%g, %g, %g) rounded up to whole cells: (%g, %g, %g)\n",
+               def.upper[0], def.upper[1], def.upper[2], ws->upper[0], ws->upper[1], ws->upper[2]);
     printf("  particles: %lld (mass %.4g kg)\n", s.particles, s.mass);
     for (int k = 0; k < def.n_materials; k++)
-        printf("    %-16s %-10s %lld\n", def.materials[k].name, firn_model_name(def.materials[k].model),
-               s.material_count[k]);
+        printf("    %-16s %-10s %lld\n", def.materials[k].name,
+               firn_model_name(def.materials[k].model), s.material_count[k]);
     static const char *motion[] = {"static", "kinematic", "dynamic"};
     for (int r = 0; r < def.n_rigids; r++)
         printf("  rigid %-16s %-9s at (%.3g, %.3g, %.3g)%s\n", def.rigids[r].name,
                motion[def.rigids[r].motion], def.rigids[r].shape.center[0],
                def.rigids[r].shape.center[1], def.rigids[r].shape.center[2],
                def.rigids[r].couple && def.coupling_rigid_mpm ? "" : " (not coupled)");
-    printf("  time: %d frames of %g s, %s dt = %.4g s, %d substeps in the first frame\n", def.frames,
-           def.frame_dt, def.dt > 0.0f ? "fixed" : "CFL", def.frame_dt / nsub, nsub);
-    printf("  output: %s (every %d frame%s)\n", def.out_dir, def.out_every, def.out_every > 1 ? "s" : "");
+    printf("  time: %d frames of %g s, %s dt = %.4g s, %d substeps in the first frame\n",
+           def.frames, def.frame_dt, def.dt > 0.0f ? "fixed" : "CFL", def.frame_dt / nsub, nsub);
+    printf("  output: %s (every %d frame%s)\n", def.out_dir, def.out_every,
+           def.out_every > 1 ? "s" : "");
     /* The world here is a CPU one: host is what the CPU path holds, device
      * what the GPU path would allocate. */
     firn_memory m;
@@ -116,16 +118,16 @@ static int cmd_validate(int argc, char **argv)
     char a[32], b[32], c[32];
     printf("  memory: CPU path %s (%.0f B/particle; %s of it the grid, resident only where "
            "material goes); GPU %s on the device (%.0f B/particle)\n",
-           mem_str(m.host, a, sizeof a), m.per_particle,
-           mem_str(m.host_grid, c, sizeof c), mem_str(m.device, b, sizeof b),
-           s.particles > 0 ? m.device / (double)s.particles : 0.0);
+           mem_str(m.host, a, sizeof a), m.per_particle, mem_str(m.host_grid, c, sizeof c),
+           mem_str(m.device, b, sizeof b), s.particles > 0 ? m.device / (double)s.particles : 0.0);
     firn_world_destroy(w);
     return 0;
 }
 
 int main(int argc, char **argv)
 {
-    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
+        !strcmp(argv[1], "help")) {
         fputs(usage, argc < 2 ? stderr : stdout);
         return argc < 2 ? FIRN_E_USAGE : 0;
     }

@@ -33,10 +33,10 @@
 #include "error.h"
 #include "mesh.h"
 
-#define SDF_CELL 0.005 /* [m] */
+#define SDF_CELL      0.005 /* [m] */
 #define SDF_MIN_CELLS 32
 #define SDF_MAX_CELLS 128
-#define SDF_PAD 0.2    /* of the largest extent, on every side */
+#define SDF_PAD       0.2 /* of the largest extent, on every side */
 
 /* ---- OBJ ------------------------------------------------------------------- */
 
@@ -144,8 +144,8 @@ static int parse_vertex(char *s, float scale, obj_data *o, const char *path, int
 
 /* An "f v1 v2 v3 ..." line (s after the 'f'): the polygon, as a fan of
  * triangles; *poly is scratch kept between lines. */
-static int parse_face(char *s, obj_data *o, int **poly, int *cap_poly, const char *path,
-                      int lineno, firn_error *err)
+static int parse_face(char *s, obj_data *o, int **poly, int *cap_poly, const char *path, int lineno,
+                      firn_error *err)
 {
     char msg[160];
     char *e = s;
@@ -255,7 +255,7 @@ done:
 /* ---- closed, manifold, oriented ------------------------------------------- */
 
 typedef struct {
-    int lo, hi; /* vertex indices, lo < hi */
+    int lo, hi;    /* vertex indices, lo < hi */
     int tri, slot; /* triangle and its edge slot (0: v0v1, 1: v1v2, 2: v2v0) */
     int forward;   /* the triangle runs the edge lo -> hi */
 } half_edge;
@@ -327,8 +327,8 @@ static int check_manifold(const int *tri, int nt, const int *line, const char *n
     char where[96] = "", msg[400];
     for (int k = 0; k < bad_count && k < 4; k++) {
         size_t len = strlen(where);
-        snprintf(where + len, sizeof where - len, "%s%s %d", k ? "," : "", line ? "line" : "triangle",
-                 line ? line[b[k].tri] : b[k].tri);
+        snprintf(where + len, sizeof where - len, "%s%s %d", k ? "," : "",
+                 line ? "line" : "triangle", line ? line[b[k].tri] : b[k].tri);
     }
     if (bad_count == 1)
         snprintf(msg, sizeof msg,
@@ -463,8 +463,9 @@ static int mass_properties(firn_mesh *m, const char *name, firn_error *err)
         }
         for (int i = 0; i < 3; i++)
             for (int j = 0; j < 3; j++)
-                S[i][j] += V / 20.0 *
-                           (p[0][i] * p[0][j] + p[1][i] * p[1][j] + p[2][i] * p[2][j] + s[i] * s[j]);
+                S[i][j] +=
+                    V / 20.0 *
+                    (p[0][i] * p[0][j] + p[1][i] * p[1][j] + p[2][i] * p[2][j] + s[i] * s[j]);
     }
     double ext = fmax(hi[0] - lo[0], fmax(hi[1] - lo[1], hi[2] - lo[2]));
     if (!(fabs(vol) > 1e-9 * ext * ext * ext) || !isfinite(vol)) {
@@ -538,8 +539,10 @@ static int mesh_from(float *v, int nv, int *tri, int nt, const int *line, const 
     }
     m->v = v, m->nv = nv, m->tri = tri, m->nt = nt;
     if (nt == 0) {
-        firn_set_error(err, FIRN_E_SCENE, "mesh '%s': no faces (%d vertices): a rigid mesh must be "
-                       "a closed surface", name, nv);
+        firn_set_error(err, FIRN_E_SCENE,
+                       "mesh '%s': no faces (%d vertices): a rigid mesh must be "
+                       "a closed surface",
+                       name, nv);
         goto fail;
     }
     if (check_manifold(tri, nt, line, name, twin, err) || mass_properties(m, name, err))
@@ -578,15 +581,15 @@ int firn_mesh_build(const float *v, int nv, const int *tri, int nt, const char *
 
 typedef struct {
     float lo[3], hi[3];
-    int left, right; /* children; -1 in a leaf */
+    int left, right;  /* children; -1 in a leaf */
     int first, count; /* leaf: triangles order[first .. first + count) */
 } bvh_node;
 
 typedef struct {
     const firn_mesh *m;
-    double *fn;     /* 3 per triangle: unit face normal */
-    double *en;     /* 9 per triangle: edge pseudo-normals (slots v0v1, v1v2, v2v0) */
-    double *vn;     /* 3 per vertex: angle-weighted pseudo-normal */
+    double *fn; /* 3 per triangle: unit face normal */
+    double *en; /* 9 per triangle: edge pseudo-normals (slots v0v1, v1v2, v2v0) */
+    double *vn; /* 3 per vertex: angle-weighted pseudo-normal */
     int *order;
     bvh_node *node;
     int nodes, root;
@@ -843,7 +846,8 @@ int firn_mesh_build_sdf(firn_mesh *m, firn_error *err)
         lo[a] -= (float)SDF_PAD * ext;
         hi[a] += (float)SDF_PAD * ext;
         int cells = (int)ceil((hi[a] - lo[a]) / SDF_CELL - 1e-3);
-        cells = cells < SDF_MIN_CELLS ? SDF_MIN_CELLS : (cells > SDF_MAX_CELLS ? SDF_MAX_CELLS : cells);
+        cells =
+            cells < SDF_MIN_CELLS ? SDF_MIN_CELLS : (cells > SDF_MAX_CELLS ? SDF_MAX_CELLS : cells);
         m->n[a] = cells + 1;
         m->lo[a] = lo[a];
         m->h[a] = (hi[a] - lo[a]) / (float)cells;

@@ -14,15 +14,15 @@ extern "C" {
  * built on first request, its SDF grid. */
 typedef struct firn_mesh {
     int nv, nt;
-    float *v;              /* 3 nv vertex coordinates, body frame [m] */
-    int *tri;              /* 3 nt vertex indices, counter-clockwise seen from outside */
-    double volume;         /* [m^3] */
-    double centroid[3];    /* in the file's frame, scaled [m] */
-    double inertia[6];     /* about the centroid, per unit density: xx yy zz xy xz yz [m^5] */
-    float moments[3];      /* principal moments per unit density [m^5] */
-    firn_quat principal;   /* body frame to the principal axes' frame */
-    float half[3];         /* half-extents of the bounding box about the centroid [m] */
-    float *grid;           /* SDF grid (firn_sdf_shape), NULL until requested */
+    float *v;            /* 3 nv vertex coordinates, body frame [m] */
+    int *tri;            /* 3 nt vertex indices, counter-clockwise seen from outside */
+    double volume;       /* [m^3] */
+    double centroid[3];  /* in the file's frame, scaled [m] */
+    double inertia[6];   /* about the centroid, per unit density: xx yy zz xy xz yz [m^5] */
+    float moments[3];    /* principal moments per unit density [m^5] */
+    firn_quat principal; /* body frame to the principal axes' frame */
+    float half[3];       /* half-extents of the bounding box about the centroid [m] */
+    float *grid;         /* SDF grid (firn_sdf_shape), NULL until requested */
     int n[3];
     float lo[3], h[3];
 } firn_mesh;

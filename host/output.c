@@ -99,15 +99,15 @@ static int write_atomic(const char *path, emit_fn emit, void *ctx, firn_error *e
 
 /* ---- PLY ----------------------------------------------------------------- */
 
-#if defined(__BYTE_ORDER__) && defined(__ORDER_BIG_ENDIAN__) && \
+#if defined(__BYTE_ORDER__) && defined(__ORDER_BIG_ENDIAN__) &&                                    \
     __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
 #define FIRN_HOST_BIG_ENDIAN 1
 #else
 #define FIRN_HOST_BIG_ENDIAN 0
 #endif
 
-#define PLY_RECORD 33 /* 8 floats + 1 uchar, packed */
-#define PLY_CHUNK 8192 /* records per fwrite */
+#define PLY_RECORD 33   /* 8 floats + 1 uchar, packed */
+#define PLY_CHUNK  8192 /* records per fwrite */
 
 static unsigned char *put_f32le(unsigned char *dst, float value)
 {
@@ -180,16 +180,16 @@ int firn_write_ply(const char *path, const firn_particles_view *p, firn_error *e
 /* Layout: total width PNG_WIDTH; a margin, the front view (x right, y up),
  * a gap of one margin, the top view (x right, z down), a margin. Both panels
  * share one scale so sizes compare; each is centred in its column. */
-#define PNG_WIDTH 640
-#define PNG_MARGIN 8
+#define PNG_WIDTH      640
+#define PNG_MARGIN     8
 #define PNG_MAX_HEIGHT 2048
 
 static const unsigned char palette[8][3] = {
-    {31, 119, 180}, {255, 127, 14}, {44, 160, 44},  {214, 39, 40},
-    {148, 103, 189}, {140, 86, 75}, {227, 119, 194}, {23, 190, 207},
+    {31, 119, 180},  {255, 127, 14}, {44, 160, 44},   {214, 39, 40},
+    {148, 103, 189}, {140, 86, 75},  {227, 119, 194}, {23, 190, 207},
 };
-static const unsigned char bg_color[3] = {236, 236, 232};    /* outside the domain */
-static const unsigned char fill_color[3] = {252, 252, 250};  /* inside the domain */
+static const unsigned char bg_color[3] = {236, 236, 232};   /* outside the domain */
+static const unsigned char fill_color[3] = {252, 252, 250}; /* inside the domain */
 static const unsigned char frame_color[3] = {96, 96, 96};
 
 typedef struct {
@@ -274,8 +274,8 @@ static void render_rigid_panel(image *im, const panel *pn, const firn_sdf_shape 
                                firn_quat q, const firn_scene_def *def, float scale, int top)
 {
     const float *lo = def->lower, *up = def->upper;
-    const int da = top ? 1 : 2;              /* depth axis */
-    const int va = top ? 2 : 1;              /* vertical axis of the panel */
+    const int da = top ? 1 : 2; /* depth axis */
+    const int va = top ? 2 : 1; /* vertical axis of the panel */
     const float ext = up[da] - lo[da];
     float bl[3], bu[3], half[3];
     const int bounded = firn_sdf_world_extent(sh, q, half);
@@ -308,7 +308,8 @@ static void render_rigid_panel(image *im, const panel *pn, const firn_sdf_shape 
                     float shade = 0.55f + 0.45f * fabsf(n.v[top ? 1 : 2]);
                     im->depth[idx] = t;
                     for (int c = 0; c < 3; c++)
-                        im->rgb[3 * idx + c] = (unsigned char)lrintf(rigid_color[c] * shade + 60.0f);
+                        im->rgb[3 * idx + c] =
+                            (unsigned char)lrintf(rigid_color[c] * shade + 60.0f);
                 }
                 break;
             }
@@ -323,7 +324,8 @@ static void render_rigids(image *im, const panel *front, const panel *top,
         const firn_rigid_stats *r = &s->rigids[k];
         firn_sdf_shape sh = firn_rigid_sdf_shape(&def->rigids[k].shape);
         firn_vec3 pos = firn_v3(r->position[0], r->position[1], r->position[2]);
-        firn_quat q = {{r->orientation[0], r->orientation[1], r->orientation[2], r->orientation[3]}};
+        firn_quat q = {
+            {r->orientation[0], r->orientation[1], r->orientation[2], r->orientation[3]}};
         render_rigid_panel(im, front, &sh, pos, q, def, scale, 0);
         render_rigid_panel(im, top, &sh, pos, q, def, scale, 1);
     }
@@ -344,10 +346,7 @@ static void png_err_fn(png_structp png, png_const_charp msg)
     png_longjmp(png, 1);
 }
 
-static void png_warn_fn(png_structp png, png_const_charp msg)
-{
-    (void)png, (void)msg;
-}
+static void png_warn_fn(png_structp png, png_const_charp msg) { (void)png, (void)msg; }
 
 static int emit_png(FILE *f, void *ctx)
 {
@@ -602,19 +601,18 @@ static int append_line(const char *path, const line_buf *b, firn_error *err)
         return FIRN_E_IO;
     }
     if ((size_t)w != b->len) {
-        firn_set_error(err, FIRN_E_IO,
-                       "cannot write '%s': short write (%zd of %zu bytes; %s)", path, w,
-                       b->len,
-                       cut ? "is the device full? the partial line was removed"
+        firn_set_error(err, FIRN_E_IO, "cannot write '%s': short write (%zd of %zu bytes; %s)",
+                       path, w, b->len,
+                       cut     ? "is the device full? the partial line was removed"
                        : w > 0 ? "the partial line could not be removed"
-                                     : "is the device full?");
+                               : "is the device full?");
         return FIRN_E_IO;
     }
     return FIRN_OK;
 }
 
-int firn_append_stats_jsonl(const char *path, const firn_scene_def *def,
-                            const firn_frame_stats *s, firn_error *err)
+int firn_append_stats_jsonl(const char *path, const firn_scene_def *def, const firn_frame_stats *s,
+                            firn_error *err)
 {
     line_buf lb, *b = &lb;
     lb.len = 0;

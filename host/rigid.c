@@ -22,7 +22,8 @@ _Static_assert(FIRN_MOTION_STATIC == (int)FIRN_RIGID_STATIC &&
                    FIRN_MOTION_KINEMATIC == (int)FIRN_RIGID_KINEMATIC &&
                    FIRN_MOTION_DYNAMIC == (int)FIRN_RIGID_DYNAMIC,
                "firn_motion and FIRN_MOTION_* differ");
-_Static_assert(FIRN_SDF_PLANE == (int)FIRN_RSHAPE_PLANE && FIRN_SDF_SPHERE == (int)FIRN_RSHAPE_SPHERE &&
+_Static_assert(FIRN_SDF_PLANE == (int)FIRN_RSHAPE_PLANE &&
+                   FIRN_SDF_SPHERE == (int)FIRN_RSHAPE_SPHERE &&
                    FIRN_SDF_BOX == (int)FIRN_RSHAPE_BOX &&
                    FIRN_SDF_CAPSULE == (int)FIRN_RSHAPE_CAPSULE &&
                    FIRN_SDF_CYLINDER == (int)FIRN_RSHAPE_CYLINDER &&
@@ -154,7 +155,8 @@ static void init_keyframes(firn_rigid *b, const firn_rigid_def *rd)
         k->q = firn_rotation_quat(rd->keyframes[i].rotation);
         if (i > 0) {
             const firn_quat p = b->key[i - 1].q;
-            if (p.q[0] * k->q.q[0] + p.q[1] * k->q.q[1] + p.q[2] * k->q.q[2] + p.q[3] * k->q.q[3] < 0)
+            if (p.q[0] * k->q.q[0] + p.q[1] * k->q.q[1] + p.q[2] * k->q.q[2] + p.q[3] * k->q.q[3] <
+                0)
                 for (int c = 0; c < 4; c++)
                     k->q.q[c] = -k->q.q[c];
         }
@@ -166,8 +168,8 @@ static void init_keyframes(firn_rigid *b, const firn_rigid_def *rd)
         if (dq.q[0] < 0.0f)
             for (int c = 0; c < 4; c++)
                 dq.q[c] = -dq.q[c];
-        double s = sqrt((double)dq.q[1] * dq.q[1] + (double)dq.q[2] * dq.q[2] +
-                        (double)dq.q[3] * dq.q[3]);
+        double s =
+            sqrt((double)dq.q[1] * dq.q[1] + (double)dq.q[2] * dq.q[2] + (double)dq.q[3] * dq.q[3]);
         double angle = 2.0 * atan2(s, dq.q[0]);
         for (int a = 0; a < 3; a++)
             b->key[i].rv[a] = s > 0.0 ? (float)(dq.q[1 + a] / s * angle) : 0.0f;

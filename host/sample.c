@@ -27,9 +27,15 @@ static void shape_bounds(const firn_shape_def *s, float lo[3], float hi[3])
     for (int a = 0; a < 3; a++) {
         float half;
         switch (s->type) {
-        case FIRN_SHAPE_SPHERE: half = s->radius; break;
-        case FIRN_SHAPE_CYLINDER: half = a == s->axis ? 0.5f * s->height : s->radius; break;
-        default: half = 0.5f * s->size[a]; break;
+        case FIRN_SHAPE_SPHERE:
+            half = s->radius;
+            break;
+        case FIRN_SHAPE_CYLINDER:
+            half = a == s->axis ? 0.5f * s->height : s->radius;
+            break;
+        default:
+            half = 0.5f * s->size[a];
+            break;
         }
         lo[a] = s->center[a] - half;
         hi[a] = s->center[a] + half;
@@ -42,7 +48,8 @@ static int shape_contains(const firn_shape_def *s, const float x[3])
     for (int a = 0; a < 3; a++)
         d[a] = x[a] - s->center[a];
     switch (s->type) {
-    case FIRN_SHAPE_SPHERE: return d[0] * d[0] + d[1] * d[1] + d[2] * d[2] <= s->radius * s->radius;
+    case FIRN_SHAPE_SPHERE:
+        return d[0] * d[0] + d[1] * d[1] + d[2] * d[2] <= s->radius * s->radius;
     case FIRN_SHAPE_CYLINDER: {
         float r2 = 0.0f;
         for (int a = 0; a < 3; a++)
@@ -89,8 +96,8 @@ static long long sample_slab(const lattice *L, int i, firn_particles *p, int q0,
     long long count = 0;
     for (int j = 0; j < L->cells[1]; j++)
         for (int k = 0; k < L->cells[2]; k++) {
-            uint64_t h = splitmix64(L->seed ^ splitmix64(((uint64_t)i << 42) ^ ((uint64_t)j << 21) ^
-                                                         (uint64_t)k));
+            uint64_t h = splitmix64(
+                L->seed ^ splitmix64(((uint64_t)i << 42) ^ ((uint64_t)j << 21) ^ (uint64_t)k));
             float x[3] = {L->lo[0] + ((float)i + unit_float(h)) * s,
                           L->lo[1] + ((float)j + unit_float(splitmix64(h))) * s,
                           L->lo[2] + ((float)k + unit_float(splitmix64(h + 1))) * s};

@@ -28,7 +28,7 @@ static const char *const model_names[FIRN_MODEL_COUNT] = {"elastic", "liquid",  
 static const char *const wall_names[3] = {"separate", "sticky", "slip"};
 static const char *const shape_names[3] = {"box", "sphere", "cylinder"};
 static const char *const law_names[2] = {"corotated", "neohookean"};
-static const char *const rigid_shape_names[FIRN_RSHAPE_COUNT] = {"plane", "sphere", "box",
+static const char *const rigid_shape_names[FIRN_RSHAPE_COUNT] = {"plane",   "sphere",   "box",
                                                                  "capsule", "cylinder", "mesh"};
 static const char *const motion_names[3] = {"static", "kinematic", "dynamic"};
 static const char axis_names[3] = {'x', 'y', 'z'};
@@ -500,9 +500,10 @@ static int validate_rigid_keyframes(const ctx *c, const firn_rigid_def *r, const
         for (int k = 0; k < 3; k++)
             if (r->velocity[k] != 0 || r->angular_velocity[k] != 0 || r->rotation[k] != 0)
                 return fail(c,
-                            join(p, base, r->velocity[k] != 0           ? "velocity"
-                                          : r->angular_velocity[k] != 0 ? "angular_velocity"
-                                                                        : "rotation"),
+                            join(p, base,
+                                 r->velocity[k] != 0           ? "velocity"
+                                 : r->angular_velocity[k] != 0 ? "angular_velocity"
+                                                               : "rotation"),
                             "the keyframes give the body's pose and velocities; leave this out");
         for (int f = 0; f < r->n_keyframes; f++) {
             const firn_keyframe_def *kf = &r->keyframes[f];
@@ -642,8 +643,10 @@ int firn_scene_validate(const firn_scene_def *def, firn_error *err)
     /* The messages of later stages (sampling, stepping) name the scene by
      * its source, so it must be a string. */
     if (!memchr(def->source, '\0', sizeof def->source)) {
-        firn_set_error(err, FIRN_E_SCENE, "scene: source is not a terminated string of at most %d "
-                       "bytes", (int)sizeof def->source - 1);
+        firn_set_error(err, FIRN_E_SCENE,
+                       "scene: source is not a terminated string of at most %d "
+                       "bytes",
+                       (int)sizeof def->source - 1);
         return FIRN_E_SCENE;
     }
     int rc = validate(def, def->source, err);
@@ -681,7 +684,8 @@ static int check_keys(const ctx *c, const cJSON *obj, const char *path, const ch
 {
     char p[KEYPATH_MAX];
     const cJSON *k;
-    cJSON_ArrayForEach (k, obj) {
+    cJSON_ArrayForEach(k, obj)
+    {
         int known = 0;
         for (int i = 0; allowed[i]; i++)
             known |= !strcmp(k->string, allowed[i]);
@@ -795,7 +799,8 @@ static int get_vec3(const ctx *c, const cJSON *obj, const char *parent, const ch
     if (cJSON_GetArraySize(j) != 3)
         return fail(c, p, "expected an array of 3 numbers, got %d element(s)",
                     cJSON_GetArraySize(j));
-    cJSON_ArrayForEach (e, j) {
+    cJSON_ArrayForEach(e, j)
+    {
         if (item_float(c, e, join_index(q, p, i), &v[i]))
             return -1;
         i++;
@@ -945,10 +950,11 @@ static const struct {
 
 static int parse_material(const ctx *c, const cJSON *j, const char *path, firn_material_def *m)
 {
-    static const char *const keys[] = {
-        "model",       "E",           "nu",        "density",        "law",
-        "theta_c",     "theta_s",     "hardening", "friction_angle", "yield_stress",
-        "crit_strain", "damage_rate", "max_hardening", NULL};
+    static const char *const keys[] = {"model",         "E",           "nu",
+                                       "density",       "law",         "theta_c",
+                                       "theta_s",       "hardening",   "friction_angle",
+                                       "yield_stress",  "crit_strain", "damage_rate",
+                                       "max_hardening", NULL};
     char p[KEYPATH_MAX], name[FIRN_NAME_MAX];
     const char *model = NULL, *law = "corotated";
     int model_i = 0, law_i = 0;
@@ -991,7 +997,8 @@ static int parse_materials(const ctx *c, const cJSON *j, firn_scene_def *def)
     if (cJSON_GetArraySize(j) > FIRN_MAX_MATERIALS)
         return fail(c, "materials", "%d materials; at most %d are allowed", cJSON_GetArraySize(j),
                     FIRN_MAX_MATERIALS);
-    cJSON_ArrayForEach (m, j) {
+    cJSON_ArrayForEach(m, j)
+    {
         firn_material_def *mat = &def->materials[def->n_materials];
         join(p, "materials", m->string);
         if (!m->string[0])
@@ -1104,7 +1111,8 @@ static int parse_bodies(const ctx *c, const cJSON *j, firn_scene_def *def)
     if (cJSON_GetArraySize(j) > FIRN_MAX_BODIES)
         return fail(c, "bodies", "%d bodies; at most %d are allowed", cJSON_GetArraySize(j),
                     FIRN_MAX_BODIES);
-    cJSON_ArrayForEach (b, j) {
+    cJSON_ArrayForEach(b, j)
+    {
         int i = def->n_bodies;
         if (parse_body(c, b, join_index(p, "bodies", i), def, i, &def->bodies[i]))
             return -1;
@@ -1122,7 +1130,7 @@ static int parse_rigid_shape(const ctx *c, const cJSON *j, const char *path,
     static const char *const round_keys[] = {"type", "center", "radius", "height", "axis", NULL};
     static const char *const mesh_keys[] = {"type", "center", "file", "scale", NULL};
     static const char *const *const keys[FIRN_RSHAPE_COUNT] = {plane_keys, sphere_keys, box_keys,
-                                                               round_keys, round_keys, mesh_keys};
+                                                               round_keys, round_keys,  mesh_keys};
     static const char *const axes[3] = {"x", "y", "z"};
     char p[KEYPATH_MAX], q[KEYPATH_MAX], what[32];
     const char *type = NULL, *axis = NULL;
@@ -1148,8 +1156,7 @@ static int parse_rigid_shape(const ctx *c, const cJSON *j, const char *path,
         if (!file[0])
             return fail(c, join(p, path, "file"), "must not be empty");
         int dir = file[0] != '/' && slash ? (int)(slash - c->file) + 1 : 0;
-        if (snprintf(s->file, sizeof s->file, "%.*s%s", dir, c->file, file) >=
-            (int)sizeof s->file)
+        if (snprintf(s->file, sizeof s->file, "%.*s%s", dir, c->file, file) >= (int)sizeof s->file)
             return fail(c, join(p, path, "file"), "path longer than %d characters",
                         FIRN_PATH_MAX - 1);
     }
@@ -1174,22 +1181,19 @@ static int parse_rigid_shape(const ctx *c, const cJSON *j, const char *path,
     return 0;
 }
 
-static int parse_rigid(const ctx *c, const cJSON *j, const char *path, int index,
-                       firn_rigid_def *r)
+static int parse_rigid(const ctx *c, const cJSON *j, const char *path, int index, firn_rigid_def *r)
 {
-    static const char *const keys[] = {"name",     "shape",    "motion",
-                                       "rotation", "density",  "velocity",
-                                       "angular_velocity",     "friction",
-                                       "softness", "restitution", "couple",
-                                       "keyframes", NULL};
+    static const char *const keys[] = {"name",     "shape",       "motion",           "rotation",
+                                       "density",  "velocity",    "angular_velocity", "friction",
+                                       "softness", "restitution", "couple",           "keyframes",
+                                       NULL};
     char p[KEYPATH_MAX];
     const char *name = NULL, *motion = "static";
     const cJSON *shape;
     int m = 0;
 
     if (need_object(c, j, path) || check_keys(c, j, path, keys, NULL) ||
-        get_string(c, j, path, "name", 0, &name) ||
-        get_string(c, j, path, "motion", 0, &motion) ||
+        get_string(c, j, path, "name", 0, &name) || get_string(c, j, path, "motion", 0, &motion) ||
         pick(c, join(p, path, "motion"), motion, motion_names, 3, &m))
         return -1;
     r->motion = (firn_motion)m;
@@ -1222,7 +1226,8 @@ static int parse_rigid(const ctx *c, const cJSON *j, const char *path, int index
     if (cJSON_GetArraySize(keys_j) < 1 || cJSON_GetArraySize(keys_j) > FIRN_MAX_KEYFRAMES)
         return fail(c, q, "%d keyframes: give 1 to %d", cJSON_GetArraySize(keys_j),
                     FIRN_MAX_KEYFRAMES);
-    cJSON_ArrayForEach (kf, keys_j) {
+    cJSON_ArrayForEach(kf, keys_j)
+    {
         firn_keyframe_def *k = &r->keyframes[r->n_keyframes];
         join_index(kp, q, r->n_keyframes);
         if (need_object(c, kf, kp) || check_keys(c, kf, kp, kf_keys, NULL))
@@ -1248,7 +1253,8 @@ static int parse_rigids(const ctx *c, const cJSON *j, firn_scene_def *def)
     if (cJSON_GetArraySize(j) > FIRN_MAX_RIGIDS)
         return fail(c, "rigids", "%d rigid bodies; at most %d are allowed", cJSON_GetArraySize(j),
                     FIRN_MAX_RIGIDS);
-    cJSON_ArrayForEach (r, j) {
+    cJSON_ArrayForEach(r, j)
+    {
         int i = def->n_rigids;
         if (parse_rigid(c, r, join_index(p, "rigids", i), i, &def->rigids[i]))
             return -1;
@@ -1269,8 +1275,8 @@ static int parse_coupling(const ctx *c, const cJSON *j, firn_scene_def *def)
 
 static int parse_root(const ctx *c, const cJSON *root, firn_scene_def *def)
 {
-    static const char *const keys[] = {"domain", "gravity", "time",     "materials",
-                                       "bodies", "rigids",  "coupling", "output",
+    static const char *const keys[] = {"domain", "gravity",     "time",     "materials",
+                                       "bodies", "rigids",      "coupling", "output",
                                        "name",   "description", NULL};
     const char *unused;
     if (!cJSON_IsObject(root))
@@ -1440,7 +1446,8 @@ int firn_scene_load_json(const char *path, firn_scene_def *def, firn_error *err)
         if (memchr(text + len, '\0', got)) {
             free(text);
             fclose(f);
-            firn_set_error(err, FIRN_E_SCENE, "%s: contains a NUL byte; not a JSON text file", path);
+            firn_set_error(err, FIRN_E_SCENE, "%s: contains a NUL byte; not a JSON text file",
+                           path);
             return FIRN_E_SCENE;
         }
         len += got;

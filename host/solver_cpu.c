@@ -189,7 +189,8 @@ static void clear_dirty(firn_world *w)
  * handed to the threads of a colour are the small ones. */
 static int fuller_first(const void *pa, const void *pb)
 {
-    const unsigned long long a = *(const unsigned long long *)pa, b = *(const unsigned long long *)pb;
+    const unsigned long long a = *(const unsigned long long *)pa,
+                             b = *(const unsigned long long *)pb;
     return (a < b) - (a > b);
 }
 
@@ -211,8 +212,8 @@ static void bin_particles(firn_world *w)
         const int lo = (int)((long long)n * c / T), hi = (int)((long long)n * (c + 1) / T);
         for (int i = lo; i < hi; i++) {
             firn_stencil s = firn_cpu_make_stencil(P, firn_load3(x, n, i));
-            int k = ((s.base[0] / BLOCK) * b->nb[1] + s.base[1] / BLOCK) * b->nb[2] +
-                    s.base[2] / BLOCK;
+            int k =
+                ((s.base[0] / BLOCK) * b->nb[1] + s.base[1] / BLOCK) * b->nb[2] + s.base[2] / BLOCK;
             b->key[i] = k;
             cnt[k]++;
         }
@@ -313,8 +314,7 @@ void firn_cpu_repermute(firn_world *w)
  * each particle finishes its constitutive update and scatters, in the order
  * of the one-particle loop (firn_p2g_particle). `cpic` is a constant at
  * each call, so the plain variant compiles to the loop without CPIC. */
-static inline __attribute__((always_inline)) void p2g_block(firn_world *w, int k0, int k1,
-                                                            int cpic)
+static inline __attribute__((always_inline)) void p2g_block(firn_world *w, int k0, int k1, int cpic)
 {
     const firn_params *P = &w->params;
     const firn_particles p = w->p;
@@ -346,7 +346,8 @@ static inline __attribute__((always_inline)) void p2g_block(firn_world *w, int k
                                 : firn_constitutive_direct(m, &F[l]);
             firn_p2g_state st = firn_p2g_finish(i, P, m, p, C[l], F[l], Jp, dmg, tau,
                                                 firn_cpu_make_stencil(P, firn_load3(p.x, p.n, i)));
-            const unsigned skip = cpic ? firn_p2g_cpic_skip(i, P, p, w->rigids, w->n_rigids, &st) : 0u;
+            const unsigned skip =
+                cpic ? firn_p2g_cpic_skip(i, P, p, w->rigids, w->n_rigids, &st) : 0u;
             firn_cpu_scatter_nodes(P, w->grid, &st, skip);
         }
     }

@@ -14,27 +14,28 @@ extern "C" {
 
 /* CPU scratch for the race-free coloured scatter (solver_cpu.c). */
 typedef struct {
-    int block_cells;   /* edge of a block in cells */
-    int nb[3];         /* blocks per axis */
+    int block_cells; /* edge of a block in cells */
+    int nb[3];       /* blocks per axis */
     int nblocks;
-    int chunks;        /* particle chunks binned in parallel (fixed at init) */
-    int *count;        /* chunks x nblocks: each chunk's particles per block, then its offsets */
-    int *start;        /* nblocks + 1 */
-    unsigned long long *work; /* nblocks: the non-empty blocks (count << 32 | block), colour by colour, fullest first */
-    int work_start[9]; /* colour c's blocks are work[work_start[c] .. work_start[c + 1]) */
-    unsigned char *touched; /* nblocks: node blocks (4^3 nodes) the last P2G could write */
-    int *dirty;        /* nblocks: those node blocks, in index order */
+    int chunks; /* particle chunks binned in parallel (fixed at init) */
+    int *count; /* chunks x nblocks: each chunk's particles per block, then its offsets */
+    int *start; /* nblocks + 1 */
+    unsigned long long *work; /* nblocks: the non-empty blocks (count << 32 | block), colour by
+                                 colour, fullest first */
+    int work_start[9];        /* colour c's blocks are work[work_start[c] .. work_start[c + 1]) */
+    unsigned char *touched;   /* nblocks: node blocks (4^3 nodes) the last P2G could write */
+    int *dirty;               /* nblocks: those node blocks, in index order */
     int ndirty;
-    int dirty_valid;   /* dirty lists every grid node that may be non-zero; 0: clear all */
-    int full_grid;     /* the reference the block-wise phases are tested against: binning
-                          leaves dirty_valid 0, so clear, update and couple cover the whole
-                          grid every substep */
-    int *order;        /* n particle indices sorted by block (stable) */
-    int *key;          /* n block of each particle; scratch once order is built */
-    int *id;           /* n: the scene's index of the particle at each index */
-    int permuted;      /* the solver's layout is not the scene's order (id not the identity) */
+    int dirty_valid;    /* dirty lists every grid node that may be non-zero; 0: clear all */
+    int full_grid;      /* the reference the block-wise phases are tested against: binning
+                           leaves dirty_valid 0, so clear, update and couple cover the whole
+                           grid every substep */
+    int *order;         /* n particle indices sorted by block (stable) */
+    int *key;           /* n block of each particle; scratch once order is built */
+    int *id;            /* n: the scene's index of the particle at each index */
+    int permuted;       /* the solver's layout is not the scene's order (id not the identity) */
     int in_scene_order; /* the state is, for now, in the scene's order (read out) */
-    int reorder_run;   /* reorder past one far step in this many (FIRN_REORDER_RUN); 0: never */
+    int reorder_run;    /* reorder past one far step in this many (FIRN_REORDER_RUN); 0: never */
     long long reorders; /* state reorders so far */
 } firn_cpu_bins;
 

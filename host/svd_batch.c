@@ -16,7 +16,9 @@
 #define W FIRN_SVD_BATCH
 typedef float vf __attribute__((vector_size(4 * W)));
 typedef int vi __attribute__((vector_size(4 * W)));
-typedef struct { vf m[9]; } vmat3;
+typedef struct {
+    vf m[9];
+} vmat3;
 
 #define INL static inline __attribute__((always_inline))
 

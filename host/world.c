@@ -19,16 +19,18 @@
 /* The public enums (firn.h) and the physics headers' mirrors of them
  * (firn_material.h, firn_mpm.h) name the same things in the same order:
  * firn_material_build copies model and law as they are. */
-_Static_assert(FIRN_M_ELASTIC == (int)FIRN_MODEL_ELASTIC && FIRN_M_LIQUID == (int)FIRN_MODEL_LIQUID &&
-                   FIRN_M_SNOW == (int)FIRN_MODEL_SNOW && FIRN_M_SAND == (int)FIRN_MODEL_SAND &&
+_Static_assert(FIRN_M_ELASTIC == (int)FIRN_MODEL_ELASTIC &&
+                   FIRN_M_LIQUID == (int)FIRN_MODEL_LIQUID && FIRN_M_SNOW == (int)FIRN_MODEL_SNOW &&
+                   FIRN_M_SAND == (int)FIRN_MODEL_SAND &&
                    FIRN_M_VON_MISES == (int)FIRN_MODEL_VON_MISES &&
-                   FIRN_M_FRACTURE == (int)FIRN_MODEL_FRACTURE && FIRN_M_FRACTURE + 1 == (int)FIRN_MODEL_COUNT,
+                   FIRN_M_FRACTURE == (int)FIRN_MODEL_FRACTURE &&
+                   FIRN_M_FRACTURE + 1 == (int)FIRN_MODEL_COUNT,
                "firn_model and FIRN_M_* differ");
 _Static_assert(FIRN_L_COROTATED == (int)FIRN_LAW_COROTATED &&
                    FIRN_L_NEOHOOKEAN == (int)FIRN_LAW_NEOHOOKEAN,
                "firn_elastic_law and FIRN_L_* differ");
-_Static_assert(FIRN_W_SEPARATE == (int)FIRN_WALL_SEPARATE && FIRN_W_STICKY == (int)FIRN_WALL_STICKY &&
-                   FIRN_W_SLIP == (int)FIRN_WALL_SLIP,
+_Static_assert(FIRN_W_SEPARATE == (int)FIRN_WALL_SEPARATE &&
+                   FIRN_W_STICKY == (int)FIRN_WALL_STICKY && FIRN_W_SLIP == (int)FIRN_WALL_SLIP,
                "firn_wall_type and FIRN_W_* differ");
 
 double firn_now(void)
@@ -67,7 +69,6 @@ void firn_material_build(const firn_material_def *def, firn_material *m)
     m->c2 = c * c;
 }
 
-
 void firn_params_build(const firn_scene_def *def, firn_params *P)
 {
     memset(P, 0, sizeof *P);
@@ -91,7 +92,10 @@ void firn_params_build(const firn_scene_def *def, firn_params *P)
     P->bound = FIRN_WALL_LAYERS;
 }
 
-static const char *prefix(const firn_scene_def *def) { return def->source[0] ? def->source : "scene"; }
+static const char *prefix(const firn_scene_def *def)
+{
+    return def->source[0] ? def->source : "scene";
+}
 
 /* Largest particle speed and largest signal speed (firn_wave_speed2) over
  * the particles: only materials some particle has count, and snow's
@@ -236,13 +240,15 @@ static void cfl_cause(firn_world *w, const cfl_terms *t, char *why, size_t size)
     const float moving = firn_maxf(t->v_particles, t->v_rigid);
     firn_error ignored;
     if (!isfinite(t->c) && w->frame == 0) {
-        snprintf(why, size, "sound in the materials, which overflows float: a material is far "
-                            "too stiff or too light");
+        snprintf(why, size,
+                 "sound in the materials, which overflows float: a material is far "
+                 "too stiff or too light");
     } else if (!isfinite(t->c)) {
         snprintf(why, size, "sound in the materials, which is not finite: the state is blowing up");
     } else if (!isfinite(t->v_particles) && w->frame == 0) {
-        snprintf(why, size, "the particles, which overflows float: a body's initial velocity is "
-                            "far too large");
+        snprintf(why, size,
+                 "the particles, which overflows float: a body's initial velocity is "
+                 "far too large");
     } else if (!isfinite(t->v_particles)) {
         snprintf(why, size, "the particles, which is not finite: the state is blowing up");
     } else if (t->c > moving + t->v_gravity) {
@@ -253,7 +259,8 @@ static void cfl_cause(firn_world *w, const cfl_terms *t, char *why, size_t size)
         snprintf(why, size, "sound in material '%s', %g m/s (too stiff or too light for dx = %g m)",
                  name, t->c, d->dx);
     } else if (t->v_gravity >= moving) {
-        snprintf(why, size, "gravity over a frame, %g m/s (|g| = %g m/s^2 for time.frame_dt = %g s)",
+        snprintf(why, size,
+                 "gravity over a frame, %g m/s (|g| = %g m/s^2 for time.frame_dt = %g s)",
                  t->v_gravity, t->v_gravity / d->frame_dt, d->frame_dt);
     } else if (t->v_rigid > t->v_particles) {
         snprintf(why, size, "the surface of rigids[%d] '%s', %g m/s", t->rigid,
@@ -426,8 +433,9 @@ size_t firn_align256(size_t b) { return (b + 255) & ~(size_t)255; }
 size_t firn_particle_layout(int n, int slots, char *base, firn_particles *p)
 {
     const size_t nn = (size_t)n, f = sizeof(float);
-    const size_t bytes[9] = {3 * nn * f, 3 * nn * f, 9 * nn * f, 9 * nn * f, nn * f,
-                             nn * f,     nn * f,     nn,         (size_t)slots * nn * sizeof(uint32_t)};
+    const size_t bytes[9] = {3 * nn * f, 3 * nn * f, 9 * nn * f,
+                             9 * nn * f, nn * f,     nn * f,
+                             nn * f,     nn,         (size_t)slots * nn * sizeof(uint32_t)};
     size_t off[9], total = 0;
     for (int k = 0; k < 9; k++) {
         off[k] = total;
@@ -469,10 +477,10 @@ size_t firn_device_bytes(const firn_world *w)
 {
     const size_t nodes = (size_t)w->params.n[0] * w->params.n[1] * w->params.n[2];
     return firn_align256(firn_particle_layout(w->p.n, w->p.cpic_slots, NULL, NULL)) +
-           firn_align256(4 * nodes * sizeof(float)) +                      /* grid */
-           firn_align256(FIRN_MAX_MATERIALS * sizeof(firn_material)) +     /* materials */
-           firn_align256(sizeof(unsigned long long)) +                     /* non-finite word */
-           firn_align256(2 * sizeof(float)) +                              /* reduction */
+           firn_align256(4 * nodes * sizeof(float)) +                  /* grid */
+           firn_align256(FIRN_MAX_MATERIALS * sizeof(firn_material)) + /* materials */
+           firn_align256(sizeof(unsigned long long)) +                 /* non-finite word */
+           firn_align256(2 * sizeof(float)) +                          /* reduction */
            firn_align256((size_t)w->n_rigids * sizeof(firn_rigid)) +
            firn_align256((size_t)w->n_rigids * FIRN_RIGID_ACC * sizeof(double)) +
            firn_mesh_grid_bytes(w, firn_align256);
@@ -484,11 +492,11 @@ void firn_world_memory(const firn_world *w, firn_memory *m)
     double host = n * (109.0 + 4.0 * w->p.cpic_slots) + (double)firn_mesh_grid_bytes(w, no_align);
     if (w->backend == FIRN_BACKEND_CPU) {
         const double acc = (double)w->n_rigids * FIRN_RIGID_ACC * sizeof(double);
-        host += (double)w->grid.nodes * 16.0 +                          /* grid */
-                n * 12.0 + ((double)w->bins.nblocks + 1.0) * 4.0 +       /* binning, ids */
+        host += (double)w->grid.nodes * 16.0 +                     /* grid */
+                n * 12.0 + ((double)w->bins.nblocks + 1.0) * 4.0 + /* binning, ids */
                 (double)w->bins.nblocks * (4.0 * w->bins.chunks + 8.0 + 5.0) +
-                ((double)w->chunks + (double)w->cpic_chunks) * acc +    /* coupling sums */
-                (double)w->chunks;                                       /* live chunk flags */
+                ((double)w->chunks + (double)w->cpic_chunks) * acc + /* coupling sums */
+                (double)w->chunks;                                   /* live chunk flags */
     }
     m->host = host;
     m->host_grid = w->backend == FIRN_BACKEND_CPU ? (double)w->grid.nodes * 16.0 : 0.0;
@@ -669,7 +677,8 @@ int firn_world_stats(firn_world *w, firn_frame_stats *s, firn_error *err)
         }
         /* What the body receives at its next step: this substep's impulse,
          * over the substep that built it. */
-        firn_rigid_acc_force(b, &w->rigid_acc[FIRN_RIGID_ACC * k], w->params.dt, r->force, r->torque);
+        firn_rigid_acc_force(b, &w->rigid_acc[FIRN_RIGID_ACC * k], w->params.dt, r->force,
+                             r->torque);
         for (int a = 0; a < 4; a++)
             r->orientation[a] = b->q.q[a];
     }

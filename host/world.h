@@ -23,23 +23,24 @@ struct firn_world {
     firn_scene_def def;
     firn_backend backend;
     char device_name[256];
-    firn_params params;                      /* dt updated per substep */
+    firn_params params; /* dt updated per substep */
     firn_material mats[FIRN_MAX_MATERIALS];
-    firn_particles p;                        /* host state (CPU path) / host mirror (CUDA) */
-    firn_grid grid;                          /* CPU path grid */
+    firn_particles p; /* host state (CPU path) / host mirror (CUDA) */
+    firn_grid grid;   /* CPU path grid */
     firn_cpu_bins bins;
-    struct firn_cuda_state *cuda;            /* NULL on the CPU path (host/cuda_backend.h) */
+    struct firn_cuda_state *cuda; /* NULL on the CPU path (host/cuda_backend.h) */
     firn_coupler coupler;
     int n_rigids;
-    firn_rigid rigids[FIRN_MAX_RIGIDS];      /* host state (CPU) / host mirror (CUDA) */
-    double rigid_acc[FIRN_MAX_RIGIDS * FIRN_RIGID_ACC]; /* coupling force/torque for the next rigid step */
-    double *chunk_acc;                       /* CPU: [chunks][n_rigids][6] */
+    firn_rigid rigids[FIRN_MAX_RIGIDS]; /* host state (CPU) / host mirror (CUDA) */
+    double rigid_acc[FIRN_MAX_RIGIDS *
+                     FIRN_RIGID_ACC]; /* coupling force/torque for the next rigid step */
+    double *chunk_acc;                /* CPU: [chunks][n_rigids][6] */
     long long chunks;
-    unsigned char *chunk_live;               /* CPU: [chunks], 1 where a node may hold mass */
-    double *cpic_acc;                        /* CPU, CPIC: G2P reaction per particle chunk [cpic_chunks][n_rigids][6] */
+    unsigned char *chunk_live; /* CPU: [chunks], 1 where a node may hold mass */
+    double *cpic_acc; /* CPU, CPIC: G2P reaction per particle chunk [cpic_chunks][n_rigids][6] */
     long long cpic_chunks;
-    int rigids_stale;                        /* CUDA: rigid mirror older than the device */
-    int host_stale;                          /* CUDA: parts of the mirror older than the device (FIRN_STALE_*) */
+    int rigids_stale; /* CUDA: rigid mirror older than the device */
+    int host_stale;   /* CUDA: parts of the mirror older than the device (FIRN_STALE_*) */
     int frame;
     double time;
     long long substeps;

@@ -27,14 +27,14 @@
 extern "C" {
 #endif
 
-#define FIRN_VERSION "0.1.0"
+#define FIRN_VERSION       "0.1.0"
 #define FIRN_MAX_MATERIALS 16
-#define FIRN_MAX_BODIES 64
-#define FIRN_MAX_RIGIDS 16
+#define FIRN_MAX_BODIES    64
+#define FIRN_MAX_RIGIDS    16
 #define FIRN_MAX_KEYFRAMES 32
-#define FIRN_NAME_MAX 64
-#define FIRN_PATH_MAX 512
-#define FIRN_ERRMSG_MAX 1024
+#define FIRN_NAME_MAX      64
+#define FIRN_PATH_MAX      512
+#define FIRN_ERRMSG_MAX    1024
 /* Largest scene file read (its counts are bounded, so a real one is far
  * smaller). */
 #define FIRN_SCENE_MAX_BYTES (16 << 20)
@@ -111,7 +111,7 @@ typedef struct {
 } firn_shape_def;
 
 typedef struct {
-    int material;             /* index into firn_scene_def.materials */
+    int material; /* index into firn_scene_def.materials */
     firn_shape_def shape;
     float particles_per_cell; /* particles per grid cell (dx^3), default 8 */
     float velocity[3];        /* initial velocity [m/s] */
@@ -136,15 +136,15 @@ typedef enum { FIRN_RIGID_STATIC = 0, FIRN_RIGID_KINEMATIC, FIRN_RIGID_DYNAMIC }
 
 typedef struct {
     firn_rigid_shape_type type;
-    float center[3];   /* [m] */
-    float size[3];     /* box: full edge lengths [m] */
-    float radius;      /* sphere, capsule, cylinder [m] */
-    float height;      /* cylinder: length along the axis; capsule: between cap centres [m] */
-    int axis;          /* capsule, cylinder: 0 = x, 1 = y, 2 = z (default 1) */
-    float normal[3];   /* plane: outward normal (normalised when loaded), default +y */
+    float center[3]; /* [m] */
+    float size[3];   /* box: full edge lengths [m] */
+    float radius;    /* sphere, capsule, cylinder [m] */
+    float height;    /* cylinder: length along the axis; capsule: between cap centres [m] */
+    int axis;        /* capsule, cylinder: 0 = x, 1 = y, 2 = z (default 1) */
+    float normal[3]; /* plane: outward normal (normalised when loaded), default +y */
     char file[FIRN_PATH_MAX]; /* mesh: Wavefront OBJ file, closed and manifold; the JSON
                                  loader resolves it against the scene file's folder */
-    float scale;       /* mesh: factor on the file's coordinates [m per unit], default 1 */
+    float scale;              /* mesh: factor on the file's coordinates [m per unit], default 1 */
 } firn_rigid_shape_def;
 
 /* A pose of a kinematic body at time t; between keyframes the position is
@@ -158,10 +158,10 @@ typedef struct {
 typedef struct {
     char name[FIRN_NAME_MAX];
     firn_rigid_shape_def shape;
-    firn_motion motion;        /* default static */
-    float rotation[3];         /* initial orientation: degrees about x, then y, then z (world axes) */
-    float density;             /* [kg/m^3], dynamic; default 200 (Genesis's Rigid to v0.4.3) */
-    float velocity[3];         /* initial (dynamic) or prescribed (kinematic) [m/s] */
+    firn_motion motion; /* default static */
+    float rotation[3];  /* initial orientation: degrees about x, then y, then z (world axes) */
+    float density;      /* [kg/m^3], dynamic; default 200 (Genesis's Rigid to v0.4.3) */
+    float velocity[3];  /* initial (dynamic) or prescribed (kinematic) [m/s] */
     float angular_velocity[3]; /* same, world frame [rad/s] */
     float friction;            /* Coulomb coefficient, default 0.1 */
     float softness;            /* contact softness [m], default 0.002 */
@@ -175,12 +175,12 @@ typedef struct {
     float lower[3], upper[3]; /* domain box [m] */
     float dx;                 /* grid spacing [m] */
     firn_wall_def walls[6];
-    float gravity[3];         /* [m/s^2], default (0, -9.81, 0) */
-    float frame_dt;           /* [s], default 1/60 */
-    int frames;               /* default 60 */
-    float cfl;                /* Courant number, default 0.4 */
-    float dt;                 /* fixed substep [s]; 0 = from CFL each frame */
-    int force_dt;             /* 1: accept a dt beyond the CFL limit */
+    float gravity[3]; /* [m/s^2], default (0, -9.81, 0) */
+    float frame_dt;   /* [s], default 1/60 */
+    int frames;       /* default 60 */
+    float cfl;        /* Courant number, default 0.4 */
+    float dt;         /* fixed substep [s]; 0 = from CFL each frame */
+    int force_dt;     /* 1: accept a dt beyond the CFL limit */
     int n_materials;
     firn_material_def materials[FIRN_MAX_MATERIALS];
     int n_bodies;
@@ -206,8 +206,7 @@ void firn_rigid_default(firn_rigid_def *rigid);
 int firn_scene_load_json(const char *path, firn_scene_def *def, firn_error *err);
 /* The same from text in memory; name (may be NULL) stands for the file in
  * messages. */
-int firn_scene_parse_json(const char *text, const char *name, firn_scene_def *def,
-                          firn_error *err);
+int firn_scene_parse_json(const char *text, const char *name, firn_scene_def *def, firn_error *err);
 /* Checks ranges and consistency of a definition built in code. */
 int firn_scene_validate(const firn_scene_def *def, firn_error *err);
 
@@ -234,20 +233,20 @@ typedef struct {
 } firn_rigid_stats;
 
 typedef struct {
-    int frame;                 /* frame index: 0 is the initial state, k is t = k frame_dt */
-    double time;               /* simulated time at its end [s] */
-    long long substeps;        /* substeps since the start */
-    int frame_substeps;        /* substeps in this frame */
-    float dt;                  /* substep used in this frame [s] */
+    int frame;          /* frame index: 0 is the initial state, k is t = k frame_dt */
+    double time;        /* simulated time at its end [s] */
+    long long substeps; /* substeps since the start */
+    int frame_substeps; /* substeps in this frame */
+    float dt;           /* substep used in this frame [s] */
     long long particles;
-    double kinetic_energy;     /* [J] */
-    double momentum[3];        /* [kg m/s] */
-    double center_of_mass[3];  /* [m] */
+    double kinetic_energy;    /* [J] */
+    double momentum[3];       /* [kg m/s] */
+    double center_of_mass[3]; /* [m] */
     float bbox_lower[3], bbox_upper[3];
-    double mass;               /* [kg] */
+    double mass; /* [kg] */
     long long material_count[FIRN_MAX_MATERIALS];
-    double wall_seconds;       /* wall time of this frame's substeps [s] */
-    double throughput;         /* particle-substeps per second in this frame */
+    double wall_seconds; /* wall time of this frame's substeps [s] */
+    double throughput;   /* particle-substeps per second in this frame */
     int n_rigids;
     firn_rigid_stats rigids[FIRN_MAX_RIGIDS];
 } firn_frame_stats;
@@ -308,14 +307,14 @@ void firn_world_memory(const firn_world *world, firn_memory *memory);
  * stay valid until the next call on the world. */
 typedef struct {
     long long n;
-    const float *x;   /* 3n positions [m] */
-    const float *v;   /* 3n velocities [m/s] */
-    const float *C;   /* 9n affine velocity field [1/s], row-major per particle */
-    const float *F;   /* 9n deformation gradient [-] */
-    const float *Jp;  /* n plastic state (snow: Jp; sand: volume correction) */
+    const float *x;      /* 3n positions [m] */
+    const float *v;      /* 3n velocities [m/s] */
+    const float *C;      /* 9n affine velocity field [1/s], row-major per particle */
+    const float *F;      /* 9n deformation gradient [-] */
+    const float *Jp;     /* n plastic state (snow: Jp; sand: volume correction) */
     const float *damage; /* n damage in [0,1] (fracture) */
-    const float *vol; /* n initial volume [m^3] */
-    const uint8_t *mat; /* n material index */
+    const float *vol;    /* n initial volume [m^3] */
+    const uint8_t *mat;  /* n material index */
 } firn_particles_view;
 
 int firn_world_particles(firn_world *world, firn_particles_view *view, firn_error *err);
@@ -329,8 +328,8 @@ int firn_write_preview_png(const char *path, const firn_scene_def *def,
 int firn_write_preview_png_rigids(const char *path, const firn_scene_def *def,
                                   const firn_particles_view *p, const firn_frame_stats *stats,
                                   firn_error *err);
-int firn_append_stats_jsonl(const char *path, const firn_scene_def *def,
-                            const firn_frame_stats *s, firn_error *err);
+int firn_append_stats_jsonl(const char *path, const firn_scene_def *def, const firn_frame_stats *s,
+                            firn_error *err);
 
 /* Devices: number of usable CUDA devices (0 without a GPU or a CUDA build)
  * and a one-line description of each. */

@@ -36,23 +36,23 @@ typedef struct {
  * follow their keyframes. 1.8 KiB, nearly all of it keyframes. */
 typedef struct {
     firn_sdf_shape shape;
-    float x[3];        /* centre of mass [m] */
-    firn_quat q;       /* orientation, body to world */
-    float v[3];        /* linear velocity [m/s] */
-    float w[3];        /* angular velocity [rad/s], world frame */
-    float L[3];        /* angular momentum [kg m^2/s], world frame (dynamic) */
-    float mass, inv_mass;   /* [kg], [1/kg]; 0 for static and kinematic */
-    float inertia[3];       /* principal moments [kg m^2] */
+    float x[3];           /* centre of mass [m] */
+    firn_quat q;          /* orientation, body to world */
+    float v[3];           /* linear velocity [m/s] */
+    float w[3];           /* angular velocity [rad/s], world frame */
+    float L[3];           /* angular momentum [kg m^2/s], world frame (dynamic) */
+    float mass, inv_mass; /* [kg], [1/kg]; 0 for static and kinematic */
+    float inertia[3];     /* principal moments [kg m^2] */
     float inv_inertia[3];
-    firn_quat principal;    /* principal axes' frame to body frame (a mesh's; else identity) */
-    int motion;        /* FIRN_MOTION_* */
-    int couple;        /* takes part in coupling */
+    firn_quat principal; /* principal axes' frame to body frame (a mesh's; else identity) */
+    int motion;          /* FIRN_MOTION_* */
+    int couple;          /* takes part in coupling */
     float friction, softness, restitution;
-    float force[3], torque[3]; /* coupling force / torque applied in the last step */
-    float couple_dt;           /* substep of the coupling whose impulse acc holds [s] */
+    float force[3], torque[3];      /* coupling force / torque applied in the last step */
+    float couple_dt;                /* substep of the coupling whose impulse acc holds [s] */
     double impulse[FIRN_RIGID_ACC]; /* sum of the coupling impulses applied since the start */
-    double time;       /* [s] since the start */
-    int n_keys;        /* kinematic: keyframes followed (0: constant v and omega) */
+    double time;                    /* [s] since the start */
+    int n_keys;                     /* kinematic: keyframes followed (0: constant v and omega) */
     firn_key key[FIRN_RIGID_KEYS];
 } firn_rigid;
 

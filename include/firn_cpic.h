@@ -47,7 +47,7 @@
 
 #include "firn_coupling.h"
 
-#define FIRN_CPIC_MAX 16     /* bodies a record can hold (FIRN_MAX_RIGIDS) */
+#define FIRN_CPIC_MAX   16   /* bodies a record can hold (FIRN_MAX_RIGIDS) */
 #define FIRN_CPIC_REACH 3.5f /* [cells] surfaces farther from a particle are ignored */
 
 static inline FIRN_HD int firn_ctz(unsigned m)
@@ -156,7 +156,8 @@ static inline FIRN_HD unsigned firn_cpic_stencil_mask(const firn_params *P, cons
 {
     const firn_vec3 com = firn_rigid_pos(body);
     const firn_vec3 xl = firn_quat_unrotate(body->q, firn_sub(x, com));
-    const firn_vec3 o = firn_quat_unrotate(body->q, firn_sub(firn_stencil_node(P, s, 0, 0, 0), com));
+    const firn_vec3 o =
+        firn_quat_unrotate(body->q, firn_sub(firn_stencil_node(P, s, 0, 0, 0), com));
     const firn_vec3 nl = firn_quat_unrotate(body->q, nrec);
     firn_vec3 e[3], nn;
     for (int a = 0; a < 3; a++) {
@@ -170,9 +171,9 @@ static inline FIRN_HD unsigned firn_cpic_stencil_mask(const firn_params *P, cons
     for (int a = 0; a < 3; a++)
         for (int b = 0; b < 3; b++)
             for (int c = 0; c < 3; c++) {
-                firn_vec3 y = firn_add(firn_add(firn_add(o, firn_scale(e[0], (float)a)),
-                                                firn_scale(e[1], (float)b)),
-                                       firn_scale(e[2], (float)c));
+                firn_vec3 y = firn_add(
+                    firn_add(firn_add(o, firn_scale(e[0], (float)a)), firn_scale(e[1], (float)b)),
+                    firn_scale(e[2], (float)c));
                 firn_vec3 r = firn_sub(y, xl);
                 if (firn_dot(r, r) < clear2)
                     continue;
@@ -262,9 +263,9 @@ static inline FIRN_HD firn_vec3 firn_cpic_contact(const firn_rigid *b, firn_vec3
  * force and torque at the particle in acc[6k..6k+5]; then firn_cpic_contact
  * against every body within reach, whose momentum change goes to the body
  * too. Returns 1 if the new state is not finite. */
-static inline FIRN_HD int firn_g2p_near_cpic(int i, const firn_params *P,
-                                             const firn_material *mats, firn_particles p,
-                                             firn_grid g, const firn_rigid *bodies, int nb,
+static inline FIRN_HD int firn_g2p_near_cpic(int i, const firn_params *P, const firn_material *mats,
+                                             firn_particles p, firn_grid g,
+                                             const firn_rigid *bodies, int nb,
                                              const firn_cpic_ctx *c, double *acc)
 {
     const int n = p.n;
@@ -274,7 +275,8 @@ static inline FIRN_HD int firn_g2p_near_cpic(int i, const firn_params *P,
     firn_g2p_sums sums = {{{0.0f}}, {{{0.0f}}}};
     float W[FIRN_CPIC_MAX];
     unsigned mask[FIRN_CPIC_MAX], have = 0;
-    const unsigned across = p.cpic[(long long)nb * n + i] ? firn_cpic_across(P, &s, x, c, bodies, mask) : 0u;
+    const unsigned across =
+        p.cpic[(long long)nb * n + i] ? firn_cpic_across(P, &s, x, c, bodies, mask) : 0u;
     for (int a = 0; a < 3; a++)
         for (int b = 0; b < 3; b++)
             for (int cc = 0; cc < 3; cc++) {

@@ -29,15 +29,15 @@ typedef struct {
     float c2;      /* dilatational wave speed at rest, squared [m^2/s^2] */
 } firn_material;
 
-enum { FIRN_M_ELASTIC, FIRN_M_LIQUID, FIRN_M_SNOW, FIRN_M_SAND, FIRN_M_VON_MISES,
-       FIRN_M_FRACTURE };
+enum { FIRN_M_ELASTIC, FIRN_M_LIQUID, FIRN_M_SNOW, FIRN_M_SAND, FIRN_M_VON_MISES, FIRN_M_FRACTURE };
 enum { FIRN_L_COROTATED, FIRN_L_NEOHOOKEAN };
 
 /* Fixed corotated: tau = 2 mu (F - U V^T) F^T + lambda J (J - 1) I. */
 static inline FIRN_HD firn_vec3 firn_tau_corotated(float mu, float la, firn_vec3 s, float J)
 {
     float p = la * J * (J - 1.0f);
-    return firn_v3(2.0f * mu * (s.v[0] - 1.0f) * s.v[0] + p, 2.0f * mu * (s.v[1] - 1.0f) * s.v[1] + p,
+    return firn_v3(2.0f * mu * (s.v[0] - 1.0f) * s.v[0] + p,
+                   2.0f * mu * (s.v[1] - 1.0f) * s.v[1] + p,
                    2.0f * mu * (s.v[2] - 1.0f) * s.v[2] + p);
 }
 
@@ -72,23 +72,25 @@ static inline FIRN_HD firn_vec3 firn_tau_elastic(int law, float mu, float la, fi
 }
 
 /* Sand return mapping (Klar et al. 2016, Drucker-Prager in Hencky strain),
- * as in docs/PHYSICS.md s3.6: Jp holds the volume-correction term, s is replaced by the
+ * as in docs/PHYSICS.md s3.6: *vol_log is the log volume correction (the particle's Jp
+ * slot; 0 at rest, > 0 after expansion), s is replaced by the
  * projected singular values, and their logarithms (the projected Hencky
  * strain, which the stress needs) are returned. */
-static inline FIRN_HD firn_vec3 firn_sand_project(const firn_material *m, firn_vec3 *s, float *Jp)
+static inline FIRN_HD firn_vec3 firn_sand_project(const firn_material *m, firn_vec3 *s,
+                                                  float *vol_log)
 {
-    firn_vec3 e = firn_v3(logf(firn_maxf(fabsf(s->v[0]), 1e-4f)),
-                          logf(firn_maxf(fabsf(s->v[1]), 1e-4f)),
-                          logf(firn_maxf(fabsf(s->v[2]), 1e-4f)));
-    float tr = e.v[0] + e.v[1] + e.v[2] + *Jp;
+    firn_vec3 e =
+        firn_v3(logf(firn_maxf(fabsf(s->v[0]), 1e-4f)), logf(firn_maxf(fabsf(s->v[1]), 1e-4f)),
+                logf(firn_maxf(fabsf(s->v[2]), 1e-4f)));
+    float tr = e.v[0] + e.v[1] + e.v[2] + *vol_log;
     firn_vec3 eh = firn_sub(e, firn_v3(tr / 3.0f, tr / 3.0f, tr / 3.0f));
     float ehn = firn_norm(eh) + 1e-20f;
     if (tr >= 0.0f) { /* expansion: no tension, the grain separates freely */
         *s = firn_v3(1.0f, 1.0f, 1.0f);
-        *Jp = tr;
+        *vol_log = tr;
         return firn_v3(0.0f, 0.0f, 0.0f);
     }
-    *Jp = 0.0f;
+    *vol_log = 0.0f;
     float dgamma = ehn + (3.0f * m->lambda + 2.0f * m->mu) / (2.0f * m->mu) * tr * m->alpha;
     float k = firn_maxf(0.0f, dgamma) / ehn;
     e = firn_sub(e, firn_scale(eh, k));

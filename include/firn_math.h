@@ -5,8 +5,12 @@
 
 #include "firn_hd.h"
 
-typedef struct { float v[3]; } firn_vec3;   /* 12 bytes */
-typedef struct { float m[9]; } firn_mat3;   /* 36 bytes */
+typedef struct {
+    float v[3];
+} firn_vec3; /* 12 bytes */
+typedef struct {
+    float m[9];
+} firn_mat3; /* 36 bytes */
 
 static inline FIRN_HD firn_vec3 firn_v3(float x, float y, float z)
 {

@@ -12,20 +12,20 @@
  * and 4 with CPIC on. */
 typedef struct {
     int n;
-    float *x;      /* 3n positions [m] */
-    float *v;      /* 3n velocities [m/s] */
-    float *C;      /* 9n APIC affine matrix [1/s] */
-    float *F;      /* 9n deformation gradient */
-    float *Jp;     /* n plastic state, by model: snow, the plastic volume ratio J_P
-                      (1 at rest); sand, the log volume correction of the return
-                      map (0 at rest, docs/PHYSICS.md s3.6); others leave it at 1 */
-    float *damage; /* n damage [0,1] */
-    float *vol;    /* n initial volume [m^3] */
-    uint8_t *mat;  /* n material index */
-    int cpic_slots;   /* CPIC: words per particle (one per rigid body, plus one), 0 when off */
-    uint32_t *cpic;   /* cpic_slots * n: word k of particle i at [k*n + i]: per rigid,
-                         the side of its surface the particle is on, then P2G's
-                         stencil nodes across (include/firn_cpic.h); NULL when off */
+    float *x;       /* 3n positions [m] */
+    float *v;       /* 3n velocities [m/s] */
+    float *C;       /* 9n APIC affine matrix [1/s] */
+    float *F;       /* 9n deformation gradient */
+    float *Jp;      /* n plastic state, by model: snow, the plastic volume ratio J_P
+                       (1 at rest); sand, the log volume correction of the return
+                       map (0 at rest, docs/PHYSICS.md s3.6); others leave it at 1 */
+    float *damage;  /* n damage [0,1] */
+    float *vol;     /* n initial volume [m^3] */
+    uint8_t *mat;   /* n material index */
+    int cpic_slots; /* CPIC: words per particle (one per rigid body, plus one), 0 when off */
+    uint32_t *cpic; /* cpic_slots * n: word k of particle i at [k*n + i]: per rigid,
+                       the side of its surface the particle is on, then P2G's
+                       stencil nodes across (include/firn_cpic.h); NULL when off */
 } firn_particles;
 
 /* Dense node grid; node (i,j,k) at lower + (i,j,k)*dx, index (i*ny + j)*nz + k.
@@ -49,7 +49,7 @@ typedef struct {
     float gravity[3];
     int wall_type[6]; /* x_lower, x_upper, y_lower, y_upper, z_lower, z_upper */
     float wall_friction[6];
-    int bound;        /* node layers on each face the walls act on */
+    int bound;                /* node layers on each face the walls act on */
     float x_min[3], x_max[3]; /* particles are kept inside this box */
 } firn_params;
 
@@ -264,10 +264,10 @@ static inline FIRN_HD int firn_grid_velocity(long long node, const firn_params *
     return 1;
 }
 
-/* One wall on axis a with inward normal sign sgn (+1 on a lower face); mu
- * is the wall's Coulomb friction coefficient (P->wall_friction), not the
- * shear modulus firn_material.mu. */
-static inline FIRN_HD firn_vec3 firn_wall_apply(firn_vec3 v, int a, float sgn, int type, float mu)
+/* One wall on axis a with inward normal sign sgn (+1 on a lower face) and
+ * Coulomb friction coefficient `friction` (P->wall_friction). */
+static inline FIRN_HD firn_vec3 firn_wall_apply(firn_vec3 v, int a, float sgn, int type,
+                                                float friction)
 {
     if (type == FIRN_W_STICKY)
         return firn_v3(0.0f, 0.0f, 0.0f);
@@ -279,10 +279,10 @@ static inline FIRN_HD firn_vec3 firn_wall_apply(firn_vec3 v, int a, float sgn, i
     if (vn >= 0.0f) /* separate: leaving is free */
         return v;
     v.v[a] = 0.0f;
-    if (mu > 0.0f) { /* Coulomb friction in impulse form: |vt| -= mu |vn| */
+    if (friction > 0.0f) { /* Coulomb friction in impulse form: |vt| -= friction |vn| */
         float vt = firn_norm(v);
         if (vt > 0.0f)
-            v = firn_scale(v, firn_maxf(0.0f, vt + mu * vn) / vt);
+            v = firn_scale(v, firn_maxf(0.0f, vt + friction * vn) / vt);
     }
     return v;
 }
@@ -336,8 +336,8 @@ typedef struct {
 } firn_g2p_sums;
 
 /* Add stencil node (a, b, c), whose grid velocity is gv. */
-static inline FIRN_HD void firn_g2p_gather(const firn_stencil *s, int a, int b, int c,
-                                           firn_vec3 gv, firn_g2p_sums *acc)
+static inline FIRN_HD void firn_g2p_gather(const firn_stencil *s, int a, int b, int c, firn_vec3 gv,
+                                           firn_g2p_sums *acc)
 {
     firn_vec3 wgv = firn_scale(gv, s->w[a][0] * s->w[b][1] * s->w[c][2]);
     acc->v = firn_add(acc->v, wgv);
@@ -360,8 +360,8 @@ static inline FIRN_HD firn_mat3 firn_g2p_affine(const firn_params *P, const firn
 
 /* Advect with the gathered v, keep the particle inside the domain, store.
  * Returns 1 if the new state is not finite. */
-static inline FIRN_HD int firn_g2p_finish(int i, const firn_params *P, firn_particles p, firn_vec3 x,
-                                          firn_vec3 v, firn_mat3 C)
+static inline FIRN_HD int firn_g2p_finish(int i, const firn_params *P, firn_particles p,
+                                          firn_vec3 x, firn_vec3 v, firn_mat3 C)
 {
     const int n = p.n;
     x = firn_add(x, firn_scale(v, P->dt));

@@ -15,8 +15,15 @@
 
 #include "firn_math.h"
 
-enum { FIRN_SDF_PLANE = 0, FIRN_SDF_SPHERE, FIRN_SDF_BOX, FIRN_SDF_CAPSULE, FIRN_SDF_CYLINDER,
-       FIRN_SDF_MESH, FIRN_SDF_COUNT };
+enum {
+    FIRN_SDF_PLANE = 0,
+    FIRN_SDF_SPHERE,
+    FIRN_SDF_BOX,
+    FIRN_SDF_CAPSULE,
+    FIRN_SDF_CYLINDER,
+    FIRN_SDF_MESH,
+    FIRN_SDF_COUNT
+};
 
 /* A shape in its own frame. 96 bytes. */
 typedef struct {
@@ -38,7 +45,9 @@ typedef struct {
 
 /* ---- quaternions ---------------------------------------------------------- */
 
-typedef struct { float q[4]; } firn_quat; /* w, x, y, z */
+typedef struct {
+    float q[4];
+} firn_quat; /* w, x, y, z */
 
 static inline FIRN_HD firn_quat firn_quat_mul(firn_quat a, firn_quat b)
 {
@@ -173,8 +182,8 @@ static inline FIRN_HD float firn_sdf_mesh(const firn_sdf_shape *s, firn_vec3 p, 
     for (int c = 0; c < 8; c++) {
         int a0 = c >> 2, a1 = (c >> 1) & 1, a2 = c & 1;
         float w = (a0 ? f[0] : 1.0f - f[0]) * (a1 ? f[1] : 1.0f - f[1]) * (a2 ? f[2] : 1.0f - f[2]);
-        const float *g =
-            s->grid + 4 * (((long long)(i[0] + a0) * s->n[1] + (i[1] + a1)) * s->n[2] + (i[2] + a2));
+        const float *g = s->grid + 4 * (((long long)(i[0] + a0) * s->n[1] + (i[1] + a1)) * s->n[2] +
+                                        (i[2] + a2));
         for (int k = 0; k < 4; k++)
             q[k] += w * g[k];
     }
@@ -217,10 +226,18 @@ static inline FIRN_HD int firn_sdf_extent(const firn_sdf_shape *s, float e[3])
 {
     for (int a = 0; a < 3; a++) {
         switch (s->type) {
-        case FIRN_SDF_SPHERE: e[a] = s->radius; break;
-        case FIRN_SDF_CAPSULE: e[a] = s->radius + (a == s->axis ? s->half[a] : 0.0f); break;
-        case FIRN_SDF_CYLINDER: e[a] = a == s->axis ? s->half[a] : s->radius; break;
-        default: e[a] = s->half[a]; break;
+        case FIRN_SDF_SPHERE:
+            e[a] = s->radius;
+            break;
+        case FIRN_SDF_CAPSULE:
+            e[a] = s->radius + (a == s->axis ? s->half[a] : 0.0f);
+            break;
+        case FIRN_SDF_CYLINDER:
+            e[a] = a == s->axis ? s->half[a] : s->radius;
+            break;
+        default:
+            e[a] = s->half[a];
+            break;
         }
     }
     return s->type != FIRN_SDF_PLANE;

@@ -92,9 +92,24 @@ static inline FIRN_HD void firn_svd3(firn_mat3 A, firn_mat3 *U, firn_vec3 *sig, 
     }
     /* Sort eigenvalues of A^T A (squared singular values) in decreasing order. */
     float e0 = S.m[0], e1 = S.m[4], e2 = S.m[8], t;
-    if (e0 < e1) { firn_swap_cols(V, 0, 1); t = e0; e0 = e1; e1 = t; }
-    if (e0 < e2) { firn_swap_cols(V, 0, 2); t = e0; e0 = e2; e2 = t; }
-    if (e1 < e2) { firn_swap_cols(V, 1, 2); t = e1; e1 = e2; e2 = t; }
+    if (e0 < e1) {
+        firn_swap_cols(V, 0, 1);
+        t = e0;
+        e0 = e1;
+        e1 = t;
+    }
+    if (e0 < e2) {
+        firn_swap_cols(V, 0, 2);
+        t = e0;
+        e0 = e2;
+        e2 = t;
+    }
+    if (e1 < e2) {
+        firn_swap_cols(V, 1, 2);
+        t = e1;
+        e1 = e2;
+        e2 = t;
+    }
     (void)e0;
     firn_mat3 B = firn_m3_mul(A, *V);
     *U = firn_m3_identity();

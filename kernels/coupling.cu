@@ -128,8 +128,7 @@ int firn_cuda_queue_g2p_cpic(const firn_params *P, const firn_material *mats, fi
     const unsigned blocks = (unsigned)((p.n + FIRN_BLOCK - 1) / FIRN_BLOCK);
     if (blocks == 0)
         return 0;
-    FIRN_LAUNCH(g2p_cpic, blocks, FIRN_BLOCK, 0, st, *P, mats, p, g, bodies, nb, acc, bad,
-                substep);
+    FIRN_LAUNCH(g2p_cpic, blocks, FIRN_BLOCK, 0, st, *P, mats, p, g, bodies, nb, acc, bad, substep);
     FIRN_CUDA_CHECK_LAUNCH("g2p_cpic", st, err);
     return 0;
 }

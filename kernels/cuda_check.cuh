@@ -24,10 +24,10 @@
  * under nvcc; in the emulated build (make CUDA=emu, test/emu/) a call that
  * queues the kernel on the emulated stream. */
 #if defined(FIRN_EMU)
-#define FIRN_LAUNCH(kernel, grid, block, shared_bytes, stream, ...)                               \
+#define FIRN_LAUNCH(kernel, grid, block, shared_bytes, stream, ...)                                \
     FIRN_EMU_LAUNCH(kernel, grid, block, shared_bytes, stream, __VA_ARGS__)
 #else
-#define FIRN_LAUNCH(kernel, grid, block, shared_bytes, stream, ...)                               \
+#define FIRN_LAUNCH(kernel, grid, block, shared_bytes, stream, ...)                                \
     kernel<<<grid, block, shared_bytes, stream>>>(__VA_ARGS__)
 #endif
 
@@ -48,10 +48,10 @@ static inline int firn_cuda_check(cudaError_t e, const char *call, const char *f
     return 1;
 }
 
-#define FIRN_CUDA_CHECK_RET(call, err, ret)                                                       \
-    do {                                                                                          \
-        if (firn_cuda_check((call), #call, __FILE__, __LINE__, (err)))                            \
-            return ret;                                                                           \
+#define FIRN_CUDA_CHECK_RET(call, err, ret)                                                        \
+    do {                                                                                           \
+        if (firn_cuda_check((call), #call, __FILE__, __LINE__, (err)))                             \
+            return ret;                                                                            \
     } while (0)
 
 #define FIRN_CUDA_CHECK(call, err) FIRN_CUDA_CHECK_RET(call, err, FIRN_CUDA_FAILED)
@@ -62,26 +62,26 @@ static inline int firn_cuda_check(cudaError_t e, const char *call, const char *f
 
 /* After a kernel launch; name is the kernel, for the message. */
 #ifdef FIRN_DEBUG_SYNC
-#define FIRN_CUDA_CHECK_LAUNCH(name, stream, err)                                                 \
-    do {                                                                                          \
-        if (firn_cuda_check(cudaGetLastError(), "launch of kernel " name, __FILE__, __LINE__,     \
-                            (err)) ||                                                             \
-            firn_cuda_check(cudaStreamSynchronize(stream),                                        \
-                            "kernel " name " (synchronised by FIRN_DEBUG_SYNC)", __FILE__,        \
-                            __LINE__, (err)))                                                     \
-            return FIRN_CUDA_FAILED;                                                              \
+#define FIRN_CUDA_CHECK_LAUNCH(name, stream, err)                                                  \
+    do {                                                                                           \
+        if (firn_cuda_check(cudaGetLastError(), "launch of kernel " name, __FILE__, __LINE__,      \
+                            (err)) ||                                                              \
+            firn_cuda_check(cudaStreamSynchronize(stream),                                         \
+                            "kernel " name " (synchronised by FIRN_DEBUG_SYNC)", __FILE__,         \
+                            __LINE__, (err)))                                                      \
+            return FIRN_CUDA_FAILED;                                                               \
     } while (0)
 #else
 /* cudaGetLastError also returns a fault inside an earlier kernel of the
  * stream, so the message says that it may not be this launch's. */
-#define FIRN_CUDA_CHECK_LAUNCH(name, stream, err)                                                 \
-    do {                                                                                          \
-        (void)(stream);                                                                           \
-        if (firn_cuda_check(cudaGetLastError(),                                                   \
-                            "launch of kernel " name " (or an earlier kernel of the stream; "     \
-                            "make DEBUG_SYNC=1 names the one)",                                   \
-                            __FILE__, __LINE__, (err)))                                           \
-            return FIRN_CUDA_FAILED;                                                              \
+#define FIRN_CUDA_CHECK_LAUNCH(name, stream, err)                                                  \
+    do {                                                                                           \
+        (void)(stream);                                                                            \
+        if (firn_cuda_check(cudaGetLastError(),                                                    \
+                            "launch of kernel " name " (or an earlier kernel of the stream; "      \
+                            "make DEBUG_SYNC=1 names the one)",                                    \
+                            __FILE__, __LINE__, (err)))                                            \
+            return FIRN_CUDA_FAILED;                                                               \
     } while (0)
 #endif
 

@@ -33,24 +33,25 @@
 enum { EV_START, EV_SUB, EV_COUPLE, EV_CLEAR, EV_P2G, EV_GRID, EV_G2P, EV_END, EV_COUNT };
 
 struct firn_cuda_state {
-    firn_particles p;        /* device SoA, same layout as the host mirror w->p */
-    void *p_block;           /* one allocation holding all particle arrays */
-    firn_grid grid;          /* device grid: mass (nodes), then mom (3 nodes), contiguous */
-    firn_material *mats;     /* device copy of w->mats (FIRN_MAX_MATERIALS) */
-    unsigned long long *bad; /* first non-finite particle (firn_cuda_bad_word), or FIRN_CUDA_BAD_NONE */
-    float2 *red_out;         /* reduction result: (max |v|^2, max stiffness factor) */
-    void *red_temp;          /* CUB temporary storage, sized for p.n once */
+    firn_particles p;    /* device SoA, same layout as the host mirror w->p */
+    void *p_block;       /* one allocation holding all particle arrays */
+    firn_grid grid;      /* device grid: mass (nodes), then mom (3 nodes), contiguous */
+    firn_material *mats; /* device copy of w->mats (FIRN_MAX_MATERIALS) */
+    unsigned long long
+        *bad;        /* first non-finite particle (firn_cuda_bad_word), or FIRN_CUDA_BAD_NONE */
+    float2 *red_out; /* reduction result: (max |v|^2, max stiffness factor) */
+    void *red_temp;  /* CUB temporary storage, sized for p.n once */
     size_t red_temp_bytes;
     cudaStream_t stream;
     cudaEvent_t ev[EV_COUNT];
-    firn_rigid *rigids;      /* device rigid state (n_rigids), resident */
-    double *rigid_acc;       /* coupling force/torque for the next rigid step [n_rigids][6] */
+    firn_rigid *rigids; /* device rigid state (n_rigids), resident */
+    double *rigid_acc;  /* coupling force/torque for the next rigid step [n_rigids][6] */
     int n_rigids;
-    int rigid_mpm;           /* the Coupler's rigid_mpm pair is active */
-    int cpic;                /* the Coupler's CPIC is on (p.cpic allocated) */
-    float *mesh_grid[FIRN_MAX_RIGIDS];            /* device SDF grids, one per distinct mesh */
+    int rigid_mpm;                                 /* the Coupler's rigid_mpm pair is active */
+    int cpic;                                      /* the Coupler's CPIC is on (p.cpic allocated) */
+    float *mesh_grid[FIRN_MAX_RIGIDS];             /* device SDF grids, one per distinct mesh */
     const float *rigid_grid_host[FIRN_MAX_RIGIDS]; /* per rigid: its host grid, or NULL */
-    size_t bytes;            /* device memory allocated */
+    size_t bytes;                                  /* device memory allocated */
 };
 
 /* ---- GPU kernels ---------------------------------------------------------- */
@@ -111,8 +112,8 @@ static cudaError_t reduce_launch(firn_cuda_state *s, void *temp, size_t &temp_by
 
 /* Copies the particle arrays of `parts` (FIRN_STALE_*: x and v; the rest,
  * volume and material included) from src to dst (same n) on the stream. */
-static int copy_particles(const firn_particles *dst, const firn_particles *src,
-                          cudaMemcpyKind kind, cudaStream_t st, int parts, firn_error *err)
+static int copy_particles(const firn_particles *dst, const firn_particles *src, cudaMemcpyKind kind,
+                          cudaStream_t st, int parts, firn_error *err)
 {
     const size_t n = (size_t)src->n, f = sizeof(float);
     if (n == 0)
@@ -224,9 +225,9 @@ static int upload_rigids(firn_world *w, firn_cuda_state *s, size_t r_bytes, size
         e = cudaStreamSynchronize(s->stream); /* before staged is freed */
     free(staged);
     FIRN_CUDA_CHECK(e, err);
-    FIRN_CUDA_CHECK(cudaMemcpyAsync(s->rigid_acc, w->rigid_acc, a_bytes,
-                                    cudaMemcpyHostToDevice, s->stream),
-                    err);
+    FIRN_CUDA_CHECK(
+        cudaMemcpyAsync(s->rigid_acc, w->rigid_acc, a_bytes, cudaMemcpyHostToDevice, s->stream),
+        err);
     return 0;
 }
 
@@ -237,8 +238,8 @@ static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
     cudaDeviceProp prop;
     FIRN_CUDA_CHECK(cudaGetDevice(&dev), err);
     FIRN_CUDA_CHECK(cudaGetDeviceProperties(&prop, dev), err);
-    snprintf(w->device_name, sizeof w->device_name, "%.200s (CUDA device %d, sm_%d%d)", prop.name, dev,
-             prop.major, prop.minor);
+    snprintf(w->device_name, sizeof w->device_name, "%.200s (CUDA device %d, sm_%d%d)", prop.name,
+             dev, prop.major, prop.minor);
 
     for (int a = 0; a < 3; a++)
         s->grid.n[a] = w->params.n[a];
@@ -358,16 +359,15 @@ static int queue_substep(firn_cuda_state *s, const firn_params *P, unsigned subs
     const unsigned gblocks = (unsigned)((s->grid.nodes + FIRN_BLOCK - 1) / FIRN_BLOCK);
     if (timed)
         FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_SUB], s->stream), err);
-    if (s->cpic &&
-        firn_cuda_queue_cpic_mark(P, s->p, s->rigids, s->n_rigids, s->stream, err))
+    if (s->cpic && firn_cuda_queue_cpic_mark(P, s->p, s->rigids, s->n_rigids, s->stream, err))
         return FIRN_CUDA_FAILED;
     if (firn_cuda_queue_rigid_step(s->rigids, s->rigid_acc, s->n_rigids, P, s->stream, err))
         return FIRN_CUDA_FAILED;
     if (timed)
         FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_COUPLE], s->stream), err);
-    FIRN_CUDA_CHECK(cudaMemsetAsync(s->grid.node, 0, 4 * (size_t)s->grid.nodes * sizeof(float),
-                                    s->stream),
-                    err);
+    FIRN_CUDA_CHECK(
+        cudaMemsetAsync(s->grid.node, 0, 4 * (size_t)s->grid.nodes * sizeof(float), s->stream),
+        err);
     if (timed)
         FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_CLEAR], s->stream), err);
     if (s->cpic) {
@@ -381,8 +381,8 @@ static int queue_substep(firn_cuda_state *s, const firn_params *P, unsigned subs
     if (timed)
         FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_P2G], s->stream), err);
     if (s->rigid_mpm) {
-        if (firn_cuda_queue_grid_rigid(P, s->grid, s->rigids, s->n_rigids, s->rigid_acc,
-                                       s->stream, err))
+        if (firn_cuda_queue_grid_rigid(P, s->grid, s->rigids, s->n_rigids, s->rigid_acc, s->stream,
+                                       err))
             return FIRN_CUDA_FAILED;
     } else if (gblocks > 0) {
         FIRN_LAUNCH(grid_update, gblocks, FIRN_BLOCK, 0, s->stream, *P, s->grid);
@@ -450,8 +450,8 @@ static void discard_bad_word(firn_cuda_state *s)
 }
 
 /* Queues nsub substeps and reads the non-finite word back; 0 or -2. */
-static int run_substeps(firn_cuda_state *s, const firn_params *P, int nsub,
-                        unsigned long long *bad, firn_error *err)
+static int run_substeps(firn_cuda_state *s, const firn_params *P, int nsub, unsigned long long *bad,
+                        firn_error *err)
 {
     FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_START], s->stream), err);
     for (int k = 0; k < nsub; k++)
@@ -521,7 +521,8 @@ extern "C" int firn_cuda_download_rigids(firn_world *w, firn_error *err)
      * hold device addresses: they point at host memory again on every way
      * out, the failed ones included. */
     int failed =
-        FIRN_CUDA_CALL(cudaMemcpyAsync(w->rigids, s->rigids, (size_t)s->n_rigids * sizeof(firn_rigid),
+        FIRN_CUDA_CALL(cudaMemcpyAsync(w->rigids, s->rigids,
+                                       (size_t)s->n_rigids * sizeof(firn_rigid),
                                        cudaMemcpyDeviceToHost, s->stream),
                        err) ||
         FIRN_CUDA_CALL(cudaMemcpyAsync(w->rigid_acc, s->rigid_acc,
@@ -548,8 +549,8 @@ extern "C" int firn_cuda_reduce(firn_world *w, float *max_speed, float *max_wave
     if (s->p.n > 0) {
         size_t temp_bytes = s->red_temp_bytes;
         FIRN_CUDA_CHECK(reduce_launch(s, s->red_temp, temp_bytes), err);
-        FIRN_CUDA_CHECK(cudaMemcpyAsync(&r, s->red_out, sizeof r, cudaMemcpyDeviceToHost, s->stream),
-                        err);
+        FIRN_CUDA_CHECK(
+            cudaMemcpyAsync(&r, s->red_out, sizeof r, cudaMemcpyDeviceToHost, s->stream), err);
         FIRN_CUDA_CHECK(cudaStreamSynchronize(s->stream), err);
     }
     *max_speed = sqrtf(r.x);

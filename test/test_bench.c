@@ -87,7 +87,8 @@ Test(bench_math, parse_counts_reads_k_m_g_suffixes)
     cr_expect_eq(c[2], 8000000LL);
     cr_expect_eq(c[3], 32000000LL);
 
-    cr_assert_eq(firn_bench_parse_counts("5000,2K,1.5M,1g", c, 8), 4, "plain, upper case, fraction");
+    cr_assert_eq(firn_bench_parse_counts("5000,2K,1.5M,1g", c, 8), 4,
+                 "plain, upper case, fraction");
     cr_expect_eq(c[0], 5000LL);
     cr_expect_eq(c[1], 2000LL);
     cr_expect_eq(c[2], 1500000LL);
@@ -99,8 +100,8 @@ Test(bench_math, parse_counts_reads_k_m_g_suffixes)
 
 Test(bench_math, parse_counts_rejects_malformed_lists)
 {
-    static const char *bad[] = {"", "1x", "5,,6", "5,", ",5", "-5", "5,-6", "0", "k", "1k2", "1,x",
-                                "nan", "inf", "1e20", "5,nan", "1e7g"};
+    static const char *bad[] = {"",  "1x",  "5,,6", "5,",  ",5",  "-5",   "5,-6",  "0",
+                                "k", "1k2", "1,x",  "nan", "inf", "1e20", "5,nan", "1e7g"};
     long long c[8];
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         cr_expect_eq(firn_bench_parse_counts(bad[i], c, 8), -1, "'%s' was accepted", bad[i]);
@@ -144,8 +145,8 @@ static void check_counts(long long want)
                   d.particles, want);
         cr_expect(llabs(sp.particles - want) <= want / 10, "%s sparse: %lld particles for %lld",
                   name, sp.particles, want);
-        cr_expect_gt(sp.nodes, d.nodes, "%s at %lld: sparse grid %lld nodes, dense %lld", name, want,
-                     sp.nodes, d.nodes);
+        cr_expect_gt(sp.nodes, d.nodes, "%s at %lld: sparse grid %lld nodes, dense %lld", name,
+                     want, sp.nodes, d.nodes);
     }
 }
 
@@ -325,7 +326,8 @@ Test(bench_cli, json_and_csv_carry_every_documented_key)
     cr_expect_eq(num(r, "warmup_substeps"), 1.0);
     cr_expect_str_eq(str(r, "layout"), "dense");
     cr_expect_str_eq(str(r, "backend"), "cpu");
-    cr_expect_eq(num(r, "threads"), num(doc, "cpu_threads"), "without --threads, the run's threads");
+    cr_expect_eq(num(r, "threads"), num(doc, "cpu_threads"),
+                 "without --threads, the run's threads");
     double particles = num(r, "particles");
     cr_expect(fabs(particles - 2000.0) <= 200.0, "particles %g for 2k", particles);
 
@@ -406,7 +408,8 @@ Test(bench_cli, a_run_cut_short_keeps_the_cases_it_finished)
     char abs[PATH_MAX], cmd[PATH_MAX + 512], line[512];
     cr_assert(realpath(bin, abs), "no firn binary at %s", bin);
     snprintf(cmd, sizeof cmd,
-             "cd '%s' && exec sh -c 'echo $$; exec timeout 120 %s bench --backend cpu --particles 2k,500k "
+             "cd '%s' && exec sh -c 'echo $$; exec timeout 120 %s bench --backend cpu --particles "
+             "2k,500k "
              "--scenes sand_block --layout dense --repeats 1 --substeps 1 --json b.json "
              "--csv b.csv'",
              dir, abs);
@@ -486,8 +489,8 @@ Test(bench_cli, threads_list_runs_each_case_at_each_count)
 
 Test(bench_cli, bad_threads_list_is_a_usage_error)
 {
-    static const char *bad[] = {"0", "1,,2", "x", "1,5000", "1,2,3,4,5,6,7,8,9", "1.5", "2k",
-                                "1,", ",1", "-1", "1 2"};
+    static const char *bad[] = {"0",  "1,,2", "x",  "1,5000", "1,2,3,4,5,6,7,8,9", "1.5", "2k",
+                                "1,", ",1",   "-1", "1 2"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char args[256];
         snprintf(args, sizeof args, "bench --backend cpu --particles 2k --threads '%s'", bad[i]);
@@ -614,7 +617,8 @@ Test(bench_plot, rejects_what_is_not_a_bench_file)
     static const struct {
         const char *file, *text, *says;
     } bad[] = {
-        {"other.json", "{\"schema\": \"something-else\", \"results\": []}\n", "not a firn bench file"},
+        {"other.json", "{\"schema\": \"something-else\", \"results\": []}\n",
+         "not a firn bench file"},
         {"broken.json", "{\"schema\": \"firn-bench-1\", \"results\": [\n", "is not valid JSON"},
     };
     char path[160], args[512];

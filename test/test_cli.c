@@ -86,8 +86,10 @@ Test(cli, usage_errors_exit_2)
     expect(firn("run x.json --backend gpu"), FIRN_E_USAGE, "--backend must be", "bad backend");
     expect(firn("run x.json --every 0"), FIRN_E_USAGE, "--every expects a positive integer",
            "zero output interval");
-    expect(firn("info extra"), FIRN_E_USAGE, "unexpected argument 'extra'", "info with an argument");
-    expect(firn("--version 2"), FIRN_E_USAGE, "unexpected argument '2'", "--version with an argument");
+    expect(firn("info extra"), FIRN_E_USAGE, "unexpected argument 'extra'",
+           "info with an argument");
+    expect(firn("--version 2"), FIRN_E_USAGE, "unexpected argument '2'",
+           "--version with an argument");
     expect(firn("--help"), 0, "firn run SCENE", "help");
 }
 
@@ -177,13 +179,15 @@ Test(cli, nonfinite_state_stops_and_keeps_earlier_frames)
  * the file, and leaves the frames before it complete and nothing after it. */
 Test(cli, failed_frame_write_stops_the_run_and_keeps_earlier_frames)
 {
-    const char *p = write_scene("w.json", SCENE_HEAD "\"time\": {\"frame_dt\": 0.01}," SCENE_BODY "}");
+    const char *p =
+        write_scene("w.json", SCENE_HEAD "\"time\": {\"frame_dt\": 0.01}," SCENE_BODY "}");
     char cmd[256], args[256];
     snprintf(cmd, sizeof cmd, "mkdir -p '%s/o/frame_00002.ply'", dir);
     cr_assert_eq(system(cmd), 0, "%s", cmd);
     snprintf(args, sizeof args, "run %s --frames 6 --out %s/o --backend cpu", p, dir);
     expect(firn(args), FIRN_E_IO, "frame_00002.ply", "unwritable frame");
-    cr_assert(exists("o/frame_00000.ply") && exists("o/frame_00001.ply"), "earlier frames: %s", out);
+    cr_assert(exists("o/frame_00000.ply") && exists("o/frame_00001.ply"), "earlier frames: %s",
+              out);
     cr_assert(exists("o/frame_00001.png"), "earlier preview: %s", out);
     cr_assert(!exists("o/frame_00003.ply") && !exists("o/frame_00004.ply"),
               "the run went on writing after the failure: %s", out);
@@ -196,13 +200,15 @@ Test(cli, failed_frame_write_stops_the_run_and_keeps_earlier_frames)
  * for all 6 states. */
 Test(cli, every_n_writes_every_nth_frame_and_all_stats)
 {
-    const char *p = write_scene("e.json", SCENE_HEAD "\"time\": {\"frame_dt\": 0.01}," SCENE_BODY "}");
+    const char *p =
+        write_scene("e.json", SCENE_HEAD "\"time\": {\"frame_dt\": 0.01}," SCENE_BODY "}");
     char args[256], name[64];
     snprintf(args, sizeof args, "run %s --frames 5 --every 2 --out %s/o --backend cpu", p, dir);
     expect(firn(args), 0, "done:", "--every 2");
     for (int k = 0; k <= 5; k++) {
         snprintf(name, sizeof name, "o/frame_%05d.ply", k);
-        cr_assert_eq(exists(name), k % 2 == 0, "frame %d: %s", k, exists(name) ? "written" : "missing");
+        cr_assert_eq(exists(name), k % 2 == 0, "frame %d: %s", k,
+                     exists(name) ? "written" : "missing");
     }
     cr_assert_eq(stats_lines("o/stats.jsonl"), 6);
 }
@@ -235,7 +241,8 @@ Test(cli, run_replaces_the_frames_of_an_earlier_run)
 
 Test(cli, run_writes_frames_previews_and_stats)
 {
-    const char *p = write_scene("ok.json", SCENE_HEAD "\"time\": {\"frame_dt\": 0.01}," SCENE_BODY "}");
+    const char *p =
+        write_scene("ok.json", SCENE_HEAD "\"time\": {\"frame_dt\": 0.01}," SCENE_BODY "}");
     char args[256];
     snprintf(args, sizeof args, "run %s --frames 2 --out %s/o --backend cpu", p, dir);
     expect(firn(args), 0, "particle-substeps/s", "valid run");

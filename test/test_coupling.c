@@ -55,7 +55,7 @@ Test(sdf, each_primitive_matches_closed_forms)
     check_sdf(&sphere, firn_v3(1.0f, 1.0f, 0.0f), sqrtf(2.0f) - 0.5f, firn_v3(r2, r2, 0));
 
     firn_sdf_shape box = shape_of(FIRN_SDF_BOX, 0, 0.5f, 0.25f, 1.0f, 0);
-    check_sdf(&box, firn_v3(1.0f, 0.0f, 0.0f), 0.5f, firn_v3(1, 0, 0));             /* face */
+    check_sdf(&box, firn_v3(1.0f, 0.0f, 0.0f), 0.5f, firn_v3(1, 0, 0));               /* face */
     check_sdf(&box, firn_v3(-1.5f, -1.25f, 0.0f), sqrtf(2.0f), firn_v3(-r2, -r2, 0)); /* edge */
     check_sdf(&box, firn_v3(1.5f, 1.25f, 2.0f), sqrtf(3.0f), firn_v3(r3, r3, r3));    /* corner */
     check_sdf(&box, firn_v3(0.1f, -0.2f, 0.3f), -0.05f, firn_v3(0, -1, 0));           /* inside */
@@ -66,22 +66,23 @@ Test(sdf, each_primitive_matches_closed_forms)
     check_sdf(&capsule, firn_v3(0.0f, -0.6f, 0.1f), 0.1f * sqrtf(2.0f) - 0.25f,
               firn_v3(0, -r2, r2));
 
-    firn_sdf_shape cyl = shape_of(FIRN_SDF_CYLINDER, 0.5f, 0, 0, 1.0f, 2); /* along z */
-    check_sdf(&cyl, firn_v3(0.0f, 1.0f, 0.5f), 0.5f, firn_v3(0, 1, 0));     /* side */
-    check_sdf(&cyl, firn_v3(0.1f, 0.1f, 1.5f), 0.5f, firn_v3(0, 0, 1));     /* cap */
+    firn_sdf_shape cyl = shape_of(FIRN_SDF_CYLINDER, 0.5f, 0, 0, 1.0f, 2);         /* along z */
+    check_sdf(&cyl, firn_v3(0.0f, 1.0f, 0.5f), 0.5f, firn_v3(0, 1, 0));            /* side */
+    check_sdf(&cyl, firn_v3(0.1f, 0.1f, 1.5f), 0.5f, firn_v3(0, 0, 1));            /* cap */
     check_sdf(&cyl, firn_v3(1.5f, 0.0f, -2.0f), sqrtf(2.0f), firn_v3(r2, 0, -r2)); /* rim */
-    check_sdf(&cyl, firn_v3(0.0f, 0.3f, 0.9f), -0.1f, firn_v3(0, 0, 1));   /* inside, cap nearer */
-    check_sdf(&cyl, firn_v3(0.0f, 0.3f, 0.0f), -0.2f, firn_v3(0, 1, 0));   /* inside, side nearer */
+    check_sdf(&cyl, firn_v3(0.0f, 0.3f, 0.9f), -0.1f, firn_v3(0, 0, 1)); /* inside, cap nearer */
+    check_sdf(&cyl, firn_v3(0.0f, 0.3f, 0.0f), -0.2f, firn_v3(0, 1, 0)); /* inside, side nearer */
 }
 
 Test(sdf, normals_are_the_gradient_of_the_distance)
 {
     /* Central differences of d against the returned normal at random points
      * away from each shape's medial axis. */
-    firn_sdf_shape shapes[5] = {
-        shape_of(FIRN_SDF_PLANE, 0, 0, 0, 0, 0),  shape_of(FIRN_SDF_SPHERE, 0.4f, 0, 0, 0, 0),
-        shape_of(FIRN_SDF_BOX, 0, 0.3f, 0.2f, 0.4f, 0), shape_of(FIRN_SDF_CAPSULE, 0.2f, 0.3f, 0, 0, 0),
-        shape_of(FIRN_SDF_CYLINDER, 0.3f, 0, 0.25f, 0, 1)};
+    firn_sdf_shape shapes[5] = {shape_of(FIRN_SDF_PLANE, 0, 0, 0, 0, 0),
+                                shape_of(FIRN_SDF_SPHERE, 0.4f, 0, 0, 0, 0),
+                                shape_of(FIRN_SDF_BOX, 0, 0.3f, 0.2f, 0.4f, 0),
+                                shape_of(FIRN_SDF_CAPSULE, 0.2f, 0.3f, 0, 0, 0),
+                                shape_of(FIRN_SDF_CYLINDER, 0.3f, 0, 0.25f, 0, 1)};
     shapes[0].normal[0] = 0.6f, shapes[0].normal[1] = 0.8f;
     unsigned seed = 12345;
     for (int t = 0; t < 5; t++)
@@ -101,9 +102,11 @@ Test(sdf, normals_are_the_gradient_of_the_distance)
                 q1.v[a] += h;
                 q2.v[a] -= h;
                 float g = (firn_sdf_local(&shapes[t], q1, &dummy) -
-                           firn_sdf_local(&shapes[t], q2, &dummy)) / (2.0f * h);
-                cr_assert(fabsf(g - n.v[a]) < 2e-3f, "type %d at (%g, %g, %g): dd/dx%d = %g, n = %g",
-                          t, p.v[0], p.v[1], p.v[2], a, g, n.v[a]);
+                           firn_sdf_local(&shapes[t], q2, &dummy)) /
+                          (2.0f * h);
+                cr_assert(fabsf(g - n.v[a]) < 2e-3f,
+                          "type %d at (%g, %g, %g): dd/dx%d = %g, n = %g", t, p.v[0], p.v[1],
+                          p.v[2], a, g, n.v[a]);
             }
             cr_assert(fabsf(firn_norm(n) - 1.0f) < 1e-5f);
         }
@@ -159,7 +162,8 @@ Test(rigid, mass_and_inertia_match_sampling_of_the_sdf)
         for (int i = 0; i < N; i++)
             for (int j = 0; j < N; j++)
                 for (int l = 0; l < N; l++) {
-                    firn_vec3 p = firn_v3((float)((i + 0.5) * h - L / 2), (float)((j + 0.5) * h - L / 2),
+                    firn_vec3 p = firn_v3((float)((i + 0.5) * h - L / 2),
+                                          (float)((j + 0.5) * h - L / 2),
                                           (float)((l + 0.5) * h - L / 2)),
                               n;
                     if (firn_sdf_local(s, p, &n) >= 0.0f)
@@ -261,8 +265,8 @@ Test(impulse, restitution_friction_and_blend_at_a_node)
     /* Inside (influence 1), frictionless: normal rebound -e rn. */
     firn_rigid b = static_floor(0.0f, 0.5f);
     firn_vec3 v = firn_rigid_node_impulse(&b, firn_v3(0, -0.01f, 0), firn_v3(1, -3, 0), m, acc);
-    cr_assert(fabsf(v.v[0] - 1.0f) < 1e-6f && fabsf(v.v[1] - 1.5f) < 1e-6f, "v' = (%g, %g)",
-              v.v[0], v.v[1]);
+    cr_assert(fabsf(v.v[0] - 1.0f) < 1e-6f && fabsf(v.v[1] - 1.5f) < 1e-6f, "v' = (%g, %g)", v.v[0],
+              v.v[1]);
     cr_assert(fabs(acc[1] + m * 4.5) < 1e-6, "impulse %g, want %g", acc[1], -m * 4.5);
     /* Coulomb: |rt| -= mu |rn| = 1 - 0.2 * 3. */
     b = static_floor(0.2f, 0.0f);
@@ -432,12 +436,12 @@ Test(coupling, dynamic_sphere_comes_to_rest_on_a_sand_bed, .timeout = 120)
     run_frames(w, 30);
     const firn_rigid *b = &w->rigids[0];
     float bottom = b->x[1] - 0.05f;
-    cr_assert(bottom > top - 1.0f * def.dx, "sphere bottom at %g, sand top at %g: sank in",
-              bottom, top);
+    cr_assert(bottom > top - 1.0f * def.dx, "sphere bottom at %g, sand top at %g: sank in", bottom,
+              top);
     cr_assert(bottom < top + 1.0f * def.dx, "sphere bottom at %g, sand top at %g: floats above",
               bottom, top);
-    cr_assert(firn_norm(firn_v3(b->v[0], b->v[1], b->v[2])) < 0.05f, "still moving: v = (%g, %g, %g)",
-              b->v[0], b->v[1], b->v[2]);
+    cr_assert(firn_norm(firn_v3(b->v[0], b->v[1], b->v[2])) < 0.05f,
+              "still moving: v = (%g, %g, %g)", b->v[0], b->v[1], b->v[2]);
     /* At rest the sand carries the weight. */
     float weight = b->mass * 9.81f;
     cr_assert(fabsf(b->force[1] - weight) < 0.2f * weight, "support %g N, weight %g N", b->force[1],
@@ -447,8 +451,8 @@ Test(coupling, dynamic_sphere_comes_to_rest_on_a_sand_bed, .timeout = 120)
     firn_frame_stats s;
     firn_error err;
     cr_assert_eq(firn_world_stats(w, &s, &err), 0, "%s", err.msg);
-    cr_assert(fabsf(s.rigids[0].force[1] - weight) < 0.2f * weight, "stats: support %g N, weight %g N",
-              s.rigids[0].force[1], weight);
+    cr_assert(fabsf(s.rigids[0].force[1] - weight) < 0.2f * weight,
+              "stats: support %g N, weight %g N", s.rigids[0].force[1], weight);
     firn_world_destroy(w);
 }
 
@@ -494,8 +498,7 @@ Test(coupling, block_on_incline_sticks_below_and_slides_above_friction, .timeout
      * mu = 0.3, 0.106 m in 0.3 s. */
     float stick = incline_slide(30.0f, 0.8f), slide = incline_slide(30.0f, 0.3f);
     cr_assert(fabsf(stick) < 0.01f, "mu 0.8 > tan 30: moved %g m", stick);
-    cr_assert(fabsf(slide - 0.106f) < 0.015f, "mu 0.3 < tan 30: moved %g m, expected 0.106",
-              slide);
+    cr_assert(fabsf(slide - 0.106f) < 0.015f, "mu 0.3 < tan 30: moved %g m, expected 0.106", slide);
 }
 
 Test(coupling, restitution_reflects_the_normal_velocity_at_the_contact)
@@ -525,9 +528,8 @@ Test(coupling, restitution_reflects_the_normal_velocity_at_the_contact)
         for (long long node = 0; node < w->grid.nodes; node++) {
             const float *q = w->grid.node + 4 * node;
             firn_vec3 n, xn = firn_node_position(node, &w->params);
-            if (q[3] <= 0.0f ||
-                firn_sdf_world(&w->rigids[0].shape, firn_rigid_pos(&w->rigids[0]), w->rigids[0].q,
-                               xn, &n) > 0.0f)
+            if (q[3] <= 0.0f || firn_sdf_world(&w->rigids[0].shape, firn_rigid_pos(&w->rigids[0]),
+                                               w->rigids[0].q, xn, &n) > 0.0f)
                 continue;
             inside++;
             cr_assert(fabsf(q[0] - es[k]) < 1e-5f, "e = %g: node x = %g moves at %g", es[k],
@@ -727,8 +729,8 @@ Test(cpic, normal_record_is_sticky_and_separates_the_two_faces_of_a_plate)
     firn_cpic_mark(0, &P, pz, &turned, 1);
     cr_assert(firn_cpic_unpack(rz).v[2] > 0.99f, "record %08x", rz);
     st = firn_make_stencil(&P, firn_v3(0.0f, 0.0f, 0.004f));
-    mask = firn_cpic_stencil_mask(&P, &st, firn_v3(0.0f, 0.0f, 0.004f), &turned,
-                                  firn_cpic_unpack(rz));
+    mask =
+        firn_cpic_stencil_mask(&P, &st, firn_v3(0.0f, 0.0f, 0.004f), &turned, firn_cpic_unpack(rz));
     for (int a = 0; a < 3; a++)
         for (int b = 0; b < 3; b++) {
             cr_assert(mask & (1u << (9 * a + 3 * b)), "node (%d, %d, 0) below not across", a, b);
@@ -799,8 +801,8 @@ static firn_rigid_def *add_keyframed(firn_scene_def *def)
 {
     firn_rigid_def *r = add_rigid(def, FIRN_RSHAPE_BOX, FIRN_RIGID_KINEMATIC);
     r->n_keyframes = 3;
-    const float t[3] = {0.0f, 0.5f, 1.0f}, x[3][3] = {{0.2f, 0.3f, 0.5f}, {0.4f, 0.3f, 0.5f},
-                                                     {0.4f, 0.5f, 0.5f}};
+    const float t[3] = {0.0f, 0.5f, 1.0f},
+                x[3][3] = {{0.2f, 0.3f, 0.5f}, {0.4f, 0.3f, 0.5f}, {0.4f, 0.5f, 0.5f}};
     for (int k = 0; k < 3; k++) {
         r->keyframes[k].t = t[k];
         for (int a = 0; a < 3; a++)
@@ -854,7 +856,8 @@ Test(keyframes, pose_and_velocity_between_keyframes)
     firn_quat q;
     firn_key_pose(&w->rigids[0], 0.5 / 3.0, x, &q);
     firn_vec3 ex = firn_quat_rotate(q, firn_v3(1.0f, 0.0f, 0.0f));
-    cr_assert(fabsf(x[0] - (0.2f + 0.2f / 3.0f)) < 1e-6f && fabsf(ex.v[1] - sinf(pi / 6.0f)) < 1e-6f,
+    cr_assert(fabsf(x[0] - (0.2f + 0.2f / 3.0f)) < 1e-6f &&
+                  fabsf(ex.v[1] - sinf(pi / 6.0f)) < 1e-6f,
               "x = %g, sin = %g", x[0], ex.v[1]);
     firn_world_destroy(w);
 }
@@ -915,15 +918,16 @@ Test(coupling_scene, rigid_keys_parse_with_genesis_defaults)
 {
     firn_scene_def def;
     firn_error err;
-    int rc = parse(",\"rigids\": [{\"name\": \"ball\", \"shape\": {\"type\": \"sphere\", \"radius\": 0.1,"
-                   " \"center\": [0.5, 0.8, 0.5]}, \"motion\": \"dynamic\", \"density\": 500},"
-                   " {\"shape\": {\"type\": \"plane\", \"center\": [0, 0.1, 0], \"normal\": [0, 2, 0]},"
-                   "  \"friction\": 0.5, \"restitution\": 0.2, \"softness\": 0.001},"
-                   " {\"shape\": {\"type\": \"capsule\", \"radius\": 0.02, \"height\": 0.1, \"axis\": \"z\"},"
-                   "  \"motion\": \"kinematic\", \"velocity\": [1, 0, 0], \"angular_velocity\": [0, 0, 3],"
-                   "  \"rotation\": [0, 0, 45], \"couple\": false}],"
-                   " \"coupling\": {\"rigid_mpm\": true}",
-                   &def, &err);
+    int rc = parse(
+        ",\"rigids\": [{\"name\": \"ball\", \"shape\": {\"type\": \"sphere\", \"radius\": 0.1,"
+        " \"center\": [0.5, 0.8, 0.5]}, \"motion\": \"dynamic\", \"density\": 500},"
+        " {\"shape\": {\"type\": \"plane\", \"center\": [0, 0.1, 0], \"normal\": [0, 2, 0]},"
+        "  \"friction\": 0.5, \"restitution\": 0.2, \"softness\": 0.001},"
+        " {\"shape\": {\"type\": \"capsule\", \"radius\": 0.02, \"height\": 0.1, \"axis\": \"z\"},"
+        "  \"motion\": \"kinematic\", \"velocity\": [1, 0, 0], \"angular_velocity\": [0, 0, 3],"
+        "  \"rotation\": [0, 0, 45], \"couple\": false}],"
+        " \"coupling\": {\"rigid_mpm\": true}",
+        &def, &err);
     cr_assert_eq(rc, FIRN_OK, "%s", err.msg);
     cr_assert_eq(def.n_rigids, 3);
     cr_assert_str_eq(def.rigids[0].name, "ball");
@@ -941,14 +945,17 @@ Test(coupling_scene, bad_rigids_name_the_key_path)
 {
     expect_error(",\"rigids\": [{\"shape\": {\"type\": \"torus\"}}]",
                  "rigids[0].shape.type: \"torus\": unknown value");
-    expect_error(",\"rigids\": [{\"shape\": {\"type\": \"sphere\"}}, {\"shape\": {\"type\": \"sphere\","
-                 " \"radius\": 0}}]",
-                 "rigids[1].shape.radius = 0: must be > 0");
-    expect_error(",\"rigids\": [{\"shape\": {\"type\": \"box\", \"lower\": [0, 0, 0], \"upper\": [1, -1, 1]}}]",
+    expect_error(
+        ",\"rigids\": [{\"shape\": {\"type\": \"sphere\"}}, {\"shape\": {\"type\": \"sphere\","
+        " \"radius\": 0}}]",
+        "rigids[1].shape.radius = 0: must be > 0");
+    expect_error(",\"rigids\": [{\"shape\": {\"type\": \"box\", \"lower\": [0, 0, 0], \"upper\": "
+                 "[1, -1, 1]}}]",
                  "rigids[0].shape.upper[1]");
     expect_error(",\"rigids\": [{\"shape\": {\"type\": \"box\", \"size\": [0.1, 0, 0.1]}}]",
                  "rigids[0].shape.size[1] = 0: must be > 0");
-    expect_error(",\"rigids\": [{\"shape\": {\"type\": \"sphere\"}, \"motion\": \"dynamic\", \"density\": 0}]",
+    expect_error(",\"rigids\": [{\"shape\": {\"type\": \"sphere\"}, \"motion\": \"dynamic\", "
+                 "\"density\": 0}]",
                  "rigids[0].density = 0: must be > 0");
     expect_error(",\"rigids\": [{\"shape\": {\"type\": \"plane\"}, \"motion\": \"dynamic\"}]",
                  "rigids[0].motion: a plane");
@@ -1000,8 +1007,12 @@ Test(coupling_scene, stats_line_carries_every_rigid)
     fclose(f);
     remove(path);
     remove(dir);
-    const char *keys[] = {"\"rigids\":[{\"name\":\"ball\",\"position\":[", "\"orientation\":[1,0,0,0]",
-                          "\"velocity\":[", "\"angular_velocity\":[", "\"force\":[", "\"torque\":[",
+    const char *keys[] = {"\"rigids\":[{\"name\":\"ball\",\"position\":[",
+                          "\"orientation\":[1,0,0,0]",
+                          "\"velocity\":[",
+                          "\"angular_velocity\":[",
+                          "\"force\":[",
+                          "\"torque\":[",
                           "{\"name\":\"r1\""};
     for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
         cr_assert(strstr(line, keys[k]), "stats line lacks %s: %s", keys[k], line);
@@ -1018,7 +1029,8 @@ Test(keyframes, scene_keys_parse_and_bad_ones_name_the_path)
                    &def, &err);
     cr_assert_eq(rc, FIRN_OK, "%s", err.msg);
     cr_assert_eq(def.rigids[0].n_keyframes, 2);
-    cr_assert(def.rigids[0].keyframes[1].t == 2.0f && def.rigids[0].keyframes[1].rotation[1] == 45.0f);
+    cr_assert(def.rigids[0].keyframes[1].t == 2.0f &&
+              def.rigids[0].keyframes[1].rotation[1] == 45.0f);
     expect_error(",\"rigids\": [{\"shape\": {\"type\": \"box\"}, \"motion\": \"dynamic\","
                  " \"keyframes\": [{\"t\": 0, \"position\": [0.5, 0.5, 0.5]}]}]",
                  "rigids[0].keyframes: only a kinematic body follows keyframes");
@@ -1026,9 +1038,10 @@ Test(keyframes, scene_keys_parse_and_bad_ones_name_the_path)
                  " \"keyframes\": [{\"t\": 1, \"position\": [0.5, 0.5, 0.5]},"
                  " {\"t\": 1, \"position\": [0.5, 0.5, 0.5]}]}]",
                  "rigids[0].keyframes[1].t: 1: must be after the previous keyframe's 1");
-    expect_error(",\"rigids\": [{\"shape\": {\"type\": \"box\"}, \"motion\": \"kinematic\","
-                 " \"velocity\": [1, 0, 0], \"keyframes\": [{\"t\": 0, \"position\": [0.5, 0.5, 0.5]}]}]",
-                 "rigids[0].velocity: the keyframes give");
+    expect_error(
+        ",\"rigids\": [{\"shape\": {\"type\": \"box\"}, \"motion\": \"kinematic\","
+        " \"velocity\": [1, 0, 0], \"keyframes\": [{\"t\": 0, \"position\": [0.5, 0.5, 0.5]}]}]",
+        "rigids[0].velocity: the keyframes give");
     expect_error(",\"rigids\": [{\"shape\": {\"type\": \"box\"}, \"motion\": \"kinematic\","
                  " \"keyframes\": [{\"t\": 0}]}]",
                  "rigids[0].keyframes[0].position: missing");
@@ -1059,15 +1072,15 @@ Test(coupling, a_rigid_body_arriving_within_the_frame_limits_the_cfl_step)
     r->velocity[0] = 60.0f;
     firn_world *w = make_world(&def);
     const float limit = def.cfl * def.dx / 60.0f;
-    cr_assert_leq(firn_world_cfl_dt(w), limit * (1.0f + 1e-5f), "dt %g s ignores the arriving body (limit %g s)",
-                  firn_world_cfl_dt(w), limit);
+    cr_assert_leq(firn_world_cfl_dt(w), limit * (1.0f + 1e-5f),
+                  "dt %g s ignores the arriving body (limit %g s)", firn_world_cfl_dt(w), limit);
     firn_world_destroy(w);
 
     r = &def.rigids[0];
     r->shape.center[0] = -1.5f; /* 60 m/s x 0.02 s = 1.2 m: stays outside this frame */
     w = make_world(&def);
-    cr_assert_gt(firn_world_cfl_dt(w), 2.0f * limit, "a body out of reach limited the step: dt %g s",
-                 firn_world_cfl_dt(w));
+    cr_assert_gt(firn_world_cfl_dt(w), 2.0f * limit,
+                 "a body out of reach limited the step: dt %g s", firn_world_cfl_dt(w));
     firn_world_destroy(w);
 }
 
@@ -1087,9 +1100,11 @@ Test(coupling, profile_phases_are_disjoint_parts_of_the_substep)
     cr_assert_gt(substeps, 0);
     cr_expect_gt(p.couple, 0.0, "the rigid step was not timed");
     double sum = p.clear + p.p2g + p.grid + p.couple + p.g2p;
-    cr_expect_leq(sum, p.total + 1e-6 * (double)substeps,
-                  "phases %.6f s (clear %.6f p2g %.6f grid %.6f couple %.6f g2p %.6f) > total %.6f s",
-                  sum, p.clear, p.p2g, p.grid, p.couple, p.g2p, p.total);
-    cr_expect_gt(sum, 0.5 * p.total, "phases %.6f s cover under half of the total %.6f s", sum, p.total);
+    cr_expect_leq(
+        sum, p.total + 1e-6 * (double)substeps,
+        "phases %.6f s (clear %.6f p2g %.6f grid %.6f couple %.6f g2p %.6f) > total %.6f s", sum,
+        p.clear, p.p2g, p.grid, p.couple, p.g2p, p.total);
+    cr_expect_gt(sum, 0.5 * p.total, "phases %.6f s cover under half of the total %.6f s", sum,
+                 p.total);
     firn_world_destroy(w);
 }

@@ -23,11 +23,10 @@
 #include "solver_cpu.h"
 #include "world.h"
 
-
 static const char *model_label(firn_model m)
 {
-    static const char *names[FIRN_MODEL_COUNT] = {"elastic",   "liquid",    "snow",
-                                                  "sand",      "von_mises", "fracture"};
+    static const char *names[FIRN_MODEL_COUNT] = {"elastic", "liquid",    "snow",
+                                                  "sand",    "von_mises", "fracture"};
     return (int)m >= 0 && m < FIRN_MODEL_COUNT ? names[m] : "?";
 }
 
@@ -273,7 +272,8 @@ ParameterizedTest(firn_model *model, gpu, transfers_conserve_mass_and_momentum)
     }
     scale *= 1e-5; /* momentum tolerance: 1e-5 of sum m |v| */
 
-    cr_assert_neq(firn_cuda_run(gpu, 1, dt, NULL, &err), -2, "%s: firn_cuda_run: %s", name, err.msg);
+    cr_assert_neq(firn_cuda_run(gpu, 1, dt, NULL, &err), -2, "%s: firn_cuda_run: %s", name,
+                  err.msg);
     float *mass = malloc((size_t)nodes * sizeof(float));
     float *vel = malloc(3 * (size_t)nodes * sizeof(float));
     cr_assert(mass && vel, "out of host memory");
@@ -287,8 +287,8 @@ ParameterizedTest(firn_model *model, gpu, transfers_conserve_mass_and_momentum)
                 gmom[a] += (double)mass[k] * vel[a * nodes + k];
     }
     cr_expect(fabs(gm - pm) <= 1e-5 * pm,
-              "%s: grid mass %.9g kg != particle mass %.9g kg (relative %.3g > 1e-5)", name, gm,
-              pm, fabs(gm - pm) / pm);
+              "%s: grid mass %.9g kg != particle mass %.9g kg (relative %.3g > 1e-5)", name, gm, pm,
+              fabs(gm - pm) / pm);
     for (int a = 0; a < 3; a++)
         cr_expect(fabs(gmom[a] - pmom[a]) <= scale,
                   "%s: p2g: grid momentum[%d] %.9g != particle momentum %.9g kg m/s (diff %.3g "
@@ -479,8 +479,8 @@ Test(gpu, memory_figure_is_what_the_device_allocates, .timeout = 60)
                   mg.device, mc.device);
     cr_expect_geq(rise, mg.device - 1048576.0, "device use rose by %.0f B, the world says %.0f B",
                   rise, mg.device);
-    cr_expect_leq(rise, mg.device + 12.0 * 2097152.0, "device use rose by %.0f B, the world says %.0f B",
-                  rise, mg.device);
+    cr_expect_leq(rise, mg.device + 12.0 * 2097152.0,
+                  "device use rose by %.0f B, the world says %.0f B", rise, mg.device);
     cr_expect_float_eq(mg.per_particle, mg.device / (double)firn_world_particle_count(gpu), 1e-6);
     firn_world_destroy(gpu);
     firn_world_destroy(cpu);

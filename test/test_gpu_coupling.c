@@ -16,7 +16,6 @@
 #include "firn_cpic.h"
 #include "world.h"
 
-
 /* Sand bed, a dynamic tilted box falling into it and a kinematic spinning
  * cylinder ploughing it; no gravity when `free` (Newton's third law). */
 static void coupled_scene(firn_scene_def *def, int free)
@@ -69,7 +68,8 @@ Test(gpu_coupling, rigid_state_and_particles_match_the_cpu_path, .timeout = 120)
     require_gpu();
     firn_scene_def def;
     coupled_scene(&def, 0);
-    firn_world *cpu = make_world(&def, FIRN_BACKEND_CPU), *gpu = make_world(&def, FIRN_BACKEND_CUDA);
+    firn_world *cpu = make_world(&def, FIRN_BACKEND_CPU),
+               *gpu = make_world(&def, FIRN_BACKEND_CUDA);
     firn_error err;
     /* The same substeps on both, so that only arithmetic differs. */
     for (int s = 0; s < 40; s++) {
@@ -97,7 +97,8 @@ Test(gpu_coupling, rigid_state_and_particles_match_the_cpu_path, .timeout = 120)
     cr_assert(sc.rigids[0].force[1] != 0.0f, "the box never touched the sand");
     for (int a = 0; a < 3; a++)
         cr_assert(fabs(sc.center_of_mass[a] - sg.center_of_mass[a]) < 1e-5,
-                  "centre of mass[%d]: cpu %g gpu %g", a, sc.center_of_mass[a], sg.center_of_mass[a]);
+                  "centre of mass[%d]: cpu %g gpu %g", a, sc.center_of_mass[a],
+                  sg.center_of_mass[a]);
     firn_world_destroy(cpu);
     firn_world_destroy(gpu);
 }
@@ -164,7 +165,8 @@ Test(gpu_coupling, cpic_holds_a_thin_plate_and_matches_the_cpu_path, .timeout = 
     require_gpu();
     firn_scene_def def;
     plate_scene(&def);
-    firn_world *cpu = make_world(&def, FIRN_BACKEND_CPU), *gpu = make_world(&def, FIRN_BACKEND_CUDA);
+    firn_world *cpu = make_world(&def, FIRN_BACKEND_CPU),
+               *gpu = make_world(&def, FIRN_BACKEND_CUDA);
     firn_error err;
     /* Through the impact (the column lands after about 0.12 s). */
     for (int s = 0; s < 400; s++) {
@@ -176,7 +178,8 @@ Test(gpu_coupling, cpic_holds_a_thin_plate_and_matches_the_cpu_path, .timeout = 
     cr_assert_eq(firn_world_stats(gpu, &sg, &err), 0, "%s", err.msg);
     for (int a = 0; a < 3; a++)
         cr_assert(fabs(sc.center_of_mass[a] - sg.center_of_mass[a]) < 2e-3,
-                  "centre of mass[%d]: cpu %g gpu %g", a, sc.center_of_mass[a], sg.center_of_mass[a]);
+                  "centre of mass[%d]: cpu %g gpu %g", a, sc.center_of_mass[a],
+                  sg.center_of_mass[a]);
     cr_assert(fabs(sc.rigids[0].force[1] - sg.rigids[0].force[1]) <
                   0.05 * fabs(sc.rigids[0].force[1]) + 1e-3,
               "plate force: cpu %g gpu %g", sc.rigids[0].force[1], sg.rigids[0].force[1]);
@@ -219,7 +222,8 @@ Test(gpu_coupling, mesh_and_keyframed_bodies_match_the_cpu_path, .timeout = 120)
     k->keyframes[1].t = 0.1f;
     k->keyframes[1].position[0] -= 0.05f;
     k->keyframes[1].rotation[2] = -30.0f;
-    firn_world *cpu = make_world(&def, FIRN_BACKEND_CPU), *gpu = make_world(&def, FIRN_BACKEND_CUDA);
+    firn_world *cpu = make_world(&def, FIRN_BACKEND_CPU),
+               *gpu = make_world(&def, FIRN_BACKEND_CUDA);
     firn_error err;
     for (int s = 0; s < 40; s++) {
         cr_assert_eq(firn_world_substep(cpu, 2.5e-4f, &err), 0, "%s", err.msg);
@@ -243,7 +247,8 @@ Test(gpu_coupling, mesh_and_keyframed_bodies_match_the_cpu_path, .timeout = 120)
     cr_assert(sc.rigids[0].force[1] != 0.0f, "the mesh never touched the sand");
     for (int a = 0; a < 3; a++)
         cr_assert(fabs(sc.center_of_mass[a] - sg.center_of_mass[a]) < 1e-5,
-                  "centre of mass[%d]: cpu %g gpu %g", a, sc.center_of_mass[a], sg.center_of_mass[a]);
+                  "centre of mass[%d]: cpu %g gpu %g", a, sc.center_of_mass[a],
+                  sg.center_of_mass[a]);
     firn_world_destroy(cpu);
     firn_world_destroy(gpu);
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

@@ -85,8 +85,8 @@ Test(bspline, stencil_never_leaves_grid)
     /* Non-finite positions and ones beyond int's range land in the grid too
      * (a blown-up particle is reported, not written outside the grid). */
     s = firn_make_stencil(&P, firn_v3(NAN, INFINITY, -INFINITY));
-    cr_assert(s.base[0] == 0 && s.base[1] == 29 && s.base[2] == 0, "%d %d %d", s.base[0],
-              s.base[1], s.base[2]);
+    cr_assert(s.base[0] == 0 && s.base[1] == 29 && s.base[2] == 0, "%d %d %d", s.base[0], s.base[1],
+              s.base[2]);
     s = firn_make_stencil(&P, firn_v3(3e9f, -3e9f, 1e38f));
     cr_assert(s.base[0] == 29 && s.base[1] == 0 && s.base[2] == 29, "%d %d %d", s.base[0],
               s.base[1], s.base[2]);
@@ -212,8 +212,15 @@ Test(stencil, g2p_sums_match_the_apic_formulas)
     g.node = random_grid(&P, vmax);
     float x[3], v[3], C[9], F[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, one = 1.0f;
     uint8_t mat = 0;
-    firn_particles p = {.n = 1, .x = x, .v = v, .C = C, .F = F, .Jp = &one, .damage = &one,
-                        .vol = &one, .mat = &mat};
+    firn_particles p = {.n = 1,
+                        .x = x,
+                        .v = v,
+                        .C = C,
+                        .F = F,
+                        .Jp = &one,
+                        .damage = &one,
+                        .vol = &one,
+                        .mat = &mat};
     for (int t = 0; t < 500; t++) {
         for (int a = 0; a < 3; a++)
             x[a] = frand(0.15f, 0.65f);
@@ -259,7 +266,8 @@ Test(stencil, g2p_sums_match_the_apic_formulas)
 static firn_p2g_state random_scatter_state(const firn_params *P)
 {
     firn_p2g_state st;
-    st.s = firn_make_stencil(P, firn_v3(frand(0.15f, 0.65f), frand(0.15f, 0.65f), frand(0.15f, 0.65f)));
+    st.s = firn_make_stencil(
+        P, firn_v3(frand(0.15f, 0.65f), frand(0.15f, 0.65f), frand(0.15f, 0.65f)));
     st.mass = frand(0.1f, 2.0f);
     st.mv = firn_v3(frand(-20.0f, 20.0f), frand(-20.0f, 20.0f), frand(-20.0f, 20.0f));
     st.affine = random_matrix(200.0f);
@@ -285,8 +293,8 @@ Test(stencil, p2g_scatter_matches_the_formula_and_skips_masked_nodes)
         for (int a = 0; a < 3; a++)
             for (int b = 0; b < 3; b++)
                 for (int c = 0; c < 3; c++) {
-                    long long node = firn_node_index(P.n, st.s.base[0] + a, st.s.base[1] + b,
-                                                     st.s.base[2] + c);
+                    long long node =
+                        firn_node_index(P.n, st.s.base[0] + a, st.s.base[1] + b, st.s.base[2] + c);
                     const int skipped = (skip >> (9 * a + 3 * b + c)) & 1u;
                     double w = (double)st.s.w[a][0] * st.s.w[b][1] * st.s.w[c][2];
                     double dpos[3] = {(a - (double)st.s.fx[0]) * P.dx,
@@ -364,7 +372,8 @@ Test(stencil, cpu_vector_transfers_are_the_shared_ones)
         cr_assert(SAME_FLOAT(x[k], x2[k], 1.0f) && SAME_FLOAT(v[k], v2[k], 20.0f),
                   "x or v [%d]: shared %.9g %.9g, vector %.9g %.9g", k, x[k], v[k], x2[k], v2[k]);
     for (int k = 0; k < 9 * N; k++)
-        cr_assert(SAME_FLOAT(C[k], C2[k], 2000.0f), "C[%d]: shared %.9g, vector %.9g", k, C[k], C2[k]);
+        cr_assert(SAME_FLOAT(C[k], C2[k], 2000.0f), "C[%d]: shared %.9g, vector %.9g", k, C[k],
+                  C2[k]);
     free(g.node);
     free(h.node);
 }
@@ -391,9 +400,9 @@ Test(stencil, cpu_vector_stencil_is_the_shared_one)
         if (t % 50 == 3)
             x.v[t % 3] = special[(t / 50) % ns];
         const firn_stencil a = firn_make_stencil(&P, x), b = firn_cpu_make_stencil(&P, x);
-        cr_assert(!memcmp(a.base, b.base, sizeof a.base), "x (%g, %g, %g): base (%d %d %d) vs (%d %d %d)",
-                  x.v[0], x.v[1], x.v[2], a.base[0], a.base[1], a.base[2], b.base[0], b.base[1],
-                  b.base[2]);
+        cr_assert(!memcmp(a.base, b.base, sizeof a.base),
+                  "x (%g, %g, %g): base (%d %d %d) vs (%d %d %d)", x.v[0], x.v[1], x.v[2],
+                  a.base[0], a.base[1], a.base[2], b.base[0], b.base[1], b.base[2]);
         cr_assert(!memcmp(a.fx, b.fx, sizeof a.fx) && !memcmp(a.w, b.w, sizeof a.w),
                   "x (%g, %g, %g): fx or weights differ", x.v[0], x.v[1], x.v[2]);
     }
@@ -402,15 +411,22 @@ Test(stencil, cpu_vector_stencil_is_the_shared_one)
 /* Lane l of a batch: the kinds of matrix the SVD tests above use. */
 static firn_mat3 batch_matrix(int t, int l)
 {
-    static const firn_mat3 special[] = {
-        {{0}}, {{1, 0, 0, 0, 1, 0, 0, 0, 1}}, {{1, 0, 0, 0, 1, 0, 0, 0, -1}},
-        {{2, 0, 0, 0, 2, 0, 0, 0, 2}}, {{3, 0, 0, 0, 0, 0, 0, 0, 0}},
-        {{1, 2, 3, 2, 4, 6, -1, -2, -3}}, {{1, 0, 1, 0, 1, 1, 1, 1, 2}}};
+    static const firn_mat3 special[] = {{{0}},
+                                        {{1, 0, 0, 0, 1, 0, 0, 0, 1}},
+                                        {{1, 0, 0, 0, 1, 0, 0, 0, -1}},
+                                        {{2, 0, 0, 0, 2, 0, 0, 0, 2}},
+                                        {{3, 0, 0, 0, 0, 0, 0, 0, 0}},
+                                        {{1, 2, 3, 2, 4, 6, -1, -2, -3}},
+                                        {{1, 0, 1, 0, 1, 1, 1, 1, 2}}};
     firn_mat3 A = random_matrix(0.05f);
     switch ((t + l) % 5) {
-    case 0: return random_matrix(2.0f);
-    case 1: A.m[0] += 1.0f, A.m[4] += 1.0f, A.m[8] += 1.0f; return A;
-    case 2: return special[(t / 5 + l) % 7];
+    case 0:
+        return random_matrix(2.0f);
+    case 1:
+        A.m[0] += 1.0f, A.m[4] += 1.0f, A.m[8] += 1.0f;
+        return A;
+    case 2:
+        return special[(t / 5 + l) % 7];
     case 3: /* inverted */
         A = random_matrix(1.0f);
         if (firn_m3_det(A) > 0.0f)
@@ -568,7 +584,8 @@ Test(materials, pressure_sign_under_compression_and_tension)
         if (m.model == FIRN_M_SAND)
             cr_assert(fabsf(tt) < 1e-6f * m.mu, "sand holds tension: trace(tau) = %g", tt);
         else
-            cr_assert(tt > 1e-4f * m.mu, "%s: trace(tau) = %g under tension", all_models[k].name, tt);
+            cr_assert(tt > 1e-4f * m.mu, "%s: trace(tau) = %g under tension", all_models[k].name,
+                      tt);
     }
 }
 
@@ -691,7 +708,8 @@ Test(materials, snow_hardening_cap)
     m.hmax = 5.0f;
     cr_assert_eq(firn_snow_hardening(&m, 0.5f), 5.0f);
     cr_assert_eq(firn_stiffness_factor(&m, 0.5f), 5.0f);
-    cr_assert(fabsf(firn_snow_hardening(&m, 1.05f) - expf(-0.5f)) < 1e-6f, "the cap is only an upper bound");
+    cr_assert(fabsf(firn_snow_hardening(&m, 1.05f) - expf(-0.5f)) < 1e-6f,
+              "the cap is only an upper bound");
 }
 
 /* tau for a diagonal F = diag(s): every model's closed form from PHYSICS.md
@@ -705,8 +723,8 @@ static void expect_diag_tau(int model, int law, firn_vec3 s, firn_vec3 want, con
     firn_mat3 tau = firn_constitutive(&m, &F, &jp, &d);
     float scale = fmaxf(fabsf(want.v[0]), fmaxf(fabsf(want.v[1]), fabsf(want.v[2])));
     for (int a = 0; a < 3; a++)
-        cr_assert(fabsf(tau.m[4 * a] - want.v[a]) <= 1e-5f * scale, "%s: tau[%d][%d] = %.7g, want %.7g",
-                  what, a, a, tau.m[4 * a], want.v[a]);
+        cr_assert(fabsf(tau.m[4 * a] - want.v[a]) <= 1e-5f * scale,
+                  "%s: tau[%d][%d] = %.7g, want %.7g", what, a, a, tau.m[4 * a], want.v[a]);
     cr_assert(fabsf(tau.m[1]) + fabsf(tau.m[2]) + fabsf(tau.m[5]) <= 1e-5f * scale,
               "%s: off-diagonal stress for a diagonal F", what);
 }

@@ -88,8 +88,8 @@ Test(mesh, cube_obj_sdf_matches_the_box_within_a_cell)
         for (int a = 0; a < 3; a++)
             p.v[a] = frand(&seed, -0.135f, 0.135f);
         float d = firn_sdf_local(&s, p, &n), dt = firn_sdf_box(h, p, &nt);
-        cr_assert(fabsf(d - dt) < cell, "at (%g, %g, %g): mesh %g, box %g", p.v[0], p.v[1],
-                  p.v[2], d, dt);
+        cr_assert(fabsf(d - dt) < cell, "at (%g, %g, %g): mesh %g, box %g", p.v[0], p.v[1], p.v[2],
+                  d, dt);
         /* Away from edges and the medial axis the normals agree. */
         float q[3], lo = 1.0f;
         for (int a = 0; a < 3; a++)
@@ -103,8 +103,9 @@ Test(mesh, cube_obj_sdf_matches_the_box_within_a_cell)
                 lo = fminf(lo, q[face] - q[a]);
         if (lo > 2.0f * cell && (q[face] > 0.1f + 2.0f * cell || q[face] < 0.1f - 2.0f * cell) &&
             q[face] > 2.0f * cell)
-            cr_assert(firn_dot(n, nt) > 0.98f, "at (%g, %g, %g): normal (%g, %g, %g) vs (%g, %g, %g)",
-                      p.v[0], p.v[1], p.v[2], n.v[0], n.v[1], n.v[2], nt.v[0], nt.v[1], nt.v[2]);
+            cr_assert(firn_dot(n, nt) > 0.98f,
+                      "at (%g, %g, %g): normal (%g, %g, %g) vs (%g, %g, %g)", p.v[0], p.v[1],
+                      p.v[2], n.v[0], n.v[1], n.v[2], nt.v[0], nt.v[1], nt.v[2]);
     }
     /* Beyond the grid's box: positive, growing, pointing away. */
     firn_vec3 n;
@@ -120,15 +121,15 @@ Test(mesh, cube_obj_sdf_matches_the_box_within_a_cell)
 static const char *sphere_obj(const char *name, float r, int levels)
 {
     const float t = (1.0f + sqrtf(5.0f)) / 2.0f;
-    float v0[12][3] = {{-1, t, 0}, {1, t, 0}, {-1, -t, 0}, {1, -t, 0}, {0, -1, t}, {0, 1, t},
-                       {0, -1, -t}, {0, 1, -t}, {t, 0, -1}, {t, 0, 1}, {-t, 0, -1}, {-t, 0, 1}};
+    float v0[12][3] = {{-1, t, 0},  {1, t, 0},  {-1, -t, 0}, {1, -t, 0}, {0, -1, t},  {0, 1, t},
+                       {0, -1, -t}, {0, 1, -t}, {t, 0, -1},  {t, 0, 1},  {-t, 0, -1}, {-t, 0, 1}};
     static const int f0[20][3] = {{0, 11, 5}, {0, 5, 1},  {0, 1, 7},   {0, 7, 10}, {0, 10, 11},
                                   {1, 5, 9},  {5, 11, 4}, {11, 10, 2}, {10, 7, 6}, {7, 1, 8},
                                   {3, 9, 4},  {3, 4, 2},  {3, 2, 6},   {3, 6, 8},  {3, 8, 9},
                                   {4, 9, 5},  {2, 4, 11}, {6, 2, 10},  {8, 6, 7},  {9, 8, 1}};
     int nv = 12, nf = 20, capv = 12 * (1 << (2 * levels)) + 2, capf = 20 << (2 * levels);
-    float (*v)[3] = malloc(sizeof *v * (size_t)capv);
-    int (*f)[3] = malloc(sizeof *f * (size_t)capf), (*g)[3] = malloc(sizeof *g * (size_t)capf);
+    float(*v)[3] = malloc(sizeof *v * (size_t)capv);
+    int(*f)[3] = malloc(sizeof *f * (size_t)capf), (*g)[3] = malloc(sizeof *g * (size_t)capf);
     memcpy(v, v0, sizeof v0);
     memcpy(f, f0, sizeof f0);
     for (int l = 0; l < levels; l++) {
@@ -142,7 +143,8 @@ static const char *sphere_obj(const char *name, float r, int levels)
                     m[c] = 0.5f * (v[a][c] + v[b][c]);
                 int found = -1; /* midpoints are shared: look for an equal one */
                 for (int j = 12; j < nv && found < 0; j++)
-                    if (fabsf(v[j][0] - m[0]) + fabsf(v[j][1] - m[1]) + fabsf(v[j][2] - m[2]) < 1e-6f)
+                    if (fabsf(v[j][0] - m[0]) + fabsf(v[j][1] - m[1]) + fabsf(v[j][2] - m[2]) <
+                        1e-6f)
                         found = j;
                 if (found < 0) {
                     memcpy(v[nv], m, sizeof m);
@@ -151,7 +153,9 @@ static const char *sphere_obj(const char *name, float r, int levels)
                 mid[e] = found;
             }
             int a = f[k][0], b = f[k][1], c = f[k][2];
-            int tri[4][3] = {{a, mid[0], mid[2]}, {b, mid[1], mid[0]}, {c, mid[2], mid[1]},
+            int tri[4][3] = {{a, mid[0], mid[2]},
+                             {b, mid[1], mid[0]},
+                             {c, mid[2], mid[1]},
                              {mid[0], mid[1], mid[2]}};
             memcpy(g[ng], tri, sizeof tri);
             ng += 4;
@@ -254,7 +258,8 @@ Test(mesh, volume_centroid_and_principal_axes_of_a_turned_box)
         u = firn_quat_rotate(m->principal, u);
         for (int r = 0; r < 3; r++) {
             double Iu = T[r][0] * u.v[0] + T[r][1] * u.v[1] + T[r][2] * u.v[2];
-            cr_assert(fabs(Iu - m->moments[a] * u.v[r]) < 1e-3 * want[2], "axis %d not principal", a);
+            cr_assert(fabs(Iu - m->moments[a] * u.v[r]) < 1e-3 * want[2], "axis %d not principal",
+                      a);
         }
     }
     for (int a = 0; a < 3; a++)
@@ -303,9 +308,8 @@ Test(mesh, bad_meshes_name_the_key_path_the_file_and_the_edge)
              cube_obj("flipped.obj", 0.1f, -1, 2));
     expect_mesh_error(shape, FIRN_E_SCENE, "rigids[0].shape.file", "run it the same way");
     /* Three faces on one edge. */
-    const char *fin = write_file("fin.obj",
-                                 "v 0 0 0\nv 1 0 0\nv 0 1 0\nv 0 0 1\nv 0 0 -1\n"
-                                 "f 1 3 2\nf 1 2 4\nf 2 3 4\nf 3 1 4\nf 1 2 5\n");
+    const char *fin = write_file("fin.obj", "v 0 0 0\nv 1 0 0\nv 0 1 0\nv 0 0 1\nv 0 0 -1\n"
+                                            "f 1 3 2\nf 1 2 4\nf 2 3 4\nf 3 1 4\nf 1 2 5\n");
     snprintf(shape, sizeof shape, "{\"type\": \"mesh\", \"file\": \"%s\"}", fin);
     expect_mesh_error(shape, FIRN_E_SCENE, "the edge between vertices 1 and 2 is shared by 3 faces",
                       "line 6");
@@ -343,8 +347,8 @@ Test(mesh, bad_meshes_name_the_key_path_the_file_and_the_edge)
     fprintf(f, "%s\nv 1 0 0\nv 0 1e38 0\nf 1 2 3\n", line);
     fclose(f);
     snprintf(shape, sizeof shape, "{\"type\": \"mesh\", \"file\": \"%s\", \"scale\": 100}", nul);
-    expect_mesh_error(shape, FIRN_E_SCENE, "line 3: coordinate 1e+38 times scale 100 overflows float",
-                      NULL);
+    expect_mesh_error(shape, FIRN_E_SCENE,
+                      "line 3: coordinate 1e+38 times scale 100 overflows float", NULL);
     f = fopen(nul, "w");
     fprintf(f, "%s \n", line);
     fclose(f);

@@ -68,8 +68,7 @@ static unsigned char *slurp(const char *path, size_t *len)
 
 static float f32le(const unsigned char *b)
 {
-    uint32_t u = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
-                 (uint32_t)b[3] << 24;
+    uint32_t u = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
     float f;
     memcpy(&f, &u, 4);
     return f;

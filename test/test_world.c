@@ -65,7 +65,10 @@ static firn_world *make_world(const firn_scene_def *def)
     return w;
 }
 
-static double particle_mass(const firn_world *w, int i) { return (double)w->p.vol[i] * w->mats[w->p.mat[i]].rho; }
+static double particle_mass(const firn_world *w, int i)
+{
+    return (double)w->p.vol[i] * w->mats[w->p.mat[i]].rho;
+}
 
 /* APIC angular momentum of the particles about the origin:
  * sum m (x x v) + m dx^2/4 eps_abc C_cb (quadratic B-spline D = dx^2/4 I). */
@@ -100,7 +103,8 @@ static void grid_momenta(const firn_world *w, double *M, double P[3], double L[3
         double m = q[3];
         if (m <= 0.0)
             continue;
-        long long k = node % g->n[2], j = (node / g->n[2]) % g->n[1], i = node / ((long long)g->n[1] * g->n[2]);
+        long long k = node % g->n[2], j = (node / g->n[2]) % g->n[1],
+                  i = node / ((long long)g->n[1] * g->n[2]);
         double x[3] = {w->def.lower[0] + i * w->def.dx, w->def.lower[1] + j * w->def.dx,
                        w->def.lower[2] + k * w->def.dx};
         double p[3] = {m * q[0], m * q[1], m * q[2]};
@@ -125,11 +129,12 @@ static void random_motion(firn_world *w, unsigned seed)
     }
 }
 
-static void expect_close3(const double a[3], const double b[3], double scale, double tol, const char *what)
+static void expect_close3(const double a[3], const double b[3], double scale, double tol,
+                          const char *what)
 {
     for (int k = 0; k < 3; k++)
-        cr_assert(fabs(a[k] - b[k]) <= tol * scale, "%s[%d]: %.10g vs %.10g (scale %g)", what, k, a[k],
-                  b[k], scale);
+        cr_assert(fabs(a[k] - b[k]) <= tol * scale, "%s[%d]: %.10g vs %.10g (scale %g)", what, k,
+                  a[k], b[k], scale);
 }
 
 Test(transfers, p2g_g2p_conserve_mass_and_momenta)
@@ -172,7 +177,8 @@ Test(transfers, affine_velocity_field_is_reproduced)
     small_scene(&def, FIRN_MODEL_ELASTIC, box(0.5f, 0.5f, 0.5f, 0.4f), 0.05f);
     firn_world *w = make_world(&def);
     const int n = w->p.n;
-    const float A[9] = {0.3f, -0.7f, 0.2f, 0.5f, 0.1f, -0.4f, -0.2f, 0.6f, -0.3f}, b[3] = {0.1f, -0.2f, 0.3f};
+    const float A[9] = {0.3f, -0.7f, 0.2f, 0.5f, 0.1f, -0.4f, -0.2f, 0.6f, -0.3f},
+                b[3] = {0.1f, -0.2f, 0.3f};
     for (int i = 0; i < n; i++) {
         for (int r = 0; r < 3; r++) {
             float v = b[r];
@@ -202,12 +208,12 @@ Test(transfers, affine_velocity_field_is_reproduced)
             float v = b[r];
             for (int c = 0; c < 3; c++)
                 v += A[3 * r + c] * x0[c * n + i];
-            cr_assert(fabsf(w->p.v[r * n + i] - v) < 2e-6f, "v[%d] of particle %d: %.8g vs %.8g", r, i,
-                      w->p.v[r * n + i], v);
+            cr_assert(fabsf(w->p.v[r * n + i] - v) < 2e-6f, "v[%d] of particle %d: %.8g vs %.8g", r,
+                      i, w->p.v[r * n + i], v);
         }
         for (int c = 0; c < 9; c++)
-            cr_assert(fabsf(w->p.C[c * n + i] - A[c]) < 2e-5f, "C[%d] of particle %d: %.8g vs %.8g", c, i,
-                      w->p.C[c * n + i], A[c]);
+            cr_assert(fabsf(w->p.C[c * n + i] - A[c]) < 2e-5f, "C[%d] of particle %d: %.8g vs %.8g",
+                      c, i, w->p.C[c * n + i], A[c]);
     }
     cr_assert_gt(checked, 100, "only %d interior particles", checked);
     free(x0);
@@ -249,7 +255,8 @@ static firn_world *every_model_world(int cpic)
         for (int c = 0; c < 9; c++)
             w->p.F[c * n + i] = (c % 4 == 0) + 0.3f * ((float)rand() / RAND_MAX - 0.5f);
         float u = (float)rand() / RAND_MAX;
-        w->p.Jp[i] = m == FIRN_MODEL_SAND ? (i / EVERY_MATERIAL % 2 ? 0.2f * u : 0.0f) : 0.9f + 0.2f * u;
+        w->p.Jp[i] =
+            m == FIRN_MODEL_SAND ? (i / EVERY_MATERIAL % 2 ? 0.2f * u : 0.0f) : 0.9f + 0.2f * u;
         w->p.damage[i] = m == FIRN_MODEL_FRACTURE ? 0.9f * (float)rand() / RAND_MAX : 0.0f;
     }
     if (cpic)
@@ -615,8 +622,9 @@ Test(motion, sand_column_comes_to_rest_as_a_pile, .timeout = 300)
     double kes, kel;
     column_result(FIRN_MODEL_SAND, &hs, &rs, &kes);
     column_result(FIRN_MODEL_LIQUID, &hl, &rl, &kel);
-    cr_log_info("sand: height %.3f m, radius %.3f m, ke/m %.3g; liquid: height %.3f m, radius %.3f m",
-                hs, rs, kes, hl, rl);
+    cr_log_info(
+        "sand: height %.3f m, radius %.3f m, ke/m %.3g; liquid: height %.3f m, radius %.3f m", hs,
+        rs, kes, hl, rl);
     cr_assert(kes < 0.5 * 0.03 * 0.03, "sand still moving: ke/m = %g J/kg", kes);
     cr_assert(hs < 0.2f && hs > 0.03f, "sand pile height %g m", hs);
     cr_assert(rs > 0.07f, "sand footprint radius %g m did not spread", rs);
@@ -661,25 +669,31 @@ Test(binning, order_is_the_stable_sort_and_colours_cover_every_block)
     cr_assert_eq(b->start[b->nblocks], n);
     for (int blk = 0; blk < b->nblocks; blk++)
         for (int k = b->start[blk]; k < b->start[blk + 1]; k++) {
-            cr_assert_eq(key[b->order[k]], blk, "order[%d] = %d is not in block %d", k, b->order[k], blk);
+            cr_assert_eq(key[b->order[k]], blk, "order[%d] = %d is not in block %d", k, b->order[k],
+                         blk);
             if (k > b->start[blk])
-                cr_assert_gt(b->order[k], b->order[k - 1], "block %d not in particle order at %d", blk, k);
+                cr_assert_gt(b->order[k], b->order[k - 1], "block %d not in particle order at %d",
+                             blk, k);
         }
     int listed = 0;
     for (int c = 0; c < 8; c++)
         for (int j = b->work_start[c]; j < b->work_start[c + 1]; j++) {
             int blk = (int)(b->work[j] & 0xffffffffu), np = b->start[blk + 1] - b->start[blk];
-            int bx = blk / (b->nb[1] * b->nb[2]), by = blk / b->nb[2] % b->nb[1], bz = blk % b->nb[2];
-            cr_assert_eq((bx & 1) | (by & 1) << 1 | (bz & 1) << 2, c, "block %d listed in colour %d", blk, c);
+            int bx = blk / (b->nb[1] * b->nb[2]), by = blk / b->nb[2] % b->nb[1],
+                bz = blk % b->nb[2];
+            cr_assert_eq((bx & 1) | (by & 1) << 1 | (bz & 1) << 2, c,
+                         "block %d listed in colour %d", blk, c);
             cr_assert_gt(np, 0, "empty block %d listed", blk);
             cr_assert_eq((int)(b->work[j] >> 32), np);
             if (j > b->work_start[c])
-                cr_assert_leq(np, (int)(b->work[j - 1] >> 32), "colour %d not fullest first at %d", c, j);
+                cr_assert_leq(np, (int)(b->work[j - 1] >> 32), "colour %d not fullest first at %d",
+                              c, j);
             seen[blk]++;
             listed++;
         }
     for (int blk = 0; blk < b->nblocks; blk++)
-        cr_assert_eq(seen[blk], b->start[blk + 1] > b->start[blk], "block %d listed %d times", blk, seen[blk]);
+        cr_assert_eq(seen[blk], b->start[blk + 1] > b->start[blk], "block %d listed %d times", blk,
+                     seen[blk]);
     cr_assert_eq(b->work_start[8], listed);
     free(key);
     free(seen);
@@ -733,7 +747,8 @@ Test(determinism, same_state_bitwise_for_any_thread_count)
         int n;
         run_mixed(nthreads[t], 0, &x, &F, &n);
         cr_assert_eq(n, n0);
-        cr_assert(!memcmp(x, x0, 3 * sizeof(float) * n), "positions differ with %d threads", nthreads[t]);
+        cr_assert(!memcmp(x, x0, 3 * sizeof(float) * n), "positions differ with %d threads",
+                  nthreads[t]);
         cr_assert(!memcmp(F, F0, 9 * sizeof(float) * n), "F differs with %d threads", nthreads[t]);
         free(x);
         free(F);
@@ -843,8 +858,9 @@ Test(memory, empty_grid_blocks_take_no_resident_memory)
     cr_assert_eq(firn_world_run_substeps(w, 10, firn_world_cfl_dt(w), &err), 0, "%s", err.msg);
     const double grid = 16.0 * (double)w->grid.nodes, rise = resident_bytes() - before;
     cr_assert_gt(grid, 2.5e8);
-    cr_assert_lt(rise, 0.25 * grid, "resident memory rose by %.1f MB for a %.1f MB grid and %d particles",
-                 rise / 1e6, grid / 1e6, w->p.n);
+    cr_assert_lt(rise, 0.25 * grid,
+                 "resident memory rose by %.1f MB for a %.1f MB grid and %d particles", rise / 1e6,
+                 grid / 1e6, w->p.n);
     /* firn_world_memory reports the grid's allocation and its part in
      * memory: some blocks were written, and all of that is in the rise. */
     firn_memory m;
@@ -990,7 +1006,8 @@ Test(reorder, reading_the_state_does_not_change_the_run)
     for (int k = 0; k < 2; k++)
         cr_assert_eq(firn_world_stats(w[k], &st[k], &err), 0, "%s", err.msg);
     cr_assert_eq(w[0]->bins.reorders, w[1]->bins.reorders);
-    cr_assert(st[0].kinetic_energy == st[1].kinetic_energy && st[0].momentum[1] == st[1].momentum[1],
+    cr_assert(st[0].kinetic_energy == st[1].kinetic_energy &&
+                  st[0].momentum[1] == st[1].momentum[1],
               "statistics differ: kinetic energy %.17g vs %.17g", st[0].kinetic_energy,
               st[1].kinetic_energy);
     for (int k = 0; k < 2; k++)
@@ -1027,7 +1044,8 @@ Test(grid, live_chunks_are_those_holding_a_written_block_node)
         firn_cpu_live_chunks(w, chunk, live);
         for (int d = 0; d < b->ndirty; d++) {
             const int blk = b->dirty[d];
-            const int c[3] = {blk / (b->nb[1] * b->nb[2]), blk / b->nb[2] % b->nb[1], blk % b->nb[2]};
+            const int c[3] = {blk / (b->nb[1] * b->nb[2]), blk / b->nb[2] % b->nb[1],
+                              blk % b->nb[2]};
             for (int i = 4 * c[0]; i < 4 * c[0] + 4 && i < n[0]; i++)
                 for (int j = 4 * c[1]; j < 4 * c[1] + 4 && j < n[1]; j++)
                     for (int k = 4 * c[2]; k < 4 * c[2] + 4 && k < n[2]; k++)
@@ -1112,7 +1130,8 @@ Test(inspect, grid_and_particle_edit_are_the_worlds_own)
     /* The grid after that substep: total mass and x momentum of the moving
      * body (grid velocity times mass, after the update). */
     const long long nodes = firn_inspect_grid_nodes(w);
-    float *mass = malloc((size_t)nodes * sizeof(float)), *vel = malloc(3 * (size_t)nodes * sizeof(float));
+    float *mass = malloc((size_t)nodes * sizeof(float)),
+          *vel = malloc(3 * (size_t)nodes * sizeof(float));
     cr_assert(mass && vel);
     cr_assert_eq(firn_inspect_grid(w, mass, vel, &err), 0, "%s", err.msg);
     double M = 0.0, Px = 0.0, Mp = 0.0;

@@ -57,7 +57,7 @@ enum cudaMemcpyKind {
 
 enum cudaLimit { cudaLimitStackSize = 0, cudaLimitPrintfFifoSize = 1, cudaLimitMallocHeapSize = 2 };
 
-#define cudaStreamDefault 0x00
+#define cudaStreamDefault     0x00
 #define cudaStreamNonBlocking 0x01
 
 typedef struct firn_emu_stream *cudaStream_t;
@@ -166,16 +166,17 @@ struct firn_emu_thread {
 extern __thread firn_emu_thread *firn_emu_current;
 
 #define threadIdx (firn_emu_current->thread_idx)
-#define blockIdx (firn_emu_current->block_idx)
-#define blockDim (firn_emu_current->block_dim)
-#define gridDim (firn_emu_current->grid_dim)
+#define blockIdx  (firn_emu_current->block_idx)
+#define blockDim  (firn_emu_current->block_dim)
+#define gridDim   (firn_emu_current->grid_dim)
 static constexpr int warpSize = 32;
 
 /* Stops the process, naming the kernel being run, when p is not inside a
  * live device allocation (an atomic on host memory, or on freed memory). */
 void firn_emu_check_device_pointer(const void *p, size_t bytes, const char *what);
 
-template <typename T, typename F> static inline T firn_emu_atomic_rmw(T *addr, F f, const char *what)
+template <typename T, typename F>
+static inline T firn_emu_atomic_rmw(T *addr, F f, const char *what)
 {
     static_assert(sizeof(T) == 4 || sizeof(T) == 8, "atomics on 4 or 8 bytes");
     firn_emu_check_device_pointer(addr, sizeof(T), what);
@@ -196,24 +197,28 @@ template <typename T, typename F> static inline T firn_emu_atomic_rmw(T *addr, F
 
 template <typename T> static inline T atomicAdd(T *addr, T value)
 {
-    return firn_emu_atomic_rmw(addr, [value](T a) { return a + value; }, "atomicAdd");
+    return firn_emu_atomic_rmw(
+        addr, [value](T a) { return a + value; }, "atomicAdd");
 }
 template <typename T> static inline T atomicMin(T *addr, T value)
 {
-    return firn_emu_atomic_rmw(addr, [value](T a) { return value < a ? value : a; }, "atomicMin");
+    return firn_emu_atomic_rmw(
+        addr, [value](T a) { return value < a ? value : a; }, "atomicMin");
 }
 template <typename T> static inline T atomicMax(T *addr, T value)
 {
-    return firn_emu_atomic_rmw(addr, [value](T a) { return value > a ? value : a; }, "atomicMax");
+    return firn_emu_atomic_rmw(
+        addr, [value](T a) { return value > a ? value : a; }, "atomicMax");
 }
 template <typename T> static inline T atomicExch(T *addr, T value)
 {
-    return firn_emu_atomic_rmw(addr, [value](T) { return value; }, "atomicExch");
+    return firn_emu_atomic_rmw(
+        addr, [value](T) { return value; }, "atomicExch");
 }
 template <typename T> static inline T atomicCAS(T *addr, T compare, T value)
 {
-    return firn_emu_atomic_rmw(addr, [compare, value](T a) { return a == compare ? value : a; },
-                               "atomicCAS");
+    return firn_emu_atomic_rmw(
+        addr, [compare, value](T a) { return a == compare ? value : a; }, "atomicCAS");
 }
 
 /* Barriers: the calling thread's fiber waits until the others arrive. */
@@ -221,8 +226,14 @@ void __syncthreads(void);
 /* Warp collectives over the lanes of mask, which must all arrive (a lane of
  * the mask that has exited stops the process). lane_value: this lane's 8
  * bytes in, the source lane's out. */
-enum firn_emu_warp_op { FIRN_EMU_SHFL, FIRN_EMU_SHFL_DOWN, FIRN_EMU_SHFL_UP, FIRN_EMU_SHFL_XOR,
-                        FIRN_EMU_VOTE, FIRN_EMU_SYNC };
+enum firn_emu_warp_op {
+    FIRN_EMU_SHFL,
+    FIRN_EMU_SHFL_DOWN,
+    FIRN_EMU_SHFL_UP,
+    FIRN_EMU_SHFL_XOR,
+    FIRN_EMU_VOTE,
+    FIRN_EMU_SYNC
+};
 uint64_t firn_emu_warp_collective(unsigned mask, firn_emu_warp_op op, uint64_t lane_value, int arg,
                                   int width, const char *what);
 
@@ -247,7 +258,8 @@ template <typename T> static inline T __shfl_sync(unsigned mask, T v, int src, i
 {
     return firn_emu_shfl(mask, v, FIRN_EMU_SHFL, src, width, "__shfl_sync");
 }
-template <typename T> static inline T __shfl_down_sync(unsigned mask, T v, unsigned d, int width = 32)
+template <typename T>
+static inline T __shfl_down_sync(unsigned mask, T v, unsigned d, int width = 32)
 {
     return firn_emu_shfl(mask, v, FIRN_EMU_SHFL_DOWN, (int)d, width, "__shfl_down_sync");
 }
@@ -275,7 +287,8 @@ static inline int __all_sync(unsigned mask, int p)
 
 /* ---- launches -------------------------------------------------------------- */
 
-namespace firn_emu {
+namespace firn_emu
+{
 
 /* A queued kernel: its arguments converted to the kernel's parameter types
  * at launch, as CUDA copies them, and each thread called with a copy. */
@@ -340,8 +353,8 @@ size_t device_bytes_from(const void *p);
 
 } // namespace firn_emu
 
-#define FIRN_EMU_LAUNCH(kernel, grid, block, shared_bytes, stream, ...)                           \
-    firn_emu::launch(#kernel, __FILE__, __LINE__, kernel, grid, block, shared_bytes, stream,      \
+#define FIRN_EMU_LAUNCH(kernel, grid, block, shared_bytes, stream, ...)                            \
+    firn_emu::launch(#kernel, __FILE__, __LINE__, kernel, grid, block, shared_bytes, stream,       \
                      __VA_ARGS__)
 
 #endif

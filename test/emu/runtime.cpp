@@ -41,10 +41,10 @@
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
-#define EMU_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define EMU_POISON(p, n)   ASAN_POISON_MEMORY_REGION(p, n)
 #define EMU_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
 #else
-#define EMU_POISON(p, n) ((void)(p), (void)(n))
+#define EMU_POISON(p, n)   ((void)(p), (void)(n))
 #define EMU_UNPOISON(p, n) ((void)(p), (void)(n))
 #endif
 #if defined(__SANITIZE_THREAD__)
@@ -57,11 +57,12 @@
 
 __thread firn_emu_thread *firn_emu_current;
 
-namespace firn_emu {
+namespace firn_emu
+{
 
 /* ---- reporting ------------------------------------------------------------- */
 
-static thread_local const char *t_api;     /* the runtime call in progress, if any */
+static thread_local const char *t_api; /* the runtime call in progress, if any */
 
 static void describe_context(FILE *f);
 
@@ -233,7 +234,8 @@ struct firn_emu_event {
     double t = 0.0; /* ms, when it ran */
 };
 
-namespace firn_emu {
+namespace firn_emu
+{
 
 static std::recursive_mutex g_api; /* one runtime call at a time */
 static firn_emu_stream g_legacy;   /* stream 0 */
@@ -437,10 +439,10 @@ firn_emu_ctx_entry:
  * a third of a warp collective's time. Without them (FIRN_EMU_FAST_FIBERS)
  * reports about addresses on a fiber's stack are less specific. */
 #if defined(FIRN_EMU_FAST_FIBERS) || !defined(__SANITIZE_ADDRESS__)
-#define EMU_START_SWITCH(save, bottom, size) ((void)(save), (void)(bottom), (void)(size))
+#define EMU_START_SWITCH(save, bottom, size)  ((void)(save), (void)(bottom), (void)(size))
 #define EMU_FINISH_SWITCH(save, bottom, size) ((void)(save), (void)(bottom), (void)(size))
 #else
-#define EMU_START_SWITCH __sanitizer_start_switch_fiber
+#define EMU_START_SWITCH  __sanitizer_start_switch_fiber
 #define EMU_FINISH_SWITCH __sanitizer_finish_switch_fiber
 #endif
 
@@ -617,7 +619,8 @@ uint64_t firn_emu_warp_collective(unsigned mask, firn_emu_warp_op op, uint64_t l
     return t->result;
 }
 
-namespace firn_emu {
+namespace firn_emu
+{
 
 /* Completes the collective of warp w if every lane of its mask waits at it.
  * Returns 1 when released. */
@@ -688,8 +691,8 @@ static int resolve_warp(scheduler *s, int w)
             t->result = ballot;
         } else {
             if (src < 0 || src >= 32 || !(mask >> src & 1u))
-                fatal("%s: lane %d of warp %d reads lane %d, which is not in the mask %#x",
-                      t->what, l, w, src, mask);
+                fatal("%s: lane %d of warp %d reads lane %d, which is not in the mask %#x", t->what,
+                      l, w, src, mask);
             t->result = s->threads[(size_t)(base + src)].value;
         }
     }
@@ -716,8 +719,8 @@ static void run_block(scheduler *s, kernel_exec *e, unsigned b)
     const uint3 bi = {b % g.x, b / g.x % g.y, b / (g.x * g.y)};
     for (int i = 0; i < s->n; i++) {
         cuda_thread &t = s->threads[(size_t)i];
-        t.ctx.thread_idx = uint3{(unsigned)i % bd.x, (unsigned)i / bd.x % bd.y,
-                                 (unsigned)i / (bd.x * bd.y)};
+        t.ctx.thread_idx =
+            uint3{(unsigned)i % bd.x, (unsigned)i / bd.x % bd.y, (unsigned)i / (bd.x * bd.y)};
         t.ctx.block_idx = bi;
         t.ctx.block_dim = bd;
         t.ctx.grid_dim = g;
@@ -846,7 +849,8 @@ static void start_workers()
 
 /* ---- kernels --------------------------------------------------------------- */
 
-namespace firn_emu {
+namespace firn_emu
+{
 
 /* FIRN_EMU_FAULT=name:n makes the n-th run (from 1) of kernel `name` fault
  * as a GPU does on an illegal address: a sticky cudaErrorIllegalAddress,
@@ -948,7 +952,8 @@ void firn_emu_check_device_pointer(const void *p, size_t bytes, const char *what
 
 /* ---- CUB stand-ins' jobs --------------------------------------------------- */
 
-namespace firn_emu {
+namespace firn_emu
+{
 
 struct host_run : job {
     host_job *h;
@@ -1051,7 +1056,8 @@ cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes)
     return ret(cudaSuccess);
 }
 
-namespace firn_emu {
+namespace firn_emu
+{
 
 static const char *kind_name(cudaMemcpyKind k)
 {
@@ -1071,8 +1077,7 @@ static const char *kind_name(cudaMemcpyKind k)
 }
 
 /* [p, p + bytes) must lie in one live allocation; its start is returned. */
-static uintptr_t check_device_range(const char *call, const char *role, const void *p,
-                                    size_t bytes)
+static uintptr_t check_device_range(const char *call, const char *role, const void *p, size_t bytes)
 {
     std::lock_guard<std::mutex> ml(g_mem_lock);
     uintptr_t start;
@@ -1127,8 +1132,8 @@ static cudaError_t copy(const char *call, void *dst, const void *src, size_t byt
               call, dst, src, bytes, kind_name(kind), dd ? "device" : "host",
               sd ? "device" : "host");
     copy_job *j = new copy_job;
-    j->name = k == cudaMemcpyHostToDevice   ? "cudaMemcpy host to device"
-              : k == cudaMemcpyDeviceToHost ? "cudaMemcpy device to host"
+    j->name = k == cudaMemcpyHostToDevice     ? "cudaMemcpy host to device"
+              : k == cudaMemcpyDeviceToHost   ? "cudaMemcpy device to host"
               : k == cudaMemcpyDeviceToDevice ? "cudaMemcpy device to device"
                                               : "cudaMemcpy host to host";
     j->dst = dst;
@@ -1262,7 +1267,8 @@ cudaError_t cudaDeviceSynchronize(void)
     return ret(cudaSuccess);
 }
 
-namespace firn_emu {
+namespace firn_emu
+{
 struct event_job : job {
     cudaEvent_t ev;
     void execute() override
@@ -1345,7 +1351,10 @@ cudaError_t cudaGetDevice(int *device)
     *device = 0;
     return ret(cudaSuccess);
 }
-cudaError_t cudaSetDevice(int device) { return ret(device == 0 ? cudaSuccess : cudaErrorInvalidDevice); }
+cudaError_t cudaSetDevice(int device)
+{
+    return ret(device == 0 ? cudaSuccess : cudaErrorInvalidDevice);
+}
 
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int device)
 {
@@ -1414,20 +1423,34 @@ cudaError_t cudaPeekAtLastError(void) { return g_last; }
 const char *cudaGetErrorName(cudaError_t e)
 {
     switch (e) {
-    case cudaSuccess: return "cudaSuccess";
-    case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
-    case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
-    case cudaErrorInitializationError: return "cudaErrorInitializationError";
-    case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
-    case cudaErrorInvalidDevicePointer: return "cudaErrorInvalidDevicePointer";
-    case cudaErrorInvalidMemcpyDirection: return "cudaErrorInvalidMemcpyDirection";
-    case cudaErrorInsufficientDriver: return "cudaErrorInsufficientDriver";
-    case cudaErrorNoDevice: return "cudaErrorNoDevice";
-    case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
-    case cudaErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
-    case cudaErrorNotReady: return "cudaErrorNotReady";
-    case cudaErrorIllegalAddress: return "cudaErrorIllegalAddress";
-    case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
+    case cudaSuccess:
+        return "cudaSuccess";
+    case cudaErrorInvalidValue:
+        return "cudaErrorInvalidValue";
+    case cudaErrorMemoryAllocation:
+        return "cudaErrorMemoryAllocation";
+    case cudaErrorInitializationError:
+        return "cudaErrorInitializationError";
+    case cudaErrorInvalidConfiguration:
+        return "cudaErrorInvalidConfiguration";
+    case cudaErrorInvalidDevicePointer:
+        return "cudaErrorInvalidDevicePointer";
+    case cudaErrorInvalidMemcpyDirection:
+        return "cudaErrorInvalidMemcpyDirection";
+    case cudaErrorInsufficientDriver:
+        return "cudaErrorInsufficientDriver";
+    case cudaErrorNoDevice:
+        return "cudaErrorNoDevice";
+    case cudaErrorInvalidDevice:
+        return "cudaErrorInvalidDevice";
+    case cudaErrorInvalidResourceHandle:
+        return "cudaErrorInvalidResourceHandle";
+    case cudaErrorNotReady:
+        return "cudaErrorNotReady";
+    case cudaErrorIllegalAddress:
+        return "cudaErrorIllegalAddress";
+    case cudaErrorLaunchFailure:
+        return "cudaErrorLaunchFailure";
     }
     return "cudaErrorUnknown";
 }
@@ -1435,20 +1458,34 @@ const char *cudaGetErrorName(cudaError_t e)
 const char *cudaGetErrorString(cudaError_t e)
 {
     switch (e) {
-    case cudaSuccess: return "no error";
-    case cudaErrorInvalidValue: return "invalid argument";
-    case cudaErrorMemoryAllocation: return "out of memory";
-    case cudaErrorInitializationError: return "initialization error";
-    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
-    case cudaErrorInvalidDevicePointer: return "invalid device pointer";
-    case cudaErrorInvalidMemcpyDirection: return "invalid copy direction for memcpy";
-    case cudaErrorInsufficientDriver: return "CUDA driver version is insufficient for CUDA runtime version";
-    case cudaErrorNoDevice: return "no CUDA-capable device is detected";
-    case cudaErrorInvalidDevice: return "invalid device ordinal";
-    case cudaErrorInvalidResourceHandle: return "invalid resource handle";
-    case cudaErrorNotReady: return "device not ready";
-    case cudaErrorIllegalAddress: return "an illegal memory access was encountered";
-    case cudaErrorLaunchFailure: return "unspecified launch failure";
+    case cudaSuccess:
+        return "no error";
+    case cudaErrorInvalidValue:
+        return "invalid argument";
+    case cudaErrorMemoryAllocation:
+        return "out of memory";
+    case cudaErrorInitializationError:
+        return "initialization error";
+    case cudaErrorInvalidConfiguration:
+        return "invalid configuration argument";
+    case cudaErrorInvalidDevicePointer:
+        return "invalid device pointer";
+    case cudaErrorInvalidMemcpyDirection:
+        return "invalid copy direction for memcpy";
+    case cudaErrorInsufficientDriver:
+        return "CUDA driver version is insufficient for CUDA runtime version";
+    case cudaErrorNoDevice:
+        return "no CUDA-capable device is detected";
+    case cudaErrorInvalidDevice:
+        return "invalid device ordinal";
+    case cudaErrorInvalidResourceHandle:
+        return "invalid resource handle";
+    case cudaErrorNotReady:
+        return "device not ready";
+    case cudaErrorIllegalAddress:
+        return "an illegal memory access was encountered";
+    case cudaErrorLaunchFailure:
+        return "unspecified launch failure";
     }
     return "unknown error";
 }

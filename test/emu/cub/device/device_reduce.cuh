@@ -10,7 +10,8 @@
 
 #include <cuda_runtime.h>
 
-namespace cub {
+namespace cub
+{
 
 struct DeviceReduce {
     /* What CUB asks for, in shape: a fixed part and one slot per tile. */
@@ -41,9 +42,8 @@ struct DeviceReduce {
     };
 
     template <typename In, typename Out, typename Op, typename Tr, typename T>
-    static cudaError_t TransformReduce(void *temp, size_t &temp_bytes, In in, Out out,
-                                       long long n, Op op, Tr tr, T init,
-                                       cudaStream_t stream = 0)
+    static cudaError_t TransformReduce(void *temp, size_t &temp_bytes, In in, Out out, long long n,
+                                       Op op, Tr tr, T init, cudaStream_t stream = 0)
     {
         const size_t need = temp_bytes_for(n);
         if (!temp) {
@@ -57,13 +57,13 @@ struct DeviceReduce {
             firn_emu::fatal("cub::DeviceReduce::TransformReduce: temp_storage_bytes is %zu, but "
                             "the device allocation at d_temp_storage %p holds %zu bytes from there",
                             temp_bytes, temp, have);
-        auto *j = new transform_reduce_job<In, Out, Op, Tr, T>(temp, temp_bytes, in, out, n, op,
-                                                                 tr, init);
+        auto *j = new transform_reduce_job<In, Out, Op, Tr, T>(temp, temp_bytes, in, out, n, op, tr,
+                                                               init);
         j->name = "cub::DeviceReduce::TransformReduce";
         /* Pointers in the operands are checked as a kernel's arguments are. */
-        const void *objects[] = {&j->temp, (const void *)sizeof(void *), &j->in,
-                                 (const void *)sizeof(In), &j->out, (const void *)sizeof(Out),
-                                 &j->tr, (const void *)sizeof(Tr)};
+        const void *objects[] = {
+            &j->temp, (const void *)sizeof(void *), &j->in, (const void *)sizeof(In),
+            &j->out,  (const void *)sizeof(Out),    &j->tr, (const void *)sizeof(Tr)};
         firn_emu::enqueue_host_job(j, stream, objects, 8);
         return cudaSuccess;
     }

@@ -5,7 +5,8 @@
 
 #include <cstddef>
 
-namespace thrust {
+namespace thrust
+{
 template <typename T> struct counting_iterator {
     T start;
     explicit counting_iterator(T s) : start(s) {}
