@@ -22,7 +22,7 @@ static uint64_t splitmix64(uint64_t z)
 
 static float unit_float(uint64_t h) { return (float)(h >> 40) * (1.0f / 16777216.0f); }
 
-static void shape_bounds(const firn_shape_def *s, float lo[3], float hi[3])
+void firn_shape_bounds(const firn_shape_def *s, float lo[3], float hi[3])
 {
     for (int a = 0; a < 3; a++) {
         float half;
@@ -42,7 +42,7 @@ static void shape_bounds(const firn_shape_def *s, float lo[3], float hi[3])
     }
 }
 
-static int shape_contains(const firn_shape_def *s, const float x[3])
+int firn_shape_contains(const firn_shape_def *s, const float x[3])
 {
     float d[3];
     for (int a = 0; a < 3; a++)
@@ -80,7 +80,7 @@ static lattice body_lattice(const firn_body_def *b, int index, float dx)
     L.seed = b->seed ? b->seed : (uint64_t)index + 1;
     L.s = dx / cbrtf(b->particles_per_cell);
     float hi[3];
-    shape_bounds(&b->shape, L.lo, hi);
+    firn_shape_bounds(&b->shape, L.lo, hi);
     for (int a = 0; a < 3; a++)
         L.cells[a] = (int)ceilf((hi[a] - L.lo[a]) / L.s);
     return L;
@@ -101,7 +101,7 @@ static long long sample_slab(const lattice *L, int i, firn_particles *p, int q0,
             float x[3] = {L->lo[0] + ((float)i + unit_float(h)) * s,
                           L->lo[1] + ((float)j + unit_float(splitmix64(h))) * s,
                           L->lo[2] + ((float)k + unit_float(splitmix64(h + 1))) * s};
-            if (!shape_contains(&b->shape, x))
+            if (!firn_shape_contains(&b->shape, x))
                 continue;
             if (p) {
                 int n = p->n, q = q0 + (int)count;

@@ -13,6 +13,11 @@
 extern "C" {
 #endif
 
+/* A body shape's axis-aligned bounds, and whether it holds point x
+ * (boundary included); every particle solver samples its bodies with these. */
+void firn_shape_bounds(const firn_shape_def *s, float lo[3], float hi[3]);
+int firn_shape_contains(const firn_shape_def *s, const float x[3]);
+
 /* Initial particles from the scene's bodies (host/sample.c). */
 int firn_sample_bodies(const firn_scene_def *def, const firn_material *mats, firn_particles *p,
                        firn_error *err);
