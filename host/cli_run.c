@@ -152,8 +152,9 @@ static void progress(int tty, const firn_frame_stats *s, int frames, double elap
         fprintf(stderr,
                 "frame %d/%d substeps %lld (+%d, dt %.3g s) particles %lld  %.4g p-substeps/s  "
                 "ke %.4g J  left %.0f s\n",
-                s->frame, frames, s->substeps, s->frame_substeps, s->dt, s->particles,
-                s->throughput, s->kinetic_energy, left);
+                s->frame, frames, s->substeps, s->frame_substeps, s->dt,
+                s->particles + s->sph.particles, s->throughput,
+                s->kinetic_energy + s->sph.kinetic_energy, left);
     }
 }
 
@@ -163,10 +164,11 @@ static int submit_frame(firn_frame_writer *fw, firn_world *w, const firn_scene_d
                         const firn_frame_stats *s, firn_error *err)
 {
     firn_particles_view view;
+    firn_sph_particles_view sph;
     int files = s->frame % def->out_every == 0 && (def->write_ply || def->write_preview);
-    if (files && firn_world_particles(w, &view, err))
+    if (files && (firn_world_particles(w, &view, err) || firn_world_sph_particles(w, &sph, err)))
         return -1;
-    return firn_frame_writer_submit(fw, files ? &view : NULL, s, err);
+    return firn_frame_writer_submit(fw, files ? &view : NULL, files ? &sph : NULL, s, err);
 }
 
 typedef struct {

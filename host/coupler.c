@@ -28,12 +28,15 @@
 #include "coupler.h"
 #include "error.h"
 #include "rigid.h"
+#include "firn_sph_coupling.h"
 #include "solver_cpu.h"
+#include "sph.h"
 #include "world.h"
 
 static const firn_solver *const solvers[FIRN_SOLVER_COUNT] = {
     [FIRN_SOLVER_RIGID] = &firn_rigid_solver,
     [FIRN_SOLVER_MPM] = &firn_mpm_solver,
+    [FIRN_SOLVER_SPH] = &firn_sph_solver,
 };
 
 /* A coupling pair: its two solvers and the scene option that enables it. */
@@ -47,6 +50,10 @@ typedef struct {
 static const pair_def pairs[] = {
     {"rigid_mpm", FIRN_SOLVER_RIGID, FIRN_SOLVER_MPM, offsetof(firn_scene_def, coupling_rigid_mpm),
      offsetof(firn_coupler, rigid_mpm)},
+    {"mpm_sph", FIRN_SOLVER_MPM, FIRN_SOLVER_SPH, offsetof(firn_scene_def, coupling_mpm_sph),
+     offsetof(firn_coupler, mpm_sph)},
+    {"sph_rigid", FIRN_SOLVER_RIGID, FIRN_SOLVER_SPH, offsetof(firn_scene_def, coupling_sph_rigid),
+     offsetof(firn_coupler, sph_rigid)},
 };
 
 void firn_coupler_build(firn_world *w)
@@ -65,14 +72,22 @@ void firn_coupler_build(firn_world *w)
 
 int firn_coupler_alloc(firn_world *w, firn_error *err)
 {
-    w->chunks = w->cpic_chunks = 0;
-    w->chunk_acc = w->cpic_acc = NULL;
+    w->chunks = w->cpic_chunks = w->sph_chunks = 0;
+    w->chunk_acc = w->cpic_acc = w->sph_chunk_acc = NULL;
     w->chunk_live = NULL;
-    if (w->cuda || !w->coupler.rigid_mpm)
-        return 0;
     const size_t per_chunk = (size_t)w->n_rigids * FIRN_RIGID_ACC * sizeof(double);
+    if (!w->cuda && w->coupler.sph_rigid) {
+        w->sph_chunks = ((long long)w->sph.n + FIRN_COUPLE_CHUNK - 1) / FIRN_COUPLE_CHUNK;
+        w->sph_chunk_acc = malloc((size_t)w->sph_chunks * per_chunk + 1);
+        if (!w->sph_chunk_acc) {
+            firn_set_error(err, FIRN_E_NOMEM, "out of host memory for the coupling accumulators");
+            return -1;
+        }
+    }
+    if (w->cuda || !(w->coupler.rigid_mpm || w->coupler.mpm_sph))
+        return 0;
     w->chunks = (w->grid.nodes + FIRN_COUPLE_CHUNK - 1) / FIRN_COUPLE_CHUNK;
-    w->chunk_acc = malloc((size_t)w->chunks * per_chunk);
+    w->chunk_acc = malloc((size_t)w->chunks * per_chunk + 1);
     w->chunk_live = malloc((size_t)w->chunks);
     if (w->coupler.cpic) {
         w->cpic_chunks = ((long long)w->p.n + FIRN_CPIC_CHUNK - 1) / FIRN_CPIC_CHUNK;
@@ -90,20 +105,31 @@ void firn_coupler_free(firn_world *w)
     free(w->chunk_acc);
     free(w->cpic_acc);
     free(w->chunk_live);
-    w->chunk_acc = w->cpic_acc = NULL;
+    free(w->sph_chunk_acc);
+    w->chunk_acc = w->cpic_acc = w->sph_chunk_acc = NULL;
     w->chunk_live = NULL;
 }
 
-/* Grid update with the rigid bodies: each chunk of nodes sums its force and
+/* The SPH solver as the pairs see it. */
+static firn_sph_view sph_view(firn_world *w)
+{
+    firn_sph_view V = {w->sph.P, w->sph.mats, w->sph.s, w->sph.G};
+    V.P.dt = w->params.dt;
+    return V;
+}
+
+/* Grid update with the rigid bodies and/or MPM-SPH: each chunk of nodes sums its force and
  * torque in node order into its own slot, the slots are added in chunk
  * order - the same result for any thread count. A chunk with no node the
  * last P2G could write holds no mass, which the update leaves alone: its
  * slot is zero without a visit, so a mostly empty domain costs little. */
-static void couple_rigid_mpm(firn_world *w)
+static void couple_grid_pairs(firn_world *w)
 {
     const firn_params *P = &w->params;
     const firn_grid g = w->grid;
-    const int nb = w->n_rigids, stride = nb * FIRN_RIGID_ACC;
+    const int nb = w->coupler.rigid_mpm ? w->n_rigids : 0, stride = nb * FIRN_RIGID_ACC;
+    const firn_sph_view view = sph_view(w);
+    const firn_sph_view *V = w->coupler.mpm_sph ? &view : NULL;
     const firn_rigid *bodies = w->rigids;
     double *chunk_acc = w->chunk_acc;
     const long long chunks = w->chunks;
@@ -120,21 +146,47 @@ static void couple_rigid_mpm(firn_world *w)
         if (end > g.nodes)
             end = g.nodes;
         for (long long node = ch * FIRN_COUPLE_CHUNK; node < end; node++)
-            firn_grid_node_rigid(node, P, g, bodies, nb, acc);
+            firn_grid_node_pairs(node, P, g, bodies, nb, acc, V);
     }
     for (long long ch = 0; ch < chunks; ch++)
         for (int k = 0; k < stride; k++)
             w->rigid_acc[k] += chunk_acc[ch * stride + k];
 }
 
+/* SPH-rigid: each chunk of particles sums its reaction in particle order
+ * into its own slot, the slots are added in chunk order. */
+static void couple_sph_rigid(firn_world *w)
+{
+    const int nb = w->n_rigids, stride = nb * FIRN_RIGID_ACC, n = w->sph.n;
+    const firn_sph_view V = sph_view(w);
+    const firn_rigid *bodies = w->rigids;
+    double *chunk_acc = w->sph_chunk_acc;
+    const long long chunks = w->sph_chunks;
+#pragma omp parallel for schedule(static)
+    for (long long ch = 0; ch < chunks; ch++) {
+        double *acc = chunk_acc + ch * stride;
+        for (int k = 0; k < stride; k++)
+            acc[k] = 0.0;
+        const int end = (int)((ch + 1) * FIRN_COUPLE_CHUNK < n ? (ch + 1) * FIRN_COUPLE_CHUNK : n);
+        for (int i = (int)(ch * FIRN_COUPLE_CHUNK); i < end; i++)
+            firn_sph_rigid_particle(i, &V, bodies, nb, acc);
+    }
+    for (long long ch = 0; ch < chunks; ch++)
+        for (int k = 0; k < stride; k++)
+            w->rigid_acc[k] += chunk_acc[ch * stride + k];
+}
+
+/* Genesis's couple(): the MPM grid update with its pairs, then SPH-rigid. */
 void firn_coupler_couple(firn_world *w)
 {
-    if (!w->coupler.active[FIRN_SOLVER_MPM])
-        return;
-    if (w->coupler.rigid_mpm)
-        couple_rigid_mpm(w);
-    else
-        firn_cpu_grid(w);
+    if (w->coupler.active[FIRN_SOLVER_MPM]) {
+        if (w->coupler.rigid_mpm || w->coupler.mpm_sph)
+            couple_grid_pairs(w);
+        else
+            firn_cpu_grid(w);
+    }
+    if (w->coupler.sph_rigid)
+        couple_sph_rigid(w);
 }
 
 int firn_coupler_substep(firn_world *w)
@@ -163,8 +215,10 @@ int firn_coupler_substep(firn_world *w)
     for (int s = 0; s < FIRN_SOLVER_COUNT; s++)
         if (c->active[s]) {
             int b = solvers[s]->post_coupling(w);
-            if (b >= 0 && (bad < 0 || b < bad))
+            if (b >= 0 && bad < 0) { /* the first solver's, in solver order */
                 bad = b;
+                w->bad_solver = s;
+            }
         }
     w->prof.total += omp_get_wtime() - t_total;
     return bad;

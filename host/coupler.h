@@ -18,6 +18,8 @@ typedef struct {
     int active[FIRN_SOLVER_COUNT];
     int rigid_mpm; /* pair active: both solvers active and coupling.rigid_mpm on */
     int cpic;      /* coupling.cpic (with rigid_mpm) */
+    int mpm_sph;   /* pair active: coupling.mpm_sph */
+    int sph_rigid; /* pair active: coupling.sph_rigid */
 } firn_coupler;
 
 /* CPU path: the grid update sums the coupling force per fixed chunk of

@@ -42,6 +42,12 @@ int firn_cuda_reduce(firn_world *w, float *max_speed, float *max_wave_speed, fir
  * and w->rigid_acc. */
 int firn_cuda_download_rigids(firn_world *w, firn_error *err);
 
+/* The SPH solver on the GPU (kernels/sph.cu): its device state, made
+ * from and downloaded into the host state w->sph. */
+int firn_cuda_sph_init(firn_world *w, firn_error *err);
+void firn_cuda_sph_free(firn_world *w);
+int firn_cuda_sph_download(firn_world *w, firn_error *err);
+
 /* Device memory a CUDA world allocated (firn_device_bytes plus CUB's
  * scratch); 0 without a CUDA state. */
 size_t firn_cuda_state_bytes(const firn_world *w);

@@ -28,6 +28,10 @@ struct firn_frame_writer {
     float *x, *v, *Jp, *damage;
     uint8_t *mat;
     firn_particles_view view;
+    long long sph_capacity; /* SPH particles the copy holds */
+    float *sx, *sv, *srho, *sp;
+    uint8_t *smat;
+    firn_sph_particles_view sph; /* n = 0: none */
 };
 
 static int write_one(struct firn_frame_writer *fw, firn_error *err)
@@ -40,9 +44,14 @@ static int write_one(struct firn_frame_writer *fw, firn_error *err)
         if (firn_write_ply(path, &fw->view, err))
             return -1;
     }
+    if (fw->with_particles && def->write_ply && fw->sph.n > 0) {
+        snprintf(path, sizeof path, "%s/sph_%05d.ply", fw->out, s->frame);
+        if (firn_write_sph_ply(path, &fw->sph, err))
+            return -1;
+    }
     if (fw->with_particles && def->write_preview) {
         snprintf(path, sizeof path, "%s/frame_%05d.png", fw->out, s->frame);
-        if (firn_write_preview_png_rigids(path, def, &fw->view, s, err))
+        if (firn_write_preview_png_frame(path, def, &fw->view, &fw->sph, s, err))
             return -1;
     }
     /* Last: a statistics line stands for a frame whose files are written. */
@@ -84,6 +93,44 @@ static void free_copy(struct firn_frame_writer *fw)
     fw->x = fw->v = fw->Jp = fw->damage = NULL;
     fw->mat = NULL;
     fw->capacity = 0;
+    free(fw->sx), free(fw->sv), free(fw->srho), free(fw->sp), free(fw->smat);
+    fw->sx = fw->sv = fw->srho = fw->sp = NULL;
+    fw->smat = NULL;
+    fw->sph_capacity = 0;
+}
+
+/* The SPH particles' copy (view n = 0: none). */
+static int copy_sph(struct firn_frame_writer *fw, const firn_sph_particles_view *view, int frame,
+                    firn_error *err)
+{
+    const long long n = view ? view->n : 0;
+    memset(&fw->sph, 0, sizeof fw->sph);
+    if (n <= 0)
+        return 0;
+    if (n > fw->sph_capacity) {
+        free(fw->sx), free(fw->sv), free(fw->srho), free(fw->sp), free(fw->smat);
+        size_t m = (size_t)n;
+        fw->sx = malloc(3 * m * sizeof(float));
+        fw->sv = malloc(3 * m * sizeof(float));
+        fw->srho = malloc(m * sizeof(float));
+        fw->sp = malloc(m * sizeof(float));
+        fw->smat = malloc(m);
+        fw->sph_capacity = n;
+        if (!fw->sx || !fw->sv || !fw->srho || !fw->sp || !fw->smat) {
+            free_copy(fw);
+            firn_set_error(err, FIRN_E_NOMEM,
+                           "out of host memory for a copy of frame %d (%lld SPH particles)", frame,
+                           n);
+            return -1;
+        }
+    }
+    memcpy(fw->sx, view->x, 3 * (size_t)n * sizeof(float));
+    memcpy(fw->sv, view->v, 3 * (size_t)n * sizeof(float));
+    memcpy(fw->srho, view->rho, (size_t)n * sizeof(float));
+    memcpy(fw->sp, view->p, (size_t)n * sizeof(float));
+    memcpy(fw->smat, view->mat, (size_t)n);
+    fw->sph = (firn_sph_particles_view){n, fw->sx, fw->sv, fw->srho, fw->sp, fw->smat};
+    return 0;
 }
 
 firn_frame_writer *firn_frame_writer_start(const firn_scene_def *def, const char *out,
@@ -127,9 +174,12 @@ static int wait_idle(struct firn_frame_writer *fw, firn_error *err)
 }
 
 int firn_frame_writer_submit(firn_frame_writer *fw, const firn_particles_view *view,
-                             const firn_frame_stats *s, firn_error *err)
+                             const firn_sph_particles_view *sph, const firn_frame_stats *s,
+                             firn_error *err)
 {
     if (wait_idle(fw, err))
+        return -1;
+    if (copy_sph(fw, view ? sph : NULL, s->frame, err))
         return -1;
     fw->stats = *s;
     fw->with_particles = view != NULL;

@@ -10,7 +10,8 @@
 
 typedef struct firn_frame_writer firn_frame_writer;
 
-/* Frames go to out (stats.jsonl, frame_NNNNN.ply / .png as def says). */
+/* Frames go to out (stats.jsonl, frame_NNNNN.ply / .png as def says, and
+ * the SPH particles, when there are any, to sph_NNNNN.ply). */
 firn_frame_writer *firn_frame_writer_start(const firn_scene_def *def, const char *out,
                                            firn_error *err);
 
@@ -18,9 +19,10 @@ firn_frame_writer *firn_frame_writer_start(const firn_scene_def *def, const char
  * statistics line, and when view is not NULL its PLY / PNG (as def says)
  * from the particles of view, copied before returning. Returns -1 with err
  * filled when the previous frame failed or the copy cannot be allocated;
- * the frame is then not taken. */
+ * the frame is then not taken. sph (may be NULL) is copied with view. */
 int firn_frame_writer_submit(firn_frame_writer *fw, const firn_particles_view *view,
-                             const firn_frame_stats *s, firn_error *err);
+                             const firn_sph_particles_view *sph, const firn_frame_stats *s,
+                             firn_error *err);
 
 /* Waits for the last frame and frees the writer. Returns -1 with err filled
  * when that frame failed. *busy gets the seconds the thread spent writing,

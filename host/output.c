@@ -166,6 +166,61 @@ static int emit_ply(FILE *f, void *ctx)
     return 0;
 }
 
+/* The SPH particles' PLY: position, velocity, density, pressure, material. */
+#define SPH_PLY_RECORD 33
+static int emit_sph_ply(FILE *f, void *ctx)
+{
+    const firn_sph_particles_view *p = ctx;
+    long long n = p->n;
+    if (fprintf(f,
+                "ply\n"
+                "format binary_little_endian 1.0\n"
+                "comment firn " FIRN_VERSION " SPH particles\n"
+                "element vertex %lld\n"
+                "property float x\nproperty float y\nproperty float z\n"
+                "property float vx\nproperty float vy\nproperty float vz\n"
+                "property float density\n"
+                "property float pressure\n"
+                "property uchar material\n"
+                "end_header\n",
+                n) < 0)
+        return -1;
+    unsigned char *buf = malloc((size_t)PLY_CHUNK * SPH_PLY_RECORD);
+    if (!buf)
+        return -1;
+    for (long long i0 = 0; i0 < n; i0 += PLY_CHUNK) {
+        long long i1 = i0 + PLY_CHUNK < n ? i0 + PLY_CHUNK : n;
+        unsigned char *d = buf;
+        for (long long i = i0; i < i1; i++) {
+            for (int c = 0; c < 3; c++)
+                d = put_f32le(d, p->x[c * n + i]);
+            for (int c = 0; c < 3; c++)
+                d = put_f32le(d, p->v[c * n + i]);
+            d = put_f32le(d, p->rho[i]);
+            d = put_f32le(d, p->p[i]);
+            *d++ = p->mat[i];
+        }
+        size_t bytes = (size_t)(d - buf);
+        if (fwrite(buf, 1, bytes, f) != bytes) {
+            int e = errno;
+            free(buf);
+            errno = e;
+            return -1;
+        }
+    }
+    free(buf);
+    return 0;
+}
+
+int firn_write_sph_ply(const char *path, const firn_sph_particles_view *p, firn_error *err)
+{
+    if (p->n < 0 || (p->n > 0 && (!p->x || !p->v || !p->rho || !p->p || !p->mat))) {
+        firn_set_error(err, FIRN_E_IO, "cannot write '%s': invalid SPH particle view", path);
+        return FIRN_E_IO;
+    }
+    return write_atomic(path, emit_sph_ply, (void *)p, err);
+}
+
 int firn_write_ply(const char *path, const firn_particles_view *p, firn_error *err)
 {
     if (p->n < 0 || (p->n > 0 && !p->x)) {
@@ -184,9 +239,9 @@ int firn_write_ply(const char *path, const firn_particles_view *p, firn_error *e
 #define PNG_MARGIN     8
 #define PNG_MAX_HEIGHT 2048
 
-static const unsigned char palette[8][3] = {
-    {31, 119, 180},  {255, 127, 14}, {44, 160, 44},   {214, 39, 40},
-    {148, 103, 189}, {140, 86, 75},  {227, 119, 194}, {23, 190, 207},
+static const unsigned char palette[9][3] = {
+    {31, 119, 180}, {255, 127, 14},  {44, 160, 44},  {214, 39, 40}, {148, 103, 189},
+    {140, 86, 75},  {227, 119, 194}, {23, 190, 207}, {10, 60, 170}, /* SPH_COLOR: the SPH liquid */
 };
 static const unsigned char bg_color[3] = {236, 236, 232};   /* outside the domain */
 static const unsigned char fill_color[3] = {252, 252, 250}; /* inside the domain */
@@ -229,7 +284,7 @@ static void plot(image *im, const panel *pn, float fx, float fy, float t, int ma
         return;
     t = t > 0 ? (t < 1 ? t : 1) : 0;
     float shade = 0.35f + 0.65f * t;
-    const unsigned char *base = palette[mat & 7];
+    const unsigned char *base = palette[mat];
     unsigned char c[3];
     for (int k = 0; k < 3; k++)
         c[k] = (unsigned char)lrintf(base[k] * shade);
@@ -246,15 +301,18 @@ static void plot(image *im, const panel *pn, float fx, float fy, float t, int ma
         }
 }
 
+/* Palette index of the SPH particles: their own colour, whatever their
+ * material (MPM materials take palette[mat & 7]). */
+#define SPH_COLOR 8
+
 static void render(image *im, const panel *front, const panel *top, const firn_scene_def *def,
-                   const firn_particles_view *p, float scale)
+                   long long n, const float *X, const uint8_t *mat, int color, float scale)
 {
     const float *lo = def->lower, *up = def->upper;
     float ey = up[1] - lo[1], ez = up[2] - lo[2];
-    long long n = p->n;
     for (long long i = 0; i < n; i++) {
-        float x = p->x[i], y = p->x[n + i], z = p->x[2 * n + i];
-        int m = p->mat ? p->mat[i] : 0;
+        float x = X[i], y = X[n + i], z = X[2 * n + i];
+        int m = color >= 0 ? color : (mat ? mat[i] & 7 : 0);
         float sx = (x - lo[0]) * scale;
         /* Front: looking along -z, nearer = larger z. */
         plot(im, front, front->x0 + sx, front->y0 + (up[1] - y) * scale, (z - lo[2]) / ez, m);
@@ -400,6 +458,13 @@ int firn_write_preview_png_rigids(const char *path, const firn_scene_def *def,
                                   const firn_particles_view *p, const firn_frame_stats *stats,
                                   firn_error *err)
 {
+    return firn_write_preview_png_frame(path, def, p, NULL, stats, err);
+}
+
+int firn_write_preview_png_frame(const char *path, const firn_scene_def *def,
+                                 const firn_particles_view *p, const firn_sph_particles_view *sph,
+                                 const firn_frame_stats *stats, firn_error *err)
+{
     float ex = def->upper[0] - def->lower[0];
     float ey = def->upper[1] - def->lower[1];
     float ez = def->upper[2] - def->lower[2];
@@ -442,7 +507,9 @@ int firn_write_preview_png_rigids(const char *path, const firn_scene_def *def,
     }
     draw_panel_frame(&im, &front);
     draw_panel_frame(&im, &top);
-    render(&im, &front, &top, def, p, scale);
+    render(&im, &front, &top, def, p->n, p->x, p->mat, -1, scale);
+    if (sph && sph->n > 0)
+        render(&im, &front, &top, def, sph->n, sph->x, NULL, SPH_COLOR, scale);
     if (stats)
         render_rigids(&im, &front, &top, def, stats, scale);
 
@@ -611,6 +678,32 @@ static int append_line(const char *path, const line_buf *b, firn_error *err)
     return FIRN_OK;
 }
 
+/* "sph":{...}, the SPH particles' statistics, when there are any. */
+static void put_sph(line_buf *b, const firn_frame_stats *s)
+{
+    const firn_sph_frame_stats *q = &s->sph;
+    if (q->particles <= 0)
+        return;
+    put(b, ",\"sph\":{\"particles\":%lld,\"mass\":", q->particles);
+    put_num(b, q->mass, 17);
+    put(b, ",\"kinetic_energy\":");
+    put_num(b, q->kinetic_energy, 17);
+    put_vec(b, "momentum", q->momentum, 17);
+    put_vec(b, "center_of_mass", q->center_of_mass, 17);
+    put_vec(b, "bbox_lower",
+            (const double[3]){q->bbox_lower[0], q->bbox_lower[1], q->bbox_lower[2]}, 9);
+    put_vec(b, "bbox_upper",
+            (const double[3]){q->bbox_upper[0], q->bbox_upper[1], q->bbox_upper[2]}, 9);
+    put(b, ",\"mean_density\":");
+    put_num(b, q->mean_density, 9);
+    put(b, ",\"max_density_ratio\":");
+    put_num(b, q->max_density_ratio, 9);
+    put(b, ",\"mean_pressure\":");
+    put_num(b, q->mean_pressure, 9);
+    put(b, ",\"divergence_iterations\":%d,\"density_iterations\":%d}", q->divergence_iterations,
+        q->density_iterations);
+}
+
 int firn_append_stats_jsonl(const char *path, const firn_scene_def *def, const firn_frame_stats *s,
                             firn_error *err)
 {
@@ -632,6 +725,7 @@ int firn_append_stats_jsonl(const char *path, const firn_scene_def *def, const f
     put_num(b, s->mass, 17);
     put_material_counts(b, def, s);
     put_rigids(b, def, s);
+    put_sph(b, s);
     put(b, ",\"wall_seconds\":");
     put_num(b, s->wall_seconds, 17);
     put(b, ",\"throughput\":");

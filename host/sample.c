@@ -198,6 +198,16 @@ int firn_sample_bodies(const firn_scene_def *def, const firn_material *mats, fir
     int rc = -1;
     for (int b = 0; b < def->n_bodies; b++) {
         lat[b] = body_lattice(&def->bodies[b], b, def->dx);
+        if (def->bodies[b].solver != FIRN_SOLVER_KIND_MPM) { /* another solver samples it */
+            lat[b].cells[0] = 0;
+            counts[b] = 0;
+            slabs[b] = malloc(1);
+            if (!slabs[b]) {
+                firn_set_error(err, FIRN_E_NOMEM, "out of host memory sampling bodies[%d]", b);
+                goto done;
+            }
+            continue;
+        }
         counts[b] = count_slabs(&lat[b], &slabs[b]);
         if (!slabs[b]) {
             firn_set_error(err, FIRN_E_NOMEM, "out of host memory sampling bodies[%d]", b);

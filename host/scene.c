@@ -23,8 +23,10 @@
 
 static const char *const face_names[6] = {"x_lower", "x_upper", "y_lower",
                                           "y_upper", "z_lower", "z_upper"};
-static const char *const model_names[FIRN_MODEL_COUNT] = {"elastic", "liquid",    "snow",
-                                                          "sand",    "von_mises", "fracture"};
+static const char *const model_names[FIRN_MODEL_COUNT] = {
+    "elastic", "liquid", "snow", "sand", "von_mises", "fracture", "sph_liquid"};
+static const char *const solver_names[2] = {"mpm", "sph"};
+static const char *const pressure_names[2] = {"wcsph", "dfsph"};
 static const char *const wall_names[3] = {"separate", "sticky", "slip"};
 static const char *const shape_names[3] = {"box", "sphere", "cylinder"};
 static const char *const law_names[2] = {"corotated", "neohookean"};
@@ -112,6 +114,12 @@ void firn_material_default(firn_material_def *mat, firn_model model)
     mat->yield_stress = 1e4f;
     mat->crit_strain = 0.05f;
     mat->damage_rate = 0.1f;
+    /* Genesis's SPH.Liquid. */
+    mat->stiffness = 50000.0f;
+    mat->exponent = 7.0f;
+    mat->viscosity = 0.005f;
+    mat->surface_tension = 0.01f;
+    mat->pressure_solver = FIRN_PRESSURE_WCSPH;
     if (model == FIRN_MODEL_ELASTIC) {
         mat->E = 3e5f; /* Genesis's Elastic material */
     } else if (model == FIRN_MODEL_SNOW) {
@@ -188,6 +196,14 @@ void firn_scene_default(firn_scene_def *def)
         firn_rigid_default(&def->rigids[i]);
     def->coupling_rigid_mpm = 1;
     def->coupling_cpic = 0;
+    def->coupling_mpm_sph = 1;
+    def->coupling_sph_rigid = 1;
+    /* Genesis's SPHOptions; the SPH box is the domain unless given. */
+    def->sph_particle_size = 0.02f;
+    def->sph_divergence_error = 0.1f;
+    def->sph_density_error = 0.05f;
+    def->sph_divergence_iterations = 100;
+    def->sph_density_iterations = 100;
     snprintf(def->out_dir, sizeof def->out_dir, "out");
     def->out_every = 1;
     def->write_ply = 1;
@@ -282,6 +298,23 @@ static int validate_time_output(const ctx *c, const firn_scene_def *def)
     return 0;
 }
 
+static int validate_sph_material(const ctx *c, const firn_material_def *m, const char *base)
+{
+    char p[KEYPATH_MAX];
+    if (need(c, join(p, base, "density"), m->density, m->density > 0, "must be > 0") ||
+        need(c, join(p, base, "stiffness"), m->stiffness, m->stiffness > 0, "must be > 0") ||
+        need(c, join(p, base, "exponent"), m->exponent, m->exponent >= 1 && m->exponent <= 20,
+             "must be in [1, 20]") ||
+        need(c, join(p, base, "viscosity"), m->viscosity, m->viscosity >= 0, "must be >= 0") ||
+        need(c, join(p, base, "surface_tension"), m->surface_tension, m->surface_tension >= 0,
+             "must be >= 0"))
+        return -1;
+    if ((int)m->pressure_solver < 0 || m->pressure_solver > FIRN_PRESSURE_DFSPH)
+        return fail(c, join(p, base, "pressure_solver"), "unknown pressure solver %d",
+                    (int)m->pressure_solver);
+    return 0;
+}
+
 static int validate_material(const ctx *c, const firn_scene_def *def, int i)
 {
     const firn_material_def *m = &def->materials[i];
@@ -299,6 +332,8 @@ static int validate_material(const ctx *c, const firn_scene_def *def, int i)
         return fail(c, join(p, base, "model"), "unknown model %d", (int)m->model);
     if ((int)m->law < 0 || (int)m->law > FIRN_LAW_NEOHOOKEAN)
         return fail(c, join(p, base, "law"), "unknown law %d", (int)m->law);
+    if (m->model == FIRN_MODEL_SPH_LIQUID)
+        return validate_sph_material(c, m, base);
     if (need(c, join(p, base, "E"), m->E, m->E > 0, "must be > 0") ||
         need(c, join(p, base, "nu"), m->nu, m->nu >= 0 && m->nu < 0.5f, "must be in [0, 0.5)") ||
         need(c, join(p, base, "density"), m->density, m->density > 0, "must be > 0"))
@@ -341,6 +376,99 @@ static int validate_material(const ctx *c, const firn_scene_def *def, int i)
     return 0;
 }
 
+/* The SPH box: sph_lower/upper, or the domain when both are zero. */
+static void sph_box(const firn_scene_def *def, float lo[3], float hi[3])
+{
+    int given = 0;
+    for (int k = 0; k < 3; k++)
+        given |= def->sph_lower[k] != 0.0f || def->sph_upper[k] != 0.0f;
+    for (int k = 0; k < 3; k++) {
+        lo[k] = given ? def->sph_lower[k] : def->lower[k];
+        hi[k] = given ? def->sph_upper[k] : def->upper[k];
+    }
+}
+
+/* An SPH body: a lattice of spacing sph.particle_size inside the SPH box. */
+static int validate_sph_body(const ctx *c, const firn_scene_def *def, int i, const double half[3],
+                             double volume, double *particles)
+{
+    const firn_shape_def *s = &def->bodies[i].shape;
+    char base[KEYPATH_MAX];
+    float lo[3], hi[3];
+    join_index(base, "bodies", i);
+    sph_box(def, lo, hi);
+    *particles = volume / pow(def->sph_particle_size, 3);
+    if (*particles < 1.0)
+        return fail(c, base,
+                    "empty body: a %s of volume %.3g m^3 holds %.3g SPH particles of size "
+                    "sph.particle_size = %g m; at least 1 is needed",
+                    shape_names[s->type], volume, *particles, def->sph_particle_size);
+    for (int k = 0; k < 3; k++) {
+        double blo = s->center[k] - half[k], bhi = s->center[k] + half[k];
+        double tol = 1e-4 * def->sph_particle_size;
+        if (blo < lo[k] - tol || bhi > hi[k] + tol)
+            return fail(c, base, "%s spans %c in [%g, %g], outside the SPH box [%g, %g]",
+                        shape_names[s->type], axis_names[k], blo, bhi, lo[k], hi[k]);
+    }
+    return 0;
+}
+
+/* The SPH solver's options (sph.*). */
+static int validate_sph(const ctx *c, const firn_scene_def *def)
+{
+    float lo[3], hi[3];
+    char q[KEYPATH_MAX];
+    int solver = -1;
+    if (need(c, "sph.particle_size", def->sph_particle_size,
+             def->sph_particle_size > 0 && def->sph_particle_size < 1e3f, "must be > 0") ||
+        need(c, "sph.max_divergence_error", def->sph_divergence_error,
+             def->sph_divergence_error > 0, "must be > 0 (percent)") ||
+        need(c, "sph.max_density_error", def->sph_density_error, def->sph_density_error > 0,
+             "must be > 0 (percent)") ||
+        need(c, "sph.max_divergence_iterations", def->sph_divergence_iterations,
+             def->sph_divergence_iterations >= 1 && def->sph_divergence_iterations <= 10000,
+             "must be in [1, 10000]") ||
+        need(c, "sph.max_density_iterations", def->sph_density_iterations,
+             def->sph_density_iterations >= 1 && def->sph_density_iterations <= 10000,
+             "must be in [1, 10000]"))
+        return -1;
+    int bodies = 0;
+    for (int i = 0; i < def->n_bodies; i++)
+        bodies += def->bodies[i].solver == FIRN_SOLVER_KIND_SPH;
+    if (bodies == 0)
+        return 0;
+    sph_box(def, lo, hi);
+    double total = 1.0;
+    for (int k = 0; k < 3; k++) {
+        if (need(c, join_index(q, "sph.lower", k), lo[k], 1, "") ||
+            need(c, join_index(q, "sph.upper", k), hi[k], 1, ""))
+            return -1;
+        if (!(hi[k] - lo[k] >= 2.0f * def->sph_particle_size))
+            return fail(c, join_index(q, "sph.upper", k),
+                        "%g: the SPH box must be at least a support radius (2 x particle_size "
+                        "= %g m) above lower[%d] = %g",
+                        hi[k], 2.0f * def->sph_particle_size, k, lo[k]);
+        total *= ceil((hi[k] - lo[k]) / (2.0 * def->sph_particle_size));
+    }
+    if (total > (double)(1 << 27))
+        return fail(c, "sph",
+                    "the SPH box holds %.4g neighbour cells (edge 2 x particle_size); at most "
+                    "2^27 are allowed: give sph.lower and sph.upper around the liquid's reach",
+                    total);
+    for (int i = 0; i < def->n_bodies; i++) {
+        const firn_material_def *m = &def->materials[def->bodies[i].material];
+        if (def->bodies[i].solver != FIRN_SOLVER_KIND_SPH)
+            continue;
+        if (solver >= 0 && (int)m->pressure_solver != solver)
+            return fail(c, material_path(q, def, def->bodies[i].material),
+                        "pressure_solver %s differs from another SPH body's %s: one pressure "
+                        "solver runs per scene",
+                        pressure_names[m->pressure_solver], pressure_names[solver]);
+        solver = (int)m->pressure_solver;
+    }
+    return 0;
+}
+
 /* Checks a body's shape, its particle count and its place in the domain;
  * *particles gets the expected number of particles. */
 static int validate_body(const ctx *c, const firn_scene_def *def, int i, double *particles)
@@ -355,6 +483,16 @@ static int validate_body(const ctx *c, const firn_scene_def *def, int i, double 
     if (b->material < 0 || b->material >= def->n_materials)
         return fail(c, join(p, base, "material"), "%d: no such material (the scene has %d)",
                     b->material, def->n_materials);
+    if ((int)b->solver < 0 || b->solver > FIRN_SOLVER_KIND_SPH)
+        return fail(c, join(p, base, "solver"), "unknown solver %d", (int)b->solver);
+    const int sph_material = def->materials[b->material].model == FIRN_MODEL_SPH_LIQUID;
+    if (sph_material != (b->solver == FIRN_SOLVER_KIND_SPH))
+        return fail(c, join(p, base, "material"),
+                    "\"%s\" is a %s material, which the %s solver does not simulate (%s)",
+                    def->materials[b->material].name,
+                    model_names[def->materials[b->material].model], solver_names[b->solver],
+                    sph_material ? "give the body \"solver\": \"sph\""
+                                 : "an SPH body needs an sph_liquid material");
     if (need(c, join(p, base, "particles_per_cell"), b->particles_per_cell,
              b->particles_per_cell > 0 && b->particles_per_cell <= 64, "must be in (0, 64]"))
         return -1;
@@ -392,6 +530,8 @@ static int validate_body(const ctx *c, const firn_scene_def *def, int i, double 
     default:
         return fail(c, join(p, sp, "type"), "unknown shape type %d", (int)s->type);
     }
+    if (b->solver == FIRN_SOLVER_KIND_SPH)
+        return validate_sph_body(c, def, i, half, volume, particles);
 
     *particles = volume * b->particles_per_cell / pow(def->dx, 3);
     if (*particles < 1.0)
@@ -619,6 +759,8 @@ static int validate(const firn_scene_def *def, const char *file, firn_error *err
             return -1;
         total += n;
     }
+    if (validate_sph(&c, def))
+        return -1;
     if (def->coupling_cpic && !def->coupling_rigid_mpm)
         return fail(&c, "coupling.cpic",
                     "true needs coupling.rigid_mpm true (CPIC shapes the rigid-MPM coupling)");
@@ -946,18 +1088,39 @@ static const struct {
     {"yield_stress", 1u << FIRN_MODEL_VON_MISES},
     {"crit_strain", 1u << FIRN_MODEL_FRACTURE},
     {"damage_rate", 1u << FIRN_MODEL_FRACTURE},
+    {"E", ~(1u << FIRN_MODEL_SPH_LIQUID)},
+    {"nu", ~(1u << FIRN_MODEL_SPH_LIQUID)},
+    {"stiffness", 1u << FIRN_MODEL_SPH_LIQUID},
+    {"exponent", 1u << FIRN_MODEL_SPH_LIQUID},
+    {"viscosity", 1u << FIRN_MODEL_SPH_LIQUID},
+    {"surface_tension", 1u << FIRN_MODEL_SPH_LIQUID},
+    {"pressure_solver", 1u << FIRN_MODEL_SPH_LIQUID},
 };
 
 static int parse_material(const ctx *c, const cJSON *j, const char *path, firn_material_def *m)
 {
-    static const char *const keys[] = {"model",         "E",           "nu",
-                                       "density",       "law",         "theta_c",
-                                       "theta_s",       "hardening",   "friction_angle",
-                                       "yield_stress",  "crit_strain", "damage_rate",
-                                       "max_hardening", NULL};
+    static const char *const keys[] = {"model",
+                                       "E",
+                                       "nu",
+                                       "density",
+                                       "law",
+                                       "theta_c",
+                                       "theta_s",
+                                       "hardening",
+                                       "friction_angle",
+                                       "yield_stress",
+                                       "crit_strain",
+                                       "damage_rate",
+                                       "max_hardening",
+                                       "stiffness",
+                                       "exponent",
+                                       "viscosity",
+                                       "surface_tension",
+                                       "pressure_solver",
+                                       NULL};
     char p[KEYPATH_MAX], name[FIRN_NAME_MAX];
-    const char *model = NULL, *law = "corotated";
-    int model_i = 0, law_i = 0;
+    const char *model = NULL, *law = "corotated", *pressure = "wcsph";
+    int model_i = 0, law_i = 0, pressure_i = 0;
 
     if (need_object(c, j, path) || check_keys(c, j, path, keys, NULL) ||
         get_string(c, j, path, "model", 1, &model) ||
@@ -981,10 +1144,17 @@ static int parse_material(const ctx *c, const cJSON *j, const char *path, firn_m
         get_float(c, j, path, "yield_stress", &m->yield_stress) ||
         get_float(c, j, path, "crit_strain", &m->crit_strain) ||
         get_float(c, j, path, "damage_rate", &m->damage_rate) ||
+        get_float(c, j, path, "stiffness", &m->stiffness) ||
+        get_float(c, j, path, "exponent", &m->exponent) ||
+        get_float(c, j, path, "viscosity", &m->viscosity) ||
+        get_float(c, j, path, "surface_tension", &m->surface_tension) ||
         get_string(c, j, path, "law", 0, &law) ||
-        pick(c, join(p, path, "law"), law, law_names, 2, &law_i))
+        pick(c, join(p, path, "law"), law, law_names, 2, &law_i) ||
+        get_string(c, j, path, "pressure_solver", 0, &pressure) ||
+        pick(c, join(p, path, "pressure_solver"), pressure, pressure_names, 2, &pressure_i))
         return -1;
     m->law = (firn_elastic_law)law_i;
+    m->pressure_solver = (firn_pressure_solver)pressure_i;
     return 0;
 }
 
@@ -1062,10 +1232,11 @@ static int parse_shape(const ctx *c, const cJSON *j, const char *path, firn_shap
 static int parse_body(const ctx *c, const cJSON *j, const char *path, const firn_scene_def *def,
                       int index, firn_body_def *b)
 {
-    static const char *const keys[] = {"material", "shape", "particles_per_cell",
-                                       "velocity", "seed",  NULL};
+    static const char *const keys[] = {
+        "material", "shape", "particles_per_cell", "velocity", "seed", "solver", NULL};
     char p[KEYPATH_MAX];
-    const char *mat = NULL;
+    const char *mat = NULL, *solver = "mpm";
+    int solver_i = 0;
     const cJSON *seed = NULL, *shape;
 
     if (need_object(c, j, path) || check_keys(c, j, path, keys, NULL) ||
@@ -1088,8 +1259,14 @@ static int parse_body(const ctx *c, const cJSON *j, const char *path, const firn
         return fail(c, join(p, path, "shape"), "missing (required)");
     if (parse_shape(c, shape, join(p, path, "shape"), &b->shape) ||
         get_float(c, j, path, "particles_per_cell", &b->particles_per_cell) ||
-        get_vec3(c, j, path, "velocity", b->velocity))
+        get_vec3(c, j, path, "velocity", b->velocity) ||
+        get_string(c, j, path, "solver", 0, &solver) ||
+        pick(c, join(p, path, "solver"), solver, solver_names, 2, &solver_i))
         return -1;
+    b->solver = (firn_solver_kind)solver_i;
+    if (b->solver == FIRN_SOLVER_KIND_SPH && get(j, "particles_per_cell"))
+        return fail(c, join(p, path, "particles_per_cell"),
+                    "does not apply to an SPH body (its lattice spacing is sph.particle_size)");
     seed = get(j, "seed");
     if (seed) {
         double v = 0;
@@ -1265,11 +1442,38 @@ static int parse_rigids(const ctx *c, const cJSON *j, firn_scene_def *def)
 
 static int parse_coupling(const ctx *c, const cJSON *j, firn_scene_def *def)
 {
-    static const char *const keys[] = {"rigid_mpm", "cpic", NULL};
+    static const char *const keys[] = {"rigid_mpm", "cpic", "mpm_sph", "sph_rigid", NULL};
     if (need_object(c, j, "coupling") || check_keys(c, j, "coupling", keys, NULL) ||
         get_bool(c, j, "coupling", "rigid_mpm", &def->coupling_rigid_mpm) ||
+        get_bool(c, j, "coupling", "mpm_sph", &def->coupling_mpm_sph) ||
+        get_bool(c, j, "coupling", "sph_rigid", &def->coupling_sph_rigid) ||
         get_bool(c, j, "coupling", "cpic", &def->coupling_cpic))
         return -1;
+    return 0;
+}
+
+static int parse_sph(const ctx *c, const cJSON *j, firn_scene_def *def)
+{
+    static const char *const keys[] = {"particle_size",
+                                       "lower",
+                                       "upper",
+                                       "max_divergence_error",
+                                       "max_density_error",
+                                       "max_divergence_iterations",
+                                       "max_density_iterations",
+                                       NULL};
+    if (need_object(c, j, "sph") || check_keys(c, j, "sph", keys, NULL) ||
+        get_float(c, j, "sph", "particle_size", &def->sph_particle_size) ||
+        get_vec3(c, j, "sph", "lower", def->sph_lower) ||
+        get_vec3(c, j, "sph", "upper", def->sph_upper) ||
+        get_float(c, j, "sph", "max_divergence_error", &def->sph_divergence_error) ||
+        get_float(c, j, "sph", "max_density_error", &def->sph_density_error) ||
+        get_int(c, j, "sph", "max_divergence_iterations", &def->sph_divergence_iterations) ||
+        get_int(c, j, "sph", "max_density_iterations", &def->sph_density_iterations))
+        return -1;
+    if (!get(j, "lower") != !get(j, "upper"))
+        return fail(c, get(j, "lower") ? "sph.upper" : "sph.lower",
+                    "missing (lower and upper go together)");
     return 0;
 }
 
@@ -1277,7 +1481,7 @@ static int parse_root(const ctx *c, const cJSON *root, firn_scene_def *def)
 {
     static const char *const keys[] = {"domain", "gravity",     "time",     "materials",
                                        "bodies", "rigids",      "coupling", "output",
-                                       "name",   "description", NULL};
+                                       "name",   "description", "sph",      NULL};
     const char *unused;
     if (!cJSON_IsObject(root))
         return fail(c, "", "expected a JSON object at the top level, got %s", json_type(root));
@@ -1298,6 +1502,8 @@ static int parse_root(const ctx *c, const cJSON *root, firn_scene_def *def)
     if (get(root, "rigids") && parse_rigids(c, get(root, "rigids"), def))
         return -1;
     if (get(root, "coupling") && parse_coupling(c, get(root, "coupling"), def))
+        return -1;
+    if (get(root, "sph") && parse_sph(c, get(root, "sph"), def))
         return -1;
     if (get(root, "output") && parse_output(c, get(root, "output"), def))
         return -1;

@@ -29,7 +29,7 @@ typedef struct {
 } firn_solver;
 
 /* The solvers a world can have, in the order the Coupler runs their phases. */
-enum { FIRN_SOLVER_RIGID = 0, FIRN_SOLVER_MPM, FIRN_SOLVER_COUNT };
+enum { FIRN_SOLVER_RIGID = 0, FIRN_SOLVER_MPM, FIRN_SOLVER_SPH, FIRN_SOLVER_COUNT };
 
 #ifdef __cplusplus
 }

@@ -24,7 +24,7 @@ _Static_assert(FIRN_M_ELASTIC == (int)FIRN_MODEL_ELASTIC &&
                    FIRN_M_SAND == (int)FIRN_MODEL_SAND &&
                    FIRN_M_VON_MISES == (int)FIRN_MODEL_VON_MISES &&
                    FIRN_M_FRACTURE == (int)FIRN_MODEL_FRACTURE &&
-                   FIRN_M_FRACTURE + 1 == (int)FIRN_MODEL_COUNT,
+                   FIRN_M_FRACTURE + 1 == (int)FIRN_MODEL_SPH_LIQUID,
                "firn_model and FIRN_M_* differ");
 _Static_assert(FIRN_L_COROTATED == (int)FIRN_LAW_COROTATED &&
                    FIRN_L_NEOHOOKEAN == (int)FIRN_LAW_NEOHOOKEAN,
@@ -196,12 +196,25 @@ static float rigid_speed(firn_world *w, int *which)
 
 static int current_state(firn_world *w, int need, firn_error *err);
 
+/* The SPH host state brought up to date (CUDA: downloaded when stale). */
+static int sph_current(firn_world *w, firn_error *err)
+{
+    if (!w->sph.cuda || !w->sph.host_stale)
+        return 0;
+    if (firn_cuda_sph_download(w, err))
+        return -1;
+    w->sph.host_stale = 0;
+    return 0;
+}
+
 /* What the CFL step is made of: the largest signal speed c, the particles'
  * and the rigid surfaces' largest speeds, and what gravity adds over a
  * frame [m/s]. */
 typedef struct {
     float c, v_particles, v_rigid, v_gravity;
-    int rigid; /* the fastest coupled body, or -1 */
+    int rigid;            /* the fastest coupled body, or -1 */
+    float dt_mpm, dt_sph; /* each solver's limit [s] (INFINITY: no limit) */
+    float c_sph, v_sph;   /* SPH: sound speed, largest particle speed [m/s] */
 } cfl_terms;
 
 /* The CFL step into *dt_out; 0, or -1 with err filled (a device failure). */
@@ -216,12 +229,20 @@ static int cfl_step(firn_world *w, cfl_terms *t, float *dt_out, firn_error *err)
     /* The speed may grow by g * frame_dt before the next estimate. */
     t->v_gravity = g * d->frame_dt;
     float speed = firn_maxf(t->v_particles, t->v_rigid) + t->v_gravity;
-    float dt = d->frame_dt;
+    float dt = INFINITY;
     if (t->c > 0.0f)
         dt = firn_minf(dt, d->cfl * d->dx / t->c);
-    if (speed > 0.0f)
+    if (speed > 0.0f && w->p.n > 0)
         dt = firn_minf(dt, d->cfl * d->dx / speed);
-    *dt_out = dt;
+    t->dt_mpm = dt;
+    t->dt_sph = INFINITY;
+    t->c_sph = t->v_sph = 0.0f;
+    if (w->sph.n > 0) {
+        if (sph_current(w, err))
+            return -1;
+        t->dt_sph = firn_sph_cfl_dt(&w->sph, d->cfl, t->v_gravity, &t->c_sph, &t->v_sph);
+    }
+    *dt_out = firn_minf(d->frame_dt, firn_minf(t->dt_mpm, t->dt_sph));
     return 0;
 }
 
@@ -239,7 +260,12 @@ static void cfl_cause(firn_world *w, const cfl_terms *t, char *why, size_t size)
     const firn_scene_def *d = &w->def;
     const float moving = firn_maxf(t->v_particles, t->v_rigid);
     firn_error ignored;
-    if (!isfinite(t->c) && w->frame == 0) {
+    if (t->dt_sph < t->dt_mpm) {
+        snprintf(why, size,
+                 "the SPH liquid: sound speed %g m/s, particles at %g m/s, viscosity (support "
+                 "radius h = %g m)",
+                 t->c_sph, t->v_sph, w->sph.P.h);
+    } else if (!isfinite(t->c) && w->frame == 0) {
         snprintf(why, size,
                  "sound in the materials, which overflows float: a material is far "
                  "too stiff or too light");
@@ -380,7 +406,8 @@ firn_world *firn_world_create(const firn_scene_def *def, firn_backend backend, f
                        "missing or too old); use --backend cpu or auto");
         goto fail;
     }
-    if (firn_sample_bodies(def, w->mats, &w->p, err) || firn_rigids_init(w, err))
+    if (firn_sample_bodies(def, w->mats, &w->p, err) || firn_rigids_init(w, err) ||
+        firn_sph_init(&w->sph, def, err))
         goto fail;
     if (firn_particles_sort_spatial(&w->p, &w->params)) {
         firn_set_error(err, FIRN_E_NOMEM, "out of host memory sorting %d particles", w->p.n);
@@ -419,12 +446,13 @@ void firn_world_destroy(firn_world *w)
     firn_cpu_free(w);
     firn_coupler_free(w);
     firn_particles_free(&w->p);
+    firn_sph_free(&w->sph);
     free(w);
 }
 
 firn_backend firn_world_backend(const firn_world *w) { return w->backend; }
 const char *firn_world_device_name(const firn_world *w) { return w->device_name; }
-long long firn_world_particle_count(const firn_world *w) { return w->p.n; }
+long long firn_world_particle_count(const firn_world *w) { return (long long)w->p.n + w->sph.n; }
 const firn_scene_def *firn_world_scene(const firn_world *w) { return &w->def; }
 firn_profile firn_world_profile(const firn_world *w) { return w->prof; }
 
@@ -523,6 +551,17 @@ static int report_nonfinite(firn_world *w, int bad, long long substep, double t,
     } else {
         snprintf(when, sizeof when, "substep %lld", substep);
     }
+    if (w->bad_solver == FIRN_SOLVER_SPH) {
+        firn_error ignored;
+        int m = sph_current(w, &ignored) == 0 ? w->sph.s.mat[bad] : 0;
+        firn_set_error(err, FIRN_E_NUMERIC,
+                       "%s: frame %d (t = %.6g s, %s): SPH particle %d of material '%s' has a "
+                       "non-finite position or velocity; the state is not written. Likely causes: "
+                       "a time step too large for the liquid (dt = %g s), or extreme parameters",
+                       prefix(&w->def), w->frame + 1, t, when, bad, w->def.materials[m].name,
+                       w->params.dt);
+        return -1;
+    }
     if (!w->cuda)
         firn_cpu_unpermute(w); /* `bad` is the particle's index in the scene's order */
     int m = w->p.mat[bad];
@@ -593,7 +632,8 @@ int firn_world_step_frame(firn_world *w, firn_frame_stats *stats, firn_error *er
         stats->frame_substeps = nsub;
         stats->dt = dt;
         stats->wall_seconds = elapsed;
-        stats->throughput = elapsed > 0.0 ? (double)w->p.n * nsub / elapsed : 0.0;
+        stats->throughput =
+            elapsed > 0.0 ? (double)firn_world_particle_count(w) * nsub / elapsed : 0.0;
     }
     w->frame++;
     return 0;
@@ -682,5 +722,23 @@ int firn_world_stats(firn_world *w, firn_frame_stats *s, firn_error *err)
         for (int a = 0; a < 4; a++)
             r->orientation[a] = b->q.q[a];
     }
+    if (w->sph.n > 0) {
+        if (sph_current(w, err))
+            return -1;
+        firn_sph_stats(&w->sph, &s->sph);
+    }
+    return 0;
+}
+
+int firn_world_sph_particles(firn_world *w, firn_sph_particles_view *view, firn_error *err)
+{
+    if (sph_current(w, err))
+        return -1;
+    view->n = w->sph.n;
+    view->x = w->sph.s.x;
+    view->v = w->sph.s.v;
+    view->rho = w->sph.s.rho;
+    view->p = w->sph.s.p;
+    view->mat = w->sph.s.mat;
     return 0;
 }

@@ -14,6 +14,7 @@
 #include "firn_material.h"
 #include "firn_mpm.h"
 #include "solver_cpu.h"
+#include "sph.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -30,6 +31,10 @@ struct firn_world {
     firn_cpu_bins bins;
     struct firn_cuda_state *cuda; /* NULL on the CPU path (host/cuda_backend.h) */
     firn_coupler coupler;
+    firn_sph sph;          /* the SPH solver (sph.n = 0: none) */
+    int bad_solver;        /* FIRN_SOLVER_* of the non-finite particle the last substep reported */
+    double *sph_chunk_acc; /* CPU, SPH-rigid: reaction per particle chunk [chunks][n_rigids][6] */
+    long long sph_chunks;
     int n_rigids;
     firn_rigid rigids[FIRN_MAX_RIGIDS]; /* host state (CPU) / host mirror (CUDA) */
     double rigid_acc[FIRN_MAX_RIGIDS *

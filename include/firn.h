@@ -77,8 +77,13 @@ typedef enum {
     FIRN_MODEL_SAND,
     FIRN_MODEL_VON_MISES,
     FIRN_MODEL_FRACTURE,
+    FIRN_MODEL_SPH_LIQUID, /* the SPH solver's liquid; every other model is MPM's */
     FIRN_MODEL_COUNT
 } firn_model;
+
+/* SPH pressure solvers: weakly compressible (Becker and Teschner 2007, Tait
+ * equation of state) or divergence-free (Bender and Koschier 2015). */
+typedef enum { FIRN_PRESSURE_WCSPH = 0, FIRN_PRESSURE_DFSPH } firn_pressure_solver;
 
 typedef enum { FIRN_LAW_COROTATED = 0, FIRN_LAW_NEOHOOKEAN } firn_elastic_law;
 
@@ -97,6 +102,12 @@ typedef struct {
     float yield_stress;   /* von_mises: yield stress [Pa], default 1e4 */
     float crit_strain;    /* fracture: critical principal strain [-], default 0.05 */
     float damage_rate;    /* fracture: damage added per substep past it [-], default 0.1 */
+    /* sph_liquid (defaults Genesis's SPH.Liquid; density default 1000): */
+    float stiffness;                      /* Tait stiffness k [Pa], default 50000 */
+    float exponent;                       /* Tait exponent gamma [-], default 7 */
+    float viscosity;                      /* kinematic viscosity [m^2/s], default 0.005 */
+    float surface_tension;                /* cohesion coefficient [-], default 0.01 */
+    firn_pressure_solver pressure_solver; /* default WCSPH; one solver per scene */
 } firn_material_def;
 
 typedef enum { FIRN_SHAPE_BOX = 0, FIRN_SHAPE_SPHERE, FIRN_SHAPE_CYLINDER } firn_shape_type;
@@ -110,10 +121,15 @@ typedef struct {
     int axis;        /* cylinder: 0 = x, 1 = y, 2 = z (default 1) */
 } firn_shape_def;
 
+/* The solver that simulates a body's particles. */
+typedef enum { FIRN_SOLVER_KIND_MPM = 0, FIRN_SOLVER_KIND_SPH } firn_solver_kind;
+
 typedef struct {
-    int material; /* index into firn_scene_def.materials */
+    int material;            /* index into firn_scene_def.materials */
+    firn_solver_kind solver; /* default MPM; SPH bodies need an sph_liquid material */
     firn_shape_def shape;
-    float particles_per_cell; /* particles per grid cell (dx^3), default 8 */
+    float particles_per_cell; /* MPM: particles per grid cell (dx^3), default 8; SPH
+                                 bodies are a lattice of spacing sph.particle_size */
     float velocity[3];        /* initial velocity [m/s] */
     uint64_t seed;            /* sampling jitter seed; default: body index + 1 */
 } firn_body_def;
@@ -187,13 +203,23 @@ typedef struct {
     firn_body_def bodies[FIRN_MAX_BODIES];
     int n_rigids;
     firn_rigid_def rigids[FIRN_MAX_RIGIDS];
-    int coupling_rigid_mpm;      /* coupling.rigid_mpm, default 1 */
-    int coupling_cpic;           /* coupling.cpic, default 0 */
-    char out_dir[FIRN_PATH_MAX]; /* default "out" */
-    int out_every;               /* write every Nth frame, default 1 */
-    int write_ply;               /* default 1 */
-    int write_preview;           /* PNG preview per written frame, default 1 */
-    char source[FIRN_PATH_MAX];  /* file the scene came from ("" if built in code) */
+    int coupling_rigid_mpm; /* coupling.rigid_mpm, default 1 */
+    int coupling_cpic;      /* coupling.cpic, default 0 */
+    int coupling_mpm_sph;   /* coupling.mpm_sph, default 1 */
+    int coupling_sph_rigid; /* coupling.sph_rigid, default 1 */
+    /* The SPH solver (bodies with solver sph; defaults Genesis's SPHOptions). */
+    float sph_particle_size;       /* particle diameter p [m], default 0.02; support 2p */
+    float sph_lower[3];            /* box the SPH particles stay in [m]; default the domain */
+    float sph_upper[3];            /* (both 0: the domain box) */
+    float sph_divergence_error;    /* DFSPH: tolerated mean rate, % of rho0 per s, default 0.1 */
+    float sph_density_error;       /* DFSPH: tolerated mean density error [%], default 0.05 */
+    int sph_divergence_iterations; /* DFSPH: most per substep, default 100 */
+    int sph_density_iterations;    /* DFSPH: most per substep, default 100 */
+    char out_dir[FIRN_PATH_MAX];   /* default "out" */
+    int out_every;                 /* write every Nth frame, default 1 */
+    int write_ply;                 /* default 1 */
+    int write_preview;             /* PNG preview per written frame, default 1 */
+    char source[FIRN_PATH_MAX];    /* file the scene came from ("" if built in code) */
 } firn_scene_def;
 
 void firn_scene_default(firn_scene_def *def);
@@ -220,6 +246,9 @@ typedef struct firn_world firn_world;
  * couple is the Coupler's preprocess (CPIC side marking). */
 typedef struct {
     double clear, p2g, grid, couple, g2p, total;
+    /* SPH: the neighbour sort, the density, the forces with the pressure
+     * solve (and the velocity step), the position step. */
+    double sph_sort, sph_density, sph_pressure, sph_integrate;
 } firn_profile;
 
 /* One rigid body's state at the end of a frame. */
@@ -231,6 +260,21 @@ typedef struct {
     float force[3];            /* coupling force received in the last substep [N] */
     float torque[3];           /* coupling torque about the centre of mass [N m] */
 } firn_rigid_stats;
+
+/* The SPH solver's particles at the end of a frame. */
+typedef struct {
+    long long particles;
+    double mass;                        /* [kg] */
+    double kinetic_energy;              /* [J] */
+    double momentum[3];                 /* [kg m/s] */
+    double center_of_mass[3];           /* [m] */
+    float bbox_lower[3], bbox_upper[3]; /* [m] */
+    double mean_density;                /* [kg/m^3] */
+    double max_density_ratio;           /* largest rho / rho0 [-] */
+    double mean_pressure;               /* [Pa] */
+    int divergence_iterations;          /* DFSPH: in the last substep (0 for WCSPH) */
+    int density_iterations;             /* DFSPH: in the last substep (0 for WCSPH) */
+} firn_sph_frame_stats;
 
 typedef struct {
     int frame;          /* frame index: 0 is the initial state, k is t = k frame_dt */
@@ -249,12 +293,15 @@ typedef struct {
     double throughput;   /* particle-substeps per second in this frame */
     int n_rigids;
     firn_rigid_stats rigids[FIRN_MAX_RIGIDS];
+    firn_sph_frame_stats sph; /* the SPH solver's particles (particles = 0: none); the
+                                 fields above are the MPM particles' */
 } firn_frame_stats;
 
 firn_world *firn_world_create(const firn_scene_def *def, firn_backend backend, firn_error *err);
 void firn_world_destroy(firn_world *world);
 firn_backend firn_world_backend(const firn_world *world);
 const char *firn_world_device_name(const firn_world *world);
+/* Particles of every particle solver (MPM and SPH). */
 long long firn_world_particle_count(const firn_world *world);
 const firn_scene_def *firn_world_scene(const firn_world *world);
 
@@ -319,6 +366,19 @@ typedef struct {
 
 int firn_world_particles(firn_world *world, firn_particles_view *view, firn_error *err);
 
+/* Host copy of the SPH particles (n = 0 when the scene has none), valid
+ * until the next call on the world; particles keep the scene's order. */
+typedef struct {
+    long long n;
+    const float *x;     /* 3n positions [m], component-major */
+    const float *v;     /* 3n velocities [m/s] */
+    const float *rho;   /* n density [kg/m^3] */
+    const float *p;     /* n pressure [Pa] */
+    const uint8_t *mat; /* n material index */
+} firn_sph_particles_view;
+
+int firn_world_sph_particles(firn_world *world, firn_sph_particles_view *view, firn_error *err);
+
 /* Output helpers (host/output.c). */
 int firn_write_ply(const char *path, const firn_particles_view *p, firn_error *err);
 int firn_write_preview_png(const char *path, const firn_scene_def *def,
@@ -328,6 +388,13 @@ int firn_write_preview_png(const char *path, const firn_scene_def *def,
 int firn_write_preview_png_rigids(const char *path, const firn_scene_def *def,
                                   const firn_particles_view *p, const firn_frame_stats *stats,
                                   firn_error *err);
+/* As firn_write_preview_png_rigids, with the SPH particles of sph (may be
+ * NULL) in their own colour. */
+int firn_write_preview_png_frame(const char *path, const firn_scene_def *def,
+                                 const firn_particles_view *p, const firn_sph_particles_view *sph,
+                                 const firn_frame_stats *stats, firn_error *err);
+/* The SPH particles as a binary PLY: x y z vx vy vz density pressure material. */
+int firn_write_sph_ply(const char *path, const firn_sph_particles_view *p, firn_error *err);
 int firn_append_stats_jsonl(const char *path, const firn_scene_def *def, const firn_frame_stats *s,
                             firn_error *err);
 

@@ -55,18 +55,6 @@ typedef struct {
 
 #define FIRN_WALL_LAYERS 3
 
-static inline FIRN_HD firn_vec3 firn_load3(const float *a, int n, int i)
-{
-    return firn_v3(a[i], a[n + i], a[2 * n + i]);
-}
-
-static inline FIRN_HD void firn_store3(float *a, int n, int i, firn_vec3 v)
-{
-    a[i] = v.v[0];
-    a[n + i] = v.v[1];
-    a[2 * n + i] = v.v[2];
-}
-
 static inline FIRN_HD firn_mat3 firn_load9(const float *a, int n, int i)
 {
     firn_mat3 m;

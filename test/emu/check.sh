@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # check.sh - the CUDA code against the emulated runtime (make emu-check; CI):
-# the GPU tests (none may skip), firn compare on every shipped scene, and a
-# small firn bench on the emulated device. Prints a table of PASS/FAIL and
-# seconds per step; exits non-zero if any step failed.
+# the GPU tests (none may skip), the CUB stand-ins' self-test, firn compare
+# on every shipped scene, and a small firn bench on the emulated device.
+# Prints a table of PASS/FAIL and seconds per step; exits non-zero if any
+# step failed.
 #
 #   FIRN_EMU_FRAMES   frames per scene for firn compare (default 1)
 set -u
@@ -44,6 +45,16 @@ if grep -Eq '^\[SKIP\] gpu[a-z_]*::' "$LOG"/GPU_tests*.log; then
     RESULTS[0]="FAIL (a test skipped)"
     FAILED=$((FAILED + 1))
 fi
+# The CUB stand-ins (test/emu/cub/) through the public CUB API: built here
+# against the emulated runtime with make emu's flags, then run.
+cub_selftest() {
+    "${CXX:-g++}" -std=c++17 -x c++ -O2 -g -fsanitize=address,undefined \
+        -fno-sanitize-recover=undefined -fno-omit-frame-pointer -Wall -Wextra -DFIRN_EMU \
+        -Itest/emu -include cuda_runtime.h test/emu/cub_selftest.cu -x none \
+        build/emu/test/emu/runtime.o -lpthread -o build/emu/cub_selftest &&
+        build/emu/cub_selftest
+}
+step "CUB stand-ins (test/emu/cub_selftest.cu)" cub_selftest
 for scene in scenes/*.json; do
     step "compare $(basename "$scene" .json), $FRAMES frame(s)" "$FIRN" compare "$scene" --frames "$FRAMES"
 done

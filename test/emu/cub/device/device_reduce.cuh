@@ -4,11 +4,22 @@
  * with less than that size returns cudaErrorInvalidValue; a size larger than
  * the allocation that temp points into stops the process; the run writes
  * over the whole size, so that an allocation smaller than the size asked for
- * is reported by ASan. */
+ * is reported by ASan.
+ *
+ * Sum adds in the accumulator type CUB uses (the output's value type, here
+ * float or double), pairwise as CUB's tree of blocks and warps does rather
+ * than in one serial loop, so rounding behaves like the device's (the bits
+ * of a float sum still differ from a GPU's); num_items == 0 writes 0. Its
+ * pointer operands must lie in one live device allocation with all their
+ * elements (test/emu/cub/detail/emu_operands.cuh). */
 #ifndef FIRN_EMU_DEVICE_REDUCE_CUH
 #define FIRN_EMU_DEVICE_REDUCE_CUH
 
 #include <cuda_runtime.h>
+
+#include <cub/detail/emu_operands.cuh>
+
+#include <type_traits>
 
 namespace cub
 {
@@ -65,6 +76,66 @@ struct DeviceReduce {
             &j->temp, (const void *)sizeof(void *), &j->in, (const void *)sizeof(In),
             &j->out,  (const void *)sizeof(Out),    &j->tr, (const void *)sizeof(Tr)};
         firn_emu::enqueue_host_job(j, stream, objects, 8);
+        return cudaSuccess;
+    }
+
+    template <typename In, typename Out, typename Acc> struct sum_job : firn_emu::host_job {
+        void *temp;
+        size_t temp_bytes;
+        In in;
+        Out out;
+        long long n;
+        sum_job(void *t, size_t tb, In i, Out o, long long count)
+            : temp(t), temp_bytes(tb), in(i), out(o), n(count)
+        {
+        }
+        /* The sum of in[lo, hi): halves, down to runs of 8 added in order. */
+        Acc pairwise(long long lo, long long hi) const
+        {
+            if (hi - lo <= 8) {
+                Acc acc = Acc();
+                for (long long i = lo; i < hi; i++)
+                    acc = acc + (Acc)in[i];
+                return acc;
+            }
+            const long long mid = lo + (hi - lo) / 2;
+            return pairwise(lo, mid) + pairwise(mid, hi);
+        }
+        void run() override
+        {
+            memset(temp, 0xab, temp_bytes);
+            *out = pairwise(0, n);
+        }
+    };
+
+    template <typename InputIteratorT, typename OutputIteratorT, typename NumItemsT>
+    static cudaError_t Sum(void *d_temp_storage, size_t &temp_storage_bytes, InputIteratorT d_in,
+                           OutputIteratorT d_out, NumItemsT num_items, cudaStream_t stream = 0)
+    {
+        using namespace firn_emu::cub_operands;
+        static const char call[] = "cub::DeviceReduce::Sum";
+        using Acc = typename std::decay<decltype(*d_out)>::type;
+        static_assert(std::is_arithmetic<Acc>::value, "the emulated Sum adds numbers");
+        const long long n = (long long)num_items;
+        if (n < 0)
+            return cudaErrorInvalidValue;
+        const size_t need = temp_bytes_for(n);
+        if (!d_temp_storage) {
+            temp_storage_bytes = need;
+            return cudaSuccess;
+        }
+        if (temp_storage_bytes < need)
+            return cudaErrorInvalidValue;
+        check_temp(call, d_temp_storage, temp_storage_bytes);
+        check_iterator(call, "d_in", d_in, n);
+        check_iterator(call, "d_out", d_out, 1);
+        auto *j = new sum_job<InputIteratorT, OutputIteratorT, Acc>(
+            d_temp_storage, temp_storage_bytes, d_in, d_out, n);
+        j->name = call;
+        const void *objects[] = {&j->temp, (const void *)sizeof(void *),
+                                 &j->in,   (const void *)sizeof(InputIteratorT),
+                                 &j->out,  (const void *)sizeof(OutputIteratorT)};
+        firn_emu::enqueue_host_job(j, stream, objects, 6);
         return cudaSuccess;
     }
 };

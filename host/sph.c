@@ -1,0 +1,238 @@
+/* sph.c - the SPH solver's setup and host-side reads: parameters and
+ * materials from the scene, the initial particles, the CFL limit and the
+ * statistics. The phases are in host/sph_cpu.c and kernels/sph.cu. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "sample.h"
+#include "sph.h"
+
+void firn_sph_box(const firn_scene_def *def, float lo[3], float hi[3])
+{
+    int given = 0;
+    for (int a = 0; a < 3; a++)
+        given |= def->sph_lower[a] != 0.0f || def->sph_upper[a] != 0.0f;
+    for (int a = 0; a < 3; a++) {
+        lo[a] = given ? def->sph_lower[a] : def->lower[a];
+        hi[a] = given ? def->sph_upper[a] : def->upper[a];
+    }
+}
+
+static void params_build(const firn_scene_def *def, firn_sph_params *P)
+{
+    memset(P, 0, sizeof *P);
+    const float p = def->sph_particle_size;
+    P->psize = p;
+    P->h = 2.0f * p;
+    P->inv_h = 1.0f / P->h;
+    P->kw = 8.0f / ((float)M_PI * P->h * P->h * P->h);
+    P->vol = 0.8f * p * p * p; /* Genesis's empirical particle volume */
+    firn_sph_box(def, P->lower, P->upper);
+    for (int a = 0; a < 3; a++) {
+        P->res[a] = (int)ceilf((P->upper[a] - P->lower[a]) * P->inv_h - 1e-4f);
+        if (P->res[a] < 1)
+            P->res[a] = 1;
+        P->gravity[a] = def->gravity[a];
+    }
+    P->solver = FIRN_SPH_WCSPH;
+    for (int b = 0; b < def->n_bodies; b++)
+        if (def->bodies[b].solver == FIRN_SOLVER_KIND_SPH)
+            P->solver =
+                def->materials[def->bodies[b].material].pressure_solver == FIRN_PRESSURE_DFSPH
+                    ? FIRN_SPH_DFSPH
+                    : FIRN_SPH_WCSPH;
+    P->div_tol = 0.01f * def->sph_divergence_error;
+    P->dens_tol = 0.01f * def->sph_density_error;
+    P->div_iters = def->sph_divergence_iterations;
+    P->dens_iters = def->sph_density_iterations;
+}
+
+/* The lattice of an SPH body: spacing p, as many whole spacings as fit the
+ * shape's bounds on each axis (at least one), centred in them. */
+typedef struct {
+    int n[3];
+    float first[3];
+} sph_lattice;
+
+static sph_lattice body_lattice(const firn_shape_def *shape, float p)
+{
+    sph_lattice L;
+    float lo[3], hi[3];
+    firn_shape_bounds(shape, lo, hi);
+    for (int a = 0; a < 3; a++) {
+        L.n[a] = (int)floorf((hi[a] - lo[a]) / p + 1e-4f);
+        if (L.n[a] < 1)
+            L.n[a] = 1;
+        L.first[a] = 0.5f * (lo[a] + hi[a]) - 0.5f * (float)(L.n[a] - 1) * p;
+    }
+    return L;
+}
+
+/* Visits the lattice points inside the shape in order; writes them from
+ * particle q0 on when S is not NULL. Returns how many. */
+static long long sample_body(const firn_body_def *b, int mat, float p, firn_sph *S, long long q0)
+{
+    sph_lattice L = body_lattice(&b->shape, p);
+    long long q = q0;
+    for (int i = 0; i < L.n[0]; i++)
+        for (int j = 0; j < L.n[1]; j++)
+            for (int k = 0; k < L.n[2]; k++) {
+                float x[3] = {L.first[0] + (float)i * p, L.first[1] + (float)j * p,
+                              L.first[2] + (float)k * p};
+                if (!firn_shape_contains(&b->shape, x))
+                    continue;
+                if (S) {
+                    const int n = S->n;
+                    for (int a = 0; a < 3; a++) {
+                        S->s.x[a * n + q] = x[a];
+                        S->s.v[a * n + q] = b->velocity[a];
+                    }
+                    S->s.mat[q] = (uint8_t)mat;
+                }
+                q++;
+            }
+    return q - q0;
+}
+
+/* One host block for the particles and the CPU neighbour grid. */
+static int alloc_state(firn_sph *S, int n, int cells)
+{
+    const size_t nn = (size_t)n, f = sizeof(float), i = sizeof(int);
+    const size_t bytes = 13 * nn * f + 2 * nn * i + (2 * (size_t)cells + cells + 1) * i + nn;
+    char *b = calloc(1, bytes > 0 ? bytes : 1);
+    if (!b)
+        return -1;
+    S->block = b;
+    S->n = S->s.n = n;
+    S->s.x = (float *)b;
+    S->s.v = S->s.x + 3 * nn;
+    S->s.acc = S->s.v + 3 * nn;
+    S->s.rho = S->s.acc + 3 * nn;
+    S->s.p = S->s.rho + nn;
+    S->s.alpha = S->s.p + nn;
+    S->s.drho = S->s.alpha + nn;
+    S->G.cells = cells;
+    S->G.key = (unsigned *)(S->s.drho + nn);
+    S->G.sorted = (int *)(S->G.key + nn);
+    S->G.start = S->G.sorted + nn;
+    S->G.end = S->G.start + cells;
+    S->cell_count = S->G.end + cells;
+    S->s.mat = (uint8_t *)(S->cell_count + cells + 1);
+    return 0;
+}
+
+int firn_sph_init(firn_sph *S, const firn_scene_def *def, firn_error *err)
+{
+    memset(S, 0, sizeof *S);
+    params_build(def, &S->P);
+    for (int m = 0; m < def->n_materials; m++) {
+        const firn_material_def *d = &def->materials[m];
+        firn_sph_material *sm = &S->mats[m];
+        sm->rho0 = d->density;
+        sm->mass = S->P.vol * d->density;
+        sm->stiffness = d->stiffness;
+        sm->exponent = d->exponent;
+        sm->mu = d->viscosity;
+        sm->cohesion = d->surface_tension;
+    }
+    const float p = def->sph_particle_size;
+    long long total = 0;
+    for (int b = 0; b < def->n_bodies; b++) {
+        if (def->bodies[b].solver != FIRN_SOLVER_KIND_SPH)
+            continue;
+        long long c = sample_body(&def->bodies[b], def->bodies[b].material, p, NULL, 0);
+        if (c == 0) {
+            firn_set_error(err, FIRN_E_SCENE,
+                           "%s%sbodies[%d]: the shape holds no SPH particle at sph.particle_size "
+                           "= %g m",
+                           def->source, def->source[0] ? ": " : "", b, p);
+            return -1;
+        }
+        total += c;
+    }
+    if (total == 0)
+        return 0;
+    if (total > FIRN_MAX_PARTICLES) {
+        firn_set_error(err, FIRN_E_SCENE,
+                       "%s%sthe SPH bodies hold %lld particles; at most %d are allowed",
+                       def->source, def->source[0] ? ": " : "", total, FIRN_MAX_PARTICLES);
+        return -1;
+    }
+    const int cells = S->P.res[0] * S->P.res[1] * S->P.res[2];
+    if (alloc_state(S, (int)total, cells)) {
+        firn_set_error(err, FIRN_E_NOMEM, "out of host memory for %lld SPH particles", total);
+        return -1;
+    }
+    long long q = 0;
+    for (int b = 0; b < def->n_bodies; b++)
+        if (def->bodies[b].solver == FIRN_SOLVER_KIND_SPH)
+            q += sample_body(&def->bodies[b], def->bodies[b].material, p, S, q);
+    for (int i = 0; i < S->n; i++)
+        S->s.rho[i] = S->mats[S->s.mat[i]].rho0;
+    return 0;
+}
+
+void firn_sph_free(firn_sph *S)
+{
+    free(S->block);
+    S->block = NULL;
+    S->n = S->s.n = 0;
+}
+
+float firn_sph_cfl_dt(const firn_sph *S, float cfl, float v_gravity, float *c_out, float *v_out)
+{
+    float c = 0.0f, nu = 0.0f, v2 = 0.0f;
+    for (int i = 0; i < S->n; i++) {
+        const firn_sph_material *m = &S->mats[S->s.mat[i]];
+        if (S->P.solver == FIRN_SPH_WCSPH)
+            c = firn_maxf(c, sqrtf(m->stiffness * m->exponent / m->rho0));
+        nu = firn_maxf(nu, m->mu);
+        firn_vec3 v = firn_load3(S->s.v, S->n, i);
+        v2 = firn_maxf(v2, firn_dot(v, v));
+    }
+    *c_out = c;
+    *v_out = sqrtf(v2);
+    float dt = INFINITY, speed = c + sqrtf(v2) + v_gravity;
+    if (speed > 0.0f)
+        dt = cfl * S->P.h / speed;
+    if (nu > 0.0f)
+        dt = firn_minf(dt, 0.01f * S->P.h * S->P.h / nu);
+    return dt;
+}
+
+void firn_sph_stats(const firn_sph *S, firn_sph_frame_stats *st)
+{
+    memset(st, 0, sizeof *st);
+    const int n = S->n;
+    st->particles = n;
+    for (int a = 0; a < 3; a++) {
+        st->bbox_lower[a] = n ? INFINITY : 0.0f;
+        st->bbox_upper[a] = n ? -INFINITY : 0.0f;
+    }
+    for (int i = 0; i < n; i++) {
+        const firn_sph_material *m = &S->mats[S->s.mat[i]];
+        double v2 = 0.0;
+        for (int a = 0; a < 3; a++) {
+            double x = S->s.x[a * n + i], v = S->s.v[a * n + i];
+            st->momentum[a] += m->mass * v;
+            st->center_of_mass[a] += m->mass * x;
+            v2 += v * v;
+            st->bbox_lower[a] = firn_minf(st->bbox_lower[a], (float)x);
+            st->bbox_upper[a] = firn_maxf(st->bbox_upper[a], (float)x);
+        }
+        st->kinetic_energy += 0.5 * m->mass * v2;
+        st->mass += m->mass;
+        st->mean_density += S->s.rho[i];
+        st->max_density_ratio = fmax(st->max_density_ratio, S->s.rho[i] / m->rho0);
+        st->mean_pressure += S->s.p[i];
+    }
+    if (n > 0) {
+        for (int a = 0; a < 3; a++)
+            st->center_of_mass[a] /= st->mass;
+        st->mean_density /= n;
+        st->mean_pressure /= n;
+    }
+    st->divergence_iterations = S->iters[0];
+    st->density_iterations = S->iters[1];
+}

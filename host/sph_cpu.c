@@ -1,0 +1,175 @@
+/* sph_cpu.c - the SPH solver's phases on the CPU path (docs/PHYSICS.md s5):
+ * a loop over particles per pass of include/firn_sph.h, OpenMP-parallel.
+ * Every sum has one order (the neighbour grid's) and the solvers' error
+ * means are summed per fixed chunk, then over chunks in order, so the state
+ * is the same for any thread count. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <omp.h>
+
+#include "sph.h"
+#include "world.h"
+
+#define SPH_CHUNK 4096
+
+void firn_sph_cpu_sort(firn_sph *S)
+{
+    const int n = S->n, cells = S->G.cells;
+    int *count = S->cell_count;
+    memset(count, 0, ((size_t)cells + 1) * sizeof(int));
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < n; i++)
+        S->G.key[i] = firn_sph_cell_of(&S->P, firn_load3(S->s.x, n, i));
+    /* Counting sort, stable: cell by cell, particles in index order. */
+    for (int i = 0; i < n; i++)
+        count[S->G.key[i] + 1]++;
+    for (int c = 0; c < cells; c++)
+        count[c + 1] += count[c];
+    for (int c = 0; c < cells; c++)
+        S->G.start[c] = S->G.end[c] = count[c];
+    for (int i = 0; i < n; i++)
+        S->G.sorted[S->G.end[S->G.key[i]]++] = i;
+}
+
+/* Mean of firn_sph_df_error over the particles, in a fixed order. */
+static double df_mean_error(const firn_sph *S, int density)
+{
+    const int n = S->n, chunks = (n + SPH_CHUNK - 1) / SPH_CHUNK;
+    double part[256], total = 0.0;
+    for (int c0 = 0; c0 < chunks; c0 += 256) {
+        const int c1 = c0 + 256 < chunks ? c0 + 256 : chunks;
+#pragma omp parallel for schedule(static)
+        for (int c = c0; c < c1; c++) {
+            double sum = 0.0;
+            const int end = (c + 1) * SPH_CHUNK < n ? (c + 1) * SPH_CHUNK : n;
+            for (int i = c * SPH_CHUNK; i < end; i++)
+                sum += firn_sph_df_error(i, S->s, density);
+            part[c - c0] = sum;
+        }
+        for (int c = c0; c < c1; c++)
+            total += part[c - c0];
+    }
+    return n > 0 ? total / n : 0.0;
+}
+
+/* One DFSPH solve (divergence: density = 0; density: 1), Jacobi iterations
+ * until the mean error is within tolerance or the iteration cap; at least
+ * one runs. Returns the iterations run. */
+static int df_solve(firn_sph *S, int density)
+{
+    const firn_sph_params *P = &S->P;
+    const int n = S->n, cap = density ? P->dens_iters : P->div_iters;
+    const float tol = firn_sph_df_threshold(P, density);
+    int it = 0;
+    while (it < cap) {
+#pragma omp parallel for schedule(static)
+        for (int i = 0; i < n; i++)
+            firn_sph_df_iterate(i, P, S->mats, S->s, S->G, density);
+#pragma omp parallel for schedule(static)
+        for (int i = 0; i < n; i++) {
+            if (density)
+                firn_sph_df_density_source(i, P, S->mats, S->s, S->G);
+            else
+                firn_sph_df_div_source(i, P, S->s, S->G);
+        }
+        it++;
+        if (df_mean_error(S, density) <= tol)
+            break;
+    }
+    return it;
+}
+
+static void wcsph(firn_sph *S)
+{
+    const firn_sph_params *P = &S->P;
+    const int n = S->n;
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < n; i++)
+        firn_store3(S->s.acc, n, i, firn_sph_nonpressure(i, P, S->mats, S->s, S->G));
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < n; i++)
+        firn_sph_eos(i, S->mats, S->s);
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < n; i++)
+        firn_sph_pressure_step(i, P, S->mats, S->s, S->G);
+}
+
+/* Bender and Koschier's order: the divergence solve on the velocities the
+ * last substep left, then the non-pressure forces, then the density solve
+ * on the predicted velocities. */
+static void dfsph(firn_sph *S)
+{
+    const firn_sph_params *P = &S->P;
+    const int n = S->n;
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < n; i++) {
+        firn_sph_df_factor(i, P, S->s, S->G);
+    }
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < n; i++)
+        firn_sph_df_div_source(i, P, S->s, S->G);
+    S->iters[0] = df_solve(S, 0);
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < n; i++)
+        firn_store3(S->s.acc, n, i, firn_sph_nonpressure(i, P, S->mats, S->s, S->G));
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < n; i++)
+        firn_sph_kick(i, P, S->s);
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < n; i++)
+        firn_sph_df_density_source(i, P, S->mats, S->s, S->G);
+    S->iters[1] = df_solve(S, 1);
+    S->iters_total[0] += S->iters[0];
+    S->iters_total[1] += S->iters[1];
+    S->solves++;
+}
+
+static int sph_active(const firn_world *w) { return w->sph.n > 0; }
+
+static void sph_pre_coupling(firn_world *w)
+{
+    firn_sph *S = &w->sph;
+    const int n = S->n;
+    S->P.dt = w->params.dt;
+    double t0 = omp_get_wtime();
+    firn_sph_cpu_sort(S);
+    double t1 = omp_get_wtime();
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < n; i++)
+        S->s.rho[i] = firn_sph_density(i, &S->P, S->mats, S->s, S->G);
+    double t2 = omp_get_wtime();
+    if (S->P.solver == FIRN_SPH_DFSPH)
+        dfsph(S);
+    else
+        wcsph(S);
+    double t3 = omp_get_wtime();
+    w->prof.sph_sort += t1 - t0;
+    w->prof.sph_density += t2 - t1;
+    w->prof.sph_pressure += t3 - t2;
+}
+
+static int sph_post_coupling(firn_world *w)
+{
+    firn_sph *S = &w->sph;
+    const int n = S->n;
+    int bad = n;
+    double t0 = omp_get_wtime();
+#pragma omp parallel for schedule(static) reduction(min : bad)
+    for (int i = 0; i < n; i++) {
+        firn_sph_advect(i, &S->P, S->s);
+        firn_vec3 x = firn_load3(S->s.x, n, i), v = firn_load3(S->s.v, n, i);
+        if (!isfinite(x.v[0] + x.v[1] + x.v[2] + v.v[0] + v.v[1] + v.v[2]) && i < bad)
+            bad = i;
+    }
+    w->prof.sph_integrate += omp_get_wtime() - t0;
+    return bad < n ? bad : -1;
+}
+
+const firn_solver firn_sph_solver = {
+    .name = "sph",
+    .is_active = sph_active,
+    .begin_substep = NULL,
+    .pre_coupling = sph_pre_coupling,
+    .post_coupling = sph_post_coupling,
+};

@@ -1,0 +1,384 @@
+/* firn_sph.h - smoothed particle hydrodynamics: the cubic spline kernel, the
+ * neighbour grid's cursor, and one body per particle for each pass of the
+ * WCSPH and DFSPH substeps, shared by the CPU path (host/sph_cpu.c) and the
+ * CUDA kernels (kernels/sph.cu). Formulas, defaults and the substep order:
+ * docs/PHYSICS.md section 5. */
+#ifndef FIRN_SPH_H
+#define FIRN_SPH_H
+
+#include "firn_math.h"
+
+/* SPH particle state, structure of arrays, component-major like MPM's
+ * (component c of particle i at [c*n + i]). 4 * (3+3+3+1+1+1+1) + 1 = 53
+ * bytes per particle. */
+typedef struct {
+    int n;
+    float *x;     /* 3n positions [m] */
+    float *v;     /* 3n velocities [m/s] */
+    float *acc;   /* 3n non-pressure (WCSPH: total) acceleration [m/s^2] */
+    float *rho;   /* n density [kg/m^3] */
+    float *p;     /* n pressure [Pa]: WCSPH's equation of state, DFSPH's accumulated solve */
+    float *alpha; /* n DFSPH factor -1 / (|sum V grad W|^2 + sum |V grad W|^2) [m^-2] */
+    float *drho;  /* n DFSPH source: divergence d [1/s], then the predicted density ratio [-] */
+    uint8_t *mat; /* n SPH material index */
+} firn_sph_particles;
+
+/* The neighbour grid: cells of edge h (the support radius) over the SPH box,
+ * cell (a,b,c) at index (a*res[1] + b)*res[2] + c. Rebuilt each substep by
+ * a stable sort of the particles by cell: sorted[] lists particle indices
+ * cell by cell, ascending within a cell, and cell q holds
+ * sorted[start[q] .. end[q]). 12 bytes per particle, 8 per cell. */
+typedef struct {
+    int cells;
+    unsigned *key; /* n: cell of each particle */
+    int *sorted;   /* n */
+    int *start;    /* cells */
+    int *end;      /* cells */
+} firn_sph_grid;
+
+enum { FIRN_SPH_WCSPH = 0, FIRN_SPH_DFSPH };
+
+/* One SPH material (firn_material_def with model sph_liquid). 24 bytes. */
+typedef struct {
+    float rho0;      /* rest density [kg/m^3] */
+    float mass;      /* particle mass V_p rho0 [kg] */
+    float stiffness; /* Tait stiffness k [Pa] */
+    float exponent;  /* Tait exponent gamma [-] */
+    float mu;        /* viscosity, acting as a kinematic viscosity [m^2/s] */
+    float cohesion;  /* surface tension coefficient gamma [-] */
+} firn_sph_material;
+
+#define FIRN_SPH_MAX_MATERIALS 16
+
+/* Everything a substep needs besides the arrays. */
+typedef struct {
+    float dt;         /* substep [s] */
+    float psize;      /* particle diameter p [m] */
+    float h, inv_h;   /* support radius 2p [m] */
+    float kw;         /* kernel constant 8 / (pi h^3) [1/m^3] */
+    float vol;        /* particle volume V_p = 0.8 p^3 [m^3] */
+    float lower[3];   /* the SPH box: particles are kept inside [lower, upper] */
+    float upper[3];   /* [m] */
+    int res[3];       /* neighbour grid cells per axis */
+    float gravity[3]; /* [m/s^2] */
+    int solver;       /* FIRN_SPH_WCSPH or FIRN_SPH_DFSPH */
+    float div_tol;    /* DFSPH: largest mean density change rate, fraction of rho0 per s */
+    float dens_tol;   /* DFSPH: largest mean density error, fraction of rho0 */
+    int div_iters;    /* DFSPH: most divergence iterations per substep */
+    int dens_iters;   /* DFSPH: most density iterations per substep */
+} firn_sph_params;
+
+/* ---- kernel (cubic spline, support h) ---------------------------------- */
+
+/* W(r) = k (6q^3 - 6q^2 + 1) for q = r/h <= 1/2, 2k (1 - q)^3 up to 1, 0 beyond;
+ * k = 8 / (pi h^3), so W integrates to 1 over the ball of radius h. */
+static inline FIRN_HD float firn_sph_w(const firn_sph_params *P, float r)
+{
+    float q = r * P->inv_h;
+    if (q > 1.0f)
+        return 0.0f;
+    if (q <= 0.5f)
+        return P->kw * (6.0f * q * q * q - 6.0f * q * q + 1.0f);
+    float s = 1.0f - q;
+    return 2.0f * P->kw * s * s * s;
+}
+
+/* grad W at offset d (length r): 6k q (3q - 2) d / (r h) for q <= 1/2,
+ * -6k (1 - q)^2 d / (r h) up to 1; zero at r <= 1e-5 m (no direction). */
+static inline FIRN_HD firn_vec3 firn_sph_grad_w(const firn_sph_params *P, firn_vec3 d, float r)
+{
+    float q = r * P->inv_h;
+    if (r <= 1e-5f || q > 1.0f)
+        return firn_v3(0.0f, 0.0f, 0.0f);
+    float g =
+        q <= 0.5f ? 6.0f * P->kw * q * (3.0f * q - 2.0f) : -6.0f * P->kw * (1.0f - q) * (1.0f - q);
+    return firn_scale(d, g / (r * P->h));
+}
+
+/* sigma(d) = 2 pi int_|d|^h W(r) r dr: the kernel integrated over a plane at
+ * distance d [1/m], so that a half space of particles of volume V at
+ * pressure p pushes a plane with 2 p V sigma per particle (SPH-rigid). */
+static inline FIRN_HD float firn_sph_plane_integral(const firn_sph_params *P, float d)
+{
+    float q = fabsf(d) * P->inv_h;
+    if (q > 1.0f)
+        return 0.0f;
+    float q2 = q * q, q4 = q2 * q2;
+    float c = 16.0f * P->inv_h;
+    if (q <= 0.5f)
+        return c * (0.0875f - (1.2f * q4 * q - 1.5f * q4 + 0.5f * q2));
+    return c * (0.1f - (q2 - 2.0f * q2 * q + 1.5f * q4 - 0.4f * q4 * q));
+}
+
+/* ---- neighbour grid ---------------------------------------------------- */
+
+/* Cell coordinate of x on axis a, clamped into the grid. */
+static inline FIRN_HD int firn_sph_cell_axis(const firn_sph_params *P, float x, int a)
+{
+    return firn_floor_index((x - P->lower[a]) * P->inv_h, P->res[a] - 1);
+}
+
+static inline FIRN_HD unsigned firn_sph_cell_of(const firn_sph_params *P, firn_vec3 x)
+{
+    int c[3];
+    for (int a = 0; a < 3; a++)
+        c[a] = firn_sph_cell_axis(P, x.v[a], a);
+    return (unsigned)((c[0] * P->res[1] + c[1]) * P->res[2] + c[2]);
+}
+
+/* Walks the neighbours of a point: the particles of the 27 cells around its
+ * cell, as 9 runs of up to 3 cells adjacent in index (and so in sorted[]),
+ * by particle index within a cell, so that every sum over neighbours has
+ * one order on both paths. start[] and end[] of an empty cell both hold
+ * where it would begin, so a run's range is start[first] .. end[last]. */
+typedef struct {
+    int base[3];
+    int d;      /* next of the 9 runs, 0..9 */
+    int k, end; /* range left in the current run */
+} firn_sph_cursor;
+
+static inline FIRN_HD firn_sph_cursor firn_sph_cursor_at(const firn_sph_params *P, firn_vec3 x)
+{
+    firn_sph_cursor c;
+    for (int a = 0; a < 3; a++)
+        c.base[a] = firn_sph_cell_axis(P, x.v[a], a) - 1;
+    c.d = 0;
+    c.k = c.end = 0;
+    return c;
+}
+
+/* The next particle j != self within distance h of x (strict), with
+ * d = x - x_j and r = |d|; 0 when there is none left. self < 0 skips none. */
+static inline FIRN_HD int firn_sph_next(firn_sph_cursor *c, const firn_sph_params *P,
+                                        firn_sph_grid G, const float *X, int n, int self,
+                                        firn_vec3 x, int *j, firn_vec3 *d, float *r)
+{
+    const float h2 = P->h * P->h;
+    for (;;) {
+        while (c->k < c->end) {
+            int q = G.sorted[c->k++];
+            if (q == self)
+                continue;
+            firn_vec3 e = firn_sub(x, firn_load3(X, n, q));
+            float r2 = firn_dot(e, e);
+            if (r2 < h2) {
+                *j = q;
+                *d = e;
+                *r = sqrtf(r2);
+                return 1;
+            }
+        }
+        if (c->d >= 9)
+            return 0;
+        int a = c->base[0] + c->d / 3, b = c->base[1] + c->d % 3;
+        c->d++;
+        if (a < 0 || b < 0 || a >= P->res[0] || b >= P->res[1])
+            continue;
+        int lo = c->base[2] < 0 ? 0 : c->base[2];
+        int hi = c->base[2] + 2 < P->res[2] ? c->base[2] + 2 : P->res[2] - 1;
+        int column = (a * P->res[1] + b) * P->res[2];
+        c->k = G.start[column + lo];
+        c->end = G.end[column + hi];
+    }
+}
+
+/* ---- per-particle passes ----------------------------------------------- */
+
+/* Density rho_i = rho0_i V_p (W(0) + sum_j W_ij). */
+static inline FIRN_HD float firn_sph_density(int i, const firn_sph_params *P,
+                                             const firn_sph_material *mats, firn_sph_particles s,
+                                             firn_sph_grid G)
+{
+    firn_vec3 x = firn_load3(s.x, s.n, i), d;
+    float sum = firn_sph_w(P, 0.0f), r;
+    int j;
+    firn_sph_cursor c = firn_sph_cursor_at(P, x);
+    while (firn_sph_next(&c, P, G, s.x, s.n, i, x, &j, &d, &r))
+        sum += firn_sph_w(P, r);
+    return mats[s.mat[i]].rho0 * P->vol * sum;
+}
+
+/* Non-pressure acceleration: gravity, cohesion (Becker and Teschner 2007,
+ * kernel at a distance of at least p) and the artificial viscosity
+ * 2 (d + 2) nu m_j / rho_j (v_ij . x_ij) / (|x_ij|^2 + 0.01 h^2) grad W_ij. */
+static inline FIRN_HD firn_vec3 firn_sph_nonpressure(int i, const firn_sph_params *P,
+                                                     const firn_sph_material *mats,
+                                                     firn_sph_particles s, firn_sph_grid G)
+{
+    const firn_sph_material *mi = &mats[s.mat[i]];
+    firn_vec3 x = firn_load3(s.x, s.n, i), v = firn_load3(s.v, s.n, i), d;
+    firn_vec3 a = firn_v3(P->gravity[0], P->gravity[1], P->gravity[2]);
+    float r;
+    int j;
+    firn_sph_cursor c = firn_sph_cursor_at(P, x);
+    while (firn_sph_next(&c, P, G, s.x, s.n, i, x, &j, &d, &r)) {
+        float mj = mats[s.mat[j]].mass;
+        a = firn_sub(
+            a, firn_scale(d, mi->cohesion / mi->mass * mj * firn_sph_w(P, firn_maxf(r, P->psize))));
+        firn_vec3 vij = firn_sub(v, firn_load3(s.v, s.n, j));
+        float visc =
+            10.0f * mi->mu * (mj / s.rho[j]) * firn_dot(vij, d) / (r * r + 0.01f * P->h * P->h);
+        a = firn_add(a, firn_scale(firn_sph_grad_w(P, d, r), visc));
+    }
+    return a;
+}
+
+/* WCSPH equation of state (Tait, Becker and Teschner 2007): the density is
+ * clamped to at least rho0 (a free surface has no suction) and stored, and
+ * p = k ((rho / rho0)^gamma - 1). */
+static inline FIRN_HD void firn_sph_eos(int i, const firn_sph_material *mats, firn_sph_particles s)
+{
+    const firn_sph_material *m = &mats[s.mat[i]];
+    float rho = firn_maxf(s.rho[i], m->rho0);
+    s.rho[i] = rho;
+    s.p[i] = m->stiffness * (powf(rho / m->rho0, m->exponent) - 1.0f);
+}
+
+/* WCSPH: adds the symmetric pressure acceleration
+ * -sum_j m_j (p_i / rho_i^2 + p_j / rho_j^2) grad W_ij to acc and steps the
+ * velocity, v += dt acc. */
+static inline FIRN_HD void firn_sph_pressure_step(int i, const firn_sph_params *P,
+                                                  const firn_sph_material *mats,
+                                                  firn_sph_particles s, firn_sph_grid G)
+{
+    firn_vec3 x = firn_load3(s.x, s.n, i), a = firn_load3(s.acc, s.n, i), d;
+    float pi = s.p[i] / (s.rho[i] * s.rho[i]), r;
+    int j;
+    firn_sph_cursor c = firn_sph_cursor_at(P, x);
+    while (firn_sph_next(&c, P, G, s.x, s.n, i, x, &j, &d, &r)) {
+        float f = -mats[s.mat[j]].mass * (pi + s.p[j] / (s.rho[j] * s.rho[j]));
+        a = firn_add(a, firn_scale(firn_sph_grad_w(P, d, r), f));
+    }
+    firn_store3(s.acc, s.n, i, a);
+    firn_store3(s.v, s.n, i, firn_add(firn_load3(s.v, s.n, i), firn_scale(a, P->dt)));
+}
+
+/* v += dt acc (DFSPH's prediction with the non-pressure acceleration). */
+static inline FIRN_HD void firn_sph_kick(int i, const firn_sph_params *P, firn_sph_particles s)
+{
+    firn_vec3 v = firn_load3(s.v, s.n, i), a = firn_load3(s.acc, s.n, i);
+    firn_store3(s.v, s.n, i, firn_add(v, firn_scale(a, P->dt)));
+}
+
+/* DFSPH factor (Bender and Koschier 2017, eq. 12 without the density
+ * factors, which cancel in the velocity update): alpha = -1 / S with
+ * S = |sum_j V grad W_ij|^2 + sum_j |V grad W_ij|^2, 0 when S <= 1e-6.
+ * Resets the accumulated pressure. */
+static inline FIRN_HD void firn_sph_df_factor(int i, const firn_sph_params *P, firn_sph_particles s,
+                                              firn_sph_grid G)
+{
+    firn_vec3 x = firn_load3(s.x, s.n, i), sum = firn_v3(0.0f, 0.0f, 0.0f), d;
+    float sq = 0.0f, r;
+    int j;
+    firn_sph_cursor c = firn_sph_cursor_at(P, x);
+    while (firn_sph_next(&c, P, G, s.x, s.n, i, x, &j, &d, &r)) {
+        firn_vec3 g = firn_scale(firn_sph_grad_w(P, d, r), P->vol);
+        sum = firn_add(sum, g);
+        sq += firn_dot(g, g);
+    }
+    float S = firn_dot(sum, sum) + sq;
+    s.alpha[i] = S > 1e-6f ? -1.0f / S : 0.0f;
+    s.p[i] = 0.0f;
+}
+
+/* sum_j V (v_i - v_j) . grad W_ij [1/s], and the neighbour count. */
+static inline FIRN_HD float firn_sph_divergence(int i, const firn_sph_params *P,
+                                                firn_sph_particles s, firn_sph_grid G, int *count)
+{
+    firn_vec3 x = firn_load3(s.x, s.n, i), v = firn_load3(s.v, s.n, i), d;
+    float div = 0.0f, r;
+    int j, k = 0;
+    firn_sph_cursor c = firn_sph_cursor_at(P, x);
+    while (firn_sph_next(&c, P, G, s.x, s.n, i, x, &j, &d, &r)) {
+        div += P->vol * firn_dot(firn_sub(v, firn_load3(s.v, s.n, j)), firn_sph_grad_w(P, d, r));
+        k++;
+    }
+    *count = k;
+    return div;
+}
+
+/* DFSPH divergence source: the compression rate, clamped to >= 0 (only
+ * compression is corrected) and 0 for particles with fewer than 20
+ * neighbours (near a free surface the sum is incomplete). */
+static inline FIRN_HD void firn_sph_df_div_source(int i, const firn_sph_params *P,
+                                                  firn_sph_particles s, firn_sph_grid G)
+{
+    int count;
+    float d = firn_maxf(firn_sph_divergence(i, P, s, G, &count), 0.0f);
+    s.drho[i] = count < 20 ? 0.0f : d;
+}
+
+/* DFSPH density source: the predicted density ratio
+ * rho_i / rho0 + dt sum_j V v_ij . grad W_ij, at least 1. */
+static inline FIRN_HD void firn_sph_df_density_source(int i, const firn_sph_params *P,
+                                                      const firn_sph_material *mats,
+                                                      firn_sph_particles s, firn_sph_grid G)
+{
+    int count;
+    float div = firn_sph_divergence(i, P, s, G, &count);
+    s.drho[i] = firn_maxf(s.rho[i] / mats[s.mat[i]].rho0 + P->dt * div, 1.0f);
+}
+
+/* One Jacobi iteration of a DFSPH solve for particle i: with
+ * kappa = source alpha scale (divergence: source d, scale 1; density:
+ * source (ratio - 1), scale 1 / dt^2),
+ * v_i += step sum_j (kappa_i + kappa_j) V grad W_ij, skipping pairs with
+ * |kappa_i + kappa_j| <= 1e-5 (step 1 for the divergence solve, dt for the
+ * density solve). The density solve accumulates p_i -= kappa_i rho0_i. */
+static inline FIRN_HD float firn_sph_df_kappa(int i, const firn_sph_params *P, firn_sph_particles s,
+                                              int density)
+{
+    return density ? (s.drho[i] - 1.0f) * s.alpha[i] / (P->dt * P->dt) : s.drho[i] * s.alpha[i];
+}
+
+static inline FIRN_HD void firn_sph_df_iterate(int i, const firn_sph_params *P,
+                                               const firn_sph_material *mats, firn_sph_particles s,
+                                               firn_sph_grid G, int density)
+{
+    firn_vec3 x = firn_load3(s.x, s.n, i), dv = firn_v3(0.0f, 0.0f, 0.0f), d;
+    float ki = firn_sph_df_kappa(i, P, s, density), r;
+    int j;
+    firn_sph_cursor c = firn_sph_cursor_at(P, x);
+    while (firn_sph_next(&c, P, G, s.x, s.n, i, x, &j, &d, &r)) {
+        float k = ki + firn_sph_df_kappa(j, P, s, density);
+        if (fabsf(k) > 1e-5f)
+            dv = firn_add(dv, firn_scale(firn_sph_grad_w(P, d, r), k * P->vol));
+    }
+    const float step = density ? P->dt : 1.0f;
+    firn_store3(s.v, s.n, i, firn_add(firn_load3(s.v, s.n, i), firn_scale(dv, step)));
+    if (density)
+        s.p[i] -= ki * mats[s.mat[i]].rho0;
+}
+
+/* One particle's term of the error a DFSPH solve compares with its
+ * tolerance: divergence, d [1/s]; density, ratio - 1 [-]. The solve stops
+ * when the mean over the particles is at most div_tol / dt or dens_tol. */
+static inline FIRN_HD float firn_sph_df_error(int i, firn_sph_particles s, int density)
+{
+    return density ? s.drho[i] - 1.0f : s.drho[i];
+}
+
+static inline FIRN_HD float firn_sph_df_threshold(const firn_sph_params *P, int density)
+{
+    return density ? P->dens_tol : P->div_tol / P->dt;
+}
+
+/* Position step and the SPH box: x += dt v, then per axis a particle at or
+ * beyond a face and moving out loses that velocity component (restitution
+ * 0, no friction) and is put back on the face. */
+static inline FIRN_HD void firn_sph_advect(int i, const firn_sph_params *P, firn_sph_particles s)
+{
+    firn_vec3 x = firn_load3(s.x, s.n, i), v = firn_load3(s.v, s.n, i);
+    x = firn_add(x, firn_scale(v, P->dt));
+    for (int a = 0; a < 3; a++) {
+        if (x.v[a] >= P->upper[a] && v.v[a] >= 0.0f)
+            v.v[a] = 0.0f;
+        else if (x.v[a] <= P->lower[a] && v.v[a] <= 0.0f)
+            v.v[a] = 0.0f;
+        x.v[a] = firn_clampf(x.v[a], P->lower[a], P->upper[a]);
+    }
+    firn_store3(s.x, s.n, i, x);
+    firn_store3(s.v, s.n, i, v);
+}
+
+#endif

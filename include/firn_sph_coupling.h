@@ -1,0 +1,125 @@
+/* firn_sph_coupling.h - the SPH solver's coupling pairs, one body per MPM
+ * node or SPH particle, shared by the CPU path (host/coupler.c) and the
+ * CUDA kernels (kernels/sph.cu, kernels/coupling.cu): MPM-SPH in the grid
+ * update, SPH-rigid after it. docs/PHYSICS.md s5.7. */
+#ifndef FIRN_SPH_COUPLING_H
+#define FIRN_SPH_COUPLING_H
+
+#include "firn_coupling.h"
+#include "firn_sph.h"
+
+/* The SPH solver as a coupling pair sees it. */
+typedef struct {
+    firn_sph_params P;
+    const firn_sph_material *mats;
+    firn_sph_particles s;
+    firn_sph_grid G;
+} firn_sph_view;
+
+/* MPM-SPH at one MPM node (at xn, mass m, velocity v after gravity and the
+ * rigid bodies): the SPH particles in the node's own cell of the MPM grid,
+ * |x_i - xn|_inf < dx / 2 (cells that tile space, so a particle meets one
+ * node), give the node their mean velocity u; the node's momentum change
+ * dp = m (u - v) is taken from them in equal shares, v_i -= dp / (N m_i),
+ * so the pair conserves momentum (Genesis gives each particle all of -dp).
+ * Returns the node's new velocity. Each particle is written by one node
+ * only, so nodes may run in parallel. */
+static inline FIRN_HD firn_vec3 firn_mpm_sph_node(firn_vec3 xn, firn_vec3 v, float m, float dx,
+                                                  const firn_sph_view *V)
+{
+    const firn_sph_params *P = &V->P;
+    const firn_sph_particles s = V->s;
+    const float half = 0.5f * dx;
+    int lo[3], hi[3];
+    for (int a = 0; a < 3; a++) {
+        lo[a] = firn_sph_cell_axis(P, xn.v[a] - half, a);
+        hi[a] = firn_sph_cell_axis(P, xn.v[a] + half, a);
+    }
+    int count = 0;
+    firn_vec3 sum = firn_v3(0.0f, 0.0f, 0.0f);
+    for (int pass = 0; pass < 2; pass++) {
+        const firn_vec3 dp =
+            pass ? firn_scale(firn_sub(sum, firn_scale(v, (float)count)), m / (float)count)
+                 : firn_v3(0.0f, 0.0f, 0.0f);
+        for (int a = lo[0]; a <= hi[0]; a++)
+            for (int b = lo[1]; b <= hi[1]; b++)
+                for (int c = lo[2]; c <= hi[2]; c++) {
+                    int cell = (a * P->res[1] + b) * P->res[2] + c;
+                    for (int k = V->G.start[cell]; k < V->G.end[cell]; k++) {
+                        int i = V->G.sorted[k];
+                        firn_vec3 d = firn_sub(firn_load3(s.x, s.n, i), xn);
+                        if (!(fabsf(d.v[0]) < half && fabsf(d.v[1]) < half && fabsf(d.v[2]) < half))
+                            continue;
+                        firn_vec3 vi = firn_load3(s.v, s.n, i);
+                        if (pass == 0) {
+                            sum = firn_add(sum, vi);
+                            count++;
+                        } else {
+                            float share = 1.0f / ((float)count * V->mats[s.mat[i]].mass);
+                            firn_store3(s.v, s.n, i, firn_sub(vi, firn_scale(dp, share)));
+                        }
+                    }
+                }
+        if (count == 0)
+            return v;
+    }
+    return firn_scale(sum, 1.0f / (float)count);
+}
+
+/* SPH-rigid for particle i: per coupled body in turn, the SDF impulse of
+ * the MPM coupling (firn_rigid_collide, particle mass m_i), and, for a body
+ * that moves (not static) within a support radius of its surface, the
+ * pressure the particle exerts on it: F = -2 p_i V sigma(sd) n on the body,
+ * -F on the particle (v_i -= F dt / m_i). Both reactions go to acc[6] per
+ * body. */
+static inline FIRN_HD void firn_sph_rigid_particle(int i, const firn_sph_view *V,
+                                                   const firn_rigid *bodies, int nb, double *acc)
+{
+    const firn_sph_params *P = &V->P;
+    const firn_sph_particles s = V->s;
+    const float m = V->mats[s.mat[i]].mass;
+    const firn_vec3 x = firn_load3(s.x, s.n, i);
+    firn_vec3 v = firn_load3(s.v, s.n, i);
+    for (int k = 0; k < nb; k++) {
+        const firn_rigid *b = &bodies[k];
+        if (!b->couple)
+            continue;
+        firn_vec3 n, com = firn_rigid_pos(b), rx = firn_sub(x, com), v2;
+        float sd = firn_sdf_world(&b->shape, com, b->q, x, &n);
+        float influence = firn_minf(expf(-sd / firn_maxf(b->softness, 1e-10f)), 1.0f);
+        double *a = acc + FIRN_RIGID_ACC * k;
+        if (influence > 0.1f && firn_rigid_collide(b, rx, v, n, influence, &v2)) {
+            firn_rigid_react(rx, v, v2, m, a);
+            v = v2;
+        }
+        if (sd < P->h && s.p[i] > 0.0f && b->motion != FIRN_MOTION_STATIC) {
+            firn_vec3 F = firn_scale(n, -2.0f * s.p[i] * P->vol * firn_sph_plane_integral(P, sd));
+            firn_vec3 v3 = firn_sub(v, firn_scale(F, P->dt / m));
+            firn_rigid_react(rx, v, v3, m, a);
+            v = v3;
+        }
+    }
+    firn_store3(s.v, s.n, i, v);
+}
+
+/* Grid update of one MPM node with every active pair: velocity + gravity,
+ * the rigid bodies (nb = 0 when rigid-MPM is off), MPM-SPH (V NULL when
+ * off), the walls. acc as in firn_grid_node_rigid. */
+static inline FIRN_HD void firn_grid_node_pairs(long long node, const firn_params *P, firn_grid g,
+                                                const firn_rigid *bodies, int nb, double *acc,
+                                                const firn_sph_view *V)
+{
+    firn_vec3 v;
+    if (!firn_grid_velocity(node, P, g, &v))
+        return;
+    float m = g.node[4 * node + 3];
+    firn_vec3 xn = firn_node_position(node, P);
+    for (int k = 0; k < nb; k++)
+        if (bodies[k].couple)
+            v = firn_rigid_node_impulse(&bodies[k], xn, v, m, acc + FIRN_RIGID_ACC * k);
+    if (V)
+        v = firn_mpm_sph_node(xn, v, m, P->dx, V);
+    firn_grid_store_velocity(node, g, firn_grid_walls(node, P, v));
+}
+
+#endif
