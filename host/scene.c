@@ -26,7 +26,7 @@ static const char *const face_names[6] = {"x_lower", "x_upper", "y_lower",
 static const char *const model_names[FIRN_MODEL_COUNT] = {"elastic", "liquid",    "snow",
                                                           "sand",    "von_mises", "fracture"};
 static const char *const wall_names[3] = {"separate", "sticky", "slip"};
-static const char *const shape_names[3] = {"box", "sphere", "cylinder"};
+static const char *const shape_names[FIRN_SHAPE_COUNT] = {"box", "sphere", "cylinder", "mesh"};
 static const char *const law_names[2] = {"corotated", "neohookean"};
 static const char *const rigid_shape_names[FIRN_RSHAPE_COUNT] = {"plane",   "sphere",   "box",
                                                                  "capsule", "cylinder", "mesh"};
@@ -135,6 +135,7 @@ void firn_body_default(firn_body_def *body)
     body->shape.radius = 0.05f;
     body->shape.height = 0.1f;
     body->shape.axis = 1;
+    body->shape.scale = 1.0f;
     body->particles_per_cell = 8.0f;
     body->seed = 0; /* 0: body index + 1 */
 }
@@ -341,14 +342,15 @@ static int validate_material(const ctx *c, const firn_scene_def *def, int i)
     return 0;
 }
 
-/* Checks a body's shape, its particle count and its place in the domain;
- * *particles gets the expected number of particles. */
+/* Checks a body's shape (a mesh file is loaded), its particle count and its
+ * place in the domain; *particles gets the expected number of particles.
+ * Returns 0, or the error code (-1, or the mesh loader's). */
 static int validate_body(const ctx *c, const firn_scene_def *def, int i, double *particles)
 {
     const firn_body_def *b = &def->bodies[i];
     const firn_shape_def *s = &b->shape;
     char base[KEYPATH_MAX], sp[KEYPATH_MAX], p[KEYPATH_MAX], q[KEYPATH_MAX];
-    double half[3], volume;
+    double lo_off[3], hi_off[3], half[3], volume;
 
     join_index(base, "bodies", i);
     join(sp, base, "shape");
@@ -389,9 +391,38 @@ static int validate_body(const ctx *c, const firn_scene_def *def, int i, double 
         half[s->axis] = 0.5 * s->height;
         volume = M_PI * (double)s->radius * s->radius * s->height;
         break;
+    case FIRN_SHAPE_MESH: {
+        const firn_mesh *mesh;
+        firn_error e;
+        if (!memchr(s->file, '\0', sizeof s->file))
+            return fail(c, join(p, sp, "file"), "not NUL-terminated");
+        if (!s->file[0])
+            return fail(c, join(p, sp, "file"), "missing (a mesh needs an OBJ file)");
+        if (need(c, join(p, sp, "scale"), s->scale, s->scale > 0, "must be > 0"))
+            return -1;
+        if (firn_mesh_get(s->file, s->scale, 0, &mesh, &e)) {
+            fail(c, join(p, sp, "file"), "%s", e.msg);
+            if (c->err)
+                c->err->code = e.code; /* an unreadable file is an I/O error */
+            return e.code;
+        }
+        /* Centroid at center: the vertices' extent about it. */
+        for (int k = 0; k < 3; k++) {
+            lo_off[k] = DBL_MAX, hi_off[k] = -DBL_MAX;
+            for (int v = 0; v < mesh->nv; v++) {
+                lo_off[k] = fmin(lo_off[k], mesh->v[3 * v + k]);
+                hi_off[k] = fmax(hi_off[k], mesh->v[3 * v + k]);
+            }
+        }
+        volume = mesh->volume;
+        break;
+    }
     default:
         return fail(c, join(p, sp, "type"), "unknown shape type %d", (int)s->type);
     }
+    if (s->type != FIRN_SHAPE_MESH)
+        for (int k = 0; k < 3; k++)
+            lo_off[k] = -half[k], hi_off[k] = half[k];
 
     *particles = volume * b->particles_per_cell / pow(def->dx, 3);
     if (*particles < 1.0)
@@ -408,7 +439,7 @@ static int validate_body(const ctx *c, const firn_scene_def *def, int i, double 
     for (int k = 0; k < 3; k++) {
         double lo = (double)def->lower[k] + 2.0 * def->dx,
                hi = (double)def->upper[k] - 2.0 * def->dx;
-        double blo = s->center[k] - half[k], bhi = s->center[k] + half[k], tol = 1e-4 * def->dx;
+        double blo = s->center[k] + lo_off[k], bhi = s->center[k] + hi_off[k], tol = 1e-4 * def->dx;
         if (blo < lo - tol || bhi > hi + tol)
             return fail(c, base,
                         "%s (material %s) spans %c in [%g, %g], outside the allowed [%g, %g] "
@@ -615,8 +646,9 @@ static int validate(const firn_scene_def *def, const char *file, firn_error *err
                     FIRN_MAX_BODIES);
     for (int i = 0; i < def->n_bodies; i++) {
         double n = 0.0;
-        if (validate_body(&c, def, i, &n))
-            return -1;
+        int rc = validate_body(&c, def, i, &n);
+        if (rc)
+            return rc; /* -1, or FIRN_E_IO for an unreadable mesh */
         total += n;
     }
     if (def->coupling_cpic && !def->coupling_rigid_mpm)
@@ -1016,26 +1048,46 @@ static int parse_materials(const ctx *c, const cJSON *j, firn_scene_def *def)
     return 0;
 }
 
+/* A mesh's "file" at path into out: a relative path is taken from the
+ * scene file's folder. */
+static int get_mesh_file(const ctx *c, const cJSON *j, const char *path, char out[FIRN_PATH_MAX])
+{
+    char p[KEYPATH_MAX];
+    const char *file = NULL, *slash = strrchr(c->file, '/');
+    if (get_string(c, j, path, "file", 1, &file))
+        return -1;
+    if (!file[0])
+        return fail(c, join(p, path, "file"), "must not be empty");
+    int dir = file[0] != '/' && slash ? (int)(slash - c->file) + 1 : 0;
+    if (snprintf(out, FIRN_PATH_MAX, "%.*s%s", dir, c->file, file) >= FIRN_PATH_MAX)
+        return fail(c, join(p, path, "file"), "path longer than %d characters", FIRN_PATH_MAX - 1);
+    return 0;
+}
+
 static int parse_shape(const ctx *c, const cJSON *j, const char *path, firn_shape_def *s)
 {
     static const char *const box_keys[] = {"type", "center", "size", "lower", "upper", NULL};
     static const char *const sphere_keys[] = {"type", "center", "radius", NULL};
     static const char *const cyl_keys[] = {"type", "center", "radius", "height", "axis", NULL};
-    static const char *const *const keys[3] = {box_keys, sphere_keys, cyl_keys};
+    static const char *const mesh_keys[] = {"type", "center", "file", "scale", NULL};
+    static const char *const *const keys[FIRN_SHAPE_COUNT] = {box_keys, sphere_keys, cyl_keys,
+                                                              mesh_keys};
     static const char *const axes[3] = {"x", "y", "z"};
     char p[KEYPATH_MAX], q[KEYPATH_MAX], what[32];
     const char *type = NULL, *axis = NULL;
     int t = 0;
 
     if (need_object(c, j, path) || get_string(c, j, path, "type", 1, &type) ||
-        pick(c, join(p, path, "type"), type, shape_names, 3, &t))
+        pick(c, join(p, path, "type"), type, shape_names, FIRN_SHAPE_COUNT, &t))
         return -1;
     s->type = (firn_shape_type)t;
     snprintf(what, sizeof what, "for a %s", type);
     if (check_keys(c, j, path, keys[t], what) || get_vec3(c, j, path, "center", s->center) ||
         get_vec3(c, j, path, "size", s->size) || get_float(c, j, path, "radius", &s->radius) ||
         get_float(c, j, path, "height", &s->height) || get_string(c, j, path, "axis", 0, &axis) ||
-        (axis && pick(c, join(p, path, "axis"), axis, axes, 3, &s->axis)))
+        (axis && pick(c, join(p, path, "axis"), axis, axes, 3, &s->axis)) ||
+        get_float(c, j, path, "scale", &s->scale) ||
+        (s->type == FIRN_SHAPE_MESH && get_mesh_file(c, j, path, s->file)))
         return -1;
 
     /* A box may be given by its corners instead. */
@@ -1148,18 +1200,8 @@ static int parse_rigid_shape(const ctx *c, const cJSON *j, const char *path,
         (axis && pick(c, join(p, path, "axis"), axis, axes, 3, &s->axis)) ||
         get_float(c, j, path, "scale", &s->scale))
         return -1;
-    if (s->type == FIRN_RSHAPE_MESH) {
-        /* A relative path is taken from the scene file's folder. */
-        const char *file = NULL, *slash = strrchr(c->file, '/');
-        if (get_string(c, j, path, "file", 1, &file))
-            return -1;
-        if (!file[0])
-            return fail(c, join(p, path, "file"), "must not be empty");
-        int dir = file[0] != '/' && slash ? (int)(slash - c->file) + 1 : 0;
-        if (snprintf(s->file, sizeof s->file, "%.*s%s", dir, c->file, file) >= (int)sizeof s->file)
-            return fail(c, join(p, path, "file"), "path longer than %d characters",
-                        FIRN_PATH_MAX - 1);
-    }
+    if (s->type == FIRN_RSHAPE_MESH && get_mesh_file(c, j, path, s->file))
+        return -1;
     if (get(j, "lower") || get(j, "upper")) {
         float lo[3], hi[3];
         if (get(j, "center") || get(j, "size"))
