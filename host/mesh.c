@@ -1,8 +1,9 @@
-/* mesh.c - triangle meshes for rigid bodies: Wavefront OBJ loading (`v` and
- * `f` lines; polygons fan-triangulated; everything else ignored), the
- * closed-manifold check, volume integrals (mass, centroid and inertia from
- * signed tetrahedra), principal axes, and the SDF grid that the coupling
- * samples (PHYSICS.md s4, as Genesis builds it: 5 mm cells, 32 to 128 per
+/* mesh.c - triangle meshes for rigid bodies and particle bodies: Wavefront
+ * OBJ loading (`v` and `f` lines; polygons fan-triangulated; everything else
+ * ignored), the closed-manifold check, volume integrals (mass, centroid and
+ * inertia from signed tetrahedra), principal axes, the exact signed distance
+ * through a triangle hierarchy (particle bodies' inside test), and the SDF
+ * grid that the coupling samples (PHYSICS.md s4, as Genesis builds it: 5 mm cells, 32 to 128 per
  * axis, the box padded by 20 % of the largest extent).
  *
  * Each grid point holds the exact distance to the nearest triangle, found
@@ -540,7 +541,7 @@ static int mesh_from(float *v, int nv, int *tri, int nt, const int *line, const 
     m->v = v, m->nv = nv, m->tri = tri, m->nt = nt;
     if (nt == 0) {
         firn_set_error(err, FIRN_E_SCENE,
-                       "mesh '%s': no faces (%d vertices): a rigid mesh must be "
+                       "mesh '%s': no faces (%d vertices): a mesh must be "
                        "a closed surface",
                        name, nv);
         goto fail;
@@ -585,7 +586,7 @@ typedef struct {
     int first, count; /* leaf: triangles order[first .. first + count) */
 } bvh_node;
 
-typedef struct {
+struct firn_mesh_bvh {
     const firn_mesh *m;
     double *fn; /* 3 per triangle: unit face normal */
     double *en; /* 9 per triangle: edge pseudo-normals (slots v0v1, v1v2, v2v0) */
@@ -593,7 +594,7 @@ typedef struct {
     int *order;
     bvh_node *node;
     int nodes, root;
-} sdf_build;
+};
 
 typedef struct {
     float key;
@@ -606,7 +607,7 @@ static int cmp_key(const void *a, const void *b)
     return x < y ? -1 : (x > y);
 }
 
-static int bvh_build(sdf_build *b, sort_key *keys, int first, int count)
+static int bvh_build(firn_mesh_bvh *b, sort_key *keys, int first, int count)
 {
     const firn_mesh *m = b->m;
     int id = b->nodes++;
@@ -726,7 +727,7 @@ static void tri_vertex(const firn_mesh *m, int t, int j, double out[3])
 }
 
 /* Signed distance at p, and the gradient. */
-static double signed_distance(const sdf_build *b, const double p[3], double g[3])
+static double signed_distance(const firn_mesh_bvh *b, const double p[3], double g[3])
 {
     const firn_mesh *m = b->m;
     double best = DBL_MAX, q[3] = {0, 0, 0};
@@ -778,23 +779,42 @@ static double signed_distance(const sdf_build *b, const double p[3], double g[3]
     return sign * dist;
 }
 
-int firn_mesh_build_sdf(firn_mesh *m, firn_error *err)
+static int nomem_bvh(firn_error *err, int nt)
 {
-    if (m->grid)
-        return 0;
+    firn_set_error(err, FIRN_E_NOMEM,
+                   "out of host memory for a mesh's triangle hierarchy (%d triangles)", nt);
+    return -1;
+}
+
+void firn_mesh_bvh_free(firn_mesh_bvh *b)
+{
+    if (!b)
+        return;
+    free(b->fn), free(b->en), free(b->vn), free(b->order), free(b->node), free(b);
+}
+
+int firn_mesh_bvh_create(const firn_mesh *m, firn_mesh_bvh **out, firn_error *err)
+{
     const int nt = m->nt, nv = m->nv;
-    sdf_build b;
-    memset(&b, 0, sizeof b);
-    b.m = m;
-    b.fn = calloc((size_t)3 * nt, sizeof(double));
-    b.en = calloc((size_t)9 * nt, sizeof(double));
-    b.vn = calloc((size_t)3 * nv, sizeof(double));
-    b.order = malloc((size_t)nt * sizeof(int));
-    b.node = malloc((size_t)2 * nt * sizeof(bvh_node));
+    *out = NULL;
+    firn_mesh_bvh *b = calloc(1, sizeof *b);
     sort_key *keys = malloc((size_t)nt * sizeof *keys);
     int *twin = malloc((size_t)3 * nt * sizeof(int));
-    if (!b.fn || !b.en || !b.vn || !b.order || !b.node || !keys || !twin)
-        goto nomem;
+    if (!b || !keys || !twin) {
+        free(b), free(keys), free(twin);
+        return nomem_bvh(err, nt);
+    }
+    b->m = m;
+    b->fn = calloc((size_t)3 * nt, sizeof(double));
+    b->en = calloc((size_t)9 * nt, sizeof(double));
+    b->vn = calloc((size_t)3 * nv, sizeof(double));
+    b->order = malloc((size_t)nt * sizeof(int));
+    b->node = malloc((size_t)2 * nt * sizeof(bvh_node));
+    if (!b->fn || !b->en || !b->vn || !b->order || !b->node) {
+        free(keys), free(twin);
+        firn_mesh_bvh_free(b);
+        return nomem_bvh(err, nt);
+    }
     {
         firn_error ignore;
         check_manifold(m->tri, nt, NULL, "", twin, &ignore); /* checked when loaded */
@@ -812,7 +832,7 @@ int firn_mesh_build_sdf(firn_mesh *m, firn_error *err)
         n[2] = e1[0] * e2[1] - e1[1] * e2[0];
         double len = sqrt(dot3(n, n));
         for (int a = 0; a < 3; a++)
-            b.fn[3 * t + a] = len > 0.0 ? n[a] / len : 0.0;
+            b->fn[3 * t + a] = len > 0.0 ? n[a] / len : 0.0;
         for (int j = 0; j < 3; j++) {
             double u[3], w[3];
             for (int a = 0; a < 3; a++) {
@@ -823,16 +843,35 @@ int firn_mesh_build_sdf(firn_mesh *m, firn_error *err)
             double cosang = lu > 0.0 && lw > 0.0 ? dot3(u, w) / (lu * lw) : 1.0;
             double ang = acos(fmax(-1.0, fmin(1.0, cosang)));
             for (int a = 0; a < 3; a++)
-                b.vn[3 * m->tri[3 * t + j] + a] += ang * b.fn[3 * t + a];
+                b->vn[3 * m->tri[3 * t + j] + a] += ang * b->fn[3 * t + a];
         }
     }
     for (int t = 0; t < nt; t++)
         for (int e = 0; e < 3; e++)
             for (int a = 0; a < 3; a++)
-                b.en[9 * t + 3 * e + a] = b.fn[3 * t + a] + b.fn[3 * twin[3 * t + e] + a];
+                b->en[9 * t + 3 * e + a] = b->fn[3 * t + a] + b->fn[3 * twin[3 * t + e] + a];
     for (int t = 0; t < nt; t++)
-        b.order[t] = t;
-    b.root = bvh_build(&b, keys, 0, nt);
+        b->order[t] = t;
+    b->root = bvh_build(b, keys, 0, nt);
+    free(keys), free(twin);
+    *out = b;
+    return 0;
+}
+
+double firn_mesh_bvh_distance(const firn_mesh_bvh *b, const double p[3], double g[3])
+{
+    double scratch[3];
+    return signed_distance(b, p, g ? g : scratch);
+}
+
+int firn_mesh_build_sdf(firn_mesh *m, firn_error *err)
+{
+    if (m->grid)
+        return 0;
+    const int nv = m->nv;
+    firn_mesh_bvh *b;
+    if (firn_mesh_bvh_create(m, &b, err))
+        return -1;
 
     /* The grid's box: the mesh's, padded; 5 mm cells, 32 to 128 per axis. */
     float ext = 2.0f * fmaxf(m->half[0], fmaxf(m->half[1], m->half[2]));
@@ -854,8 +893,12 @@ int firn_mesh_build_sdf(firn_mesh *m, firn_error *err)
     }
     const long long points = (long long)m->n[0] * m->n[1] * m->n[2];
     float *grid = malloc((size_t)points * 4 * sizeof(float));
-    if (!grid)
-        goto nomem;
+    if (!grid) {
+        firn_mesh_bvh_free(b);
+        firn_set_error(err, FIRN_E_NOMEM, "out of host memory for a mesh SDF grid (%d triangles)",
+                       m->nt);
+        return -1;
+    }
 #pragma omp parallel for schedule(dynamic, 64)
     for (long long k = 0; k < points; k++) {
         int i = (int)(k / ((long long)m->n[1] * m->n[2])), j = (int)((k / m->n[2]) % m->n[1]);
@@ -863,18 +906,14 @@ int firn_mesh_build_sdf(firn_mesh *m, firn_error *err)
         double p[3] = {m->lo[0] + (double)i * m->h[0], m->lo[1] + (double)j * m->h[1],
                        m->lo[2] + (double)l * m->h[2]},
                g[3];
-        double d = signed_distance(&b, p, g);
+        double d = signed_distance(b, p, g);
         grid[4 * k + 0] = (float)d;
         for (int a = 0; a < 3; a++)
             grid[4 * k + 1 + a] = (float)g[a];
     }
+    firn_mesh_bvh_free(b);
     m->grid = grid;
-    free(b.fn), free(b.en), free(b.vn), free(b.order), free(b.node), free(keys), free(twin);
     return 0;
-nomem:
-    free(b.fn), free(b.en), free(b.vn), free(b.order), free(b.node), free(keys), free(twin);
-    firn_set_error(err, FIRN_E_NOMEM, "out of host memory for a mesh SDF grid (%d triangles)", nt);
-    return -1;
 }
 
 void firn_mesh_sdf_shape(const firn_mesh *m, firn_sdf_shape *s)

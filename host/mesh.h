@@ -39,6 +39,17 @@ int firn_mesh_get(const char *path, float scale, int with_sdf, const firn_mesh *
 int firn_mesh_build(const float *v, int nv, const int *tri, int nt, const char *name,
                     firn_mesh **out, firn_error *err);
 int firn_mesh_build_sdf(firn_mesh *m, firn_error *err);
+
+/* A bounding-volume hierarchy over a mesh's triangles with their
+ * angle-weighted pseudo-normals: the exact signed distance at any point, not
+ * the SDF grid's trilinear estimate. It refers to m, which must outlive it.
+ * Errors: FIRN_E_NOMEM. */
+typedef struct firn_mesh_bvh firn_mesh_bvh;
+int firn_mesh_bvh_create(const firn_mesh *m, firn_mesh_bvh **out, firn_error *err);
+void firn_mesh_bvh_free(firn_mesh_bvh *b);
+/* Signed distance [m] from p (body frame) to the surface, negative inside;
+ * g (may be NULL) gets its gradient. Thread-safe, deterministic. */
+double firn_mesh_bvh_distance(const firn_mesh_bvh *b, const double p[3], double g[3]);
 void firn_mesh_free(firn_mesh *m);
 /* The mesh's SDF grid as a shape (grid pointer in host memory). */
 void firn_mesh_sdf_shape(const firn_mesh *m, firn_sdf_shape *s);

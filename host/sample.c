@@ -6,6 +6,7 @@
  * particle carries the volume s^3 of its lattice cell. The jitter of cell
  * (i,j,k) is a hash of (seed, i, j, k), so sampling is reproducible and
  * independent of traversal order. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,11 +23,55 @@ static uint64_t splitmix64(uint64_t z)
 
 static float unit_float(uint64_t h) { return (float)(h >> 40) * (1.0f / 16777216.0f); }
 
-void firn_shape_bounds(const firn_shape_def *s, float lo[3], float hi[3])
+int firn_shape_prepare(const firn_shape_def *def, firn_prepared_shape *s, firn_error *err)
 {
+    memset(s, 0, sizeof *s);
+    s->def = *def;
+    if (def->type != FIRN_SHAPE_MESH)
+        return 0;
+    if (!memchr(def->file, '\0', sizeof def->file)) {
+        firn_set_error(err, FIRN_E_SCENE, "file: not NUL-terminated");
+        return -1;
+    }
+    if (!(def->scale > 0.0f) || !isfinite(def->scale)) {
+        firn_set_error(err, FIRN_E_SCENE, "scale = %g: must be > 0", (double)def->scale);
+        return -1;
+    }
+    firn_error e;
+    if (firn_mesh_get(def->file, def->scale, 0, &s->mesh, &e) ||
+        firn_mesh_bvh_create(s->mesh, &s->bvh, &e)) {
+        firn_set_error(err, e.code, "file: %s", e.msg);
+        return -1;
+    }
+    for (int a = 0; a < 3; a++) {
+        float lo = INFINITY, hi = -INFINITY;
+        for (int i = 0; i < s->mesh->nv; i++) {
+            lo = fminf(lo, s->mesh->v[3 * i + a]);
+            hi = fmaxf(hi, s->mesh->v[3 * i + a]);
+        }
+        s->lo[a] = def->center[a] + lo;
+        s->hi[a] = def->center[a] + hi;
+    }
+    return 0;
+}
+
+void firn_shape_release(firn_prepared_shape *s)
+{
+    firn_mesh_bvh_free(s->bvh);
+    s->bvh = NULL;
+    s->mesh = NULL;
+}
+
+void firn_shape_bounds(const firn_prepared_shape *ps, float lo[3], float hi[3])
+{
+    const firn_shape_def *s = &ps->def;
     for (int a = 0; a < 3; a++) {
         float half;
         switch (s->type) {
+        case FIRN_SHAPE_MESH:
+            lo[a] = ps->lo[a];
+            hi[a] = ps->hi[a];
+            continue;
         case FIRN_SHAPE_SPHERE:
             half = s->radius;
             break;
@@ -42,8 +87,9 @@ void firn_shape_bounds(const firn_shape_def *s, float lo[3], float hi[3])
     }
 }
 
-int firn_shape_contains(const firn_shape_def *s, const float x[3])
+int firn_shape_contains(const firn_prepared_shape *ps, const float x[3])
 {
+    const firn_shape_def *s = &ps->def;
     float d[3];
     for (int a = 0; a < 3; a++)
         d[a] = x[a] - s->center[a];
@@ -57,6 +103,18 @@ int firn_shape_contains(const firn_shape_def *s, const float x[3])
                 r2 += d[a] * d[a];
         return r2 <= s->radius * s->radius && 2.0f * fabsf(d[s->axis]) <= s->height;
     }
+    case FIRN_SHAPE_MESH: {
+        /* The exact distance's sign (pseudo-normals, host/mesh.c): robust
+         * where a ray-parity test would hit an edge or a vertex; the
+         * bounds check first spares the hierarchy most outside points. */
+        double p[3];
+        for (int a = 0; a < 3; a++) {
+            if (x[a] < ps->lo[a] || x[a] > ps->hi[a])
+                return 0;
+            p[a] = (double)x[a] - (double)s->center[a];
+        }
+        return firn_mesh_bvh_distance(ps->bvh, p, NULL) <= 0.0;
+    }
     default:
         for (int a = 0; a < 3; a++)
             if (2.0f * fabsf(d[a]) > s->size[a])
@@ -68,19 +126,22 @@ int firn_shape_contains(const firn_shape_def *s, const float x[3])
 /* The lattice of one body: spacing s, corner lo, cells[3] cells. */
 typedef struct {
     const firn_body_def *b;
+    const firn_prepared_shape *shape;
     uint64_t seed;
     float s, lo[3];
     int cells[3];
 } lattice;
 
-static lattice body_lattice(const firn_body_def *b, int index, float dx)
+static lattice body_lattice(const firn_body_def *b, const firn_prepared_shape *shape, int index,
+                            float dx)
 {
     lattice L;
     L.b = b;
+    L.shape = shape;
     L.seed = b->seed ? b->seed : (uint64_t)index + 1;
     L.s = dx / cbrtf(b->particles_per_cell);
     float hi[3];
-    firn_shape_bounds(&b->shape, L.lo, hi);
+    firn_shape_bounds(shape, L.lo, hi);
     for (int a = 0; a < 3; a++)
         L.cells[a] = (int)ceilf((hi[a] - L.lo[a]) / L.s);
     return L;
@@ -101,7 +162,7 @@ static long long sample_slab(const lattice *L, int i, firn_particles *p, int q0,
             float x[3] = {L->lo[0] + ((float)i + unit_float(h)) * s,
                           L->lo[1] + ((float)j + unit_float(splitmix64(h))) * s,
                           L->lo[2] + ((float)k + unit_float(splitmix64(h + 1))) * s};
-            if (!firn_shape_contains(&b->shape, x))
+            if (!firn_shape_contains(L->shape, x))
                 continue;
             if (p) {
                 int n = p->n, q = q0 + (int)count;
@@ -196,10 +257,15 @@ int firn_sample_bodies(const firn_scene_def *def, const firn_material *mats, fir
     long long *slabs[FIRN_MAX_BODIES] = {0};
     lattice lat[FIRN_MAX_BODIES];
     int rc = -1;
+    /* Calloc'd: a shape holds its definition (a path of FIRN_PATH_MAX). */
+    firn_prepared_shape *shapes = calloc((size_t)FIRN_MAX_BODIES, sizeof *shapes);
+    if (!shapes) {
+        firn_set_error(err, FIRN_E_NOMEM, "out of host memory sampling bodies");
+        return -1;
+    }
     for (int b = 0; b < def->n_bodies; b++) {
-        lat[b] = body_lattice(&def->bodies[b], b, def->dx);
         if (def->bodies[b].solver != FIRN_SOLVER_KIND_MPM) { /* another solver samples it */
-            lat[b].cells[0] = 0;
+            memset(&lat[b], 0, sizeof lat[b]);
             counts[b] = 0;
             slabs[b] = malloc(1);
             if (!slabs[b]) {
@@ -208,6 +274,13 @@ int firn_sample_bodies(const firn_scene_def *def, const firn_material *mats, fir
             }
             continue;
         }
+        firn_error e;
+        if (firn_shape_prepare(&def->bodies[b].shape, &shapes[b], &e)) {
+            firn_set_error(err, e.code, "%s%sbodies[%d].shape.%s", def->source,
+                           def->source[0] ? ": " : "", b, e.msg);
+            goto done;
+        }
+        lat[b] = body_lattice(&def->bodies[b], &shapes[b], b, def->dx);
         counts[b] = count_slabs(&lat[b], &slabs[b]);
         if (!slabs[b]) {
             firn_set_error(err, FIRN_E_NOMEM, "out of host memory sampling bodies[%d]", b);
@@ -255,8 +328,11 @@ int firn_sample_bodies(const firn_scene_def *def, const firn_material *mats, fir
     }
     rc = 0;
 done:
-    for (int b = 0; b < def->n_bodies; b++)
+    for (int b = 0; b < def->n_bodies; b++) {
         free(slabs[b]);
+        firn_shape_release(&shapes[b]);
+    }
+    free(shapes);
     return rc;
 }
 

@@ -8,15 +8,34 @@
 #include "firn_cpic.h"
 #include "firn_material.h"
 #include "firn_mpm.h"
+#include "mesh.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* A body shape's axis-aligned bounds, and whether it holds point x
- * (boundary included); every particle solver samples its bodies with these. */
-void firn_shape_bounds(const firn_shape_def *s, float lo[3], float hi[3]);
-int firn_shape_contains(const firn_shape_def *s, const float x[3]);
+/* A body shape made ready for sampling: a mesh shape's file loaded (once
+ * per process, through firn_mesh_get) and its triangle hierarchy built, so
+ * that the inside test costs no file access. Every particle solver samples
+ * its bodies with these. */
+typedef struct {
+    firn_shape_def def;    /* a copy of the definition */
+    const firn_mesh *mesh; /* mesh: body frame, centroid at the origin (the cache's) */
+    firn_mesh_bvh *bvh;    /* mesh: exact signed distance; owned */
+    float lo[3], hi[3];    /* mesh: the placed mesh's bounds [m] */
+} firn_prepared_shape;
+
+/* Prepares def. Errors (a mesh's: FIRN_E_IO unreadable file, FIRN_E_SCENE
+ * malformed or open mesh, or scale not > 0; FIRN_E_NOMEM) start with the key
+ * within the shape ("file: mesh '...': ...", "scale = 0: ..."): callers put
+ * the shape's key path before it. firn_shape_release frees what it holds
+ * (safe on a zeroed or released shape). */
+int firn_shape_prepare(const firn_shape_def *def, firn_prepared_shape *s, firn_error *err);
+void firn_shape_release(firn_prepared_shape *s);
+/* The shape's axis-aligned bounds [m], and whether it holds point x
+ * (boundary included; a mesh: exact signed distance <= 0). Thread-safe. */
+void firn_shape_bounds(const firn_prepared_shape *s, float lo[3], float hi[3]);
+int firn_shape_contains(const firn_prepared_shape *s, const float x[3]);
 
 /* Initial particles from the scene's bodies (host/sample.c). */
 int firn_sample_bodies(const firn_scene_def *def, const firn_material *mats, firn_particles *p,

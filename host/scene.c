@@ -28,7 +28,7 @@ static const char *const model_names[FIRN_MODEL_COUNT] = {
 static const char *const solver_names[2] = {"mpm", "sph"};
 static const char *const pressure_names[2] = {"wcsph", "dfsph"};
 static const char *const wall_names[3] = {"separate", "sticky", "slip"};
-static const char *const shape_names[3] = {"box", "sphere", "cylinder"};
+static const char *const shape_names[FIRN_SHAPE_COUNT] = {"box", "sphere", "cylinder", "mesh"};
 static const char *const law_names[2] = {"corotated", "neohookean"};
 static const char *const rigid_shape_names[FIRN_RSHAPE_COUNT] = {"plane",   "sphere",   "box",
                                                                  "capsule", "cylinder", "mesh"};
@@ -143,6 +143,7 @@ void firn_body_default(firn_body_def *body)
     body->shape.radius = 0.05f;
     body->shape.height = 0.1f;
     body->shape.axis = 1;
+    body->shape.scale = 1.0f;
     body->particles_per_cell = 8.0f;
     body->seed = 0; /* 0: body index + 1 */
 }
@@ -389,8 +390,8 @@ static void sph_box(const firn_scene_def *def, float lo[3], float hi[3])
 }
 
 /* An SPH body: a lattice of spacing sph.particle_size inside the SPH box. */
-static int validate_sph_body(const ctx *c, const firn_scene_def *def, int i, const double half[3],
-                             double volume, double *particles)
+static int validate_sph_body(const ctx *c, const firn_scene_def *def, int i, const double lo_off[3],
+                             const double hi_off[3], double volume, double *particles)
 {
     const firn_shape_def *s = &def->bodies[i].shape;
     char base[KEYPATH_MAX];
@@ -404,7 +405,7 @@ static int validate_sph_body(const ctx *c, const firn_scene_def *def, int i, con
                     "sph.particle_size = %g m; at least 1 is needed",
                     shape_names[s->type], volume, *particles, def->sph_particle_size);
     for (int k = 0; k < 3; k++) {
-        double blo = s->center[k] - half[k], bhi = s->center[k] + half[k];
+        double blo = s->center[k] + lo_off[k], bhi = s->center[k] + hi_off[k];
         double tol = 1e-4 * def->sph_particle_size;
         if (blo < lo[k] - tol || bhi > hi[k] + tol)
             return fail(c, base, "%s spans %c in [%g, %g], outside the SPH box [%g, %g]",
@@ -469,14 +470,15 @@ static int validate_sph(const ctx *c, const firn_scene_def *def)
     return 0;
 }
 
-/* Checks a body's shape, its particle count and its place in the domain;
- * *particles gets the expected number of particles. */
+/* Checks a body's shape (a mesh file is loaded), its particle count and its
+ * place in the domain; *particles gets the expected number of particles.
+ * Returns 0, or the error code (-1, or the mesh loader's). */
 static int validate_body(const ctx *c, const firn_scene_def *def, int i, double *particles)
 {
     const firn_body_def *b = &def->bodies[i];
     const firn_shape_def *s = &b->shape;
     char base[KEYPATH_MAX], sp[KEYPATH_MAX], p[KEYPATH_MAX], q[KEYPATH_MAX];
-    double half[3], volume;
+    double lo_off[3], hi_off[3], half[3], volume;
 
     join_index(base, "bodies", i);
     join(sp, base, "shape");
@@ -527,11 +529,40 @@ static int validate_body(const ctx *c, const firn_scene_def *def, int i, double 
         half[s->axis] = 0.5 * s->height;
         volume = M_PI * (double)s->radius * s->radius * s->height;
         break;
+    case FIRN_SHAPE_MESH: {
+        const firn_mesh *mesh;
+        firn_error e;
+        if (!memchr(s->file, '\0', sizeof s->file))
+            return fail(c, join(p, sp, "file"), "not NUL-terminated");
+        if (!s->file[0])
+            return fail(c, join(p, sp, "file"), "missing (a mesh needs an OBJ file)");
+        if (need(c, join(p, sp, "scale"), s->scale, s->scale > 0, "must be > 0"))
+            return -1;
+        if (firn_mesh_get(s->file, s->scale, 0, &mesh, &e)) {
+            fail(c, join(p, sp, "file"), "%s", e.msg);
+            if (c->err)
+                c->err->code = e.code; /* an unreadable file is an I/O error */
+            return e.code;
+        }
+        /* Centroid at center: the vertices' extent about it. */
+        for (int k = 0; k < 3; k++) {
+            lo_off[k] = DBL_MAX, hi_off[k] = -DBL_MAX;
+            for (int v = 0; v < mesh->nv; v++) {
+                lo_off[k] = fmin(lo_off[k], mesh->v[3 * v + k]);
+                hi_off[k] = fmax(hi_off[k], mesh->v[3 * v + k]);
+            }
+        }
+        volume = mesh->volume;
+        break;
+    }
     default:
         return fail(c, join(p, sp, "type"), "unknown shape type %d", (int)s->type);
     }
+    if (s->type != FIRN_SHAPE_MESH)
+        for (int k = 0; k < 3; k++)
+            lo_off[k] = -half[k], hi_off[k] = half[k];
     if (b->solver == FIRN_SOLVER_KIND_SPH)
-        return validate_sph_body(c, def, i, half, volume, particles);
+        return validate_sph_body(c, def, i, lo_off, hi_off, volume, particles);
 
     *particles = volume * b->particles_per_cell / pow(def->dx, 3);
     if (*particles < 1.0)
@@ -548,7 +579,7 @@ static int validate_body(const ctx *c, const firn_scene_def *def, int i, double 
     for (int k = 0; k < 3; k++) {
         double lo = (double)def->lower[k] + 2.0 * def->dx,
                hi = (double)def->upper[k] - 2.0 * def->dx;
-        double blo = s->center[k] - half[k], bhi = s->center[k] + half[k], tol = 1e-4 * def->dx;
+        double blo = s->center[k] + lo_off[k], bhi = s->center[k] + hi_off[k], tol = 1e-4 * def->dx;
         if (blo < lo - tol || bhi > hi + tol)
             return fail(c, base,
                         "%s (material %s) spans %c in [%g, %g], outside the allowed [%g, %g] "
@@ -755,8 +786,9 @@ static int validate(const firn_scene_def *def, const char *file, firn_error *err
                     FIRN_MAX_BODIES);
     for (int i = 0; i < def->n_bodies; i++) {
         double n = 0.0;
-        if (validate_body(&c, def, i, &n))
-            return -1;
+        int rc = validate_body(&c, def, i, &n);
+        if (rc)
+            return rc; /* -1, or FIRN_E_IO for an unreadable mesh */
         total += n;
     }
     if (validate_sph(&c, def))
@@ -1186,26 +1218,46 @@ static int parse_materials(const ctx *c, const cJSON *j, firn_scene_def *def)
     return 0;
 }
 
+/* A mesh's "file" at path into out: a relative path is taken from the
+ * scene file's folder. */
+static int get_mesh_file(const ctx *c, const cJSON *j, const char *path, char out[FIRN_PATH_MAX])
+{
+    char p[KEYPATH_MAX];
+    const char *file = NULL, *slash = strrchr(c->file, '/');
+    if (get_string(c, j, path, "file", 1, &file))
+        return -1;
+    if (!file[0])
+        return fail(c, join(p, path, "file"), "must not be empty");
+    int dir = file[0] != '/' && slash ? (int)(slash - c->file) + 1 : 0;
+    if (snprintf(out, FIRN_PATH_MAX, "%.*s%s", dir, c->file, file) >= FIRN_PATH_MAX)
+        return fail(c, join(p, path, "file"), "path longer than %d characters", FIRN_PATH_MAX - 1);
+    return 0;
+}
+
 static int parse_shape(const ctx *c, const cJSON *j, const char *path, firn_shape_def *s)
 {
     static const char *const box_keys[] = {"type", "center", "size", "lower", "upper", NULL};
     static const char *const sphere_keys[] = {"type", "center", "radius", NULL};
     static const char *const cyl_keys[] = {"type", "center", "radius", "height", "axis", NULL};
-    static const char *const *const keys[3] = {box_keys, sphere_keys, cyl_keys};
+    static const char *const mesh_keys[] = {"type", "center", "file", "scale", NULL};
+    static const char *const *const keys[FIRN_SHAPE_COUNT] = {box_keys, sphere_keys, cyl_keys,
+                                                              mesh_keys};
     static const char *const axes[3] = {"x", "y", "z"};
     char p[KEYPATH_MAX], q[KEYPATH_MAX], what[32];
     const char *type = NULL, *axis = NULL;
     int t = 0;
 
     if (need_object(c, j, path) || get_string(c, j, path, "type", 1, &type) ||
-        pick(c, join(p, path, "type"), type, shape_names, 3, &t))
+        pick(c, join(p, path, "type"), type, shape_names, FIRN_SHAPE_COUNT, &t))
         return -1;
     s->type = (firn_shape_type)t;
     snprintf(what, sizeof what, "for a %s", type);
     if (check_keys(c, j, path, keys[t], what) || get_vec3(c, j, path, "center", s->center) ||
         get_vec3(c, j, path, "size", s->size) || get_float(c, j, path, "radius", &s->radius) ||
         get_float(c, j, path, "height", &s->height) || get_string(c, j, path, "axis", 0, &axis) ||
-        (axis && pick(c, join(p, path, "axis"), axis, axes, 3, &s->axis)))
+        (axis && pick(c, join(p, path, "axis"), axis, axes, 3, &s->axis)) ||
+        get_float(c, j, path, "scale", &s->scale) ||
+        (s->type == FIRN_SHAPE_MESH && get_mesh_file(c, j, path, s->file)))
         return -1;
 
     /* A box may be given by its corners instead. */
@@ -1325,18 +1377,8 @@ static int parse_rigid_shape(const ctx *c, const cJSON *j, const char *path,
         (axis && pick(c, join(p, path, "axis"), axis, axes, 3, &s->axis)) ||
         get_float(c, j, path, "scale", &s->scale))
         return -1;
-    if (s->type == FIRN_RSHAPE_MESH) {
-        /* A relative path is taken from the scene file's folder. */
-        const char *file = NULL, *slash = strrchr(c->file, '/');
-        if (get_string(c, j, path, "file", 1, &file))
-            return -1;
-        if (!file[0])
-            return fail(c, join(p, path, "file"), "must not be empty");
-        int dir = file[0] != '/' && slash ? (int)(slash - c->file) + 1 : 0;
-        if (snprintf(s->file, sizeof s->file, "%.*s%s", dir, c->file, file) >= (int)sizeof s->file)
-            return fail(c, join(p, path, "file"), "path longer than %d characters",
-                        FIRN_PATH_MAX - 1);
-    }
+    if (s->type == FIRN_RSHAPE_MESH && get_mesh_file(c, j, path, s->file))
+        return -1;
     if (get(j, "lower") || get(j, "upper")) {
         float lo[3], hi[3];
         if (get(j, "center") || get(j, "size"))

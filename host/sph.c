@@ -55,7 +55,7 @@ typedef struct {
     float first[3];
 } sph_lattice;
 
-static sph_lattice body_lattice(const firn_shape_def *shape, float p)
+static sph_lattice body_lattice(const firn_prepared_shape *shape, float p)
 {
     sph_lattice L;
     float lo[3], hi[3];
@@ -71,16 +71,17 @@ static sph_lattice body_lattice(const firn_shape_def *shape, float p)
 
 /* Visits the lattice points inside the shape in order; writes them from
  * particle q0 on when S is not NULL. Returns how many. */
-static long long sample_body(const firn_body_def *b, int mat, float p, firn_sph *S, long long q0)
+static long long sample_body(const firn_body_def *b, const firn_prepared_shape *shape, int mat,
+                             float p, firn_sph *S, long long q0)
 {
-    sph_lattice L = body_lattice(&b->shape, p);
+    sph_lattice L = body_lattice(shape, p);
     long long q = q0;
     for (int i = 0; i < L.n[0]; i++)
         for (int j = 0; j < L.n[1]; j++)
             for (int k = 0; k < L.n[2]; k++) {
                 float x[3] = {L.first[0] + (float)i * p, L.first[1] + (float)j * p,
                               L.first[2] + (float)k * p};
-                if (!firn_shape_contains(&b->shape, x))
+                if (!firn_shape_contains(shape, x))
                     continue;
                 if (S) {
                     const int n = S->n;
@@ -122,6 +123,66 @@ static int alloc_state(firn_sph *S, int n, int cells)
     return 0;
 }
 
+/* Counts, allocates and writes the particles of every SPH body, each
+ * shape prepared once (a mesh's distance tree is built once). */
+static int sample_bodies(firn_sph *S, const firn_scene_def *def, firn_error *err)
+{
+    const float p = def->sph_particle_size;
+    long long total = 0, q = 0;
+    int rc = -1, n = 0;
+    firn_prepared_shape *shapes = calloc((size_t)FIRN_MAX_BODIES, sizeof *shapes);
+    if (!shapes) {
+        firn_set_error(err, FIRN_E_NOMEM, "out of host memory sampling the SPH bodies");
+        return -1;
+    }
+    for (; n < def->n_bodies; n++) {
+        const firn_body_def *b = &def->bodies[n];
+        if (b->solver != FIRN_SOLVER_KIND_SPH)
+            continue;
+        firn_error e;
+        if (firn_shape_prepare(&b->shape, &shapes[n], &e)) {
+            firn_set_error(err, e.code, "%s%sbodies[%d].shape.%s", def->source,
+                           def->source[0] ? ": " : "", n, e.msg);
+            goto done;
+        }
+        long long c = sample_body(b, &shapes[n], b->material, p, NULL, 0);
+        if (c == 0) {
+            firn_set_error(err, FIRN_E_SCENE,
+                           "%s%sbodies[%d]: the shape holds no SPH particle at sph.particle_size "
+                           "= %g m",
+                           def->source, def->source[0] ? ": " : "", n, p);
+            n++;
+            goto done;
+        }
+        total += c;
+    }
+    if (total > FIRN_MAX_PARTICLES) {
+        firn_set_error(err, FIRN_E_SCENE,
+                       "%s%sthe SPH bodies hold %lld particles; at most %d are allowed",
+                       def->source, def->source[0] ? ": " : "", total, FIRN_MAX_PARTICLES);
+        goto done;
+    }
+    rc = 0;
+    if (total == 0)
+        goto done;
+    if (alloc_state(S, (int)total, S->P.res[0] * S->P.res[1] * S->P.res[2])) {
+        firn_set_error(err, FIRN_E_NOMEM, "out of host memory for %lld SPH particles", total);
+        rc = -1;
+        goto done;
+    }
+    for (int b = 0; b < def->n_bodies; b++)
+        if (def->bodies[b].solver == FIRN_SOLVER_KIND_SPH)
+            q += sample_body(&def->bodies[b], &shapes[b], def->bodies[b].material, p, S, q);
+    for (int i = 0; i < S->n; i++)
+        S->s.rho[i] = S->mats[S->s.mat[i]].rho0;
+done:
+    for (int b = 0; b < n; b++)
+        if (def->bodies[b].solver == FIRN_SOLVER_KIND_SPH)
+            firn_shape_release(&shapes[b]);
+    free(shapes);
+    return rc;
+}
+
 int firn_sph_init(firn_sph *S, const firn_scene_def *def, firn_error *err)
 {
     memset(S, 0, sizeof *S);
@@ -136,41 +197,7 @@ int firn_sph_init(firn_sph *S, const firn_scene_def *def, firn_error *err)
         sm->mu = d->viscosity;
         sm->cohesion = d->surface_tension;
     }
-    const float p = def->sph_particle_size;
-    long long total = 0;
-    for (int b = 0; b < def->n_bodies; b++) {
-        if (def->bodies[b].solver != FIRN_SOLVER_KIND_SPH)
-            continue;
-        long long c = sample_body(&def->bodies[b], def->bodies[b].material, p, NULL, 0);
-        if (c == 0) {
-            firn_set_error(err, FIRN_E_SCENE,
-                           "%s%sbodies[%d]: the shape holds no SPH particle at sph.particle_size "
-                           "= %g m",
-                           def->source, def->source[0] ? ": " : "", b, p);
-            return -1;
-        }
-        total += c;
-    }
-    if (total == 0)
-        return 0;
-    if (total > FIRN_MAX_PARTICLES) {
-        firn_set_error(err, FIRN_E_SCENE,
-                       "%s%sthe SPH bodies hold %lld particles; at most %d are allowed",
-                       def->source, def->source[0] ? ": " : "", total, FIRN_MAX_PARTICLES);
-        return -1;
-    }
-    const int cells = S->P.res[0] * S->P.res[1] * S->P.res[2];
-    if (alloc_state(S, (int)total, cells)) {
-        firn_set_error(err, FIRN_E_NOMEM, "out of host memory for %lld SPH particles", total);
-        return -1;
-    }
-    long long q = 0;
-    for (int b = 0; b < def->n_bodies; b++)
-        if (def->bodies[b].solver == FIRN_SOLVER_KIND_SPH)
-            q += sample_body(&def->bodies[b], def->bodies[b].material, p, S, q);
-    for (int i = 0; i < S->n; i++)
-        S->s.rho[i] = S->mats[S->s.mat[i]].rho0;
-    return 0;
+    return sample_bodies(S, def, err);
 }
 
 void firn_sph_free(firn_sph *S)

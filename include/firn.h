@@ -110,15 +110,27 @@ typedef struct {
     firn_pressure_solver pressure_solver; /* default WCSPH; one solver per scene */
 } firn_material_def;
 
-typedef enum { FIRN_SHAPE_BOX = 0, FIRN_SHAPE_SPHERE, FIRN_SHAPE_CYLINDER } firn_shape_type;
+typedef enum {
+    FIRN_SHAPE_BOX = 0,
+    FIRN_SHAPE_SPHERE,
+    FIRN_SHAPE_CYLINDER,
+    FIRN_SHAPE_MESH,
+    FIRN_SHAPE_COUNT
+} firn_shape_type;
 
+/* A particle body's shape. A mesh is placed as a rigid mesh is: its
+ * centroid (the centre of mass of the closed solid) at `center`, axes as in
+ * the file. */
 typedef struct {
     firn_shape_type type;
-    float center[3]; /* [m] */
-    float size[3];   /* box: full edge lengths [m] */
-    float radius;    /* sphere, cylinder [m] */
-    float height;    /* cylinder: length along its axis [m] */
-    int axis;        /* cylinder: 0 = x, 1 = y, 2 = z (default 1) */
+    float center[3];          /* [m] */
+    float size[3];            /* box: full edge lengths [m] */
+    float radius;             /* sphere, cylinder [m] */
+    float height;             /* cylinder: length along its axis [m] */
+    int axis;                 /* cylinder: 0 = x, 1 = y, 2 = z (default 1) */
+    char file[FIRN_PATH_MAX]; /* mesh: Wavefront OBJ file, closed and manifold; the JSON
+                                 loader resolves it against the scene file's folder */
+    float scale;              /* mesh: factor on the file's coordinates [m per unit], default 1 */
 } firn_shape_def;
 
 /* The solver that simulates a body's particles. */

@@ -25,8 +25,8 @@
 
 static const char *model_label(firn_model m)
 {
-    static const char *names[FIRN_MODEL_COUNT] = {"elastic", "liquid",    "snow",
-                                                  "sand",    "von_mises", "fracture"};
+    static const char *names[FIRN_MODEL_COUNT] = {"elastic",   "liquid",   "snow",      "sand",
+                                                  "von_mises", "fracture", "sph_liquid"};
     return (int)m >= 0 && m < FIRN_MODEL_COUNT ? names[m] : "?";
 }
 

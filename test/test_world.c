@@ -228,19 +228,19 @@ Test(transfers, affine_velocity_field_is_reproduced)
  * take the cone's projection) and up to 0.2 for the rest, snow's Jp in
  * [0.9, 1.1], fracture's damage in [0, 0.9]. With `cpic`, a static plate
  * 0.3 dx thick cuts the cube at y = 0.4 and the particles are marked. */
-#define EVERY_MATERIAL (FIRN_MODEL_COUNT + 1)
+#define EVERY_MATERIAL (FIRN_MODEL_SPH_LIQUID + 1)
 static firn_world *every_model_world(int cpic)
 {
     firn_scene_def def;
     small_scene(&def, FIRN_MODEL_ELASTIC, box(0.5f, 0.5f, 0.5f, 0.3f), 0.05f);
     def.n_materials = EVERY_MATERIAL;
     for (int m = 0; m < EVERY_MATERIAL; m++) {
-        firn_model model = m < FIRN_MODEL_COUNT ? (firn_model)m : FIRN_MODEL_ELASTIC;
+        firn_model model = m < FIRN_MODEL_SPH_LIQUID ? (firn_model)m : FIRN_MODEL_ELASTIC;
         firn_material_default(&def.materials[m], model);
         snprintf(def.materials[m].name, FIRN_NAME_MAX, "%s%s", firn_model_name(model),
-                 m < FIRN_MODEL_COUNT ? "" : "_neohookean");
+                 m < FIRN_MODEL_SPH_LIQUID ? "" : "_neohookean");
     }
-    def.materials[FIRN_MODEL_COUNT].law = FIRN_LAW_NEOHOOKEAN;
+    def.materials[FIRN_MODEL_SPH_LIQUID].law = FIRN_LAW_NEOHOOKEAN;
     if (cpic)
         cpic_plate(&def, 0.4f);
     firn_world *w = make_world(&def);
