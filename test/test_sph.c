@@ -1,0 +1,324 @@
+/* test_sph.c - the SPH solver's physics on the CPU path against independent
+ * references: the kernel against its integrals computed here in double,
+ * the neighbour grid against a brute-force search, the pairs against the
+ * conservation laws they must keep, and a resting tank against hydrostatics. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "firn.h"
+#include "firn_sph_coupling.h"
+#include "sph.h"
+#include "world.h"
+
+static firn_sph_params params(float p)
+{
+    firn_sph_params P;
+    memset(&P, 0, sizeof P);
+    P.psize = p;
+    P.h = 2.0f * p;
+    P.inv_h = 1.0f / P.h;
+    P.kw = 8.0f / ((float)M_PI * P.h * P.h * P.h);
+    P.vol = 0.8f * p * p * p;
+    return P;
+}
+
+/* The cubic spline in double, written from its definition (Monaghan's
+ * M4 with support h): sigma = 8 / (pi h^3). */
+static double w_ref(double r, double h)
+{
+    double q = r / h, k = 8.0 / (M_PI * h * h * h);
+    if (q > 1.0)
+        return 0.0;
+    if (q <= 0.5)
+        return k * (6.0 * q * q * q - 6.0 * q * q + 1.0);
+    return 2.0 * k * pow(1.0 - q, 3);
+}
+
+/* A lattice of spacing p samples the kernel of support 2p; sum_j W V_cell
+ * is the midpoint rule of its integral (1), whatever the lattice's offset. */
+Test(sph_kernel, sums_to_one_over_a_regular_lattice)
+{
+    const float p = 0.01f;
+    firn_sph_params P = params(p);
+    const float offsets[3][3] = {{0, 0, 0}, {0.5f, 0.5f, 0.5f}, {0.13f, 0.71f, 0.37f}};
+    for (int o = 0; o < 3; o++) {
+        double sum = 0.0;
+        for (int i = -3; i <= 3; i++)
+            for (int j = -3; j <= 3; j++)
+                for (int k = -3; k <= 3; k++) {
+                    float x = (i + offsets[o][0]) * p, y = (j + offsets[o][1]) * p,
+                          z = (k + offsets[o][2]) * p;
+                    sum += firn_sph_w(&P, sqrtf(x * x + y * y + z * z)) * (double)p * p * p;
+                }
+        cr_expect(fabs(sum - 1.0) < 0.005, "offset %d: sum W p^3 = %.6f, not 1 within 0.5%%", o,
+                  sum);
+    }
+}
+
+/* W matches the double reference; grad W is antisymmetric, matches the
+ * central difference of the reference, and both vanish at and beyond h. */
+Test(sph_kernel, gradient_antisymmetric_matches_the_derivative_and_support_is_compact)
+{
+    const float p = 0.02f;
+    firn_sph_params P = params(p);
+    const double h = P.h;
+    srand(7);
+    for (int t = 0; t < 2000; t++) {
+        firn_vec3 d = firn_v3((float)rand() / RAND_MAX - 0.5f, (float)rand() / RAND_MAX - 0.5f,
+                              (float)rand() / RAND_MAX - 0.5f);
+        float len = firn_norm(d), r = (float)(1.2 * h * rand() / RAND_MAX);
+        if (len < 1e-3f || r < 2e-4f)
+            continue;
+        d = firn_scale(d, r / len);
+        r = firn_norm(d);
+        double w = firn_sph_w(&P, r), wr = w_ref(r, h);
+        cr_assert(fabs(w - wr) <= 1e-5 * w_ref(0.0, h), "W(%g) = %g, reference %g", r, w, wr);
+        firn_vec3 g = firn_sph_grad_w(&P, d, r);
+        firn_vec3 gm = firn_sph_grad_w(&P, firn_scale(d, -1.0f), r);
+        double eps = 1e-6 * h, dw = (w_ref(r + eps, h) - w_ref(r - eps, h)) / (2 * eps);
+        for (int a = 0; a < 3; a++) {
+            cr_assert(g.v[a] == -gm.v[a], "grad W not antisymmetric at r = %g", r);
+            double ref = dw * d.v[a] / r;
+            cr_assert(fabs(g.v[a] - ref) <= 1e-4 * fabs(dw) + 1e-3 * 6.0 * P.kw / h,
+                      "grad W[%d](r = %g) = %g, dW/dr d/r = %g", a, r, g.v[a], ref);
+        }
+        if (r >= h) {
+            cr_assert(w == 0.0 && g.v[0] == 0.0f && g.v[1] == 0.0f && g.v[2] == 0.0f,
+                      "W or grad W nonzero at r = %g >= h", r);
+        }
+    }
+    /* Continuous where the pieces meet. */
+    cr_expect(fabs(firn_sph_w(&P, 0.5f * P.h * (1 - 1e-6f)) -
+                   firn_sph_w(&P, 0.5f * P.h * 1.000001f)) < 1e-4 * P.kw);
+}
+
+/* sigma(d) = 2 pi int_|d|^h W(r) r dr by quadrature here, and its
+ * integral over d in [0, h] is 1/2 (half the kernel's mass). */
+Test(sph_kernel, plane_integral_is_the_kernel_integrated_over_a_plane)
+{
+    firn_sph_params P = params(0.01f);
+    const double h = P.h;
+    double half = 0.0;
+    const int N = 4000;
+    for (int k = 0; k < N; k++) {
+        double d = (k + 0.5) * h / N, ref = 0.0;
+        for (int m = 0; m < N; m++) {
+            double r = d + (m + 0.5) * (h - d) / N;
+            ref += 2.0 * M_PI * w_ref(r, h) * r * (h - d) / N;
+        }
+        double s = firn_sph_plane_integral(&P, (float)d);
+        cr_assert(fabs(s - ref) <= 1e-4 / h, "sigma(%g) = %g, quadrature %g", d, s, ref);
+        half += s * h / N;
+    }
+    cr_expect(fabs(half - 0.5) < 1e-4, "int_0^h sigma = %g, not 1/2", half);
+}
+
+/* An SPH state of n particles in the box [0, L]^3 for direct tests. */
+typedef struct {
+    firn_sph S;
+    float *mem;
+} sph_fixture;
+
+static void fixture(sph_fixture *f, int n, float p, float L)
+{
+    memset(f, 0, sizeof *f);
+    firn_sph *S = &f->S;
+    S->P = params(p);
+    for (int a = 0; a < 3; a++) {
+        S->P.lower[a] = 0.0f;
+        S->P.upper[a] = L;
+        S->P.res[a] = (int)ceilf(L * S->P.inv_h);
+    }
+    const int cells = S->P.res[0] * S->P.res[1] * S->P.res[2];
+    f->mem = calloc((size_t)n * 16 + 3 * (size_t)cells + 1, sizeof(float));
+    cr_assert(f->mem);
+    S->n = S->s.n = n;
+    S->s.x = f->mem;
+    S->s.v = S->s.x + 3 * n;
+    S->s.acc = S->s.v + 3 * n;
+    S->s.rho = S->s.acc + 3 * n;
+    S->s.p = S->s.rho + n;
+    S->s.alpha = S->s.p + n;
+    S->s.drho = S->s.alpha + n;
+    S->G.cells = cells;
+    S->G.key = (unsigned *)(S->s.drho + n);
+    S->G.sorted = (int *)(S->G.key + n);
+    S->G.start = S->G.sorted + n;
+    S->G.end = S->G.start + cells;
+    S->cell_count = S->G.end + cells;
+    S->s.mat = calloc((size_t)n, 1);
+    S->mats[0] = (firn_sph_material){1000.0f, 1000.0f * S->P.vol, 5e4f, 7.0f, 0.005f, 0.01f};
+}
+
+static void fixture_free(sph_fixture *f)
+{
+    free(f->S.s.mat);
+    free(f->mem);
+}
+
+static float urand(void) { return (float)rand() / (float)RAND_MAX; }
+
+/* The cursor visits exactly the particles a brute-force O(n^2) search
+ * finds within h (strictly, self excluded), each once, including those
+ * in the boundary cells. */
+Test(sph_neighbours, same_sets_as_a_brute_force_search)
+{
+    sph_fixture f;
+    const int n = 1500;
+    fixture(&f, n, 0.01f, 0.15f);
+    firn_sph *S = &f.S;
+    srand(11);
+    for (int i = 0; i < n; i++)
+        for (int a = 0; a < 3; a++)
+            S->s.x[a * n + i] = 0.15f * urand();
+    firn_sph_cpu_sort(S);
+    char *seen = calloc((size_t)n, 1);
+    long long pairs = 0;
+    for (int i = 0; i < n; i++) {
+        firn_vec3 x = firn_load3(S->s.x, n, i), d;
+        memset(seen, 0, (size_t)n);
+        int j, found = 0;
+        float r;
+        firn_sph_cursor c = firn_sph_cursor_at(&S->P, x);
+        while (firn_sph_next(&c, &S->P, S->G, S->s.x, n, i, x, &j, &d, &r)) {
+            cr_assert(!seen[j], "particle %d visited twice from %d", j, i);
+            seen[j] = 1;
+            found++;
+        }
+        int expect = 0;
+        for (int k = 0; k < n; k++) {
+            if (k == i)
+                continue;
+            firn_vec3 e = firn_sub(x, firn_load3(S->s.x, n, k));
+            int in = firn_dot(e, e) < S->P.h * S->P.h;
+            expect += in;
+            cr_assert(in == seen[k], "pair (%d, %d) at %g m: brute force %d, grid %d", i, k,
+                      firn_norm(e), in, seen[k]);
+        }
+        cr_assert_eq(found, expect);
+        pairs += found;
+    }
+    cr_expect(pairs > 10LL * n, "too few pairs (%lld) for the test to mean much", pairs);
+    free(seen);
+    fixture_free(&f);
+}
+
+/* MPM-SPH at one node: the node's and the particles' momentum together is
+ * unchanged, and the node takes the particles' mean velocity. */
+Test(sph_pairs, mpm_sph_exchange_conserves_momentum)
+{
+    sph_fixture f;
+    const int n = 400;
+    fixture(&f, n, 0.01f, 0.1f);
+    firn_sph *S = &f.S;
+    srand(5);
+    const float dx = 0.02f;
+    const firn_vec3 xn = firn_v3(0.05f, 0.05f, 0.05f);
+    for (int i = 0; i < n; i++)
+        for (int a = 0; a < 3; a++) {
+            S->s.x[a * n + i] = xn.v[a] + 0.04f * (urand() - 0.5f);
+            S->s.v[a * n + i] = 2.0f * urand() - 1.0f;
+        }
+    firn_sph_cpu_sort(S);
+    firn_sph_view V = {S->P, S->mats, S->s, S->G};
+    const float m = 3e-3f, mi = S->mats[0].mass;
+    const firn_vec3 v = firn_v3(0.3f, -1.2f, 0.7f);
+    double before[3] = {0}, after[3] = {0}, mean[3] = {0};
+    int inside = 0;
+    for (int i = 0; i < n; i++) {
+        firn_vec3 d = firn_sub(firn_load3(S->s.x, n, i), xn);
+        int in =
+            fabsf(d.v[0]) < 0.5f * dx && fabsf(d.v[1]) < 0.5f * dx && fabsf(d.v[2]) < 0.5f * dx;
+        inside += in;
+        for (int a = 0; a < 3; a++) {
+            before[a] += (double)mi * S->s.v[a * n + i];
+            mean[a] += in ? S->s.v[a * n + i] : 0.0;
+        }
+    }
+    cr_assert(inside >= 3, "only %d particles in the node's cell", inside);
+    for (int a = 0; a < 3; a++)
+        before[a] += (double)m * v.v[a];
+    firn_vec3 u = firn_mpm_sph_node(xn, v, m, dx, &V);
+    for (int i = 0; i < n; i++)
+        for (int a = 0; a < 3; a++)
+            after[a] += (double)mi * S->s.v[a * n + i];
+    for (int a = 0; a < 3; a++) {
+        after[a] += (double)m * u.v[a];
+        cr_expect(fabs(u.v[a] - mean[a] / inside) < 1e-6, "node velocity %g, mean %g", u.v[a],
+                  mean[a] / inside);
+        /* float rounding of n velocity updates of size ~1 m/s */
+        cr_expect(fabs(after[a] - before[a]) < 1e-6 * (m + n * mi), "momentum[%d] %.9g -> %.9g", a,
+                  before[a], after[a]);
+    }
+    fixture_free(&f);
+}
+
+/* SPH-rigid: the particles' momentum change is minus the impulse the body
+ * receives (Newton's third law), the torque is that impulse's moment, and
+ * the pressure term pushes the body away from the liquid. */
+Test(sph_pairs, sph_rigid_obeys_newtons_third_law)
+{
+    sph_fixture f;
+    const int n = 600;
+    fixture(&f, n, 0.01f, 0.2f);
+    firn_sph *S = &f.S;
+    S->P.dt = 1e-3f;
+    srand(9);
+    firn_rigid body;
+    memset(&body, 0, sizeof body);
+    body.shape.type = FIRN_SDF_SPHERE;
+    body.shape.radius = 0.04f;
+    body.x[0] = body.x[1] = body.x[2] = 0.1f;
+    body.q = (firn_quat){{1, 0, 0, 0}};
+    body.motion = FIRN_MOTION_DYNAMIC;
+    body.couple = 1;
+    body.friction = 0.3f;
+    body.softness = 0.002f;
+    body.v[1] = 0.5f;
+    body.w[2] = 3.0f;
+    for (int i = 0; i < n; i++) {
+        firn_vec3 dir = firn_v3(urand() - 0.5f, urand() - 0.5f, urand() - 0.5f);
+        dir = firn_scale(dir, (0.035f + 0.02f * urand()) / firn_norm(dir));
+        for (int a = 0; a < 3; a++) {
+            S->s.x[a * n + i] = 0.1f + dir.v[a];
+            S->s.v[a * n + i] = 2.0f * urand() - 1.0f;
+        }
+        S->s.p[i] = 500.0f * urand();
+    }
+    firn_sph_view V = {S->P, S->mats, S->s, S->G};
+    double p0[3] = {0}, L0[3] = {0}, acc[FIRN_RIGID_ACC] = {0};
+    const float mi = S->mats[0].mass;
+    double *v0 = malloc(3 * sizeof(double) * n);
+    for (int i = 0; i < n; i++)
+        for (int a = 0; a < 3; a++)
+            v0[a * n + i] = S->s.v[a * n + i];
+    for (int i = 0; i < n; i++)
+        firn_sph_rigid_particle(i, &V, &body, 1, acc);
+    double dL[3] = {0};
+    for (int i = 0; i < n; i++) {
+        double dv[3], r[3];
+        for (int a = 0; a < 3; a++) {
+            dv[a] = S->s.v[a * n + i] - v0[a * n + i];
+            p0[a] += mi * dv[a];
+            r[a] = S->s.x[a * n + i] - body.x[a];
+        }
+        dL[0] += mi * (r[1] * dv[2] - r[2] * dv[1]);
+        dL[1] += mi * (r[2] * dv[0] - r[0] * dv[2]);
+        dL[2] += mi * (r[0] * dv[1] - r[1] * dv[0]);
+    }
+    (void)L0;
+    double scale = 0.0;
+    for (int a = 0; a < 3; a++)
+        scale = fmax(scale, fabs(acc[a]));
+    cr_assert(scale > 1e-6, "no impulse exchanged: the test places no particle in reach");
+    for (int a = 0; a < 3; a++) {
+        cr_expect(fabs(p0[a] + acc[a]) < 1e-4 * scale + 1e-9, "particles %g, body %g (axis %d)",
+                  p0[a], acc[a], a);
+        cr_expect(fabs(dL[a] + acc[3 + a]) < 1e-3 * scale * 0.06 + 1e-9,
+                  "angular: particles %g, body %g (axis %d)", dL[a], acc[3 + a], a);
+    }
+    free(v0);
+    fixture_free(&f);
+}
