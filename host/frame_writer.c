@@ -93,6 +93,10 @@ static void free_copy(struct firn_frame_writer *fw)
     fw->x = fw->v = fw->Jp = fw->damage = NULL;
     fw->mat = NULL;
     fw->capacity = 0;
+}
+
+static void free_sph_copy(struct firn_frame_writer *fw)
+{
     free(fw->sx), free(fw->sv), free(fw->srho), free(fw->sp), free(fw->smat);
     fw->sx = fw->sv = fw->srho = fw->sp = NULL;
     fw->smat = NULL;
@@ -117,7 +121,7 @@ static int copy_sph(struct firn_frame_writer *fw, const firn_sph_particles_view 
         fw->smat = malloc(m);
         fw->sph_capacity = n;
         if (!fw->sx || !fw->sv || !fw->srho || !fw->sp || !fw->smat) {
-            free_copy(fw);
+            free_sph_copy(fw);
             firn_set_error(err, FIRN_E_NOMEM,
                            "out of host memory for a copy of frame %d (%lld SPH particles)", frame,
                            n);
@@ -238,6 +242,7 @@ int firn_frame_writer_finish(firn_frame_writer *fw, double *busy, double *waited
     pthread_cond_destroy(&fw->cv);
     pthread_mutex_destroy(&fw->lock);
     free_copy(fw);
+    free_sph_copy(fw);
     free(fw);
     return rc;
 }

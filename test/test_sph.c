@@ -4,6 +4,7 @@
  * conservation laws they must keep, and a resting tank against hydrostatics. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -321,4 +322,139 @@ Test(sph_pairs, sph_rigid_obeys_newtons_third_law)
     }
     free(v0);
     fixture_free(&f);
+}
+
+/* A tank of liquid at rest: 0.2 x 0.4 x 0.1 m of water at p = 0.02 m,
+ * settled for `seconds`; returns the world. */
+static firn_world *tank(firn_pressure_solver solver, float seconds, firn_scene_def *def)
+{
+    firn_scene_default(def);
+    const float lo[3] = {0, 0, 0}, hi[3] = {0.2f, 0.6f, 0.1f};
+    memcpy(def->lower, lo, sizeof lo);
+    memcpy(def->upper, hi, sizeof hi);
+    def->dx = 0.025f; /* the MPM grid is unused */
+    def->sph_particle_size = 0.02f;
+    def->n_materials = 1;
+    firn_material_default(&def->materials[0], FIRN_MODEL_SPH_LIQUID);
+    snprintf(def->materials[0].name, FIRN_NAME_MAX, "water");
+    def->materials[0].pressure_solver = solver;
+    def->n_bodies = 1;
+    firn_body_default(&def->bodies[0]);
+    def->bodies[0].solver = FIRN_SOLVER_KIND_SPH;
+    def->bodies[0].shape.type = FIRN_SHAPE_BOX;
+    const float c[3] = {0.1f, 0.2f, 0.05f}, s[3] = {0.2f, 0.4f, 0.1f};
+    memcpy(def->bodies[0].shape.center, c, sizeof c);
+    memcpy(def->bodies[0].shape.size, s, sizeof s);
+    def->frame_dt = 0.05f;
+    firn_error err;
+    firn_world *w = firn_world_create(def, FIRN_BACKEND_CPU, &err);
+    cr_assert(w, "%s", err.msg);
+    for (int f = 0; f < (int)lrintf(seconds / def->frame_dt); f++)
+        cr_assert(firn_world_step_frame(w, NULL, &err) == 0, "%s", err.msg);
+    return w;
+}
+
+/* Hydrostatics: in a resting liquid dp/dy = -rho g. The pressure of the
+ * interior particles (a support radius from the side walls), averaged per
+ * particle layer, is fitted by least squares over the layers where it is
+ * above a fifth of its largest value (below the free-surface region where
+ * the kernel sums are incomplete and the equation of state clamps p to 0);
+ * the slope matches -rho g, rho the same particles' mean density, within 5 %. */
+static void check_hydrostatic(firn_pressure_solver solver)
+{
+    firn_scene_def def;
+    firn_world *w = tank(solver, 2.0f, &def);
+    firn_sph_particles_view v;
+    firn_error err;
+    cr_assert(firn_world_sph_particles(w, &v, &err) == 0, "%s", err.msg);
+    const long long n = v.n;
+    const double g = 9.81, h = 2.0 * def.sph_particle_size, ps = def.sph_particle_size;
+    double ly[64], lp[64], lrho[64], pmax = 0.0;
+    int layers = 0;
+    for (double y = 0.5 * ps; y < 0.6 && layers < 64; y += ps) {
+        double psum = 0.0, rsum = 0.0;
+        int k = 0;
+        for (long long i = 0; i < n; i++) {
+            float px = v.x[i], py = v.x[n + i];
+            if (fabsf(py - (float)y) < 0.5f * ps && px > h && px < 0.2 - h) {
+                psum += v.p[i];
+                rsum += v.rho[i];
+                k++;
+            }
+        }
+        if (k == 0)
+            continue;
+        ly[layers] = y, lp[layers] = psum / k, lrho[layers] = rsum / k;
+        pmax = fmax(pmax, lp[layers]);
+        layers++;
+    }
+    double sy = 0, sp = 0, syy = 0, syp = 0, srho = 0;
+    int m = 0;
+    for (int k = 0; k < layers; k++)
+        if (lp[k] > 0.2 * pmax) {
+            sy += ly[k], sp += lp[k], syy += ly[k] * ly[k], syp += ly[k] * lp[k], srho += lrho[k];
+            m++;
+        }
+    cr_assert(m >= 5, "only %d layers under pressure", m);
+    double slope = (m * syp - sy * sp) / (m * syy - sy * sy), rho = srho / m;
+    double surface = (sp - slope * sy) / m / (rho * g); /* where the fitted p reaches 0 */
+    cr_log_info("%s: %d layers, dp/dy = %.1f Pa/m, -rho g = %.1f Pa/m, p = 0 at y = %.3f m",
+                solver ? "DFSPH" : "WCSPH", m, slope, -rho * g, surface);
+    cr_expect(fabs(slope + rho * g) <= 0.05 * rho * g,
+              "%s: dp/dy = %.1f Pa/m over %d layers, -rho g = %.1f Pa/m",
+              solver ? "DFSPH" : "WCSPH", slope, m, -rho * g);
+    firn_frame_stats st;
+    cr_assert(firn_world_stats(w, &st, &err) == 0, "%s", err.msg);
+    const firn_material_def *mat = &def.materials[0];
+    double bound = pow(1.0 + mat->density * g * 0.4 / mat->stiffness, 1.0 / mat->exponent) - 1.0;
+    const double mean = st.sph.mean_density / mat->density - 1.0;
+    cr_log_info("mean rho / rho0 - 1 = %.5f, Tait at the bottom: %.5f", mean, bound);
+    if (solver == FIRN_PRESSURE_WCSPH)
+        cr_expect(mean >= 0.0 && mean <= bound,
+                  "mean rho / rho0 - 1 = %.5f, outside [0, %.5f], the Tait equation's "
+                  "compression at the bottom of the column",
+                  mean, bound);
+    firn_world_destroy(w);
+}
+
+/* WCSPH: the pressure is hydrostatic, and the mean compression
+ * rho / rho0 - 1 is at most the one the Tait equation implies at the
+ * bottom, (1 + rho0 g H / k)^(1 / gamma) - 1, H the column's height (the
+ * equation of state clamps rho >= rho0, so it is at least 0). */
+Test(sph_tank, wcsph_pressure_is_hydrostatic_and_compression_as_tait_implies)
+{
+    check_hydrostatic(FIRN_PRESSURE_WCSPH);
+}
+/* DFSPH: incompressible; the density of the interior particles (a support
+ * radius from every wall and the free surface) stays within 0.5 % of rho0
+ * (the solver's tolerance is 0.05 % on the mean predicted error). */
+Test(sph_tank, dfsph_interior_density_stays_at_rest_density)
+{
+    firn_scene_def def;
+    firn_world *w = tank(FIRN_PRESSURE_DFSPH, 1.0f, &def);
+    firn_sph_particles_view v;
+    firn_error err;
+    cr_assert(firn_world_sph_particles(w, &v, &err) == 0, "%s", err.msg);
+    const long long n = v.n;
+    const float h = 2.0f * def.sph_particle_size;
+    float top = 0.0f;
+    for (long long i = 0; i < n; i++)
+        top = fmaxf(top, v.x[n + i]);
+    double sum = 0.0, worst = 0.0;
+    int k = 0;
+    for (long long i = 0; i < n; i++) {
+        float x = v.x[i], y = v.x[n + i], z = v.x[2 * n + i];
+        if (x < h || x > 0.2f - h || y < h || y > top - h || z < h || z > 0.1f - h)
+            continue;
+        double e = v.rho[i] / 1000.0 - 1.0;
+        sum += e;
+        worst = fmax(worst, fabs(e));
+        k++;
+    }
+    cr_assert(k > 0, "no interior particle");
+    cr_log_info("DFSPH: %d interior particles, mean rho/rho0 - 1 = %.5f, worst %.5f", k, sum / k,
+                worst);
+    cr_expect(fabs(sum / k) <= 0.005, "mean interior rho / rho0 - 1 = %.5f over %d particles",
+              sum / k, k);
+    firn_world_destroy(w);
 }
