@@ -10,6 +10,9 @@
  * at least 4 max|v| / dx: C is a difference of grid velocities over a cell,
  * so its rounding follows the velocities, not C (a body translating at
  * 2 m/s on 1.6 cm cells has C near 0 give or take 5e-5 / s).
+ * The SPH particles' x, v, rho and p are compared the same way after the
+ * first substep (their neighbour sums run in one order on both paths, so
+ * only FMA contraction and the pairs' force sums differ).
  * After N frames chaotic flows diverge particle by particle, so only scene
  * statistics are compared, each within 1 percent of its scale (see
  * docs/CLI.md). */
@@ -129,6 +132,23 @@ static int compare_state(firn_world *cpu, firn_world *gpu, firn_error *err, int 
     return 0;
 }
 
+/* The SPH particles of the two worlds, element by element (none: nothing). */
+static int compare_sph_state(firn_world *cpu, firn_world *gpu, firn_error *err, int *ok)
+{
+    firn_sph_particles_view a, b;
+    if (firn_world_sph_particles(gpu, &a, err) || firn_world_sph_particles(cpu, &b, err))
+        return -1;
+    if (b.n == 0)
+        return 0;
+    const long long n = b.n;
+    field_diff d[4] = {
+        diff_field("sph x", a.x, b.x, 3 * n, 0.0), diff_field("sph v", a.v, b.v, 3 * n, 0.0),
+        diff_field("sph rho", a.rho, b.rho, n, 0.0), diff_field("sph p", a.p, b.p, n, 0.0)};
+    for (int k = 0; k < 4; k++)
+        *ok &= report(&d[k], STATE_TOL);
+    return 0;
+}
+
 /* One substep from the perturbed state (perturb), on a fresh pair of
  * worlds, so that the frames compared afterwards are the scene's own. */
 static int compare_perturbed(const firn_scene_def *def, float dt, int *ok, firn_error *err)
@@ -179,6 +199,45 @@ done:
     return rc;
 }
 
+/* The SPH particles' speed scale: the larger mean speed, at least a tenth
+ * of sqrt(g L). */
+static double sph_speed_scale(const firn_sph_frame_stats *c, const firn_sph_frame_stats *s,
+                              double L, double g)
+{
+    double M = c->mass > 0.0 ? c->mass : 1.0;
+    double speed = sqrt(2.0 * fmax(c->kinetic_energy, s->kinetic_energy) / M);
+    return fmax(speed, sqrt(fmax(g, 1e-3) * L) * 1e-1);
+}
+
+/* The SPH particles' statistics, scaled as the MPM particles' (density by
+ * the CPU's mean density, pressure by the hydrostatic rho g L). */
+static int compare_sph_stats(const firn_sph_frame_stats *c, const firn_sph_frame_stats *s, double L,
+                             double g, int *ok)
+{
+    static const char *ax = "xyz";
+    char name[32];
+    const double M = c->mass;
+    const double ke_scale =
+        fmax(fmax(c->kinetic_energy, s->kinetic_energy), 1e-3 * M * fmax(g, 1e-3) * L);
+    const double p_scale = M * sph_speed_scale(c, s, L, g);
+    *ok &= stat_line("sph kinetic energy", c->kinetic_energy, s->kinetic_energy, ke_scale);
+    for (int k = 0; k < 3; k++) {
+        snprintf(name, sizeof name, "sph centre %c", ax[k]);
+        *ok &= stat_line(name, c->center_of_mass[k], s->center_of_mass[k], L);
+        snprintf(name, sizeof name, "sph momentum %c", ax[k]);
+        *ok &= stat_line(name, c->momentum[k], s->momentum[k], p_scale);
+        snprintf(name, sizeof name, "sph bbox lower %c", ax[k]);
+        *ok &= stat_line(name, c->bbox_lower[k], s->bbox_lower[k], L);
+        snprintf(name, sizeof name, "sph bbox upper %c", ax[k]);
+        *ok &= stat_line(name, c->bbox_upper[k], s->bbox_upper[k], L);
+    }
+    const double rho = c->mean_density > 0.0 ? c->mean_density : 1.0;
+    *ok &= stat_line("sph mean density", c->mean_density, s->mean_density, rho);
+    *ok &= stat_line("sph mean pressure", c->mean_pressure, s->mean_pressure,
+                     fmax(rho * fmax(g, 1e-3) * L, fabs(c->mean_pressure)));
+    return 0;
+}
+
 /* Scene statistics of the two worlds after their frames (sc, sg), each
  * within STATS_TOL of its scale. */
 static int compare_stats(firn_world *cpu, firn_world *gpu, const firn_scene_def *def,
@@ -200,17 +259,19 @@ static int compare_stats(firn_world *cpu, firn_world *gpu, const firn_scene_def 
     double M = sc->mass;
     double ke_scale =
         fmax(fmax(sc->kinetic_energy, sg->kinetic_energy), 1e-3 * M * fmax(g, 1e-3) * L);
-    double speed = sqrt(2.0 * fmax(sc->kinetic_energy, sg->kinetic_energy) / M);
+    double speed = M > 0.0 ? sqrt(2.0 * fmax(sc->kinetic_energy, sg->kinetic_energy) / M) : 0.0;
     double p_scale = M * fmax(speed, sqrt(fmax(g, 1e-3) * L) * 1e-1);
     printf("after %d frames (t = %.4g s), tolerance %.0f%% of each statistic's scale:\n", frames,
            sc->time, 100 * STATS_TOL);
     static const char *ax = "xyz";
     char name[32];
     double mc[3], vc[3], mg[3], vg[3];
-    moments(&b, mc, vc);
-    moments(&a, mg, vg);
-    *ok &= stat_line("kinetic energy", sc->kinetic_energy, sg->kinetic_energy, ke_scale);
-    for (int k = 0; k < 3; k++) {
+    if (b.n > 0) {
+        moments(&b, mc, vc);
+        moments(&a, mg, vg);
+        *ok &= stat_line("kinetic energy", sc->kinetic_energy, sg->kinetic_energy, ke_scale);
+    }
+    for (int k = 0; k < 3 && b.n > 0; k++) {
         snprintf(name, sizeof name, "centre of mass %c", ax[k]);
         *ok &= stat_line(name, sc->center_of_mass[k], sg->center_of_mass[k], L);
         snprintf(name, sizeof name, "momentum %c", ax[k]);
@@ -222,9 +283,12 @@ static int compare_stats(firn_world *cpu, firn_world *gpu, const firn_scene_def 
         snprintf(name, sizeof name, "std dev %c", ax[k]);
         *ok &= stat_line(name, sqrt(fmax(vc[k], 0.0)), sqrt(fmax(vg[k], 0.0)), L);
     }
+    if (sc->sph.particles > 0 && compare_sph_stats(&sc->sph, &sg->sph, L, g, ok))
+        return -1;
     /* Rigid bodies: pose by the domain size, speed by the momentum scale's
-     * speed, angular speed by that speed over the domain size. */
-    double v_scale = p_scale / M;
+     * speed (the SPH particles' without MPM particles), angular speed by that
+     * speed over the domain size. */
+    double v_scale = M > 0.0 ? p_scale / M : sph_speed_scale(&sc->sph, &sg->sph, L, g);
     for (int r = 0; r < sc->n_rigids; r++) {
         const firn_rigid_stats *rc = &sc->rigids[r], *rg = &sg->rigids[r];
         const char *rn = def->rigids[r].name;
@@ -295,7 +359,8 @@ int firn_cli_compare(int argc, char **argv)
     printf("after one substep (dt = %.4g s), tolerance %.0e of each field's scale:\n", dt,
            STATE_TOL);
     if (firn_world_substep(cpu, dt, &err) || firn_world_substep(gpu, dt, &err) ||
-        compare_state(cpu, gpu, &err, &ok) || compare_grid(cpu, gpu, &ok, &err))
+        compare_state(cpu, gpu, &err, &ok) || compare_sph_state(cpu, gpu, &err, &ok) ||
+        compare_grid(cpu, gpu, &ok, &err))
         goto error;
     if (compare_perturbed(&def, dt, &ok, &err))
         goto error;

@@ -421,7 +421,7 @@ firn_world *firn_world_create(const firn_scene_def *def, firn_backend backend, f
     }
 
     if (backend == FIRN_BACKEND_CUDA) {
-        if (firn_cuda_init(w, err))
+        if (firn_cuda_init(w, err) || (w->sph.n > 0 && firn_cuda_sph_init(w, err)))
             goto fail;
     } else {
         snprintf(w->device_name, sizeof w->device_name, "CPU, %d OpenMP threads",
@@ -441,6 +441,7 @@ void firn_world_destroy(firn_world *w)
 {
     if (!w)
         return;
+    firn_cuda_sph_free(w); /* before the world's stream goes */
     if (w->cuda)
         firn_cuda_free(w);
     firn_cpu_free(w);
@@ -590,6 +591,7 @@ int firn_world_run_substeps(firn_world *w, int nsub, float dt, firn_error *err)
          * run on the device. */
         w->host_stale = FIRN_STALE_ALL;
         w->rigids_stale = 1;
+        w->sph.host_stale = w->sph.cuda != NULL;
         const double t0 = w->time;
         int k = 0, bad = firn_cuda_run(w, nsub, dt, &k, err);
         if (bad == -2)

@@ -10,6 +10,7 @@
  * the sum depends on scheduling only through the atomics' order. */
 #include "coupling.cuh"
 #include "firn_cpic.h"
+#include "sph.cuh"
 
 #define FIRN_BLOCK 256
 
@@ -50,6 +51,84 @@ static __global__ void grid_update_rigid(firn_params P, firn_grid g, const firn_
     }
     if (has)
         firn_grid_store_velocity(node, g, firn_grid_walls(node, &P, v));
+}
+
+/* Adds each body's reaction a[nb][6] of every lane of the warp into acc:
+ * for each body some lane touched, a warp sum and one double atomicAdd per
+ * component. Every lane of the warp must call it (full-mask shuffles). */
+static __device__ void warp_add_reaction(const double *a, int nb, double *acc)
+{
+    const int lane = threadIdx.x & 31;
+    for (int k = 0; k < nb; k++) {
+        int touched = 0;
+        for (int c = 0; c < FIRN_RIGID_ACC; c++)
+            touched |= a[FIRN_RIGID_ACC * k + c] != 0.0;
+        if (!__any_sync(0xffffffffu, touched))
+            continue;
+        for (int c = 0; c < FIRN_RIGID_ACC; c++) {
+            double s = warp_sum(a[FIRN_RIGID_ACC * k + c]);
+            if (lane == 0 && s != 0.0)
+                atomicAdd(acc + FIRN_RIGID_ACC * k + c, s);
+        }
+    }
+}
+
+/* ---- SPH pairs --------------------------------------------------------------- */
+
+/* The grid update with MPM-SPH (and the rigid bodies when nb > 0): the
+ * CPU's per-node body, firn_grid_node_pairs, with the reaction in local
+ * memory per thread. No early return: every lane reaches the shuffles. */
+static __global__ void grid_update_pairs(firn_params P, firn_grid g, const firn_rigid *bodies,
+                                         int nb, double *acc, firn_sph_view V)
+{
+    long long node = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    double a[FIRN_MAX_RIGIDS * FIRN_RIGID_ACC];
+    for (int k = 0; k < nb * FIRN_RIGID_ACC; k++)
+        a[k] = 0.0;
+    if (node < g.nodes)
+        firn_grid_node_pairs(node, &P, g, bodies, nb, a, &V);
+    warp_add_reaction(a, nb, acc);
+}
+
+/* SPH-rigid, one thread per SPH particle. */
+static __global__ void sph_rigid(firn_sph_view V, const firn_rigid *bodies, int nb, double *acc)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    double a[FIRN_MAX_RIGIDS * FIRN_RIGID_ACC];
+    for (int k = 0; k < nb * FIRN_RIGID_ACC; k++)
+        a[k] = 0.0;
+    if (i < V.s.n)
+        firn_sph_rigid_particle(i, &V, bodies, nb, a);
+    warp_add_reaction(a, nb, acc);
+}
+
+int firn_cuda_queue_grid_pairs(const firn_params *P, firn_grid g, const firn_rigid *bodies, int nb,
+                               double *acc, const firn_sph_view *V, cudaStream_t st,
+                               firn_error *err)
+{
+    const unsigned blocks = (unsigned)((g.nodes + FIRN_BLOCK - 1) / FIRN_BLOCK);
+    if (blocks == 0)
+        return 0;
+    FIRN_LAUNCH(grid_update_pairs, blocks, FIRN_BLOCK, 0, st, *P, g, bodies, nb, acc, *V);
+    FIRN_CUDA_CHECK_LAUNCH("grid_update_pairs", st, err);
+    return 0;
+}
+
+int firn_cuda_queue_sph_rigid(const firn_sph_view *V, const firn_rigid *bodies, int nb, double *acc,
+                              cudaStream_t st, firn_error *err)
+{
+    const unsigned blocks = (unsigned)((V->s.n + FIRN_BLOCK - 1) / FIRN_BLOCK);
+    if (blocks == 0 || nb <= 0)
+        return 0;
+    FIRN_LAUNCH(sph_rigid, blocks, FIRN_BLOCK, 0, st, *V, bodies, nb, acc);
+    FIRN_CUDA_CHECK_LAUNCH("sph_rigid", st, err);
+    return 0;
+}
+
+int firn_cuda_sph_coupling_local_bytes(size_t *bytes, firn_error *err)
+{
+    const void *const kernels[] = {(const void *)grid_update_pairs, (const void *)sph_rigid};
+    return firn_cuda_local_bytes(kernels, 2, bytes, err);
 }
 
 /* ---- CPIC ------------------------------------------------------------------ */

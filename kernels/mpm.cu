@@ -19,18 +19,36 @@
 #include <thrust/iterator/counting_iterator.h>
 
 #include "coupling.cuh"
-#include "cuda_check.cuh"
 #include "cuda_backend.h"
+#include "cuda_check.cuh"
 #include "error.h"
 #include "solver_cpu.h"
+#include "sph.cuh"
 #include "world.h"
 
 #define FIRN_BLOCK 256
 
 /* Events: the call's start and end, and in its timed substep (the middle
- * one) the substep's start, then after the coupling steps (CPIC marking,
- * rigid step), the clear, P2G, the grid update and G2P. */
-enum { EV_START, EV_SUB, EV_COUPLE, EV_CLEAR, EV_P2G, EV_GRID, EV_G2P, EV_END, EV_COUNT };
+ * one) the substep's start, then after each phase in the Coupler's order:
+ * the coupling steps (CPIC marking, rigid step), the clear, P2G, the SPH
+ * sort, density and pressure phases, the grid update (with the SPH-rigid
+ * pair), G2P and the SPH position step. A phase a world does not have gets
+ * its two events back to back. */
+enum {
+    EV_START,
+    EV_SUB,
+    EV_COUPLE,
+    EV_CLEAR,
+    EV_P2G,
+    EV_SPH_SORT,
+    EV_SPH_DENSITY,
+    EV_SPH_PRESSURE,
+    EV_GRID,
+    EV_G2P,
+    EV_SPH_ADVECT,
+    EV_END,
+    EV_COUNT
+};
 
 struct firn_cuda_state {
     firn_particles p;    /* device SoA, same layout as the host mirror w->p */
@@ -49,6 +67,9 @@ struct firn_cuda_state {
     int n_rigids;
     int rigid_mpm;                                 /* the Coupler's rigid_mpm pair is active */
     int cpic;                                      /* the Coupler's CPIC is on (p.cpic allocated) */
+    int mpm;                                       /* the MPM solver is active (has particles) */
+    int mpm_sph;                                   /* the Coupler's mpm_sph pair is active */
+    int sph_rigid;                                 /* the Coupler's sph_rigid pair is active */
     float *mesh_grid[FIRN_MAX_RIGIDS];             /* device SDF grids, one per distinct mesh */
     const float *rigid_grid_host[FIRN_MAX_RIGIDS]; /* per rigid: its host grid, or NULL */
     size_t bytes;                                  /* device memory allocated */
@@ -276,6 +297,9 @@ static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
     s->n_rigids = w->n_rigids;
     s->rigid_mpm = w->coupler.rigid_mpm;
     s->cpic = w->coupler.cpic && s->p.cpic_slots > 0;
+    s->mpm = w->coupler.active[FIRN_SOLVER_MPM];
+    s->mpm_sph = w->coupler.mpm_sph;
+    s->sph_rigid = w->coupler.sph_rigid;
     if (s->n_rigids > 0 && upload_rigids(w, s, r_bytes, a_bytes, err))
         return FIRN_CUDA_FAILED;
     static const unsigned long long none = FIRN_CUDA_BAD_NONE;
@@ -295,8 +319,10 @@ static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
 
 extern "C" size_t firn_cuda_state_bytes(const firn_world *w)
 {
-    return w->cuda ? w->cuda->bytes : 0;
+    return w->cuda ? w->cuda->bytes + firn_cuda_sph_bytes(w->sph.cuda) : 0;
 }
+
+cudaStream_t firn_cuda_world_stream(const firn_world *w) { return w->cuda->stream; }
 
 extern "C" int firn_cuda_init(firn_world *w, firn_error *err)
 {
@@ -349,14 +375,66 @@ static int not_initialised(const char *fn, firn_error *err)
 }
 
 /* Queues the Coupler's phases (host/coupler.c) on the stream: CPIC side
- * marking (when on), the rigid step, clear, p2g, the grid update (with the
- * rigid impulse when the rigid_mpm pair is active), g2p - p2g and g2p in
- * their CPIC variants when CPIC is on. Returns 0 or -2. */
-static int queue_substep(firn_cuda_state *s, const firn_params *P, unsigned substep, int timed,
-                         firn_error *err)
+ * marking (when on), the rigid step, the MPM clear and p2g, the SPH
+ * pre-coupling phases (sort, density, pressure), the grid update (with the
+ * rigid impulse when the rigid_mpm pair is active, and MPM-SPH when
+ * mpm_sph is), SPH-rigid, g2p, the SPH position step - p2g and g2p in
+ * their CPIC variants when CPIC is on. Phases of a solver the world does
+ * not have are left out. Returns 0 or -2. */
+static int queue_mpm_pre(firn_cuda_state *s, const firn_params *P, int timed, firn_error *err)
 {
     const unsigned pblocks = (unsigned)((s->p.n + FIRN_BLOCK - 1) / FIRN_BLOCK);
+    if (s->mpm)
+        FIRN_CUDA_CHECK(
+            cudaMemsetAsync(s->grid.node, 0, 4 * (size_t)s->grid.nodes * sizeof(float), s->stream),
+            err);
+    if (timed)
+        FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_CLEAR], s->stream), err);
+    if (s->mpm && s->cpic) {
+        if (firn_cuda_queue_p2g_cpic(P, s->mats, s->p, s->grid, s->rigids, s->n_rigids, s->stream,
+                                     err))
+            return FIRN_CUDA_FAILED;
+    } else if (s->mpm && pblocks > 0) {
+        FIRN_LAUNCH(p2g, pblocks, FIRN_BLOCK, 0, s->stream, *P, s->mats, s->p, s->grid);
+        FIRN_CUDA_CHECK_LAUNCH("p2g", s->stream, err);
+    }
+    if (timed)
+        FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_P2G], s->stream), err);
+    return 0;
+}
+
+/* The grid update with its pairs, then SPH-rigid (host/coupler.c
+ * firn_coupler_couple). */
+static int queue_couple(firn_world *w, const firn_params *P, firn_error *err)
+{
+    firn_cuda_state *s = w->cuda;
     const unsigned gblocks = (unsigned)((s->grid.nodes + FIRN_BLOCK - 1) / FIRN_BLOCK);
+    firn_sph_view V;
+    if (w->sph.cuda)
+        V = firn_cuda_sph_view(w->sph.cuda, &w->sph.P);
+    if (s->mpm && s->mpm_sph) {
+        if (firn_cuda_queue_grid_pairs(P, s->grid, s->rigids, s->rigid_mpm ? s->n_rigids : 0,
+                                       s->rigid_acc, &V, s->stream, err))
+            return FIRN_CUDA_FAILED;
+    } else if (s->mpm && s->rigid_mpm) {
+        if (firn_cuda_queue_grid_rigid(P, s->grid, s->rigids, s->n_rigids, s->rigid_acc, s->stream,
+                                       err))
+            return FIRN_CUDA_FAILED;
+    } else if (s->mpm && gblocks > 0) {
+        FIRN_LAUNCH(grid_update, gblocks, FIRN_BLOCK, 0, s->stream, *P, s->grid);
+        FIRN_CUDA_CHECK_LAUNCH("grid_update", s->stream, err);
+    }
+    if (s->sph_rigid && w->sph.cuda &&
+        firn_cuda_queue_sph_rigid(&V, s->rigids, s->n_rigids, s->rigid_acc, s->stream, err))
+        return FIRN_CUDA_FAILED;
+    return 0;
+}
+
+static int queue_substep(firn_world *w, const firn_params *P, unsigned substep, int timed,
+                         firn_error *err)
+{
+    firn_cuda_state *s = w->cuda;
+    const unsigned pblocks = (unsigned)((s->p.n + FIRN_BLOCK - 1) / FIRN_BLOCK);
     if (timed)
         FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_SUB], s->stream), err);
     if (s->cpic && firn_cuda_queue_cpic_mark(P, s->p, s->rigids, s->n_rigids, s->stream, err))
@@ -365,41 +443,34 @@ static int queue_substep(firn_cuda_state *s, const firn_params *P, unsigned subs
         return FIRN_CUDA_FAILED;
     if (timed)
         FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_COUPLE], s->stream), err);
-    FIRN_CUDA_CHECK(
-        cudaMemsetAsync(s->grid.node, 0, 4 * (size_t)s->grid.nodes * sizeof(float), s->stream),
-        err);
-    if (timed)
-        FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_CLEAR], s->stream), err);
-    if (s->cpic) {
-        if (firn_cuda_queue_p2g_cpic(P, s->mats, s->p, s->grid, s->rigids, s->n_rigids, s->stream,
-                                     err))
+    if (queue_mpm_pre(s, P, timed, err))
+        return FIRN_CUDA_FAILED;
+    if (w->sph.cuda) {
+        if (firn_cuda_sph_queue_pre(w->sph.cuda, &w->sph.P, s->stream,
+                                    timed ? &s->ev[EV_SPH_SORT] : NULL, err))
             return FIRN_CUDA_FAILED;
-    } else if (pblocks > 0) {
-        FIRN_LAUNCH(p2g, pblocks, FIRN_BLOCK, 0, s->stream, *P, s->mats, s->p, s->grid);
-        FIRN_CUDA_CHECK_LAUNCH("p2g", s->stream, err);
+    } else if (timed) {
+        for (int k = EV_SPH_SORT; k <= EV_SPH_PRESSURE; k++)
+            FIRN_CUDA_CHECK(cudaEventRecord(s->ev[k], s->stream), err);
     }
-    if (timed)
-        FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_P2G], s->stream), err);
-    if (s->rigid_mpm) {
-        if (firn_cuda_queue_grid_rigid(P, s->grid, s->rigids, s->n_rigids, s->rigid_acc, s->stream,
-                                       err))
-            return FIRN_CUDA_FAILED;
-    } else if (gblocks > 0) {
-        FIRN_LAUNCH(grid_update, gblocks, FIRN_BLOCK, 0, s->stream, *P, s->grid);
-        FIRN_CUDA_CHECK_LAUNCH("grid_update", s->stream, err);
-    }
+    if (queue_couple(w, P, err))
+        return FIRN_CUDA_FAILED;
     if (timed)
         FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_GRID], s->stream), err);
-    if (s->cpic) {
+    if (s->mpm && s->cpic) {
         if (firn_cuda_queue_g2p_cpic(P, s->mats, s->p, s->grid, s->rigids, s->n_rigids,
                                      s->rigid_acc, s->bad, substep, s->stream, err))
             return FIRN_CUDA_FAILED;
-    } else if (pblocks > 0) {
+    } else if (s->mpm && pblocks > 0) {
         FIRN_LAUNCH(g2p, pblocks, FIRN_BLOCK, 0, s->stream, *P, s->p, s->grid, s->bad, substep);
         FIRN_CUDA_CHECK_LAUNCH("g2p", s->stream, err);
     }
     if (timed)
         FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_G2P], s->stream), err);
+    if (w->sph.cuda && firn_cuda_sph_queue_post(w->sph.cuda, &w->sph.P, substep, s->stream, err))
+        return FIRN_CUDA_FAILED;
+    if (timed)
+        FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_SPH_ADVECT], s->stream), err);
     return 0;
 }
 
@@ -417,22 +488,26 @@ static float elapsed_ms(cudaEvent_t a, cudaEvent_t b)
  * the call (by then the stream holds queued work, so the GPU is not waiting
  * on the host's launches as it may in the first), and the whole call; the
  * call's time is split over the phases in that substep's proportions.
- * Events per phase of every substep would add five records per substep to
- * a stream of a few short kernels. couple: CPIC side marking and the rigid
- * bodies' step (the impulse exchange on the grid is part of grid). */
+ * Events per phase of every substep would add a record per phase to every
+ * substep of a stream of short kernels. couple: CPIC side marking and the
+ * rigid bodies' step (the impulse exchange on the grid, and SPH-rigid, are
+ * part of grid, as on the CPU path). */
 static void account_time(firn_world *w, firn_cuda_state *s)
 {
-    float t[5];
-    for (int k = 0; k < 5; k++)
+    const int phases = EV_SPH_ADVECT - EV_SUB;
+    double *const into[EV_SPH_ADVECT - EV_SUB] = {
+        &w->prof.couple,   &w->prof.clear,       &w->prof.p2g,
+        &w->prof.sph_sort, &w->prof.sph_density, &w->prof.sph_pressure,
+        &w->prof.grid,     &w->prof.g2p,         &w->prof.sph_integrate};
+    float t[EV_SPH_ADVECT - EV_SUB], sub = 0.0f;
+    for (int k = 0; k < phases; k++) {
         t[k] = elapsed_ms(s->ev[EV_SUB + k], s->ev[EV_SUB + k + 1]);
-    float sub = t[0] + t[1] + t[2] + t[3] + t[4];
+        sub += t[k];
+    }
     float total = elapsed_ms(s->ev[EV_START], s->ev[EV_END]);
     double scale = sub > 0.0f ? 1e-3 * total / sub : 0.0;
-    w->prof.couple += scale * t[0];
-    w->prof.clear += scale * t[1];
-    w->prof.p2g += scale * t[2];
-    w->prof.grid += scale * t[3];
-    w->prof.g2p += scale * t[4];
+    for (int k = 0; k < phases; k++)
+        *into[k] += scale * t[k];
     w->prof.total += 1e-3 * total;
 }
 
@@ -449,18 +524,24 @@ static void discard_bad_word(firn_cuda_state *s)
     (void)cudaGetLastError();
 }
 
-/* Queues nsub substeps and reads the non-finite word back; 0 or -2. */
-static int run_substeps(firn_cuda_state *s, const firn_params *P, int nsub, unsigned long long *bad,
-                        firn_error *err)
+/* Queues nsub substeps and reads the non-finite words back (MPM's, and
+ * the SPH solver's into *sph_bad); 0 or -2. */
+static int run_substeps(firn_world *w, const firn_params *P, int nsub, unsigned long long *bad,
+                        unsigned long long *sph_bad, firn_error *err)
 {
+    firn_cuda_state *s = w->cuda;
+    if (w->sph.cuda && firn_cuda_sph_begin_call(w->sph.cuda, s->stream, err))
+        return FIRN_CUDA_FAILED;
     FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_START], s->stream), err);
     for (int k = 0; k < nsub; k++)
-        if (queue_substep(s, P, (unsigned)k, k == nsub / 2, err))
+        if (queue_substep(w, P, (unsigned)k, k == nsub / 2, err))
             return FIRN_CUDA_FAILED;
     FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_END], s->stream), err);
     FIRN_CUDA_CHECK(cudaMemcpyAsync(bad, s->bad, sizeof *bad, cudaMemcpyDeviceToHost, s->stream),
                     err);
     FIRN_CUDA_CHECK(cudaStreamSynchronize(s->stream), err);
+    if (w->sph.cuda && firn_cuda_sph_end_call(w, nsub, sph_bad, err))
+        return FIRN_CUDA_FAILED;
     return 0;
 }
 
@@ -473,21 +554,34 @@ extern "C" int firn_cuda_run(firn_world *w, int nsub, float dt, int *bad_substep
         return -1;
     firn_params P = w->params;
     P.dt = dt;
-    unsigned long long bad = FIRN_CUDA_BAD_NONE;
-    if (run_substeps(s, &P, nsub, &bad, err)) {
+    w->sph.P.dt = dt; /* the SPH solver's substep, as on the CPU path */
+    unsigned long long bad = FIRN_CUDA_BAD_NONE, sph_bad = FIRN_CUDA_BAD_NONE;
+    if (run_substeps(w, &P, nsub, &bad, &sph_bad, err)) {
         discard_bad_word(s);
+        if (w->sph.cuda)
+            firn_cuda_sph_discard_bad_word(w);
         return FIRN_CUDA_FAILED;
     }
     w->host_stale = FIRN_STALE_ALL;
     account_time(w, s);
-    if (bad == FIRN_CUDA_BAD_NONE)
+    /* The earliest substep's report; within one substep MPM's before the
+     * SPH solver's, the CPU path's solver order. */
+    if (bad == FIRN_CUDA_BAD_NONE && sph_bad == FIRN_CUDA_BAD_NONE)
         return -1;
-    /* Reset on the world's stream (a legacy-stream copy would not order
-     * with this non-blocking stream), and wait for it. */
-    static const unsigned long long none = FIRN_CUDA_BAD_NONE;
-    FIRN_CUDA_CHECK(cudaMemcpyAsync(s->bad, &none, sizeof none, cudaMemcpyHostToDevice, s->stream),
-                    err);
-    FIRN_CUDA_CHECK(cudaStreamSynchronize(s->stream), err);
+    if (bad != FIRN_CUDA_BAD_NONE) {
+        /* Reset on the world's stream (a legacy-stream copy would not order
+         * with this non-blocking stream), and wait for it. */
+        static const unsigned long long none = FIRN_CUDA_BAD_NONE;
+        FIRN_CUDA_CHECK(
+            cudaMemcpyAsync(s->bad, &none, sizeof none, cudaMemcpyHostToDevice, s->stream), err);
+        FIRN_CUDA_CHECK(cudaStreamSynchronize(s->stream), err);
+    }
+    w->bad_solver = FIRN_SOLVER_MPM;
+    if (sph_bad != FIRN_CUDA_BAD_NONE &&
+        (bad == FIRN_CUDA_BAD_NONE || (sph_bad >> 32) < (bad >> 32))) {
+        w->bad_solver = FIRN_SOLVER_SPH;
+        bad = sph_bad;
+    }
     if (bad_substep)
         *bad_substep = (int)(bad >> 32);
     return (int)(bad & 0xffffffffu);

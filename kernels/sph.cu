@@ -1,0 +1,587 @@
+/* sph.cu - the SPH solver on the CUDA path: its device state, the
+ * neighbour grid (keys, per-cell counts, CUB's exclusive scan and stable
+ * radix sort), and one thin kernel per pass of include/firn_sph.h, one
+ * thread per particle running the body the CPU path (host/sph_cpu.c) loops
+ * over.
+ *
+ * The sort is stable (CUB's radix sort keeps equal keys in input order, and
+ * the input is 0..n-1), so sorted[], start[] and end[] are the CPU counting
+ * sort's and every neighbour sum runs in the same order on both paths.
+ *
+ * A DFSPH solve is queued as `cap` iterations with no host round trip:
+ * iterate, source (which writes each particle's error term), a CUB sum of
+ * the terms, and a one-thread check that compares the mean with the
+ * tolerance and sets a device flag; every kernel of a later iteration
+ * returns at once when the flag is set. The iteration counts are read back
+ * once per firn_cuda_run. */
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_reduce.cuh>
+#include <cub/device/device_scan.cuh>
+
+#include "cuda_backend.h"
+#include "error.h"
+#include "sph.cuh"
+#include "world.h"
+
+#define FIRN_SPH_BLOCK 256
+
+/* Device scalars of the solver. */
+struct sph_flags {
+    double err_sum;         /* CUB's sum of the error terms of the current iteration */
+    unsigned long long bad; /* first non-finite SPH particle (firn_cuda_bad_word) */
+    int done;               /* the current DFSPH solve has converged */
+    int last[2];            /* iterations of the latest divergence / density solve */
+    int total[2];           /* iterations since the start of the call */
+};
+
+struct firn_sph_cuda {
+    firn_sph_particles s; /* device SoA: x, v, acc, rho, p, alpha, drho as on the host, then mat */
+    void *p_block;        /* the allocation of s */
+    firn_sph_grid G;      /* device neighbour grid */
+    unsigned *key_sorted; /* the radix sort's key output (n) */
+    int *ids;             /* 0..n-1, the radix sort's value input */
+    int *count;           /* particles per cell (cells) */
+    double *err;          /* per-particle DFSPH error term (n) */
+    void *g_block;        /* the allocation of G, key_sorted, ids, count, err */
+    firn_sph_material *mats; /* FIRN_MAX_MATERIALS, by scene material index */
+    sph_flags *flags;
+    void *small_block; /* mats and flags */
+    void *temp;        /* CUB temporary storage, the largest of sort, scan and sum */
+    size_t temp_bytes;
+    int end_bit; /* bits of the largest cell index */
+    size_t bytes;
+};
+
+/* ---- kernels ------------------------------------------------------------- */
+
+static __global__ void sph_iota(int *ids, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        ids[i] = i;
+}
+
+/* The cell of each particle, and the per-cell count (count zeroed before). */
+static __global__ void sph_keys(firn_sph_params P, firn_sph_particles s, unsigned *key, int *count)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < s.n) {
+        unsigned c = firn_sph_cell_of(&P, firn_load3(s.x, s.n, i));
+        key[i] = c;
+        atomicAdd(&count[c], 1);
+    }
+}
+
+/* end = start + count: an empty cell's start and end are both where it
+ * would begin, as the cursor requires. */
+static __global__ void sph_ends(const int *start, const int *count, int *end, int cells)
+{
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c < cells)
+        end[c] = start[c] + count[c];
+}
+
+static __global__ void sph_density(firn_sph_params P, const firn_sph_material *mats,
+                                   firn_sph_particles s, firn_sph_grid G)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < s.n)
+        s.rho[i] = firn_sph_density(i, &P, mats, s, G);
+}
+
+static __global__ void sph_nonpressure(firn_sph_params P, const firn_sph_material *mats,
+                                       firn_sph_particles s, firn_sph_grid G)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < s.n)
+        firn_store3(s.acc, s.n, i, firn_sph_nonpressure(i, &P, mats, s, G));
+}
+
+static __global__ void sph_eos(const firn_sph_material *mats, firn_sph_particles s)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < s.n)
+        firn_sph_eos(i, mats, s);
+}
+
+static __global__ void sph_pressure_step(firn_sph_params P, const firn_sph_material *mats,
+                                         firn_sph_particles s, firn_sph_grid G)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < s.n)
+        firn_sph_pressure_step(i, &P, mats, s, G);
+}
+
+static __global__ void sph_kick(firn_sph_params P, firn_sph_particles s)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < s.n)
+        firn_sph_kick(i, &P, s);
+}
+
+static __global__ void sph_df_factor(firn_sph_params P, firn_sph_particles s, firn_sph_grid G)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < s.n)
+        firn_sph_df_factor(i, &P, s, G);
+}
+
+/* A solve's source (divergence: density = 0; density: 1). Inside a solve
+ * (done not NULL) it returns at once once the solve has converged, and
+ * writes the particle's error term into err. */
+static __global__ void sph_df_source(firn_sph_params P, const firn_sph_material *mats,
+                                     firn_sph_particles s, firn_sph_grid G, int density,
+                                     const int *done, double *err)
+{
+    if (done && *done)
+        return;
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= s.n)
+        return;
+    if (density)
+        firn_sph_df_density_source(i, &P, mats, s, G);
+    else
+        firn_sph_df_div_source(i, &P, s, G);
+    if (err)
+        err[i] = firn_sph_df_error(i, s, density);
+}
+
+static __global__ void sph_df_iterate(firn_sph_params P, const firn_sph_material *mats,
+                                      firn_sph_particles s, firn_sph_grid G, int density,
+                                      const int *done)
+{
+    if (*done)
+        return;
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < s.n)
+        firn_sph_df_iterate(i, &P, mats, s, G, density);
+}
+
+/* One thread: counts the iteration, and ends the solve when the mean error
+ * is within the tolerance (host/sph_cpu.c df_solve). */
+static __global__ void sph_df_check(sph_flags *f, int density, int n, float tol)
+{
+    if (f->done)
+        return;
+    f->last[density]++;
+    f->total[density]++;
+    if (f->err_sum / (double)n <= (double)tol)
+        f->done = 1;
+}
+
+static __global__ void sph_advect(firn_sph_params P, firn_sph_particles s, unsigned long long *bad,
+                                  unsigned substep)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= s.n)
+        return;
+    firn_sph_advect(i, &P, s);
+    const int n = s.n;
+    float sum = s.x[i] + s.x[n + i] + s.x[2 * n + i] + s.v[i] + s.v[n + i] + s.v[2 * n + i];
+    if (!isfinite(sum))
+        atomicMin(bad, firn_cuda_bad_word(substep, i));
+}
+
+/* ---- phases ------------------------------------------------------------- */
+
+static unsigned blocks_for(long long n)
+{
+    return (unsigned)((n + FIRN_SPH_BLOCK - 1) / FIRN_SPH_BLOCK);
+}
+
+static cudaError_t sort_call(firn_sph_cuda *S, void *temp, size_t &bytes, cudaStream_t st)
+{
+    return cub::DeviceRadixSort::SortPairs(temp, bytes, S->G.key, S->key_sorted, S->ids,
+                                           S->G.sorted, S->s.n, 0, S->end_bit, st);
+}
+
+static cudaError_t scan_call(firn_sph_cuda *S, void *temp, size_t &bytes, cudaStream_t st)
+{
+    return cub::DeviceScan::ExclusiveSum(temp, bytes, S->count, S->G.start, S->G.cells, st);
+}
+
+static cudaError_t sum_call(firn_sph_cuda *S, void *temp, size_t &bytes, cudaStream_t st)
+{
+    double *out = S->flags ? &S->flags->err_sum : NULL; /* NULL: the size query at init */
+    return cub::DeviceReduce::Sum(temp, bytes, S->err, out, S->s.n, st);
+}
+
+/* The neighbour grid from the current positions. */
+static int queue_sort(firn_sph_cuda *S, const firn_sph_params *P, cudaStream_t st, firn_error *err)
+{
+    const int n = S->s.n, cells = S->G.cells;
+    FIRN_CUDA_CHECK(cudaMemsetAsync(S->count, 0, (size_t)cells * sizeof(int), st), err);
+    FIRN_LAUNCH(sph_keys, blocks_for(n), FIRN_SPH_BLOCK, 0, st, *P, S->s, S->G.key, S->count);
+    FIRN_CUDA_CHECK_LAUNCH("sph_keys", st, err);
+    size_t bytes = S->temp_bytes;
+    FIRN_CUDA_CHECK(scan_call(S, S->temp, bytes, st), err);
+    FIRN_LAUNCH(sph_ends, blocks_for(cells), FIRN_SPH_BLOCK, 0, st, S->G.start, S->count, S->G.end,
+                cells);
+    FIRN_CUDA_CHECK_LAUNCH("sph_ends", st, err);
+    bytes = S->temp_bytes;
+    FIRN_CUDA_CHECK(sort_call(S, S->temp, bytes, st), err);
+    return 0;
+}
+
+/* One DFSPH solve: `cap` iterations queued, all but the first converged
+ * ones returning at once. */
+static int queue_solve(firn_sph_cuda *S, const firn_sph_params *P, int density, cudaStream_t st,
+                       firn_error *err)
+{
+    const int n = S->s.n, cap = density ? P->dens_iters : P->div_iters;
+    const unsigned b = blocks_for(n);
+    const float tol = firn_sph_df_threshold(P, density);
+    int *done = &S->flags->done;
+    FIRN_CUDA_CHECK(cudaMemsetAsync(done, 0, sizeof(int), st), err);
+    FIRN_CUDA_CHECK(cudaMemsetAsync(&S->flags->last[density], 0, sizeof(int), st), err);
+    for (int it = 0; it < cap; it++) {
+        FIRN_LAUNCH(sph_df_iterate, b, FIRN_SPH_BLOCK, 0, st, *P, S->mats, S->s, S->G, density,
+                    (const int *)done);
+        FIRN_CUDA_CHECK_LAUNCH("sph_df_iterate", st, err);
+        FIRN_LAUNCH(sph_df_source, b, FIRN_SPH_BLOCK, 0, st, *P, S->mats, S->s, S->G, density,
+                    (const int *)done, S->err);
+        FIRN_CUDA_CHECK_LAUNCH("sph_df_source", st, err);
+        size_t bytes = S->temp_bytes;
+        FIRN_CUDA_CHECK(sum_call(S, S->temp, bytes, st), err);
+        FIRN_LAUNCH(sph_df_check, 1, 1, 0, st, S->flags, density, n, tol);
+        FIRN_CUDA_CHECK_LAUNCH("sph_df_check", st, err);
+    }
+    return 0;
+}
+
+static int queue_wcsph(firn_sph_cuda *S, const firn_sph_params *P, cudaStream_t st, firn_error *err)
+{
+    const unsigned b = blocks_for(S->s.n);
+    FIRN_LAUNCH(sph_nonpressure, b, FIRN_SPH_BLOCK, 0, st, *P, S->mats, S->s, S->G);
+    FIRN_CUDA_CHECK_LAUNCH("sph_nonpressure", st, err);
+    FIRN_LAUNCH(sph_eos, b, FIRN_SPH_BLOCK, 0, st, S->mats, S->s);
+    FIRN_CUDA_CHECK_LAUNCH("sph_eos", st, err);
+    FIRN_LAUNCH(sph_pressure_step, b, FIRN_SPH_BLOCK, 0, st, *P, S->mats, S->s, S->G);
+    FIRN_CUDA_CHECK_LAUNCH("sph_pressure_step", st, err);
+    return 0;
+}
+
+/* Bender and Koschier's order, as host/sph_cpu.c dfsph. */
+static int queue_dfsph(firn_sph_cuda *S, const firn_sph_params *P, cudaStream_t st, firn_error *err)
+{
+    const unsigned b = blocks_for(S->s.n);
+    FIRN_LAUNCH(sph_df_factor, b, FIRN_SPH_BLOCK, 0, st, *P, S->s, S->G);
+    FIRN_CUDA_CHECK_LAUNCH("sph_df_factor", st, err);
+    FIRN_LAUNCH(sph_df_source, b, FIRN_SPH_BLOCK, 0, st, *P, S->mats, S->s, S->G, 0,
+                (const int *)NULL, (double *)NULL);
+    FIRN_CUDA_CHECK_LAUNCH("sph_df_source", st, err);
+    if (queue_solve(S, P, 0, st, err))
+        return FIRN_CUDA_FAILED;
+    FIRN_LAUNCH(sph_nonpressure, b, FIRN_SPH_BLOCK, 0, st, *P, S->mats, S->s, S->G);
+    FIRN_CUDA_CHECK_LAUNCH("sph_nonpressure", st, err);
+    FIRN_LAUNCH(sph_kick, b, FIRN_SPH_BLOCK, 0, st, *P, S->s);
+    FIRN_CUDA_CHECK_LAUNCH("sph_kick", st, err);
+    FIRN_LAUNCH(sph_df_source, b, FIRN_SPH_BLOCK, 0, st, *P, S->mats, S->s, S->G, 1,
+                (const int *)NULL, (double *)NULL);
+    FIRN_CUDA_CHECK_LAUNCH("sph_df_source", st, err);
+    return queue_solve(S, P, 1, st, err);
+}
+
+int firn_cuda_sph_queue_pre(firn_sph_cuda *S, const firn_sph_params *P, cudaStream_t st,
+                            cudaEvent_t ev[3], firn_error *err)
+{
+    if (queue_sort(S, P, st, err))
+        return FIRN_CUDA_FAILED;
+    if (ev)
+        FIRN_CUDA_CHECK(cudaEventRecord(ev[0], st), err);
+    FIRN_LAUNCH(sph_density, blocks_for(S->s.n), FIRN_SPH_BLOCK, 0, st, *P, S->mats, S->s, S->G);
+    FIRN_CUDA_CHECK_LAUNCH("sph_density", st, err);
+    if (ev)
+        FIRN_CUDA_CHECK(cudaEventRecord(ev[1], st), err);
+    if (P->solver == FIRN_SPH_DFSPH ? queue_dfsph(S, P, st, err) : queue_wcsph(S, P, st, err))
+        return FIRN_CUDA_FAILED;
+    if (ev)
+        FIRN_CUDA_CHECK(cudaEventRecord(ev[2], st), err);
+    return 0;
+}
+
+int firn_cuda_sph_queue_post(firn_sph_cuda *S, const firn_sph_params *P, unsigned substep,
+                             cudaStream_t st, firn_error *err)
+{
+    FIRN_LAUNCH(sph_advect, blocks_for(S->s.n), FIRN_SPH_BLOCK, 0, st, *P, S->s, &S->flags->bad,
+                substep);
+    FIRN_CUDA_CHECK_LAUNCH("sph_advect", st, err);
+    return 0;
+}
+
+firn_sph_view firn_cuda_sph_view(const firn_sph_cuda *S, const firn_sph_params *P)
+{
+    firn_sph_view V;
+    V.P = *P;
+    V.mats = S->mats;
+    V.s = S->s;
+    V.G = S->G;
+    return V;
+}
+
+int firn_cuda_sph_begin_call(firn_sph_cuda *S, cudaStream_t st, firn_error *err)
+{
+    FIRN_CUDA_CHECK(cudaMemsetAsync(S->flags->total, 0, sizeof S->flags->total, st), err);
+    return 0;
+}
+
+int firn_cuda_sph_end_call(firn_world *w, int nsub, unsigned long long *bad, firn_error *err)
+{
+    firn_sph_cuda *S = w->sph.cuda;
+    const cudaStream_t st = firn_cuda_world_stream(w);
+    sph_flags f;
+    FIRN_CUDA_CHECK(cudaMemcpyAsync(&f, S->flags, sizeof f, cudaMemcpyDeviceToHost, st), err);
+    FIRN_CUDA_CHECK(cudaStreamSynchronize(st), err);
+    if (w->sph.P.solver == FIRN_SPH_DFSPH) {
+        for (int k = 0; k < 2; k++) {
+            w->sph.iters[k] = f.last[k];
+            w->sph.iters_total[k] += f.total[k];
+        }
+        w->sph.solves += nsub;
+    }
+    *bad = f.bad;
+    if (f.bad != FIRN_CUDA_BAD_NONE) {
+        static const unsigned long long none = FIRN_CUDA_BAD_NONE;
+        FIRN_CUDA_CHECK(
+            cudaMemcpyAsync(&S->flags->bad, &none, sizeof none, cudaMemcpyHostToDevice, st), err);
+        FIRN_CUDA_CHECK(cudaStreamSynchronize(st), err);
+    }
+    return 0;
+}
+
+void firn_cuda_sph_discard_bad_word(firn_world *w)
+{
+    static const unsigned long long none = FIRN_CUDA_BAD_NONE;
+    const cudaStream_t st = firn_cuda_world_stream(w);
+    (void)cudaStreamSynchronize(st);
+    (void)cudaMemcpyAsync(&w->sph.cuda->flags->bad, &none, sizeof none, cudaMemcpyHostToDevice, st);
+    (void)cudaStreamSynchronize(st);
+    (void)cudaGetLastError();
+}
+
+size_t firn_cuda_sph_bytes(const firn_sph_cuda *S) { return S ? S->bytes : 0; }
+
+/* ---- device state --------------------------------------------------------- */
+
+/* The particle block: the seven float arrays contiguous in the host's
+ * order (x, v, acc: 3n each; rho, p, alpha, drho: n each), so that one copy
+ * moves them, then mat. */
+static size_t particle_layout(int n, char *base, firn_sph_particles *s)
+{
+    const size_t nn = (size_t)n, floats = firn_align256(13 * nn * sizeof(float));
+    if (base) {
+        s->n = n;
+        s->x = (float *)base;
+        s->v = s->x + 3 * nn;
+        s->acc = s->v + 3 * nn;
+        s->rho = s->acc + 3 * nn;
+        s->p = s->rho + nn;
+        s->alpha = s->p + nn;
+        s->drho = s->alpha + nn;
+        s->mat = (uint8_t *)(base + floats);
+    }
+    return floats + firn_align256(nn);
+}
+
+/* The grid block: key, sorted, start, end, key_sorted, ids, count, err. */
+static size_t grid_layout(int n, int cells, char *base, firn_sph_cuda *S)
+{
+    const size_t nn = (size_t)n, nc = (size_t)cells;
+    const size_t bytes[8] = {nn * 4, nn * 4, nc * 4, nc * 4, nn * 4, nn * 4, nc * 4, nn * 8};
+    size_t off[8], total = 0;
+    for (int k = 0; k < 8; k++) {
+        off[k] = total;
+        total += firn_align256(bytes[k]);
+    }
+    if (base) {
+        S->G.cells = cells;
+        S->G.key = (unsigned *)(base + off[0]);
+        S->G.sorted = (int *)(base + off[1]);
+        S->G.start = (int *)(base + off[2]);
+        S->G.end = (int *)(base + off[3]);
+        S->key_sorted = (unsigned *)(base + off[4]);
+        S->ids = (int *)(base + off[5]);
+        S->count = (int *)(base + off[6]);
+        S->err = (double *)(base + off[7]);
+    }
+    return total;
+}
+
+static const size_t small_bytes =
+    ((FIRN_MAX_MATERIALS * sizeof(firn_sph_material) + 255) & ~(size_t)255) + sizeof(sph_flags);
+
+/* Checks that the SPH state (want bytes) fits in the free device memory
+ * with its kernels' extra stack and the driver's rounding of the three
+ * large allocations, as mpm.cu's check_device_memory does. */
+static int check_memory(const firn_world *w, size_t want, firn_error *err)
+{
+    int dev = 0;
+    cudaDeviceProp prop;
+    FIRN_CUDA_CHECK(cudaGetDevice(&dev), err);
+    FIRN_CUDA_CHECK(cudaGetDeviceProperties(&prop, dev), err);
+    size_t local = 0, stack = 0;
+    FIRN_CUDA_CHECK(cudaDeviceGetLimit(&stack, cudaLimitStackSize), err);
+    const void *const kernels[] = {(const void *)sph_density, (const void *)sph_nonpressure,
+                                   (const void *)sph_pressure_step, (const void *)sph_df_iterate,
+                                   (const void *)sph_df_source};
+    if (firn_cuda_local_bytes(kernels, 5, &local, err) ||
+        firn_cuda_sph_coupling_local_bytes(&local, err))
+        return FIRN_CUDA_FAILED;
+    const size_t extra = local > stack ? local - stack : 0;
+    const size_t reserve =
+        extra * (size_t)prop.multiProcessorCount * (size_t)prop.maxThreadsPerMultiProcessor;
+    const size_t rounding = (size_t)4 << 21;
+    size_t free_b = 0, total_b = 0;
+    FIRN_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b), err);
+    if (want + reserve + rounding > free_b) {
+        firn_set_error(err, FIRN_E_DEVICE,
+                       "not enough GPU memory on %s for the SPH solver: %zu bytes (%.1f MiB) "
+                       "requested for %d SPH particles and %d neighbour cells, %.1f MiB of kernel "
+                       "stack and up to %.0f MiB of allocation rounding; %zu bytes (%.1f MiB) "
+                       "free of %zu (%.1f MiB); use fewer particles, a larger sph.particle_size, "
+                       "or --backend cpu",
+                       w->device_name, want, (double)want / (1 << 20), w->sph.n, w->sph.G.cells,
+                       (double)reserve / (1 << 20), (double)rounding / (1 << 20), free_b,
+                       (double)free_b / (1 << 20), total_b, (double)total_b / (1 << 20));
+        return FIRN_CUDA_FAILED;
+    }
+    return 0;
+}
+
+static int state_init(firn_world *w, firn_sph_cuda *S, firn_error *err)
+{
+    const int n = w->sph.n, cells = w->sph.G.cells;
+    const cudaStream_t st = firn_cuda_world_stream(w);
+    S->s.n = n;
+    S->G.cells = cells;
+    S->end_bit = 1;
+    while (S->end_bit < 32 && ((unsigned)(cells - 1) >> S->end_bit) != 0)
+        S->end_bit++;
+    /* CUB's scratch, sized once for the largest of its three calls. */
+    size_t sort_b = 0, scan_b = 0, sum_b = 0;
+    FIRN_CUDA_CHECK(sort_call(S, NULL, sort_b, st), err);
+    FIRN_CUDA_CHECK(scan_call(S, NULL, scan_b, st), err);
+    FIRN_CUDA_CHECK(sum_call(S, NULL, sum_b, st), err);
+    S->temp_bytes = sort_b > scan_b ? sort_b : scan_b;
+    S->temp_bytes = sum_b > S->temp_bytes ? sum_b : S->temp_bytes;
+    const size_t p_bytes = particle_layout(n, NULL, NULL), g_bytes = grid_layout(n, cells, NULL, S);
+    const size_t want =
+        p_bytes + g_bytes + firn_align256(small_bytes) + firn_align256(S->temp_bytes);
+    if (check_memory(w, want, err))
+        return FIRN_CUDA_FAILED;
+    FIRN_CUDA_CHECK(cudaMalloc(&S->p_block, p_bytes), err);
+    particle_layout(n, (char *)S->p_block, &S->s);
+    FIRN_CUDA_CHECK(cudaMalloc(&S->g_block, g_bytes), err);
+    grid_layout(n, cells, (char *)S->g_block, S);
+    FIRN_CUDA_CHECK(cudaMalloc(&S->small_block, small_bytes), err);
+    S->mats = (firn_sph_material *)S->small_block;
+    S->flags = (sph_flags *)((char *)S->small_block + (small_bytes - sizeof(sph_flags)));
+    FIRN_CUDA_CHECK(cudaMalloc(&S->temp, S->temp_bytes), err);
+    S->bytes = want;
+
+    /* Pageable host sources are staged at the call, so the locals may go. */
+    sph_flags f;
+    memset(&f, 0, sizeof f);
+    f.bad = FIRN_CUDA_BAD_NONE;
+    const firn_sph_particles *h = &w->sph.s;
+    FIRN_CUDA_CHECK(
+        cudaMemcpyAsync(S->s.x, h->x, 13 * (size_t)n * sizeof(float), cudaMemcpyHostToDevice, st),
+        err);
+    FIRN_CUDA_CHECK(cudaMemcpyAsync(S->s.mat, h->mat, (size_t)n, cudaMemcpyHostToDevice, st), err);
+    FIRN_CUDA_CHECK(cudaMemcpyAsync(S->mats, w->sph.mats,
+                                    FIRN_MAX_MATERIALS * sizeof(firn_sph_material),
+                                    cudaMemcpyHostToDevice, st),
+                    err);
+    FIRN_CUDA_CHECK(cudaMemcpyAsync(S->flags, &f, sizeof f, cudaMemcpyHostToDevice, st), err);
+    FIRN_CUDA_CHECK(cudaMemsetAsync(S->g_block, 0, g_bytes, st), err);
+    FIRN_LAUNCH(sph_iota, blocks_for(n), FIRN_SPH_BLOCK, 0, st, S->ids, n);
+    FIRN_CUDA_CHECK_LAUNCH("sph_iota", st, err);
+    FIRN_CUDA_CHECK(cudaStreamSynchronize(st), err);
+    return 0;
+}
+
+/* ---- launchers (extern "C", declared in host/cuda_backend.h) ---------- */
+
+extern "C" int firn_cuda_sph_init(firn_world *w, firn_error *err)
+{
+    if (w->sph.n == 0)
+        return 0;
+    if (!w->cuda) {
+        firn_set_error(err, FIRN_E_DEVICE,
+                       "firn_cuda_sph_init: the CUDA backend of this world is not initialised");
+        return FIRN_CUDA_FAILED;
+    }
+    firn_sph_cuda *S = (firn_sph_cuda *)calloc(1, sizeof *S);
+    if (!S) {
+        firn_set_error(err, FIRN_E_NOMEM, "out of host memory");
+        return FIRN_CUDA_FAILED;
+    }
+    w->sph.cuda = S;
+    if (state_init(w, S, err)) {
+        firn_cuda_sph_free(w);
+        return FIRN_CUDA_FAILED;
+    }
+    w->sph.host_stale = 0;
+    return 0;
+}
+
+/* Best effort, as firn_cuda_free. */
+extern "C" void firn_cuda_sph_free(firn_world *w)
+{
+    firn_sph_cuda *S = w->sph.cuda;
+    if (!S)
+        return;
+    if (w->cuda)
+        (void)cudaStreamSynchronize(firn_cuda_world_stream(w));
+    cudaFree(S->p_block);
+    cudaFree(S->g_block);
+    cudaFree(S->small_block);
+    cudaFree(S->temp);
+    (void)cudaGetLastError();
+    free(S);
+    w->sph.cuda = NULL;
+}
+
+extern "C" int firn_cuda_sph_download(firn_world *w, firn_error *err)
+{
+    firn_sph_cuda *S = w->sph.cuda;
+    if (!S || !w->cuda) {
+        firn_set_error(err, FIRN_E_DEVICE,
+                       "firn_cuda_sph_download: the SPH solver of this world is not on the GPU");
+        return FIRN_CUDA_FAILED;
+    }
+    const cudaStream_t st = firn_cuda_world_stream(w);
+    FIRN_CUDA_CHECK(cudaMemcpyAsync(w->sph.s.x, S->s.x, 13 * (size_t)S->s.n * sizeof(float),
+                                    cudaMemcpyDeviceToHost, st),
+                    err);
+    FIRN_CUDA_CHECK(cudaStreamSynchronize(st), err);
+    return 0;
+}
+
+/* For the GPU tests (test/test_gpu_sph.c): the neighbour grid of the last
+ * substep into host arrays (sorted: n; start, end: cells). */
+extern "C" int firn_cuda_sph_download_grid(firn_world *w, int *sorted, int *start, int *end,
+                                           firn_error *err)
+{
+    firn_sph_cuda *S = w->sph.cuda;
+    if (!S || !w->cuda) {
+        firn_set_error(err, FIRN_E_DEVICE,
+                       "firn_cuda_sph_download_grid: the SPH solver of this world is not on the "
+                       "GPU");
+        return FIRN_CUDA_FAILED;
+    }
+    const cudaStream_t st = firn_cuda_world_stream(w);
+    const size_t n = (size_t)S->s.n, cells = (size_t)S->G.cells;
+    FIRN_CUDA_CHECK(
+        cudaMemcpyAsync(sorted, S->G.sorted, n * sizeof(int), cudaMemcpyDeviceToHost, st), err);
+    FIRN_CUDA_CHECK(
+        cudaMemcpyAsync(start, S->G.start, cells * sizeof(int), cudaMemcpyDeviceToHost, st), err);
+    FIRN_CUDA_CHECK(cudaMemcpyAsync(end, S->G.end, cells * sizeof(int), cudaMemcpyDeviceToHost, st),
+                    err);
+    FIRN_CUDA_CHECK(cudaStreamSynchronize(st), err);
+    return 0;
+}

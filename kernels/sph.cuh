@@ -1,0 +1,64 @@
+/* sph.cuh - launchers of kernels/sph.cu for kernels/mpm.cu and
+ * kernels/coupling.cu: the SPH solver's phases on the GPU, queued on the
+ * world's stream. All int functions return 0 or FIRN_CUDA_FAILED with err
+ * filled. Physics: include/firn_sph.h; the CPU twin: host/sph_cpu.c. */
+#ifndef FIRN_SPH_CUH
+#define FIRN_SPH_CUH
+
+#include "cuda_check.cuh"
+#include "firn_sph_coupling.h"
+
+struct firn_sph_cuda; /* kernels/sph.cu, held in firn_sph.cuda */
+
+/* The world's stream (kernels/mpm.cu): every SPH phase and copy is queued
+ * on it, so that the Coupler's order holds without other synchronisation. */
+cudaStream_t firn_cuda_world_stream(const struct firn_world *w);
+
+/* Pre-coupling (host/sph_cpu.c sph_pre_coupling): the neighbour grid from
+ * the current positions (keys and per-cell counts, CUB's exclusive scan to
+ * start, end = start + count, CUB's stable radix sort of the particle
+ * indices by cell), the density, then WCSPH (non-pressure, equation of
+ * state, pressure and velocity step) or DFSPH (factor, divergence solve,
+ * non-pressure, kick, density solve). ev, when not NULL, gets three events
+ * recorded: after the sort, after the density, after the pressure phase. */
+int firn_cuda_sph_queue_pre(struct firn_sph_cuda *S, const firn_sph_params *P, cudaStream_t st,
+                            cudaEvent_t ev[3], firn_error *err);
+/* Post-coupling: the position step and the box, non-finite particles
+ * recorded in the SPH word (substep of the call, particle index). */
+int firn_cuda_sph_queue_post(struct firn_sph_cuda *S, const firn_sph_params *P, unsigned substep,
+                             cudaStream_t st, firn_error *err);
+/* The SPH solver as the coupling pairs see it on the device: P (dt set by
+ * the caller), device materials, particles and neighbour grid. */
+firn_sph_view firn_cuda_sph_view(const struct firn_sph_cuda *S, const firn_sph_params *P);
+
+/* At the start of a call: clears the DFSPH iteration totals. At its end,
+ * after the stream synchronised: reads the iterations of the last solves and
+ * the call's totals into w->sph (DFSPH; nsub solves), and the SPH
+ * non-finite word into *bad (FIRN_CUDA_BAD_NONE when none), which it
+ * resets. */
+int firn_cuda_sph_begin_call(struct firn_sph_cuda *S, cudaStream_t st, firn_error *err);
+int firn_cuda_sph_end_call(struct firn_world *w, int nsub, unsigned long long *bad,
+                           firn_error *err);
+
+/* After a CUDA error part way through a call: lets the queued work finish
+ * and clears the SPH non-finite word (best effort, as mpm.cu's). */
+void firn_cuda_sph_discard_bad_word(struct firn_world *w);
+
+/* Device memory the SPH state holds (0 without one). */
+size_t firn_cuda_sph_bytes(const struct firn_sph_cuda *S);
+
+/* Coupling kernels (kernels/coupling.cu). The grid update with every
+ * active pair (firn_grid_node_pairs: the rigid impulse of nb bodies, then
+ * MPM-SPH with V), the bodies' reaction reduced per warp into acc. */
+int firn_cuda_queue_grid_pairs(const firn_params *P, firn_grid g, const firn_rigid *bodies, int nb,
+                               double *acc, const firn_sph_view *V, cudaStream_t st,
+                               firn_error *err);
+/* SPH-rigid, one thread per SPH particle (firn_sph_rigid_particle), the
+ * reaction reduced per warp, then double atomicAdd into acc. */
+int firn_cuda_queue_sph_rigid(const firn_sph_view *V, const firn_rigid *bodies, int nb, double *acc,
+                              cudaStream_t st, firn_error *err);
+/* Raises *bytes to the most local memory one thread of the SPH coupling
+ * kernels uses (as firn_cuda_coupling_local_bytes). */
+int firn_cuda_sph_coupling_local_bytes(size_t *bytes, firn_error *err);
+
+#endif

@@ -1,0 +1,375 @@
+/* test_gpu_sph.c - the SPH solver on the CUDA path (kernels/sph.cu)
+ * against its CPU twin (host/sph_cpu.c).
+ *
+ * Kernel level: one substep from a random state (a jittered lattice of
+ * about 2200 particles with random velocities, some at the box's faces
+ * moving out), WCSPH and DFSPH, every field of the particles (x, v, acc,
+ * rho, p, alpha, drho: each written by one or more of the kernels) element
+ * by element, and the neighbour grid exactly. Both paths sum over
+ * neighbours in the same order (CUB's radix sort is stable, as the CPU's
+ * counting sort), so the only source of difference is nvcc's FMA
+ * contraction: the tolerance is |gpu - cpu| <= 1e-5 scale + 1e-4 |cpu|,
+ * scale the field's largest CPU magnitude, as firn compare's (on the
+ * emulated runtime, which does not contract, the two agree bitwise). The
+ * sort's keys come from the same initial positions on both paths, so the
+ * grids must be identical even on a GPU.
+ *
+ * Scene level: frames of scenes/sph_dam_break.json, the coupling pairs'
+ * scenes for a few substeps, and a non-finite SPH particle reported as the
+ * CPU reports it. Every test skips, and only, without a usable GPU. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_backend.h"
+#include "gpu_skip.h"
+#include "sph.h"
+#include "world.h"
+
+#ifdef FIRN_WITH_CUDA
+/* kernels/sph.cu, for this test only: the neighbour grid of the last
+ * substep (sorted: n; start, end: cells). */
+int firn_cuda_sph_download_grid(firn_world *w, int *sorted, int *start, int *end, firn_error *err);
+#endif
+
+/* ---- worlds --------------------------------------------------------------- */
+
+/* A 0.2 m cube of water (p = 0.015 m: 13^3 particles) in a 0.4 m box. */
+static void sph_scene(firn_scene_def *def, firn_pressure_solver solver)
+{
+    firn_scene_default(def);
+    const float lo[3] = {0, 0, 0}, hi[3] = {0.4f, 0.4f, 0.4f};
+    memcpy(def->lower, lo, sizeof lo);
+    memcpy(def->upper, hi, sizeof hi);
+    def->dx = 0.02f;
+    def->sph_particle_size = 0.015f;
+    def->write_ply = def->write_preview = 0;
+    def->n_materials = 1;
+    firn_material_default(&def->materials[0], FIRN_MODEL_SPH_LIQUID);
+    snprintf(def->materials[0].name, FIRN_NAME_MAX, "water");
+    def->materials[0].pressure_solver = solver;
+    def->n_bodies = 1;
+    firn_body_default(&def->bodies[0]);
+    def->bodies[0].solver = FIRN_SOLVER_KIND_SPH;
+    def->bodies[0].shape.type = FIRN_SHAPE_BOX;
+    const float c[3] = {0.2f, 0.15f, 0.2f}, s[3] = {0.2f, 0.2f, 0.2f};
+    memcpy(def->bodies[0].shape.center, c, sizeof c);
+    memcpy(def->bodies[0].shape.size, s, sizeof s);
+}
+
+static firn_world *make_world(const firn_scene_def *def, firn_backend backend)
+{
+    firn_error err = {0};
+    firn_world *w = firn_world_create(def, backend, &err);
+    cr_assert(w, "firn_world_create (%s backend) failed: %s",
+              backend == FIRN_BACKEND_CUDA ? "cuda" : "cpu", err.msg);
+    return w;
+}
+
+static uint64_t rng_state;
+static float frand(float lo, float hi)
+{
+    rng_state = rng_state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return lo + (hi - lo) * (float)(rng_state >> 40) / 16777216.0f;
+}
+
+/* Jitters the lattice by up to 0.3 p per axis and gives random velocities
+ * up to 0.5 m/s; every 40th particle sits 1 mm inside a face of the SPH box
+ * moving out through it at 2 m/s (the box's clamp). */
+static void randomise(firn_sph *S, uint64_t seed)
+{
+    const int n = S->n;
+    const float p = S->P.psize;
+    rng_state = seed;
+    for (int i = 0; i < n; i++) {
+        for (int a = 0; a < 3; a++) {
+            S->s.x[a * n + i] += frand(-0.3f, 0.3f) * p;
+            S->s.v[a * n + i] = frand(-0.5f, 0.5f);
+        }
+        if (i % 40 == 0) {
+            const int a = (i / 40) % 3, up = (i / 120) % 2;
+            S->s.x[a * n + i] = up ? S->P.upper[a] - 0.001f : S->P.lower[a] + 0.001f;
+            S->s.v[a * n + i] = up ? 2.0f : -2.0f;
+        }
+    }
+}
+
+/* A CPU world and a CUDA world holding the same random SPH state; the
+ * CUDA world's device copy is rebuilt from its host mirror. */
+static void twin_worlds(firn_pressure_solver solver, firn_world **cpu, firn_world **gpu)
+{
+    firn_scene_def def;
+    firn_error err = {0};
+    sph_scene(&def, solver);
+    *cpu = make_world(&def, FIRN_BACKEND_CPU);
+    *gpu = make_world(&def, FIRN_BACKEND_CUDA);
+    cr_assert_eq((*cpu)->sph.n, (*gpu)->sph.n, "both worlds sample the same particles");
+    cr_assert_gt((*cpu)->sph.n, 2000, "%d SPH particles", (*cpu)->sph.n);
+    randomise(&(*cpu)->sph, 0x5eed5badULL + (uint64_t)solver);
+    memcpy((*gpu)->sph.block, (*cpu)->sph.block, 13 * (size_t)(*cpu)->sph.n * sizeof(float));
+    firn_cuda_sph_free(*gpu);
+    cr_assert_eq(firn_cuda_sph_init(*gpu, &err), 0, "firn_cuda_sph_init: %s", err.msg);
+}
+
+/* ---- comparison ----------------------------------------------------------- */
+
+/* |gpu - cpu| <= 1e-5 scale + 1e-4 |cpu| over count values (component c
+ * of item i at c n + i), scale the largest |cpu|; reports the worst
+ * element and returns the largest |gpu - cpu| / scale. */
+static double expect_close(const char *label, const char *what, const float *gpu, const float *cpu,
+                           long long count, long long n)
+{
+    double scale = 0.0;
+    for (long long k = 0; k < count; k++)
+        scale = fmax(scale, fabs((double)cpu[k]));
+    double worst = 0.0, worst_rel = 0.0;
+    long long at = -1;
+    for (long long k = 0; k < count; k++) {
+        double d = fabs((double)gpu[k] - (double)cpu[k]);
+        double r = d / (1e-5 * scale + 1e-4 * fabs((double)cpu[k]));
+        if (d == 0.0)
+            r = 0.0;
+        if (isnan(r)) /* a NaN on either side is a failure, not a pass */
+            r = INFINITY;
+        if (at < 0 || r > worst) {
+            worst = r;
+            at = k;
+        }
+        if (scale > 0.0)
+            worst_rel = fmax(worst_rel, d / scale);
+    }
+    if (at < 0)
+        return 0.0;
+    cr_log_info("%s: %-6s max |gpu - cpu| / scale %.3g (scale %.4g)", label, what, worst_rel,
+                scale);
+    cr_expect(worst <= 1.0,
+              "%s: %s differs beyond 1e-5 scale + 1e-4 |cpu| (scale %g): worst at element %lld "
+              "(particle %lld, component %lld): gpu %.9g, cpu %.9g, |diff| %.3g (%.3g x the "
+              "tolerance)",
+              label, what, scale, at, at % n, at / n, (double)gpu[at], (double)cpu[at],
+              fabs((double)gpu[at] - cpu[at]), worst);
+    return worst_rel;
+}
+
+/* Every field of the two SPH states. */
+static void expect_sph_close(const char *label, const firn_sph *g, const firn_sph *c)
+{
+    const long long n = c->n;
+    expect_close(label, "x", g->s.x, c->s.x, 3 * n, n);
+    expect_close(label, "v", g->s.v, c->s.v, 3 * n, n);
+    expect_close(label, "acc", g->s.acc, c->s.acc, 3 * n, n);
+    expect_close(label, "rho", g->s.rho, c->s.rho, n, n);
+    expect_close(label, "p", g->s.p, c->s.p, n, n);
+    expect_close(label, "alpha", g->s.alpha, c->s.alpha, n, n);
+    expect_close(label, "drho", g->s.drho, c->s.drho, n, n);
+}
+
+/* ---- one substep from a random state -------------------------------------- */
+
+static void substep_matches_cpu(firn_pressure_solver solver)
+{
+    require_gpu();
+    const char *label = solver == FIRN_PRESSURE_DFSPH ? "DFSPH" : "WCSPH";
+    firn_world *cpu, *gpu;
+    twin_worlds(solver, &cpu, &gpu);
+    const float dt = 2e-4f;
+    firn_error err = {0};
+    cr_assert_eq(firn_world_substep(cpu, dt, &err), 0, "%s: CPU substep: %s", label, err.msg);
+    cr_assert_eq(firn_world_substep(gpu, dt, &err), 0, "%s: GPU substep: %s", label, err.msg);
+    cr_assert_eq(firn_cuda_sph_download(gpu, &err), 0, "%s: download: %s", label, err.msg);
+    expect_sph_close(label, &gpu->sph, &cpu->sph);
+    if (solver == FIRN_PRESSURE_DFSPH) {
+        cr_log_info("%s: iterations: CPU %d + %d, GPU %d + %d", label, cpu->sph.iters[0],
+                    cpu->sph.iters[1], gpu->sph.iters[0], gpu->sph.iters[1]);
+        cr_expect_gt(cpu->sph.iters[1], 1, "the density solve converged at once: nothing tested");
+        for (int k = 0; k < 2; k++) {
+            cr_expect_eq(gpu->sph.iters[k], cpu->sph.iters[k],
+                         "%s solve: GPU %d iterations, CPU %d", k ? "density" : "divergence",
+                         gpu->sph.iters[k], cpu->sph.iters[k]);
+            cr_expect_eq(gpu->sph.iters_total[k], cpu->sph.iters_total[k]);
+        }
+        cr_expect_eq(gpu->sph.solves, 1);
+    }
+#ifdef FIRN_WITH_CUDA
+    /* The neighbour grid both built from the same positions: identical. */
+    const int n = cpu->sph.n, cells = cpu->sph.G.cells;
+    int *sorted = malloc((size_t)n * sizeof(int)), *start = malloc((size_t)cells * sizeof(int)),
+        *end = malloc((size_t)cells * sizeof(int));
+    cr_assert(sorted && start && end);
+    cr_assert_eq(firn_cuda_sph_download_grid(gpu, sorted, start, end, &err), 0, "%s", err.msg);
+    int bad_sorted = -1, bad_cell = -1;
+    for (int i = 0; i < n && bad_sorted < 0; i++)
+        if (sorted[i] != cpu->sph.G.sorted[i])
+            bad_sorted = i;
+    for (int c = 0; c < cells && bad_cell < 0; c++)
+        if (start[c] != cpu->sph.G.start[c] || end[c] != cpu->sph.G.end[c])
+            bad_cell = c;
+    cr_expect_eq(bad_sorted, -1, "%s: sorted[%d]: GPU %d, CPU %d", label, bad_sorted,
+                 bad_sorted >= 0 ? sorted[bad_sorted] : 0,
+                 bad_sorted >= 0 ? cpu->sph.G.sorted[bad_sorted] : 0);
+    cr_expect_eq(bad_cell, -1, "%s: cell %d: GPU [%d, %d), CPU [%d, %d)", label, bad_cell,
+                 bad_cell >= 0 ? start[bad_cell] : 0, bad_cell >= 0 ? end[bad_cell] : 0,
+                 bad_cell >= 0 ? cpu->sph.G.start[bad_cell] : 0,
+                 bad_cell >= 0 ? cpu->sph.G.end[bad_cell] : 0);
+    int empty = 0;
+    for (int c = 0; c < cells; c++)
+        empty += start[c] == end[c];
+    cr_expect(empty > 0 && empty < cells, "%d of %d cells empty: the test needs both kinds", empty,
+              cells);
+    free(sorted), free(start), free(end);
+#endif
+    firn_world_destroy(cpu);
+    firn_world_destroy(gpu);
+}
+
+Test(gpu_sph, wcsph_substep_and_neighbour_grid_match_cpu, .timeout = 120)
+{
+    substep_matches_cpu(FIRN_PRESSURE_WCSPH);
+}
+
+Test(gpu_sph, dfsph_substep_iterations_and_neighbour_grid_match_cpu, .timeout = 300)
+{
+    substep_matches_cpu(FIRN_PRESSURE_DFSPH);
+}
+
+/* ---- scenes --------------------------------------------------------------- */
+
+static firn_world *scene_world(const char *path, firn_backend backend, firn_scene_def *def)
+{
+    firn_error err = {0};
+    cr_assert_eq(firn_scene_load_json(path, def, &err), 0, "%s", err.msg);
+    def->write_ply = def->write_preview = 0;
+    return make_world(def, backend);
+}
+
+/* Two frames of the dam break (about 100 substeps, the column falling and
+ * the surge starting along the floor). Particle by particle the paths part
+ * as FMA rounding grows through the pressure (chaotic) flow, so the frame
+ * statistics are compared: the centre of mass and the bounding box within
+ * 1e-3 of the tank's size (0.8 mm: the column falls about 2 cm by then),
+ * the kinetic energy and the mean density within 1 % (firn compare's
+ * tolerance for statistics). */
+Test(gpu_sph, dam_break_frames_match_cpu, .timeout = 600)
+{
+    require_gpu();
+    firn_scene_def def;
+    firn_world *cpu = scene_world("scenes/sph_dam_break.json", FIRN_BACKEND_CPU, &def);
+    firn_world *gpu = scene_world("scenes/sph_dam_break.json", FIRN_BACKEND_CUDA, &def);
+    firn_frame_stats sc, sg;
+    firn_error err = {0};
+    for (int f = 0; f < 2; f++) {
+        cr_assert_eq(firn_world_step_frame(cpu, &sc, &err), 0, "CPU: %s", err.msg);
+        cr_assert_eq(firn_world_step_frame(gpu, &sg, &err), 0, "GPU: %s", err.msg);
+        cr_assert_eq(sc.frame_substeps, sg.frame_substeps, "frame %d: substeps CPU %d, GPU %d",
+                     f + 1, sc.frame_substeps, sg.frame_substeps);
+    }
+    const firn_sph_frame_stats *c = &sc.sph, *g = &sg.sph;
+    cr_assert_gt(c->particles, 0);
+    const double L = def.upper[0] - def.lower[0];
+    for (int a = 0; a < 3; a++) {
+        cr_expect(fabs(c->center_of_mass[a] - g->center_of_mass[a]) <= 1e-3 * L,
+                  "centre of mass[%d]: CPU %.7g, GPU %.7g", a, c->center_of_mass[a],
+                  g->center_of_mass[a]);
+        cr_expect(fabs(c->bbox_lower[a] - g->bbox_lower[a]) <= 1e-3 * L,
+                  "bbox lower[%d]: CPU %.7g, GPU %.7g", a, c->bbox_lower[a], g->bbox_lower[a]);
+        cr_expect(fabs(c->bbox_upper[a] - g->bbox_upper[a]) <= 1e-3 * L,
+                  "bbox upper[%d]: CPU %.7g, GPU %.7g", a, c->bbox_upper[a], g->bbox_upper[a]);
+    }
+    cr_expect(c->kinetic_energy > 0.0, "the column never moved");
+    cr_expect(fabs(c->kinetic_energy - g->kinetic_energy) <= 1e-2 * c->kinetic_energy,
+              "kinetic energy: CPU %.7g J, GPU %.7g J", c->kinetic_energy, g->kinetic_energy);
+    cr_expect(fabs(c->mean_density - g->mean_density) <= 1e-2 * c->mean_density,
+              "mean density: CPU %.7g, GPU %.7g", c->mean_density, g->mean_density);
+    cr_log_info("dam break, 2 frames: |d com| %.3g %.3g %.3g m, KE CPU %.7g GPU %.7g J, mean "
+                "density CPU %.7g GPU %.7g",
+                fabs(c->center_of_mass[0] - g->center_of_mass[0]),
+                fabs(c->center_of_mass[1] - g->center_of_mass[1]),
+                fabs(c->center_of_mass[2] - g->center_of_mass[2]), c->kinetic_energy,
+                g->kinetic_energy, c->mean_density, g->mean_density);
+    firn_world_destroy(cpu);
+    firn_world_destroy(gpu);
+}
+
+/* The pairs on the device: MPM-SPH (a snowball into a pool) and SPH-rigid
+ * (a box dropped on a pool), 10 substeps of each scene's first frame step:
+ * the SPH and MPM particles element by element (as above; the MPM fields
+ * with firn compare's 1e-5 of the scale and, as the pairs' force sums are
+ * double atomics on the device, the rigid body's state to 1e-5 relative). */
+static void pair_scene_matches_cpu(const char *path)
+{
+    require_gpu();
+    firn_scene_def def;
+    firn_world *cpu = scene_world(path, FIRN_BACKEND_CPU, &def);
+    firn_world *gpu = scene_world(path, FIRN_BACKEND_CUDA, &def);
+    firn_error err = {0};
+    float dt;
+    int nsub;
+    cr_assert_eq(firn_world_next_frame_step(cpu, &dt, &nsub, &err), 0, "%s", err.msg);
+    cr_assert_eq(firn_world_run_substeps(cpu, 10, dt, &err), 0, "CPU: %s", err.msg);
+    cr_assert_eq(firn_world_run_substeps(gpu, 10, dt, &err), 0, "GPU: %s", err.msg);
+    cr_assert_eq(firn_cuda_sph_download(gpu, &err), 0, "%s", err.msg);
+    expect_sph_close(path, &gpu->sph, &cpu->sph);
+    firn_particles_view a, b;
+    cr_assert_eq(firn_world_particles(gpu, &a, &err), 0, "%s", err.msg);
+    cr_assert_eq(firn_world_particles(cpu, &b, &err), 0, "%s", err.msg);
+    cr_assert_eq(a.n, b.n);
+    if (b.n > 0) {
+        expect_close(path, "mpm x", a.x, b.x, 3 * b.n, b.n);
+        expect_close(path, "mpm v", a.v, b.v, 3 * b.n, b.n);
+    }
+    firn_frame_stats sc, sg;
+    cr_assert_eq(firn_world_stats(cpu, &sc, &err), 0, "%s", err.msg);
+    cr_assert_eq(firn_world_stats(gpu, &sg, &err), 0, "%s", err.msg);
+    for (int k = 0; k < sc.n_rigids; k++)
+        for (int q = 0; q < 3; q++) {
+            const float vc = sc.rigids[k].velocity[q], vg = sg.rigids[k].velocity[q];
+            cr_expect(fabsf(vc - vg) <= 1e-5f * (1.0f + fabsf(vc)),
+                      "%s: rigid %d velocity[%d]: CPU %.9g, GPU %.9g", path, k, q, vc, vg);
+            const float fc = sc.rigids[k].force[q], fg = sg.rigids[k].force[q];
+            cr_expect(fabsf(fc - fg) <= 1e-4f * (1.0f + fabsf(fc)),
+                      "%s: rigid %d force[%d]: CPU %.9g, GPU %.9g", path, k, q, fc, fg);
+        }
+    firn_world_destroy(cpu);
+    firn_world_destroy(gpu);
+}
+
+Test(gpu_sph, mpm_sph_pair_matches_cpu, .timeout = 300)
+{
+    pair_scene_matches_cpu("scenes/sph_snowball_pool.json");
+}
+
+Test(gpu_sph, sph_rigid_pair_matches_cpu, .timeout = 300)
+{
+    pair_scene_matches_cpu("scenes/sph_floating_box.json");
+}
+
+/* A NaN planted in one SPH particle's velocity spreads to its neighbours
+ * in the first substep. Both paths run 3 substeps in one call and must name
+ * an SPH particle, substep 1 and the same (lowest) particle index. */
+Test(gpu_sph, nonfinite_sph_particle_is_reported_as_the_cpu_does, .timeout = 120)
+{
+    require_gpu();
+    firn_world *cpu, *gpu;
+    twin_worlds(FIRN_PRESSURE_WCSPH, &cpu, &gpu);
+    const int n = cpu->sph.n, j = n / 2;
+    cpu->sph.s.v[n + j] = NAN;
+    gpu->sph.s.v[n + j] = NAN;
+    firn_error err = {0};
+    firn_cuda_sph_free(gpu);
+    cr_assert_eq(firn_cuda_sph_init(gpu, &err), 0, "firn_cuda_sph_init: %s", err.msg);
+    firn_error ec = {0}, eg = {0};
+    cr_assert_neq(firn_world_run_substeps(cpu, 3, 1e-4f, &ec), 0, "the CPU path ran through a NaN");
+    cr_assert_neq(firn_world_run_substeps(gpu, 3, 1e-4f, &eg), 0, "the GPU ran through a NaN");
+    cr_expect_eq(ec.code, FIRN_E_NUMERIC, "%s", ec.msg);
+    cr_expect_eq(eg.code, FIRN_E_NUMERIC, "%s", eg.msg);
+    cr_expect(strstr(ec.msg, "SPH particle") != NULL, "CPU: %s", ec.msg);
+    cr_expect(strstr(eg.msg, "SPH particle") != NULL, "GPU: %s", eg.msg);
+    cr_expect(strstr(eg.msg, "substep 1; the GPU ran on to substep 3)") != NULL, "GPU: %s", eg.msg);
+    const char *pc = strstr(ec.msg, "particle "), *pg = strstr(eg.msg, "particle ");
+    cr_assert(pc && pg, "CPU: %s\nGPU: %s", ec.msg, eg.msg);
+    cr_expect_eq(atoi(pc + 9), atoi(pg + 9), "CPU: %s\nGPU: %s", ec.msg, eg.msg);
+    firn_world_destroy(gpu);
+    firn_world_destroy(cpu);
+}
