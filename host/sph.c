@@ -127,7 +127,11 @@ static int alloc_state(firn_sph *S, int n, int cells)
  * shape prepared once (a mesh's distance tree is built once). */
 static int sample_bodies(firn_sph *S, const firn_scene_def *def, firn_error *err)
 {
-    const float p = def->sph_particle_size;
+    /* Spacing V^(1/3) = 0.8^(1/3) p: each particle then stands for its own
+     * volume V, so a body holds its mass rho0 x volume and starts at rest
+     * density (Genesis samples at spacing p: 80 % of the mass, at 0.8 rho0,
+     * which then falls and compresses until its density reaches rho0). */
+    const float p = cbrtf(S->P.vol);
     long long total = 0, q = 0;
     int rc = -1, n = 0;
     firn_prepared_shape *shapes = calloc((size_t)FIRN_MAX_BODIES, sizeof *shapes);
@@ -149,8 +153,8 @@ static int sample_bodies(firn_sph *S, const firn_scene_def *def, firn_error *err
         if (c == 0) {
             firn_set_error(err, FIRN_E_SCENE,
                            "%s%sbodies[%d]: the shape holds no SPH particle at sph.particle_size "
-                           "= %g m",
-                           def->source, def->source[0] ? ": " : "", n, p);
+                           "= %g m (lattice spacing %g m)",
+                           def->source, def->source[0] ? ": " : "", n, def->sph_particle_size, p);
             n++;
             goto done;
         }
