@@ -530,3 +530,52 @@ Test(sph_dam_break, dfsph_surge_front_follows_martin_and_moyce)
 {
     check_dam_break(FIRN_PRESSURE_DFSPH);
 }
+
+/* SPH-rigid's pressure term: a layer of resting particles under pressure
+ * below a body's flat face pushes it up (away from the liquid) with
+ * the impulse sum_i 2 p_i V sigma(d_i) dt, sigma(d) = 2 pi int_d^h W r dr
+ * by quadrature here, and the particles take the opposite impulse. */
+Test(sph_pairs, sph_rigid_pressure_pushes_the_body_away_from_the_liquid)
+{
+    sph_fixture f;
+    const int n = 50;
+    fixture(&f, n, 0.01f, 0.2f);
+    firn_sph *S = &f.S;
+    S->P.dt = 1e-3f;
+    firn_rigid body;
+    memset(&body, 0, sizeof body);
+    body.shape.type = FIRN_SDF_BOX;
+    body.shape.half[0] = body.shape.half[1] = body.shape.half[2] = 0.05f;
+    body.x[0] = body.x[2] = 0.1f;
+    body.x[1] = 0.15f; /* bottom face at y = 0.1 */
+    body.q = (firn_quat){{1, 0, 0, 0}};
+    body.motion = FIRN_MOTION_DYNAMIC;
+    body.couple = 1;
+    body.softness = 0.002f;
+    double expect = 0.0;
+    const double h = S->P.h;
+    for (int i = 0; i < n; i++) {
+        double d = 0.003 + 0.0003 * i; /* below the face, within h */
+        S->s.x[i] = 0.08f + 0.0008f * i;
+        S->s.x[n + i] = (float)(0.1 - d);
+        S->s.x[2 * n + i] = 0.1f;
+        S->s.p[i] = 100.0f + 10.0f * i;
+        double sigma = 0.0;
+        for (int m = 0; m < 4000; m++) {
+            double r = d + (m + 0.5) * (h - d) / 4000;
+            sigma += 2.0 * M_PI * w_ref(r, h) * r * (h - d) / 4000;
+        }
+        expect += 2.0 * S->s.p[i] * S->P.vol * sigma * S->P.dt;
+    }
+    firn_sph_view V = {S->P, S->mats, S->s, S->G};
+    double acc[FIRN_RIGID_ACC] = {0}, dp = 0.0;
+    for (int i = 0; i < n; i++)
+        firn_sph_rigid_particle(i, &V, &body, 1, acc);
+    for (int i = 0; i < n; i++)
+        dp += S->mats[0].mass * S->s.v[n + i];
+    cr_expect(acc[1] > 0.0, "the liquid below pulls the body down (impulse %g)", acc[1]);
+    cr_expect(fabs(acc[1] - expect) <= 1e-3 * expect, "impulse on the body %g, closed form %g",
+              acc[1], expect);
+    cr_expect(fabs(dp + acc[1]) <= 1e-4 * expect, "particles %g, body %g", dp, acc[1]);
+    fixture_free(&f);
+}
