@@ -131,7 +131,7 @@ static int sample_bodies(firn_sph *S, const firn_scene_def *def, firn_error *err
      * volume V, so a body holds its mass rho0 x volume and starts at rest
      * density (Genesis samples at spacing p: 80 % of the mass, at 0.8 rho0,
      * which then falls and compresses until its density reaches rho0). */
-    const float p = cbrtf(S->P.vol);
+    const float p = def->sph_lattice_genesis ? def->sph_particle_size : cbrtf(S->P.vol);
     long long total = 0, q = 0;
     int rc = -1, n = 0;
     firn_prepared_shape *shapes = calloc((size_t)FIRN_MAX_BODIES, sizeof *shapes);

@@ -227,6 +227,9 @@ typedef struct {
     float sph_density_error;       /* DFSPH: tolerated mean density error [%], default 0.05 */
     int sph_divergence_iterations; /* DFSPH: most per substep, default 100 */
     int sph_density_iterations;    /* DFSPH: most per substep, default 100 */
+    int sph_lattice_genesis;       /* 1: bodies sampled at spacing p, as Genesis (80 % of the
+                                      mass, at 0.8 rho0); default 0: spacing (0.8)^(1/3) p,
+                                      at rest density */
     char out_dir[FIRN_PATH_MAX];   /* default "out" */
     int out_every;                 /* write every Nth frame, default 1 */
     int write_ply;                 /* default 1 */
