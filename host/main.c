@@ -101,6 +101,17 @@ static int cmd_validate(int argc, char **argv)
     for (int k = 0; k < def.n_materials; k++)
         printf("    %-16s %-10s %lld\n", def.materials[k].name,
                firn_model_name(def.materials[k].model), s.material_count[k]);
+    if (s.sph.particles > 0) {
+        int dfsph = 0;
+        for (int k = 0; k < def.n_bodies; k++)
+            if (def.bodies[k].solver == FIRN_SOLVER_KIND_SPH)
+                dfsph =
+                    def.materials[def.bodies[k].material].pressure_solver == FIRN_PRESSURE_DFSPH;
+        printf("  SPH: %lld particles (mass %.4g kg), particle size %g m, support radius %g m, "
+               "%s\n",
+               s.sph.particles, s.sph.mass, def.sph_particle_size, 2.0f * def.sph_particle_size,
+               dfsph ? "DFSPH" : "WCSPH");
+    }
     static const char *motion[] = {"static", "kinematic", "dynamic"};
     for (int r = 0; r < def.n_rigids; r++)
         printf("  rigid %-16s %-9s at (%.3g, %.3g, %.3g)%s\n", def.rigids[r].name,
