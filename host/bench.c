@@ -9,11 +9,18 @@
 
 #include "bench.h"
 #include "error.h"
+#include "world.h"
 
 const char *firn_bench_scene_name(firn_bench_scene s)
 {
-    static const char *names[] = {"sand_block", "snowball", "dam_break"};
+    static const char *names[] = {"sand_block", "snowball", "dam_break", "sph_dam_break",
+                                  "sph_dam_break_dfsph"};
     return s < FIRN_BENCH_SCENES ? names[s] : "?";
+}
+
+int firn_bench_scene_is_sph(firn_bench_scene s)
+{
+    return s >= FIRN_BENCH_MPM_SCENES && s < FIRN_BENCH_SCENES;
 }
 
 static int check_count(long long particles, firn_error *err)
@@ -35,11 +42,86 @@ static int check_count(long long particles, firn_error *err)
     return 0;
 }
 
+/* The SPH neighbour grid's most cells (host/scene.c refuses more). */
+#define SPH_MAX_CELLS (1LL << 27)
+
+/* The SPH dam break (bench.h): a water column of whole lattice spacings
+ * against the x-lower wall and the floor of the 1 m cube, edge s. */
+static int make_sph_scene(firn_bench_scene scene, firn_bench_layout layout, float s,
+                          long long particles, firn_scene_def *def, firn_error *err)
+{
+    firn_material_def *m = &def->materials[0];
+    firn_body_def *b = &def->bodies[0];
+    firn_material_default(m, FIRN_MODEL_SPH_LIQUID);
+    snprintf(m->name, FIRN_NAME_MAX, "water");
+    m->density = 1000.0f;
+    m->viscosity = 5e-5f; /* as scenes/sph_dam_break.json: water-like, not Genesis's 0.005 */
+    m->pressure_solver =
+        scene == FIRN_BENCH_SPH_DAM_DFSPH ? FIRN_PRESSURE_DFSPH : FIRN_PRESSURE_WCSPH;
+    b->solver = FIRN_SOLVER_KIND_SPH;
+    const double frac[3] = {0.8, 1.2, 1.04};
+    const double volume = frac[0] * frac[1] * frac[2] * (double)s * s * s;
+    /* Diameter p from the spacing; then the spacing host/sph.c samples at
+     * from p, in its own float arithmetic. */
+    const float p = (float)(cbrt(volume / (double)particles) / cbrt(0.8));
+    const float a = cbrtf(0.8f * p * p * p);
+    def->sph_particle_size = p;
+    int n[3];
+    for (int k = 0; k < 2; k++) {
+        n[k] = (int)lround(frac[k] * s / a);
+        if (n[k] < 1)
+            n[k] = 1;
+    }
+    n[2] = (int)llround((double)particles / ((double)n[0] * n[1]));
+    if (n[2] < 1)
+        n[2] = 1;
+    b->shape.type = FIRN_SHAPE_BOX;
+    for (int k = 0; k < 3; k++)
+        b->shape.size[k] = (float)n[k] * a;
+    b->shape.center[0] = 0.5f * b->shape.size[0];
+    b->shape.center[1] = 0.5f * b->shape.size[1];
+    b->shape.center[2] = 0.5f;
+    /* No MPM particles: the MPM grid only has to exist. */
+    def->dx = 0.05f;
+    /* DFSPH's step has no sound speed in it: at rest the CFL step is the
+     * frame's (gravity adds g frame_dt to the speed). 5 ms, as the
+     * dam-break test (test/test_sph.c) runs it, keeps it stable. */
+    def->frame_dt = 0.005f;
+    /* The neighbour grid over the domain, as host/sph.c sizes it. */
+    const float inv_h = 1.0f / (2.0f * p);
+    long long cells = 1;
+    for (int k = 0; k < 3; k++) {
+        int r = (int)ceilf((def->upper[k] - def->lower[k]) * inv_h - 1e-4f);
+        cells *= r < 1 ? 1 : r;
+    }
+    if (cells > SPH_MAX_CELLS) {
+        firn_set_error(err, FIRN_E_USAGE,
+                       "bench: %s %s: %lld particles need particle size %.3g mm, a neighbour grid "
+                       "of %lld cells over the 1 m cube; at most 2^27 = %lld are allowed (about "
+                       "%s particles)",
+                       firn_bench_scene_name(scene), layout ? "sparse" : "dense", particles,
+                       1e3 * p, cells, SPH_MAX_CELLS, layout ? "21M" : "168M");
+        return -1;
+    }
+    if (b->shape.size[2] > def->upper[2] - def->lower[2]) {
+        firn_set_error(err, FIRN_E_USAGE, "bench: %s: %lld particles do not fit the 1 m cube",
+                       firn_bench_scene_name(scene), particles);
+        return -1;
+    }
+    def->frames = 1;
+    def->write_ply = def->write_preview = 0;
+    return firn_scene_validate(def, err) ? -1 : 0;
+}
+
 int firn_bench_make_scene(firn_bench_scene scene, firn_bench_layout layout, long long particles,
                           firn_scene_def *def, firn_error *err)
 {
     if (check_count(particles, err))
         return -1;
+    if ((unsigned)scene >= FIRN_BENCH_SCENES) {
+        firn_set_error(err, FIRN_E_USAGE, "bench: no scene %d", (int)scene);
+        return -1;
+    }
     firn_scene_default(def);
     snprintf(def->source, sizeof def->source, "bench:%s", firn_bench_scene_name(scene));
     def->n_materials = 1;
@@ -51,6 +133,8 @@ int firn_bench_make_scene(firn_bench_scene scene, firn_bench_layout layout, long
     firn_material_def *m = &def->materials[0];
     /* Linear size of the body relative to the 1 m domain. */
     float s = layout == FIRN_BENCH_DENSE ? 0.5f : 0.25f;
+    if (firn_bench_scene_is_sph(scene))
+        return make_sph_scene(scene, layout, s, particles, def, err);
     float volume;
     switch (scene) {
     case FIRN_BENCH_SNOW:
@@ -101,6 +185,35 @@ int firn_bench_make_scene(firn_bench_scene scene, firn_bench_layout layout, long
     def->frames = 1;
     def->write_ply = def->write_preview = 0;
     return firn_scene_validate(def, err) ? -1 : 0;
+}
+
+void firn_bench_world_info_get(const firn_world *w, firn_bench_world_info *info)
+{
+    memset(info, 0, sizeof *info);
+    const firn_sph *S = &w->sph;
+    if (w->p.n == 0 && S->n > 0) {
+        info->nodes = 1;
+        for (int a = 0; a < 3; a++) {
+            info->grid[a] = S->P.res[a];
+            info->nodes *= S->P.res[a];
+        }
+    } else {
+        info->nodes = 1;
+        for (int a = 0; a < 3; a++) {
+            info->grid[a] = w->params.n[a];
+            info->nodes *= w->params.n[a];
+        }
+    }
+    info->sph_particles = S->n;
+    if (S->n > 0) {
+        /* host/sph.c's alloc_state: 13 floats and 2 ints per particle, 3
+         * ints per cell and one more, a material byte per particle. */
+        const double cells = (double)S->P.res[0] * S->P.res[1] * S->P.res[2];
+        info->sph_bytes = 61.0 * S->n + 12.0 * cells + 4.0;
+    }
+    info->iters[0] = S->iters_total[0];
+    info->iters[1] = S->iters_total[1];
+    info->solves = S->solves;
 }
 
 double firn_bench_throughput(long long particles, long long substeps, double seconds)

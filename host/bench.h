@@ -15,15 +15,22 @@ extern "C" {
  * floats) read once and written once. */
 #define FIRN_BENCH_STATE_BYTES (2.0 * 25.0 * 4.0)
 
+/* The MPM scenes first, then the SPH ones (FIRN_BENCH_MPM_SCENES marks
+ * where they start). */
 typedef enum {
     FIRN_BENCH_SAND = 0,
     FIRN_BENCH_SNOW,
     FIRN_BENCH_DAM,
+    FIRN_BENCH_SPH_DAM,       /* SPH dam break, WCSPH */
+    FIRN_BENCH_SPH_DAM_DFSPH, /* the same, DFSPH */
     FIRN_BENCH_SCENES
 } firn_bench_scene;
+#define FIRN_BENCH_MPM_SCENES FIRN_BENCH_SPH_DAM
 typedef enum { FIRN_BENCH_DENSE = 0, FIRN_BENCH_SPARSE } firn_bench_layout;
 
 const char *firn_bench_scene_name(firn_bench_scene s);
+/* 1 for the SPH scenes. */
+int firn_bench_scene_is_sph(firn_bench_scene s);
 
 /* Most particles a benchmark case asks for. */
 #define FIRN_BENCH_MAX_PARTICLES (FIRN_MAX_PARTICLES - FIRN_MAX_PARTICLES / 100)
@@ -34,8 +41,35 @@ const char *firn_bench_scene_name(firn_bench_scene s);
  * At the coarsest grids the domain grows past the cube where the body would
  * come within two cells of a wall. Fewer than 1000 or more than
  * FIRN_BENCH_MAX_PARTICLES particles is FIRN_E_USAGE. */
+/*
+ * The SPH scenes (sph_dam_break: WCSPH; sph_dam_break_dfsph: DFSPH) are one
+ * sph_liquid water column against the x-lower wall and the floor, of the
+ * MPM dam break's proportions (0.8 x 1.2 x 1.04 s, s the layout's edge).
+ * The lattice spacing a = cbrt(volume / particles) gives the particle
+ * diameter p = a / 0.8^(1/3); the column is then a whole number of
+ * spacings on each axis (the last chosen to match the count), so that it
+ * holds the count asked for to within a few percent (about 2 % from 20k
+ * up). Its neighbour grid (cells of h = 2p over the 1 m cube) may hold at
+ * most 2^27 cells: about 168M particles dense, 21M sparse; more is
+ * FIRN_E_USAGE. The MPM grid (no MPM particles) is a coarse 5 cm one. */
 int firn_bench_make_scene(firn_bench_scene scene, firn_bench_layout layout, long long particles,
                           firn_scene_def *def, firn_error *err);
+
+/* What a case reports of its world beyond the public API (read from the
+ * world's internals, host/world.h). grid/nodes: the MPM grid, or for a
+ * world with SPH particles only, the SPH neighbour grid's cells. sph_bytes:
+ * the SPH solver's host allocation (state, CPU neighbour grid), which
+ * firn_world_memory does not count. iters, solves: DFSPH's divergence and
+ * density iterations and the substeps solved since the world was made (0
+ * for WCSPH). */
+typedef struct {
+    int grid[3];
+    long long nodes;
+    long long sph_particles;
+    double sph_bytes;
+    long long iters[2], solves;
+} firn_bench_world_info;
+void firn_bench_world_info_get(const firn_world *w, firn_bench_world_info *info);
 
 /* Particle-substeps per second. */
 double firn_bench_throughput(long long particles, long long substeps, double seconds);

@@ -1,6 +1,7 @@
 /* cli_bench.c - `firn bench`: throughput of the standard scenes over
  * particle counts and backends, with per-phase times, memory and the
- * achieved fraction of the measured copy bandwidth. */
+ * achieved fraction of the measured copy bandwidth (MPM scenes), or the SPH
+ * phases and DFSPH's iterations (SPH scenes). */
 #include <errno.h>
 #include <stdio.h>
 #include <limits.h>
@@ -14,7 +15,6 @@
 
 #include "bench.h"
 #include "cli.h"
-#include "inspect.h"
 #include "output.h"
 
 #define MAX_COUNTS       16
@@ -26,7 +26,8 @@ static const char *bench_usage =
     "                  [--layout dense|sparse|both] [--substeps N] [--repeats N] [--warmup N]\n"
     "                  [--threads LIST] [--json FILE] [--csv FILE]\n"
     "  --particles   comma list with k/m suffixes (default cpu 20k,100k; cuda 100k,1m,8m)\n"
-    "  --scenes      sand_block,snowball,dam_break (default all)\n"
+    "  --scenes      sand_block,snowball,dam_break,sph_dam_break,sph_dam_break_dfsph or all\n"
+    "                (default the three MPM scenes)\n"
     "  --substeps    substeps per timed repeat (default cpu 10, cuda 100)\n"
     "  --repeats     timed repeats; the median is reported (default 3)\n"
     "  --warmup      untimed substeps first, into motion (default 300)\n"
@@ -47,6 +48,11 @@ typedef struct {
     double seconds[64], median, throughput;
     double phase_ms[5]; /* clear, p2g, grid, couple, g2p per substep */
     double memory_bytes, bytes_per_particle, bandwidth, roofline;
+    /* SPH scenes: */
+    int sph, dfsph;
+    float psize;         /* particle diameter [m] */
+    double sph_ms[4];    /* sort, density, pressure, integrate per substep */
+    double sph_iters[2]; /* DFSPH: divergence, density iterations per substep */
 } bench_result;
 
 typedef struct {
@@ -63,14 +69,20 @@ static int run_case(bench_result *r, const bench_opts *o, double copy_bw, firn_e
     if (!w)
         return -1;
     r->particles = firn_world_particle_count(w);
-    firn_inspect_grid_size(w, r->n);
-    r->nodes = firn_inspect_grid_nodes(w);
+    firn_bench_world_info info0, info1;
+    firn_bench_world_info_get(w, &info0);
+    for (int a = 0; a < 3; a++)
+        r->n[a] = info0.grid[a];
+    r->nodes = info0.nodes;
+    r->sph = firn_bench_scene_is_sph(r->scene);
+    r->dfsph = r->scene == FIRN_BENCH_SPH_DAM_DFSPH;
+    r->psize = r->sph ? def.sph_particle_size : 0.0f;
     if (r->backend == FIRN_BACKEND_CUDA) {
         r->memory_bytes = (double)(firn_cuda_used_bytes() - used0);
     } else {
         firn_memory m;
         firn_world_memory(w, &m);
-        r->memory_bytes = m.host;
+        r->memory_bytes = m.host + info0.sph_bytes; /* the SPH state is not in m.host */
     }
     r->bytes_per_particle = r->memory_bytes / (double)r->particles;
     r->substeps = o->substeps;
@@ -87,12 +99,14 @@ static int run_case(bench_result *r, const bench_opts *o, double copy_bw, firn_e
     }
     r->dt = firn_world_cfl_dt(w);
     firn_profile p0 = firn_world_profile(w);
+    firn_bench_world_info_get(w, &info0);
     for (int k = 0; k < o->repeats && !rc; k++) {
         double t0 = firn_now();
         rc = firn_world_run_substeps(w, o->substeps, r->dt, err);
         r->seconds[k] = firn_now() - t0;
     }
     firn_profile p1 = firn_world_profile(w);
+    firn_bench_world_info_get(w, &info1);
     firn_world_destroy(w);
     if (rc)
         return -1;
@@ -104,12 +118,36 @@ static int run_case(bench_result *r, const bench_opts *o, double copy_bw, firn_e
     r->phase_ms[2] = 1e3 * (p1.grid - p0.grid) / (double)total;
     r->phase_ms[3] = 1e3 * (p1.couple - p0.couple) / (double)total;
     r->phase_ms[4] = 1e3 * (p1.g2p - p0.g2p) / (double)total;
-    r->bandwidth = firn_bench_bandwidth(r->throughput);
-    r->roofline = copy_bw > 0.0 ? r->bandwidth / copy_bw : 0.0;
+    r->sph_ms[0] = 1e3 * (p1.sph_sort - p0.sph_sort) / (double)total;
+    r->sph_ms[1] = 1e3 * (p1.sph_density - p0.sph_density) / (double)total;
+    r->sph_ms[2] = 1e3 * (p1.sph_pressure - p0.sph_pressure) / (double)total;
+    r->sph_ms[3] = 1e3 * (p1.sph_integrate - p0.sph_integrate) / (double)total;
+    const long long solves = info1.solves - info0.solves;
+    for (int k = 0; k < 2; k++)
+        r->sph_iters[k] =
+            solves > 0 ? (double)(info1.iters[k] - info0.iters[k]) / (double)solves : 0.0;
+    /* The 200-byte state model is MPM's; an SPH substep's traffic is its
+     * neighbour gathers (docs/BENCH.md): no bandwidth, no roofline. */
+    r->bandwidth = r->sph ? 0.0 : firn_bench_bandwidth(r->throughput);
+    r->roofline = !r->sph && copy_bw > 0.0 ? r->bandwidth / copy_bw : 0.0;
     return 0;
 }
 
 static const char *backend_name(firn_backend b) { return b == FIRN_BACKEND_CUDA ? "cuda" : "cpu"; }
+
+static const char *solver_name(const bench_result *r)
+{
+    return !r->sph ? "mpm" : r->dfsph ? "dfsph" : "wcsph";
+}
+
+/* A number, or JSON's null / CSV's empty field where it does not apply. */
+static void put_num(FILE *f, int apply, double v, int json)
+{
+    if (apply)
+        fprintf(f, "%.6g", v);
+    else if (json)
+        fputs("null", f);
+}
 
 static void write_json(FILE *f, const bench_result *r, int nr, double cpu_bw, double gpu_bw,
                        int complete)
@@ -147,10 +185,23 @@ static void write_json(FILE *f, const bench_result *r, int nr, double cpu_bw, do
                 "], \"median_seconds\": %.6g, \"particle_substeps_per_second\": %.6g, "
                 "\"phase_ms\": {\"clear\": %.6g, \"p2g\": %.6g, \"grid\": %.6g, \"couple\": %.6g, "
                 "\"g2p\": %.6g}, \"memory_bytes\": %.6g, \"bytes_per_particle\": %.6g, "
-                "\"bandwidth_Bps\": %.6g, \"roofline_fraction\": %.6g}%s\n",
+                "\"bandwidth_Bps\": ",
                 x->median, x->throughput, x->phase_ms[0], x->phase_ms[1], x->phase_ms[2],
-                x->phase_ms[3], x->phase_ms[4], x->memory_bytes, x->bytes_per_particle,
-                x->bandwidth, x->roofline, k + 1 < nr ? "," : "");
+                x->phase_ms[3], x->phase_ms[4], x->memory_bytes, x->bytes_per_particle);
+        put_num(f, !x->sph, x->bandwidth, 1);
+        fputs(", \"roofline_fraction\": ", f);
+        put_num(f, !x->sph, x->roofline, 1);
+        fprintf(f,
+                ", \"solver\": \"%s\", \"sph_particle_size\": %.6g, \"sph_phase_ms\": "
+                "{\"sort\": %.6g, \"density\": %.6g, \"pressure\": %.6g, \"integrate\": %.6g}, "
+                "\"sph_iterations_per_substep\": ",
+                solver_name(x), x->psize, x->sph_ms[0], x->sph_ms[1], x->sph_ms[2], x->sph_ms[3]);
+        if (x->dfsph)
+            fprintf(f, "{\"divergence\": %.6g, \"density\": %.6g}", x->sph_iters[0],
+                    x->sph_iters[1]);
+        else
+            fputs("null", f);
+        fprintf(f, "}%s\n", k + 1 < nr ? "," : "");
     }
     fprintf(f, "  ]\n}\n");
 }
@@ -159,18 +210,37 @@ static void write_csv(FILE *f, const bench_result *r, int nr)
 {
     fprintf(f, "scene,layout,backend,particles,nx,ny,nz,substeps,repeats,median_seconds,"
                "particle_substeps_per_second,clear_ms,p2g_ms,grid_ms,couple_ms,g2p_ms,memory_bytes,"
-               "bytes_per_particle,bandwidth_Bps,roofline_fraction,threads\n");
+               "bytes_per_particle,bandwidth_Bps,roofline_fraction,threads,solver,"
+               "sph_particle_size,sort_ms,density_ms,pressure_ms,integrate_ms,"
+               "divergence_iterations,density_iterations\n");
     for (int k = 0; k < nr; k++) {
         const bench_result *x = &r[k];
-        fprintf(f,
-                "%s,%s,%s,%lld,%d,%d,%d,%d,%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%."
-                "6g,%d\n",
+        fprintf(f, "%s,%s,%s,%lld,%d,%d,%d,%d,%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,",
                 firn_bench_scene_name(x->scene), x->layout ? "sparse" : "dense",
                 backend_name(x->backend), x->particles, x->n[0], x->n[1], x->n[2], x->substeps,
                 x->repeats, x->median, x->throughput, x->phase_ms[0], x->phase_ms[1],
                 x->phase_ms[2], x->phase_ms[3], x->phase_ms[4], x->memory_bytes,
-                x->bytes_per_particle, x->bandwidth, x->roofline, x->threads);
+                x->bytes_per_particle);
+        put_num(f, !x->sph, x->bandwidth, 0);
+        fputc(',', f);
+        put_num(f, !x->sph, x->roofline, 0);
+        fprintf(f, ",%d,%s,%.6g,%.6g,%.6g,%.6g,%.6g,", x->threads, solver_name(x), x->psize,
+                x->sph_ms[0], x->sph_ms[1], x->sph_ms[2], x->sph_ms[3]);
+        put_num(f, x->dfsph, x->sph_iters[0], 0);
+        fputc(',', f);
+        put_num(f, x->dfsph, x->sph_iters[1], 0);
+        fputc('\n', f);
     }
+}
+
+/* The four phases the table shows [ms per substep]: MPM's clear, p2g, grid
+ * and g2p (couple only in the files), or SPH's sort, density, pressure and
+ * integrate. */
+static void shown_phases(const bench_result *r, double out[4])
+{
+    static const int mpm[4] = {0, 1, 2, 4};
+    for (int q = 0; q < 4; q++)
+        out[q] = r->sph ? r->sph_ms[q] : r->phase_ms[mpm[q]];
 }
 
 /* After a thread sweep: each CPU case's time per substep, and that of each
@@ -183,21 +253,31 @@ static void print_scaling(const bench_result *r, int nr, int nthreads)
     if (nthreads < 2 || !cpu)
         return;
     printf("thread scaling (speedup over the first thread count, from ms per substep):\n");
-    printf("%-10s %-6s %10s %7s %7s %7s %7s %7s %7s\n", "scene", "layout", "particles", "threads",
-           "total", "clear", "p2g", "grid", "g2p");
+    int kind = -1;
     for (int k = 0; k + nthreads <= nr; k++) {
         const bench_result *b = &r[k];
         if (b->backend != FIRN_BACKEND_CPU)
             continue;
+        if (b->sph != kind) {
+            kind = b->sph;
+            if (kind)
+                printf("%-19s %-6s %10s %7s %7s %7s %7s %7s %7s\n", "scene", "layout", "particles",
+                       "threads", "total", "sort", "density", "press", "integr");
+            else
+                printf("%-10s %-6s %10s %7s %7s %7s %7s %7s %7s\n", "scene", "layout", "particles",
+                       "threads", "total", "clear", "p2g", "grid", "g2p");
+        }
         for (int j = 1; j < nthreads; j++) {
             const bench_result *x = &r[k + j];
-            double sp[5];
-            for (int q = 0; q < 5; q++)
-                sp[q] = x->phase_ms[q] > 0.0 ? b->phase_ms[q] / x->phase_ms[q] : 0.0;
-            printf("%-10s %-6s %10lld %3d/%-3d %6.2fx %6.2fx %6.2fx %6.2fx %6.2fx\n",
-                   firn_bench_scene_name(x->scene), x->layout ? "sparse" : "dense", x->particles,
-                   x->threads, b->threads, x->median > 0.0 ? b->median / x->median : 0.0, sp[0],
-                   sp[1], sp[2], sp[4]);
+            double bp[4], xp[4], sp[4];
+            shown_phases(b, bp);
+            shown_phases(x, xp);
+            for (int q = 0; q < 4; q++)
+                sp[q] = xp[q] > 0.0 ? bp[q] / xp[q] : 0.0;
+            printf("%-*s %-6s %10lld %3d/%-3d %6.2fx %6.2fx %6.2fx %6.2fx %6.2fx\n",
+                   x->sph ? 19 : 10, firn_bench_scene_name(x->scene),
+                   x->layout ? "sparse" : "dense", x->particles, x->threads, b->threads,
+                   x->median > 0.0 ? b->median / x->median : 0.0, sp[0], sp[1], sp[2], sp[3]);
         }
         k += nthreads - 1;
     }
@@ -302,7 +382,8 @@ static int parse_list(const char *s, const char *const *names, int n, int *mask)
     return *mask ? 0 : -1;
 }
 
-static const char *const scene_names[] = {"sand_block", "snowball", "dam_break"};
+static const char *const scene_names[] = {
+    "sand_block", "snowball", "dam_break", "sph_dam_break", "sph_dam_break_dfsph", "all"};
 static const char *const layout_names[] = {"dense", "sparse", "both"};
 
 /* `firn bench`'s command line. */
@@ -343,10 +424,13 @@ static int parse_bench_option(const char *a, const char *v, bench_args *g)
     } else if (!strcmp(a, "--particles")) {
         g->counts_s = v;
     } else if (!strcmp(a, "--scenes")) {
-        if (parse_list(v, scene_names, 3, &g->scenes)) {
-            fprintf(stderr, "firn bench: --scenes takes sand_block,snowball,dam_break\n");
+        if (parse_list(v, scene_names, FIRN_BENCH_SCENES + 1, &g->scenes)) {
+            fprintf(stderr, "firn bench: --scenes takes sand_block,snowball,dam_break,"
+                            "sph_dam_break,sph_dam_break_dfsph or all\n");
             return FIRN_E_USAGE;
         }
+        if (g->scenes & (1 << FIRN_BENCH_SCENES))
+            g->scenes = (1 << FIRN_BENCH_SCENES) - 1;
     } else if (!strcmp(a, "--layout")) {
         if (parse_list(v, layout_names, 3, &g->layouts)) {
             fprintf(stderr, "firn bench: --layout takes dense, sparse or both\n");
@@ -438,7 +522,7 @@ static int bench_counts(const bench_args *g, long long counts[2][MAX_COUNTS], in
             return FIRN_E_USAGE;
         }
         for (int c = 0; c < ncounts[b]; c++)
-            for (int sc = 0; sc < 3; sc++)
+            for (int sc = 0; sc < FIRN_BENCH_SCENES; sc++)
                 for (int l = 0; l < 2; l++) {
                     firn_scene_def def;
                     if (!(g->scenes & (1 << sc)) || !(g->layouts & (1 << l)) ||
@@ -480,16 +564,42 @@ static int prepare_outputs(const char *json, const char *csv)
     return 0;
 }
 
+/* The table's header, before the first row and where the rows turn from
+ * MPM to SPH cases or back: an SPH case's phase columns are its own, and
+ * in the roofline's place it has DFSPH's iterations per substep. */
+static void print_header(int sph)
+{
+    if (sph)
+        printf("%-19s %-6s %-4s %3s %10s %-13s %9s %11s %8s %8s %8s %8s %6s %11s\n", "scene",
+               "layout", "dev", "thr", "particles", "sph grid", "median_s", "p-substep/s", "sort",
+               "density", "pressure", "integr", "B/p", "iters d/rho");
+    else
+        printf("%-10s %-6s %-4s %3s %10s %-13s %9s %11s %8s %8s %8s %8s %6s %8s\n", "scene",
+               "layout", "dev", "thr", "particles", "grid", "median_s", "p-substep/s", "clear",
+               "p2g", "grid", "g2p", "B/p", "roofline");
+}
+
 static void print_result_row(const bench_result *r)
 {
-    char grid[32];
+    static int kind = -1; /* of the last row printed */
+    char grid[32], tail[32];
+    if (r->sph != kind)
+        print_header(kind = r->sph);
     snprintf(grid, sizeof grid, "%dx%dx%d", r->n[0], r->n[1], r->n[2]);
-    printf("%-10s %-6s %-4s %3d %10lld %-13s %9.4f %11.4g %8.3f %8.3f %8.3f %8.3f "
-           "%6.0f %7.2f%%\n",
-           firn_bench_scene_name(r->scene), r->layout ? "sparse" : "dense",
+    if (r->dfsph) {
+        char it[32];
+        snprintf(it, sizeof it, "%.1f/%.1f", r->sph_iters[0], r->sph_iters[1]);
+        snprintf(tail, sizeof tail, "%11s", it);
+    } else if (r->sph) {
+        snprintf(tail, sizeof tail, "%11s", "-");
+    } else
+        snprintf(tail, sizeof tail, "%7.2f%%", 100.0 * r->roofline);
+    double ph[4];
+    shown_phases(r, ph);
+    printf("%-*s %-6s %-4s %3d %10lld %-13s %9.4f %11.4g %8.3f %8.3f %8.3f %8.3f %6.0f %s\n",
+           r->sph ? 19 : 10, firn_bench_scene_name(r->scene), r->layout ? "sparse" : "dense",
            backend_name(r->backend), r->threads, r->particles, grid, r->median, r->throughput,
-           r->phase_ms[0], r->phase_ms[1], r->phase_ms[2], r->phase_ms[4], r->bytes_per_particle,
-           100.0 * r->roofline);
+           ph[0], ph[1], ph[2], ph[3], r->bytes_per_particle, tail);
     fflush(stdout);
 }
 
@@ -507,7 +617,7 @@ static int run_backend(int b, const bench_args *g, const long long *counts, int 
         ob.substeps = b ? 100 : 10;
     if (ob.warmup < 0)
         ob.warmup = 300;
-    for (int s = 0; s < 3; s++)
+    for (int s = 0; s < FIRN_BENCH_SCENES; s++)
         for (int l = 0; l < 2; l++)
             for (int c = 0; c < ncounts; c++)
                 for (int t = 0; t < (b ? 1 : g->nthreads); t++) {
@@ -567,10 +677,8 @@ int firn_cli_bench(int argc, char **argv)
     printf("copy bandwidth: cpu %.1f GB/s%s", cpu_bw / 1e9, g.want_gpu ? "" : "\n");
     if (g.want_gpu)
         printf(", cuda %.1f GB/s\n", gpu_bw / 1e9);
-    printf("%-10s %-6s %-4s %3s %10s %-13s %9s %11s %8s %8s %8s %8s %6s %8s\n", "scene", "layout",
-           "dev", "thr", "particles", "grid", "median_s", "p-substep/s", "clear", "p2g", "grid",
-           "g2p", "B/p", "roofline");
-    bench_result *res = calloc(2 * 3 * 2 * MAX_COUNTS * MAX_THREADS_LIST, sizeof *res);
+    bench_result *res =
+        calloc(2 * FIRN_BENCH_SCENES * 2 * MAX_COUNTS * MAX_THREADS_LIST, sizeof *res);
     if (!res) {
         fprintf(stderr, "firn: error: out of host memory\n");
         return FIRN_E_NOMEM;
@@ -580,9 +688,14 @@ int firn_cli_bench(int argc, char **argv)
         if (b ? g.want_gpu : g.want_cpu)
             rc = run_backend(b, &g, counts[b], ncounts[b], b ? gpu_bw : cpu_bw, cpu_bw, gpu_bw, res,
                              &nr);
-    printf("(phase columns: ms per substep; roofline: %g bytes per particle-substep at the "
-           "throughput, over the measured copy bandwidth)\n",
-           FIRN_BENCH_STATE_BYTES);
+    if (g.scenes & ((1 << FIRN_BENCH_MPM_SCENES) - 1))
+        printf("(phase columns: ms per substep; roofline: %g bytes per particle-substep at the "
+               "throughput, over the measured copy bandwidth)\n",
+               FIRN_BENCH_STATE_BYTES);
+    if (g.scenes >> FIRN_BENCH_MPM_SCENES)
+        printf("(SPH: sph grid = neighbour cells of h = 2p; pressure includes DFSPH's solves; "
+               "iters d/rho: DFSPH's divergence/density iterations per substep; no roofline: the "
+               "200-byte state model is MPM's)\n");
     if (!rc)
         print_scaling(res, nr, g.nthreads);
     if (nr > 0 && !rc) {

@@ -1,7 +1,8 @@
 /* test_bench.c - the benchmark's arithmetic (throughput, bandwidth model,
  * median, particle-count lists), its standard scenes (the particle count
- * asked for is the count built; sparse means more empty grid), and the
- * firn-bench-1 JSON and CSV that `firn bench` writes. */
+ * asked for is the count built; sparse means more empty grid; the SPH dam
+ * break is SPH, to within 3 % of its count), and the firn-bench-1 JSON and
+ * CSV that `firn bench` writes (for MPM and SPH cases). */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <sys/stat.h>
@@ -128,7 +129,13 @@ static built build(firn_bench_scene s, firn_bench_layout l, long long want)
                  firn_bench_scene_name(s), l ? "sparse" : "dense", want, err.msg);
     firn_world *w = firn_world_create(&def, FIRN_BACKEND_CPU, &err);
     cr_assert(w, "%s %s %lld: %s", firn_bench_scene_name(s), l ? "sparse" : "dense", want, err.msg);
-    built b = {firn_world_particle_count(w), firn_inspect_grid_nodes(w)};
+    /* The grid a case reports: MPM's, or the SPH neighbour grid. */
+    firn_bench_world_info info;
+    firn_bench_world_info_get(w, &info);
+    built b = {firn_world_particle_count(w), info.nodes};
+    if (!firn_bench_scene_is_sph(s))
+        cr_expect_eq(info.nodes, firn_inspect_grid_nodes(w), "an MPM case reports the MPM grid");
+    cr_expect_eq(info.sph_particles, firn_bench_scene_is_sph(s) ? b.particles : 0);
     firn_world_destroy(w);
     return b;
 }
@@ -176,6 +183,72 @@ Test(bench_scene, scene_names_are_the_cli_names)
     cr_expect_str_eq(firn_bench_scene_name(FIRN_BENCH_SAND), "sand_block");
     cr_expect_str_eq(firn_bench_scene_name(FIRN_BENCH_SNOW), "snowball");
     cr_expect_str_eq(firn_bench_scene_name(FIRN_BENCH_DAM), "dam_break");
+    cr_expect_str_eq(firn_bench_scene_name(FIRN_BENCH_SPH_DAM), "sph_dam_break");
+    cr_expect_str_eq(firn_bench_scene_name(FIRN_BENCH_SPH_DAM_DFSPH), "sph_dam_break_dfsph");
+    for (int s = 0; s < FIRN_BENCH_SCENES; s++)
+        cr_expect_eq(firn_bench_scene_is_sph((firn_bench_scene)s), s >= FIRN_BENCH_SPH_DAM);
+}
+
+/* The SPH dam break: one SPH body of sph_liquid (WCSPH, or DFSPH for the
+ * _dfsph scene) against the x-lower wall and the floor, holding the count
+ * asked for to within 3 % from 20k up, dense and sparse (the column is a
+ * whole number of lattice spacings, the last axis fitted to the count). */
+Test(bench_scene, sph_dam_break_holds_its_count_within_3_percent, .timeout = 60)
+{
+    const long long counts[] = {20000, 100000, 1000000};
+    for (int k = 0; k < 3; k++)
+        for (int s = FIRN_BENCH_SPH_DAM; s < FIRN_BENCH_SCENES; s++)
+            for (int l = 0; l < 2; l++) {
+                built b = build((firn_bench_scene)s, (firn_bench_layout)l, counts[k]);
+                cr_expect(llabs(b.particles - counts[k]) <= 3 * counts[k] / 100,
+                          "%s %s: %lld particles for %lld",
+                          firn_bench_scene_name((firn_bench_scene)s), l ? "sparse" : "dense",
+                          b.particles, counts[k]);
+            }
+    firn_scene_def def;
+    firn_error err;
+    for (int s = FIRN_BENCH_SPH_DAM; s < FIRN_BENCH_SCENES; s++) {
+        cr_assert_eq(
+            firn_bench_make_scene((firn_bench_scene)s, FIRN_BENCH_DENSE, 100000, &def, &err), 0,
+            "%s", err.msg);
+        cr_expect_eq(def.n_bodies, 1);
+        cr_expect_eq(def.bodies[0].solver, FIRN_SOLVER_KIND_SPH);
+        cr_expect_eq(def.materials[0].model, FIRN_MODEL_SPH_LIQUID);
+        cr_expect_eq(def.materials[0].pressure_solver,
+                     s == FIRN_BENCH_SPH_DAM_DFSPH ? FIRN_PRESSURE_DFSPH : FIRN_PRESSURE_WCSPH);
+        const firn_shape_def *sh = &def.bodies[0].shape;
+        cr_expect_float_eq(sh->center[0] - 0.5f * sh->size[0], 0.0f, 1e-5f, "against x = 0");
+        cr_expect_float_eq(sh->center[1] - 0.5f * sh->size[1], 0.0f, 1e-5f, "on the floor");
+        /* 100k particles of volume 0.8 p^3 fill the column's ~0.125 m^3. */
+        const double vol = 100000.0 * 0.8 * pow(def.sph_particle_size, 3);
+        cr_expect(fabs(vol / (sh->size[0] * sh->size[1] * sh->size[2]) - 1.0) < 0.03,
+                  "particle size %g m", def.sph_particle_size);
+    }
+}
+
+Test(bench_scene, sph_neighbour_grid_over_2_27_cells_is_a_usage_error)
+{
+    /* Cells of h = 2p over the 1 m cube: about 0.8 N dense (168M at most)
+     * and 6.4 N sparse (21M). */
+    firn_scene_def def;
+    firn_error err;
+    cr_expect_eq(firn_bench_make_scene(FIRN_BENCH_SPH_DAM, FIRN_BENCH_DENSE, 160000000, &def, &err),
+                 0, "%s", err.msg);
+    cr_expect_eq(firn_bench_make_scene(FIRN_BENCH_SPH_DAM, FIRN_BENCH_SPARSE, 20000000, &def, &err),
+                 0, "%s", err.msg);
+    static const struct {
+        firn_bench_layout l;
+        long long n;
+    } bad[] = {{FIRN_BENCH_DENSE, 180000000},
+               {FIRN_BENCH_SPARSE, 23000000},
+               {FIRN_BENCH_DENSE, FIRN_BENCH_MAX_PARTICLES}};
+    for (int k = 0; k < 3; k++) {
+        cr_expect_neq(
+            firn_bench_make_scene(FIRN_BENCH_SPH_DAM_DFSPH, bad[k].l, bad[k].n, &def, &err), 0,
+            "%lld", bad[k].n);
+        cr_expect_eq(err.code, FIRN_E_USAGE);
+        cr_expect(strstr(err.msg, "2^27") && strstr(err.msg, "sph_dam_break_dfsph"), "%s", err.msg);
+    }
 }
 
 Test(bench_scene, fewer_than_1000_particles_is_a_usage_error)
@@ -195,9 +268,10 @@ Test(bench_scene, more_than_the_index_limit_is_a_usage_error)
                   0);
     cr_expect_eq(err.code, FIRN_E_USAGE);
     cr_expect(strstr(err.msg, "at most"), "%s", err.msg);
-    /* The largest count builds every scene (its expected count is within
-     * the index limit; sampling it would take minutes). */
-    for (int sc = 0; sc < FIRN_BENCH_SCENES; sc++)
+    /* The largest count builds every MPM scene (its expected count is
+     * within the index limit; sampling it would take minutes); the SPH
+     * scenes stop earlier, at their neighbour grid's limit (below). */
+    for (int sc = 0; sc < FIRN_BENCH_MPM_SCENES; sc++)
         for (int l = 0; l < 2; l++)
             cr_expect_eq(firn_bench_make_scene((firn_bench_scene)sc, (firn_bench_layout)l,
                                                FIRN_BENCH_MAX_PARTICLES, &def, &err),
@@ -363,6 +437,15 @@ Test(bench_cli, json_and_csv_carry_every_documented_key)
     for (int k = 0; k < 5; k++)
         cr_expect_geq(num(ph, phases[k]), 0.0, "phase_ms.%s", phases[k]);
 
+    /* The SPH keys: an MPM case's solver, no SPH phases or iterations. */
+    cr_expect_str_eq(str(r, "solver"), "mpm");
+    cr_expect_eq(num(r, "sph_particle_size"), 0.0);
+    const cJSON *sph = item(r, "sph_phase_ms");
+    static const char *sph_phases[] = {"sort", "density", "pressure", "integrate"};
+    for (int k = 0; k < 4; k++)
+        cr_expect_eq(num(sph, sph_phases[k]), 0.0, "sph_phase_ms.%s", sph_phases[k]);
+    cr_expect(cJSON_IsNull(item(r, "sph_iterations_per_substep")));
+
     double mem = num(r, "memory_bytes");
     cr_expect_gt(mem, 0.0);
     expect_rel(num(r, "bytes_per_particle"), mem / particles, "bytes_per_particle");
@@ -474,10 +557,11 @@ Test(bench_cli, threads_list_runs_each_case_at_each_count)
         const char *nl = strchr(row, '\n');
         cr_assert(nl, "t.csv has %d lines, want a header and 2 rows:\n%s", k, csv);
         if (k > 0) {
-            const char *last = nl;
-            while (last > row && last[-1] != ',')
-                last--;
-            cr_expect_eq(atoi(last), k, "row %d ends in threads %d:\n%s", k, atoi(last), csv);
+            /* threads: the 21st column (the SPH columns follow it). */
+            const char *f = row;
+            for (int c = 0; c < 20 && f < nl; c++)
+                f = strchr(f, ',') + 1;
+            cr_expect_eq(atoi(f), k, "row %d has threads %d:\n%s", k, atoi(f), csv);
         }
         row = nl + 1;
     }
@@ -499,6 +583,132 @@ Test(bench_cli, bad_threads_list_is_a_usage_error)
         cr_expect(strstr(out, "--threads"), "--threads %s: message does not name the option:\n%s",
                   bad[i], out);
     }
+}
+
+/* The k-th (0-based) comma-separated field of line, into field. */
+static void csv_field(const char *line, int k, char *field, size_t size)
+{
+    for (int c = 0; c < k; c++) {
+        line = strchr(line, ',');
+        cr_assert(line, "no field %d", k);
+        line++;
+    }
+    size_t n = strcspn(line, ",\n");
+    cr_assert_lt(n, size);
+    memcpy(field, line, n);
+    field[n] = '\0';
+}
+
+/* The column of name in a CSV header line, or -1. */
+static int csv_column(const char *header, const char *name)
+{
+    const size_t len = strlen(name);
+    const char *c = header;
+    for (int k = 0; *c && *c != '\n'; k++) {
+        size_t n = strcspn(c, ",\n");
+        if (n == len && !strncmp(c, name, len))
+            return k;
+        c += n;
+        if (*c == ',')
+            c++;
+    }
+    return -1;
+}
+
+Test(bench_cli, sph_cases_report_their_phases_and_dfsph_iterations)
+{
+    /* A tiny CPU bench of both SPH scenes: positive sort, density, pressure
+     * and integrate times; DFSPH's iterations (at least one of each per
+     * substep); no bandwidth or roofline (null, empty in the CSV); the SPH
+     * neighbour grid in "grid"; the SPH table on standard output. */
+    run_bench("s", "--particles 2k --scenes sph_dam_break,sph_dam_break_dfsph --layout dense "
+                   "--repeats 1 --substeps 2 --warmup 2");
+    cr_expect(strstr(out, "sort") && strstr(out, "iters d/rho") &&
+                  strstr(out, "sph_dam_break_dfsph"),
+              "no SPH table:\n%s", out);
+    char *text;
+    cJSON *doc = read_json("s.json", &text);
+    const cJSON *results = item(doc, "results");
+    cr_assert_eq(cJSON_GetArraySize(results), 2);
+    static const char *phases[] = {"sort", "density", "pressure", "integrate"};
+    for (int k = 0; k < 2; k++) {
+        const cJSON *r = cJSON_GetArrayItem(results, k);
+        cr_expect_str_eq(str(r, "scene"), k ? "sph_dam_break_dfsph" : "sph_dam_break");
+        cr_expect_str_eq(str(r, "solver"), k ? "dfsph" : "wcsph");
+        double particles = num(r, "particles");
+        cr_expect(fabs(particles - 2000.0) <= 200.0, "particles %g for 2k", particles);
+        double p = num(r, "sph_particle_size");
+        cr_expect(p > 0.0 && p < 0.1, "particle size %g m", p);
+        /* Neighbour cells of h = 2p over the 1 m cube. */
+        const cJSON *grid = item(r, "grid");
+        cr_expect_eq(cJSON_GetArrayItem(grid, 0)->valuedouble, ceil(1.0 / (2.0 * p) - 1e-4));
+        const cJSON *ph = item(r, "sph_phase_ms");
+        double sum = 0.0;
+        for (int q = 0; q < 4; q++) {
+            cr_expect_gt(num(ph, phases[q]), 0.0, "%s sph_phase_ms.%s", str(r, "scene"), phases[q]);
+            sum += num(ph, phases[q]);
+        }
+        /* The phases are most of the substep (2 substeps per repeat). */
+        double per_substep_ms = 1e3 * num(r, "median_seconds") / 2.0;
+        cr_expect(sum <= 1.05 * per_substep_ms + 0.05, "phases %g ms, substep %g ms", sum,
+                  per_substep_ms);
+        expect_rel(num(r, "particle_substeps_per_second"),
+                   particles * 2.0 / num(r, "median_seconds"), "particle_substeps_per_second");
+        cr_expect_gt(num(r, "memory_bytes"), 61.0 * particles, "the SPH state is counted");
+        cr_expect(cJSON_IsNull(item(r, "bandwidth_Bps")));
+        cr_expect(cJSON_IsNull(item(r, "roofline_fraction")));
+        const cJSON *it = item(r, "sph_iterations_per_substep");
+        if (k) {
+            cr_assert(cJSON_IsObject(it));
+            cr_expect_geq(num(it, "divergence"), 1.0);
+            cr_expect_geq(num(it, "density"), 1.0);
+        } else {
+            cr_expect(cJSON_IsNull(it));
+        }
+    }
+    cJSON_Delete(doc);
+    free(text);
+
+    char *csv = slurp_in_dir("s.csv");
+    char *nl = strchr(csv, '\n');
+    cr_assert(nl);
+    static const char *cols[] = {"bandwidth_Bps",
+                                 "roofline_fraction",
+                                 "threads",
+                                 "solver",
+                                 "sort_ms",
+                                 "density_ms",
+                                 "pressure_ms",
+                                 "integrate_ms",
+                                 "divergence_iterations",
+                                 "density_iterations"};
+    int at[10];
+    for (int c = 0; c < 10; c++) {
+        at[c] = csv_column(csv, cols[c]);
+        cr_assert_geq(at[c], 0, "no column %s:\n%s", cols[c], csv);
+    }
+    cr_expect_eq(at[2], 20, "threads stays the 21st column");
+    const char *row = nl + 1;
+    for (int k = 0; k < 2; k++) {
+        char f[64];
+        csv_field(row, at[0], f, sizeof f);
+        cr_expect_str_eq(f, "", "bandwidth_Bps of an SPH case");
+        csv_field(row, at[1], f, sizeof f);
+        cr_expect_str_eq(f, "", "roofline_fraction of an SPH case");
+        csv_field(row, at[3], f, sizeof f);
+        cr_expect_str_eq(f, k ? "dfsph" : "wcsph");
+        for (int c = 4; c < 8; c++) {
+            csv_field(row, at[c], f, sizeof f);
+            cr_expect_gt(atof(f), 0.0, "%s = '%s'", cols[c], f);
+        }
+        csv_field(row, at[8], f, sizeof f);
+        cr_expect(k ? atof(f) >= 1.0 : !f[0], "divergence_iterations '%s'", f);
+        row = strchr(row, '\n');
+        cr_assert(row);
+        row++;
+    }
+    cr_expect_eq(*row, '\0');
+    free(csv);
 }
 
 /* `firn bench --backend cpu --particles P --json DIR/J --csv DIR/C` in the
@@ -594,8 +804,8 @@ Test(bench_plot, draws_each_chart_from_a_bench_file)
     /* A CPU bench of two scenes swept over 1 and 2 threads: throughput,
      * phases, cost and threads charts; no GPU, so cpu_vs_gpu is skipped
      * with a note that says why. */
-    run_bench("p", "--particles 2k,4k --scenes sand_block,dam_break --layout dense --repeats 2 "
-                   "--substeps 1 --warmup 1 --threads 1,2");
+    run_bench("p", "--particles 2k,4k --scenes sand_block,dam_break,sph_dam_break --layout dense "
+                   "--repeats 2 --substeps 1 --warmup 1 --threads 1,2");
     char args[512], path[160];
     snprintf(args, sizeof args, "%s/p.json --out %s/plots --prefix t", dir, dir);
     int rc = run_plot(args);
