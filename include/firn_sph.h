@@ -62,8 +62,8 @@ typedef struct {
     int res[3];       /* neighbour grid cells per axis */
     float gravity[3]; /* [m/s^2] */
     int solver;       /* FIRN_SPH_WCSPH or FIRN_SPH_DFSPH */
-    float div_tol;    /* DFSPH: largest mean density change rate, fraction of rho0 per s */
-    float dens_tol;   /* DFSPH: largest mean density error, fraction of rho0 */
+    float div_tol;    /* DFSPH: mean compression rate tolerated, x dt [-] */
+    float dens_tol;   /* DFSPH: mean density error tolerated, fraction of rho0 [-] */
     int div_iters;    /* DFSPH: most divergence iterations per substep */
     int dens_iters;   /* DFSPH: most density iterations per substep */
 } firn_sph_params;
