@@ -309,14 +309,17 @@ static inline FIRN_HD void firn_sph_df_div_source(int i, const firn_sph_params *
 }
 
 /* DFSPH density source: the predicted density ratio
- * rho_i / rho0 + dt sum_j V v_ij . grad W_ij, at least 1. */
+ * rho_i / rho0 + dt sum_j V v_ij . grad W_ij, at least 1; 1 (no correction)
+ * for a particle with fewer than 10 neighbours (a corner, a droplet), whose
+ * kernel sum is too incomplete to correct: solved, it drove a corner
+ * particle of a deep column to 390 m/s. */
 static inline FIRN_HD void firn_sph_df_density_source(int i, const firn_sph_params *P,
                                                       const firn_sph_material *mats,
                                                       firn_sph_particles s, firn_sph_grid G)
 {
     int count;
     float div = firn_sph_divergence(i, P, s, G, &count);
-    s.drho[i] = firn_maxf(s.rho[i] / mats[s.mat[i]].rho0 + P->dt * div, 1.0f);
+    s.drho[i] = count < 10 ? 1.0f : firn_maxf(s.rho[i] / mats[s.mat[i]].rho0 + P->dt * div, 1.0f);
 }
 
 /* One Jacobi iteration of a DFSPH solve for particle i: with
