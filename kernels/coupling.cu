@@ -2,7 +2,8 @@
  * per body; the state stays on the device, no host round-trip per substep),
  * the grid update with the SDF impulse of include/firn_coupling.h, and the
  * CPIC variants of the transfers (include/firn_cpic.h): side marking, p2g
- * and g2p.
+ * and g2p; and the SPH solver's pairs (include/firn_sph_coupling.h): the
+ * grid update with MPM-SPH, and SPH-rigid (launchers in kernels/sph.cuh).
  *
  * The per-node body is the CPU path's (firn_rigid_node_impulse); only the
  * force sum differs: on the CPU, fixed node chunks added in order; here a

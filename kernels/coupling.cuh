@@ -1,6 +1,8 @@
 /* coupling.cuh - launchers of kernels/coupling.cu for kernels/mpm.cu: the
  * rigid step, the grid update with rigid coupling and the CPIC transfers,
- * queued on a stream. All return 0 or FIRN_CUDA_FAILED with err filled. */
+ * queued on a stream. All return 0 or FIRN_CUDA_FAILED with err filled.
+ * The SPH pairs' launchers (grid update with MPM-SPH, SPH-rigid) are with
+ * the SPH solver's, in kernels/sph.cuh. */
 #ifndef FIRN_COUPLING_CUH
 #define FIRN_COUPLING_CUH
 

@@ -9,7 +9,10 @@
  *
  * A call of firn_cuda_run queues all its substeps on one stream and
  * synchronises once at the end; non-finite particles are recorded on the
- * device (lowest index, atomicMin) and read back once. */
+ * device (lowest index, atomicMin) and read back once. queue_substep is
+ * the Coupler's executor on this path: the rigid step (kernels/coupling.cu),
+ * the MPM phases (none without MPM particles), the SPH solver's
+ * (kernels/sph.cu) and the coupled grid update, in host/coupler.c's order. */
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -410,9 +413,10 @@ static int queue_couple(firn_world *w, const firn_params *P, firn_error *err)
     firn_cuda_state *s = w->cuda;
     const unsigned gblocks = (unsigned)((s->grid.nodes + FIRN_BLOCK - 1) / FIRN_BLOCK);
     firn_sph_view V;
+    memset(&V, 0, sizeof V);
     if (w->sph.cuda)
         V = firn_cuda_sph_view(w->sph.cuda, &w->sph.P);
-    if (s->mpm && s->mpm_sph) {
+    if (s->mpm && s->mpm_sph && w->sph.cuda) {
         if (firn_cuda_queue_grid_pairs(P, s->grid, s->rigids, s->rigid_mpm ? s->n_rigids : 0,
                                        s->rigid_acc, &V, s->stream, err))
             return FIRN_CUDA_FAILED;

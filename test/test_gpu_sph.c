@@ -292,23 +292,46 @@ Test(gpu_sph, dam_break_frames_match_cpu, .timeout = 600)
     firn_world_destroy(gpu);
 }
 
-/* The pairs on the device: MPM-SPH (a snowball into a pool) and SPH-rigid
- * (a box dropped on a pool), 10 substeps of each scene's first frame step:
- * the SPH and MPM particles element by element (as above; the MPM fields
- * with firn compare's 1e-5 of the scale and, as the pairs' force sums are
- * double atomics on the device, the rigid body's state to 1e-5 relative). */
-static void pair_scene_matches_cpu(const char *path)
+/* The pairs on the device: MPM-SPH (the snowball of sph_snowball_pool
+ * lowered into the pool) and SPH-rigid (the box of sph_floating_box lowered
+ * into the water and moving down at 0.5 m/s), 10 substeps of each scene's first frame step, so that
+ * the pair acts from the first substep: the SPH and MPM particles element
+ * by element (as above; the MPM fields with firn compare's 1e-5 of the
+ * scale) and, as the pairs' force sums are double atomics on the device,
+ * the rigid body's state to 1e-5 relative. The pair must have acted: the
+ * SPH velocities differ from a CPU run without it. */
+static void pair_scene_matches_cpu(const char *path, int body, int rigid, float y)
 {
     require_gpu();
     firn_scene_def def;
-    firn_world *cpu = scene_world(path, FIRN_BACKEND_CPU, &def);
-    firn_world *gpu = scene_world(path, FIRN_BACKEND_CUDA, &def);
     firn_error err = {0};
+    cr_assert_eq(firn_scene_load_json(path, &def, &err), 0, "%s", err.msg);
+    def.write_ply = def.write_preview = 0;
+    if (body >= 0)
+        def.bodies[body].shape.center[1] = y;
+    if (rigid >= 0) { /* moving into the liquid, so that its SDF impulse acts too */
+        def.rigids[rigid].shape.center[1] = y;
+        def.rigids[rigid].velocity[1] = -0.5f;
+    }
+    firn_world *cpu = make_world(&def, FIRN_BACKEND_CPU);
+    firn_world *gpu = make_world(&def, FIRN_BACKEND_CUDA);
+    if (body >= 0)
+        def.coupling_mpm_sph = 0;
+    else
+        def.coupling_sph_rigid = 0;
+    firn_world *off = make_world(&def, FIRN_BACKEND_CPU);
     float dt;
     int nsub;
     cr_assert_eq(firn_world_next_frame_step(cpu, &dt, &nsub, &err), 0, "%s", err.msg);
     cr_assert_eq(firn_world_run_substeps(cpu, 10, dt, &err), 0, "CPU: %s", err.msg);
     cr_assert_eq(firn_world_run_substeps(gpu, 10, dt, &err), 0, "GPU: %s", err.msg);
+    cr_assert_eq(firn_world_run_substeps(off, 10, dt, &err), 0, "CPU, pair off: %s", err.msg);
+    double moved = 0.0;
+    for (long long k = 0; k < 3LL * cpu->sph.n; k++)
+        moved = fmax(moved, fabs((double)cpu->sph.s.v[k] - off->sph.s.v[k]));
+    cr_log_info("%s: the pair changed SPH velocities by up to %.3g m/s", path, moved);
+    cr_expect_gt(moved, 1e-3, "%s: the pair did not act (max |dv| %g m/s)", path, moved);
+    firn_world_destroy(off);
     cr_assert_eq(firn_cuda_sph_download(gpu, &err), 0, "%s", err.msg);
     expect_sph_close(path, &gpu->sph, &cpu->sph);
     firn_particles_view a, b;
@@ -322,6 +345,10 @@ static void pair_scene_matches_cpu(const char *path)
     firn_frame_stats sc, sg;
     cr_assert_eq(firn_world_stats(cpu, &sc, &err), 0, "%s", err.msg);
     cr_assert_eq(firn_world_stats(gpu, &sg, &err), 0, "%s", err.msg);
+    for (int k = 0; k < sc.n_rigids; k++)
+        cr_log_info("%s: rigid %d force CPU (%.6g %.6g %.6g) GPU (%.6g %.6g %.6g) N", path, k,
+                    sc.rigids[k].force[0], sc.rigids[k].force[1], sc.rigids[k].force[2],
+                    sg.rigids[k].force[0], sg.rigids[k].force[1], sg.rigids[k].force[2]);
     for (int k = 0; k < sc.n_rigids; k++)
         for (int q = 0; q < 3; q++) {
             const float vc = sc.rigids[k].velocity[q], vg = sg.rigids[k].velocity[q];
@@ -337,12 +364,12 @@ static void pair_scene_matches_cpu(const char *path)
 
 Test(gpu_sph, mpm_sph_pair_matches_cpu, .timeout = 300)
 {
-    pair_scene_matches_cpu("scenes/sph_snowball_pool.json");
+    pair_scene_matches_cpu("scenes/sph_snowball_pool.json", 1, -1, 0.11f);
 }
 
 Test(gpu_sph, sph_rigid_pair_matches_cpu, .timeout = 300)
 {
-    pair_scene_matches_cpu("scenes/sph_floating_box.json");
+    pair_scene_matches_cpu("scenes/sph_floating_box.json", -1, 0, 0.12f);
 }
 
 /* A NaN planted in one SPH particle's velocity spreads to its neighbours
