@@ -21,9 +21,9 @@
 # bench/results/gpu-check-<date>-<commit>.md. When $OUT is set (the device
 # tool), everything printed goes to $OUT/console.txt and the steps' logs to
 # one archive, $OUT/logs.tar.gz, rewritten as each step ends, so that a run
-# cut short still brings them back; $OUT holds at most seven files (console,
-# logs, report, two bench JSON and two CSV), within the eight the device
-# tool returns. Exits non-zero if any step failed.
+# cut short still brings them back; $OUT holds at most eight files (console,
+# logs, report, three bench JSON - sand, SPH, all scenes - and two CSV), the
+# eight the device tool returns. Exits non-zero if any step failed.
 set -u
 
 cd "$(dirname "$0")/.." || exit 1
@@ -252,6 +252,9 @@ export FIRN_COMMIT=$COMMIT # into the bench JSON
 run_step "bench sand 1M, 8M, 32M (cuda)" 150 12 "$FIRN" bench --backend cuda --scenes sand_block \
     --layout dense --particles 1m,8m,32m --json "$RES/h200-$DATE-sand.json" \
     --csv "$RES/h200-$DATE-sand.csv"
+run_step "bench SPH dam break WCSPH and DFSPH 100k, 1M (cuda)" 120 10 "$FIRN" bench --backend cuda \
+    --scenes sph_dam_break,sph_dam_break_dfsph --layout dense --particles 100k,1m \
+    --substeps 20 --warmup 100 --json "$RES/h200-$DATE-sph.json" --csv "$TMP/sph.csv"
 
 # The sanitizers after the sand bench: their cost on this machine is the
 # least known, and the budget must not cut the issue's figures.
