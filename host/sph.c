@@ -179,6 +179,15 @@ static int sample_bodies(firn_sph *S, const firn_scene_def *def, firn_error *err
             q += sample_body(&def->bodies[b], &shapes[b], def->bodies[b].material, p, S, q);
     for (int i = 0; i < S->n; i++)
         S->s.rho[i] = S->mats[S->s.mat[i]].rho0;
+    /* The CPU path's neighbour lists: without the memory, every pass walks
+     * the cells (the same sums, slower). */
+    S->G.nbr = malloc((size_t)S->n * FIRN_SPH_NBR_MAX * sizeof(int));
+    S->G.nbr_count = malloc((size_t)S->n * sizeof(int));
+    if (!S->G.nbr || !S->G.nbr_count) {
+        free(S->G.nbr);
+        free(S->G.nbr_count);
+        S->G.nbr = S->G.nbr_count = NULL;
+    }
 done:
     for (int b = 0; b < n; b++)
         if (def->bodies[b].solver == FIRN_SOLVER_KIND_SPH)
@@ -206,6 +215,9 @@ int firn_sph_init(firn_sph *S, const firn_scene_def *def, firn_error *err)
 
 void firn_sph_free(firn_sph *S)
 {
+    free(S->G.nbr);
+    free(S->G.nbr_count);
+    S->G.nbr = S->G.nbr_count = NULL;
     free(S->block);
     S->block = NULL;
     S->n = S->s.n = 0;

@@ -13,6 +13,32 @@
 
 #define SPH_CHUNK 4096
 
+/* Each particle's neighbours, in the cell walk's order, so that the passes
+ * of this substep read them instead of walking 27 cells (positions do not
+ * change before the position step); a particle with more than
+ * FIRN_SPH_NBR_MAX keeps walking the cells. */
+static void list_neighbours(firn_sph *S)
+{
+    const int n = S->n;
+    firn_sph_grid G = S->G;
+    G.nbr = NULL; /* walk the cells */
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < n; i++) {
+        firn_vec3 x = firn_load3(S->s.x, n, i), d;
+        int *list = S->G.nbr + (size_t)i * FIRN_SPH_NBR_MAX, j, k = 0;
+        float r;
+        firn_sph_cursor c = firn_sph_cursor_at(&S->P, x);
+        while (firn_sph_next(&c, &S->P, G, S->s.x, n, i, x, &j, &d, &r)) {
+            if (k == FIRN_SPH_NBR_MAX) {
+                k = -1;
+                break;
+            }
+            list[k++] = j;
+        }
+        S->G.nbr_count[i] = k;
+    }
+}
+
 void firn_sph_cpu_sort(firn_sph *S)
 {
     const int n = S->n, cells = S->G.cells;
@@ -30,6 +56,8 @@ void firn_sph_cpu_sort(firn_sph *S)
         S->G.start[c] = S->G.end[c] = count[c];
     for (int i = 0; i < n; i++)
         S->G.sorted[S->G.end[S->G.key[i]]++] = i;
+    if (S->G.nbr)
+        list_neighbours(S);
 }
 
 /* Mean of firn_sph_df_error over the particles, in a fixed order. */

@@ -30,11 +30,16 @@ typedef struct {
  * sorted[start[q] .. end[q]). 12 bytes per particle, 8 per cell. */
 typedef struct {
     int cells;
-    unsigned *key; /* n: cell of each particle */
-    int *sorted;   /* n */
-    int *start;    /* cells */
-    int *end;      /* cells */
+    unsigned *key;  /* n: cell of each particle */
+    int *sorted;    /* n */
+    int *start;     /* cells */
+    int *end;       /* cells */
+    int *nbr;       /* CPU: FIRN_SPH_NBR_MAX neighbours per particle, listed once per substep in
+                       the walk's order (NULL: every pass walks the cells) */
+    int *nbr_count; /* CPU: n list lengths; -1 where a particle has more (it walks the cells) */
 } firn_sph_grid;
+
+#define FIRN_SPH_NBR_MAX 96
 
 enum { FIRN_SPH_WCSPH = 0, FIRN_SPH_DFSPH };
 
@@ -133,8 +138,10 @@ static inline FIRN_HD unsigned firn_sph_cell_of(const firn_sph_params *P, firn_v
  * where it would begin, so a run's range is start[first] .. end[last]. */
 typedef struct {
     int base[3];
-    int d;      /* next of the 9 runs, 0..9 */
-    int k, end; /* range left in the current run */
+    int d;           /* next of the 9 runs, 0..9 */
+    int k, end;      /* range left in the current run */
+    const int *list; /* the particle's neighbour list when there is one, else NULL */
+    int li, ln;      /* position in it, and its length */
 } firn_sph_cursor;
 
 static inline FIRN_HD firn_sph_cursor firn_sph_cursor_at(const firn_sph_params *P, firn_vec3 x)
@@ -144,6 +151,21 @@ static inline FIRN_HD firn_sph_cursor firn_sph_cursor_at(const firn_sph_params *
         c.base[a] = firn_sph_cell_axis(P, x.v[a], a) - 1;
     c.d = 0;
     c.k = c.end = 0;
+    c.list = NULL;
+    c.li = c.ln = 0;
+    return c;
+}
+
+/* The walk for particle i at x: its neighbour list when the grid has one
+ * (the same particles in the same order as the cell walk), else the cells. */
+static inline FIRN_HD firn_sph_cursor firn_sph_cursor_for(const firn_sph_params *P, firn_sph_grid G,
+                                                          int i, firn_vec3 x)
+{
+    firn_sph_cursor c = firn_sph_cursor_at(P, x);
+    if (G.nbr && G.nbr_count[i] >= 0) {
+        c.list = G.nbr + (size_t)i * FIRN_SPH_NBR_MAX;
+        c.ln = G.nbr_count[i];
+    }
     return c;
 }
 
@@ -154,6 +176,16 @@ static inline FIRN_HD int firn_sph_next(firn_sph_cursor *c, const firn_sph_param
                                         firn_vec3 x, int *j, firn_vec3 *d, float *r)
 {
     const float h2 = P->h * P->h;
+    if (c->list) {
+        if (c->li >= c->ln)
+            return 0;
+        int q = c->list[c->li++];
+        firn_vec3 e = firn_sub(x, firn_load3(X, n, q));
+        *j = q;
+        *d = e;
+        *r = sqrtf(firn_dot(e, e));
+        return 1;
+    }
     for (;;) {
         while (c->k < c->end) {
             int q = G.sorted[c->k++];
@@ -192,7 +224,7 @@ static inline FIRN_HD float firn_sph_density(int i, const firn_sph_params *P,
     firn_vec3 x = firn_load3(s.x, s.n, i), d;
     float sum = firn_sph_w(P, 0.0f), r;
     int j;
-    firn_sph_cursor c = firn_sph_cursor_at(P, x);
+    firn_sph_cursor c = firn_sph_cursor_for(P, G, i, x);
     while (firn_sph_next(&c, P, G, s.x, s.n, i, x, &j, &d, &r))
         sum += firn_sph_w(P, r);
     return mats[s.mat[i]].rho0 * P->vol * sum;
@@ -210,7 +242,7 @@ static inline FIRN_HD firn_vec3 firn_sph_nonpressure(int i, const firn_sph_param
     firn_vec3 a = firn_v3(P->gravity[0], P->gravity[1], P->gravity[2]);
     float r;
     int j;
-    firn_sph_cursor c = firn_sph_cursor_at(P, x);
+    firn_sph_cursor c = firn_sph_cursor_for(P, G, i, x);
     while (firn_sph_next(&c, P, G, s.x, s.n, i, x, &j, &d, &r)) {
         float mj = mats[s.mat[j]].mass;
         a = firn_sub(
@@ -244,7 +276,7 @@ static inline FIRN_HD void firn_sph_pressure_step(int i, const firn_sph_params *
     firn_vec3 x = firn_load3(s.x, s.n, i), a = firn_load3(s.acc, s.n, i), d;
     float pi = s.p[i] / (s.rho[i] * s.rho[i]), r;
     int j;
-    firn_sph_cursor c = firn_sph_cursor_at(P, x);
+    firn_sph_cursor c = firn_sph_cursor_for(P, G, i, x);
     while (firn_sph_next(&c, P, G, s.x, s.n, i, x, &j, &d, &r)) {
         float f = -mats[s.mat[j]].mass * (pi + s.p[j] / (s.rho[j] * s.rho[j]));
         a = firn_add(a, firn_scale(firn_sph_grad_w(P, d, r), f));
@@ -270,7 +302,7 @@ static inline FIRN_HD void firn_sph_df_factor(int i, const firn_sph_params *P, f
     firn_vec3 x = firn_load3(s.x, s.n, i), sum = firn_v3(0.0f, 0.0f, 0.0f), d;
     float sq = 0.0f, r;
     int j;
-    firn_sph_cursor c = firn_sph_cursor_at(P, x);
+    firn_sph_cursor c = firn_sph_cursor_for(P, G, i, x);
     while (firn_sph_next(&c, P, G, s.x, s.n, i, x, &j, &d, &r)) {
         firn_vec3 g = firn_scale(firn_sph_grad_w(P, d, r), P->vol);
         sum = firn_add(sum, g);
@@ -288,7 +320,7 @@ static inline FIRN_HD float firn_sph_divergence(int i, const firn_sph_params *P,
     firn_vec3 x = firn_load3(s.x, s.n, i), v = firn_load3(s.v, s.n, i), d;
     float div = 0.0f, r;
     int j, k = 0;
-    firn_sph_cursor c = firn_sph_cursor_at(P, x);
+    firn_sph_cursor c = firn_sph_cursor_for(P, G, i, x);
     while (firn_sph_next(&c, P, G, s.x, s.n, i, x, &j, &d, &r)) {
         div += P->vol * firn_dot(firn_sub(v, firn_load3(s.v, s.n, j)), firn_sph_grad_w(P, d, r));
         k++;
@@ -341,7 +373,7 @@ static inline FIRN_HD void firn_sph_df_iterate(int i, const firn_sph_params *P,
     firn_vec3 x = firn_load3(s.x, s.n, i), dv = firn_v3(0.0f, 0.0f, 0.0f), d;
     float ki = firn_sph_df_kappa(i, P, s, density), r;
     int j;
-    firn_sph_cursor c = firn_sph_cursor_at(P, x);
+    firn_sph_cursor c = firn_sph_cursor_for(P, G, i, x);
     while (firn_sph_next(&c, P, G, s.x, s.n, i, x, &j, &d, &r)) {
         float k = ki + firn_sph_df_kappa(j, P, s, density);
         if (fabsf(k) > 1e-5f)
