@@ -44,7 +44,7 @@ def dam_break(out):
 
 def snow(out):
     g = genesis("snow_into_pool.csv")
-    for tag in ("out_snow", "out_snow_quirk"):
+    for tag in ("out_snow", "out_snow_floor", "out_snow_quirk"):
         path = os.path.join(out, tag, "stats.jsonl")
         if not os.path.exists(path):
             continue
