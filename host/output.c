@@ -239,9 +239,11 @@ int firn_write_ply(const char *path, const firn_particles_view *p, firn_error *e
 #define PNG_MARGIN     8
 #define PNG_MAX_HEIGHT 2048
 
+/* MPM materials take palette[mat & 7], the SPH liquid palette[SPH_COLOR]
+ * (azure). */
 static const unsigned char palette[9][3] = {
     {31, 119, 180}, {255, 127, 14},  {44, 160, 44},  {214, 39, 40}, {148, 103, 189},
-    {140, 86, 75},  {227, 119, 194}, {23, 190, 207}, {10, 60, 170}, /* SPH_COLOR: the SPH liquid */
+    {140, 86, 75},  {227, 119, 194}, {23, 190, 207}, {0, 175, 255},
 };
 static const unsigned char bg_color[3] = {236, 236, 232};   /* outside the domain */
 static const unsigned char fill_color[3] = {252, 252, 250}; /* inside the domain */
