@@ -106,7 +106,7 @@ static int write_atomic(const char *path, emit_fn emit, void *ctx, firn_error *e
 #define FIRN_HOST_BIG_ENDIAN 0
 #endif
 
-#define PLY_RECORD 33   /* 8 floats + 1 uchar, packed */
+#define PLY_RECORD 33   /* 8 floats + 1 uchar, packed (MPM and SPH alike) */
 #define PLY_CHUNK  8192 /* records per fwrite */
 
 static unsigned char *put_f32le(unsigned char *dst, float value)
@@ -120,40 +120,20 @@ static unsigned char *put_f32le(unsigned char *dst, float value)
     return dst + 4;
 }
 
-static int emit_ply(FILE *f, void *ctx)
-{
-    const firn_particles_view *p = ctx;
-    long long n = p->n;
-    if (fprintf(f,
-                "ply\n"
-                "format binary_little_endian 1.0\n"
-                "comment firn " FIRN_VERSION "\n"
-                "element vertex %lld\n"
-                "property float x\nproperty float y\nproperty float z\n"
-                "property float vx\nproperty float vy\nproperty float vz\n"
-                "property uchar material\n"
-                "property float jp\n"
-                "property float damage\n"
-                "end_header\n",
-                n) < 0)
-        return -1;
+/* Packs record i of a particle view at d; returns the end. */
+typedef unsigned char *(*pack_fn)(unsigned char *d, const void *ctx, long long i);
 
+/* The n records of a PLY body, PLY_RECORD bytes each, PLY_CHUNK per fwrite. */
+static int write_records(FILE *f, long long n, pack_fn pack, const void *ctx)
+{
     unsigned char *buf = malloc((size_t)PLY_CHUNK * PLY_RECORD);
     if (!buf)
         return -1; /* errno is ENOMEM */
     for (long long i0 = 0; i0 < n; i0 += PLY_CHUNK) {
         long long i1 = i0 + PLY_CHUNK < n ? i0 + PLY_CHUNK : n;
         unsigned char *d = buf;
-        for (long long i = i0; i < i1; i++) {
-            /* Missing optional arrays read as the rest state. */
-            for (int c = 0; c < 3; c++)
-                d = put_f32le(d, p->x[c * n + i]);
-            for (int c = 0; c < 3; c++)
-                d = put_f32le(d, p->v ? p->v[c * n + i] : 0.0f);
-            *d++ = p->mat ? p->mat[i] : 0;
-            d = put_f32le(d, p->Jp ? p->Jp[i] : 1.0f);
-            d = put_f32le(d, p->damage ? p->damage[i] : 0.0f);
-        }
+        for (long long i = i0; i < i1; i++)
+            d = pack(d, ctx, i);
         size_t bytes = (size_t)(d - buf);
         if (fwrite(buf, 1, bytes, f) != bytes) {
             int e = errno;
@@ -166,12 +146,58 @@ static int emit_ply(FILE *f, void *ctx)
     return 0;
 }
 
-/* The SPH particles' PLY: position, velocity, density, pressure, material. */
-#define SPH_PLY_RECORD 33
+/* MPM: x y z vx vy vz material jp damage; missing optional arrays read as
+ * the rest state. */
+static unsigned char *pack_mpm(unsigned char *d, const void *ctx, long long i)
+{
+    const firn_particles_view *p = ctx;
+    const long long n = p->n;
+    for (int c = 0; c < 3; c++)
+        d = put_f32le(d, p->x[c * n + i]);
+    for (int c = 0; c < 3; c++)
+        d = put_f32le(d, p->v ? p->v[c * n + i] : 0.0f);
+    *d++ = p->mat ? p->mat[i] : 0;
+    d = put_f32le(d, p->Jp ? p->Jp[i] : 1.0f);
+    return put_f32le(d, p->damage ? p->damage[i] : 0.0f);
+}
+
+static int emit_ply(FILE *f, void *ctx)
+{
+    const firn_particles_view *p = ctx;
+    if (fprintf(f,
+                "ply\n"
+                "format binary_little_endian 1.0\n"
+                "comment firn " FIRN_VERSION "\n"
+                "element vertex %lld\n"
+                "property float x\nproperty float y\nproperty float z\n"
+                "property float vx\nproperty float vy\nproperty float vz\n"
+                "property uchar material\n"
+                "property float jp\n"
+                "property float damage\n"
+                "end_header\n",
+                p->n) < 0)
+        return -1;
+    return write_records(f, p->n, pack_mpm, p);
+}
+
+/* SPH: x y z vx vy vz density pressure material (also 33 bytes). */
+static unsigned char *pack_sph(unsigned char *d, const void *ctx, long long i)
+{
+    const firn_sph_particles_view *p = ctx;
+    const long long n = p->n;
+    for (int c = 0; c < 3; c++)
+        d = put_f32le(d, p->x[c * n + i]);
+    for (int c = 0; c < 3; c++)
+        d = put_f32le(d, p->v[c * n + i]);
+    d = put_f32le(d, p->rho[i]);
+    d = put_f32le(d, p->p[i]);
+    *d++ = p->mat[i];
+    return d;
+}
+
 static int emit_sph_ply(FILE *f, void *ctx)
 {
     const firn_sph_particles_view *p = ctx;
-    long long n = p->n;
     if (fprintf(f,
                 "ply\n"
                 "format binary_little_endian 1.0\n"
@@ -183,33 +209,9 @@ static int emit_sph_ply(FILE *f, void *ctx)
                 "property float pressure\n"
                 "property uchar material\n"
                 "end_header\n",
-                n) < 0)
+                p->n) < 0)
         return -1;
-    unsigned char *buf = malloc((size_t)PLY_CHUNK * SPH_PLY_RECORD);
-    if (!buf)
-        return -1;
-    for (long long i0 = 0; i0 < n; i0 += PLY_CHUNK) {
-        long long i1 = i0 + PLY_CHUNK < n ? i0 + PLY_CHUNK : n;
-        unsigned char *d = buf;
-        for (long long i = i0; i < i1; i++) {
-            for (int c = 0; c < 3; c++)
-                d = put_f32le(d, p->x[c * n + i]);
-            for (int c = 0; c < 3; c++)
-                d = put_f32le(d, p->v[c * n + i]);
-            d = put_f32le(d, p->rho[i]);
-            d = put_f32le(d, p->p[i]);
-            *d++ = p->mat[i];
-        }
-        size_t bytes = (size_t)(d - buf);
-        if (fwrite(buf, 1, bytes, f) != bytes) {
-            int e = errno;
-            free(buf);
-            errno = e;
-            return -1;
-        }
-    }
-    free(buf);
-    return 0;
+    return write_records(f, p->n, pack_sph, p);
 }
 
 int firn_write_sph_ply(const char *path, const firn_sph_particles_view *p, firn_error *err)

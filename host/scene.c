@@ -8,6 +8,7 @@
 #include "error.h"
 #include "mesh.h"
 #include "rigid.h"
+#include "sph.h"
 
 #include <cJSON.h>
 #include <errno.h>
@@ -377,18 +378,6 @@ static int validate_material(const ctx *c, const firn_scene_def *def, int i)
     return 0;
 }
 
-/* The SPH box: sph_lower/upper, or the domain when both are zero. */
-static void sph_box(const firn_scene_def *def, float lo[3], float hi[3])
-{
-    int given = 0;
-    for (int k = 0; k < 3; k++)
-        given |= def->sph_lower[k] != 0.0f || def->sph_upper[k] != 0.0f;
-    for (int k = 0; k < 3; k++) {
-        lo[k] = given ? def->sph_lower[k] : def->lower[k];
-        hi[k] = given ? def->sph_upper[k] : def->upper[k];
-    }
-}
-
 /* An SPH body: a lattice of spacing sph.particle_size inside the SPH box. */
 static int validate_sph_body(const ctx *c, const firn_scene_def *def, int i, const double lo_off[3],
                              const double hi_off[3], double volume, double *particles)
@@ -397,7 +386,7 @@ static int validate_sph_body(const ctx *c, const firn_scene_def *def, int i, con
     char base[KEYPATH_MAX];
     float lo[3], hi[3];
     join_index(base, "bodies", i);
-    sph_box(def, lo, hi);
+    firn_sph_box(def, lo, hi);
     *particles = volume / pow(def->sph_particle_size, 3);
     if (*particles < 1.0)
         return fail(c, base,
@@ -438,7 +427,7 @@ static int validate_sph(const ctx *c, const firn_scene_def *def)
         bodies += def->bodies[i].solver == FIRN_SOLVER_KIND_SPH;
     if (bodies == 0)
         return 0;
-    sph_box(def, lo, hi);
+    firn_sph_box(def, lo, hi);
     double total = 1.0;
     for (int k = 0; k < 3; k++) {
         if (need(c, join_index(q, "sph.lower", k), lo[k], 1, "") ||

@@ -226,13 +226,19 @@ void firn_sph_free(firn_sph *S)
 float firn_sph_cfl_dt(const firn_sph *S, float cfl, float v_gravity, float *c_out, float *v_out)
 {
     float c = 0.0f, nu = 0.0f, v2 = 0.0f;
+    int used[FIRN_MAX_MATERIALS] = {0};
     for (int i = 0; i < S->n; i++) {
-        const firn_sph_material *m = &S->mats[S->s.mat[i]];
+        firn_vec3 v = firn_load3(S->s.v, S->n, i);
+        v2 = firn_maxf(v2, firn_dot(v, v));
+        used[S->s.mat[i]] = 1;
+    }
+    for (int k = 0; k < FIRN_MAX_MATERIALS; k++) {
+        const firn_sph_material *m = &S->mats[k];
+        if (!used[k])
+            continue;
         if (S->P.solver == FIRN_SPH_WCSPH)
             c = firn_maxf(c, sqrtf(m->stiffness * m->exponent / m->rho0));
         nu = firn_maxf(nu, m->mu);
-        firn_vec3 v = firn_load3(S->s.v, S->n, i);
-        v2 = firn_maxf(v2, firn_dot(v, v));
     }
     *c_out = c;
     *v_out = sqrtf(v2);
