@@ -162,19 +162,7 @@ static __global__ void g2p_cpic(firn_params P, const firn_material *mats, firn_p
         a[k] = 0.0;
     if (i < p.n && firn_g2p_particle_cpic(i, &P, mats, p, g, bodies, nb, a))
         atomicMin(bad, firn_cuda_bad_word(substep, i));
-    const int lane = threadIdx.x & 31;
-    for (int k = 0; k < nb; k++) {
-        int touched = 0;
-        for (int c = 0; c < FIRN_RIGID_ACC; c++)
-            touched |= a[FIRN_RIGID_ACC * k + c] != 0.0;
-        if (!__any_sync(0xffffffffu, touched))
-            continue;
-        for (int c = 0; c < FIRN_RIGID_ACC; c++) {
-            double s = warp_sum(a[FIRN_RIGID_ACC * k + c]);
-            if (lane == 0 && s != 0.0)
-                atomicAdd(acc + FIRN_RIGID_ACC * k + c, s);
-        }
-    }
+    warp_add_reaction(a, nb, acc);
 }
 
 int firn_cuda_queue_cpic_mark(const firn_params *P, firn_particles p, const firn_rigid *bodies,
