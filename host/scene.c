@@ -459,6 +459,29 @@ static int validate_sph(const ctx *c, const firn_scene_def *def)
     return 0;
 }
 
+/* The mesh file of a body's or a rigid's shape (its key path sp): checked,
+ * loaded (cached) into *mesh. 0, -1, or the loader's code (FIRN_E_IO for
+ * an unreadable file). */
+static int load_mesh(const ctx *c, const char *file, float scale, const char *sp,
+                     const firn_mesh **mesh)
+{
+    char p[KEYPATH_MAX];
+    firn_error e;
+    if (!memchr(file, '\0', FIRN_PATH_MAX))
+        return fail(c, join(p, sp, "file"), "not NUL-terminated");
+    if (!file[0])
+        return fail(c, join(p, sp, "file"), "missing (a mesh needs an OBJ file)");
+    if (need(c, join(p, sp, "scale"), scale, scale > 0, "must be > 0"))
+        return -1;
+    if (firn_mesh_get(file, scale, 0, mesh, &e)) {
+        fail(c, join(p, sp, "file"), "%s", e.msg);
+        if (c->err)
+            c->err->code = e.code; /* an unreadable file is an I/O error */
+        return e.code;
+    }
+    return 0;
+}
+
 /* Checks a body's shape (a mesh file is loaded), its particle count and its
  * place in the domain; *particles gets the expected number of particles.
  * Returns 0, or the error code (-1, or the mesh loader's). */
@@ -520,19 +543,9 @@ static int validate_body(const ctx *c, const firn_scene_def *def, int i, double 
         break;
     case FIRN_SHAPE_MESH: {
         const firn_mesh *mesh;
-        firn_error e;
-        if (!memchr(s->file, '\0', sizeof s->file))
-            return fail(c, join(p, sp, "file"), "not NUL-terminated");
-        if (!s->file[0])
-            return fail(c, join(p, sp, "file"), "missing (a mesh needs an OBJ file)");
-        if (need(c, join(p, sp, "scale"), s->scale, s->scale > 0, "must be > 0"))
-            return -1;
-        if (firn_mesh_get(s->file, s->scale, 0, &mesh, &e)) {
-            fail(c, join(p, sp, "file"), "%s", e.msg);
-            if (c->err)
-                c->err->code = e.code; /* an unreadable file is an I/O error */
-            return e.code;
-        }
+        int rc = load_mesh(c, s->file, s->scale, sp, &mesh);
+        if (rc)
+            return rc;
         /* Centroid at center: the vertices' extent about it. */
         for (int k = 0; k < 3; k++) {
             lo_off[k] = DBL_MAX, hi_off[k] = -DBL_MAX;
@@ -624,19 +637,9 @@ static int validate_rigid_shape(const ctx *c, const firn_rigid_def *r, const cha
         break;
     case FIRN_RSHAPE_MESH: {
         const firn_mesh *mesh;
-        firn_error e;
-        if (!memchr(s->file, '\0', sizeof s->file))
-            return fail(c, join(p, sp, "file"), "not NUL-terminated");
-        if (!s->file[0])
-            return fail(c, join(p, sp, "file"), "missing (a mesh needs an OBJ file)");
-        if (need(c, join(p, sp, "scale"), s->scale, s->scale > 0, "must be > 0"))
-            return -1;
-        if (firn_mesh_get(s->file, s->scale, 0, &mesh, &e)) {
-            fail(c, join(p, sp, "file"), "%s", e.msg);
-            if (c->err)
-                c->err->code = e.code; /* an unreadable file is an I/O error */
-            return e.code;
-        }
+        int rc = load_mesh(c, s->file, s->scale, sp, &mesh);
+        if (rc)
+            return rc;
         break;
     }
     default:
