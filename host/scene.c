@@ -1496,9 +1496,11 @@ static int parse_sph(const ctx *c, const cJSON *j, firn_scene_def *def)
                                        "max_divergence_iterations",
                                        "max_density_iterations",
                                        "lattice",
+                                       "walls",
                                        NULL};
     static const char *const lattices[2] = {"rest_density", "genesis"};
-    const char *lattice = NULL;
+    static const char *const walls[2] = {"boundary", "clamp"};
+    const char *lattice = NULL, *wall = NULL;
     if (need_object(c, j, "sph") || check_keys(c, j, "sph", keys, NULL) ||
         get_float(c, j, "sph", "particle_size", &def->sph_particle_size) ||
         get_vec3(c, j, "sph", "lower", def->sph_lower) ||
@@ -1508,7 +1510,9 @@ static int parse_sph(const ctx *c, const cJSON *j, firn_scene_def *def)
         get_int(c, j, "sph", "max_divergence_iterations", &def->sph_divergence_iterations) ||
         get_int(c, j, "sph", "max_density_iterations", &def->sph_density_iterations) ||
         get_string(c, j, "sph", "lattice", 0, &lattice) ||
-        (lattice && pick(c, "sph.lattice", lattice, lattices, 2, &def->sph_lattice_genesis)))
+        (lattice && pick(c, "sph.lattice", lattice, lattices, 2, &def->sph_lattice_genesis)) ||
+        get_string(c, j, "sph", "walls", 0, &wall) ||
+        (wall && pick(c, "sph.walls", wall, walls, 2, &def->sph_walls_clamp)))
         return -1;
     if (!get(j, "lower") != !get(j, "upper"))
         return fail(c, get(j, "lower") ? "sph.upper" : "sph.lower",

@@ -19,6 +19,32 @@ void firn_sph_box(const firn_scene_def *def, float lo[3], float hi[3])
     }
 }
 
+void firn_sph_wall_table(firn_sph_params *P)
+{
+    /* h = 1: K_tt(q) = int_q^1 dz int_0^sqrt(1 - z^2) (rho^2 / 2) f 2 pi rho drho,
+     * K_nn(q) the same with z^2 for rho^2 / 2, f = W'(r) / (r (r^2 + 0.01)),
+     * midpoint rule, 256 x 256 points per entry. */
+    const double kw = 8.0 / M_PI;
+    const int N = 256;
+    for (int k = 0; k <= FIRN_SPH_WALL_TABLE; k++) {
+        const double q = (double)k / FIRN_SPH_WALL_TABLE;
+        double kt = 0.0, kn = 0.0;
+        for (int iz = 0; iz < N && q < 1.0; iz++) {
+            const double dz = (1.0 - q) / N, z = q + (iz + 0.5) * dz, R = sqrt(1.0 - z * z);
+            for (int ir = 0; ir < N; ir++) {
+                const double dr = R / N, rho = (ir + 0.5) * dr, r = sqrt(rho * rho + z * z);
+                const double dw =
+                    r <= 0.5 ? 6.0 * kw * r * (3.0 * r - 2.0) : -6.0 * kw * (1.0 - r) * (1.0 - r);
+                const double f = dw / (r * (r * r + 0.01)) * 2.0 * M_PI * rho * dr * dz;
+                kt += 0.5 * rho * rho * f;
+                kn += z * z * f;
+            }
+        }
+        P->wall_visc_t[k] = (float)kt;
+        P->wall_visc_n[k] = (float)kn;
+    }
+}
+
 static void params_build(const firn_scene_def *def, firn_sph_params *P)
 {
     memset(P, 0, sizeof *P);
@@ -35,6 +61,9 @@ static void params_build(const firn_scene_def *def, firn_sph_params *P)
             P->res[a] = 1;
         P->gravity[a] = def->gravity[a];
     }
+    P->walls = !def->sph_walls_clamp;
+    P->full_count = 4.0f * (float)M_PI * P->h * P->h * P->h / (3.0f * P->vol);
+    firn_sph_wall_table(P);
     P->solver = FIRN_SPH_WCSPH;
     for (int b = 0; b < def->n_bodies; b++)
         if (def->bodies[b].solver == FIRN_SOLVER_KIND_SPH)

@@ -230,6 +230,8 @@ typedef struct {
     int sph_lattice_genesis;       /* 1: bodies sampled at spacing p, as Genesis (80 % of the
                                       mass, at 0.8 rho0); default 0: spacing (0.8)^(1/3) p,
                                       at rest density */
+    int sph_walls_clamp;           /* 1: the SPH box's faces only clamp positions, as Genesis;
+                                      0 (default): they bound the liquid (firn_sph_walls) */
     char out_dir[FIRN_PATH_MAX];   /* default "out" */
     int out_every;                 /* write every Nth frame, default 1 */
     int write_ply;                 /* default 1 */

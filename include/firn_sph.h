@@ -56,6 +56,8 @@ typedef struct {
 #define FIRN_SPH_MAX_MATERIALS 16
 
 /* Everything a substep needs besides the arrays. */
+#define FIRN_SPH_WALL_TABLE 32
+
 typedef struct {
     float dt;         /* substep [s] */
     float psize;      /* particle diameter p [m] */
@@ -71,6 +73,13 @@ typedef struct {
     float dens_tol;   /* DFSPH: mean density error tolerated, fraction of rho0 [-] */
     int div_iters;    /* DFSPH: most divergence iterations per substep */
     int dens_iters;   /* DFSPH: most density iterations per substep */
+    int walls;        /* 1: the box's faces bound the liquid as liquid at rest beyond
+                         them (firn_sph_walls); 0: they only clamp positions (Genesis) */
+    float full_count; /* neighbours in a full support, 4 pi h^3 / (3 V) [-] */
+    /* The walls' viscosity tensor at distance d = q h, tangential and normal
+     * components, times h^2, at q = k / FIRN_SPH_WALL_TABLE (firn_sph_wall_table). */
+    float wall_visc_t[FIRN_SPH_WALL_TABLE + 1];
+    float wall_visc_n[FIRN_SPH_WALL_TABLE + 1];
 } firn_sph_params;
 
 /* ---- kernel (cubic spline, support h) ---------------------------------- */
@@ -113,6 +122,100 @@ static inline FIRN_HD float firn_sph_plane_integral(const firn_sph_params *P, fl
     if (q <= 0.5f)
         return c * (0.0875f - (1.2f * q4 * q - 1.5f * q4 + 0.5f * q2));
     return c * (0.1f - (q2 - 2.0f * q2 * q + 1.5f * q4 - 0.4f * q4 * q));
+}
+
+/* Psi(d) = int_|d|^h sigma(s) ds: the fraction of the kernel's volume
+ * integral beyond a plane at distance d [-]; 1/2 at d = 0, 0 from d = h on. */
+static inline FIRN_HD float firn_sph_plane_volume(const firn_sph_params *P, float d)
+{
+    float q = fabsf(d) * P->inv_h;
+    if (q >= 1.0f)
+        return 0.0f;
+    float q2 = q * q, q3 = q2 * q;
+    if (q > 0.5f) /* 16 (F(1) - F(q)), F(q) = q/10 - q^3/3 + q^4/2 - 3 q^5/10 + q^6/15 */
+        return 16.0f * (1.0f / 30.0f -
+                        (0.1f * q - q3 / 3.0f + 0.5f * q3 * q - 0.3f * q3 * q2 + q3 * q3 / 15.0f));
+    /* 1/2 - 16 G(q), G(q) = 7q/80 - q^3/6 + 3 q^5/10 - q^6/5 */
+    return 0.5f - 16.0f * (0.0875f * q - q3 / 6.0f + 0.3f * q3 * q2 - 0.2f * q3 * q3);
+}
+
+/* The SPH box's faces as boundaries (Koschier and Bender 2017's idea of a
+ * boundary integral, in closed form for planes): beyond each face within
+ * h of x lies, in effect, liquid at rest density and at rest, whose kernel
+ * volume psi = sum_faces Psi(d) adds rho0 psi to the density and whose
+ * gradient, grad = sum_faces int grad W = sum_faces -sigma(d) n (n the
+ * face's inward normal), stands for sum_j V grad W_ij over it, and whose
+ * moment, int (y - x) (x) grad W dy = sum_faces Psi(d) I + d sigma(d) n n
+ * (diagonal for the box's faces: m), carries a pressure that varies
+ * linearly beyond the face; the viscosity's integral over it,
+ * K = int (x - y) (x) (x - y) W'(r) / (r (r^2 + 0.01 h^2)) dy (diagonal:
+ * visc), gives the artificial viscosity of liquid at rest, 10 nu K v_i.
+ * Near an edge or a corner the faces' half spaces overlap (below). */
+typedef struct {
+    float psi;
+    firn_vec3 grad;
+    firn_vec3 m;
+    firn_vec3 visc;
+} firn_sph_wall;
+
+/* Linear interpolation of a wall table at q = d / h in [0, 1). */
+static inline FIRN_HD float firn_sph_wall_lookup(const float *table, float q)
+{
+    float u = firn_clampf(q, 0.0f, 1.0f) * (float)FIRN_SPH_WALL_TABLE;
+    int k = (int)u;
+    if (k >= FIRN_SPH_WALL_TABLE)
+        return table[FIRN_SPH_WALL_TABLE];
+    return table[k] + (u - (float)k) * (table[k + 1] - table[k]);
+}
+
+/* The two faces of axis a (their half spaces are disjoint): volume Psi,
+ * gradient, normal moment d sigma, and viscosity (tangential, normal). */
+typedef struct {
+    float psi, grad, moment, visc_t, visc_n;
+} firn_sph_wall_axis;
+
+static inline FIRN_HD void firn_sph_wall_face(const firn_sph_params *P, float d, float sgn,
+                                              firn_sph_wall_axis *f)
+{
+    d = firn_maxf(d, 0.0f);
+    if (d >= P->h)
+        return;
+    float sigma = firn_sph_plane_integral(P, d), q = d * P->inv_h, s2 = P->inv_h * P->inv_h;
+    f->psi += firn_sph_plane_volume(P, d);
+    f->grad -= sgn * sigma;
+    f->moment += d * sigma;
+    f->visc_t += firn_sph_wall_lookup(P->wall_visc_t, q) * s2;
+    f->visc_n += firn_sph_wall_lookup(P->wall_visc_n, q) * s2;
+}
+
+/* Faces on different axes overlap near an edge or a corner; their union
+ * is counted as for a kernel that factors over the axes, for which the
+ * volume outside the box is exactly 1 - prod_a (1 - Psi_a): each axis's
+ * gradient, moment and viscosity are weighted by prod_(b != a) (1 - Psi_b),
+ * the part of its half space no other face's covers. */
+static inline FIRN_HD firn_sph_wall firn_sph_walls(const firn_sph_params *P, firn_vec3 x)
+{
+    const firn_vec3 zero = firn_v3(0.0f, 0.0f, 0.0f);
+    firn_sph_wall w = {0.0f, zero, zero, zero};
+    if (!P->walls)
+        return w;
+    firn_sph_wall_axis f[3] = {{0}};
+    for (int a = 0; a < 3; a++) {
+        firn_sph_wall_face(P, x.v[a] - P->lower[a], 1.0f, &f[a]);
+        firn_sph_wall_face(P, P->upper[a] - x.v[a], -1.0f, &f[a]);
+    }
+    float open[3];
+    for (int a = 0; a < 3; a++)
+        open[a] = 1.0f - f[a].psi;
+    w.psi = 1.0f - open[0] * open[1] * open[2];
+    for (int a = 0; a < 3; a++) {
+        const float only = open[(a + 1) % 3] * open[(a + 2) % 3];
+        w.grad.v[a] = only * f[a].grad;
+        w.m.v[a] = w.psi + only * f[a].moment;
+        for (int b = 0; b < 3; b++)
+            w.visc.v[b] += only * (b == a ? f[a].visc_n : f[a].visc_t);
+    }
+    return w;
 }
 
 /* ---- neighbour grid ---------------------------------------------------- */
@@ -216,7 +319,7 @@ static inline FIRN_HD int firn_sph_next(firn_sph_cursor *c, const firn_sph_param
 
 /* ---- per-particle passes ----------------------------------------------- */
 
-/* Density rho_i = rho0_i V_p (W(0) + sum_j W_ij). */
+/* Density rho_i = rho0_i (V_p (W(0) + sum_j W_ij) + psi_walls). */
 static inline FIRN_HD float firn_sph_density(int i, const firn_sph_params *P,
                                              const firn_sph_material *mats, firn_sph_particles s,
                                              firn_sph_grid G)
@@ -227,12 +330,13 @@ static inline FIRN_HD float firn_sph_density(int i, const firn_sph_params *P,
     firn_sph_cursor c = firn_sph_cursor_for(P, G, i, x);
     while (firn_sph_next(&c, P, G, s.x, s.n, i, x, &j, &d, &r))
         sum += firn_sph_w(P, r);
-    return mats[s.mat[i]].rho0 * P->vol * sum;
+    return mats[s.mat[i]].rho0 * (P->vol * sum + firn_sph_walls(P, x).psi);
 }
 
 /* Non-pressure acceleration: gravity, cohesion (Becker and Teschner 2007,
  * kernel at a distance of at least p) and the artificial viscosity
- * 2 (d + 2) nu m_j / rho_j (v_ij . x_ij) / (|x_ij|^2 + 0.01 h^2) grad W_ij. */
+ * 2 (d + 2) nu m_j / rho_j (v_ij . x_ij) / (|x_ij|^2 + 0.01 h^2) grad W_ij,
+ * the walls' included (10 nu K v_i: liquid at rest beyond them). */
 static inline FIRN_HD firn_vec3 firn_sph_nonpressure(int i, const firn_sph_params *P,
                                                      const firn_sph_material *mats,
                                                      firn_sph_particles s, firn_sph_grid G)
@@ -252,6 +356,9 @@ static inline FIRN_HD firn_vec3 firn_sph_nonpressure(int i, const firn_sph_param
             10.0f * mi->mu * (mj / s.rho[j]) * firn_dot(vij, d) / (r * r + 0.01f * P->h * P->h);
         a = firn_add(a, firn_scale(firn_sph_grad_w(P, d, r), visc));
     }
+    firn_sph_wall w = firn_sph_walls(P, x);
+    for (int b = 0; b < 3; b++)
+        a.v[b] += 10.0f * mi->mu * w.visc.v[b] * v.v[b];
     return a;
 }
 
@@ -267,19 +374,38 @@ static inline FIRN_HD void firn_sph_eos(int i, const firn_sph_material *mats, fi
 }
 
 /* WCSPH: adds the symmetric pressure acceleration
- * -sum_j m_j (p_i / rho_i^2 + p_j / rho_j^2) grad W_ij to acc and steps the
- * velocity, v += dt acc. */
+ * -sum_j m_j (p_i / rho_i^2 + p_j / rho_j^2) grad W_ij to acc, and the
+ * walls' liquid's, whose pressure is Adami et al. (2012)'s wall pressure
+ * for walls at rest: the neighbours' kernel-weighted mean pressure p_b,
+ * continued hydrostatically, p_b + rho_i g . (y - x_i):
+ * -rho0_i / rho_i^2 ((p_i + p_b) grad_walls + rho_i m_walls g); then steps
+ * the velocity, v += dt acc. With p_i for p_b (a mirror) the statics are
+ * the same, but the wall answers the particle's own pressure noise and
+ * feeds the flow: the dam break's surge ran 11 % fast at the default
+ * stiffness and 22 % at four times it. */
 static inline FIRN_HD void firn_sph_pressure_step(int i, const firn_sph_params *P,
                                                   const firn_sph_material *mats,
                                                   firn_sph_particles s, firn_sph_grid G)
 {
     firn_vec3 x = firn_load3(s.x, s.n, i), a = firn_load3(s.acc, s.n, i), d;
-    float pi = s.p[i] / (s.rho[i] * s.rho[i]), r;
+    float pi = s.p[i] / (s.rho[i] * s.rho[i]), r, pw = 0.0f, ww = 0.0f;
     int j;
     firn_sph_cursor c = firn_sph_cursor_for(P, G, i, x);
     while (firn_sph_next(&c, P, G, s.x, s.n, i, x, &j, &d, &r)) {
         float f = -mats[s.mat[j]].mass * (pi + s.p[j] / (s.rho[j] * s.rho[j]));
         a = firn_add(a, firn_scale(firn_sph_grad_w(P, d, r), f));
+        float wj = firn_sph_w(P, r);
+        pw += wj * s.p[j];
+        ww += wj;
+    }
+    firn_sph_wall w = firn_sph_walls(P, x);
+    if (w.psi > 0.0f) {
+        const float rho0 = mats[s.mat[i]].rho0, rhoi = s.rho[i];
+        const float pb = ww > 0.0f ? pw / ww : s.p[i];
+        firn_vec3 mg =
+            firn_v3(w.m.v[0] * P->gravity[0], w.m.v[1] * P->gravity[1], w.m.v[2] * P->gravity[2]);
+        a = firn_sub(a, firn_add(firn_scale(w.grad, rho0 * (s.p[i] + pb) / (rhoi * rhoi)),
+                                 firn_scale(mg, rho0 / rhoi)));
     }
     firn_store3(s.acc, s.n, i, a);
     firn_store3(s.v, s.n, i, firn_add(firn_load3(s.v, s.n, i), firn_scale(a, P->dt)));
@@ -294,8 +420,8 @@ static inline FIRN_HD void firn_sph_kick(int i, const firn_sph_params *P, firn_s
 
 /* DFSPH factor (Bender and Koschier 2017, eq. 12 without the density
  * factors, which cancel in the velocity update): alpha = -1 / S with
- * S = |sum_j V grad W_ij|^2 + sum_j |V grad W_ij|^2, 0 when S <= 1e-6.
- * Resets the accumulated pressure. */
+ * S = |sum_j V grad W_ij + grad_walls|^2 + sum_j |V grad W_ij|^2 (the walls
+ * do not move), 0 when S <= 1e-6. Resets the accumulated pressure. */
 static inline FIRN_HD void firn_sph_df_factor(int i, const firn_sph_params *P, firn_sph_particles s,
                                               firn_sph_grid G)
 {
@@ -308,12 +434,14 @@ static inline FIRN_HD void firn_sph_df_factor(int i, const firn_sph_params *P, f
         sum = firn_add(sum, g);
         sq += firn_dot(g, g);
     }
+    sum = firn_add(sum, firn_sph_walls(P, x).grad);
     float S = firn_dot(sum, sum) + sq;
     s.alpha[i] = S > 1e-6f ? -1.0f / S : 0.0f;
     s.p[i] = 0.0f;
 }
 
-/* sum_j V (v_i - v_j) . grad W_ij [1/s], and the neighbour count. */
+/* sum_j V (v_i - v_j) . grad W_ij + v_i . grad_walls [1/s] (the walls are
+ * at rest), and the neighbour count, the walls counting psi full_count. */
 static inline FIRN_HD float firn_sph_divergence(int i, const firn_sph_params *P,
                                                 firn_sph_particles s, firn_sph_grid G, int *count)
 {
@@ -325,8 +453,9 @@ static inline FIRN_HD float firn_sph_divergence(int i, const firn_sph_params *P,
         div += P->vol * firn_dot(firn_sub(v, firn_load3(s.v, s.n, j)), firn_sph_grad_w(P, d, r));
         k++;
     }
-    *count = k;
-    return div;
+    firn_sph_wall w = firn_sph_walls(P, x);
+    *count = k + (int)(w.psi * P->full_count + 0.5f);
+    return div + firn_dot(v, w.grad);
 }
 
 /* DFSPH divergence source: the compression rate, clamped to >= 0 (only
@@ -357,9 +486,10 @@ static inline FIRN_HD void firn_sph_df_density_source(int i, const firn_sph_para
 /* One Jacobi iteration of a DFSPH solve for particle i: with
  * kappa = source alpha scale (divergence: source d, scale 1; density:
  * source (ratio - 1), scale 1 / dt^2),
- * v_i += step sum_j (kappa_i + kappa_j) V grad W_ij, skipping pairs with
- * |kappa_i + kappa_j| <= 1e-5 (step 1 for the divergence solve, dt for the
- * density solve). The density solve accumulates p_i -= kappa_i rho0_i. */
+ * v_i += step (sum_j (kappa_i + kappa_j) V grad W_ij + kappa_i grad_walls),
+ * skipping pairs with |kappa_i + kappa_j| <= 1e-5 (step 1 for the
+ * divergence solve, dt for the density solve). The density solve
+ * accumulates p_i -= kappa_i rho0_i. */
 static inline FIRN_HD float firn_sph_df_kappa(int i, const firn_sph_params *P, firn_sph_particles s,
                                               int density)
 {
@@ -379,6 +509,7 @@ static inline FIRN_HD void firn_sph_df_iterate(int i, const firn_sph_params *P,
         if (fabsf(k) > 1e-5f)
             dv = firn_add(dv, firn_scale(firn_sph_grad_w(P, d, r), k * P->vol));
     }
+    dv = firn_add(dv, firn_scale(firn_sph_walls(P, x).grad, ki));
     const float step = density ? P->dt : 1.0f;
     firn_store3(s.v, s.n, i, firn_add(firn_load3(s.v, s.n, i), firn_scale(dv, step)));
     if (density)
