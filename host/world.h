@@ -52,6 +52,11 @@ struct firn_world {
     firn_profile prof;
 };
 
+/* Brings every host copy of the state up to date (the GPU's particles,
+ * rigid bodies and SPH particles downloaded) and the CPU path's particles
+ * into the scene's order; what the world computes next is unchanged. */
+int firn_world_host_state(firn_world *w, firn_error *err);
+
 /* Derived constants. */
 void firn_material_build(const firn_material_def *def, firn_material *out);
 void firn_params_build(const firn_scene_def *def, firn_params *P);
