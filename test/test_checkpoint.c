@@ -363,3 +363,307 @@ Test(checkpoint, full_disk_keeps_the_previous_checkpoint)
     firn_world_destroy(w);
     test_rmdir(dir);
 }
+
+/* ---- firn run --checkpoint-every / --resume ------------------------------------ */
+
+/* dir/scene.json: the scene, its output going to dir/out unless --out says. */
+static void write_scene(const char *dir)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/scene.json", dir);
+    spit(path, (const unsigned char *)scene_json, strlen(scene_json));
+}
+
+/* Runs `firn ARGS` in dir; returns its exit status, its output in out. */
+static int firn_in(const char *dir, char *out, size_t size, const char *args)
+{
+    return test_run_firn(out, size, dir, args);
+}
+
+/* Strips the two timing fields, the last of a stats line, from line. */
+static void strip_timing(char *line)
+{
+    char *t = strstr(line, ",\"wall_seconds\":");
+    cr_assert(t, "no wall_seconds in %s", line);
+    strcpy(t, "}\n");
+}
+
+/* dir b holds the same frame files as dir a, byte for byte, and the same
+ * stats.jsonl lines but for their timing fields; frames counts them. */
+static void assert_same_output(const char *a, const char *b, int frames)
+{
+    int files = 0;
+    DIR *d = opendir(a);
+    cr_assert(d, "cannot list %s", a);
+    for (struct dirent *e; (e = readdir(d));) {
+        if (strncmp(e->d_name, "frame_", 6) && strncmp(e->d_name, "sph_", 4))
+            continue;
+        char pa[600], pb[600];
+        snprintf(pa, sizeof pa, "%s/%s", a, e->d_name);
+        snprintf(pb, sizeof pb, "%s/%s", b, e->d_name);
+        assert_same_file(pa, pb);
+        files++;
+    }
+    closedir(d);
+    cr_assert_eq(files, 3 * (frames + 1), "%s: %d frame files for %d frames", a, files, frames);
+    cr_assert_eq(count_files(b, "frame_") + count_files(b, "sph_"), files,
+                 "%s holds other frame files than %s", b, a);
+    char sa[256], sb[256], la[8192], lb[8192];
+    snprintf(sa, sizeof sa, "%s/stats.jsonl", a);
+    snprintf(sb, sizeof sb, "%s/stats.jsonl", b);
+    FILE *fa = fopen(sa, "r"), *fb = fopen(sb, "r");
+    cr_assert(fa && fb, "no stats.jsonl in %s or %s", a, b);
+    int lines = 0;
+    while (fgets(la, sizeof la, fa)) {
+        cr_assert(fgets(lb, sizeof lb, fb), "%s ends after %d lines", sb, lines);
+        strip_timing(la);
+        strip_timing(lb);
+        cr_assert_str_eq(la, lb, "stats line %d differs", lines);
+        lines++;
+    }
+    cr_assert_null(fgets(lb, sizeof lb, fb), "%s has more than %d lines", sb, lines);
+    cr_assert_eq(lines, frames + 1);
+    fclose(fa), fclose(fb);
+}
+
+/* A run stopped at frame 3 with a checkpoint and resumed writes what an
+ * uninterrupted run writes: PLY, SPH PLY and PNG frames byte for byte,
+ * stats.jsonl line for line (timing fields aside), no frame twice. */
+Test(checkpoint_cli, resumed_run_writes_the_uninterrupted_output)
+{
+    char dir[64], out[8192];
+    test_mkdtemp(dir, sizeof dir, "ckpt_cli");
+    write_scene(dir);
+    cr_assert_eq(firn_in(dir, out, sizeof out, "run scene.json --backend cpu --out ref -q"), 0,
+                 "%s", out);
+    cr_assert_eq(firn_in(dir, out, sizeof out,
+                         "run scene.json --backend cpu --out run --frames 3 --checkpoint-every 3"),
+                 0, "%s", out);
+    cr_assert(strstr(out, "checkpoint run/checkpoint_00003.firn (frame 3"), "%s", out);
+    cr_assert_eq(firn_in(dir, out, sizeof out, "run scene.json --backend cpu --out run --resume"),
+                 0, "%s", out);
+    cr_assert(strstr(out, "resuming from run/checkpoint_00003.firn (frame 3"), "%s", out);
+    char ref[128], run[128];
+    snprintf(ref, sizeof ref, "%s/ref", dir);
+    snprintf(run, sizeof run, "%s/run", dir);
+    assert_same_output(ref, run, 6);
+    test_rmdir(dir);
+}
+
+/* Starts `firn ARGS` in dir in the background, stdout and stderr to
+ * dir/log; returns its pid. env: "NAME=VALUE" or "". */
+static pid_t spawn_firn(const char *dir, const char *env, const char *args)
+{
+    const char *bin = getenv("FIRN_BIN") ? getenv("FIRN_BIN") : "build/firn";
+    char abs[PATH_MAX], cmd[PATH_MAX + 1024];
+    cr_assert(realpath(bin, abs), "no firn binary at %s (set FIRN_BIN)", bin);
+    snprintf(cmd, sizeof cmd, "cd '%s' && exec env %s %s %s > log 2>&1", dir, env, abs, args);
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+/* Waits (60 s at most) until dir/name holds `lines` lines, or the text
+ * `needle` when it is not NULL. */
+static void wait_for(const char *dir, const char *name, const char *needle, int lines)
+{
+    char path[128], text[65536];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    for (int tries = 0; tries < 6000; tries++) {
+        FILE *f = fopen(path, "r");
+        size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+        if (f)
+            fclose(f);
+        text[n] = '\0';
+        int count = 0;
+        for (size_t i = 0; i < n; i++)
+            count += text[i] == '\n';
+        if (needle ? strstr(text, needle) != NULL : count >= lines)
+            return;
+        usleep(10000);
+    }
+    cr_assert_fail("%s: no '%s' after 60 s", path, needle ? needle : "lines");
+}
+
+static int file_exists(const char *dir, const char *name)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return access(path, F_OK) == 0;
+}
+
+/* SIGTERM mid-run: the run finishes its frame, writes a checkpoint and the
+ * frame in flight, and exits 143 naming the checkpoint and the command
+ * that resumes it; that command completes the run as an uninterrupted one
+ * would have. */
+Test(checkpoint_cli, sigterm_writes_a_checkpoint_and_the_resume_completes_the_run)
+{
+    char dir[64], out[8192], log[8192], args[256];
+    test_mkdtemp(dir, sizeof dir, "ckpt_term");
+    write_scene(dir);
+    pid_t pid = spawn_firn(dir, "", "run scene.json --backend cpu --out run --frames 400");
+    char run[128];
+    snprintf(run, sizeof run, "%s/run", dir);
+    wait_for(run, "stats.jsonl", NULL, 3);
+    cr_assert_eq(kill(pid, SIGTERM), 0);
+    int st;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 128 + SIGTERM, "status %d", st);
+    char path[128];
+    snprintf(path, sizeof path, "%s/log", dir);
+    log[slurp(path, (unsigned char *)log, sizeof log - 1)] = '\0';
+    const char *at = strstr(log, "SIGTERM: stopped after frame ");
+    cr_assert(at, "%s", log);
+    const int k = atoi(at + strlen("SIGTERM: stopped after frame "));
+    cr_assert(k >= 3 && k < 400, "%s", log);
+    char name[64];
+    snprintf(name, sizeof name, "checkpoint_%05d.firn", k);
+    cr_assert(file_exists(run, name), "no %s: %s", name, log);
+    cr_assert(strstr(log, "resume with: firn run scene.json --backend cpu --out run --frames 400 "
+                          "--resume"),
+              "%s", log);
+    cr_assert_eq(count_files(run, ".tmp."), 0);
+    /* The frames written so far are frames 0 .. k, their stats too. */
+    cr_assert(file_exists(run, (snprintf(name, sizeof name, "frame_%05d.png", k), name)));
+    cr_assert(!file_exists(run, (snprintf(name, sizeof name, "frame_%05d.png", k + 1), name)));
+    snprintf(args, sizeof args, "run scene.json --backend cpu --out run --frames %d --resume -q",
+             k + 2);
+    cr_assert_eq(firn_in(dir, out, sizeof out, args), 0, "%s", out);
+    snprintf(args, sizeof args, "run scene.json --backend cpu --out ref --frames %d -q", k + 2);
+    cr_assert_eq(firn_in(dir, out, sizeof out, args), 0, "%s", out);
+    char ref[128];
+    snprintf(ref, sizeof ref, "%s/ref", dir);
+    assert_same_output(ref, run, k + 2);
+    test_rmdir(dir);
+}
+
+/* SIGKILL while a checkpoint is written (the test hook holds the writer
+ * between its fsync and its rename): the previous checkpoint is whole and
+ * loads, the new one is not there under its name, and --resume picks the
+ * previous one, removes the dead write's temporary and completes the run. */
+Test(checkpoint_cli, sigkill_during_a_checkpoint_write_keeps_the_previous_one)
+{
+    char dir[64], out[8192], run[128], ref[128];
+    test_mkdtemp(dir, sizeof dir, "ckpt_kill");
+    write_scene(dir);
+    snprintf(run, sizeof run, "%s/run", dir);
+    snprintf(ref, sizeof ref, "%s/ref", dir);
+    pid_t pid = spawn_firn(dir, "FIRN_TEST_CHECKPOINT_PAUSE=4",
+                           "run scene.json --backend cpu --out run --checkpoint-every 2");
+    wait_for(dir, "log", "test hook: checkpoint run/checkpoint_00004.firn written", 0);
+    cr_assert_eq(kill(pid, SIGKILL), 0);
+    int st;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+    cr_assert(file_exists(run, "checkpoint_00002.firn"));
+    cr_assert(!file_exists(run, "checkpoint_00004.firn"));
+    cr_assert_eq(count_files(run, "checkpoint_00004.firn.tmp."), 1);
+    firn_scene_def def;
+    load_scene(&def);
+    char path[160];
+    snprintf(path, sizeof path, "%s/checkpoint_00002.firn", run);
+    firn_world *w = load_world(&def, path);
+    cr_assert_eq(w->frame, 2);
+    firn_world_destroy(w);
+
+    cr_assert_eq(firn_in(dir, out, sizeof out,
+                         "run scene.json --backend cpu --out run --checkpoint-every 2 --resume"),
+                 0, "%s", out);
+    cr_assert(strstr(out, "resuming from run/checkpoint_00002.firn (frame 2"), "%s", out);
+    cr_assert_eq(count_files(run, ".tmp."), 0, "the dead write's temporary is still there");
+    /* The newest two are kept. */
+    cr_assert(!file_exists(run, "checkpoint_00002.firn"));
+    cr_assert(file_exists(run, "checkpoint_00004.firn") &&
+              file_exists(run, "checkpoint_00006.firn"));
+    cr_assert_eq(firn_in(dir, out, sizeof out, "run scene.json --backend cpu --out ref -q"), 0,
+                 "%s", out);
+    assert_same_output(ref, run, 6);
+    test_rmdir(dir);
+}
+
+/* A second signal while the first is being served (here: the checkpoint
+ * write held by the test hook) exits at once, by the signal, and takes the
+ * temporary it was writing with it; the checkpoint before stays whole. */
+Test(checkpoint_cli, second_signal_exits_at_once_leaving_no_partial_file)
+{
+    char dir[64], run[128];
+    test_mkdtemp(dir, sizeof dir, "ckpt_twice");
+    write_scene(dir);
+    snprintf(run, sizeof run, "%s/run", dir);
+    pid_t pid = spawn_firn(dir, "FIRN_TEST_CHECKPOINT_PAUSE=4",
+                           "run scene.json --backend cpu --out run --checkpoint-every 2");
+    wait_for(dir, "log", "test hook: checkpoint run/checkpoint_00004.firn written", 0);
+    cr_assert_eq(count_files(run, ".tmp."), 1);
+    cr_assert_eq(kill(pid, SIGINT), 0);
+    wait_for(dir, "log", "stopping after this frame", 0);
+    cr_assert_eq(kill(pid, SIGINT), 0);
+    int st;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGINT, "status %d", st);
+    cr_assert_eq(count_files(run, ".tmp."), 0, "a partial file was left");
+    cr_assert(!file_exists(run, "checkpoint_00004.firn"));
+    firn_scene_def def;
+    load_scene(&def);
+    char path[160];
+    snprintf(path, sizeof path, "%s/checkpoint_00002.firn", run);
+    firn_world_destroy(load_world(&def, path));
+    test_rmdir(dir);
+}
+
+/* --resume refuses, changing nothing, a checkpoint of another scene, and a
+ * folder whose stats.jsonl lacks frames before the checkpoint. */
+Test(checkpoint_cli, resume_refuses_bad_input_and_changes_nothing)
+{
+    char dir[64], out[8192], run[128];
+    test_mkdtemp(dir, sizeof dir, "ckpt_refuse");
+    write_scene(dir);
+    snprintf(run, sizeof run, "%s/run", dir);
+    cr_assert_eq(firn_in(dir, out, sizeof out,
+                         "run scene.json --backend cpu --out run --frames 4 --checkpoint-every 2 "
+                         "-q"),
+                 0, "%s", out);
+    /* another scene: the same with a lighter ball */
+    char other[8192], path[160];
+    snprintf(other, sizeof other, "%s", scene_json);
+    char *d = strstr(other, "\"density\": 1500");
+    cr_assert(d);
+    memcpy(d, "\"density\": 1400", 15);
+    snprintf(path, sizeof path, "%s/other.json", dir);
+    spit(path, (const unsigned char *)other, strlen(other));
+    static unsigned char before[1 << 20], after[1 << 20];
+    snprintf(path, sizeof path, "%s/stats.jsonl", run);
+    const size_t n = slurp(path, before, sizeof before);
+    cr_assert_eq(
+        firn_in(dir, out, sizeof out,
+                "run other.json --backend cpu --out run --resume run/checkpoint_00004.firn"),
+        FIRN_E_CHECKPOINT, "%s", out);
+    cr_assert(strstr(out, "checkpoint 'run/checkpoint_00004.firn' is of another scene"), "%s", out);
+    /* without a name: every checkpoint in the folder is tried and named */
+    cr_assert_eq(firn_in(dir, out, sizeof out, "run other.json --backend cpu --out run --resume"),
+                 FIRN_E_CHECKPOINT, "%s", out);
+    cr_assert(strstr(out, "skipping a checkpoint: checkpoint 'run/checkpoint_00004.firn' is of "
+                          "another scene"),
+              "%s", out);
+    cr_assert(strstr(out, "skipping a checkpoint: checkpoint 'run/checkpoint_00002.firn'"), "%s",
+              out);
+    /* frames 3 and 4 lost from stats.jsonl */
+    FILE *f = fopen(path, "r");
+    char line[8192];
+    size_t keep = 0;
+    for (int i = 0; i < 3 && fgets(line, sizeof line, f); i++)
+        keep += strlen(line);
+    fclose(f);
+    spit(path, before, keep);
+    cr_assert_eq(firn_in(dir, out, sizeof out, "run scene.json --backend cpu --out run --resume"),
+                 FIRN_E_IO, "%s", out);
+    cr_assert(strstr(out, "holds frames 0 to 2 in order, but the checkpoint is at frame 4"), "%s",
+              out);
+    cr_assert_eq(slurp(path, after, sizeof after), keep);
+    spit(path, before, n);
+    cr_assert(file_exists(run, "checkpoint_00004.firn") && file_exists(run, "frame_00004.ply"));
+    test_rmdir(dir);
+}
