@@ -361,7 +361,7 @@ static int emit_checkpoint(FILE *f, void *arg)
             h.file_bytes += SECTION_BYTES + size[k];
             h.sections++;
         }
-    h.scene_hash = firn_scene_hash(&w->def);
+    h.scene_hash = w->scene_hash;
     h.frame = w->frame;
     h.backend = w->backend;
     h.substeps = w->substeps;
@@ -558,12 +558,12 @@ static int open_checked(const firn_world *w, const char *path, FILE **out, heade
     else if ((uint64_t)st.st_size > h->file_bytes)
         refuse(err, path, "has %llu bytes after its end (%llu bytes)",
                (unsigned long long)st.st_size - h->file_bytes, (unsigned long long)h->file_bytes);
-    else if (h->scene_hash != firn_scene_hash(&w->def))
+    else if (h->scene_hash != w->scene_hash)
         refuse(err, path,
                "is of another scene: its scene hash is %016llx, that of %s is %016llx (every "
                "key but time.frames and output.* counts)",
                (unsigned long long)h->scene_hash, w->def.source[0] ? w->def.source : "this scene",
-               (unsigned long long)firn_scene_hash(&w->def));
+               (unsigned long long)w->scene_hash);
     else
         bad = 0;
     if (bad) {

@@ -104,8 +104,8 @@ static int remove_files(const char *dir, long after, removed_files *r, firn_erro
     return 0;
 }
 
-/* The frames of the checkpoints in dir, newest first, into k (at most
- * max); their count, or -1 with err filled. */
+/* The frames of the newest checkpoints in dir (at most max), newest
+ * first, into k; their count, or -1 with err filled. */
 static int list_checkpoints(const char *dir, long *k, int max, firn_error *err)
 {
     DIR *d = opendir(dir);
@@ -114,11 +114,11 @@ static int list_checkpoints(const char *dir, long *k, int max, firn_error *err)
         return -1;
     }
     int n = 0;
-    for (struct dirent *e; (e = readdir(d)) && n < max;) {
+    for (struct dirent *e; (e = readdir(d));) {
         long f = checkpoint_index(e->d_name);
-        if (f < 0)
+        if (f < 0 || (n == max && f <= k[max - 1]))
             continue;
-        int at = n++;
+        int at = n < max ? n++ : max - 1; /* when full, the oldest goes */
         while (at > 0 && k[at - 1] < f) { /* insertion, newest first */
             k[at] = k[at - 1];
             at--;
@@ -533,7 +533,8 @@ static int write_checkpoint(firn_frame_writer *fw, firn_world *w, const char *di
         return -1;
     double t1 = firn_now();
     long k[64];
-    int n = list_checkpoints(dir, k, 64, err);
+    firn_error ignored; /* a folder that cannot be listed keeps its checkpoints */
+    int n = list_checkpoints(dir, k, 64, &ignored);
     for (int i = CHECKPOINTS_KEPT; i < n; i++) {
         char old[FIRN_PATH_MAX + 64];
         checkpoint_path(old, sizeof old, dir, k[i]);

@@ -394,6 +394,7 @@ static firn_world *world_create(const firn_scene_def *def, firn_backend backend,
     }
     for (int k = 0; k < def->n_materials; k++)
         firn_material_build(&def->materials[k], &w->mats[k]);
+    w->scene_hash = firn_scene_hash(&w->def);
     /* A checkpoint of another scene is refused before anything is sampled. */
     if (checkpoint && firn_checkpoint_check_header(w, checkpoint, err))
         goto fail;

@@ -7,6 +7,7 @@
 #define FIRN_WORLD_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "coupler.h"
 #include "firn.h"
@@ -22,6 +23,7 @@ extern "C" {
 
 struct firn_world {
     firn_scene_def def;
+    uint64_t scene_hash; /* firn_scene_hash(&def) at creation, for checkpoints */
     firn_backend backend;
     char device_name[256];
     firn_params params; /* dt updated per substep */
