@@ -1,8 +1,10 @@
 /* cli_run.c - `firn run`: simulate a scene, write frames and statistics,
- * show progress. */
+ * show progress; write checkpoints (periodically, and on SIGINT or SIGTERM)
+ * and resume from one. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,25 +14,99 @@
 #include "cli.h"
 #include "error.h"
 #include "frame_writer.h"
+#include "output.h"
 
-/* 1 for the name of a frame file that `firn run` writes: frame_, five or
- * more digits, .ply or .png. */
-static int is_frame_file(const char *name)
+/* The index of a file that `firn run` writes, from its name: <prefix>, five
+ * or more digits, <suffix>; -1 for another name. */
+static long indexed_name(const char *name, const char *prefix, const char *suffix)
 {
-    if (strncmp(name, "frame_", 6))
-        return 0;
-    const char *d = name + 6, *e = d;
+    const size_t np = strlen(prefix);
+    if (strncmp(name, prefix, np))
+        return -1;
+    const char *d = name + np, *e = d;
     while (*e >= '0' && *e <= '9')
         e++;
-    return e - d >= 5 && (!strcmp(e, ".ply") || !strcmp(e, ".png"));
+    if (e - d < 5 || e - d > 9 || strcmp(e, suffix))
+        return -1;
+    return strtol(d, NULL, 10);
 }
 
-/* Removes the frame files (regular files named as firn names them) an
- * earlier run left in dir, so that the folder
- * holds this run's frames only (a shorter or failed run would otherwise sit
- * next to the later frames of the one before). Returns the count removed,
- * or -1 with err filled. */
-static int remove_old_frames(const char *dir, firn_error *err)
+/* A frame file's index (frame_K.ply, frame_K.png, sph_K.ply), else -1. */
+static long frame_file_index(const char *name)
+{
+    long k = indexed_name(name, "frame_", ".ply");
+    if (k < 0)
+        k = indexed_name(name, "frame_", ".png");
+    if (k < 0)
+        k = indexed_name(name, "sph_", ".ply");
+    return k;
+}
+
+/* A checkpoint's frame (checkpoint_K.firn), else -1. */
+static long checkpoint_index(const char *name)
+{
+    return indexed_name(name, "checkpoint_", ".firn");
+}
+
+/* The temporary of a checkpoint write that a killed run left: a name
+ * "checkpoint_K.firn.tmp.<pid>". */
+static int is_checkpoint_temporary(const char *name)
+{
+    const char *t = strstr(name, ".firn.tmp.");
+    char base[256];
+    if (!t || (size_t)(t - name) + 5 >= sizeof base)
+        return 0;
+    snprintf(base, sizeof base, "%.*s", (int)(t - name) + 5, name);
+    return checkpoint_index(base) >= 0;
+}
+
+/* What remove_files removes: the frame files and checkpoints with an index
+ * above `after` (-1: all), and the temporaries of checkpoint writes a killed
+ * run left. */
+typedef struct {
+    int frames, checkpoints, temporaries;
+} removed_files;
+
+/* Removes the regular files of an earlier run that come after frame
+ * `after` from dir (see removed_files), so that the folder holds this run's
+ * frames only (a shorter or failed run would otherwise sit next to the
+ * later frames of the one before). 0, or -1 with err filled. */
+static int remove_files(const char *dir, long after, removed_files *r, firn_error *err)
+{
+    memset(r, 0, sizeof *r);
+    DIR *d = opendir(dir);
+    if (!d) {
+        firn_set_error(err, FIRN_E_IO, "cannot list %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    for (struct dirent *e; (e = readdir(d));) {
+        const long fk = frame_file_index(e->d_name), ck = checkpoint_index(e->d_name);
+        const int tmp = is_checkpoint_temporary(e->d_name);
+        if (fk <= after && ck <= after && !tmp)
+            continue;
+        char path[FIRN_PATH_MAX + 300];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        struct stat st;
+        if (lstat(path, &st) || !S_ISREG(st.st_mode))
+            continue; /* not a file this run could have written: left alone */
+        if (unlink(path) == 0) {
+            r->frames += fk > after;
+            r->checkpoints += ck > after;
+            r->temporaries += tmp;
+        } else if (errno != ENOENT) {
+            firn_set_error(err, FIRN_E_IO, "cannot remove %s of an earlier run: %s", path,
+                           strerror(errno));
+            closedir(d);
+            return -1;
+        }
+    }
+    closedir(d);
+    return 0;
+}
+
+/* The frames of the newest checkpoints in dir (at most max), newest
+ * first, into k; their count, or -1 with err filled. */
+static int list_checkpoints(const char *dir, long *k, int max, firn_error *err)
 {
     DIR *d = opendir(dir);
     if (!d) {
@@ -39,24 +115,23 @@ static int remove_old_frames(const char *dir, firn_error *err)
     }
     int n = 0;
     for (struct dirent *e; (e = readdir(d));) {
-        if (!is_frame_file(e->d_name))
+        long f = checkpoint_index(e->d_name);
+        if (f < 0 || (n == max && f <= k[max - 1]))
             continue;
-        char path[FIRN_PATH_MAX + 300];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        struct stat st;
-        if (lstat(path, &st) || !S_ISREG(st.st_mode))
-            continue; /* not a file this run could have written: left alone */
-        if (unlink(path) == 0)
-            n++;
-        else if (errno != ENOENT) {
-            firn_set_error(err, FIRN_E_IO, "cannot remove %s of an earlier run: %s", path,
-                           strerror(errno));
-            closedir(d);
-            return -1;
+        int at = n < max ? n++ : max - 1; /* when full, the oldest goes */
+        while (at > 0 && k[at - 1] < f) { /* insertion, newest first */
+            k[at] = k[at - 1];
+            at--;
         }
+        k[at] = f;
     }
     closedir(d);
     return n;
+}
+
+static void checkpoint_path(char *path, size_t size, const char *dir, long frame)
+{
+    snprintf(path, size, "%s/checkpoint_%05ld.firn", dir, frame);
 }
 
 int firn_cli_fail(const firn_error *err)
@@ -132,12 +207,14 @@ static void format_count(double v, char *buf, size_t size)
         snprintf(buf, size, "%.0f", v);
 }
 
-static void progress(int tty, const firn_frame_stats *s, int frames, double elapsed)
+/* `first`: the frame the run started from (a resumed run's checkpoint). */
+static void progress(int tty, const firn_frame_stats *s, int first, int frames, double elapsed)
 {
     char np[32], tp[32];
     format_count((double)s->particles, np, sizeof np);
     format_count(s->throughput, tp, sizeof tp);
-    double left = s->frame > 0 ? elapsed / s->frame * (frames - s->frame) : 0.0;
+    const int done_here = s->frame - first;
+    double left = done_here > 0 ? elapsed / done_here * (frames - s->frame) : 0.0;
     if (tty) {
         int width = 24, done = frames > 0 ? width * s->frame / frames : width;
         char bar[64];
@@ -171,17 +248,50 @@ static int submit_frame(firn_frame_writer *fw, firn_world *w, const firn_scene_d
     return firn_frame_writer_submit(fw, files ? &view : NULL, files ? &sph : NULL, s, err);
 }
 
+/* Without --checkpoint-every: a checkpoint after the first frame that ends
+ * this long after the run's start or the last checkpoint [s], so runs
+ * shorter than that write none. */
+#define DEFAULT_CHECKPOINT_SECONDS 600.0
+
 typedef struct {
     const char *scene, *out;
     firn_backend backend;
     int frames, every, quiet;
+    int ckpt_frames;       /* checkpoint every this many frames (0: by time or never) */
+    double ckpt_seconds;   /* checkpoint when this much wall time has passed (0: never) */
+    int resume;            /* --resume given */
+    const char *ckpt_path; /* --resume's CHECKPOINT, or NULL: the newest in the folder */
 } run_opts;
+
+/* --checkpoint-every's value: N frames, N followed by s, m or h for wall
+ * time, or 0 / off for none. */
+static int parse_checkpoint_every(const char *value, run_opts *o)
+{
+    char *end;
+    if (!value || !strcmp(value, "off") || !strcmp(value, "0")) {
+        o->ckpt_frames = 0;
+        o->ckpt_seconds = 0.0;
+        return value ? 0 : -1;
+    }
+    errno = 0;
+    long v = strtol(value, &end, 10);
+    const double unit = !strcmp(end, "s")   ? 1.0
+                        : !strcmp(end, "m") ? 60.0
+                        : !strcmp(end, "h") ? 3600.0
+                                            : 0.0;
+    if (errno || end == value || v < 1 || v > 100000000 || (*end && unit == 0.0))
+        return -1;
+    o->ckpt_frames = *end ? 0 : (int)v;
+    o->ckpt_seconds = *end ? (double)v * unit : 0.0;
+    return 0;
+}
 
 /* The command line; 0, or FIRN_E_USAGE after printing why. */
 static int parse_run_args(int argc, char **argv, run_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->backend = FIRN_BACKEND_AUTO;
+    o->ckpt_seconds = DEFAULT_CHECKPOINT_SECONDS;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--backend") && i + 1 < argc) {
@@ -196,6 +306,26 @@ static int parse_run_args(int argc, char **argv, run_opts *o)
         } else if (!strcmp(a, "--every")) {
             if (firn_cli_int("--every", i + 1 < argc ? argv[++i] : NULL, &o->every))
                 return FIRN_E_USAGE;
+        } else if (!strcmp(a, "--checkpoint-every")) {
+            const char *v = i + 1 < argc ? argv[++i] : NULL;
+            if (parse_checkpoint_every(v, o)) {
+                fprintf(stderr,
+                        "firn run: --checkpoint-every expects N (frames), N followed by s, m or "
+                        "h (wall time), or 0 / off, got '%s'\n",
+                        v ? v : "");
+                return FIRN_E_USAGE;
+            }
+        } else if (!strcmp(a, "--resume")) {
+            o->resume = 1;
+            /* The next argument is the checkpoint unless it is an option or
+             * the scene (a .json file). */
+            const char *next = i + 1 < argc ? argv[i + 1] : NULL;
+            size_t len = next ? strlen(next) : 0;
+            if (next && next[0] != '-' && !(len >= 5 && !strcmp(next + len - 5, ".json")))
+                o->ckpt_path = argv[++i];
+        } else if (!strncmp(a, "--resume=", 9)) {
+            o->resume = 1;
+            o->ckpt_path = a + 9;
         } else if (!strcmp(a, "--out") && i + 1 < argc) {
             o->out = argv[++i];
             if (!o->out[0] || strlen(o->out) >= FIRN_PATH_MAX) {
@@ -216,10 +346,16 @@ static int parse_run_args(int argc, char **argv, run_opts *o)
         fprintf(stderr, "firn run: missing SCENE (a JSON file; see docs/SCENES.md)\n");
         return FIRN_E_USAGE;
     }
+    if (o->ckpt_path && (!o->ckpt_path[0] || strlen(o->ckpt_path) >= FIRN_PATH_MAX)) {
+        fprintf(stderr, "firn run: --resume needs a checkpoint path of 1 to %d characters\n",
+                FIRN_PATH_MAX - 1);
+        return FIRN_E_USAGE;
+    }
     return 0;
 }
 
-/* A fresh run replaces the statistics and frames of an earlier one. */
+/* A fresh run replaces the statistics, frames and checkpoints of an
+ * earlier one. */
 static int clear_earlier_run(const char *dir, int quiet, firn_error *err)
 {
     char path[FIRN_PATH_MAX + 64];
@@ -228,44 +364,282 @@ static int clear_earlier_run(const char *dir, int quiet, firn_error *err)
         firn_set_error(err, FIRN_E_IO, "cannot replace %s: %s", path, strerror(errno));
         return -1;
     }
-    int removed = remove_old_frames(dir, err);
-    if (removed < 0)
+    removed_files r;
+    if (remove_files(dir, -1, &r, err))
         return -1;
-    if (removed > 0 && !quiet)
-        fprintf(stderr, "firn: removed %d frame files of an earlier run from %s/\n", removed, dir);
+    if (r.frames > 0 && !quiet)
+        fprintf(stderr, "firn: removed %d frame files of an earlier run from %s/\n", r.frames, dir);
+    if (r.checkpoints > 0 && !quiet)
+        fprintf(stderr, "firn: removed %d checkpoints of an earlier run from %s/\n", r.checkpoints,
+                dir);
     return 0;
+}
+
+/* ---- resuming ---------------------------------------------------------------- */
+
+/* The world of the checkpoint --resume names, or of the newest in the
+ * output folder that loads (a refused one is named and skipped); *path
+ * gets its path. NULL with err filled when there is none. */
+static firn_world *open_checkpoint(const firn_scene_def *def, const run_opts *o, char *path,
+                                   size_t size, firn_error *err)
+{
+    if (o->ckpt_path) {
+        snprintf(path, size, "%s", o->ckpt_path);
+        return firn_world_load(def, o->backend, path, err);
+    }
+    long k[64];
+    int n = list_checkpoints(def->out_dir, k, 64, err);
+    if (n < 0)
+        return NULL;
+    for (int i = 0; i < n; i++) {
+        checkpoint_path(path, size, def->out_dir, k[i]);
+        firn_world *w = firn_world_load(def, o->backend, path, err);
+        if (w || err->code != FIRN_E_CHECKPOINT)
+            return w;
+        fprintf(stderr, "firn: skipping a checkpoint: %s\n", err->msg);
+    }
+    if (n == 0)
+        firn_set_error(err, FIRN_E_IO,
+                       "--resume: no checkpoint in %s/ (checkpoint_<frame>.firn, written by "
+                       "--checkpoint-every and on SIGINT or SIGTERM); name one, or run without "
+                       "--resume",
+                       def->out_dir);
+    else
+        firn_set_error(err, FIRN_E_CHECKPOINT,
+                       "--resume: none of the %d checkpoints in %s/ can be resumed (see above)", n,
+                       def->out_dir);
+    return NULL;
+}
+
+/* The byte after frame k's line in the folder's stats.jsonl, which must
+ * hold frames 0 .. k in order (a resumed run appends frame k + 1). -1 with
+ * err filled otherwise. */
+static long stats_end_of_frame(const char *dir, int k, firn_error *err)
+{
+    char path[FIRN_PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/stats.jsonl", dir);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        firn_set_error(err, FIRN_E_IO,
+                       "--resume: cannot read %s (%s): the frames before the checkpoint (frame "
+                       "%d) must be there; resume into the folder of the run that wrote it",
+                       path, strerror(errno), k);
+        return -1;
+    }
+    int next = 0, c = '\n';
+    long at = 0;
+    while (next <= k && c != EOF) {
+        int frame = -1;
+        if (fscanf(f, "{\"frame\":%d", &frame) != 1 || frame != next)
+            break;
+        while ((c = fgetc(f)) != EOF && c != '\n')
+            ;
+        if (c == '\n') {
+            next++;
+            at = ftell(f);
+        }
+    }
+    fclose(f);
+    if (next <= k) {
+        firn_set_error(err, FIRN_E_IO,
+                       "--resume: %s holds frames 0 to %d in order, but the checkpoint is at "
+                       "frame %d: resume from an earlier checkpoint, or start over without "
+                       "--resume",
+                       path, next - 1, k);
+        return -1;
+    }
+    return at;
+}
+
+/* Frame k of the checkpoint: the output folder keeps frames 0 .. k and
+ * their statistics, and loses what an earlier run wrote after them
+ * (the resumed run writes those frames again) and stale checkpoint
+ * temporaries. Nothing is changed unless all of that can be done. */
+static int prepare_resume(const char *dir, int k, int quiet, firn_error *err)
+{
+    long at = stats_end_of_frame(dir, k, err);
+    if (at < 0)
+        return -1;
+    char path[FIRN_PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/stats.jsonl", dir);
+    if (truncate(path, (off_t)at)) {
+        firn_set_error(err, FIRN_E_IO, "cannot cut %s after frame %d: %s", path, k,
+                       strerror(errno));
+        return -1;
+    }
+    removed_files r;
+    if (remove_files(dir, k, &r, err))
+        return -1;
+    if (!quiet && (r.frames > 0 || r.checkpoints > 0))
+        fprintf(stderr,
+                "firn: removed %d frame files and %d checkpoints after frame %d from %s/ (they "
+                "are computed again)\n",
+                r.frames, r.checkpoints, k, dir);
+    return 0;
+}
+
+/* ---- checkpoints and signals --------------------------------------------------- */
+
+/* The first SIGINT or SIGTERM asks the frame loop to stop after the frame
+ * in progress, with a checkpoint; a second exits at once, removing the
+ * temporary files being written. */
+static volatile sig_atomic_t stop_signal;
+static volatile sig_atomic_t signal_quiet;
+
+static void on_signal(int sig)
+{
+    if (stop_signal) {
+        firn_remove_temporaries();
+        struct sigaction dfl;
+        memset(&dfl, 0, sizeof dfl);
+        dfl.sa_handler = SIG_DFL;
+        sigaction(sig, &dfl, NULL);
+        raise(sig);
+        return;
+    }
+    stop_signal = sig;
+    static const char msg[] = "\nfirn: stopping after this frame with a checkpoint (a second "
+                              "signal stops at once, without one)\n";
+    if (!signal_quiet)
+        (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
+}
+
+static void catch_signals(int quiet)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    signal_quiet = quiet;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+/* The newest two checkpoints are kept: the one before the newest remains
+ * should the newest be damaged after it was written. */
+#define CHECKPOINTS_KEPT 2
+
+/* Writes the checkpoint of the world's frame into dir once the frames
+ * before it are on disk, then removes the checkpoints older than the
+ * newest CHECKPOINTS_KEPT. */
+static int write_checkpoint(firn_frame_writer *fw, firn_world *w, const char *dir, int frame,
+                            int quiet, int tty, firn_error *err)
+{
+    char path[FIRN_PATH_MAX + 64];
+    checkpoint_path(path, sizeof path, dir, frame);
+    double t0 = firn_now();
+    if (firn_frame_writer_flush(fw, err) || firn_world_save(w, path, err))
+        return -1;
+    double t1 = firn_now();
+    long k[64];
+    firn_error ignored; /* a folder that cannot be listed keeps its checkpoints */
+    int n = list_checkpoints(dir, k, 64, &ignored);
+    for (int i = CHECKPOINTS_KEPT; i < n; i++) {
+        char old[FIRN_PATH_MAX + 64];
+        checkpoint_path(old, sizeof old, dir, k[i]);
+        if (k[i] < frame)
+            unlink(old);
+    }
+    if (!quiet) {
+        struct stat st;
+        double mib = stat(path, &st) == 0 ? (double)st.st_size / (1 << 20) : 0.0;
+        fprintf(stderr, "%sfirn: checkpoint %s (frame %d, %.1f MiB, %.2f s)\n", tty ? "\n" : "",
+                path, frame, mib, t1 - t0);
+    }
+    return 0;
+}
+
+/* The command that resumes this run: this one, with --resume. */
+static void print_resume_hint(int argc, char **argv)
+{
+    fprintf(stderr, "firn: resume with: firn run");
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--resume")) {
+            const char *next = i + 1 < argc ? argv[i + 1] : NULL;
+            size_t len = next ? strlen(next) : 0;
+            if (next && next[0] != '-' && !(len >= 5 && !strcmp(next + len - 5, ".json")))
+                i++;
+            continue;
+        }
+        if (!strncmp(argv[i], "--resume=", 9))
+            continue;
+        const char *a = argv[i];
+        if (strpbrk(a, " \t'\"\\$`*?&;|<>()"))
+            fprintf(stderr, " '%s'", a);
+        else
+            fprintf(stderr, " %s", a);
+    }
+    fprintf(stderr, " --resume\n");
 }
 
 /* What the frame loop did, for the summary. */
 typedef struct {
+    int first; /* the frame the run started from */
     long long substeps;
     double sim_seconds, busy, waited, t0;
 } run_totals;
 
-/* Frames 0 .. def->frames, frame k written while frame k+1 is simulated;
- * returns 0 or the CLI's exit code (the error printed). */
-static int run_frames(firn_world *w, const firn_scene_def *def, int quiet, int tty, run_totals *t)
+/* Frames first+1 .. def->frames (and frame 0 when first is 0), frame k
+ * written while frame k+1 is simulated, with checkpoints as o says and on
+ * a signal; returns 0 or the CLI's exit code (the error printed). */
+static int run_frames(firn_world *w, const firn_scene_def *def, const run_opts *o, int tty,
+                      int argc, char **argv, run_totals *t)
 {
     firn_error err;
     firn_frame_stats s;
-    int rc = 0;
+    int rc = 0, frame = t->first, saved = -1;
+    const int quiet = o->quiet;
     firn_frame_writer *fw = firn_frame_writer_start(firn_world_scene(w), def->out_dir, &err);
     if (!fw)
         return firn_cli_fail(&err);
-    if (firn_world_stats(w, &s, &err) || submit_frame(fw, w, def, &s, &err))
+    if (frame == 0 && (firn_world_stats(w, &s, &err) || submit_frame(fw, w, def, &s, &err)))
         rc = firn_cli_fail(&err);
     t->t0 = firn_now();
-    for (int f = 0; f < def->frames && !rc; f++) {
+    double last_ckpt = t->t0;
+    while (!rc) {
+        if (stop_signal && frame < def->frames) {
+            const int sig = stop_signal;
+            if (saved != frame && write_checkpoint(fw, w, def->out_dir, frame, 1, 0, &err)) {
+                if (tty && !quiet)
+                    fputc('\n', stderr);
+                rc = firn_cli_fail(&err);
+                break;
+            }
+            char path[FIRN_PATH_MAX + 64];
+            checkpoint_path(path, sizeof path, def->out_dir, frame);
+            fprintf(stderr, "%sfirn: %s: stopped after frame %d of %d; checkpoint %s\n",
+                    tty && !quiet ? "\n" : "", sig == SIGINT ? "SIGINT" : "SIGTERM", frame,
+                    def->frames, path);
+            print_resume_hint(argc, argv);
+            rc = 128 + sig;
+            break;
+        }
+        if (frame >= def->frames)
+            break;
         if (firn_world_step_frame(w, &s, &err) || submit_frame(fw, w, def, &s, &err)) {
             if (tty && !quiet)
                 fputc('\n', stderr);
             rc = firn_cli_fail(&err);
             break;
         }
+        frame = s.frame;
         t->substeps += s.frame_substeps;
         t->sim_seconds += s.wall_seconds;
         if (!quiet)
-            progress(tty, &s, def->frames, firn_now() - t->t0);
+            progress(tty, &s, t->first, def->frames, firn_now() - t->t0);
+        const double now = firn_now();
+        if ((o->ckpt_frames > 0 && frame % o->ckpt_frames == 0) ||
+            (o->ckpt_seconds > 0.0 && now - last_ckpt >= o->ckpt_seconds)) {
+            if (write_checkpoint(fw, w, def->out_dir, frame, quiet, tty, &err)) {
+                if (tty && !quiet)
+                    fputc('\n', stderr);
+                rc = firn_cli_fail(&err);
+                break;
+            }
+            saved = frame;
+            last_ckpt = firn_now();
+        }
     }
     /* The frame in flight is finished even after an error: it is an earlier,
      * good one. */
@@ -288,7 +662,8 @@ static void print_summary(firn_world *w, const firn_scene_def *def, const run_to
     fprintf(stderr,
             "firn: done: %d frames, %lld substeps, %.2f s simulating, %.2f s writing frames "
             "alongside (%.2f s waited for), %.2f s total, %.4g particle-substeps/s\n",
-            def->frames, t->substeps, t->sim_seconds, t->busy, t->waited, firn_now() - t->t0, pss);
+            def->frames - t->first, t->substeps, t->sim_seconds, t->busy, t->waited,
+            firn_now() - t->t0, pss);
     if (pr.total > 0.0)
         fprintf(stderr, "firn: phases: clear %.1f%%  p2g %.1f%%  grid %.1f%%  g2p %.1f%%\n",
                 100 * pr.clear / pr.total, 100 * pr.p2g / pr.total, 100 * pr.grid / pr.total,
@@ -300,6 +675,40 @@ static void print_summary(firn_world *w, const firn_scene_def *def, const run_to
                 "firn: memory: %.1f MiB allocated; of the grid's %.1f MiB, %.1f MiB is in "
                 "memory (the blocks material has reached)\n",
                 m.host / (1 << 20), m.host_grid / (1 << 20), m.host_grid_resident / (1 << 20));
+}
+
+/* The world of a fresh run, or of the checkpoint a resumed run starts from
+ * (*first gets its frame; the output folder is made ready for it). */
+static firn_world *start_world(const firn_scene_def *def, const run_opts *o, int *first,
+                               firn_error *err)
+{
+    *first = 0;
+    if (!o->resume) {
+        firn_world *w = firn_world_create(def, o->backend, err);
+        if (w && clear_earlier_run(def->out_dir, o->quiet, err)) {
+            firn_world_destroy(w);
+            return NULL;
+        }
+        return w;
+    }
+    char path[FIRN_PATH_MAX + 64];
+    firn_world *w = open_checkpoint(def, o, path, sizeof path, err);
+    if (!w)
+        return NULL;
+    firn_frame_stats s;
+    if (firn_world_stats(w, &s, err)) {
+        firn_world_destroy(w);
+        return NULL;
+    }
+    *first = s.frame;
+    if (!o->quiet)
+        fprintf(stderr, "firn: resuming from %s (frame %d, t = %.6g s, %lld substeps)\n", path,
+                s.frame, s.time, s.substeps);
+    if (s.frame < def->frames && prepare_resume(def->out_dir, s.frame, o->quiet, err)) {
+        firn_world_destroy(w);
+        return NULL;
+    }
+    return w;
 }
 
 int firn_cli_run(int argc, char **argv)
@@ -321,8 +730,9 @@ int firn_cli_run(int argc, char **argv)
     if (firn_mkdirs(def.out_dir, &err))
         return firn_cli_fail(&err);
 
-    int gpus = firn_cuda_device_count();
-    firn_world *w = firn_world_create(&def, o.backend, &err);
+    catch_signals(o.quiet);
+    int gpus = firn_cuda_device_count(), first;
+    firn_world *w = start_world(&def, &o, &first, &err);
     if (!w)
         return firn_cli_fail(&err);
     if (!o.quiet) {
@@ -335,13 +745,17 @@ int firn_cli_run(int argc, char **argv)
                 (firn_world_backend(w) == FIRN_BACKEND_CUDA ? m.device : m.host) / (1 << 20),
                 m.per_particle, def.out_dir);
     }
-    if (clear_earlier_run(def.out_dir, o.quiet, &err)) {
+    if (first >= def.frames) {
+        if (!o.quiet)
+            fprintf(stderr, "firn: the checkpoint is at frame %d: the run's %d frames are done\n",
+                    first, def.frames);
         firn_world_destroy(w);
-        return firn_cli_fail(&err);
+        return 0;
     }
     int tty = isatty(STDERR_FILENO);
     run_totals t = {0};
-    rc = run_frames(w, &def, o.quiet, tty, &t);
+    t.first = first;
+    rc = run_frames(w, &def, &o, tty, argc, argv, &t);
     if (!rc && !o.quiet) {
         if (tty)
             fputc('\n', stderr);

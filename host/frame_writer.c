@@ -227,6 +227,8 @@ int firn_frame_writer_submit(firn_frame_writer *fw, const firn_particles_view *v
     return 0;
 }
 
+int firn_frame_writer_flush(firn_frame_writer *fw, firn_error *err) { return wait_idle(fw, err); }
+
 int firn_frame_writer_finish(firn_frame_writer *fw, double *busy, double *waited, firn_error *err)
 {
     int rc = wait_idle(fw, err);

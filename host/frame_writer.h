@@ -24,6 +24,10 @@ int firn_frame_writer_submit(firn_frame_writer *fw, const firn_particles_view *v
                              const firn_sph_particles_view *sph, const firn_frame_stats *s,
                              firn_error *err);
 
+/* Waits until the frame handed over last is written (its files and its
+ * statistics line on disk). Returns -1 with err filled when it failed. */
+int firn_frame_writer_flush(firn_frame_writer *fw, firn_error *err);
+
 /* Waits for the last frame and frees the writer. Returns -1 with err filled
  * when that frame failed. *busy gets the seconds the thread spent writing,
  * *waited those the caller spent waiting for it (both may be NULL). */

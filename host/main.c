@@ -18,7 +18,10 @@ static const char *usage =
     "\n"
     "usage:\n"
     "  firn run SCENE [--backend auto|cpu|cuda] [--frames N] [--every N] [--out DIR] [--quiet]\n"
-    "                 run a JSON scene, writing PLY frames, PNG previews and stats.jsonl\n"
+    "                 [--checkpoint-every N|Ns|Nm|Nh|off] [--resume [CHECKPOINT]]\n"
+    "                 run a JSON scene, writing PLY frames, PNG previews and stats.jsonl;\n"
+    "                 checkpoints (default every 10 minutes, and on SIGINT/SIGTERM) let\n"
+    "                 --resume continue a stopped run\n"
     "  firn validate SCENE       check a scene and print what it would simulate\n"
     "  firn compare SCENE [--frames N]\n"
     "                 run the scene on the CPU and the GPU and report the differences\n"
@@ -27,7 +30,8 @@ static const char *usage =
     "  firn --help               this text\n"
     "\n"
     "Exit codes: 0 ok, 2 usage, 3 invalid scene, 4 I/O, 5 numerical (NaN, unsafe dt),\n"
-    "6 GPU/CUDA, 7 out of memory, 8 compare beyond tolerance. Scene format: docs/SCENES.md\n";
+    "6 GPU/CUDA, 7 out of memory, 8 compare beyond tolerance, 9 unusable checkpoint,\n"
+    "130/143 stopped by SIGINT/SIGTERM (with a checkpoint). Scene format: docs/SCENES.md\n";
 
 static int cmd_info(void)
 {

@@ -11,6 +11,7 @@
 #include <math.h>
 #include <png.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,9 +25,6 @@
 #include "rigid.h"
 
 /* ---- atomic file writing ------------------------------------------------- */
-
-/* Writes the file body to f; returns 0, or -1 with errno set (0 if unknown). */
-typedef int (*emit_fn)(FILE *f, void *ctx);
 
 static void io_error(firn_error *err, const char *path, int e, const char *what)
 {
@@ -52,7 +50,43 @@ FILE *firn_fopen_fresh(const char *path)
     return f;
 }
 
-static int write_atomic(const char *path, emit_fn emit, void *ctx, firn_error *err)
+/* The temporaries being written now, for firn_remove_temporaries: a slot
+ * is claimed (1), its path written, then published (2); the handler removes
+ * the published ones. One slot per thread that writes files (the frame
+ * writer's, the checkpoint's), and spares. */
+#define TMP_SLOTS 4
+static char tmp_path[TMP_SLOTS][FIRN_PATH_MAX + 96];
+static _Atomic int tmp_state[TMP_SLOTS];
+
+static int tmp_register(const char *tmp)
+{
+    if (strlen(tmp) >= sizeof tmp_path[0])
+        return -1;
+    for (int k = 0; k < TMP_SLOTS; k++) {
+        int expect = 0;
+        if (atomic_compare_exchange_strong(&tmp_state[k], &expect, 1)) {
+            strcpy(tmp_path[k], tmp);
+            atomic_store(&tmp_state[k], 2);
+            return k;
+        }
+    }
+    return -1; /* not removed by a signal, written as well */
+}
+
+static void tmp_release(int slot)
+{
+    if (slot >= 0)
+        atomic_store(&tmp_state[slot], 0);
+}
+
+void firn_remove_temporaries(void)
+{
+    for (int k = 0; k < TMP_SLOTS; k++)
+        if (atomic_load(&tmp_state[k]) == 2)
+            unlink(tmp_path[k]);
+}
+
+int firn_write_atomic(const char *path, firn_emit_fn emit, void *ctx, firn_error *err)
 {
     size_t len = strlen(path) + 32;
     char *tmp = malloc(len);
@@ -68,6 +102,7 @@ static int write_atomic(const char *path, emit_fn emit, void *ctx, firn_error *e
         free(tmp);
         return FIRN_E_IO;
     }
+    const int slot = tmp_register(tmp);
     /* Large buffer: frames can be hundreds of MB, written in big chunks. */
     setvbuf(f, NULL, _IOFBF, 1 << 20);
 
@@ -87,13 +122,14 @@ static int write_atomic(const char *path, emit_fn emit, void *ctx, firn_error *e
         ok = 0;
         e = errno;
     }
-    if (!ok) {
+    if (!ok)
         remove(tmp);
+    tmp_release(slot);
+    free(tmp);
+    if (!ok) {
         io_error(err, path, e, "write failed");
-        free(tmp);
         return FIRN_E_IO;
     }
-    free(tmp);
     return FIRN_OK;
 }
 
@@ -220,7 +256,7 @@ int firn_write_sph_ply(const char *path, const firn_sph_particles_view *p, firn_
         firn_set_error(err, FIRN_E_IO, "cannot write '%s': invalid SPH particle view", path);
         return FIRN_E_IO;
     }
-    return write_atomic(path, emit_sph_ply, (void *)p, err);
+    return firn_write_atomic(path, emit_sph_ply, (void *)p, err);
 }
 
 int firn_write_ply(const char *path, const firn_particles_view *p, firn_error *err)
@@ -229,7 +265,7 @@ int firn_write_ply(const char *path, const firn_particles_view *p, firn_error *e
         firn_set_error(err, FIRN_E_IO, "cannot write '%s': invalid particle view", path);
         return FIRN_E_IO;
     }
-    return write_atomic(path, emit_ply, (void *)p, err);
+    return firn_write_atomic(path, emit_ply, (void *)p, err);
 }
 
 /* ---- PNG preview --------------------------------------------------------- */
@@ -518,7 +554,7 @@ int firn_write_preview_png_frame(const char *path, const firn_scene_def *def,
         render_rigids(&im, &front, &top, def, stats, scale);
 
     png_job job = {.im = &im};
-    int rc = write_atomic(path, emit_png, &job, err);
+    int rc = firn_write_atomic(path, emit_png, &job, err);
     if (rc == FIRN_E_IO && job.failed) /* say what libpng said, too */
         firn_set_error(err, FIRN_E_IO, "cannot write '%s': PNG encoding failed: %s%s%s", path,
                        job.msg, job.errnum ? ": " : "", job.errnum ? strerror(job.errnum) : "");

@@ -8,6 +8,7 @@
 
 #include <omp.h>
 
+#include "checkpoint.h"
 #include "coupler.h"
 #include "cuda_backend.h"
 #include "error.h"
@@ -363,7 +364,11 @@ static int check_explicit_dt(firn_world *w, firn_error *err)
     return 0;
 }
 
-firn_world *firn_world_create(const firn_scene_def *def, firn_backend backend, firn_error *err)
+/* A world of def; with a checkpoint, at its state: the checkpoint replaces
+ * the sampled host state before the GPU's state is made from it (the
+ * upload), or after the CPU path's scratch is allocated (its layout). */
+static firn_world *world_create(const firn_scene_def *def, firn_backend backend,
+                                const char *checkpoint, firn_error *err)
 {
     if (backend != FIRN_BACKEND_AUTO && backend != FIRN_BACKEND_CPU &&
         backend != FIRN_BACKEND_CUDA) {
@@ -389,6 +394,10 @@ firn_world *firn_world_create(const firn_scene_def *def, firn_backend backend, f
     }
     for (int k = 0; k < def->n_materials; k++)
         firn_material_build(&def->materials[k], &w->mats[k]);
+    w->scene_hash = firn_scene_hash(&w->def);
+    /* A checkpoint of another scene is refused before anything is sampled. */
+    if (checkpoint && firn_checkpoint_check_header(w, checkpoint, err))
+        goto fail;
     /* The backend first: a missing GPU is named before the particles of a
      * large scene are sampled. */
     if (backend == FIRN_BACKEND_AUTO)
@@ -421,20 +430,34 @@ firn_world *firn_world_create(const firn_scene_def *def, firn_backend backend, f
     }
 
     if (backend == FIRN_BACKEND_CUDA) {
-        if (firn_cuda_init(w, err) || (w->sph.n > 0 && firn_cuda_sph_init(w, err)))
+        if ((checkpoint && firn_checkpoint_read(w, checkpoint, err)) || firn_cuda_init(w, err) ||
+            (w->sph.n > 0 && firn_cuda_sph_init(w, err)))
             goto fail;
     } else {
         snprintf(w->device_name, sizeof w->device_name, "CPU, %d OpenMP threads",
                  omp_get_max_threads());
-        if (firn_cpu_init(w, err) || firn_coupler_alloc(w, err))
+        if (firn_cpu_init(w, err) || firn_coupler_alloc(w, err) ||
+            (checkpoint && firn_checkpoint_read(w, checkpoint, err)))
             goto fail;
     }
-    if (check_explicit_dt(w, err))
+    /* A resumed run's dt passed this check at its start. */
+    if (!checkpoint && check_explicit_dt(w, err))
         goto fail;
     return w;
 fail:
     firn_world_destroy(w);
     return NULL;
+}
+
+firn_world *firn_world_create(const firn_scene_def *def, firn_backend backend, firn_error *err)
+{
+    return world_create(def, backend, NULL, err);
+}
+
+firn_world *firn_world_load(const firn_scene_def *def, firn_backend backend, const char *path,
+                            firn_error *err)
+{
+    return world_create(def, backend, path, err);
 }
 
 void firn_world_destroy(firn_world *w)
@@ -647,6 +670,20 @@ static int current_state(firn_world *w, int need, firn_error *err)
 {
     const int parts = w->cuda ? w->host_stale & need : 0;
     return parts && firn_cuda_download_parts(w, parts, err) ? -1 : 0;
+}
+
+int firn_world_host_state(firn_world *w, firn_error *err)
+{
+    if (current_state(w, FIRN_STALE_ALL, err) || sph_current(w, err))
+        return -1;
+    if (w->cuda && w->rigids_stale) {
+        if (firn_cuda_download_rigids(w, err))
+            return -1;
+        w->rigids_stale = 0;
+    }
+    if (!w->cuda)
+        firn_cpu_unpermute(w);
+    return 0;
 }
 
 int firn_world_particles(firn_world *w, firn_particles_view *view, firn_error *err)

@@ -7,6 +7,7 @@
 #define FIRN_WORLD_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "coupler.h"
 #include "firn.h"
@@ -22,6 +23,7 @@ extern "C" {
 
 struct firn_world {
     firn_scene_def def;
+    uint64_t scene_hash; /* firn_scene_hash(&def) at creation, for checkpoints */
     firn_backend backend;
     char device_name[256];
     firn_params params; /* dt updated per substep */
@@ -51,6 +53,11 @@ struct firn_world {
     long long substeps;
     firn_profile prof;
 };
+
+/* Brings every host copy of the state up to date (the GPU's particles,
+ * rigid bodies and SPH particles downloaded) and the CPU path's particles
+ * into the scene's order; what the world computes next is unchanged. */
+int firn_world_host_state(firn_world *w, firn_error *err);
 
 /* Derived constants. */
 void firn_material_build(const firn_material_def *def, firn_material *out);

@@ -46,13 +46,15 @@ extern "C" {
 /* Status codes; the command-line tool exits with these. */
 typedef enum {
     FIRN_OK = 0,
-    FIRN_E_USAGE = 2,   /* bad command line, or a bad argument to a call */
-    FIRN_E_SCENE = 3,   /* malformed or invalid scene (JSON, keys, values) */
-    FIRN_E_IO = 4,      /* missing file, unwritable output */
-    FIRN_E_NUMERIC = 5, /* NaN/Inf in the state, unsafe time step */
-    FIRN_E_DEVICE = 6,  /* no usable GPU, CUDA error, out of device memory */
-    FIRN_E_NOMEM = 7,   /* out of host memory */
-    FIRN_E_COMPARE = 8  /* firn compare: difference beyond tolerance */
+    FIRN_E_USAGE = 2,     /* bad command line, or a bad argument to a call */
+    FIRN_E_SCENE = 3,     /* malformed or invalid scene (JSON, keys, values) */
+    FIRN_E_IO = 4,        /* missing file, unwritable output */
+    FIRN_E_NUMERIC = 5,   /* NaN/Inf in the state, unsafe time step */
+    FIRN_E_DEVICE = 6,    /* no usable GPU, CUDA error, out of device memory */
+    FIRN_E_NOMEM = 7,     /* out of host memory */
+    FIRN_E_COMPARE = 8,   /* firn compare: difference beyond tolerance */
+    FIRN_E_CHECKPOINT = 9 /* a checkpoint of another scene or format version, truncated or
+                             corrupted */
 } firn_status;
 
 typedef struct {
@@ -395,6 +397,38 @@ typedef struct {
 } firn_sph_particles_view;
 
 int firn_world_sph_particles(firn_world *world, firn_sph_particles_view *view, firn_error *err);
+
+/* ---- checkpoints ---------------------------------------------------------- */
+
+/* A checkpoint file holds the whole state a world needs to continue: every
+ * solver's particles (plastic state, damage and CPIC records included), the
+ * rigid bodies (pose, velocities, the coupling impulse pending for their
+ * next step), the clocks (frame, substeps, time) and a hash of the scene.
+ * Format (versioned, with a CRC-32C): docs/CLI.md, "Checkpoints". Version of
+ * the format this firn writes and reads: */
+#define FIRN_CHECKPOINT_VERSION 1
+
+/* Writes world's current state to path. The file is written whole or not at
+ * all: into "<path>.tmp.<pid>", flushed, fsync'ed and renamed over path; on
+ * a failure (a full disk: FIRN_E_IO) the temporary is removed and a file
+ * already at path stays as it was. On the GPU the device state is
+ * downloaded; either way what the world computes next is unchanged (the CPU
+ * path continues bitwise as without the save). */
+int firn_world_save(firn_world *world, const char *path, firn_error *err);
+
+/* Creates a world of scene def at the state saved in checkpoint path, on
+ * backend (either: a checkpoint of one backend resumes on the other). def
+ * must be the scene the checkpoint was saved from, up to time.frames and
+ * the output.* keys (so a run may go on for more frames, or into another
+ * folder). Stepping it continues the saved run: on the CPU path bitwise as
+ * if it had never stopped, given a checkpoint of the CPU path; across
+ * backends within the GPU's rounding (docs/CLI.md). A checkpoint of another
+ * scene or format version, truncated, or with a bad checksum is refused
+ * with FIRN_E_CHECKPOINT and a message naming path and what is wrong; an
+ * unreadable file is FIRN_E_IO. Returns NULL on failure (nothing is
+ * changed: the file is only read). */
+firn_world *firn_world_load(const firn_scene_def *def, firn_backend backend, const char *path,
+                            firn_error *err);
 
 /* Output helpers (host/output.c). */
 int firn_write_ply(const char *path, const firn_particles_view *p, firn_error *err);

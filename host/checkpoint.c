@@ -1,0 +1,727 @@
+/* checkpoint.c - checkpoint files: the whole state a world needs to
+ * continue, written and read section by section (format: docs/CLI.md,
+ * "Checkpoints").
+ *
+ * What is saved is what the next substep or the next frame's statistics
+ * read: the MPM particles (every field, plastic state and damage, volume
+ * and material), their CPIC records, the CPU path's particle layout, the
+ * rigid bodies' pose, velocities, angular momentum, coupling bookkeeping
+ * and pending coupling impulse, the SPH particles (every field), the SPH
+ * solver's iteration counters, the clocks (frame, substeps, time) and the
+ * last substep's length. The grid is not: every substep clears it before
+ * P2G fills it, so nothing a substep computes reads it. Materials,
+ * parameters, rigid shapes and keyframes come from the scene, whose hash
+ * the header holds.
+ *
+ * Particles are saved in the scene's order, as both backends present them,
+ * so a checkpoint of one backend resumes on the other. The CPU path keeps
+ * its particles in an order of its own once it has reordered them for
+ * locality (host/solver_cpu.c), and that order fixes the order of every
+ * sum it takes; its layout section puts it back, so that a run resumed on
+ * the CPU path continues bitwise. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "checkpoint.h"
+#include "error.h"
+#include "output.h"
+#include "world.h"
+
+_Static_assert(FIRN_CHECKPOINT_VERSION == 1, "the sections below are version 1's");
+#define VERSION         FIRN_CHECKPOINT_VERSION
+#define BYTE_ORDER_MARK 0x01020304u
+#define TRAILER_BYTES   8
+#define SECTION_BYTES   16 /* tag, zero, payload bytes */
+/* A rigid body's record: 23 floats (x, q, v, w, L, force, torque,
+ * couple_dt) and 7 doubles (impulse, time); then each body's pending
+ * coupling impulse, FIRN_RIGID_ACC doubles. */
+#define RIGID_RECORD (23 * 4 + 7 * 8)
+#define RIGID_BYTES  (RIGID_RECORD + FIRN_RIGID_ACC * 8)
+#define WORLD_BYTES  40
+#define MPM_BYTES    109 /* per particle: 27 floats and the material byte */
+#define SPH_BYTES    53  /* per particle: 13 floats and the material byte */
+#define CHUNK        (1 << 20)
+
+/* ---- CRC-32C (slicing by 8) ------------------------------------------------ */
+
+static uint32_t crc_table[8][256];
+static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
+
+static void crc_init(void)
+{
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++)
+            c = c & 1 ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+        crc_table[0][i] = c;
+    }
+    for (int t = 1; t < 8; t++)
+        for (int i = 0; i < 256; i++)
+            crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xff];
+}
+
+uint32_t firn_crc32c(uint32_t crc, const void *data, size_t n)
+{
+    pthread_once(&crc_once, crc_init);
+    const unsigned char *p = data;
+    crc = ~crc;
+    for (; n >= 8; n -= 8, p += 8) {
+        uint32_t lo = crc ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+                             (uint32_t)p[3] << 24);
+        uint32_t hi =
+            (uint32_t)p[4] | (uint32_t)p[5] << 8 | (uint32_t)p[6] << 16 | (uint32_t)p[7] << 24;
+        crc = crc_table[7][lo & 0xff] ^ crc_table[6][(lo >> 8) & 0xff] ^
+              crc_table[5][(lo >> 16) & 0xff] ^ crc_table[4][lo >> 24] ^ crc_table[3][hi & 0xff] ^
+              crc_table[2][(hi >> 8) & 0xff] ^ crc_table[1][(hi >> 16) & 0xff] ^
+              crc_table[0][hi >> 24];
+    }
+    for (; n > 0; n--)
+        crc = crc_table[0][(crc ^ *p++) & 0xff] ^ (crc >> 8);
+    return ~crc;
+}
+
+/* ---- scene hash -------------------------------------------------------------- */
+
+static void mix(uint64_t *h, const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < n; i++)
+        *h = (*h ^ p[i]) * 0x100000001b3ull;
+}
+
+#define MIX(h, field) mix(h, &(field), sizeof(field))
+
+static void mix_string(uint64_t *h, const char *s, size_t size)
+{
+    mix(h, s, strnlen(s, size));
+    mix(h, "", 1);
+}
+
+/* A mesh by its file's contents (its path depends on where the run
+ * started); a file that cannot be read by its path (the world cannot be
+ * made of it either). */
+static void mix_mesh(uint64_t *h, const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        mix_string(h, path, FIRN_PATH_MAX);
+        return;
+    }
+    unsigned char buf[8192];
+    for (size_t n; (n = fread(buf, 1, sizeof buf, f)) > 0;)
+        mix(h, buf, n);
+    fclose(f);
+}
+
+static void mix_shape(uint64_t *h, const firn_shape_def *s)
+{
+    MIX(h, s->type), MIX(h, s->center), MIX(h, s->size), MIX(h, s->radius), MIX(h, s->height);
+    MIX(h, s->axis), MIX(h, s->scale);
+    if (s->type == FIRN_SHAPE_MESH)
+        mix_mesh(h, s->file);
+}
+
+static void mix_rigid(uint64_t *h, const firn_rigid_def *r)
+{
+    const firn_rigid_shape_def *s = &r->shape;
+    mix_string(h, r->name, FIRN_NAME_MAX);
+    MIX(h, s->type), MIX(h, s->center), MIX(h, s->size), MIX(h, s->radius), MIX(h, s->height);
+    MIX(h, s->axis), MIX(h, s->normal), MIX(h, s->scale);
+    if (s->type == FIRN_RSHAPE_MESH)
+        mix_mesh(h, s->file);
+    MIX(h, r->motion), MIX(h, r->rotation), MIX(h, r->density), MIX(h, r->velocity);
+    MIX(h, r->angular_velocity), MIX(h, r->friction), MIX(h, r->softness);
+    MIX(h, r->restitution), MIX(h, r->couple), MIX(h, r->n_keyframes);
+    for (int k = 0; k < r->n_keyframes && k < FIRN_MAX_KEYFRAMES; k++) {
+        const firn_keyframe_def *key = &r->keyframes[k];
+        MIX(h, key->t), MIX(h, key->position), MIX(h, key->rotation);
+    }
+}
+
+/* Field by field, so that padding and the bytes after a string's end never
+ * count. */
+uint64_t firn_scene_hash(const firn_scene_def *d)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    MIX(&h, d->lower), MIX(&h, d->upper), MIX(&h, d->dx);
+    for (int f = 0; f < 6; f++)
+        MIX(&h, d->walls[f].type), MIX(&h, d->walls[f].friction);
+    MIX(&h, d->gravity), MIX(&h, d->frame_dt), MIX(&h, d->cfl), MIX(&h, d->dt);
+    MIX(&h, d->force_dt), MIX(&h, d->n_materials);
+    for (int k = 0; k < d->n_materials && k < FIRN_MAX_MATERIALS; k++) {
+        const firn_material_def *m = &d->materials[k];
+        mix_string(&h, m->name, FIRN_NAME_MAX);
+        MIX(&h, m->model), MIX(&h, m->law), MIX(&h, m->E), MIX(&h, m->nu), MIX(&h, m->density);
+        MIX(&h, m->theta_c), MIX(&h, m->theta_s), MIX(&h, m->hardening);
+        MIX(&h, m->max_hardening), MIX(&h, m->friction_angle), MIX(&h, m->yield_stress);
+        MIX(&h, m->crit_strain), MIX(&h, m->damage_rate), MIX(&h, m->stiffness);
+        MIX(&h, m->exponent), MIX(&h, m->viscosity), MIX(&h, m->surface_tension);
+        MIX(&h, m->pressure_solver);
+    }
+    MIX(&h, d->n_bodies);
+    for (int k = 0; k < d->n_bodies && k < FIRN_MAX_BODIES; k++) {
+        const firn_body_def *b = &d->bodies[k];
+        MIX(&h, b->material), MIX(&h, b->solver);
+        mix_shape(&h, &b->shape);
+        MIX(&h, b->particles_per_cell), MIX(&h, b->velocity), MIX(&h, b->seed);
+    }
+    MIX(&h, d->n_rigids);
+    for (int k = 0; k < d->n_rigids && k < FIRN_MAX_RIGIDS; k++)
+        mix_rigid(&h, &d->rigids[k]);
+    MIX(&h, d->coupling_rigid_mpm), MIX(&h, d->coupling_cpic), MIX(&h, d->coupling_mpm_sph);
+    MIX(&h, d->coupling_sph_rigid), MIX(&h, d->sph_particle_size), MIX(&h, d->sph_lower);
+    MIX(&h, d->sph_upper), MIX(&h, d->sph_divergence_error), MIX(&h, d->sph_density_error);
+    MIX(&h, d->sph_divergence_iterations), MIX(&h, d->sph_density_iterations);
+    MIX(&h, d->sph_lattice_genesis);
+    return h;
+}
+
+/* ---- the header ---------------------------------------------------------------- */
+
+/* The header's fields; on disk at the offsets of pack_header, in the
+ * writer's byte order. Magic, version and byte-order mark keep their
+ * places in every version. */
+typedef struct {
+    uint32_t version, bom, header_bytes;
+    uint8_t sizes[4]; /* float, double, int, long long */
+    uint64_t file_bytes, scene_hash;
+    int32_t frame, backend;
+    int64_t substeps;
+    double time;
+    int32_t particles, cpic_slots, sph_particles, rigids;
+    uint32_t sections;
+} header;
+
+static const uint8_t type_sizes[4] = {sizeof(float), sizeof(double), sizeof(int),
+                                      sizeof(long long)};
+
+static void put_at(unsigned char *b, size_t off, const void *v, size_t n) { memcpy(b + off, v, n); }
+static void get_at(const unsigned char *b, size_t off, void *v, size_t n) { memcpy(v, b + off, n); }
+
+static void pack_header(const header *h, unsigned char b[FIRN_CHECKPOINT_HEADER_BYTES])
+{
+    memset(b, 0, FIRN_CHECKPOINT_HEADER_BYTES);
+    memcpy(b, FIRN_CHECKPOINT_MAGIC, 8);
+    put_at(b, 8, &h->version, 4), put_at(b, 12, &h->bom, 4), put_at(b, 16, &h->header_bytes, 4);
+    put_at(b, 20, h->sizes, 4), put_at(b, 24, &h->file_bytes, 8), put_at(b, 32, &h->scene_hash, 8);
+    put_at(b, 40, &h->frame, 4), put_at(b, 44, &h->backend, 4), put_at(b, 48, &h->substeps, 8);
+    put_at(b, 56, &h->time, 8), put_at(b, 64, &h->particles, 4), put_at(b, 68, &h->cpic_slots, 4);
+    put_at(b, 72, &h->sph_particles, 4), put_at(b, 76, &h->rigids, 4);
+    put_at(b, 80, &h->sections, 4);
+    uint32_t crc = firn_crc32c(0, b, FIRN_CHECKPOINT_HEADER_BYTES - 4);
+    put_at(b, FIRN_CHECKPOINT_HEADER_BYTES - 4, &crc, 4);
+}
+
+static void unpack_header(const unsigned char *b, header *h)
+{
+    get_at(b, 8, &h->version, 4), get_at(b, 12, &h->bom, 4), get_at(b, 16, &h->header_bytes, 4);
+    get_at(b, 20, h->sizes, 4), get_at(b, 24, &h->file_bytes, 8), get_at(b, 32, &h->scene_hash, 8);
+    get_at(b, 40, &h->frame, 4), get_at(b, 44, &h->backend, 4), get_at(b, 48, &h->substeps, 8);
+    get_at(b, 56, &h->time, 8), get_at(b, 64, &h->particles, 4), get_at(b, 68, &h->cpic_slots, 4);
+    get_at(b, 72, &h->sph_particles, 4), get_at(b, 76, &h->rigids, 4);
+    get_at(b, 80, &h->sections, 4);
+}
+
+/* ---- sections -------------------------------------------------------------------- */
+
+enum { SEC_WORLD, SEC_MPM, SEC_CPIC, SEC_LAYOUT, SEC_RIGID, SEC_SPH, SEC_COUNT };
+static const char section_tag[SEC_COUNT][5] = {"WRLD", "MPMP", "CPIC", "CPUL", "RIGD", "SPHP"};
+
+/* Payload bytes of each section of w's checkpoint; 0: not in the file.
+ * The world section is always there. */
+static void section_sizes(const firn_world *w, uint64_t size[SEC_COUNT])
+{
+    const uint64_t n = (uint64_t)w->p.n;
+    size[SEC_WORLD] = WORLD_BYTES;
+    size[SEC_MPM] = MPM_BYTES * n;
+    size[SEC_CPIC] = 4 * (uint64_t)w->p.cpic_slots * n;
+    size[SEC_LAYOUT] = !w->cuda && w->bins.permuted ? 16 + 4 * n : 0;
+    size[SEC_RIGID] = RIGID_BYTES * (uint64_t)w->n_rigids;
+    size[SEC_SPH] = SPH_BYTES * (uint64_t)w->sph.n;
+}
+
+/* The arrays of a particle section, in file order: pointer and bytes. */
+typedef struct {
+    void *data;
+    size_t bytes;
+} span;
+
+static int mpm_spans(const firn_world *w, span s[8])
+{
+    const firn_particles *p = &w->p;
+    const size_t n = (size_t)p->n, f = sizeof(float);
+    span t[8] = {{p->x, 3 * n * f}, {p->v, 3 * n * f},  {p->C, 9 * n * f}, {p->F, 9 * n * f},
+                 {p->Jp, n * f},    {p->damage, n * f}, {p->vol, n * f},   {p->mat, n}};
+    memcpy(s, t, sizeof t);
+    return 8;
+}
+
+static int sph_spans(const firn_world *w, span s[8])
+{
+    const firn_sph_particles *q = &w->sph.s;
+    const size_t n = (size_t)w->sph.n, f = sizeof(float);
+    span t[8] = {{q->x, 3 * n * f}, {q->v, 3 * n * f}, {q->acc, 3 * n * f}, {q->rho, n * f},
+                 {q->p, n * f},     {q->alpha, n * f}, {q->drho, n * f},    {q->mat, n}};
+    memcpy(s, t, sizeof t);
+    return 8;
+}
+
+static void pack_world(const firn_world *w, unsigned char b[WORLD_BYTES])
+{
+    const firn_sph *S = &w->sph;
+    put_at(b, 0, &w->params.dt, 4), put_at(b, 4, &S->P.dt, 4), put_at(b, 8, S->iters, 8);
+    put_at(b, 16, S->iters_total, 16), put_at(b, 32, &S->solves, 8);
+}
+
+static void unpack_world(firn_world *w, const unsigned char b[WORLD_BYTES])
+{
+    firn_sph *S = &w->sph;
+    get_at(b, 0, &w->params.dt, 4), get_at(b, 4, &S->P.dt, 4), get_at(b, 8, S->iters, 8);
+    get_at(b, 16, S->iters_total, 16), get_at(b, 32, &S->solves, 8);
+}
+
+/* A rigid body's fields in record order: pointer and bytes. */
+static int rigid_fields(firn_rigid *b, span s[10])
+{
+    span t[10] = {{b->x, 12},       {b->q.q, 16},   {b->v, 12},      {b->w, 12},
+                  {b->L, 12},       {b->force, 12}, {b->torque, 12}, {&b->couple_dt, 4},
+                  {b->impulse, 48}, {&b->time, 8}};
+    memcpy(s, t, sizeof t);
+    return 10;
+}
+
+/* ---- writing ------------------------------------------------------------------------- */
+
+typedef struct {
+    FILE *f;
+    uint32_t crc;
+    int failed;
+} sink;
+
+static void put(sink *s, const void *data, size_t n)
+{
+    if (s->failed || n == 0)
+        return;
+    if (fwrite(data, 1, n, s->f) != n) {
+        s->failed = 1;
+        return;
+    }
+    s->crc = firn_crc32c(s->crc, data, n);
+}
+
+static void put_section(sink *s, int sec, uint64_t bytes)
+{
+    unsigned char b[SECTION_BYTES] = {0};
+    memcpy(b, section_tag[sec], 4);
+    put_at(b, 8, &bytes, 8);
+    put(s, b, sizeof b);
+}
+
+/* The test hook of docs/CLI.md: with FIRN_TEST_CHECKPOINT_PAUSE=K the
+ * checkpoint of frame K, written and synced, waits before its rename until
+ * the process is killed. */
+static void test_pause(const firn_world *w, const char *path)
+{
+    const char *hook = getenv("FIRN_TEST_CHECKPOINT_PAUSE");
+    if (!hook || !*hook || atoi(hook) != w->frame)
+        return;
+    fprintf(stderr, "firn: test hook: checkpoint %s written, paused before its rename\n", path);
+    fflush(stderr);
+    for (;;)
+        pause();
+}
+
+typedef struct {
+    firn_world *w;
+    const char *path;
+} save_ctx;
+
+static int emit_checkpoint(FILE *f, void *arg)
+{
+    const save_ctx *c = arg;
+    firn_world *w = c->w;
+    uint64_t size[SEC_COUNT];
+    section_sizes(w, size);
+    header h;
+    memset(&h, 0, sizeof h);
+    h.version = VERSION;
+    h.bom = BYTE_ORDER_MARK;
+    h.header_bytes = FIRN_CHECKPOINT_HEADER_BYTES;
+    memcpy(h.sizes, type_sizes, 4);
+    h.file_bytes = FIRN_CHECKPOINT_HEADER_BYTES + TRAILER_BYTES;
+    for (int k = 0; k < SEC_COUNT; k++)
+        if (k == SEC_WORLD || size[k] > 0) {
+            h.file_bytes += SECTION_BYTES + size[k];
+            h.sections++;
+        }
+    h.scene_hash = w->scene_hash;
+    h.frame = w->frame;
+    h.backend = w->backend;
+    h.substeps = w->substeps;
+    h.time = w->time;
+    h.particles = w->p.n;
+    h.cpic_slots = w->p.cpic_slots;
+    h.sph_particles = w->sph.n;
+    h.rigids = w->n_rigids;
+    unsigned char hb[FIRN_CHECKPOINT_HEADER_BYTES], wb[WORLD_BYTES];
+    pack_header(&h, hb);
+    sink s = {f, 0, 0};
+    put(&s, hb, sizeof hb);
+
+    pack_world(w, wb);
+    put_section(&s, SEC_WORLD, WORLD_BYTES);
+    put(&s, wb, sizeof wb);
+    span sp[10];
+    if (size[SEC_MPM] > 0) {
+        put_section(&s, SEC_MPM, size[SEC_MPM]);
+        for (int k = 0, m = mpm_spans(w, sp); k < m; k++)
+            put(&s, sp[k].data, sp[k].bytes);
+    }
+    if (size[SEC_CPIC] > 0) {
+        put_section(&s, SEC_CPIC, size[SEC_CPIC]);
+        put(&s, w->p.cpic, size[SEC_CPIC]);
+    }
+    if (size[SEC_LAYOUT] > 0) {
+        const int32_t permuted = 1, zero = 0;
+        const int64_t reorders = w->bins.reorders;
+        put_section(&s, SEC_LAYOUT, size[SEC_LAYOUT]);
+        put(&s, &reorders, 8), put(&s, &permuted, 4), put(&s, &zero, 4);
+        put(&s, w->bins.id, 4 * (size_t)w->p.n);
+    }
+    if (size[SEC_RIGID] > 0) {
+        put_section(&s, SEC_RIGID, size[SEC_RIGID]);
+        for (int k = 0; k < w->n_rigids; k++)
+            for (int j = 0, m = rigid_fields(&w->rigids[k], sp); j < m; j++)
+                put(&s, sp[j].data, sp[j].bytes);
+        put(&s, w->rigid_acc, (size_t)w->n_rigids * FIRN_RIGID_ACC * sizeof(double));
+    }
+    if (size[SEC_SPH] > 0) {
+        put_section(&s, SEC_SPH, size[SEC_SPH]);
+        for (int k = 0, m = sph_spans(w, sp); k < m; k++)
+            put(&s, sp[k].data, sp[k].bytes);
+    }
+    put(&s, "FEND", 4);
+    const uint32_t crc = s.crc;
+    put(&s, &crc, 4);
+    if (s.failed || fflush(f) != 0 || fsync(fileno(f)) != 0)
+        return -1;
+    test_pause(w, c->path);
+    return 0;
+}
+
+/* Syncs the folder of path, so that the rename that put the checkpoint in
+ * place survives a crash of the machine as the file's contents do. Best
+ * effort: the file itself is complete either way. */
+static void sync_folder(const char *path)
+{
+    char dir[FIRN_PATH_MAX + 96];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == dir)
+        dir[1] = '\0';
+    else
+        *slash = '\0';
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        (void)fsync(fd);
+        close(fd);
+    }
+}
+
+int firn_world_save(firn_world *w, const char *path, firn_error *err)
+{
+    if (firn_world_host_state(w, err))
+        return -1;
+    save_ctx c = {w, path};
+    if (firn_write_atomic(path, emit_checkpoint, &c, err))
+        return -1;
+    sync_folder(path);
+    return 0;
+}
+
+/* ---- reading ------------------------------------------------------------------------------ */
+
+typedef struct {
+    FILE *f;
+    const char *path;
+    uint32_t crc;
+    uint64_t pos, size;
+} source;
+
+static int refuse(firn_error *err, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int refuse(firn_error *err, const char *path, const char *fmt, ...)
+{
+    char what[FIRN_ERRMSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    firn_set_error(err, FIRN_E_CHECKPOINT, "checkpoint '%s' %s", path, what);
+    return -1;
+}
+
+/* n bytes into data, in chunks, the CRC taken as they come. The file's
+ * size was checked against its header, so a short read is an I/O error. */
+static int get(source *s, void *data, size_t n, firn_error *err)
+{
+    unsigned char *p = data;
+    while (n > 0) {
+        const size_t want = n < CHUNK ? n : CHUNK;
+        if (fread(p, 1, want, s->f) != want) {
+            if (ferror(s->f))
+                firn_set_error(err, FIRN_E_IO, "cannot read checkpoint '%s': %s", s->path,
+                               strerror(errno));
+            else
+                refuse(err, s->path, "is truncated: it ends at byte %llu of %llu",
+                       (unsigned long long)(s->pos + (size_t)(p - (unsigned char *)data)),
+                       (unsigned long long)s->size);
+            return -1;
+        }
+        s->crc = firn_crc32c(s->crc, p, want);
+        s->pos += want;
+        p += want;
+        n -= want;
+    }
+    return 0;
+}
+
+/* Reads n bytes that this world has no use for (the CPU layout on the GPU). */
+static int skip(source *s, uint64_t n, firn_error *err)
+{
+    unsigned char buf[8192];
+    while (n > 0) {
+        const size_t k = n < sizeof buf ? (size_t)n : sizeof buf;
+        if (get(s, buf, k, err))
+            return -1;
+        n -= k;
+    }
+    return 0;
+}
+
+/* Opens path and checks its header: what it is, its format, its size, and
+ * that it is a checkpoint of w's scene. *h gets the header. */
+static int open_checked(const firn_world *w, const char *path, FILE **out, header *h,
+                        unsigned char b[FIRN_CHECKPOINT_HEADER_BYTES], firn_error *err)
+{
+    FILE *f = fopen(path, "rb");
+    struct stat st;
+    if (!f || fstat(fileno(f), &st) != 0) {
+        firn_set_error(err, FIRN_E_IO, "cannot read checkpoint '%s': %s", path, strerror(errno));
+        if (f)
+            fclose(f);
+        return -1;
+    }
+    memset(b, 0, FIRN_CHECKPOINT_HEADER_BYTES);
+    const size_t got = fread(b, 1, FIRN_CHECKPOINT_HEADER_BYTES, f);
+    int bad = -1;
+    uint32_t crc;
+    get_at(b, FIRN_CHECKPOINT_HEADER_BYTES - 4, &crc, 4);
+    memset(h, 0, sizeof *h);
+    if (got >= 16)
+        unpack_header(b, h);
+    const uint32_t swapped = __builtin_bswap32(BYTE_ORDER_MARK);
+    if (got < 8 || memcmp(b, FIRN_CHECKPOINT_MAGIC, 8))
+        refuse(err, path, "is not a firn checkpoint (it does not start with %s)",
+               FIRN_CHECKPOINT_MAGIC);
+    else if (got < 16)
+        refuse(err, path, "is truncated: %zu bytes, less than its header", got);
+    else if (h->bom == swapped)
+        refuse(err, path, "was written on a machine of the other byte order");
+    else if (h->bom != BYTE_ORDER_MARK)
+        refuse(err, path, "has a damaged header (byte-order mark %08x)", (unsigned)h->bom);
+    else if (h->version != VERSION)
+        refuse(err, path, "is of format version %u; this firn reads version %d",
+               (unsigned)h->version, VERSION);
+    else if (got < FIRN_CHECKPOINT_HEADER_BYTES)
+        refuse(err, path, "is truncated: %zu bytes, less than its header", got);
+    else if (crc != firn_crc32c(0, b, FIRN_CHECKPOINT_HEADER_BYTES - 4))
+        refuse(err, path, "has a damaged header (its checksum does not match)");
+    else if (h->header_bytes != FIRN_CHECKPOINT_HEADER_BYTES || memcmp(h->sizes, type_sizes, 4))
+        refuse(err, path,
+               "was written with other type sizes (float %d, double %d, int %d, long long %d "
+               "bytes)",
+               h->sizes[0], h->sizes[1], h->sizes[2], h->sizes[3]);
+    else if ((uint64_t)st.st_size < h->file_bytes)
+        refuse(err, path, "is truncated: %lld of its %llu bytes are there", (long long)st.st_size,
+               (unsigned long long)h->file_bytes);
+    else if ((uint64_t)st.st_size > h->file_bytes)
+        refuse(err, path, "has %llu bytes after its end (%llu bytes)",
+               (unsigned long long)st.st_size - h->file_bytes, (unsigned long long)h->file_bytes);
+    else if (h->scene_hash != w->scene_hash)
+        refuse(err, path,
+               "is of another scene: its scene hash is %016llx, that of %s is %016llx (every "
+               "key but time.frames and output.* counts)",
+               (unsigned long long)h->scene_hash, w->def.source[0] ? w->def.source : "this scene",
+               (unsigned long long)w->scene_hash);
+    else
+        bad = 0;
+    if (bad) {
+        fclose(f);
+        return -1;
+    }
+    *out = f;
+    return 0;
+}
+
+int firn_checkpoint_check_header(const firn_world *w, const char *path, firn_error *err)
+{
+    FILE *f;
+    header h;
+    unsigned char b[FIRN_CHECKPOINT_HEADER_BYTES];
+    if (open_checked(w, path, &f, &h, b, err))
+        return -1;
+    fclose(f);
+    return 0;
+}
+
+/* The CPU path's layout: the scene's index of the particle at each place,
+ * which must be a permutation. */
+static int read_layout(firn_world *w, source *s, uint64_t bytes, firn_error *err)
+{
+    if (w->cuda || !w->bins.id) /* the GPU keeps the scene's order */
+        return skip(s, bytes, err);
+    const int n = w->p.n;
+    int64_t reorders;
+    int32_t flags[2];
+    if (get(s, &reorders, 8, err) || get(s, flags, 8, err) ||
+        get(s, w->bins.id, 4 * (size_t)n, err))
+        return -1;
+    unsigned char *seen = calloc((size_t)n + 1, 1);
+    if (!seen) {
+        firn_set_error(err, FIRN_E_NOMEM, "out of host memory reading checkpoint '%s'", s->path);
+        return -1;
+    }
+    int ok = 1;
+    for (int i = 0; i < n && ok; i++) {
+        const int id = w->bins.id[i];
+        ok = id >= 0 && id < n && !seen[id];
+        if (ok)
+            seen[id] = 1;
+    }
+    free(seen);
+    if (!ok)
+        return refuse(err, s->path, "is damaged: its CPU particle layout is not a permutation");
+    w->bins.permuted = 1;
+    w->bins.in_scene_order = 1; /* put back into the layout before the next substep */
+    w->bins.reorders = reorders;
+    return 0;
+}
+
+static int read_section(firn_world *w, source *s, int sec, uint64_t bytes, firn_error *err)
+{
+    span sp[10];
+    switch (sec) {
+    case SEC_WORLD: {
+        unsigned char b[WORLD_BYTES];
+        if (get(s, b, sizeof b, err))
+            return -1;
+        unpack_world(w, b);
+        return 0;
+    }
+    case SEC_MPM:
+        for (int k = 0, m = mpm_spans(w, sp); k < m; k++)
+            if (get(s, sp[k].data, sp[k].bytes, err))
+                return -1;
+        return 0;
+    case SEC_CPIC:
+        return get(s, w->p.cpic, bytes, err);
+    case SEC_LAYOUT:
+        return read_layout(w, s, bytes, err);
+    case SEC_RIGID:
+        for (int k = 0; k < w->n_rigids; k++)
+            for (int j = 0, m = rigid_fields(&w->rigids[k], sp); j < m; j++)
+                if (get(s, sp[j].data, sp[j].bytes, err))
+                    return -1;
+        return get(s, w->rigid_acc, (size_t)w->n_rigids * FIRN_RIGID_ACC * sizeof(double), err);
+    default:
+        for (int k = 0, m = sph_spans(w, sp); k < m; k++)
+            if (get(s, sp[k].data, sp[k].bytes, err))
+                return -1;
+        return 0;
+    }
+}
+
+static int read_body(firn_world *w, source *s, const header *h, firn_error *err)
+{
+    const char *path = s->path;
+    if (h->particles != w->p.n || h->cpic_slots != w->p.cpic_slots ||
+        h->sph_particles != w->sph.n || h->rigids != w->n_rigids)
+        return refuse(err, path,
+                      "holds %d MPM particles (%d CPIC words each), %d SPH particles and %d rigid "
+                      "bodies; the scene has %d (%d), %d and %d",
+                      h->particles, h->cpic_slots, h->sph_particles, h->rigids, w->p.n,
+                      w->p.cpic_slots, w->sph.n, w->n_rigids);
+    uint64_t size[SEC_COUNT];
+    section_sizes(w, size);
+    size[SEC_LAYOUT] = 16 + 4 * (uint64_t)w->p.n; /* whichever backend wrote it */
+    int seen[SEC_COUNT] = {0};
+    for (uint32_t k = 0; k < h->sections; k++) {
+        unsigned char b[SECTION_BYTES];
+        const uint64_t at = s->pos;
+        if (get(s, b, sizeof b, err))
+            return -1;
+        uint64_t bytes;
+        get_at(b, 8, &bytes, 8);
+        int sec = 0;
+        while (sec < SEC_COUNT && memcmp(b, section_tag[sec], 4))
+            sec++;
+        if (sec == SEC_COUNT)
+            return refuse(err, path, "is damaged: no section '%.4s' is known (at byte %llu)",
+                          (const char *)b, (unsigned long long)at);
+        if (seen[sec]++ || bytes != size[sec])
+            return refuse(err, path,
+                          "is damaged: section %s at byte %llu (%llu bytes) is %s (%llu bytes "
+                          "expected)",
+                          section_tag[sec], (unsigned long long)at, (unsigned long long)bytes,
+                          seen[sec] > 1 ? "a second one" : "of the wrong size",
+                          (unsigned long long)size[sec]);
+        if (read_section(w, s, sec, bytes, err))
+            return -1;
+    }
+    for (int sec = 0; sec < SEC_COUNT; sec++)
+        if (!seen[sec] && size[sec] > 0 && sec != SEC_LAYOUT)
+            return refuse(err, path, "is damaged: it has no section %s", section_tag[sec]);
+    const uint32_t computed = s->crc;
+    unsigned char t[TRAILER_BYTES];
+    if (get(s, t, 4, err))
+        return -1;
+    if (memcmp(t, "FEND", 4))
+        return refuse(err, path, "is damaged: no end marker at byte %llu",
+                      (unsigned long long)(s->pos - 4));
+    uint32_t stored;
+    if (get(s, &stored, 4, err))
+        return -1;
+    if (stored != firn_crc32c(computed, t, 4))
+        return refuse(err, path,
+                      "is corrupted: its checksum (CRC-32C) is %08x, its contents give %08x",
+                      (unsigned)stored, (unsigned)firn_crc32c(computed, t, 4));
+    w->frame = h->frame;
+    w->substeps = h->substeps;
+    w->time = h->time;
+    return 0;
+}
+
+int firn_checkpoint_read(firn_world *w, const char *path, firn_error *err)
+{
+    source s = {NULL, path, 0, FIRN_CHECKPOINT_HEADER_BYTES, 0};
+    header h;
+    unsigned char b[FIRN_CHECKPOINT_HEADER_BYTES];
+    if (open_checked(w, path, &s.f, &h, b, err))
+        return -1;
+    s.size = h.file_bytes;
+    s.crc = firn_crc32c(0, b, sizeof b);
+    int rc = read_body(w, &s, &h, err);
+    fclose(s.f);
+    return rc;
+}

@@ -1,0 +1,623 @@
+/* test_checkpoint.c - checkpoint files (host/checkpoint.c) and `firn run
+ * --checkpoint-every / --resume` on the CPU path.
+ *
+ * The scene has every MPM material, SPH liquid (DFSPH), a dynamic and a
+ * kinematic rigid body and CPIC. A run saved at frame k and resumed must
+ * continue bitwise: the same statistics, the same particles, rigid bodies
+ * and SPH particles, the same checkpoint file at the end, and through the
+ * command line the same PLY and PNG frames and stats.jsonl lines (but for
+ * their two timing fields, wall_seconds and throughput, which measure the
+ * machine). Bad checkpoints (corrupted, truncated, of another scene or
+ * format version, not a checkpoint) are refused with a message naming the
+ * file and what is wrong; a full disk or a SIGKILL during a write leaves
+ * the previous checkpoint intact; SIGTERM stops a run with a checkpoint
+ * and a resume hint. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "checkpoint.h"
+#include "checkpoint_scene.h"
+#include "test_util.h"
+#include "world.h"
+
+static void load_scene(firn_scene_def *def)
+{
+    firn_error err;
+    cr_assert_eq(firn_scene_parse_json(scene_json, "checkpoint scene", def, &err), 0, "%s",
+                 err.msg);
+    def->write_ply = def->write_preview = 0;
+}
+
+static firn_world *make_world(const firn_scene_def *def)
+{
+    firn_error err = {0};
+    firn_world *w = firn_world_create(def, FIRN_BACKEND_CPU, &err);
+    cr_assert(w, "firn_world_create: %s", err.msg);
+    /* Reorder the CPU state at the first particle out of block order, so
+     * that the saved layout is not the scene's order. */
+    w->bins.reorder_run = 1 << 30;
+    return w;
+}
+
+static firn_world *load_world(const firn_scene_def *def, const char *path)
+{
+    firn_error err = {0};
+    firn_world *w = firn_world_load(def, FIRN_BACKEND_CPU, path, &err);
+    cr_assert(w, "firn_world_load: %s", err.msg);
+    w->bins.reorder_run = 1 << 30;
+    return w;
+}
+
+static void step(firn_world *w, firn_frame_stats *s)
+{
+    firn_error err;
+    cr_assert_eq(firn_world_step_frame(w, s, &err), 0, "%s", err.msg);
+    s->wall_seconds = s->throughput = 0.0; /* the machine's, not the run's */
+}
+
+static void save(firn_world *w, const char *path)
+{
+    firn_error err;
+    cr_assert_eq(firn_world_save(w, path, &err), 0, "%s", err.msg);
+}
+
+/* The bytes of a file (at most size), their count returned. */
+static size_t slurp(const char *path, unsigned char *buf, size_t size)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert(f, "cannot open %s", path);
+    size_t n = fread(buf, 1, size, f);
+    fclose(f);
+    return n;
+}
+
+static void spit(const char *path, const unsigned char *buf, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    cr_assert(f, "cannot write %s", path);
+    cr_assert_eq(fwrite(buf, 1, n, f), n);
+    cr_assert_eq(fclose(f), 0);
+}
+
+static void assert_same_file(const char *a, const char *b)
+{
+    static unsigned char x[4 << 20], y[4 << 20];
+    size_t n = slurp(a, x, sizeof x), m = slurp(b, y, sizeof y);
+    cr_assert(n < sizeof x, "%s is larger than the test's buffer", a);
+    cr_assert_eq(n, m, "%s has %zu bytes, %s %zu", a, n, b, m);
+    size_t i = 0;
+    while (i < n && x[i] == y[i])
+        i++;
+    cr_assert_eq(i, n, "%s and %s differ first at byte %zu", a, b, i);
+}
+
+/* ---- the format ------------------------------------------------------------- */
+
+Test(checkpoint, crc32c_check_value)
+{
+    cr_assert_eq(firn_crc32c(0, "123456789", 9), 0xE3069283u);
+    /* in pieces, as the writer takes it */
+    cr_assert_eq(firn_crc32c(firn_crc32c(0, "1234", 4), "56789", 5), 0xE3069283u);
+    unsigned char zeros[32] = {0};
+    cr_assert_eq(firn_crc32c(0, zeros, 32), 0x8A9136AAu);
+}
+
+/* The hash covers what is simulated, not how long or where to. */
+Test(checkpoint, scene_hash_ignores_frames_and_output_only)
+{
+    firn_scene_def a, b;
+    load_scene(&a);
+    b = a;
+    b.frames = 600;
+    b.out_every = 3;
+    b.write_ply = !a.write_ply;
+    snprintf(b.out_dir, sizeof b.out_dir, "elsewhere");
+    snprintf(b.source, sizeof b.source, "other.json");
+    cr_assert_eq(firn_scene_hash(&a), firn_scene_hash(&b));
+    b = a;
+    b.gravity[1] = -9.8f;
+    cr_assert_neq(firn_scene_hash(&a), firn_scene_hash(&b));
+    b = a;
+    b.rigids[1].velocity[0] = -0.7f;
+    cr_assert_neq(firn_scene_hash(&a), firn_scene_hash(&b));
+    b = a;
+    b.materials[2].hardening = 9.0f;
+    cr_assert_neq(firn_scene_hash(&a), firn_scene_hash(&b));
+}
+
+/* ---- continuation ------------------------------------------------------------- */
+
+/* A run saved at frame 3 and resumed from the file computes frames 4 to 6
+ * exactly as the run that went on, and as a run never saved: statistics
+ * equal field by field (timing aside), and the checkpoints of both at
+ * frame 6, which hold every field of the state, equal byte for byte. */
+Test(checkpoint, resumed_run_continues_bitwise)
+{
+    char dir[64], p3[128], p6a[128], p6b[128];
+    test_mkdtemp(dir, sizeof dir, "ckpt_bitwise");
+    snprintf(p3, sizeof p3, "%s/at3.firn", dir);
+    snprintf(p6a, sizeof p6a, "%s/at6a.firn", dir);
+    snprintf(p6b, sizeof p6b, "%s/at6b.firn", dir);
+    firn_scene_def def;
+    load_scene(&def);
+    firn_world *a = make_world(&def), *plain = make_world(&def);
+    firn_frame_stats sa, sb, sp;
+    for (int f = 0; f < 3; f++) {
+        step(a, &sa);
+        step(plain, &sp);
+    }
+    cr_assert_gt(a->bins.reorders, 0, "the CPU layout is still the scene's order");
+    cr_assert_gt(a->n_rigids, 1);
+    save(a, p3);
+    firn_world *b = load_world(&def, p3);
+    cr_assert_eq(b->frame, 3);
+    for (int f = 0; f < 3; f++) {
+        step(a, &sa);
+        step(b, &sb);
+        step(plain, &sp);
+        cr_assert_eq(memcmp(&sa, &sb, sizeof sa), 0,
+                     "frame %d: the resumed run's statistics differ", sa.frame);
+        cr_assert_eq(memcmp(&sa, &sp, sizeof sa), 0,
+                     "frame %d: saving changed the run's statistics", sa.frame);
+    }
+    cr_assert_gt(sa.sph.particles, 0);
+    cr_assert_gt(sa.sph.divergence_iterations, 0);
+    save(a, p6a);
+    save(b, p6b);
+    assert_same_file(p6a, p6b);
+    firn_world_destroy(a);
+    firn_world_destroy(b);
+    firn_world_destroy(plain);
+    test_rmdir(dir);
+}
+
+/* ---- refusals ------------------------------------------------------------------- */
+
+/* A checkpoint of the scene at frame 1 in dir; its size returned. */
+static size_t make_checkpoint(const firn_scene_def *def, const char *path, unsigned char *buf,
+                              size_t size)
+{
+    firn_world *w = make_world(def);
+    firn_frame_stats s;
+    step(w, &s);
+    save(w, path);
+    firn_world_destroy(w);
+    return slurp(path, buf, size);
+}
+
+/* firn_world_load of path is refused with FIRN_E_CHECKPOINT, naming the
+ * file and saying `what`. */
+static void assert_refused(const firn_scene_def *def, const char *path, const char *what)
+{
+    firn_error err = {0};
+    firn_world *w = firn_world_load(def, FIRN_BACKEND_CPU, path, &err);
+    cr_assert_null(w, "%s: loaded, expected '%s'", path, what);
+    cr_assert_eq(err.code, FIRN_E_CHECKPOINT, "code %d: %s", err.code, err.msg);
+    cr_assert(strstr(err.msg, path), "the message does not name the file: %s", err.msg);
+    cr_assert(strstr(err.msg, what), "the message does not say '%s': %s", what, err.msg);
+}
+
+Test(checkpoint, bad_checkpoints_are_refused_naming_file_and_fault)
+{
+    static unsigned char good[1 << 20], bad[1 << 20];
+    char dir[64], path[128], probe[128];
+    test_mkdtemp(dir, sizeof dir, "ckpt_bad");
+    snprintf(path, sizeof path, "%s/good.firn", dir);
+    snprintf(probe, sizeof probe, "%s/bad.firn", dir);
+    firn_scene_def def;
+    load_scene(&def);
+    const size_t n = make_checkpoint(&def, path, good, sizeof good);
+    cr_assert(n > 1000 && n < sizeof good);
+
+    memcpy(bad, good, n); /* one bit flipped in the particles */
+    bad[n / 2] ^= 0x10;
+    spit(probe, bad, n);
+    assert_refused(&def, probe, "is corrupted: its checksum (CRC-32C)");
+
+    spit(probe, good, n - 1000); /* cut short */
+    assert_refused(&def, probe, "is truncated");
+    spit(probe, good, 100);
+    assert_refused(&def, probe, "is truncated");
+
+    memcpy(bad, good, n); /* another version */
+    uint32_t version = FIRN_CHECKPOINT_VERSION + 1;
+    memcpy(bad + 8, &version, 4);
+    spit(probe, bad, n);
+    assert_refused(&def, probe, "is of format version 2; this firn reads version 1");
+
+    memcpy(bad, good, n); /* the frame number changed in the header */
+    bad[40] ^= 1;
+    spit(probe, bad, n);
+    assert_refused(&def, probe, "has a damaged header");
+
+    spit(probe, (const unsigned char *)scene_json, strlen(scene_json));
+    assert_refused(&def, probe, "is not a firn checkpoint");
+
+    firn_scene_def other = def; /* another scene */
+    other.materials[1].friction_angle = 30.0f;
+    assert_refused(&other, path, "is of another scene");
+
+    /* Reading changed nothing, and the good file still loads. */
+    cr_assert_eq(slurp(path, bad, sizeof bad), n);
+    cr_assert_eq(memcmp(bad, good, n), 0);
+    firn_world_destroy(load_world(&def, path));
+    test_rmdir(dir);
+}
+
+/* No path to read: an I/O error naming it. */
+Test(checkpoint, missing_file_is_an_io_error)
+{
+    firn_scene_def def;
+    load_scene(&def);
+    firn_error err = {0};
+    cr_assert_null(firn_world_load(&def, FIRN_BACKEND_CPU, "/nonexistent/x.firn", &err));
+    cr_assert_eq(err.code, FIRN_E_IO);
+    cr_assert(strstr(err.msg, "/nonexistent/x.firn"), "%s", err.msg);
+}
+
+/* ---- failed writes --------------------------------------------------------------- */
+
+/* The number of files in dir whose name contains `part`. */
+static int count_files(const char *dir, const char *part)
+{
+    DIR *d = opendir(dir);
+    cr_assert(d, "cannot list %s", dir);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        n += strstr(e->d_name, part) != NULL;
+    closedir(d);
+    return n;
+}
+
+/* A write that runs out of room (a file size limit stands for a full
+ * disk) fails with an I/O error, leaves no temporary, and the checkpoint
+ * already at the path is the previous one, whole. */
+Test(checkpoint, full_disk_keeps_the_previous_checkpoint)
+{
+    static unsigned char before[1 << 20], after[1 << 20];
+    char dir[64], path[128];
+    test_mkdtemp(dir, sizeof dir, "ckpt_full");
+    snprintf(path, sizeof path, "%s/run.firn", dir);
+    firn_scene_def def;
+    load_scene(&def);
+    firn_world *w = make_world(&def);
+    firn_frame_stats s;
+    step(w, &s);
+    save(w, path);
+    const size_t n = slurp(path, before, sizeof before);
+    step(w, &s);
+    struct rlimit old, small;
+    cr_assert_eq(getrlimit(RLIMIT_FSIZE, &old), 0);
+    small = old;
+    small.rlim_cur = 64 << 10; /* less than the checkpoint */
+    signal(SIGXFSZ, SIG_IGN);
+    cr_assert_eq(setrlimit(RLIMIT_FSIZE, &small), 0);
+    firn_error err = {0};
+    int rc = firn_world_save(w, path, &err);
+    cr_assert_eq(setrlimit(RLIMIT_FSIZE, &old), 0);
+    cr_assert_neq(rc, 0, "a write past the file size limit succeeded");
+    cr_assert_eq(err.code, FIRN_E_IO, "%s", err.msg);
+    cr_assert(strstr(err.msg, path), "%s", err.msg);
+    cr_assert_eq(count_files(dir, ".tmp."), 0, "a temporary was left");
+    cr_assert_eq(slurp(path, after, sizeof after), n);
+    cr_assert_eq(memcmp(before, after, n), 0, "the previous checkpoint changed");
+    firn_world *back = load_world(&def, path);
+    cr_assert_eq(back->frame, 1);
+    firn_world_destroy(back);
+    firn_world_destroy(w);
+    test_rmdir(dir);
+}
+
+/* ---- firn run --checkpoint-every / --resume ------------------------------------ */
+
+/* dir/scene.json: the scene, its output going to dir/out unless --out says. */
+static void write_scene(const char *dir)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/scene.json", dir);
+    spit(path, (const unsigned char *)scene_json, strlen(scene_json));
+}
+
+/* Runs `firn ARGS` in dir; returns its exit status, its output in out. */
+static int firn_in(const char *dir, char *out, size_t size, const char *args)
+{
+    return test_run_firn(out, size, dir, args);
+}
+
+/* Strips the two timing fields, the last of a stats line, from line. */
+static void strip_timing(char *line)
+{
+    char *t = strstr(line, ",\"wall_seconds\":");
+    cr_assert(t, "no wall_seconds in %s", line);
+    strcpy(t, "}\n");
+}
+
+/* dir b holds the same frame files as dir a, byte for byte, and the same
+ * stats.jsonl lines but for their timing fields; frames counts them. */
+static void assert_same_output(const char *a, const char *b, int frames)
+{
+    int files = 0;
+    DIR *d = opendir(a);
+    cr_assert(d, "cannot list %s", a);
+    for (struct dirent *e; (e = readdir(d));) {
+        if (strncmp(e->d_name, "frame_", 6) && strncmp(e->d_name, "sph_", 4))
+            continue;
+        char pa[600], pb[600];
+        snprintf(pa, sizeof pa, "%s/%s", a, e->d_name);
+        snprintf(pb, sizeof pb, "%s/%s", b, e->d_name);
+        assert_same_file(pa, pb);
+        files++;
+    }
+    closedir(d);
+    cr_assert_eq(files, 3 * (frames + 1), "%s: %d frame files for %d frames", a, files, frames);
+    cr_assert_eq(count_files(b, "frame_") + count_files(b, "sph_"), files,
+                 "%s holds other frame files than %s", b, a);
+    char sa[256], sb[256], la[8192], lb[8192];
+    snprintf(sa, sizeof sa, "%s/stats.jsonl", a);
+    snprintf(sb, sizeof sb, "%s/stats.jsonl", b);
+    FILE *fa = fopen(sa, "r"), *fb = fopen(sb, "r");
+    cr_assert(fa && fb, "no stats.jsonl in %s or %s", a, b);
+    int lines = 0;
+    while (fgets(la, sizeof la, fa)) {
+        cr_assert(fgets(lb, sizeof lb, fb), "%s ends after %d lines", sb, lines);
+        strip_timing(la);
+        strip_timing(lb);
+        cr_assert_str_eq(la, lb, "stats line %d differs", lines);
+        lines++;
+    }
+    cr_assert_null(fgets(lb, sizeof lb, fb), "%s has more than %d lines", sb, lines);
+    cr_assert_eq(lines, frames + 1);
+    fclose(fa), fclose(fb);
+}
+
+/* A run stopped at frame 3 with a checkpoint and resumed writes what an
+ * uninterrupted run writes: PLY, SPH PLY and PNG frames byte for byte,
+ * stats.jsonl line for line (timing fields aside), no frame twice. */
+Test(checkpoint_cli, resumed_run_writes_the_uninterrupted_output)
+{
+    char dir[64], out[8192];
+    test_mkdtemp(dir, sizeof dir, "ckpt_cli");
+    write_scene(dir);
+    cr_assert_eq(firn_in(dir, out, sizeof out, "run scene.json --backend cpu --out ref -q"), 0,
+                 "%s", out);
+    cr_assert_eq(firn_in(dir, out, sizeof out,
+                         "run scene.json --backend cpu --out run --frames 3 --checkpoint-every 3"),
+                 0, "%s", out);
+    cr_assert(strstr(out, "checkpoint run/checkpoint_00003.firn (frame 3"), "%s", out);
+    cr_assert_eq(firn_in(dir, out, sizeof out, "run scene.json --backend cpu --out run --resume"),
+                 0, "%s", out);
+    cr_assert(strstr(out, "resuming from run/checkpoint_00003.firn (frame 3"), "%s", out);
+    char ref[128], run[128];
+    snprintf(ref, sizeof ref, "%s/ref", dir);
+    snprintf(run, sizeof run, "%s/run", dir);
+    assert_same_output(ref, run, 6);
+    test_rmdir(dir);
+}
+
+/* Starts `firn ARGS` in dir in the background, stdout and stderr to
+ * dir/log; returns its pid. env: "NAME=VALUE" or "". */
+static pid_t spawn_firn(const char *dir, const char *env, const char *args)
+{
+    const char *bin = getenv("FIRN_BIN") ? getenv("FIRN_BIN") : "build/firn";
+    char abs[PATH_MAX], cmd[PATH_MAX + 1024];
+    cr_assert(realpath(bin, abs), "no firn binary at %s (set FIRN_BIN)", bin);
+    snprintf(cmd, sizeof cmd, "cd '%s' && exec env %s %s %s > log 2>&1", dir, env, abs, args);
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+/* Waits (60 s at most) until dir/name holds `lines` lines, or the text
+ * `needle` when it is not NULL. */
+static void wait_for(const char *dir, const char *name, const char *needle, int lines)
+{
+    char path[128], text[65536];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    for (int tries = 0; tries < 6000; tries++) {
+        FILE *f = fopen(path, "r");
+        size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+        if (f)
+            fclose(f);
+        text[n] = '\0';
+        int count = 0;
+        for (size_t i = 0; i < n; i++)
+            count += text[i] == '\n';
+        if (needle ? strstr(text, needle) != NULL : count >= lines)
+            return;
+        usleep(10000);
+    }
+    cr_assert_fail("%s: no '%s' after 60 s", path, needle ? needle : "lines");
+}
+
+static int file_exists(const char *dir, const char *name)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return access(path, F_OK) == 0;
+}
+
+/* SIGTERM mid-run: the run finishes its frame, writes a checkpoint and the
+ * frame in flight, and exits 143 naming the checkpoint and the command
+ * that resumes it; that command completes the run as an uninterrupted one
+ * would have. */
+Test(checkpoint_cli, sigterm_writes_a_checkpoint_and_the_resume_completes_the_run)
+{
+    char dir[64], out[8192], log[8192], args[256];
+    test_mkdtemp(dir, sizeof dir, "ckpt_term");
+    write_scene(dir);
+    pid_t pid = spawn_firn(dir, "", "run scene.json --backend cpu --out run --frames 400");
+    char run[128];
+    snprintf(run, sizeof run, "%s/run", dir);
+    wait_for(run, "stats.jsonl", NULL, 3);
+    cr_assert_eq(kill(pid, SIGTERM), 0);
+    int st;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 128 + SIGTERM, "status %d", st);
+    char path[128];
+    snprintf(path, sizeof path, "%s/log", dir);
+    log[slurp(path, (unsigned char *)log, sizeof log - 1)] = '\0';
+    const char *at = strstr(log, "SIGTERM: stopped after frame ");
+    cr_assert(at, "%s", log);
+    const int k = atoi(at + strlen("SIGTERM: stopped after frame "));
+    cr_assert(k >= 3 && k < 400, "%s", log);
+    char name[64];
+    snprintf(name, sizeof name, "checkpoint_%05d.firn", k);
+    cr_assert(file_exists(run, name), "no %s: %s", name, log);
+    cr_assert(strstr(log, "resume with: firn run scene.json --backend cpu --out run --frames 400 "
+                          "--resume"),
+              "%s", log);
+    cr_assert_eq(count_files(run, ".tmp."), 0);
+    /* The frames written so far are frames 0 .. k, their stats too. */
+    cr_assert(file_exists(run, (snprintf(name, sizeof name, "frame_%05d.png", k), name)));
+    cr_assert(!file_exists(run, (snprintf(name, sizeof name, "frame_%05d.png", k + 1), name)));
+    snprintf(args, sizeof args, "run scene.json --backend cpu --out run --frames %d --resume -q",
+             k + 2);
+    cr_assert_eq(firn_in(dir, out, sizeof out, args), 0, "%s", out);
+    snprintf(args, sizeof args, "run scene.json --backend cpu --out ref --frames %d -q", k + 2);
+    cr_assert_eq(firn_in(dir, out, sizeof out, args), 0, "%s", out);
+    char ref[128];
+    snprintf(ref, sizeof ref, "%s/ref", dir);
+    assert_same_output(ref, run, k + 2);
+    test_rmdir(dir);
+}
+
+/* SIGKILL while a checkpoint is written (the test hook holds the writer
+ * between its fsync and its rename): the previous checkpoint is whole and
+ * loads, the new one is not there under its name, and --resume picks the
+ * previous one, removes the dead write's temporary and completes the run. */
+Test(checkpoint_cli, sigkill_during_a_checkpoint_write_keeps_the_previous_one)
+{
+    char dir[64], out[8192], run[128], ref[128];
+    test_mkdtemp(dir, sizeof dir, "ckpt_kill");
+    write_scene(dir);
+    snprintf(run, sizeof run, "%s/run", dir);
+    snprintf(ref, sizeof ref, "%s/ref", dir);
+    pid_t pid = spawn_firn(dir, "FIRN_TEST_CHECKPOINT_PAUSE=4",
+                           "run scene.json --backend cpu --out run --checkpoint-every 2");
+    wait_for(dir, "log", "test hook: checkpoint run/checkpoint_00004.firn written", 0);
+    cr_assert_eq(kill(pid, SIGKILL), 0);
+    int st;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+    cr_assert(file_exists(run, "checkpoint_00002.firn"));
+    cr_assert(!file_exists(run, "checkpoint_00004.firn"));
+    cr_assert_eq(count_files(run, "checkpoint_00004.firn.tmp."), 1);
+    firn_scene_def def;
+    load_scene(&def);
+    char path[160];
+    snprintf(path, sizeof path, "%s/checkpoint_00002.firn", run);
+    firn_world *w = load_world(&def, path);
+    cr_assert_eq(w->frame, 2);
+    firn_world_destroy(w);
+
+    cr_assert_eq(firn_in(dir, out, sizeof out,
+                         "run scene.json --backend cpu --out run --checkpoint-every 2 --resume"),
+                 0, "%s", out);
+    cr_assert(strstr(out, "resuming from run/checkpoint_00002.firn (frame 2"), "%s", out);
+    cr_assert_eq(count_files(run, ".tmp."), 0, "the dead write's temporary is still there");
+    /* The newest two are kept. */
+    cr_assert(!file_exists(run, "checkpoint_00002.firn"));
+    cr_assert(file_exists(run, "checkpoint_00004.firn") &&
+              file_exists(run, "checkpoint_00006.firn"));
+    cr_assert_eq(firn_in(dir, out, sizeof out, "run scene.json --backend cpu --out ref -q"), 0,
+                 "%s", out);
+    assert_same_output(ref, run, 6);
+    test_rmdir(dir);
+}
+
+/* A second signal while the first is being served (here: the checkpoint
+ * write held by the test hook) exits at once, by the signal, and takes the
+ * temporary it was writing with it; the checkpoint before stays whole. */
+Test(checkpoint_cli, second_signal_exits_at_once_leaving_no_partial_file)
+{
+    char dir[64], run[128];
+    test_mkdtemp(dir, sizeof dir, "ckpt_twice");
+    write_scene(dir);
+    snprintf(run, sizeof run, "%s/run", dir);
+    pid_t pid = spawn_firn(dir, "FIRN_TEST_CHECKPOINT_PAUSE=4",
+                           "run scene.json --backend cpu --out run --checkpoint-every 2");
+    wait_for(dir, "log", "test hook: checkpoint run/checkpoint_00004.firn written", 0);
+    cr_assert_eq(count_files(run, ".tmp."), 1);
+    cr_assert_eq(kill(pid, SIGINT), 0);
+    wait_for(dir, "log", "stopping after this frame", 0);
+    cr_assert_eq(kill(pid, SIGINT), 0);
+    int st;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGINT, "status %d", st);
+    cr_assert_eq(count_files(run, ".tmp."), 0, "a partial file was left");
+    cr_assert(!file_exists(run, "checkpoint_00004.firn"));
+    firn_scene_def def;
+    load_scene(&def);
+    char path[160];
+    snprintf(path, sizeof path, "%s/checkpoint_00002.firn", run);
+    firn_world_destroy(load_world(&def, path));
+    test_rmdir(dir);
+}
+
+/* --resume refuses, changing nothing, a checkpoint of another scene, and a
+ * folder whose stats.jsonl lacks frames before the checkpoint. */
+Test(checkpoint_cli, resume_refuses_bad_input_and_changes_nothing)
+{
+    char dir[64], out[8192], run[128];
+    test_mkdtemp(dir, sizeof dir, "ckpt_refuse");
+    write_scene(dir);
+    snprintf(run, sizeof run, "%s/run", dir);
+    cr_assert_eq(firn_in(dir, out, sizeof out,
+                         "run scene.json --backend cpu --out run --frames 4 --checkpoint-every 2 "
+                         "-q"),
+                 0, "%s", out);
+    /* another scene: the same with a lighter ball */
+    char other[8192], path[160];
+    snprintf(other, sizeof other, "%s", scene_json);
+    char *d = strstr(other, "\"density\": 1500");
+    cr_assert(d);
+    memcpy(d, "\"density\": 1400", 15);
+    snprintf(path, sizeof path, "%s/other.json", dir);
+    spit(path, (const unsigned char *)other, strlen(other));
+    static unsigned char before[1 << 20], after[1 << 20];
+    snprintf(path, sizeof path, "%s/stats.jsonl", run);
+    const size_t n = slurp(path, before, sizeof before);
+    cr_assert_eq(
+        firn_in(dir, out, sizeof out,
+                "run other.json --backend cpu --out run --resume run/checkpoint_00004.firn"),
+        FIRN_E_CHECKPOINT, "%s", out);
+    cr_assert(strstr(out, "checkpoint 'run/checkpoint_00004.firn' is of another scene"), "%s", out);
+    /* without a name: every checkpoint in the folder is tried and named */
+    cr_assert_eq(firn_in(dir, out, sizeof out, "run other.json --backend cpu --out run --resume"),
+                 FIRN_E_CHECKPOINT, "%s", out);
+    cr_assert(strstr(out, "skipping a checkpoint: checkpoint 'run/checkpoint_00004.firn' is of "
+                          "another scene"),
+              "%s", out);
+    cr_assert(strstr(out, "skipping a checkpoint: checkpoint 'run/checkpoint_00002.firn'"), "%s",
+              out);
+    /* frames 3 and 4 lost from stats.jsonl */
+    FILE *f = fopen(path, "r");
+    char line[8192];
+    size_t keep = 0;
+    for (int i = 0; i < 3 && fgets(line, sizeof line, f); i++)
+        keep += strlen(line);
+    fclose(f);
+    spit(path, before, keep);
+    cr_assert_eq(firn_in(dir, out, sizeof out, "run scene.json --backend cpu --out run --resume"),
+                 FIRN_E_IO, "%s", out);
+    cr_assert(strstr(out, "holds frames 0 to 2 in order, but the checkpoint is at frame 4"), "%s",
+              out);
+    cr_assert_eq(slurp(path, after, sizeof after), keep);
+    spit(path, before, n);
+    cr_assert(file_exists(run, "checkpoint_00004.firn") && file_exists(run, "frame_00004.ply"));
+    test_rmdir(dir);
+}
