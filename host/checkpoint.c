@@ -180,6 +180,7 @@ uint64_t firn_scene_hash(const firn_scene_def *d)
     MIX(&h, d->sph_upper), MIX(&h, d->sph_divergence_error), MIX(&h, d->sph_density_error);
     MIX(&h, d->sph_divergence_iterations), MIX(&h, d->sph_density_iterations);
     MIX(&h, d->sph_lattice_genesis);
+    MIX(&h, d->sph_walls_clamp);
     return h;
 }
 
