@@ -92,9 +92,16 @@ static inline FIRN_HD void firn_sph_rigid_particle(int i, const firn_sph_view *V
             firn_rigid_react(rx, v, v2, m, a);
             v = v2;
         }
-        if (sd < P->h && s.p[i] > 0.0f && b->motion != FIRN_MOTION_STATIC) {
-            firn_vec3 F = firn_scale(n, -2.0f * s.p[i] * P->vol * firn_sph_plane_integral(P, sd));
-            firn_vec3 v3 = firn_sub(v, firn_scale(F, P->dt / m));
+        if (sd < P->h && b->motion != FIRN_MOTION_STATIC) {
+            const float d = firn_maxf(sd, 0.0f), sigma = firn_sph_plane_integral(P, d);
+            const float rho0 = V->mats[s.mat[i]].rho0, rho = s.rho[i];
+            const firn_vec3 g = firn_v3(P->gravity[0], P->gravity[1], P->gravity[2]);
+            const firn_vec3 mg = firn_add(firn_scale(g, firn_sph_plane_volume(P, d)),
+                                          firn_scale(n, d * sigma * firn_dot(n, g)));
+            firn_vec3 acc_w =
+                firn_sub(firn_scale(n, 2.0f * rho0 * firn_maxf(s.p[i], 0.0f) * sigma / (rho * rho)),
+                         firn_scale(mg, rho0 / rho));
+            firn_vec3 v3 = firn_add(v, firn_scale(acc_w, P->dt));
             firn_rigid_react(rx, v, v3, m, a);
             v = v3;
         }
