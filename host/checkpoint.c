@@ -206,28 +206,31 @@ static const uint8_t type_sizes[4] = {sizeof(float), sizeof(double), sizeof(int)
 static void put_at(unsigned char *b, size_t off, const void *v, size_t n) { memcpy(b + off, v, n); }
 static void get_at(const unsigned char *b, size_t off, void *v, size_t n) { memcpy(v, b + off, n); }
 
+/* The header's fields at their offsets: copied into b (store) or out of it. */
+static void move_fields(header *h, unsigned char *b, int store)
+{
+#define FIELD(off, ptr, n) (store ? memcpy(b + (off), (ptr), (n)) : memcpy((ptr), b + (off), (n)))
+    FIELD(8, &h->version, 4), FIELD(12, &h->bom, 4), FIELD(16, &h->header_bytes, 4);
+    FIELD(20, h->sizes, 4), FIELD(24, &h->file_bytes, 8), FIELD(32, &h->scene_hash, 8);
+    FIELD(40, &h->frame, 4), FIELD(44, &h->backend, 4), FIELD(48, &h->substeps, 8);
+    FIELD(56, &h->time, 8), FIELD(64, &h->particles, 4), FIELD(68, &h->cpic_slots, 4);
+    FIELD(72, &h->sph_particles, 4), FIELD(76, &h->rigids, 4), FIELD(80, &h->sections, 4);
+#undef FIELD
+}
+
 static void pack_header(const header *h, unsigned char b[FIRN_CHECKPOINT_HEADER_BYTES])
 {
+    header c = *h;
     memset(b, 0, FIRN_CHECKPOINT_HEADER_BYTES);
     memcpy(b, FIRN_CHECKPOINT_MAGIC, 8);
-    put_at(b, 8, &h->version, 4), put_at(b, 12, &h->bom, 4), put_at(b, 16, &h->header_bytes, 4);
-    put_at(b, 20, h->sizes, 4), put_at(b, 24, &h->file_bytes, 8), put_at(b, 32, &h->scene_hash, 8);
-    put_at(b, 40, &h->frame, 4), put_at(b, 44, &h->backend, 4), put_at(b, 48, &h->substeps, 8);
-    put_at(b, 56, &h->time, 8), put_at(b, 64, &h->particles, 4), put_at(b, 68, &h->cpic_slots, 4);
-    put_at(b, 72, &h->sph_particles, 4), put_at(b, 76, &h->rigids, 4);
-    put_at(b, 80, &h->sections, 4);
+    move_fields(&c, b, 1);
     uint32_t crc = firn_crc32c(0, b, FIRN_CHECKPOINT_HEADER_BYTES - 4);
     put_at(b, FIRN_CHECKPOINT_HEADER_BYTES - 4, &crc, 4);
 }
 
 static void unpack_header(const unsigned char *b, header *h)
 {
-    get_at(b, 8, &h->version, 4), get_at(b, 12, &h->bom, 4), get_at(b, 16, &h->header_bytes, 4);
-    get_at(b, 20, h->sizes, 4), get_at(b, 24, &h->file_bytes, 8), get_at(b, 32, &h->scene_hash, 8);
-    get_at(b, 40, &h->frame, 4), get_at(b, 44, &h->backend, 4), get_at(b, 48, &h->substeps, 8);
-    get_at(b, 56, &h->time, 8), get_at(b, 64, &h->particles, 4), get_at(b, 68, &h->cpic_slots, 4);
-    get_at(b, 72, &h->sph_particles, 4), get_at(b, 76, &h->rigids, 4);
-    get_at(b, 80, &h->sections, 4);
+    move_fields(h, (unsigned char *)b, 0);
 }
 
 /* ---- sections -------------------------------------------------------------------- */
