@@ -199,8 +199,9 @@ static inline FIRN_HD firn_sph_wall firn_sph_walls(const firn_sph_params *P, fir
     firn_sph_wall w = {0.0f, zero, zero, zero};
     if (!P->walls)
         return w;
-    firn_sph_wall_axis f[3] = {{0}};
+    firn_sph_wall_axis f[3];
     for (int a = 0; a < 3; a++) {
+        f[a].psi = f[a].grad = f[a].moment = f[a].visc_t = f[a].visc_n = 0.0f;
         firn_sph_wall_face(P, x.v[a] - P->lower[a], 1.0f, &f[a]);
         firn_sph_wall_face(P, P->upper[a] - x.v[a], -1.0f, &f[a]);
     }
