@@ -2,16 +2,24 @@
 # gpu_check.sh - the one prepared check for a machine with a CUDA GPU (built
 # for the H200, sm_90). Run from anywhere; it works in the repository root.
 #
-#   bench/gpu_check.sh            all steps, about 3-5 minutes, at most GPU_CHECK_BUDGET s
+#   bench/gpu_check.sh            all sections, at most GPU_CHECK_BUDGET s (default 420)
+#   GPU_CHECK_SECTIONS="speed heavy" bench/gpu_check.sh   only those sections
+#   GPU_CHECK_PREBUILT=1 ...      use the binaries in .gpu/ (bench/pack_gpu.sh) even where make could build
 #
-# Steps: build, the test suite (GPU tests included, and checked not to have
-# skipped), firn info, firn compare on every scene of scenes/ (not
-# scenes/large/), firn bench on the sand block (1M, 8M, 32M), compute-sanitizer
-# memcheck and racecheck on one frame of the smallest scene, two frames of the
-# 32M-particle scene, and firn bench on every scene. A
-# compare that fails is rerun with device code built without FMA. With the
+# Sections, in order of what matters most when the budget cuts the run:
+#   correct: build (or the pack from bench/pack_gpu.sh), the GPU tests (the
+#            CPU tests run in CI; GPU_CHECK_FULL_SUITE=1 runs them all), firn
+#            info, firn compare (GPU against CPU) on every scene of scenes/,
+#            and compute-sanitizer memcheck on one frame of four scenes that
+#            between them launch every MPM, SPH and coupling kernel, plus a
+#            short DFSPH bench;
+#   speed:   firn bench on the sand block (1M, 8M), the SPH dam break (WCSPH
+#            and DFSPH, 100k and 1M) and every scene (100k, 1M, 8M);
+#   heavy:   the 32M sand block, racecheck, and the 32M-particle scene of
+#            scenes/large/ run for two frames with its output written.
+# A compare that fails is rerun with device code built without FMA. With the
 # variants bench/pack_gpu.sh built for this commit in .gpu/: the GPU tests,
-# when the suite fails, are rerun without FMA and synchronised after every
+# when they fail, are rerun without FMA and synchronised after every
 # launch (DEBUG_SYNC=1, which names a faulting kernel), and so is the first
 # compare that fails with a CUDA error (exit 6). A sanitizer that refuses the
 # device (gVisor machines) is recorded as UNSUPPORTED, not as a failure.
@@ -30,6 +38,8 @@ cd "$(dirname "$0")/.." || exit 1
 
 ARCH="-gencode arch=compute_90,code=sm_90"
 BUDGET=${GPU_CHECK_BUDGET:-420} # seconds for all steps: well inside 8 minutes
+SECTIONS=" ${GPU_CHECK_SECTIONS:-correct speed heavy} "
+section() { [[ $SECTIONS == *" $1 "* ]]; }
 FIRN=build/firn
 START=$(date +%s)
 TMP=$(mktemp -d /tmp/firn-gpu-check.XXXXXX)
@@ -116,20 +126,6 @@ find_sanitizer() {
     return 1
 }
 
-# The scene with the fewest particles, from `firn validate`.
-smallest_scene() {
-    local best="" best_n="" f n
-    for f in scenes/*.json; do
-        n=$("$FIRN" validate "$f" 2>/dev/null | awk '/particles:/ { print $2; exit }')
-        [[ $n =~ ^[0-9]+$ ]] || continue
-        if [[ -z $best_n ]] || ((n < best_n)); then
-            best=$f
-            best_n=$n
-        fi
-    done
-    [[ -n $best ]] && echo "$best"
-}
-
 GPU=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -n 1)
 GPU=${GPU:-"unknown (nvidia-smi not available)"}
 COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo nogit)
@@ -142,7 +138,7 @@ echo
 PREBUILT=0
 # The device image may lack cJSON, libpng and Criterion and cannot install
 # them: then use the binaries bench/pack_gpu.sh built and carried in .gpu/.
-if pkg-config --exists libcjson libpng criterion 2>/dev/null; then
+if [[ ${GPU_CHECK_PREBUILT:-0} != 1 ]] && pkg-config --exists libcjson libpng criterion 2>/dev/null; then
     run_step "build (sm_90)" 240 2 make CUDA_ARCH="$ARCH" -j16 all build/test_firn
 elif [[ -x .gpu/bin/firn && -x .gpu/bin/test_firn ]]; then
     PREBUILT=1
@@ -188,33 +184,6 @@ debug_rerun() { # name binary-name args...
     dbg=$(variant "$bin-debug") || return 0
     run_step "$name, synchronised after every launch" 120 25 env FIRN_BIN=build/firn "$dbg" "$@"
 }
-# bench/plot's tests need a Python with matplotlib, which the device image
-# may lack (and cannot install): then the suite runs without them, and the
-# table says so. CI runs them.
-SUITE_FILTER=()
-if ! python3 -c 'import matplotlib' 2>/dev/null && ! /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
-    SUITE_FILTER=(--filter '!(bench_plot/*)')
-    record "bench/plot tests" "NOT RUN (no Python with matplotlib here)" 0
-fi
-run_step "test suite" 300 4 env FIRN_BIN=build/firn build/test_firn --jobs 1 \
-    ${SUITE_FILTER[@]+"${SUITE_FILTER[@]}"}
-if [[ ${RESULTS[-1]} == FAIL* ]]; then
-    # Rounding or a fault? The GPU tests again without FMA in device code,
-    # then synchronised after every launch.
-    if NF=$(variant test_firn-nofma); then
-        run_step "GPU tests, device code without FMA" 120 4 env FIRN_BIN=build/firn "$NF" --jobs 1 \
-            --filter 'gpu*/*'
-    fi
-    debug_rerun "GPU tests" test_firn --jobs 1 --filter 'gpu*/*'
-fi
-# Without a usable GPU the GPU tests skip and the suite still passes: prove
-# that they ran (they share one skip condition; this one test shows it).
-run_step "GPU tests not skipped" 60 2 bash -c \
-    "out=\$(build/test_firn --jobs 1 --verbose --filter 'gpu/device_describe' 2>&1 |
-             grep -E 'gpu::device_describe|Synthesis'); echo \"\$out\";
-     grep -q '^\[PASS\] gpu::device_describe' <<<\"\$out\""
-run_step "firn info" 30 20 "$FIRN" info
-
 # nvcc contracts a*b+c to FMA in device code, gcc (no -march) does not: a
 # compare that fails is rerun with device code built without FMA, so that a
 # difference of rounding (a plastic branch or a CPIC side test flipping) can
@@ -230,57 +199,106 @@ nofma_firn() {
     fi
     [[ -n $NOFMA ]]
 }
-for scene in scenes/*.json; do
-    name=$(basename "$scene" .json)
-    run_step "compare $name (3 frames)" 90 25 "$FIRN" compare "$scene" --frames 3
-    if ((LAST_RC == 6)); then
-        debug_rerun "compare $name (3 frames)" firn compare "$scene" --frames 3
-    elif ((LAST_RC > 0)) && nofma_firn; then
-        run_step "compare $name (3 frames), device code without FMA" 90 25 "$NOFMA" compare \
-            "$scene" --frames 3
-    fi
-done
 
-# Throughput: the 1M and 8M sand scenes (the issue's figures) and the 32M
-# scene that must fit, with the results kept as JSON. Written straight to
-# $OUT when set: firn bench rewrites its files after every case, so a
-# timeout keeps the cases that finished.
 mkdir -p bench/results
 RES=bench/results
 [[ -n ${OUT:-} && -d ${OUT:-} ]] && RES=$OUT
 export FIRN_COMMIT=$COMMIT # into the bench JSON
-run_step "bench sand 1M, 8M, 32M (cuda)" 150 12 "$FIRN" bench --backend cuda --scenes sand_block \
-    --layout dense --particles 1m,8m,32m --json "$RES/h200-$DATE-sand.json" \
-    --csv "$RES/h200-$DATE-sand.csv"
-run_step "bench SPH dam break WCSPH and DFSPH 100k, 1M (cuda)" 120 10 "$FIRN" bench --backend cuda \
-    --scenes sph_dam_break,sph_dam_break_dfsph --layout dense --particles 100k,1m \
-    --substeps 20 --warmup 100 --json "$RES/h200-$DATE-sph.json" --csv "$TMP/sph.csv"
-
-# The sanitizers after the sand bench: their cost on this machine is the
-# least known, and the budget must not cut the issue's figures.
 SAN=$(find_sanitizer)
-SMALL=$(smallest_scene)
-if [[ -z $SAN ]]; then
-    record "memcheck" "FAIL (compute-sanitizer not found)" 0
-    record "racecheck" "FAIL (compute-sanitizer not found)" 0
-elif [[ -z $SMALL ]]; then
-    record "memcheck" "FAIL (no scene passes firn validate)" 0
-    record "racecheck" "FAIL (no scene passes firn validate)" 0
-else
-    name=$(basename "$SMALL" .json)
-    run_step "memcheck $name (1 frame)" 90 3 "$SAN" --tool memcheck --leak-check full --error-exitcode 1 \
-        "$FIRN" run "$SMALL" --backend cuda --frames 1 --quiet --out "$TMP/memcheck"
-    run_step "racecheck $name (1 frame)" 90 3 "$SAN" --tool racecheck --error-exitcode 1 \
-        "$FIRN" run "$SMALL" --backend cuda --frames 1 --quiet --out "$TMP/racecheck"
+
+if section correct; then
+    # The CPU tests run in CI, on every commit; here the GPU tests (every
+    # suite named gpu*), unless GPU_CHECK_FULL_SUITE=1.
+    SUITE_FILTER=(--filter 'gpu*/*')
+    SUITE_NAME="GPU tests"
+    if [[ ${GPU_CHECK_FULL_SUITE:-0} == 1 ]]; then
+        SUITE_NAME="test suite"
+        SUITE_FILTER=()
+        # bench/plot's tests need a Python with matplotlib, which the device
+        # image may lack (and cannot install): then the suite runs without
+        # them, and the table says so. CI runs them.
+        if ! python3 -c 'import matplotlib' 2>/dev/null && ! /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
+            SUITE_FILTER=(--filter '!(bench_plot/*)')
+            record "bench/plot tests" "NOT RUN (no Python with matplotlib here)" 0
+        fi
+    fi
+    run_step "$SUITE_NAME" 240 4 env FIRN_BIN=build/firn build/test_firn --jobs 1 --verbose \
+        ${SUITE_FILTER[@]+"${SUITE_FILTER[@]}"}
+    if [[ ${RESULTS[-1]} == FAIL* ]]; then
+        # Rounding or a fault? The GPU tests again without FMA in device code,
+        # then synchronised after every launch.
+        if NF=$(variant test_firn-nofma); then
+            run_step "GPU tests, device code without FMA" 120 4 env FIRN_BIN=build/firn "$NF" --jobs 1 \
+                --filter 'gpu*/*'
+        fi
+        debug_rerun "GPU tests" test_firn --jobs 1 --filter 'gpu*/*'
+    fi
+    # Without a usable GPU the GPU tests skip and the suite still passes:
+    # prove that they ran (they share one skip condition; this test shows it).
+    run_step "GPU tests not skipped" 60 2 bash -c \
+        "out=\$(build/test_firn --jobs 1 --verbose --filter 'gpu/device_describe' 2>&1 |
+                 grep -E 'gpu::device_describe|Synthesis'); echo \"\$out\";
+         grep -q '^\[PASS\] gpu::device_describe' <<<\"\$out\""
+    run_step "firn info" 30 20 "$FIRN" info
+
+    for scene in scenes/*.json; do
+        name=$(basename "$scene" .json)
+        run_step "compare $name (3 frames)" 60 25 "$FIRN" compare "$scene" --frames 3
+        if ((LAST_RC == 6)); then
+            debug_rerun "compare $name (3 frames)" firn compare "$scene" --frames 3
+        elif ((LAST_RC > 0)) && nofma_firn; then
+            run_step "compare $name (3 frames), device code without FMA" 60 25 "$NOFMA" compare \
+                "$scene" --frames 3
+        fi
+    done
+
+    # memcheck: between them these launch every kernel - each MPM material
+    # (mixed), MPM-rigid (ball_in_sand), MPM-SPH (sph_snowball_pool),
+    # SPH-rigid (sph_floating_box) and DFSPH (the bench's dam break).
+    if [[ -z $SAN ]]; then
+        record "memcheck" "FAIL (compute-sanitizer not found)" 0
+    else
+        for name in mixed ball_in_sand sph_snowball_pool sph_floating_box; do
+            run_step "memcheck $name (1 frame)" 60 3 "$SAN" --tool memcheck --leak-check full \
+                --error-exitcode 1 "$FIRN" run "scenes/$name.json" --backend cuda --frames 1 \
+                --quiet --out "$TMP/memcheck-$name"
+        done
+        run_step "memcheck DFSPH dam break (bench, 100k, 10 substeps)" 60 3 "$SAN" --tool memcheck \
+            --error-exitcode 1 "$FIRN" bench --backend cuda --scenes sph_dam_break_dfsph \
+            --layout dense --particles 100k --substeps 5 --warmup 5 --repeats 1 \
+            --json "$TMP/memcheck-dfsph.json" --csv "$TMP/memcheck-dfsph.csv"
+    fi
 fi
 
-# The large scene runs and writes its frames (1.06 GB of PLY each); the log
-# keeps the memory line and the simulate / write split.
-run_step "large scene: sand_slump_32m, 2 frames (cuda)" 120 6 bash -c \
-    "'$FIRN' run scenes/large/sand_slump_32m.json --backend cuda --frames 2 --every 1 --out '$TMP/large' &&
-     ls -l '$TMP/large' && rm -rf '$TMP/large'"
-run_step "bench all scenes 100k-8M (cuda)" 150 30 "$FIRN" bench --backend cuda \
-    --particles 100k,1m,8m --json "$RES/h200-$DATE.json" --csv "$RES/h200-$DATE.csv"
+if section speed; then
+    # Throughput, kept as JSON. Written straight to $OUT when set: firn bench
+    # rewrites its files after every case, so a timeout keeps the cases that
+    # finished.
+    run_step "bench sand 1M, 8M (cuda)" 120 12 "$FIRN" bench --backend cuda --scenes sand_block \
+        --layout dense --particles 1m,8m --json "$RES/h200-$DATE-sand.json" \
+        --csv "$RES/h200-$DATE-sand.csv"
+    run_step "bench SPH dam break WCSPH and DFSPH 100k, 1M (cuda)" 120 10 "$FIRN" bench --backend cuda \
+        --scenes sph_dam_break,sph_dam_break_dfsph --layout dense --particles 100k,1m \
+        --substeps 20 --warmup 100 --json "$RES/h200-$DATE-sph.json" --csv "$TMP/sph.csv"
+    run_step "bench all MPM scenes 100k-8M (cuda)" 150 30 "$FIRN" bench --backend cuda \
+        --particles 100k,1m,8m --json "$RES/h200-$DATE.json" --csv "$RES/h200-$DATE.csv"
+fi
+
+if section heavy; then
+    run_step "bench sand 32M (cuda)" 120 12 "$FIRN" bench --backend cuda --scenes sand_block \
+        --layout dense --particles 32m --json "$TMP/h200-$DATE-sand32.json" \
+        --csv "$TMP/h200-$DATE-sand32.csv"
+    if [[ -n $SAN ]]; then
+        run_step "racecheck ball_in_sand (1 frame)" 90 3 "$SAN" --tool racecheck --error-exitcode 1 \
+            "$FIRN" run scenes/ball_in_sand.json --backend cuda --frames 1 --quiet \
+            --out "$TMP/racecheck"
+    fi
+    # The large scene runs and writes its frames (1.06 GB of PLY each); the
+    # log keeps the memory line and the simulate / write split.
+    run_step "large scene: sand_slump_32m, 2 frames (cuda)" 120 6 bash -c \
+        "'$FIRN' run scenes/large/sand_slump_32m.json --backend cuda --frames 2 --every 1 --out '$TMP/large' &&
+         ls -l '$TMP/large' && rm -rf '$TMP/large'"
+fi
 TOTAL=$(($(date +%s) - START))
 REPORT="$TMP/report.md"
 {
