@@ -279,6 +279,23 @@ float firn_sph_cfl_dt(const firn_sph *S, float cfl, float v_gravity, float *c_ou
     return dt;
 }
 
+double firn_sph_pressure_slope(const firn_sph *S, double rho_max)
+{
+    if (S->P.solver != FIRN_SPH_WCSPH)
+        return 0.0;
+    int used[FIRN_MAX_MATERIALS] = {0};
+    for (int i = 0; i < S->n; i++)
+        used[S->s.mat[i]] = 1;
+    double slope = 0.0;
+    for (int k = 0; k < FIRN_MAX_MATERIALS; k++) {
+        const firn_sph_material *m = &S->mats[k];
+        if (used[k])
+            slope = fmax(slope, m->exponent * m->stiffness / m->rho0 *
+                                    pow(fmax(rho_max, m->rho0) / m->rho0, m->exponent - 1.0));
+    }
+    return slope;
+}
+
 void firn_sph_stats(const firn_sph *S, firn_sph_frame_stats *st)
 {
     memset(st, 0, sizeof *st);

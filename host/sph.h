@@ -45,6 +45,13 @@ void firn_sph_wall_table(firn_sph_params *P);
  * cfl h / (c + v_max + v_gravity) and 0.01 h^2 / nu; *c gets the sound
  * speed, *v the particles' largest speed. Reads the host state. */
 float firn_sph_cfl_dt(const firn_sph *S, float cfl, float v_gravity, float *c, float *v);
+/* dp/drho of the pressure law at density rho_max, the largest over the
+ * particles' WCSPH materials: gamma k / rho0 (rho_max / rho0)^(gamma - 1)
+ * (the sound speed squared at rest); 0 under DFSPH, whose pressure no state
+ * law gives. A GPU-CPU comparison carries its density tolerance through it
+ * into the pressure, which the law amplifies (a rounding difference of
+ * 1e-6 rho is 1e-4 of a typical pressure scale). */
+double firn_sph_pressure_slope(const firn_sph *S, double rho_max);
 /* Statistics of the host state. */
 void firn_sph_stats(const firn_sph *S, firn_sph_frame_stats *st);
 
