@@ -24,7 +24,7 @@
 static const char *bench_usage =
     "usage: firn bench [--backend cpu|cuda|both] [--particles LIST] [--scenes LIST]\n"
     "                  [--layout dense|sparse|both] [--substeps N] [--repeats N] [--warmup N]\n"
-    "                  [--threads LIST] [--json FILE] [--csv FILE]\n"
+    "                  [--threads LIST] [--p2g LIST] [--json FILE] [--csv FILE]\n"
     "  --particles   comma list with k/m suffixes (default cpu 20k,100k; cuda 100k,1m,8m)\n"
     "  --scenes      sand_block,snowball,dam_break,sph_dam_break,sph_dam_break_dfsph or all\n"
     "                (default the three MPM scenes)\n"
@@ -33,6 +33,8 @@ static const char *bench_usage =
     "  --warmup      untimed substeps first, into motion (default 300)\n"
     "  --threads     CPU: comma list of OpenMP thread counts to run each case with, and\n"
     "                the speedup of each phase over the first (default: OMP_NUM_THREADS)\n"
+    "  --p2g         CUDA MPM cases: atomic, binned or both, each case with each\n"
+    "                (default both)\n"
     "  --json/--csv  write the results (default out/bench/bench.json and .csv)\n";
 
 typedef struct {
@@ -40,6 +42,7 @@ typedef struct {
     firn_bench_layout layout;
     firn_backend backend;
     int threads; /* OpenMP threads of the run (CUDA: of the host) */
+    int p2g;     /* CUDA MPM cases: firn_p2g_variant; -1: none (CPU, SPH) */
     long long particles;
     int n[3];
     long long nodes;
@@ -64,6 +67,8 @@ static int run_case(bench_result *r, const bench_opts *o, double copy_bw, firn_e
     firn_scene_def def;
     if (firn_bench_make_scene(r->scene, r->layout, r->particles, &def, err))
         return -1;
+    if (r->p2g >= 0)
+        def.gpu_p2g = r->p2g;
     size_t used0 = r->backend == FIRN_BACKEND_CUDA ? firn_cuda_used_bytes() : 0;
     firn_world *w = firn_world_create(&def, r->backend, err);
     if (!w)
@@ -134,6 +139,7 @@ static int run_case(bench_result *r, const bench_opts *o, double copy_bw, firn_e
 }
 
 static const char *backend_name(firn_backend b) { return b == FIRN_BACKEND_CUDA ? "cuda" : "cpu"; }
+static const char *p2g_name(int v) { return v == FIRN_P2G_BINNED ? "binned" : "atomic"; }
 
 static const char *solver_name(const bench_result *r)
 {
@@ -201,6 +207,11 @@ static void write_json(FILE *f, const bench_result *r, int nr, double cpu_bw, do
                     x->sph_iters[1]);
         else
             fputs("null", f);
+        fputs(", \"p2g\": ", f);
+        if (x->p2g >= 0)
+            fprintf(f, "\"%s\"", p2g_name(x->p2g));
+        else
+            fputs("null", f);
         fprintf(f, "}%s\n", k + 1 < nr ? "," : "");
     }
     fprintf(f, "  ]\n}\n");
@@ -212,7 +223,7 @@ static void write_csv(FILE *f, const bench_result *r, int nr)
                "particle_substeps_per_second,clear_ms,p2g_ms,grid_ms,couple_ms,g2p_ms,memory_bytes,"
                "bytes_per_particle,bandwidth_Bps,roofline_fraction,threads,solver,"
                "sph_particle_size,sort_ms,density_ms,pressure_ms,integrate_ms,"
-               "divergence_iterations,density_iterations\n");
+               "divergence_iterations,density_iterations,p2g\n");
     for (int k = 0; k < nr; k++) {
         const bench_result *x = &r[k];
         fprintf(f, "%s,%s,%s,%lld,%d,%d,%d,%d,%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,",
@@ -229,7 +240,7 @@ static void write_csv(FILE *f, const bench_result *r, int nr)
         put_num(f, x->dfsph, x->sph_iters[0], 0);
         fputc(',', f);
         put_num(f, x->dfsph, x->sph_iters[1], 0);
-        fputc('\n', f);
+        fprintf(f, ",%s\n", x->p2g >= 0 ? p2g_name(x->p2g) : "");
     }
 }
 
@@ -385,12 +396,14 @@ static int parse_list(const char *s, const char *const *names, int n, int *mask)
 static const char *const scene_names[] = {
     "sand_block", "snowball", "dam_break", "sph_dam_break", "sph_dam_break_dfsph", "all"};
 static const char *const layout_names[] = {"dense", "sparse", "both"};
+static const char *const p2g_names[] = {"atomic", "binned", "both"};
 
 /* `firn bench`'s command line. */
 typedef struct {
     const char *json, *csv, *counts_s;
     int threads[MAX_THREADS_LIST], nthreads;
     int want_cpu, want_gpu, scenes, layouts; /* scenes, layouts: bit masks */
+    int p2gs;                                /* bit mask of firn_p2g_variant */
     bench_opts o;
 } bench_args;
 
@@ -438,6 +451,13 @@ static int parse_bench_option(const char *a, const char *v, bench_args *g)
         }
         if (g->layouts & 4)
             g->layouts = 3;
+    } else if (!strcmp(a, "--p2g")) {
+        if (parse_list(v, p2g_names, 3, &g->p2gs)) {
+            fprintf(stderr, "firn bench: --p2g takes atomic, binned or both\n");
+            return FIRN_E_USAGE;
+        }
+        if (g->p2gs & 4)
+            g->p2gs = 3;
     } else if (!strcmp(a, "--substeps")) {
         if (firn_cli_int(a, v, &g->o.substeps))
             return FIRN_E_USAGE;
@@ -484,6 +504,7 @@ static int parse_bench_args(int argc, char **argv, bench_args *g)
                       .nthreads = 1,
                       .scenes = 7,
                       .layouts = 3,
+                      .p2gs = 3,
                       .o = {0, 3, -1}};
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -574,9 +595,9 @@ static void print_header(int sph)
                "layout", "dev", "thr", "particles", "sph grid", "median_s", "p-substep/s", "sort",
                "density", "pressure", "integr", "B/p", "iters d/rho");
     else
-        printf("%-10s %-6s %-4s %3s %10s %-13s %9s %11s %8s %8s %8s %8s %6s %8s\n", "scene",
-               "layout", "dev", "thr", "particles", "grid", "median_s", "p-substep/s", "clear",
-               "p2g", "grid", "g2p", "B/p", "roofline");
+        printf("%-10s %-6s %-4s %3s %-6s %10s %-13s %9s %11s %8s %8s %8s %8s %6s %8s\n", "scene",
+               "layout", "dev", "thr", "p2g", "particles", "grid", "median_s", "p-substep/s",
+               "clear", "p2g", "grid", "g2p", "B/p", "roofline");
 }
 
 static void print_result_row(const bench_result *r)
@@ -596,10 +617,13 @@ static void print_result_row(const bench_result *r)
         snprintf(tail, sizeof tail, "%7.2f%%", 100.0 * r->roofline);
     double ph[4];
     shown_phases(r, ph);
-    printf("%-*s %-6s %-4s %3d %10lld %-13s %9.4f %11.4g %8.3f %8.3f %8.3f %8.3f %6.0f %s\n",
+    char variant[16] = "";
+    if (!r->sph)
+        snprintf(variant, sizeof variant, "%-6s ", r->p2g >= 0 ? p2g_name(r->p2g) : "-");
+    printf("%-*s %-6s %-4s %3d %s%10lld %-13s %9.4f %11.4g %8.3f %8.3f %8.3f %8.3f %6.0f %s\n",
            r->sph ? 19 : 10, firn_bench_scene_name(r->scene), r->layout ? "sparse" : "dense",
-           backend_name(r->backend), r->threads, r->particles, grid, r->median, r->throughput,
-           ph[0], ph[1], ph[2], ph[3], r->bytes_per_particle, tail);
+           backend_name(r->backend), r->threads, variant, r->particles, grid, r->median,
+           r->throughput, ph[0], ph[1], ph[2], ph[3], r->bytes_per_particle, tail);
     fflush(stdout);
 }
 
@@ -620,12 +644,16 @@ static int run_backend(int b, const bench_args *g, const long long *counts, int 
     for (int s = 0; s < FIRN_BENCH_SCENES; s++)
         for (int l = 0; l < 2; l++)
             for (int c = 0; c < ncounts; c++)
-                for (int t = 0; t < (b ? 1 : g->nthreads); t++) {
-                    if (!(g->scenes & (1 << s)) || !(g->layouts & (1 << l)))
+                for (int t = 0; t < (b ? 2 : g->nthreads); t++) {
+                    /* CUDA: t is the P2G variant, for MPM scenes only */
+                    const int variants = b && !firn_bench_scene_is_sph((firn_bench_scene)s);
+                    if (!(g->scenes & (1 << s)) || !(g->layouts & (1 << l)) ||
+                        (variants && !(g->p2gs & (1 << t))) || (b && !variants && t > 0))
                         continue;
                     bench_result *r = &res[*nr];
                     r->scene = (firn_bench_scene)s;
                     r->layout = (firn_bench_layout)l;
+                    r->p2g = variants ? t : -1;
                     r->backend = backend;
                     r->threads = b ? saved_threads : g->threads[t];
                     r->particles = counts[c];

@@ -313,15 +313,22 @@ static int compare_stats(firn_world *cpu, firn_world *gpu, const firn_scene_def 
     return 0;
 }
 
-/* The command line: the scene and --frames; 0, or FIRN_E_USAGE after
- * printing why. */
-static int parse_compare_args(int argc, char **argv, const char **scene, int *frames)
+/* The command line: the scene, --frames and --p2g; 0, or FIRN_E_USAGE
+ * after printing why. */
+static int parse_compare_args(int argc, char **argv, const char **scene, int *frames, int *p2g)
 {
     *scene = NULL;
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--frames")) {
             if (firn_cli_int("--frames", i + 1 < argc ? argv[++i] : NULL, frames))
                 return FIRN_E_USAGE;
+        } else if (!strcmp(argv[i], "--p2g")) {
+            const char *v = i + 1 < argc ? argv[++i] : NULL;
+            if (firn_cli_p2g(v, p2g)) {
+                fprintf(stderr, "firn compare: --p2g must be atomic or binned, got '%s'\n",
+                        v ? v : "");
+                return FIRN_E_USAGE;
+            }
         } else if (argv[i][0] == '-' || *scene) {
             fprintf(stderr, "firn compare: unexpected argument '%s'\n", argv[i]);
             return FIRN_E_USAGE;
@@ -339,14 +346,16 @@ static int parse_compare_args(int argc, char **argv, const char **scene, int *fr
 int firn_cli_compare(int argc, char **argv)
 {
     const char *scene;
-    int frames = 10;
-    int rc = parse_compare_args(argc, argv, &scene, &frames);
+    int frames = 10, p2g = -1;
+    int rc = parse_compare_args(argc, argv, &scene, &frames, &p2g);
     if (rc)
         return rc;
     firn_scene_def def;
     firn_error err;
     if (firn_scene_load_json(scene, &def, &err))
         return firn_cli_fail(&err);
+    if (p2g >= 0)
+        def.gpu_p2g = p2g;
     firn_world *cpu = firn_world_create(&def, FIRN_BACKEND_CPU, &err);
     if (!cpu)
         return firn_cli_fail(&err);

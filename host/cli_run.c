@@ -140,6 +140,19 @@ int firn_cli_fail(const firn_error *err)
     return err->code ? (int)err->code : 1;
 }
 
+int firn_cli_p2g(const char *name, int *out)
+{
+    if (!name)
+        return -1;
+    if (!strcmp(name, "atomic"))
+        *out = FIRN_P2G_ATOMIC;
+    else if (!strcmp(name, "binned"))
+        *out = FIRN_P2G_BINNED;
+    else
+        return -1;
+    return 0;
+}
+
 int firn_cli_backend(const char *name, firn_backend *out)
 {
     if (!strcmp(name, "auto"))
@@ -257,6 +270,7 @@ typedef struct {
     const char *scene, *out;
     firn_backend backend;
     int frames, every, quiet;
+    int p2g;               /* --p2g (firn_p2g_variant), -1: the scene default's */
     int ckpt_frames;       /* checkpoint every this many frames (0: by time or never) */
     double ckpt_seconds;   /* checkpoint when this much wall time has passed (0: never) */
     int resume;            /* --resume given */
@@ -291,6 +305,7 @@ static int parse_run_args(int argc, char **argv, run_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->backend = FIRN_BACKEND_AUTO;
+    o->p2g = -1;
     o->ckpt_seconds = DEFAULT_CHECKPOINT_SECONDS;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
@@ -303,6 +318,12 @@ static int parse_run_args(int argc, char **argv, run_opts *o)
         } else if (!strcmp(a, "--frames")) {
             if (firn_cli_int("--frames", i + 1 < argc ? argv[++i] : NULL, &o->frames))
                 return FIRN_E_USAGE;
+        } else if (!strcmp(a, "--p2g")) {
+            const char *v = i + 1 < argc ? argv[++i] : NULL;
+            if (firn_cli_p2g(v, &o->p2g)) {
+                fprintf(stderr, "firn run: --p2g must be atomic or binned, got '%s'\n", v ? v : "");
+                return FIRN_E_USAGE;
+            }
         } else if (!strcmp(a, "--every")) {
             if (firn_cli_int("--every", i + 1 < argc ? argv[++i] : NULL, &o->every))
                 return FIRN_E_USAGE;
@@ -725,6 +746,8 @@ int firn_cli_run(int argc, char **argv)
         def.frames = o.frames;
     if (o.every)
         def.out_every = o.every;
+    if (o.p2g >= 0)
+        def.gpu_p2g = o.p2g;
     if (o.out)
         snprintf(def.out_dir, sizeof def.out_dir, "%s", o.out);
     if (firn_mkdirs(def.out_dir, &err))

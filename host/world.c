@@ -525,10 +525,29 @@ size_t firn_mesh_grid_bytes(const firn_world *w, size_t (*align)(size_t))
     return total;
 }
 
+int firn_device_binned(const firn_world *w)
+{
+    return w->def.gpu_p2g == FIRN_P2G_BINNED && w->p.n > 0 && w->coupler.active[FIRN_SOLVER_MPM] &&
+           !(w->coupler.cpic && w->p.cpic_slots > 0);
+}
+
+/* Binned P2G's arrays besides CUB's sort storage: four ints a particle
+ * (key, sorted key, ids, order) and two a bin of 4^3 cells (kernels/mpm.cu). */
+static size_t binned_bytes(const firn_world *w)
+{
+    if (!firn_device_binned(w))
+        return 0;
+    size_t bins = 1;
+    for (int a = 0; a < 3; a++)
+        bins *= (size_t)((w->params.n[a] - 3) / 4 + 1);
+    return 4 * firn_align256((size_t)w->p.n * sizeof(int)) + 2 * firn_align256(bins * sizeof(int));
+}
+
 size_t firn_device_bytes(const firn_world *w)
 {
     const size_t nodes = (size_t)w->params.n[0] * w->params.n[1] * w->params.n[2];
-    return firn_align256(firn_particle_layout(w->p.n, w->p.cpic_slots, NULL, NULL)) +
+    return binned_bytes(w) +
+           firn_align256(firn_particle_layout(w->p.n, w->p.cpic_slots, NULL, NULL)) +
            firn_align256(4 * nodes * sizeof(float)) +                  /* grid */
            firn_align256(FIRN_MAX_MATERIALS * sizeof(firn_material)) + /* materials */
            firn_align256(sizeof(unsigned long long)) +                 /* non-finite word */

@@ -201,6 +201,13 @@ typedef struct {
     firn_keyframe_def keyframes[FIRN_MAX_KEYFRAMES];
 } firn_rigid_def;
 
+/* How the CUDA path scatters P2G (docs/BENCH.md): one global atomic per
+ * particle, node and component, over particles in storage order; or over
+ * particles sorted into bins of 4^3 cells, each bin's scatter accumulated
+ * in its thread block's shared memory and added to the grid once per node.
+ * The CPU path has one P2G (coloured blocks). */
+typedef enum { FIRN_P2G_ATOMIC = 0, FIRN_P2G_BINNED = 1 } firn_p2g_variant;
+
 typedef struct {
     float lower[3], upper[3]; /* domain box [m] */
     float dx;                 /* grid spacing [m] */
@@ -234,6 +241,8 @@ typedef struct {
                                       at rest density */
     int sph_walls_clamp;           /* 1: the SPH box's faces only clamp positions, as Genesis;
                                       0 (default): they bound the liquid (firn_sph_walls) */
+    int gpu_p2g;                   /* the CUDA path's P2G, firn_p2g_variant (not part of the
+                                      scene: the CLI's --p2g); default FIRN_P2G_BINNED */
     char out_dir[FIRN_PATH_MAX];   /* default "out" */
     int out_every;                 /* write every Nth frame, default 1 */
     int write_ply;                 /* default 1 */

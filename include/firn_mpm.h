@@ -191,15 +191,17 @@ static inline FIRN_HD long long firn_stencil_corner(const firn_params *P, const 
  * is built from its value at the middle node (1, 1, 1), m v - affine
  * (fx - 1) dx, and the columns of affine dx, three additions per node
  * instead of a matrix product. (Offsets from the middle node, in [-1, 1],
- * keep the terms as small as the per-node products were.) */
-static inline FIRN_HD void firn_p2g_scatter_nodes(const firn_params *P, firn_grid g,
-                                                  const firn_p2g_state *st, unsigned skip)
+ * keep the terms as small as the per-node products were.) q0 is the first
+ * float of the stencil's corner node in a node array of four floats per
+ * node (the grid, or a GPU block's tile of it), sx and sy the steps in
+ * floats to the next node along x and y; z steps 4. */
+static inline FIRN_HD void firn_p2g_scatter_into(const firn_params *P, float *q0, long long sx,
+                                                 long long sy, const firn_p2g_state *st,
+                                                 unsigned skip)
 {
     const firn_stencil *s = &st->s;
     firn_vec3 col[3];
     const firn_vec3 m0 = firn_p2g_middle(P, st, col);
-    long long sx, sy;
-    float *q0 = g.node + firn_stencil_corner(P, s, &sx, &sy);
     for (int a = 0; a < 3; a++) {
         firn_vec3 ma = firn_add(m0, firn_scale(col[0], (float)(a - 1)));
         for (int b = 0; b < 3; b++) {
@@ -218,6 +220,15 @@ static inline FIRN_HD void firn_p2g_scatter_nodes(const firn_params *P, firn_gri
             }
         }
     }
+}
+
+/* The scatter into the grid (firn_p2g_scatter_into). */
+static inline FIRN_HD void firn_p2g_scatter_nodes(const firn_params *P, firn_grid g,
+                                                  const firn_p2g_state *st, unsigned skip)
+{
+    long long sx, sy;
+    const long long corner = firn_stencil_corner(P, &st->s, &sx, &sy);
+    firn_p2g_scatter_into(P, g.node + corner, sx, sy, st, skip);
 }
 
 /* Scatter to all 27 stencil nodes. */

@@ -445,6 +445,7 @@ Test(bench_cli, json_and_csv_carry_every_documented_key)
     for (int k = 0; k < 4; k++)
         cr_expect_eq(num(sph, sph_phases[k]), 0.0, "sph_phase_ms.%s", sph_phases[k]);
     cr_expect(cJSON_IsNull(item(r, "sph_iterations_per_substep")));
+    cr_expect(cJSON_IsNull(item(r, "p2g")), "a CPU case has no GPU P2G variant");
 
     double mem = num(r, "memory_bytes");
     cr_expect_gt(mem, 0.0);

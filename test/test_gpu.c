@@ -117,11 +117,13 @@ static void copy_state(firn_particles *dst, const firn_particles *src)
  * world's device copy is rebuilt from the host arrays by re-initialising.
  * free_space: no gravity and no particle near a wall, so that nothing but
  * the transfers changes the momentum. */
-static void twin_worlds(firn_model model, int free_space, firn_world **cpu, firn_world **gpu)
+static void twin_worlds_p2g(firn_model model, int free_space, int p2g, firn_world **cpu,
+                            firn_world **gpu)
 {
     firn_scene_def def;
     firn_error err = {0};
     small_scene(&def, model, 0.15f);
+    def.gpu_p2g = p2g;
     if (free_space)
         def.gravity[0] = def.gravity[1] = def.gravity[2] = 0.0f;
     *cpu = make_world(&def, FIRN_BACKEND_CPU);
@@ -132,6 +134,14 @@ static void twin_worlds(firn_model model, int free_space, firn_world **cpu, firn
     firn_cuda_free(*gpu);
     cr_assert_eq(firn_cuda_init(*gpu, &err), 0, "firn_cuda_init: %s", err.msg);
 }
+
+static void twin_worlds(firn_model model, int free_space, firn_world **cpu, firn_world **gpu)
+{
+    twin_worlds_p2g(model, free_space, FIRN_P2G_BINNED, cpu, gpu);
+}
+
+static const int p2g_variants[] = {FIRN_P2G_ATOMIC, FIRN_P2G_BINNED};
+static const char *const p2g_labels[] = {"atomic P2G", "binned P2G"};
 
 /* ---- comparison ----------------------------------------------------------- */
 
@@ -175,14 +185,15 @@ ParameterizedTestParameters(gpu, substep_matches_cpu)
     return cr_make_param_array(firn_model, (void *)all_models, N_MODELS);
 }
 
-ParameterizedTest(firn_model *model, gpu, substep_matches_cpu)
+/* One substep of each P2G variant (firn_p2g_variant) against the CPU. */
+static void substep_case(firn_model model, int variant)
 {
-    require_gpu();
-    const char *name = model_label(*model);
+    char name[64];
+    snprintf(name, sizeof name, "%s, %s", model_label(model), p2g_labels[variant]);
     const float dt = 1e-4f;
     firn_world *cpu, *gpu;
     firn_error err = {0};
-    twin_worlds(*model, 0, &cpu, &gpu);
+    twin_worlds_p2g(model, 0, p2g_variants[variant], &cpu, &gpu);
 
     cpu->params.dt = dt;
     firn_cpu_clear(cpu);
@@ -238,6 +249,13 @@ ParameterizedTest(firn_model *model, gpu, substep_matches_cpu)
     free(cvel);
     firn_world_destroy(cpu);
     firn_world_destroy(gpu);
+}
+
+ParameterizedTest(firn_model *model, gpu, substep_matches_cpu)
+{
+    require_gpu();
+    for (int v = 0; v < 2; v++)
+        substep_case(*model, v);
 }
 
 ParameterizedTestParameters(gpu, transfers_conserve_mass_and_momentum)
@@ -442,6 +460,81 @@ Test(gpu, particles_read_after_frame_stats_are_the_device_state, .timeout = 60)
     firn_world_destroy(gpu);
 }
 
+#ifdef FIRN_WITH_CUDA
+/* kernels/mpm.cu, for this test only. */
+int firn_cuda_download_bins(firn_world *w, int *order, int *start, int *end, int bins_n[3],
+                            firn_error *err);
+#endif
+
+/* Binned P2G's sort is a permutation: after a substep from a random state
+ * every particle appears once in the order, each bin's range holds exactly
+ * the particles whose stencil corner lies in its 4^3 cells (computed here
+ * from the positions before the substep), the ranges tile the order in bin
+ * order, and within a bin particles keep their index order (the radix
+ * sort is stable). A particle within 1e-4 cell of a bin face may fall on
+ * either side (nvcc's fused multiply-add rounds the corner's floor
+ * differently) and is only required to be in a neighbouring bin. */
+Test(gpu, binning_is_a_stable_permutation_by_bin, .timeout = 60)
+{
+    require_gpu();
+#ifdef FIRN_WITH_CUDA
+    firn_world *cpu, *gpu;
+    firn_error err = {0};
+    twin_worlds_p2g(FIRN_MODEL_SAND, 0, FIRN_P2G_BINNED, &cpu, &gpu);
+    const int n = gpu->p.n;
+    const firn_params *P = &gpu->params;
+    int *want = malloc((size_t)n * sizeof(int)), *exact = malloc((size_t)n * sizeof(int));
+    cr_assert(want && exact);
+    int nb[3] = {0};
+    for (int a = 0; a < 3; a++)
+        nb[a] = (P->n[a] - 3) / 4 + 1;
+    for (int i = 0; i < n; i++) {
+        firn_stencil st = firn_make_stencil(P, firn_load3(gpu->p.x, n, i));
+        want[i] = ((st.base[0] / 4) * nb[1] + st.base[1] / 4) * nb[2] + st.base[2] / 4;
+        exact[i] = 1;
+        for (int a = 0; a < 3; a++) {
+            const float t = (gpu->p.x[a * n + i] - P->lower[a]) * P->inv_dx - 0.5f;
+            exact[i] &= fabsf(t - rintf(t)) > 1e-4f || ((int)rintf(t)) % 4 != 0;
+        }
+    }
+    cr_assert_neq(firn_cuda_run(gpu, 1, 1e-4f, NULL, &err), -2, "%s", err.msg);
+    const int bins = nb[0] * nb[1] * nb[2];
+    int *order = malloc((size_t)n * sizeof(int)), *start = malloc((size_t)bins * sizeof(int)),
+        *end = malloc((size_t)bins * sizeof(int)), *seen = calloc((size_t)n, sizeof(int));
+    cr_assert(order && start && end && seen);
+    int got[3];
+    cr_assert_eq(firn_cuda_download_bins(gpu, order, start, end, got, &err), 0, "%s", err.msg);
+    for (int a = 0; a < 3; a++)
+        cr_assert_eq(got[a], nb[a], "bins along axis %d: device %d, want %d", a, got[a], nb[a]);
+    int bad_perm = 0, next = 0, misplaced = 0, unstable = 0, used = 0;
+    for (int k = 0; k < n; k++) {
+        if (order[k] < 0 || order[k] >= n || seen[order[k]]++)
+            bad_perm++;
+    }
+    cr_expect_eq(bad_perm, 0, "%d entries of the order are out of range or repeated", bad_perm);
+    for (int b = 0; b < bins && !bad_perm; b++) {
+        if (start[b] == end[b])
+            continue;
+        used++;
+        cr_expect_eq(start[b], next, "bin %d starts at %d, the previous ended at %d", b, start[b],
+                     next);
+        next = end[b];
+        for (int k = start[b]; k < end[b]; k++) {
+            const int i = order[k];
+            misplaced += want[i] != b && exact[i];
+            unstable += k > start[b] && order[k - 1] > i;
+        }
+    }
+    cr_expect_eq(next, n, "the bins' ranges end at %d of %d particles", next, n);
+    cr_expect_eq(misplaced, 0, "%d particles in a bin their corner is not in", misplaced);
+    cr_expect_eq(unstable, 0, "%d particles out of index order within their bin", unstable);
+    cr_expect_gt(used, 8, "only %d bins hold particles: the test needs many", used);
+    free(want), free(exact), free(order), free(start), free(end), free(seen);
+    firn_world_destroy(cpu);
+    firn_world_destroy(gpu);
+#endif
+}
+
 /* Enumeration never fails without a GPU; with one it describes it. */
 Test(gpu, device_describe)
 {
@@ -523,7 +616,7 @@ Test(gpu, nonfinite_report_names_the_substep_and_particle_of_the_cpu, .timeout =
 
 #ifdef FIRN_EMU_BUILD
 /* Emulated runtime only (FIRN_EMU_FAULT, docs/EMULATION.md): a device fault
- * in the third g2p of a call - sticky, as an illegal address is on a GPU -
+ * in the third g2p (binned, the default) of a call - sticky, as an illegal address is on a GPU -
  * surfaces as a device error naming CUDA's message, at that call and every
  * later one, and the frame's particles are never reported as stepped. */
 Test(gpu, a_device_fault_is_reported_and_sticks, .timeout = 60)
@@ -531,7 +624,7 @@ Test(gpu, a_device_fault_is_reported_and_sticks, .timeout = 60)
     require_gpu();
     firn_world *cpu, *gpu;
     twin_worlds(FIRN_MODEL_SAND, 0, &cpu, &gpu);
-    setenv("FIRN_EMU_FAULT", "g2p:3", 1);
+    setenv("FIRN_EMU_FAULT", "g2p_binned:3", 1);
     firn_error err = {0};
     cr_assert_neq(firn_world_run_substeps(gpu, 4, 1e-4f, &err), 0, "a faulted call succeeded");
     cr_expect_eq(err.code, FIRN_E_DEVICE, "%s", err.msg);

@@ -21,6 +21,7 @@
 
 #define __global__
 #define __device__
+#define __launch_bounds__(...)
 #define __host__
 #define __forceinline__ inline
 /* Threads of a block run on one OS thread, one block at a time, so a

@@ -25,14 +25,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 PLANTS = [
     ("host-pointer", "a host pointer passed to a kernel (the host-side state for the device "
      "materials)", "kernels/mpm.cu",
-     "FIRN_LAUNCH(p2g, pblocks, FIRN_BLOCK, 0, s->stream, *P, s->mats, s->p, s->grid);",
-     "FIRN_LAUNCH(p2g, pblocks, FIRN_BLOCK, 0, s->stream, *P, (const firn_material *)s, s->p,\n"
-     "                    s->grid);",
+     "FIRN_LAUNCH(p2g_binned, (unsigned)b.count, FIRN_BIN_THREADS, 0, s->stream, *P, s->mats, s->p,",
+     "FIRN_LAUNCH(p2g_binned, (unsigned)b.count, FIRN_BIN_THREADS, 0, s->stream, *P,\n"
+     "                (const firn_material *)s, s->p,",
      "compare:sand_column"),
     ("tail-block", "missing tail-block bounds check in g2p (threads past the last particle "
      "run)", "kernels/mpm.cu",
-     "    if (i < p.n && firn_g2p_particle(i, &P, p, g))",
-     "    if (firn_g2p_particle(i, &P, p, g))",
+     "    if (k >= p.n)\n        return;\n    const int i = order[k];",
+     "    const int i = order[k];",
      "compare:sand_column"),
     ("off-by-one", "off-by-one in the grid kernel's index bound (node <= nodes)",
      "kernels/mpm.cu",
@@ -46,8 +46,8 @@ PLANTS = [
      "compare:sand_column"),
     ("default-stream", "work on the default stream (p2g launched on stream 0, the rest on the "
      "world's)", "kernels/mpm.cu",
-     "FIRN_LAUNCH(p2g, pblocks, FIRN_BLOCK, 0, s->stream, *P, s->mats, s->p, s->grid);",
-     "FIRN_LAUNCH(p2g, pblocks, FIRN_BLOCK, 0, 0, *P, s->mats, s->p, s->grid);",
+     "FIRN_LAUNCH(p2g_binned, (unsigned)b.count, FIRN_BIN_THREADS, 0, s->stream, *P, s->mats, s->p,",
+     "FIRN_LAUNCH(p2g_binned, (unsigned)b.count, FIRN_BIN_THREADS, 0, 0, *P, s->mats, s->p,",
      "compare:sand_column"),
     ("read-before-sync", "a result read on the host before the stream is synchronised (the "
      "non-finite word)", "kernels/mpm.cu",

@@ -21,6 +21,7 @@
  *   on an unknown stream: each stops the process naming the call. */
 #include "cuda_runtime.h"
 
+#include <link.h>
 #include <sanitizer/common_interface_defs.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -944,10 +945,37 @@ void enqueue_kernel(kernel_job *k, dim3 grid, dim3 block, size_t shared_bytes, c
 
 } // namespace firn_emu
 
+/* The executable's static TLS block (its PT_TLS segment's size, rounded to
+ * its alignment), which on x86-64 ends at the thread pointer. __shared__ is
+ * `static thread_local`, and the kernels are linked into the executable, so
+ * a block's shared arrays lie in the running OS thread's copy of it. */
+static int tls_segment(struct dl_phdr_info *info, size_t, void *data)
+{
+    for (int k = 0; k < info->dlpi_phnum; k++)
+        if (info->dlpi_phdr[k].p_type == PT_TLS) {
+            const size_t a = info->dlpi_phdr[k].p_align ? info->dlpi_phdr[k].p_align : 1;
+            *(size_t *)data = (info->dlpi_phdr[k].p_memsz + a - 1) / a * a;
+        }
+    return 1; /* the first object is the executable */
+}
+
+static bool in_shared(const void *p, size_t bytes)
+{
+    static size_t tls_bytes = [] {
+        size_t b = 0;
+        dl_iterate_phdr(tls_segment, &b);
+        return b;
+    }();
+    const char *tp = (const char *)__builtin_thread_pointer(), *c = (const char *)p;
+    return c >= tp - tls_bytes && c + bytes <= tp;
+}
+
 void firn_emu_check_device_pointer(const void *p, size_t bytes, const char *what)
 {
+    if (in_shared(p, bytes))
+        return; /* an atomic on the block's shared memory */
     if (!in_region(p) || !in_region((const char *)p + bytes - 1))
-        fatal("%s on %p, which is not device memory", what, p);
+        fatal("%s on %p, which is neither device memory nor the block's shared memory", what, p);
 }
 
 /* ---- CUB stand-ins' jobs --------------------------------------------------- */
