@@ -10,13 +10,16 @@
 #   correct: build (or the pack from bench/pack_gpu.sh), the GPU tests (the
 #            CPU tests run in CI; GPU_CHECK_FULL_SUITE=1 runs them all), firn
 #            info, firn compare (GPU against CPU) on every scene of scenes/,
-#            and compute-sanitizer memcheck on one frame of four scenes that
+#            compute-sanitizer memcheck on one frame of four scenes that
 #            between them launch every MPM, SPH and coupling kernel, plus a
-#            short DFSPH bench;
-#   speed:   firn bench on the sand block (1M, 8M), the SPH dam break (WCSPH
-#            and DFSPH, 100k and 1M) and every scene (100k, 1M, 8M);
-#   heavy:   the 32M sand block, racecheck, and the 32M-particle scene of
-#            scenes/large/ run for two frames with its output written.
+#            short DFSPH bench and the atomic P2G, racecheck on two, and
+#            firn compare with the atomic P2G;
+#   speed:   firn bench on every MPM scene (100k, 1M, 8M) and the 32M sand
+#            block, each with both P2G variants (atomic and binned);
+#   profile: Nsight Compute's counters for binned P2G's kernels at 8M;
+#   heavy:   the SPH dam break (WCSPH and DFSPH 100k, WCSPH 1M), and the
+#            32M-particle scene of scenes/large/ run for two frames with its
+#            output written.
 # A compare that fails is rerun with device code built without FMA. With the
 # variants bench/pack_gpu.sh built for this commit in .gpu/: the GPU tests,
 # when they fail, are rerun without FMA and synchronised after every
@@ -30,15 +33,15 @@
 # tool), everything printed goes to $OUT/console.txt and the steps' logs to
 # one archive, $OUT/logs.tar.gz, rewritten as each step ends, so that a run
 # cut short still brings them back; $OUT holds at most eight files (console,
-# logs, report, three bench JSON - sand, SPH, all scenes - and two CSV), the
-# eight the device tool returns. Exits non-zero if any step failed.
+# logs, report, three bench JSON - all MPM scenes, sand 32M, SPH - and one
+# CSV), within the eight the device tool returns. Exits non-zero if any step failed.
 set -u
 
 cd "$(dirname "$0")/.." || exit 1
 
 ARCH="-gencode arch=compute_90,code=sm_90"
 BUDGET=${GPU_CHECK_BUDGET:-420} # seconds for all steps: well inside 8 minutes
-SECTIONS=" ${GPU_CHECK_SECTIONS:-correct speed heavy} "
+SECTIONS=" ${GPU_CHECK_SECTIONS:-correct speed profile heavy} "
 section() { [[ $SECTIONS == *" $1 "* ]]; }
 FIRN=build/firn
 START=$(date +%s)
@@ -267,38 +270,62 @@ if section correct; then
             --error-exitcode 1 "$FIRN" bench --backend cuda --scenes sph_dam_break_dfsph \
             --layout dense --particles 100k --substeps 5 --warmup 5 --repeats 1 \
             --json "$TMP/memcheck-dfsph.json" --csv "$TMP/memcheck-dfsph.csv"
+        run_step "memcheck ball_in_sand, atomic P2G (1 frame)" 60 3 "$SAN" --tool memcheck \
+            --error-exitcode 1 "$FIRN" run scenes/ball_in_sand.json --backend cuda --frames 1 \
+            --p2g atomic --quiet --out "$TMP/memcheck-atomic"
+        # racecheck: binned P2G's shared-memory tile (its zeroing, scatter and flush
+        # between barriers) and the SPH kernels.
+        for name in ball_in_sand sph_snowball_pool; do
+            run_step "racecheck $name (1 frame)" 90 3 "$SAN" --tool racecheck --error-exitcode 1 \
+                "$FIRN" run "scenes/$name.json" --backend cuda --frames 1 --quiet \
+                --out "$TMP/racecheck-$name"
+        done
     fi
+    for name in mixed ball_in_sand; do
+        run_step "compare $name (3 frames), atomic P2G" 60 25 "$FIRN" compare "scenes/$name.json" \
+            --frames 3 --p2g atomic
+    done
 fi
 
 if section speed; then
-    # Throughput, kept as JSON. Written straight to $OUT when set: firn bench
-    # rewrites its files after every case, so a timeout keeps the cases that
-    # finished.
-    run_step "bench sand 1M, 8M (cuda)" 120 12 "$FIRN" bench --backend cuda --scenes sand_block \
-        --layout dense --particles 1m,8m --json "$RES/h200-$DATE-sand.json" \
-        --csv "$RES/h200-$DATE-sand.csv"
-    run_step "bench SPH dam break WCSPH and DFSPH 100k, 1M (cuda)" 120 10 "$FIRN" bench --backend cuda \
-        --scenes sph_dam_break,sph_dam_break_dfsph --layout dense --particles 100k,1m \
-        --substeps 20 --warmup 100 --json "$RES/h200-$DATE-sph.json" --csv "$TMP/sph.csv"
-    run_step "bench all MPM scenes 100k-8M (cuda)" 150 30 "$FIRN" bench --backend cuda \
-        --particles 100k,1m,8m --json "$RES/h200-$DATE.json" --csv "$RES/h200-$DATE.csv"
+    # Throughput of both P2G variants, kept as JSON. Written straight to
+    # $OUT when set: firn bench rewrites its files after every case, so a
+    # timeout keeps the cases that finished.
+    run_step "bench MPM scenes 100k-8M, atomic and binned P2G (cuda)" 200 40 "$FIRN" bench \
+        --backend cuda --particles 100k,1m,8m --p2g both --json "$RES/h200-$DATE.json" \
+        --csv "$RES/h200-$DATE.csv"
+    run_step "bench sand 32M, atomic and binned P2G (cuda)" 150 12 "$FIRN" bench --backend cuda \
+        --scenes sand_block --layout dense --particles 32m --p2g both \
+        --json "$RES/h200-$DATE-sand32.json" --csv "$TMP/sand32.csv"
+fi
+
+# Hardware counters (Nsight Compute; Firecracker machines have them) for
+# binned P2G's kernels at 8M particles: speed of light, occupancy, launch.
+NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -n 1)
+if section profile && [[ -n $NCU ]]; then
+    run_step "ncu: binned P2G's kernels, sand 8M" 120 60 "$NCU" --clock-control none \
+        --kernel-name regex:'p2g|g2p|bin_|Radix|grid_update' --launch-skip 40 --launch-count 10 \
+        --section SpeedOfLight --section Occupancy --section LaunchStats "$FIRN" bench \
+        --backend cuda --scenes sand_block --layout dense --particles 8m --p2g binned \
+        --substeps 5 --warmup 10 --repeats 1 --json "$TMP/ncu.json" --csv "$TMP/ncu.csv"
 fi
 
 if section heavy; then
-    run_step "bench sand 32M (cuda)" 120 12 "$FIRN" bench --backend cuda --scenes sand_block \
-        --layout dense --particles 32m --json "$TMP/h200-$DATE-sand32.json" \
-        --csv "$TMP/h200-$DATE-sand32.csv"
-    if [[ -n $SAN ]]; then
-        run_step "racecheck ball_in_sand (1 frame)" 90 3 "$SAN" --tool racecheck --error-exitcode 1 \
-            "$FIRN" run scenes/ball_in_sand.json --backend cuda --frames 1 --quiet \
-            --out "$TMP/racecheck"
-    fi
+    # SPH: DFSPH at 1M runs past two minutes (its iterations grow with
+    # resolution), so 100k for both solvers and 1M for WCSPH.
+    run_step "bench SPH dam break WCSPH and DFSPH 100k (cuda)" 120 10 "$FIRN" bench --backend cuda \
+        --scenes sph_dam_break,sph_dam_break_dfsph --layout dense --particles 100k \
+        --substeps 20 --warmup 100 --json "$RES/h200-$DATE-sph.json" --csv "$TMP/sph.csv"
+    run_step "bench SPH dam break WCSPH 1M (cuda)" 120 10 "$FIRN" bench --backend cuda \
+        --scenes sph_dam_break --layout dense --particles 1m --substeps 20 --warmup 100 \
+        --json "$TMP/sph1m.json" --csv "$TMP/sph1m.csv"
     # The large scene runs and writes its frames (1.06 GB of PLY each); the
     # log keeps the memory line and the simulate / write split.
     run_step "large scene: sand_slump_32m, 2 frames (cuda)" 120 6 bash -c \
         "'$FIRN' run scenes/large/sand_slump_32m.json --backend cuda --frames 2 --every 1 --out '$TMP/large' &&
          ls -l '$TMP/large' && rm -rf '$TMP/large'"
 fi
+
 TOTAL=$(($(date +%s) - START))
 REPORT="$TMP/report.md"
 {
