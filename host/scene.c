@@ -210,7 +210,7 @@ void firn_scene_default(firn_scene_def *def)
     def->out_every = 1;
     def->write_ply = 1;
     def->write_preview = 1;
-    def->gpu_p2g = FIRN_P2G_BINNED;
+    def->gpu_p2g = FIRN_P2G_AUTO;
 }
 
 /* ---- validation ----------------------------------------------------------- */

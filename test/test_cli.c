@@ -84,9 +84,9 @@ Test(cli, usage_errors_exit_2)
     expect(firn("run x.json --frames -3"), FIRN_E_USAGE, "--frames expects a positive integer",
            "negative frames");
     expect(firn("run x.json --backend gpu"), FIRN_E_USAGE, "--backend must be", "bad backend");
-    expect(firn("run x.json --p2g shared"), FIRN_E_USAGE, "--p2g must be atomic or binned",
+    expect(firn("run x.json --p2g shared"), FIRN_E_USAGE, "--p2g must be auto, atomic or binned",
            "bad P2G variant");
-    expect(firn("compare x.json --p2g"), FIRN_E_USAGE, "--p2g must be atomic or binned",
+    expect(firn("compare x.json --p2g"), FIRN_E_USAGE, "--p2g must be auto, atomic or binned",
            "P2G variant missing");
     expect(firn("bench --p2g fast"), FIRN_E_USAGE, "--p2g takes atomic, binned or both",
            "bad bench P2G list");

@@ -460,6 +460,37 @@ Test(gpu, particles_read_after_frame_stats_are_the_device_state, .timeout = 60)
     firn_world_destroy(gpu);
 }
 
+/* The P2G variant a world runs (firn_device_binned, host code: no GPU
+ * needed): binned and atomic as asked; auto binned from
+ * FIRN_P2G_BINNED_MIN MPM particles; never binned under CPIC. */
+Test(gpu, p2g_variant_follows_the_request_and_auto_threshold)
+{
+    firn_scene_def def;
+    small_scene(&def, FIRN_MODEL_SAND, 0.15f);
+    cr_assert_eq(def.gpu_p2g, FIRN_P2G_AUTO, "the default is auto");
+    firn_world *w = make_world(&def, FIRN_BACKEND_CPU);
+    const int n = w->p.n;
+    cr_assert_lt(n, FIRN_P2G_BINNED_MIN);
+    cr_expect_eq(firn_device_binned(w), 0, "auto below the threshold: atomic");
+    w->p.n = FIRN_P2G_BINNED_MIN;
+    cr_expect_eq(firn_device_binned(w), 1, "auto at the threshold: binned");
+    w->p.n = FIRN_P2G_BINNED_MIN - 1;
+    cr_expect_eq(firn_device_binned(w), 0, "auto just below the threshold: atomic");
+    w->def.gpu_p2g = FIRN_P2G_ATOMIC;
+    w->p.n = FIRN_P2G_BINNED_MIN;
+    cr_expect_eq(firn_device_binned(w), 0, "atomic asked for");
+    w->def.gpu_p2g = FIRN_P2G_BINNED;
+    w->p.n = n;
+    cr_expect_eq(firn_device_binned(w), 1, "binned asked for");
+    w->coupler.cpic = 1;
+    const int slots = w->p.cpic_slots;
+    w->p.cpic_slots = 1;
+    cr_expect_eq(firn_device_binned(w), 0, "CPIC's P2G stays atomic");
+    w->p.cpic_slots = slots;
+    w->coupler.cpic = 0;
+    firn_world_destroy(w);
+}
+
 #ifdef FIRN_WITH_CUDA
 /* kernels/mpm.cu, for this test only. */
 int firn_cuda_download_bins(firn_world *w, int *order, int *start, int *end, int bins_n[3],
@@ -616,7 +647,7 @@ Test(gpu, nonfinite_report_names_the_substep_and_particle_of_the_cpu, .timeout =
 
 #ifdef FIRN_EMU_BUILD
 /* Emulated runtime only (FIRN_EMU_FAULT, docs/EMULATION.md): a device fault
- * in the third g2p (binned, the default) of a call - sticky, as an illegal address is on a GPU -
+ * in the third g2p of a call - sticky, as an illegal address is on a GPU -
  * surfaces as a device error naming CUDA's message, at that call and every
  * later one, and the frame's particles are never reported as stepped. */
 Test(gpu, a_device_fault_is_reported_and_sticks, .timeout = 60)
@@ -624,7 +655,7 @@ Test(gpu, a_device_fault_is_reported_and_sticks, .timeout = 60)
     require_gpu();
     firn_world *cpu, *gpu;
     twin_worlds(FIRN_MODEL_SAND, 0, &cpu, &gpu);
-    setenv("FIRN_EMU_FAULT", "g2p_binned:3", 1);
+    setenv("FIRN_EMU_FAULT", "g2p:3", 1);
     firn_error err = {0};
     cr_assert_neq(firn_world_run_substeps(gpu, 4, 1e-4f, &err), 0, "a faulted call succeeded");
     cr_expect_eq(err.code, FIRN_E_DEVICE, "%s", err.msg);

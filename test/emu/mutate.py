@@ -21,18 +21,20 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 # (id, bug, file, original text, planted text, check)
 # Checks: "compare:<scene>" runs firn compare on a shipped scene for one
-# frame; "tsan:<scene>" runs it on the GPU backend alone in the TSan build.
+# frame (its default P2G, atomic at the shipped scenes' sizes);
+# "compare_binned:<scene>" the same with --p2g binned; "tsan:<scene>" runs
+# it on the GPU backend alone in the TSan build.
 PLANTS = [
     ("host-pointer", "a host pointer passed to a kernel (the host-side state for the device "
      "materials)", "kernels/mpm.cu",
-     "FIRN_LAUNCH(p2g_binned, (unsigned)b.count, FIRN_BIN_THREADS, 0, s->stream, *P, s->mats, s->p,",
-     "FIRN_LAUNCH(p2g_binned, (unsigned)b.count, FIRN_BIN_THREADS, 0, s->stream, *P,\n"
-     "                (const firn_material *)s, s->p,",
+     "FIRN_LAUNCH(p2g, pblocks, FIRN_BLOCK, 0, s->stream, *P, s->mats, s->p, s->grid);",
+     "FIRN_LAUNCH(p2g, pblocks, FIRN_BLOCK, 0, s->stream, *P, (const firn_material *)s, s->p,\n"
+     "                    s->grid);",
      "compare:sand_column"),
     ("tail-block", "missing tail-block bounds check in g2p (threads past the last particle "
      "run)", "kernels/mpm.cu",
-     "    if (k >= p.n)\n        return;\n    const int i = order[k];",
-     "    const int i = order[k];",
+     "    if (i < p.n && firn_g2p_particle(i, &P, p, g))",
+     "    if (firn_g2p_particle(i, &P, p, g))",
      "compare:sand_column"),
     ("off-by-one", "off-by-one in the grid kernel's index bound (node <= nodes)",
      "kernels/mpm.cu",
@@ -46,8 +48,8 @@ PLANTS = [
      "compare:sand_column"),
     ("default-stream", "work on the default stream (p2g launched on stream 0, the rest on the "
      "world's)", "kernels/mpm.cu",
-     "FIRN_LAUNCH(p2g_binned, (unsigned)b.count, FIRN_BIN_THREADS, 0, s->stream, *P, s->mats, s->p,",
-     "FIRN_LAUNCH(p2g_binned, (unsigned)b.count, FIRN_BIN_THREADS, 0, 0, *P, s->mats, s->p,",
+     "FIRN_LAUNCH(p2g, pblocks, FIRN_BLOCK, 0, s->stream, *P, s->mats, s->p, s->grid);",
+     "FIRN_LAUNCH(p2g, pblocks, FIRN_BLOCK, 0, 0, *P, s->mats, s->p, s->grid);",
      "compare:sand_column"),
     ("read-before-sync", "a result read on the host before the stream is synchronised (the "
      "non-finite word)", "kernels/mpm.cu",
@@ -70,6 +72,14 @@ PLANTS = [
      "    int has = node < g.nodes && firn_grid_velocity(node, &P, g, &v);\n"
      "    if (!has)\n        return;",
      "compare:bulldozer"),
+    ("missing-barrier", "binned P2G flushes its shared tile to the grid without waiting for "
+     "the block's other threads to finish scattering (the __syncthreads before the flush "
+     "left out)", "kernels/mpm.cu",
+     "        firn_p2g_scatter_into(&P, tile + 4 * t, 4 * FIRN_TILE * FIRN_TILE, 4 * FIRN_TILE, &st, 0u);\n"
+     "    }\n    __syncthreads();",
+     "        firn_p2g_scatter_into(&P, tile + 4 * t, 4 * FIRN_TILE * FIRN_TILE, 4 * FIRN_TILE, &st, 0u);\n"
+     "    }",
+     "compare_binned:sand_column"),
     ("bad-block-size", "a block of 2048 threads (over the 1024 limit)", "kernels/mpm.cu",
      "#define FIRN_BLOCK 256",
      "#define FIRN_BLOCK 2048",
@@ -114,8 +124,10 @@ def copy_tree(dst):
 def run_check(check, tree):
     kind, scene = check.split(":")
     env = {"OMP_WAIT_POLICY": "passive", "ASAN_OPTIONS": "detect_leaks=0"}
-    if kind == "compare":
-        return sh(f"timeout 600 build/emu/firn compare scenes/{scene}.json --frames 1", tree, env)
+    if kind in ("compare", "compare_binned"):
+        extra = " --p2g binned" if kind == "compare_binned" else ""
+        return sh(f"timeout 600 build/emu/firn compare scenes/{scene}.json --frames 1{extra}", tree,
+                  env)
     env.update({"OMP_NUM_THREADS": "1", "FIRN_EMU_THREADS": "2",
                 "TSAN_OPTIONS": "halt_on_error=1 report_signal_unsafe=0"})
     return sh(f"timeout 900 build/emu-tsan/firn run scenes/{scene}.json --backend cuda "
