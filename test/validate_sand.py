@@ -5,7 +5,8 @@ Builds each collapse from its parameters (a scene JSON, plus an OBJ for the
 quarter cylinder), runs `firn run --backend cpu`, measures the deposit from
 the last frame's particles and prints markdown tables against the laws of
 Lube et al. (docs/VALIDATION.md, "Column collapses"). `make validate-sand`
-runs the coarse set, `make validate-sand FINE=1` the coarse and fine sets.
+runs the coarse set (8 cells across the column), `make validate-sand FINE=1`
+also the fine one (16 cells).
 
 Cases (a = H0 / L0 or H0 / R0):
   planar  a = 0.5, 1, 2, 4, 8: a slab two cells thick between slip walls
@@ -13,8 +14,8 @@ Cases (a = H0 / L0 or H0 / R0):
           column against a slip back wall at x = 2 dx;
   axisym  a = 0.5, 1, 3, 6: a quarter cylinder in the corner of two slip
           walls, which stand for the symmetry planes x = 2 dx, z = 2 dx.
-The smaller of the column's two dimensions is 0.08 m and RES cells (8
-coarse, 16 fine). The floor is at y = 2 dx.
+The column's smaller side is 0.08 m and RES cells (8 coarse, 16 fine;
+--res takes any list). The floor is at y = 2 dx.
 
 Measures (from particles, each of equal volume):
   runout  the 99th percentile of the distance from the back wall (planar)
