@@ -83,12 +83,12 @@ static inline FIRN_HD firn_vec3 firn_tau_elastic(int law, float mu, float la, fi
  * `fit` is one of FIRN_C_*. */
 static inline FIRN_HD float firn_sand_cone_alpha(float sphi, int fit)
 {
-    const float r23 = 0.81649658f; /* sqrt(2/3) */
+    const float r23 = sqrtf(2.0f / 3.0f); /* as before the fits: the default's alpha unchanged */
     switch (fit) {
     case FIRN_C_EXTENSION:
         return r23 * 2.0f * sphi / (3.0f + sphi);
     case FIRN_C_PLANE_STRAIN:
-        return 0.47140452f * sphi; /* sqrt(2) / 3 */
+        return sqrtf(2.0f) / 3.0f * sphi;
     case FIRN_C_INSCRIBED:
         return r23 * sphi / sqrtf(3.0f + sphi * sphi);
     default: /* FIRN_C_COMPRESSION */
