@@ -170,6 +170,21 @@ emu-mutate:
 emu-check: emu
 	bash test/emu/check.sh
 
+# Granular column collapses on the CPU path against Lube et al.'s laws
+# (test/validate_sand.py, docs/VALIDATION.md; not in CI). Coarse (8 cells
+# across the column): about a minute on 2 cores; FINE=1 adds 16 cells (8 times
+# the work: of order half an hour). VALIDATE_SAND_ARGS passes options
+# (--cone-fit, --floor, --phi, --cases, --jobs, --threads, --res).
+ifeq ($(FINE),1)
+VALIDATE_SAND_RES = 8,16
+else
+VALIDATE_SAND_RES = 8
+endif
+.PHONY: validate-sand
+validate-sand: $(BUILD)/firn
+	python3 test/validate_sand.py --firn $(BUILD)/firn --res $(VALIDATE_SAND_RES) \
+	    --out $(BUILD)/validate_sand $(VALIDATE_SAND_ARGS)
+
 # Plants physics mutations in a copy of the tree, one at a time (test/mutations.txt).
 .PHONY: mutate
 mutate:

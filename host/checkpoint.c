@@ -164,6 +164,8 @@ uint64_t firn_scene_hash(const firn_scene_def *d)
         MIX(&h, m->crit_strain), MIX(&h, m->damage_rate), MIX(&h, m->stiffness);
         MIX(&h, m->exponent), MIX(&h, m->viscosity), MIX(&h, m->surface_tension);
         MIX(&h, m->pressure_solver);
+        if (m->cone_fit) /* only when set: scenes without it keep their hashes */
+            MIX(&h, m->cone_fit);
     }
     MIX(&h, d->n_bodies);
     for (int k = 0; k < d->n_bodies && k < FIRN_MAX_BODIES; k++) {

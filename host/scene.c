@@ -31,6 +31,8 @@ static const char *const pressure_names[2] = {"wcsph", "dfsph"};
 static const char *const wall_names[3] = {"separate", "sticky", "slip"};
 static const char *const shape_names[FIRN_SHAPE_COUNT] = {"box", "sphere", "cylinder", "mesh"};
 static const char *const law_names[2] = {"corotated", "neohookean"};
+static const char *const cone_fit_names[FIRN_CONE_FIT_COUNT] = {"compression", "extension",
+                                                                "plane_strain", "inscribed"};
 static const char *const rigid_shape_names[FIRN_RSHAPE_COUNT] = {"plane",   "sphere",   "box",
                                                                  "capsule", "cylinder", "mesh"};
 static const char *const motion_names[3] = {"static", "kinematic", "dynamic"};
@@ -360,6 +362,8 @@ static int validate_material(const ctx *c, const firn_scene_def *def, int i)
         if (need(c, join(p, base, "friction_angle"), m->friction_angle,
                  m->friction_angle >= 0 && m->friction_angle < 90, "must be in [0, 90) degrees"))
             return -1;
+        if ((int)m->cone_fit < 0 || (int)m->cone_fit >= FIRN_CONE_FIT_COUNT)
+            return fail(c, join(p, base, "cone_fit"), "unknown cone fit %d", (int)m->cone_fit);
         break;
     case FIRN_MODEL_VON_MISES:
         if (need(c, join(p, base, "yield_stress"), m->yield_stress, m->yield_stress > 0,
@@ -1110,6 +1114,7 @@ static const struct {
     {"hardening", 1u << FIRN_MODEL_SNOW},
     {"max_hardening", 1u << FIRN_MODEL_SNOW},
     {"friction_angle", 1u << FIRN_MODEL_SAND},
+    {"cone_fit", 1u << FIRN_MODEL_SAND},
     {"yield_stress", 1u << FIRN_MODEL_VON_MISES},
     {"crit_strain", 1u << FIRN_MODEL_FRACTURE},
     {"damage_rate", 1u << FIRN_MODEL_FRACTURE},
@@ -1133,6 +1138,7 @@ static int parse_material(const ctx *c, const cJSON *j, const char *path, firn_m
                                        "theta_s",
                                        "hardening",
                                        "friction_angle",
+                                       "cone_fit",
                                        "yield_stress",
                                        "crit_strain",
                                        "damage_rate",
@@ -1144,8 +1150,8 @@ static int parse_material(const ctx *c, const cJSON *j, const char *path, firn_m
                                        "pressure_solver",
                                        NULL};
     char p[KEYPATH_MAX], name[FIRN_NAME_MAX];
-    const char *model = NULL, *law = "corotated", *pressure = "wcsph";
-    int model_i = 0, law_i = 0, pressure_i = 0;
+    const char *model = NULL, *law = "corotated", *pressure = "wcsph", *cone = "compression";
+    int model_i = 0, law_i = 0, pressure_i = 0, cone_i = 0;
 
     if (need_object(c, j, path) || check_keys(c, j, path, keys, NULL) ||
         get_string(c, j, path, "model", 1, &model) ||
@@ -1176,9 +1182,12 @@ static int parse_material(const ctx *c, const cJSON *j, const char *path, firn_m
         get_string(c, j, path, "law", 0, &law) ||
         pick(c, join(p, path, "law"), law, law_names, 2, &law_i) ||
         get_string(c, j, path, "pressure_solver", 0, &pressure) ||
-        pick(c, join(p, path, "pressure_solver"), pressure, pressure_names, 2, &pressure_i))
+        pick(c, join(p, path, "pressure_solver"), pressure, pressure_names, 2, &pressure_i) ||
+        get_string(c, j, path, "cone_fit", 0, &cone) ||
+        pick(c, join(p, path, "cone_fit"), cone, cone_fit_names, FIRN_CONE_FIT_COUNT, &cone_i))
         return -1;
     m->law = (firn_elastic_law)law_i;
+    m->cone_fit = (firn_cone_fit)cone_i;
     m->pressure_solver = (firn_pressure_solver)pressure_i;
     return 0;
 }

@@ -62,7 +62,11 @@ void firn_material_build(const firn_material_def *def, firn_material *m)
     m->xi = def->hardening;
     m->hmax = def->max_hardening;
     float sphi = sinf(def->friction_angle * (float)M_PI / 180.0f);
-    m->alpha = sqrtf(2.0f / 3.0f) * 2.0f * sphi / (3.0f - sphi);
+    const int fit = def->cone_fit == FIRN_CONE_EXTENSION      ? FIRN_C_EXTENSION
+                    : def->cone_fit == FIRN_CONE_PLANE_STRAIN ? FIRN_C_PLANE_STRAIN
+                    : def->cone_fit == FIRN_CONE_INSCRIBED    ? FIRN_C_INSCRIBED
+                                                              : FIRN_C_COMPRESSION;
+    m->alpha = firn_sand_cone_alpha(sphi, fit);
     m->yield = def->yield_stress;
     m->crit = def->crit_strain;
     m->rate = def->damage_rate;

@@ -89,6 +89,18 @@ typedef enum { FIRN_PRESSURE_WCSPH = 0, FIRN_PRESSURE_DFSPH } firn_pressure_solv
 
 typedef enum { FIRN_LAW_COROTATED = 0, FIRN_LAW_NEOHOOKEAN } firn_elastic_law;
 
+/* Sand: where the Drucker-Prager cone meets the Mohr-Coulomb pyramid of the
+ * same friction angle (docs/PHYSICS.md s3.6): on its compression corners
+ * (circumscribed, the default), its extension corners, in plane strain under
+ * the model's volume-preserving plastic flow, or inscribed. */
+typedef enum {
+    FIRN_CONE_COMPRESSION = 0,
+    FIRN_CONE_EXTENSION,
+    FIRN_CONE_PLANE_STRAIN,
+    FIRN_CONE_INSCRIBED,
+    FIRN_CONE_FIT_COUNT
+} firn_cone_fit;
+
 typedef struct {
     char name[FIRN_NAME_MAX];
     firn_model model;
@@ -110,6 +122,7 @@ typedef struct {
     float viscosity;                      /* kinematic viscosity [m^2/s], default 0.005 */
     float surface_tension;                /* cohesion coefficient [-], default 0.01 */
     firn_pressure_solver pressure_solver; /* default WCSPH; one solver per scene */
+    firn_cone_fit cone_fit; /* sand: the cone's fit to Mohr-Coulomb, default compression */
 } firn_material_def;
 
 typedef enum {

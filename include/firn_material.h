@@ -31,6 +31,7 @@ typedef struct {
 
 enum { FIRN_M_ELASTIC, FIRN_M_LIQUID, FIRN_M_SNOW, FIRN_M_SAND, FIRN_M_VON_MISES, FIRN_M_FRACTURE };
 enum { FIRN_L_COROTATED, FIRN_L_NEOHOOKEAN };
+enum { FIRN_C_COMPRESSION, FIRN_C_EXTENSION, FIRN_C_PLANE_STRAIN, FIRN_C_INSCRIBED };
 
 /* Fixed corotated: tau = 2 mu (F - U V^T) F^T + lambda J (J - 1) I. */
 static inline FIRN_HD firn_vec3 firn_tau_corotated(float mu, float la, firn_vec3 s, float J)
@@ -69,6 +70,30 @@ static inline FIRN_HD firn_vec3 firn_tau_elastic(int law, float mu, float la, fi
     float J = s.v[0] * s.v[1] * s.v[2];
     return law == FIRN_L_NEOHOOKEAN ? firn_tau_neohookean(mu, la, s, J)
                                     : firn_tau_corotated(mu, la, s, J);
+}
+
+/* Sand: the Drucker-Prager cone |dev tau| <= -alpha tr(tau) fitted to the
+ * Mohr-Coulomb pyramid of friction angle phi, sin(phi) = sphi, as
+ * docs/PHYSICS.md s3.6 derives. With sqrt(J2) = k p (p the pressure),
+ * alpha = sqrt(2) k / 3:
+ *   compression   k = 6 sphi / (sqrt(3) (3 - sphi))    (outer cone)
+ *   extension     k = 6 sphi / (sqrt(3) (3 + sphi))
+ *   plane strain  k = sphi                              (isochoric flow)
+ *   inscribed     k = sqrt(3) sphi / sqrt(3 + sphi^2)
+ * `fit` is one of FIRN_C_*. */
+static inline FIRN_HD float firn_sand_cone_alpha(float sphi, int fit)
+{
+    const float r23 = sqrtf(2.0f / 3.0f); /* as before the fits: the default's alpha unchanged */
+    switch (fit) {
+    case FIRN_C_EXTENSION:
+        return r23 * 2.0f * sphi / (3.0f + sphi);
+    case FIRN_C_PLANE_STRAIN:
+        return sqrtf(2.0f) / 3.0f * sphi;
+    case FIRN_C_INSCRIBED:
+        return r23 * sphi / sqrtf(3.0f + sphi * sphi);
+    default: /* FIRN_C_COMPRESSION */
+        return r23 * 2.0f * sphi / (3.0f - sphi);
+    }
 }
 
 /* Sand return mapping (Klar et al. 2016, Drucker-Prager in Hencky strain),

@@ -13,6 +13,7 @@
 
 #include "firn.h"
 #include "firn_cpic.h"
+#include "world.h"
 
 /* ---- helpers -------------------------------------------------------------- */
 
@@ -384,6 +385,71 @@ Test(sand, no_tension_and_loosened_sand_carries_no_pressure_until_compacted)
     cr_assert(tau.m[0] + tau.m[4] + tau.m[8] < -1e-3 * (l.la + 2.0 * l.mu),
               "compacted sand carries no pressure: trace %g", tau.m[0] + tau.m[4] + tau.m[8]);
     cr_assert(c == 0.0f, "correction %g after compaction", c);
+}
+
+/* The Drucker-Prager cone's fit to Mohr-Coulomb (PHYSICS.md 3.6), from the
+ * Mohr-Coulomb criterion itself, in double: a principal stress state
+ * sigma = p (1, 1, 1) + r d(theta) (compression positive, d a unit
+ * deviatoric direction at Lode angle theta) fails when
+ * sigma_max - sigma_min = (sigma_max + sigma_min) sin(phi), which fixes r;
+ * the cone through it has alpha = |dev sigma| / tr(sigma) = r / (3 p).
+ * Compression: the largest r over theta (a compression corner, two principal
+ * stresses equal and below the third); extension: the smallest ratio at
+ * an extension corner; inscribed: the smallest r over all theta; plane
+ * strain with volume-preserving plastic flow: the state whose middle
+ * deviatoric stress is 0 (sigma_2 = (sigma_1 + sigma_3) / 2). theta is
+ * sampled every 1.2e-5 rad; r's extremes are flat there, so sampling costs
+ * under 1e-9 relative. Tolerance 2e-6 relative: float rounding of a few
+ * operations on alpha ~ 0.3. The four fits differ by at least 1 % (plane
+ * strain and extension at 30 degrees, where they cross). */
+static double mc_radius(double th, double sphi, double dev[3])
+{
+    const double c = sqrt(2.0 / 3.0);
+    dev[0] = c * cos(th), dev[1] = c * cos(th - 2.0 * M_PI / 3.0),
+    dev[2] = c * cos(th + 2.0 * M_PI / 3.0);
+    const double hi = fmax(dev[0], fmax(dev[1], dev[2])), lo = fmin(dev[0], fmin(dev[1], dev[2]));
+    return 2.0 * sphi / ((hi - lo) - sphi * (hi + lo)); /* at p = 1 */
+}
+
+Test(sand, cone_fit_alpha_matches_mohr_coulomb_in_closed_form)
+{
+    const double phis[4] = {20.0, 30.0, 35.0, 45.0};
+    for (int k = 0; k < 4; k++) {
+        const double sphi = sin(phis[k] * M_PI / 180.0);
+        double rmax = 0.0, rmin = INFINITY, rps = 0.0, rext = 0.0, dev[3];
+        const int N = 100000;
+        for (int i = 0; i <= N; i++) {
+            const double th = (M_PI / 3.0) * i / N, r = mc_radius(th, sphi, dev);
+            rmax = fmax(rmax, r), rmin = fmin(rmin, r);
+        }
+        /* theta = 0: dev = c (1, -1/2, -1/2), one stress above two equal
+         * ones: compression. theta = pi/3: two equal above one: extension.
+         * theta = pi/6: the middle component is 0, plane strain. */
+        double rc = mc_radius(0.0, sphi, dev);
+        rext = mc_radius(M_PI / 3.0, sphi, dev);
+        rps = mc_radius(M_PI / 6.0, sphi, dev);
+        cr_assert(fabs(dev[1]) < 1e-12, "plane strain state has middle deviator %g", dev[1]);
+        cr_assert(fabs(rc - rmax) <= 1e-12 * rc, "the compression corner is not the widest");
+        const double want[4] = {rc / 3.0, rext / 3.0, rps / 3.0, rmin / 3.0};
+        static const char *const names[4] = {"compression", "extension", "plane_strain",
+                                             "inscribed"};
+        const firn_cone_fit fits[4] = {FIRN_CONE_COMPRESSION, FIRN_CONE_EXTENSION,
+                                       FIRN_CONE_PLANE_STRAIN, FIRN_CONE_INSCRIBED};
+        for (int f = 0; f < 4; f++) {
+            firn_material_def def;
+            firn_material m;
+            firn_material_default(&def, FIRN_MODEL_SAND);
+            def.friction_angle = (float)phis[k];
+            def.cone_fit = fits[f];
+            firn_material_build(&def, &m);
+            cr_assert(fabs(m.alpha - want[f]) <= 2e-6 * want[f],
+                      "phi %g deg, %s: alpha %.7g, Mohr-Coulomb gives %.7g", phis[k], names[f],
+                      m.alpha, want[f]);
+        }
+        cr_assert(want[0] > fmax(want[1], want[2]) && want[3] < fmin(want[1], want[2]),
+                  "phi %g: compression is not the widest cone or inscribed not the narrowest",
+                  phis[k]);
+    }
 }
 
 /* ---- transfers (PHYSICS.md 2.3) ------------------------------------------- */

@@ -254,6 +254,23 @@ Test(scene_errors, unknown_keys_are_named_at_every_level)
                     cases[i].path, cases[i].path);
 }
 
+/* Sand's cone fit: compression unless named, each name to its value. */
+Test(scene_defaults, sand_cone_fit_defaults_to_compression_and_parses_each_name)
+{
+    static const char *const names[4] = {"compression", "extension", "plane_strain", "inscribed"};
+    const firn_cone_fit want[4] = {FIRN_CONE_COMPRESSION, FIRN_CONE_EXTENSION,
+                                   FIRN_CONE_PLANE_STRAIN, FIRN_CONE_INSCRIBED};
+    expect_ok(parse_parts("'m': {'model': 'sand'}", NULL, NULL), "sand without cone_fit");
+    cr_assert_eq(def.materials[0].cone_fit, FIRN_CONE_COMPRESSION);
+    for (int i = 0; i < 4; i++) {
+        char mats[128];
+        snprintf(mats, sizeof mats, "'m': {'model': 'sand', 'cone_fit': '%s'}", names[i]);
+        expect_ok(parse_parts(mats, NULL, NULL), names[i]);
+        cr_assert_eq(def.materials[0].cone_fit, want[i], "%s parsed as %d", names[i],
+                     (int)def.materials[0].cone_fit);
+    }
+}
+
 Test(scene_errors, wrong_types_and_array_lengths_are_named)
 {
     static const struct {
@@ -284,6 +301,13 @@ Test(scene_errors, out_of_range_values_name_key_and_value)
         {"'m': {'model': 'snow', 'theta_c': 1}", NULL, "materials.m.theta_c = 1"},
         {"'m': {'model': 'snow', 'theta_s': -0.1}", NULL, "materials.m.theta_s = -0.1"},
         {"'m': {'model': 'sand', 'friction_angle': 90}", NULL, "materials.m.friction_angle"},
+        {"'m': {'model': 'sand', 'cone_fit': 'triaxial'}", NULL,
+         "materials.m.cone_fit: \"triaxial\": unknown value (expected one of compression, "
+         "extension, plane_strain, inscribed)"},
+        {"'m': {'model': 'sand', 'cone_fit': 2}", NULL,
+         "materials.m.cone_fit: expected a string, got number"},
+        {"'m': {'model': 'snow', 'cone_fit': 'inscribed'}", NULL,
+         "materials.m.cone_fit: does not apply to a snow material"},
         {"'m': {'model': 'von_mises', 'yield_stress': 0}", NULL, "materials.m.yield_stress"},
         {"'m': {'model': 'fracture', 'crit_strain': 0}", NULL, "materials.m.crit_strain"},
         {"'m': {'model': 'fracture', 'damage_rate': 1.5}", NULL, "materials.m.damage_rate"},

@@ -1,0 +1,279 @@
+#!/usr/bin/env python3
+"""validate_sand.py - granular column collapses against the published laws.
+
+Builds each collapse from its parameters (a scene JSON, plus an OBJ for the
+quarter cylinder), runs `firn run --backend cpu`, measures the deposit from
+the last frame's particles and prints markdown tables against the laws of
+Lube et al. (docs/VALIDATION.md, "Column collapses"). `make validate-sand`
+runs the coarse set (8 cells across the column), `make validate-sand FINE=1`
+also the fine one (16 cells).
+
+Cases (a = H0 / L0 or H0 / R0):
+  planar  a = 0.5, 1, 2, 4, 8: a slab two cells thick between slip walls
+          (plane strain, as the experiments' smooth channel walls), the
+          column against a slip back wall at x = 2 dx;
+  axisym  a = 0.5, 1, 3, 6: a quarter cylinder in the corner of two slip
+          walls, which stand for the symmetry planes x = 2 dx, z = 2 dx.
+The column's smaller side is 0.08 m and RES cells (8 coarse, 16 fine;
+--res takes any list). The floor is at y = 2 dx.
+
+Measures (from particles, each of equal volume):
+  runout  the 99th percentile of the distance from the back wall (planar)
+          or the axis (axisym). The single outermost particle is one
+          sample of a thin, noisy front (grains thrown ahead of the
+          deposit); the percentile leaves out the outermost 1 % of the
+          mass, which at the resolutions here is the last cell or two of the
+          toe. The maximum is printed alongside.
+  height  the highest particle within 0.25 L0 (R0) of the wall (axis),
+          above the floor: the summit of the deposit, which for a low
+          column is its untouched top.
+  flank   the angle of the free surface between 25 % and 75 % of the
+          height (least squares over bins dx / 2 wide of the highest
+          particle), against the friction angle.
+"""
+import argparse
+import json
+import math
+import os
+import struct
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+D = 0.08  # the column's smaller dimension [m]
+RHO, E, NU = 1600.0, 3.5e5, 0.3  # the shipped sand scenes' sand
+
+
+def lube_planar(a):
+    """Lube et al. 2005 (Phys. Rev. E 72, 041301), quasi-2D channel."""
+    run = 1.2 * a if a < 2.3 else 1.9 * a ** (2.0 / 3.0)
+    h = a if a < 1.15 else a ** 0.4
+    return run, h
+
+
+def lube_axisym(a):
+    """Lube et al. 2004 (J. Fluid Mech. 508), axisymmetric."""
+    run = 1.24 * a if a < 1.7 else 1.6 * math.sqrt(a)
+    h = a if a < 0.74 else 0.88 * a ** (1.0 / 6.0)
+    return run, h
+
+
+def floor_wall(spec):
+    if spec == "sticky":
+        return "sticky"
+    if spec.startswith("coulomb:"):
+        return {"type": "separate", "friction": float(spec.split(":", 1)[1])}
+    sys.exit("validate_sand: --floor %r: expected sticky or coulomb:MU" % spec)
+
+
+def quarter_cylinder_obj(path, r, h, n=48):
+    """A quarter cylinder: the corner, then n + 1 points on the arc, extruded
+    along y. Returns the centroid of the solid relative to the corner."""
+    pts = [(0.0, 0.0)] + [(r * math.cos(0.5 * math.pi * k / n), r * math.sin(0.5 * math.pi * k / n))
+                          for k in range(n + 1)]
+    m = len(pts)
+    # Polygon in the x-z plane; area centroid by the shoelace formula.
+    area = cx = cz = 0.0
+    for i in range(m):
+        x0, z0 = pts[i]
+        x1, z1 = pts[(i + 1) % m]
+        c = x0 * z1 - x1 * z0
+        area += c
+        cx += (x0 + x1) * c
+        cz += (z0 + z1) * c
+    area *= 0.5
+    cx /= 6.0 * area
+    cz /= 6.0 * area
+    with open(path, "w") as f:
+        for (x, z) in pts:
+            f.write("v %.9g 0 %.9g\n" % (x, z))
+        for (x, z) in pts:
+            f.write("v %.9g %.9g %.9g\n" % (x, h, z))
+        # Bottom (normal -y) and top (+y) as fans from the corner, sides as quads.
+        for i in range(1, m - 1):
+            f.write("f 1 %d %d\n" % (i + 1, i + 2))
+            f.write("f %d %d %d\n" % (m + 1, m + i + 2, m + i + 1))
+        for i in range(m):
+            j = (i + 1) % m
+            f.write("f %d %d %d\n" % (i + 1, m + i + 1, m + j + 1))
+            f.write("f %d %d %d\n" % (i + 1, m + j + 1, j + 1))
+    return cx, 0.5 * h, cz
+
+
+def build(case, a, res, opt, out):
+    """Writes the scene of one case; returns (scene path, geometry)."""
+    dx = D / res
+    lo = 2.0 * dx  # the wall layers' inner edge: back wall, axis, floor
+    if case == "planar":
+        L0, H0 = (D, a * D) if a >= 1 else (D / a, D)
+        run, _ = lube_planar(a)
+    else:
+        L0, H0 = D, a * D  # R0 = D for every a here
+        run, _ = lube_axisym(a)
+    reach = L0 * (1.0 + 1.6 * run) + 0.5 * L0  # room past the expected runout
+    upper_x = lo + reach + 3.0 * dx
+    upper_y = lo + H0 + 4.0 * dx
+    slip = "slip"
+    bnd = {"x_lower": slip, "y_lower": floor_wall(opt.floor)}
+    mat = {"model": "sand", "E": E, "nu": NU, "density": RHO, "friction_angle": opt.phi}
+    if opt.cone_fit != "default":
+        mat["cone_fit"] = opt.cone_fit
+    if case == "planar":
+        upper = [upper_x, upper_y, 6.0 * dx]
+        bnd["z_lower"] = bnd["z_upper"] = slip
+        shape = {"type": "box", "center": [lo + 0.5 * L0, lo + 0.5 * H0, 3.0 * dx],
+                 "size": [L0, H0, 2.0 * dx]}
+    else:
+        upper = [upper_x, upper_y, upper_x]
+        bnd["z_lower"] = slip
+        obj = os.path.join(out, "quarter.obj")
+        c = quarter_cylinder_obj(obj, L0, H0)
+        shape = {"type": "mesh", "file": "quarter.obj",
+                 "center": [lo + c[0], lo + c[1], lo + c[2]]}
+    # Long enough to come to rest: the front stops near 3 (H0 / g)^(1/2)
+    # after release in the experiments; twice that, at least 0.4 s.
+    t_end = max(0.4, 6.0 * math.sqrt(H0 / 9.81))
+    frame_dt = 0.02
+    frames = int(math.ceil(t_end / frame_dt))
+    scene = {
+        "name": "%s_a%g" % (case, a),
+        "description": "validate_sand: %s collapse, a = %g" % (case, a),
+        "domain": {"lower": [0, 0, 0], "upper": upper, "dx": dx, "boundary": bnd},
+        "time": {"frame_dt": frame_dt, "frames": frames},
+        "materials": {"sand": mat},
+        "bodies": [{"material": "sand", "shape": shape, "particles_per_cell": 8}],
+        "output": {"dir": os.path.join(out, "run"), "every": frames, "preview": False},
+    }
+    path = os.path.join(out, "scene.json")
+    with open(path, "w") as f:
+        json.dump(scene, f, indent=1)
+    return path, {"dx": dx, "lo": lo, "L0": L0, "H0": H0, "frames": frames,
+                  "upper_x": upper_x}
+
+
+def read_ply(path):
+    with open(path, "rb") as f:
+        props, n = [], 0
+        while True:
+            line = f.readline().decode("ascii").strip()
+            if line.startswith("element vertex"):
+                n = int(line.split()[2])
+            elif line.startswith("property"):
+                props.append(line.split()[1:])
+            elif line == "end_header":
+                break
+        codes = {"float": "f", "uchar": "B", "int": "i", "uint": "I", "double": "d"}
+        fmt = "<" + "".join(codes[t] for t, _ in props)
+        size = struct.calcsize(fmt)
+        names = [p for _, p in props]
+        ix, iy, iz = names.index("x"), names.index("y"), names.index("z")
+        data = f.read(n * size)
+    return [(r[ix], r[iy], r[iz]) for r in struct.iter_unpack(fmt, data)]
+
+
+def percentile(sorted_vals, q):
+    k = (len(sorted_vals) - 1) * q
+    i = int(math.floor(k))
+    j = min(i + 1, len(sorted_vals) - 1)
+    return sorted_vals[i] + (sorted_vals[j] - sorted_vals[i]) * (k - i)
+
+
+def measure(case, g, pts):
+    lo, dx = g["lo"], g["dx"]
+    if case == "planar":
+        dist = [p[0] - lo for p in pts]
+    else:
+        dist = [math.hypot(p[0] - lo, p[2] - lo) for p in pts]
+    ds = sorted(dist)
+    heights = [p[1] - lo for p, d in zip(pts, dist) if d < 0.25 * g["L0"]]
+    h = max(heights) if heights else float("nan")
+    # Flank: the top of each bin dx / 2 wide; least squares over the bins
+    # whose top lies between 25 % and 75 % of the summit.
+    w = 0.5 * dx
+    top = {}
+    for p, d in zip(pts, dist):
+        b = int(d / w)
+        top[b] = max(top.get(b, -1e9), p[1] - lo)
+    summit = max(top.values())
+    xs = [(b + 0.5) * w for b, t in top.items() if 0.25 * summit <= t <= 0.75 * summit]
+    ys = [t for b, t in top.items() if 0.25 * summit <= t <= 0.75 * summit]
+    flank = float("nan")
+    if len(xs) >= 3:
+        mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+        sxx = sum((x - mx) ** 2 for x in xs)
+        sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys))
+        if sxx > 0:
+            flank = math.degrees(math.atan(-sxy / sxx))
+    return {"p99": percentile(ds, 0.99), "max": ds[-1], "h": h, "flank": flank}
+
+
+def run_case(firn, case, a, res, opt, root):
+    out = os.path.join(root, "%s_a%g_r%d" % (case, a, res))
+    os.makedirs(out, exist_ok=True)
+    scene, g = build(case, a, res, opt, out)
+    env = dict(os.environ, OMP_WAIT_POLICY="passive", OMP_NUM_THREADS=str(opt.threads))
+    t0 = time.time()
+    r = subprocess.run([firn, "run", scene, "--backend", "cpu", "--quiet"], env=env,
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit("validate_sand: %s a = %g: firn run failed (%d): %s" %
+                 (case, a, r.returncode, r.stderr.strip()))
+    wall = time.time() - t0
+    last = os.path.join(out, "run", "frame_%05d.ply" % g["frames"])
+    m = measure(case, g, read_ply(last))
+    with open(os.path.join(out, "run", "stats.jsonl")) as f:
+        s = [json.loads(line) for line in f]
+    ke, mass = s[-1]["kinetic_energy"], s[-1]["mass"]
+    m["rms"] = math.sqrt(2.0 * ke / mass)
+    m["n"] = s[-1]["particles"]
+    m["wall"] = wall
+    m["edge"] = g["upper_x"] - 2.0 * g["dx"] - (g["lo"] + m["max"])  # room left to the far wall
+    m.update(g)
+    return case, a, res, m
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--firn", default="build/firn")
+    ap.add_argument("--out", default="out/validate_sand")
+    ap.add_argument("--res", default="8", help="cells across the column's smaller side, "
+                    "comma-separated (8 coarse, 16 fine)")
+    ap.add_argument("--cases", default="planar,axisym")
+    ap.add_argument("--phi", type=float, default=35.0, help="friction angle [deg]")
+    ap.add_argument("--cone-fit", default="default",
+                    help="compression, extension, plane_strain, inscribed (default: the scene "
+                    "default)")
+    ap.add_argument("--floor", default="coulomb:0.5", help="sticky or coulomb:MU")
+    ap.add_argument("--jobs", type=int, default=1, help="cases run at once")
+    ap.add_argument("--threads", type=int, default=2, help="OpenMP threads per case")
+    opt = ap.parse_args()
+    if not os.access(opt.firn, os.X_OK):
+        sys.exit("validate_sand: %s: no firn binary (make all, or --firn PATH)" % opt.firn)
+    plan = []
+    for res in [int(r) for r in opt.res.split(",")]:
+        for case in opt.cases.split(","):
+            if case not in ("planar", "axisym"):
+                sys.exit("validate_sand: --cases: %r is not planar or axisym" % case)
+            for a in ([0.5, 1, 2, 4, 8] if case == "planar" else [0.5, 1, 3, 6]):
+                plan.append((case, a, res))
+    tag = "phi %g, cone %s, floor %s" % (opt.phi, opt.cone_fit, opt.floor)
+    with ThreadPoolExecutor(max_workers=opt.jobs) as ex:
+        results = list(ex.map(lambda c: run_case(opt.firn, c[0], c[1], c[2], opt, opt.out), plan))
+    print("\n### Column collapses (%s)\n" % tag)
+    print("| case | a | cells | particles | (L-L0)/L0 p99 | max | Lube | ratio | H/L0 | Lube "
+          "| flank [deg] | rms speed [m/s] | wall [s] |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for case, a, res, m in results:
+        L0 = m["L0"]
+        run_ref, h_ref = (lube_planar if case == "planar" else lube_axisym)(a)
+        run = (m["p99"] - L0) / L0
+        warn = " (far wall)" if m["edge"] < 2.0 * m["dx"] else ""
+        print("| %s | %g | %d | %d | %.2f%s | %.2f | %.2f | %.2f | %.2f | %.2f | %.1f | %.3f | "
+              "%.0f |" % (case, a, res, m["n"], run, warn, (m["max"] - L0) / L0, run_ref,
+                          run / run_ref, m["h"] / L0, h_ref, m["flank"], m["rms"], m["wall"]))
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
