@@ -12,11 +12,12 @@
 #            info, firn compare (GPU against CPU) on every scene of scenes/,
 #            compute-sanitizer memcheck on one frame of four scenes that
 #            between them launch every MPM, SPH and coupling kernel, plus a
-#            short DFSPH bench and the binned P2G, racecheck on two, and
-#            firn compare with the binned P2G;
+#            short DFSPH bench and the binned and warp P2G, racecheck on
+#            three, and firn compare with the binned and warp P2G;
 #   speed:   firn bench on every MPM scene (100k, 1M, 8M) and the 32M sand
-#            block, each with both P2G variants (atomic and binned);
-#   profile: Nsight Compute's counters for binned P2G's kernels at 8M;
+#            block, each with every P2G variant (atomic, binned, warp);
+#   profile: Nsight Compute's counters for binned P2G's kernels and the
+#            warp-reduced P2G at 8M;
 #   heavy:   the SPH dam break (WCSPH and DFSPH 100k, WCSPH 1M), and the
 #            32M-particle scene of scenes/large/ run for two frames with its
 #            output written.
@@ -272,21 +273,26 @@ if section correct; then
             --error-exitcode 1 "$FIRN" bench --backend cuda --scenes sph_dam_break_dfsph \
             --layout dense --particles 100k --substeps 5 --warmup 5 --repeats 1 \
             --json "$TMP/memcheck-dfsph.json" --csv "$TMP/memcheck-dfsph.csv"
-        run_step "memcheck ball_in_sand, binned P2G (1 frame)" 60 3 "$SAN" --tool memcheck \
-            --error-exitcode 1 "$FIRN" run scenes/ball_in_sand.json --backend cuda --frames 1 \
-            --p2g binned --quiet --out "$TMP/memcheck-binned"
+        for v in binned warp; do
+            run_step "memcheck ball_in_sand, $v P2G (1 frame)" 60 3 "$SAN" --tool memcheck \
+                --error-exitcode 1 "$FIRN" run scenes/ball_in_sand.json --backend cuda --frames 1 \
+                --p2g "$v" --quiet --out "$TMP/memcheck-$v"
+        done
         # racecheck: binned P2G's shared-memory tile (its zeroing, scatter and flush
-        # between barriers) and the SPH kernels.
-        for name in ball_in_sand sph_snowball_pool; do
-            run_step "racecheck $name (1 frame, binned P2G)" 90 3 "$SAN" --tool racecheck \
+        # between barriers), the warp-reduced one's, and the SPH kernels.
+        for run in ball_in_sand:binned ball_in_sand:warp sph_snowball_pool:binned; do
+            name=${run%%:*} v=${run##*:}
+            run_step "racecheck $name (1 frame, $v P2G)" 90 3 "$SAN" --tool racecheck \
                 --error-exitcode 1 "$FIRN" run "scenes/$name.json" --backend cuda --frames 1 \
-                --p2g binned --quiet --out "$TMP/racecheck-$name"
+                --p2g "$v" --quiet --out "$TMP/racecheck-$name-$v"
         done
     fi
-    # The shipped scenes are below auto's threshold (atomic P2G): binned too.
-    for name in mixed ball_in_sand sand_column; do
-        run_step "compare $name (3 frames), binned P2G" 60 25 "$FIRN" compare "scenes/$name.json" \
-            --frames 3 --p2g binned
+    # The shipped scenes are below auto's threshold (atomic P2G): binned and warp too.
+    for v in binned warp; do
+        for name in mixed ball_in_sand sand_column; do
+            run_step "compare $name (3 frames), $v P2G" 60 25 "$FIRN" compare \
+                "scenes/$name.json" --frames 3 --p2g "$v"
+        done
     done
 fi
 
@@ -294,11 +300,11 @@ if section speed; then
     # Throughput of both P2G variants, kept as JSON. Written straight to
     # $OUT when set: firn bench rewrites its files after every case, so a
     # timeout keeps the cases that finished.
-    run_step "bench MPM scenes 100k-8M, atomic and binned P2G (cuda)" 200 40 "$FIRN" bench \
-        --backend cuda --particles 100k,1m,8m --p2g both --json "$RES/h200-$DATE.json" \
+    run_step "bench MPM scenes 100k-8M, every P2G variant (cuda)" 240 60 "$FIRN" bench \
+        --backend cuda --particles 100k,1m,8m --p2g all --json "$RES/h200-$DATE.json" \
         --csv "$RES/h200-$DATE.csv"
-    run_step "bench sand 32M, atomic and binned P2G (cuda)" 150 12 "$FIRN" bench --backend cuda \
-        --scenes sand_block --layout dense --particles 32m --p2g both \
+    run_step "bench sand 32M, every P2G variant (cuda)" 150 12 "$FIRN" bench --backend cuda \
+        --scenes sand_block --layout dense --particles 32m --p2g all \
         --json "$RES/h200-$DATE-sand32.json" --csv "$TMP/sand32.csv"
 fi
 
@@ -311,6 +317,11 @@ if section profile && [[ -n $NCU ]]; then
         --section SpeedOfLight --section Occupancy --section LaunchStats "$FIRN" bench \
         --backend cuda --scenes sand_block --layout dense --particles 8m --p2g binned \
         --substeps 5 --warmup 10 --repeats 1 --json "$TMP/ncu.json" --csv "$TMP/ncu.csv"
+    run_step "ncu: p2g_warp, sand 8M" 90 40 "$NCU" --clock-control none --kernel-name p2g_warp \
+        --launch-skip 5 --launch-count 1 --section SpeedOfLight --section Occupancy \
+        --section LaunchStats "$FIRN" bench --backend cuda --scenes sand_block --layout dense \
+        --particles 8m --p2g warp --substeps 5 --warmup 10 --repeats 1 \
+        --json "$TMP/ncu-warp.json" --csv "$TMP/ncu-warp.csv"
 fi
 
 if section heavy; then

@@ -33,8 +33,8 @@ static const char *bench_usage =
     "  --warmup      untimed substeps first, into motion (default 300)\n"
     "  --threads     CPU: comma list of OpenMP thread counts to run each case with, and\n"
     "                the speedup of each phase over the first (default: OMP_NUM_THREADS)\n"
-    "  --p2g         CUDA MPM cases: atomic, binned or both, each case with each\n"
-    "                (default both)\n"
+    "  --p2g         CUDA MPM cases: comma list of atomic, binned, warp, or all;\n"
+    "                each case runs with each (default all)\n"
     "  --json/--csv  write the results (default out/bench/bench.json and .csv)\n";
 
 typedef struct {
@@ -139,7 +139,13 @@ static int run_case(bench_result *r, const bench_opts *o, double copy_bw, firn_e
 }
 
 static const char *backend_name(firn_backend b) { return b == FIRN_BACKEND_CUDA ? "cuda" : "cpu"; }
-static const char *p2g_name(int v) { return v == FIRN_P2G_BINNED ? "binned" : "atomic"; }
+/* The P2G variants a CUDA MPM case can run, in the order bench runs them. */
+static const int p2g_variants[] = {FIRN_P2G_ATOMIC, FIRN_P2G_BINNED, FIRN_P2G_WARP};
+#define N_P2G ((int)(sizeof p2g_variants / sizeof p2g_variants[0]))
+static const char *p2g_name(int v)
+{
+    return v == FIRN_P2G_BINNED ? "binned" : v == FIRN_P2G_WARP ? "warp" : "atomic";
+}
 
 static const char *solver_name(const bench_result *r)
 {
@@ -396,14 +402,14 @@ static int parse_list(const char *s, const char *const *names, int n, int *mask)
 static const char *const scene_names[] = {
     "sand_block", "snowball", "dam_break", "sph_dam_break", "sph_dam_break_dfsph", "all"};
 static const char *const layout_names[] = {"dense", "sparse", "both"};
-static const char *const p2g_names[] = {"atomic", "binned", "both"};
+static const char *const p2g_names[] = {"atomic", "binned", "warp", "all"}; /* p2g_variants' */
 
 /* `firn bench`'s command line. */
 typedef struct {
     const char *json, *csv, *counts_s;
     int threads[MAX_THREADS_LIST], nthreads;
     int want_cpu, want_gpu, scenes, layouts; /* scenes, layouts: bit masks */
-    int p2gs;                                /* bit mask of firn_p2g_variant */
+    int p2gs;                                /* bit mask over p2g_variants */
     bench_opts o;
 } bench_args;
 
@@ -452,12 +458,12 @@ static int parse_bench_option(const char *a, const char *v, bench_args *g)
         if (g->layouts & 4)
             g->layouts = 3;
     } else if (!strcmp(a, "--p2g")) {
-        if (parse_list(v, p2g_names, 3, &g->p2gs)) {
-            fprintf(stderr, "firn bench: --p2g takes atomic, binned or both\n");
+        if (parse_list(v, p2g_names, N_P2G + 1, &g->p2gs)) {
+            fprintf(stderr, "firn bench: --p2g takes a list of atomic, binned, warp or all\n");
             return FIRN_E_USAGE;
         }
-        if (g->p2gs & 4)
-            g->p2gs = 3;
+        if (g->p2gs & (1 << N_P2G))
+            g->p2gs = (1 << N_P2G) - 1;
     } else if (!strcmp(a, "--substeps")) {
         if (firn_cli_int(a, v, &g->o.substeps))
             return FIRN_E_USAGE;
@@ -504,7 +510,7 @@ static int parse_bench_args(int argc, char **argv, bench_args *g)
                       .nthreads = 1,
                       .scenes = 7,
                       .layouts = 3,
-                      .p2gs = 3,
+                      .p2gs = (1 << N_P2G) - 1,
                       .o = {0, 3, -1}};
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -644,8 +650,8 @@ static int run_backend(int b, const bench_args *g, const long long *counts, int 
     for (int s = 0; s < FIRN_BENCH_SCENES; s++)
         for (int l = 0; l < 2; l++)
             for (int c = 0; c < ncounts; c++)
-                for (int t = 0; t < (b ? 2 : g->nthreads); t++) {
-                    /* CUDA: t is the P2G variant, for MPM scenes only */
+                for (int t = 0; t < (b ? N_P2G : g->nthreads); t++) {
+                    /* CUDA: t indexes p2g_variants, for MPM scenes only */
                     const int variants = b && !firn_bench_scene_is_sph((firn_bench_scene)s);
                     if (!(g->scenes & (1 << s)) || !(g->layouts & (1 << l)) ||
                         (variants && !(g->p2gs & (1 << t))) || (b && !variants && t > 0))
@@ -653,7 +659,7 @@ static int run_backend(int b, const bench_args *g, const long long *counts, int 
                     bench_result *r = &res[*nr];
                     r->scene = (firn_bench_scene)s;
                     r->layout = (firn_bench_layout)l;
-                    r->p2g = variants ? t : -1;
+                    r->p2g = variants ? p2g_variants[t] : -1;
                     r->backend = backend;
                     r->threads = b ? saved_threads : g->threads[t];
                     r->particles = counts[c];

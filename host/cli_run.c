@@ -150,6 +150,8 @@ int firn_cli_p2g(const char *name, int *out)
         *out = FIRN_P2G_BINNED;
     else if (!strcmp(name, "auto"))
         *out = FIRN_P2G_AUTO;
+    else if (!strcmp(name, "warp"))
+        *out = FIRN_P2G_WARP;
     else
         return -1;
     return 0;
@@ -323,7 +325,7 @@ static int parse_run_args(int argc, char **argv, run_opts *o)
         } else if (!strcmp(a, "--p2g")) {
             const char *v = i + 1 < argc ? argv[++i] : NULL;
             if (firn_cli_p2g(v, &o->p2g)) {
-                fprintf(stderr, "firn run: --p2g must be auto, atomic or binned, got '%s'\n",
+                fprintf(stderr, "firn run: --p2g must be auto, atomic, binned or warp, got '%s'\n",
                         v ? v : "");
                 return FIRN_E_USAGE;
             }

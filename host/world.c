@@ -532,7 +532,8 @@ size_t firn_mesh_grid_bytes(const firn_world *w, size_t (*align)(size_t))
 int firn_device_binned(const firn_world *w)
 {
     const int v = w->def.gpu_p2g;
-    return (v == FIRN_P2G_BINNED || (v == FIRN_P2G_AUTO && w->p.n >= FIRN_P2G_BINNED_MIN)) &&
+    return (v == FIRN_P2G_BINNED || v == FIRN_P2G_WARP ||
+            (v == FIRN_P2G_AUTO && w->p.n >= FIRN_P2G_BINNED_MIN)) &&
            w->p.n > 0 && w->coupler.active[FIRN_SOLVER_MPM] &&
            !(w->coupler.cpic && w->p.cpic_slots > 0);
 }

@@ -216,14 +216,22 @@ typedef struct {
 
 /* How the CUDA path scatters P2G (docs/BENCH.md): one global atomic per
  * particle, node and component, over particles in storage order; or over
- * particles sorted into bins of 4^3 cells, each bin's scatter accumulated
- * in its thread block's shared memory and added to the grid once per node;
+ * particles sorted into bins of 4^3 cells (by cell within a bin), each
+ * bin's scatter accumulated in its thread block's shared memory and added
+ * to the grid once per node; or the same with each warp first summing the
+ * values of its lanes that share a cell (they share all 27 nodes), so that
+ * one lane per cell adds to shared memory (Gao et al. 2018's reduction);
  * or auto: binned from FIRN_P2G_BINNED_MIN MPM particles, where it was
  * measured faster (on an H200: 1.5x at 1M, 1.9-2.2x at 8M and 32M), atomic
  * below (2x faster at 100k, where a bin's block is mostly idle and the
  * sort's launches cost more than the scatter saves). The CPU path has one
  * P2G (coloured blocks). */
-typedef enum { FIRN_P2G_ATOMIC = 0, FIRN_P2G_BINNED = 1, FIRN_P2G_AUTO = 2 } firn_p2g_variant;
+typedef enum {
+    FIRN_P2G_ATOMIC = 0,
+    FIRN_P2G_BINNED = 1,
+    FIRN_P2G_AUTO = 2,
+    FIRN_P2G_WARP = 3
+} firn_p2g_variant;
 #define FIRN_P2G_BINNED_MIN 300000
 
 typedef struct {

@@ -195,31 +195,41 @@ static inline FIRN_HD long long firn_stencil_corner(const firn_params *P, const 
  * float of the stencil's corner node in a node array of four floats per
  * node (the grid, or a GPU block's tile of it), sx and sy the steps in
  * floats to the next node along x and y; z steps 4. */
+/* What the scatter adds at stencil node (a, b, c) (m0 and col from
+ * firn_p2g_middle): out = w (m v + affine dpos), w m. Also for scatters
+ * that combine several particles' values before adding them
+ * (kernels/mpm.cu, p2g_warp). */
+static inline FIRN_HD void firn_p2g_node_value(const firn_p2g_state *st, firn_vec3 m0,
+                                               const firn_vec3 col[3], int a, int b, int c,
+                                               float out[4])
+{
+    const firn_stencil *s = &st->s;
+    const firn_vec3 ma = firn_add(m0, firn_scale(col[0], (float)(a - 1)));
+    const firn_vec3 mab = firn_add(ma, firn_scale(col[1], (float)(b - 1)));
+    const float w = s->w[a][0] * s->w[b][1] * s->w[c][2];
+    out[0] = w * (mab.v[0] + (float)(c - 1) * col[2].v[0]);
+    out[1] = w * (mab.v[1] + (float)(c - 1) * col[2].v[1]);
+    out[2] = w * (mab.v[2] + (float)(c - 1) * col[2].v[2]);
+    out[3] = w * st->mass;
+}
+
 static inline FIRN_HD void firn_p2g_scatter_into(const firn_params *P, float *q0, long long sx,
                                                  long long sy, const firn_p2g_state *st,
                                                  unsigned skip)
 {
-    const firn_stencil *s = &st->s;
     firn_vec3 col[3];
     const firn_vec3 m0 = firn_p2g_middle(P, st, col);
-    for (int a = 0; a < 3; a++) {
-        firn_vec3 ma = firn_add(m0, firn_scale(col[0], (float)(a - 1)));
-        for (int b = 0; b < 3; b++) {
-            firn_vec3 mab = firn_add(ma, firn_scale(col[1], (float)(b - 1)));
-            float wab = s->w[a][0] * s->w[b][1];
-            float *q = q0 + a * sx + b * sy;
-            for (int c = 0; c < 3; c++, q += 4) {
+    for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 3; b++)
+            for (int c = 0; c < 3; c++) {
                 if ((skip >> (9 * a + 3 * b + c)) & 1u)
                     continue;
-                float w = wab * s->w[c][2];
-                const float add[4] = {mab.v[0] + (float)(c - 1) * col[2].v[0],
-                                      mab.v[1] + (float)(c - 1) * col[2].v[1],
-                                      mab.v[2] + (float)(c - 1) * col[2].v[2], st->mass};
+                float v[4];
+                firn_p2g_node_value(st, m0, col, a, b, c, v);
+                float *q = q0 + a * sx + b * sy + 4 * c;
                 for (int k = 0; k < 4; k++)
-                    firn_atomic_add(q + k, w * add[k]);
+                    firn_atomic_add(q + k, v[k]);
             }
-        }
-    }
 }
 
 /* The scatter into the grid (firn_p2g_scatter_into). */

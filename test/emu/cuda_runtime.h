@@ -264,6 +264,9 @@ static inline T __shfl_down_sync(unsigned mask, T v, unsigned d, int width = 32)
 {
     return firn_emu_shfl(mask, v, FIRN_EMU_SHFL_DOWN, (int)d, width, "__shfl_down_sync");
 }
+/* The lowest set bit's position, 1-based; 0 for 0 (CUDA's __ffs). */
+static inline int __ffs(int x) { return __builtin_ffs(x); }
+
 template <typename T> static inline T __shfl_up_sync(unsigned mask, T v, unsigned d, int width = 32)
 {
     return firn_emu_shfl(mask, v, FIRN_EMU_SHFL_UP, (int)d, width, "__shfl_up_sync");
