@@ -133,10 +133,13 @@ static int cmd_validate(int argc, char **argv)
     firn_memory m;
     firn_world_memory(w, &m);
     char a[32], b[32], c[32];
+    /* Per particle: MPM and SPH particles together. */
     printf("  memory: CPU path %s (%.0f B/particle; %s of it the grid, resident only where "
            "material goes); GPU %s on the device (%.0f B/particle)\n",
            mem_str(m.host, a, sizeof a), m.per_particle, mem_str(m.host_grid, c, sizeof c),
-           mem_str(m.device, b, sizeof b), s.particles > 0 ? m.device / (double)s.particles : 0.0);
+           mem_str(m.device, b, sizeof b),
+           s.particles + s.sph.particles > 0 ? m.device / (double)(s.particles + s.sph.particles)
+                                             : 0.0);
     firn_world_destroy(w);
     return 0;
 }

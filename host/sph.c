@@ -7,6 +7,7 @@
 #include "error.h"
 #include "sample.h"
 #include "sph.h"
+#include "world.h" /* firn_align256 */
 
 void firn_sph_box(const firn_scene_def *def, float lo[3], float hi[3])
 {
@@ -125,11 +126,41 @@ static long long sample_body(const firn_body_def *b, const firn_prepared_shape *
     return q - q0;
 }
 
-/* One host block for the particles and the CPU neighbour grid. */
-static int alloc_state(firn_sph *S, int n, int cells)
+/* The host block: the particles and the CPU neighbour grid. */
+static size_t host_block_bytes(int n, int cells)
 {
     const size_t nn = (size_t)n, f = sizeof(float), i = sizeof(int);
-    const size_t bytes = 13 * nn * f + 2 * nn * i + (2 * (size_t)cells + cells + 1) * i + nn;
+    return 13 * nn * f + 2 * nn * i + (2 * (size_t)cells + cells + 1) * i + nn;
+}
+
+size_t firn_sph_host_bytes(const firn_sph *S)
+{
+    if (S->n == 0)
+        return 0;
+    size_t bytes = host_block_bytes(S->n, S->P.res[0] * S->P.res[1] * S->P.res[2]);
+    if (S->G.nbr)
+        bytes += (size_t)S->n * (FIRN_SPH_NBR_MAX + 1) * sizeof(int);
+    return bytes;
+}
+
+size_t firn_sph_device_bytes(int n, int cells)
+{
+    if (n == 0)
+        return 0;
+    const size_t nn = (size_t)n, nc = (size_t)cells;
+    /* particles: x, v, acc, rho, p, alpha, drho (13 floats), then mat */
+    size_t bytes = firn_align256(13 * nn * sizeof(float)) + firn_align256(nn);
+    /* grid: key, sorted, start, end, key_sorted, ids, count, err */
+    const size_t grid[8] = {nn * 4, nn * 4, nc * 4, nc * 4, nn * 4, nn * 4, nc * 4, nn * 8};
+    for (int k = 0; k < 8; k++)
+        bytes += firn_align256(grid[k]);
+    return bytes;
+}
+
+static int alloc_state(firn_sph *S, int n, int cells)
+{
+    const size_t nn = (size_t)n;
+    const size_t bytes = host_block_bytes(n, cells);
     char *b = calloc(1, bytes > 0 ? bytes : 1);
     if (!b)
         return -1;

@@ -52,6 +52,12 @@ float firn_sph_cfl_dt(const firn_sph *S, float cfl, float v_gravity, float *c, f
  * into the pressure, which the law amplifies (a rounding difference of
  * 1e-6 rho is 1e-4 of a typical pressure scale). */
 double firn_sph_pressure_slope(const firn_sph *S, double rho_max);
+/* Memory: the host's (the particles, the CPU neighbour grid and lists), and
+ * what the CUDA path allocates for n particles and a neighbour grid of
+ * `cells` cells besides CUB's scratch and the materials (kernels/sph.cu
+ * checks that its layout adds up to this). */
+size_t firn_sph_host_bytes(const firn_sph *S);
+size_t firn_sph_device_bytes(int n, int cells);
 /* Statistics of the host state. */
 void firn_sph_stats(const firn_sph *S, firn_sph_frame_stats *st);
 

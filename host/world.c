@@ -576,13 +576,20 @@ void firn_world_memory(const firn_world *w, firn_memory *m)
                 ((double)w->chunks + (double)w->cpic_chunks) * acc + /* coupling sums */
                 (double)w->chunks;                                   /* live chunk flags */
     }
+    host += (double)firn_sph_host_bytes(&w->sph); /* the SPH solver's, on either path */
     m->host = host;
     m->host_grid = w->backend == FIRN_BACKEND_CPU ? (double)w->grid.nodes * 16.0 : 0.0;
     m->host_grid_resident = w->backend == FIRN_BACKEND_CPU ? firn_cpu_grid_resident(w) : 0.0;
-    m->device = w->backend == FIRN_BACKEND_CUDA ? (double)firn_cuda_state_bytes(w)
-                                                : (double)firn_device_bytes(w);
+    /* A CPU world's device figure: what the CUDA path would allocate (less
+     * CUB's scratch and the SPH materials, a few KiB). */
+    m->device = w->backend == FIRN_BACKEND_CUDA
+                    ? (double)firn_cuda_state_bytes(w)
+                    : (double)firn_device_bytes(w) +
+                          (double)firn_sph_device_bytes(
+                              w->sph.n, w->sph.P.res[0] * w->sph.P.res[1] * w->sph.P.res[2]);
     const double own = w->backend == FIRN_BACKEND_CUDA ? m->device : m->host;
-    m->per_particle = n > 0 ? own / n : 0.0;
+    const double all = n + (double)w->sph.n; /* MPM and SPH particles */
+    m->per_particle = all > 0 ? own / all : 0.0;
 }
 
 /* `substep` is the (1-based) substep where particle `bad` went non-finite,

@@ -393,7 +393,7 @@ typedef struct {
      * of a few KiB). */
     double device;
     /* The simulating side's memory per particle: host / particles on the CPU
-     * path, device / particles on the GPU. */
+     * path, device / particles on the GPU (MPM and SPH particles together). */
     double per_particle;
     /* CPU path: the grid's part of `host`, and how much of it is in memory
      * now. The grid is a mapping of zero pages that takes memory only where

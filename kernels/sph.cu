@@ -469,6 +469,13 @@ static int state_init(firn_world *w, firn_sph_cuda *S, firn_error *err)
     S->temp_bytes = sort_b > scan_b ? sort_b : scan_b;
     S->temp_bytes = sum_b > S->temp_bytes ? sum_b : S->temp_bytes;
     const size_t p_bytes = particle_layout(n, NULL, NULL), g_bytes = grid_layout(n, cells, NULL, S);
+    if (p_bytes + g_bytes != firn_sph_device_bytes(n, cells)) { /* firn_world_memory's figure */
+        firn_set_error(err, FIRN_E_DEVICE,
+                       "internal: the SPH device layout (%zu B) differs from firn_sph_device_bytes "
+                       "(%zu B)",
+                       p_bytes + g_bytes, firn_sph_device_bytes(n, cells));
+        return FIRN_CUDA_FAILED;
+    }
     const size_t want =
         p_bytes + g_bytes + firn_align256(small_bytes) + firn_align256(S->temp_bytes);
     if (check_memory(w, want, err))

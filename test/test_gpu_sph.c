@@ -262,6 +262,31 @@ static firn_world *scene_world(const char *path, firn_backend backend, firn_scen
     return make_world(def, backend);
 }
 
+/* firn_world_memory's device figure for an SPH scene: a CPU world's
+ * estimate (firn_sph_device_bytes with the MPM arrays) is what the CUDA
+ * world allocates, less CUB's scratch and the materials (under 1 MiB at
+ * this size), and the CUDA world reports what it allocated. */
+Test(gpu_sph, memory_figure_is_what_the_device_allocates, .timeout = 120)
+{
+    require_gpu();
+    firn_scene_def def;
+    firn_world *cpu = scene_world("scenes/sph_dam_break.json", FIRN_BACKEND_CPU, &def);
+    firn_world *gpu = scene_world("scenes/sph_dam_break.json", FIRN_BACKEND_CUDA, &def);
+    firn_memory mc, mg;
+    firn_world_memory(cpu, &mc);
+    firn_world_memory(gpu, &mg);
+    cr_assert_gt(cpu->sph.n, 0);
+    cr_expect_gt(mc.device, (double)firn_sph_device_bytes(cpu->sph.n, 1) - 1.0,
+                 "the CPU world's device figure counts the SPH state");
+    cr_expect_geq(mg.device, mc.device, "GPU %.0f B, CPU twin's estimate %.0f B", mg.device,
+                  mc.device);
+    cr_expect_leq(mg.device, mc.device + 1048576.0, "GPU %.0f B, CPU twin's estimate %.0f B",
+                  mg.device, mc.device);
+    cr_expect_gt(mc.per_particle, 0.0, "an SPH-only scene's memory per particle");
+    firn_world_destroy(gpu);
+    firn_world_destroy(cpu);
+}
+
 /* Two frames of the dam break (about 100 substeps, the column falling and
  * the surge starting along the floor). Particle by particle the paths part
  * as FMA rounding grows through the pressure (chaotic) flow, so the frame
