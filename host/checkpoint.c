@@ -166,6 +166,10 @@ uint64_t firn_scene_hash(const firn_scene_def *d)
         MIX(&h, m->pressure_solver);
         if (m->cone_fit) /* only when set: scenes without it keep their hashes */
             MIX(&h, m->cone_fit);
+        if (m->rheology) { /* the same */
+            MIX(&h, m->rheology), MIX(&h, m->friction_angle_2), MIX(&h, m->inertial_I0);
+            MIX(&h, m->grain_diameter), MIX(&h, m->grain_density);
+        }
     }
     MIX(&h, d->n_bodies);
     for (int k = 0; k < d->n_bodies && k < FIRN_MAX_BODIES; k++) {

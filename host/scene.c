@@ -9,6 +9,7 @@
 #include "mesh.h"
 #include "rigid.h"
 #include "sph.h"
+#include "world.h"
 
 #include <cJSON.h>
 #include <errno.h>
@@ -33,6 +34,7 @@ static const char *const shape_names[FIRN_SHAPE_COUNT] = {"box", "sphere", "cyli
 static const char *const law_names[2] = {"corotated", "neohookean"};
 static const char *const cone_fit_names[FIRN_CONE_FIT_COUNT] = {"compression", "extension",
                                                                 "plane_strain", "inscribed"};
+static const char *const rheology_names[FIRN_RHEOLOGY_COUNT] = {"cone", "mu_i"};
 static const char *const rigid_shape_names[FIRN_RSHAPE_COUNT] = {"plane",   "sphere",   "box",
                                                                  "capsule", "cylinder", "mesh"};
 static const char *const motion_names[3] = {"static", "kinematic", "dynamic"};
@@ -114,6 +116,11 @@ void firn_material_default(firn_material_def *mat, firn_model model)
     mat->theta_s = 4.5e-3f;
     mat->hardening = 10.0f;
     mat->friction_angle = 45.0f;
+    /* mu(I): Jop, Forterre and Pouliquen 2006's glass beads (friction_angle_2
+     * 0: friction_angle plus their 11.86 deg, firn_sand_friction_angle_2). */
+    mat->inertial_I0 = 0.279f;
+    mat->grain_diameter = 5e-4f;
+    mat->grain_density = 2450.0f;
     mat->yield_stress = 1e4f;
     mat->crit_strain = 0.05f;
     mat->damage_rate = 0.1f;
@@ -364,6 +371,22 @@ static int validate_material(const ctx *c, const firn_scene_def *def, int i)
             return -1;
         if ((int)m->cone_fit < 0 || (int)m->cone_fit >= FIRN_CONE_FIT_COUNT)
             return fail(c, join(p, base, "cone_fit"), "unknown cone fit %d", (int)m->cone_fit);
+        if ((int)m->rheology < 0 || (int)m->rheology >= FIRN_RHEOLOGY_COUNT)
+            return fail(c, join(p, base, "rheology"), "unknown rheology %d", (int)m->rheology);
+        if (m->rheology == FIRN_RHEOLOGY_MU_I) {
+            const float phi2 = firn_sand_friction_angle_2(m);
+            if (!(phi2 > m->friction_angle && phi2 < 90))
+                return fail(c, join(p, base, "friction_angle_2"),
+                            "%g deg%s: must be above friction_angle (%g) and below 90", phi2,
+                            m->friction_angle_2 > 0 ? "" : " (friction_angle + 11.86, the default)",
+                            m->friction_angle);
+            if (need(c, join(p, base, "I0"), m->inertial_I0, m->inertial_I0 > 0, "must be > 0") ||
+                need(c, join(p, base, "grain_diameter"), m->grain_diameter, m->grain_diameter > 0,
+                     "must be > 0") ||
+                need(c, join(p, base, "grain_density"), m->grain_density, m->grain_density > 0,
+                     "must be > 0"))
+                return -1;
+        }
         break;
     case FIRN_MODEL_VON_MISES:
         if (need(c, join(p, base, "yield_stress"), m->yield_stress, m->yield_stress > 0,
@@ -1115,6 +1138,11 @@ static const struct {
     {"max_hardening", 1u << FIRN_MODEL_SNOW},
     {"friction_angle", 1u << FIRN_MODEL_SAND},
     {"cone_fit", 1u << FIRN_MODEL_SAND},
+    {"rheology", 1u << FIRN_MODEL_SAND},
+    {"friction_angle_2", 1u << FIRN_MODEL_SAND},
+    {"I0", 1u << FIRN_MODEL_SAND},
+    {"grain_diameter", 1u << FIRN_MODEL_SAND},
+    {"grain_density", 1u << FIRN_MODEL_SAND},
     {"yield_stress", 1u << FIRN_MODEL_VON_MISES},
     {"crit_strain", 1u << FIRN_MODEL_FRACTURE},
     {"damage_rate", 1u << FIRN_MODEL_FRACTURE},
@@ -1139,6 +1167,11 @@ static int parse_material(const ctx *c, const cJSON *j, const char *path, firn_m
                                        "hardening",
                                        "friction_angle",
                                        "cone_fit",
+                                       "rheology",
+                                       "friction_angle_2",
+                                       "I0",
+                                       "grain_diameter",
+                                       "grain_density",
                                        "yield_stress",
                                        "crit_strain",
                                        "damage_rate",
@@ -1150,8 +1183,9 @@ static int parse_material(const ctx *c, const cJSON *j, const char *path, firn_m
                                        "pressure_solver",
                                        NULL};
     char p[KEYPATH_MAX], name[FIRN_NAME_MAX];
-    const char *model = NULL, *law = "corotated", *pressure = "wcsph", *cone = "compression";
-    int model_i = 0, law_i = 0, pressure_i = 0, cone_i = 0;
+    const char *model = NULL, *law = "corotated", *pressure = "wcsph", *cone = "compression",
+               *rheology = "cone";
+    int model_i = 0, law_i = 0, pressure_i = 0, cone_i = 0, rheology_i = 0;
 
     if (need_object(c, j, path) || check_keys(c, j, path, keys, NULL) ||
         get_string(c, j, path, "model", 1, &model) ||
@@ -1172,6 +1206,10 @@ static int parse_material(const ctx *c, const cJSON *j, const char *path, firn_m
         get_float(c, j, path, "hardening", &m->hardening) ||
         get_float(c, j, path, "max_hardening", &m->max_hardening) ||
         get_float(c, j, path, "friction_angle", &m->friction_angle) ||
+        get_float(c, j, path, "friction_angle_2", &m->friction_angle_2) ||
+        get_float(c, j, path, "I0", &m->inertial_I0) ||
+        get_float(c, j, path, "grain_diameter", &m->grain_diameter) ||
+        get_float(c, j, path, "grain_density", &m->grain_density) ||
         get_float(c, j, path, "yield_stress", &m->yield_stress) ||
         get_float(c, j, path, "crit_strain", &m->crit_strain) ||
         get_float(c, j, path, "damage_rate", &m->damage_rate) ||
@@ -1184,10 +1222,19 @@ static int parse_material(const ctx *c, const cJSON *j, const char *path, firn_m
         get_string(c, j, path, "pressure_solver", 0, &pressure) ||
         pick(c, join(p, path, "pressure_solver"), pressure, pressure_names, 2, &pressure_i) ||
         get_string(c, j, path, "cone_fit", 0, &cone) ||
-        pick(c, join(p, path, "cone_fit"), cone, cone_fit_names, FIRN_CONE_FIT_COUNT, &cone_i))
+        pick(c, join(p, path, "cone_fit"), cone, cone_fit_names, FIRN_CONE_FIT_COUNT, &cone_i) ||
+        get_string(c, j, path, "rheology", 0, &rheology) ||
+        pick(c, join(p, path, "rheology"), rheology, rheology_names, FIRN_RHEOLOGY_COUNT,
+             &rheology_i))
         return -1;
+    static const char *const mu_i_keys[4] = {"friction_angle_2", "I0", "grain_diameter",
+                                             "grain_density"};
+    for (int k = 0; k < 4; k++)
+        if (rheology_i != FIRN_RHEOLOGY_MU_I && get(j, mu_i_keys[k]))
+            return fail(c, join(p, path, mu_i_keys[k]), "applies only with rheology mu_i");
     m->law = (firn_elastic_law)law_i;
     m->cone_fit = (firn_cone_fit)cone_i;
+    m->rheology = (firn_rheology)rheology_i;
     m->pressure_solver = (firn_pressure_solver)pressure_i;
     return 0;
 }

@@ -341,9 +341,9 @@ static inline __attribute__((always_inline)) void p2g_block(firn_world *w, int k
             const int i = order[k + l];
             const firn_material *m = mat[l];
             float Jp = Jps[l], dmg = dmgs[l];
-            firn_mat3 tau = firn_needs_svd(m)
-                                ? firn_constitutive_svd(m, &F[l], &Jp, &dmg, U[l], sig[l], V[l])
-                                : firn_constitutive_direct(m, &F[l]);
+            firn_mat3 tau = firn_needs_svd(m) ? firn_constitutive_svd(m, &F[l], &Jp, &dmg, U[l],
+                                                                      sig[l], V[l], P->dt)
+                                              : firn_constitutive_direct(m, &F[l]);
             firn_p2g_state st = firn_p2g_finish(i, P, m, p, C[l], F[l], Jp, dmg, tau,
                                                 firn_cpu_make_stencil(P, firn_load3(p.x, p.n, i)));
             const unsigned skip =

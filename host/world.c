@@ -47,6 +47,11 @@ float firn_material_wave_speed(const firn_material *m)
     return sqrtf((m->lambda + 2.0f * mu) / m->rho);
 }
 
+float firn_sand_friction_angle_2(const firn_material_def *def)
+{
+    return def->friction_angle_2 > 0.0f ? def->friction_angle_2 : def->friction_angle + 11.86f;
+}
+
 void firn_material_build(const firn_material_def *def, firn_material *m)
 {
     memset(m, 0, sizeof *m);
@@ -67,6 +72,12 @@ void firn_material_build(const firn_material_def *def, firn_material *m)
                     : def->cone_fit == FIRN_CONE_INSCRIBED    ? FIRN_C_INSCRIBED
                                                               : FIRN_C_COMPRESSION;
     m->alpha = firn_sand_cone_alpha(sphi, fit);
+    if (def->model == FIRN_MODEL_SAND && def->rheology == FIRN_RHEOLOGY_MU_I) {
+        m->alpha2 =
+            firn_sand_cone_alpha(sinf(firn_sand_friction_angle_2(def) * (float)M_PI / 180.0f), fit);
+        m->i0 = def->inertial_I0;
+        m->inertia = def->grain_diameter * sqrtf(2.0f * def->grain_density);
+    }
     m->yield = def->yield_stress;
     m->crit = def->crit_strain;
     m->rate = def->damage_rate;

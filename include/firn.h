@@ -101,6 +101,11 @@ typedef enum {
     FIRN_CONE_FIT_COUNT
 } firn_cone_fit;
 
+/* Sand: the friction of the cone, rate-independent (the default) or growing
+ * with the inertial number I, mu(I) (Jop, Forterre and Pouliquen 2006;
+ * docs/PHYSICS.md s3.6). */
+typedef enum { FIRN_RHEOLOGY_CONE = 0, FIRN_RHEOLOGY_MU_I, FIRN_RHEOLOGY_COUNT } firn_rheology;
+
 typedef struct {
     char name[FIRN_NAME_MAX];
     firn_model model;
@@ -123,6 +128,13 @@ typedef struct {
     float surface_tension;                /* cohesion coefficient [-], default 0.01 */
     firn_pressure_solver pressure_solver; /* default WCSPH; one solver per scene */
     firn_cone_fit cone_fit; /* sand: the cone's fit to Mohr-Coulomb, default compression */
+    /* sand, rheology mu_i only (defaults Jop et al. 2006's glass beads): */
+    firn_rheology rheology; /* sand: cone (default) or mu_i */
+    float friction_angle_2; /* friction angle as I -> infinity [deg], > friction_angle;
+                               0 (default) = friction_angle + 11.86 */
+    float inertial_I0;      /* I at which the friction is halfway [-], default 0.279 */
+    float grain_diameter;   /* [m], default 5e-4 */
+    float grain_density;    /* density of the grains themselves [kg/m^3], default 2450 */
 } firn_material_def;
 
 typedef enum {

@@ -11,7 +11,7 @@
 
 #include "firn_svd.h"
 
-/* Device-side material constants, derived from firn_material_def. 56 bytes. */
+/* Device-side material constants, derived from firn_material_def. 68 bytes. */
 typedef struct {
     int model;     /* firn_model */
     int law;       /* firn_elastic_law */
@@ -27,6 +27,10 @@ typedef struct {
     float crit;    /* fracture: critical principal strain */
     float rate;    /* fracture: damage per substep */
     float c2;      /* dilatational wave speed at rest, squared [m^2/s^2] */
+    float alpha2;  /* sand mu(I): the cone's coefficient as I -> infinity */
+    float i0;      /* sand mu(I): I0 [-]; 0 = the rate-independent cone */
+    float inertia; /* sand mu(I): d sqrt(2 rho_s) [kg^(1/2) m^(-1/2)], so that
+                      I = inertia dgamma / (dt sqrt(p)) */
 } firn_material;
 
 enum { FIRN_M_ELASTIC, FIRN_M_LIQUID, FIRN_M_SNOW, FIRN_M_SAND, FIRN_M_VON_MISES, FIRN_M_FRACTURE };
@@ -96,13 +100,53 @@ static inline FIRN_HD float firn_sand_cone_alpha(float sphi, int fit)
     }
 }
 
+/* The mu(I) friction law (Jop, Forterre and Pouliquen 2006):
+ * mu = mu_s + (mu_2 - mu_s) / (I0 / I + 1), mu_s at I = 0, mu_2 as
+ * I -> infinity. Linear in mu_s and mu_2, so it holds for the cone's
+ * alpha = sqrt(2) mu / 3 as for mu = sqrt(J2) / p. */
+static inline FIRN_HD float firn_mu_i(float mu_s, float mu_2, float i0, float I)
+{
+    return mu_s + (mu_2 - mu_s) / (i0 / I + 1.0f);
+}
+
+/* The rate-dependent return onto the mu(I) cone (docs/PHYSICS.md s3.6):
+ * given the trial's deviatoric log strain norm ehn and its trace tr < 0,
+ * returns the norm of the projected deviatoric log strain subtracted,
+ * dgamma >= 0. With B = (3 lambda + 2 mu) / (2 mu) (-tr), the consistency
+ * condition is ehn - dgamma = B alpha(I), alpha(I) from alpha (I = 0) to
+ * alpha2, I = inertia dgamma / (dt sqrt(p)), p = -(3 lambda + 2 mu) tr / 3;
+ * with r = ehn - B alpha (the rate-independent dgamma) and
+ * q = i0 dt sqrt(p) / inertia (the dgamma at which I = I0) it is the
+ * quadratic dgamma^2 + b dgamma - r q = 0, b = q + B (alpha2 - alpha) - r,
+ * whose one positive root is taken without cancellation. The projected
+ * norm is then set from mu(I) itself, so the stress lies on the cone of
+ * the plastic rate it implies. */
+static inline FIRN_HD float firn_sand_mu_i_return(const firn_material *m, float ehn, float tr,
+                                                  float dt)
+{
+    const float B = (3.0f * m->lambda + 2.0f * m->mu) / (2.0f * m->mu) * -tr;
+    const float r = ehn - B * m->alpha;
+    if (r <= 0.0f) /* inside the static cone */
+        return 0.0f;
+    const float sp = sqrtf((3.0f * m->lambda + 2.0f * m->mu) / 3.0f * -tr);
+    const float q = m->i0 * dt * sp / m->inertia;
+    const float b = q + B * (m->alpha2 - m->alpha) - r;
+    const float disc = sqrtf(b * b + 4.0f * r * q);
+    const float dgamma = b > 0.0f ? 2.0f * r * q / (b + disc) : 0.5f * (disc - b);
+    if (dgamma <= 0.0f) /* dt = 0 (I infinite) inside the alpha2 cone */
+        return 0.0f;
+    const float I = m->inertia * dgamma / (dt * sp);
+    return firn_maxf(0.0f, ehn - B * firn_mu_i(m->alpha, m->alpha2, m->i0, I));
+}
+
 /* Sand return mapping (Klar et al. 2016, Drucker-Prager in Hencky strain),
  * as in docs/PHYSICS.md s3.6: *vol_log is the log volume correction (the particle's Jp
  * slot; 0 at rest, > 0 after expansion), s is replaced by the
  * projected singular values, and their logarithms (the projected Hencky
- * strain, which the stress needs) are returned. */
+ * strain, which the stress needs) are returned. dt [s], the substep, sets
+ * the plastic strain rate of the mu(I) rheology; the cone ignores it. */
 static inline FIRN_HD firn_vec3 firn_sand_project(const firn_material *m, firn_vec3 *s,
-                                                  float *vol_log)
+                                                  float *vol_log, float dt)
 {
     firn_vec3 e =
         firn_v3(logf(firn_maxf(fabsf(s->v[0]), 1e-4f)), logf(firn_maxf(fabsf(s->v[1]), 1e-4f)),
@@ -116,8 +160,13 @@ static inline FIRN_HD firn_vec3 firn_sand_project(const firn_material *m, firn_v
         return firn_v3(0.0f, 0.0f, 0.0f);
     }
     *vol_log = 0.0f;
-    float dgamma = ehn + (3.0f * m->lambda + 2.0f * m->mu) / (2.0f * m->mu) * tr * m->alpha;
-    float k = firn_maxf(0.0f, dgamma) / ehn;
+    float k;
+    if (m->i0 > 0.0f) {
+        k = firn_sand_mu_i_return(m, ehn, tr, dt) / ehn;
+    } else {
+        float dgamma = ehn + (3.0f * m->lambda + 2.0f * m->mu) / (2.0f * m->mu) * tr * m->alpha;
+        k = firn_maxf(0.0f, dgamma) / ehn;
+    }
     e = firn_sub(e, firn_scale(eh, k));
     *s = firn_v3(expf(e.v[0]), expf(e.v[1]), expf(e.v[2]));
     return e;
@@ -187,12 +236,12 @@ static inline FIRN_HD firn_mat3 firn_constitutive_direct(const firn_material *m,
 }
 
 /* The constitutive update of a material that needs the SVD, given the SVD
- * F = U diag(s) V^T of the trial deformation gradient *F. On return *F is
- * the elastic F the particle keeps, *Jp and *dmg are updated, and the
- * Kirchhoff stress is returned. */
+ * F = U diag(s) V^T of the trial deformation gradient *F and the substep dt
+ * [s] (rate-dependent sand). On return *F is the elastic F the particle
+ * keeps, *Jp and *dmg are updated, and the Kirchhoff stress is returned. */
 static inline FIRN_HD firn_mat3 firn_constitutive_svd(const firn_material *m, firn_mat3 *F,
                                                       float *Jp, float *dmg, firn_mat3 U,
-                                                      firn_vec3 s, firn_mat3 V)
+                                                      firn_vec3 s, firn_mat3 V, float dt)
 {
     firn_vec3 t;
     float J = s.v[0] * s.v[1] * s.v[2];
@@ -217,7 +266,7 @@ static inline FIRN_HD firn_mat3 firn_constitutive_svd(const firn_material *m, fi
         break;
     }
     case FIRN_M_SAND:
-        t = firn_tau_hencky(m->mu, m->lambda, firn_sand_project(m, &s, Jp));
+        t = firn_tau_hencky(m->mu, m->lambda, firn_sand_project(m, &s, Jp, dt));
         *F = firn_m3_usv(U, s, V);
         break;
     case FIRN_M_VON_MISES:
@@ -244,18 +293,19 @@ static inline FIRN_HD firn_mat3 firn_constitutive_svd(const firn_material *m, fi
     return firn_m3_usv(U, t, U);
 }
 
-/* The constitutive update of one particle. On entry *F is the trial
- * deformation gradient; on return it is the elastic F the particle keeps,
- * *Jp and *dmg are updated, and the Kirchhoff stress is returned. */
+/* The constitutive update of one particle over a substep dt [s]. On entry
+ * *F is the trial deformation gradient; on return it is the elastic F the
+ * particle keeps, *Jp and *dmg are updated, and the Kirchhoff stress is
+ * returned. */
 static inline FIRN_HD firn_mat3 firn_constitutive(const firn_material *m, firn_mat3 *F, float *Jp,
-                                                  float *dmg)
+                                                  float *dmg, float dt)
 {
     if (!firn_needs_svd(m))
         return firn_constitutive_direct(m, F);
     firn_mat3 U, V;
     firn_vec3 s;
     firn_svd3(*F, &U, &s, &V);
-    return firn_constitutive_svd(m, F, Jp, dmg, U, s, V);
+    return firn_constitutive_svd(m, F, Jp, dmg, U, s, V, dt);
 }
 
 /* Wave speed factor: snow hardens by h = exp(xi (1 - Jp)), which scales both

@@ -155,7 +155,7 @@ static inline FIRN_HD firn_p2g_state firn_p2g_prepare(int i, const firn_params *
     firn_mat3 C = firn_load9(p.C, p.n, i);
     firn_mat3 F = firn_p2g_trial_F(P, C, firn_load9(p.F, p.n, i));
     float Jp = p.Jp[i], dmg = p.damage[i];
-    firn_mat3 tau = firn_constitutive(m, &F, &Jp, &dmg);
+    firn_mat3 tau = firn_constitutive(m, &F, &Jp, &dmg, P->dt);
     return firn_p2g_finish(i, P, m, p, C, F, Jp, dmg, tau,
                            firn_make_stencil(P, firn_load3(p.x, p.n, i)));
 }

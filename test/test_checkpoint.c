@@ -133,6 +133,15 @@ Test(checkpoint, scene_hash_ignores_frames_and_output_only)
     b = a;
     b.materials[2].hardening = 9.0f;
     cr_assert_neq(firn_scene_hash(&a), firn_scene_hash(&b));
+    /* Sand's mu(I) keys count once its rheology is mu_i (materials[1] is
+     * the sand). */
+    b = a;
+    cr_assert_eq(b.materials[1].model, FIRN_MODEL_SAND);
+    b.materials[1].rheology = FIRN_RHEOLOGY_MU_I;
+    cr_assert_neq(firn_scene_hash(&a), firn_scene_hash(&b));
+    firn_scene_def c = b;
+    c.materials[1].grain_diameter = 1e-3f;
+    cr_assert_neq(firn_scene_hash(&b), firn_scene_hash(&c));
 }
 
 /* ---- continuation ------------------------------------------------------------- */

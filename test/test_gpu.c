@@ -23,11 +23,17 @@
 #include "solver_cpu.h"
 #include "world.h"
 
+/* The per-model tests also run sand with the mu(I) rheology, as a model
+ * value past the real ones. */
+#define SAND_MU_I ((firn_model)FIRN_MODEL_COUNT)
+
+static firn_model base_model(firn_model m) { return m == SAND_MU_I ? FIRN_MODEL_SAND : m; }
+
 static const char *model_label(firn_model m)
 {
-    static const char *names[FIRN_MODEL_COUNT] = {"elastic",   "liquid",   "snow",      "sand",
-                                                  "von_mises", "fracture", "sph_liquid"};
-    return (int)m >= 0 && m < FIRN_MODEL_COUNT ? names[m] : "?";
+    static const char *names[FIRN_MODEL_COUNT + 1] = {
+        "elastic", "liquid", "snow", "sand", "von_mises", "fracture", "sph_liquid", "sand_mu_i"};
+    return (int)m >= 0 && m <= FIRN_MODEL_COUNT ? names[m] : "?";
 }
 
 /* ---- worlds --------------------------------------------------------------- */
@@ -42,7 +48,9 @@ static void small_scene(firn_scene_def *def, firn_model model, float box)
     def->write_ply = 0;
     def->write_preview = 0;
     def->n_materials = 1;
-    firn_material_default(&def->materials[0], model);
+    firn_material_default(&def->materials[0], base_model(model));
+    if (model == SAND_MU_I)
+        def->materials[0].rheology = FIRN_RHEOLOGY_MU_I;
     snprintf(def->materials[0].name, FIRN_NAME_MAX, "%s", model_label(model));
     def->n_bodies = 1;
     firn_body_def *b = &def->bodies[0];
@@ -95,9 +103,9 @@ static void randomise(firn_particles *p, const firn_params *P, firn_model model,
             p->C[c * n + i] = frand(-5.0f, 5.0f);
             p->F[c * n + i] = (c % 4 == 0 ? 1.0f : 0.0f) + frand(-0.05f, 0.05f);
         }
-        p->Jp[i] = model == FIRN_MODEL_SNOW   ? frand(0.95f, 1.05f)
-                   : model == FIRN_MODEL_SAND ? frand(-0.02f, 0.02f)
-                                              : 1.0f;
+        p->Jp[i] = model == FIRN_MODEL_SNOW               ? frand(0.95f, 1.05f)
+                   : base_model(model) == FIRN_MODEL_SAND ? frand(-0.02f, 0.02f)
+                                                          : 1.0f;
         p->damage[i] = model == FIRN_MODEL_FRACTURE ? frand(0.0f, 0.5f) : 0.0f;
     }
 }
@@ -174,9 +182,9 @@ static void expect_close(const char *model, const char *what, const float *gpu, 
               fabs((double)gpu[at] - cpu[at]), worst);
 }
 
-static const firn_model all_models[] = {FIRN_MODEL_ELASTIC,   FIRN_MODEL_LIQUID,
-                                        FIRN_MODEL_SNOW,      FIRN_MODEL_SAND,
-                                        FIRN_MODEL_VON_MISES, FIRN_MODEL_FRACTURE};
+static const firn_model all_models[] = {
+    FIRN_MODEL_ELASTIC,   FIRN_MODEL_LIQUID,   FIRN_MODEL_SNOW, FIRN_MODEL_SAND,
+    FIRN_MODEL_VON_MISES, FIRN_MODEL_FRACTURE, SAND_MU_I};
 #define N_MODELS ((int)(sizeof all_models / sizeof all_models[0]))
 
 /* ---- kernels against the CPU twin ----------------------------------------- */

@@ -557,7 +557,7 @@ Test(materials, stress_free_at_rest)
         firn_material m = make_material(all_models[k].model, all_models[k].law);
         firn_mat3 F = firn_m3_identity();
         float jp = initial_jp(m.model), d = 0.0f;
-        firn_mat3 tau = firn_constitutive(&m, &F, &jp, &d);
+        firn_mat3 tau = firn_constitutive(&m, &F, &jp, &d, 1e-4f);
         cr_assert(max_abs(tau) < 1e-6f * m.mu, "%s: |tau| = %g at rest", all_models[k].name,
                   max_abs(tau));
         cr_assert(max_abs_diff(F, firn_m3_identity()) < 1e-6f, "%s: F changed at rest",
@@ -575,12 +575,12 @@ Test(materials, pressure_sign_under_compression_and_tension)
         firn_material m = make_material(all_models[k].model, all_models[k].law);
         float jp = initial_jp(m.model), d = 0.0f;
         firn_mat3 F = firn_m3_diag(0.99f, 0.99f, 0.99f);
-        float tc = trace(firn_constitutive(&m, &F, &jp, &d));
+        float tc = trace(firn_constitutive(&m, &F, &jp, &d, 1e-4f));
         cr_assert(tc < -1e-3f * m.mu, "%s: trace(tau) = %g under compression", all_models[k].name,
                   tc);
         jp = initial_jp(m.model);
         F = firn_m3_diag(1.003f, 1.003f, 1.003f);
-        float tt = trace(firn_constitutive(&m, &F, &jp, &d));
+        float tt = trace(firn_constitutive(&m, &F, &jp, &d, 1e-4f));
         if (m.model == FIRN_M_SAND)
             cr_assert(fabsf(tt) < 1e-6f * m.mu, "sand holds tension: trace(tau) = %g", tt);
         else
@@ -599,7 +599,7 @@ Test(materials, snow_clamps_singular_values_and_keeps_total_volume)
         F.m[0] += 1.0f, F.m[4] += 1.0f, F.m[8] += 1.0f;
         float jp = frand(0.9f, 1.1f), d = 0.0f;
         float total = firn_m3_det(F) * jp;
-        firn_constitutive(&m, &F, &jp, &d);
+        firn_constitutive(&m, &F, &jp, &d, 1e-4f);
         firn_mat3 U, V;
         firn_vec3 s;
         firn_svd3(F, &U, &s, &V);
@@ -622,7 +622,7 @@ Test(materials, sand_no_tension_and_inside_yield_cone)
         firn_mat3 F = random_matrix(0.2f);
         F.m[0] += 1.0f, F.m[4] += 1.0f, F.m[8] += 1.0f;
         float jp = 0.0f, d = 0.0f;
-        firn_mat3 tau = firn_constitutive(&m, &F, &jp, &d);
+        firn_mat3 tau = firn_constitutive(&m, &F, &jp, &d, 1e-4f);
         float tr = trace(tau);
         float scale = m.lambda + 2.0f * m.mu;
         firn_mat3 dev = tau;
@@ -648,7 +648,7 @@ Test(materials, von_mises_caps_deviatoric_log_strain)
         firn_mat3 F = random_matrix(0.1f);
         F.m[0] += 1.0f, F.m[4] += 1.0f, F.m[8] += 1.0f;
         float jp = 1.0f, d = 0.0f;
-        firn_constitutive(&m, &F, &jp, &d);
+        firn_constitutive(&m, &F, &jp, &d, 1e-4f);
         firn_mat3 U, V;
         firn_vec3 s;
         firn_svd3(F, &U, &s, &V);
@@ -670,19 +670,19 @@ Test(materials, fracture_damage_grows_and_weakens_only_tension)
     firn_material m = make_material(FIRN_M_FRACTURE, FIRN_L_COROTATED);
     float jp = 1.0f, d = 0.0f;
     firn_mat3 F = firn_m3_diag(1.1f, 1.0f, 1.0f);
-    firn_mat3 tau0 = firn_constitutive(&m, &F, &jp, &d);
+    firn_mat3 tau0 = firn_constitutive(&m, &F, &jp, &d, 1e-4f);
     cr_assert(fabsf(d - m.rate) < 1e-7f, "damage %g after one update", d);
     for (int k = 0; k < 20; k++) {
         F = firn_m3_diag(1.1f, 1.0f, 1.0f);
-        firn_constitutive(&m, &F, &jp, &d);
+        firn_constitutive(&m, &F, &jp, &d, 1e-4f);
     }
     cr_assert_eq(d, 1.0f, "damage clamps at 1, got %g", d);
     F = firn_m3_diag(1.1f, 1.0f, 1.0f);
-    firn_mat3 tau1 = firn_constitutive(&m, &F, &jp, &d);
+    firn_mat3 tau1 = firn_constitutive(&m, &F, &jp, &d, 1e-4f);
     cr_assert(trace(tau0) > 0.0f && max_abs(tau1) < 1e-6f * m.mu,
               "fully damaged particle holds tension %g", max_abs(tau1));
     F = firn_m3_diag(0.95f, 0.95f, 0.95f);
-    cr_assert(trace(firn_constitutive(&m, &F, &jp, &d)) < -1e-3f * m.mu,
+    cr_assert(trace(firn_constitutive(&m, &F, &jp, &d, 1e-4f)) < -1e-3f * m.mu,
               "fully damaged particle must still resist compression");
 }
 
@@ -694,7 +694,7 @@ Test(materials, liquid_keeps_only_volume)
         firn_mat3 F = random_matrix(0.1f);
         F.m[0] += 1.0f, F.m[4] += 1.0f, F.m[8] += 1.0f;
         float J = firn_m3_det(F), jp = 1.0f, d = 0.0f;
-        firn_constitutive(&m, &F, &jp, &d);
+        firn_constitutive(&m, &F, &jp, &d, 1e-4f);
         cr_assert(fabsf(firn_m3_det(F) - J) < 1e-5f, "volume %g vs %g", firn_m3_det(F), J);
     }
 }
@@ -720,7 +720,7 @@ static void expect_diag_tau(int model, int law, firn_vec3 s, firn_vec3 want, con
     firn_material m = make_material(model, law);
     firn_mat3 F = firn_m3_diag(s.v[0], s.v[1], s.v[2]);
     float jp = initial_jp(model), d = 0.0f;
-    firn_mat3 tau = firn_constitutive(&m, &F, &jp, &d);
+    firn_mat3 tau = firn_constitutive(&m, &F, &jp, &d, 1e-4f);
     float scale = fmaxf(fabsf(want.v[0]), fmaxf(fabsf(want.v[1]), fabsf(want.v[2])));
     for (int a = 0; a < 3; a++)
         cr_assert(fabsf(tau.m[4 * a] - want.v[a]) <= 1e-5f * scale,
@@ -789,7 +789,7 @@ Test(materials, svd_free_models_match_the_principal_form)
             }
             firn_mat3 want = firn_m3_usv(U, tp, U);
             float jp = 1.0f, d = 0.0f;
-            firn_mat3 tau = firn_constitutive(&m, &F, &jp, &d);
+            firn_mat3 tau = firn_constitutive(&m, &F, &jp, &d, 1e-4f);
             cr_assert(max_abs_diff(tau, want) <= tol, "%s: |tau - U diag(t) U^T| = %g (tol %g)",
                       k ? "liquid" : "neo-Hookean", max_abs_diff(tau, want), tol);
         }
@@ -805,13 +805,13 @@ Test(materials, inverted_particles_recover)
     firn_material m = make_material(FIRN_M_SNOW, 0);
     firn_mat3 F = firn_m3_diag(1.0f, 1.0f, -0.2f);
     float jp = 1.0f, d = 0.0f;
-    firn_constitutive(&m, &F, &jp, &d);
+    firn_constitutive(&m, &F, &jp, &d, 1e-4f);
     cr_assert(jp > 0.0f && isfinite(jp), "snow Jp = %g after an inverted F", jp);
     cr_assert(firn_m3_det(F) > 0.0f, "snow kept an inverted F");
     firn_material l = make_material(FIRN_M_LIQUID, 0);
     F = firn_m3_diag(1.0f, 1.0f, -0.5f);
     jp = 1.0f;
-    firn_mat3 tau = firn_constitutive(&l, &F, &jp, &d);
+    firn_mat3 tau = firn_constitutive(&l, &F, &jp, &d, 1e-4f);
     cr_assert(firn_m3_det(F) > 0.0f, "liquid kept an inverted F (det %g)", firn_m3_det(F));
     cr_assert(trace(tau) < 0.0f, "a crushed liquid particle must be pushed open, trace(tau) = %g",
               trace(tau));

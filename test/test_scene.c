@@ -271,6 +271,30 @@ Test(scene_defaults, sand_cone_fit_defaults_to_compression_and_parses_each_name)
     }
 }
 
+/* Sand's rheology: the cone unless named; mu_i takes Jop et al.'s glass
+ * beads by default and each of its four keys as given. */
+Test(scene_defaults, sand_rheology_defaults_to_the_cone_and_mu_i_takes_its_keys)
+{
+    expect_ok(parse_parts("'m': {'model': 'sand'}", NULL, NULL), "sand without rheology");
+    const firn_material_def *m = &def.materials[0];
+    cr_assert_eq(m->rheology, FIRN_RHEOLOGY_CONE);
+    expect_ok(parse_parts("'m': {'model': 'sand', 'rheology': 'mu_i'}", NULL, NULL), "mu_i");
+    cr_assert_eq(m->rheology, FIRN_RHEOLOGY_MU_I);
+    cr_assert(m->friction_angle_2 == 0.0f && m->inertial_I0 == 0.279f &&
+                  m->grain_diameter == 5e-4f && m->grain_density == 2450.0f,
+              "mu_i defaults %g %g %g %g", m->friction_angle_2, m->inertial_I0, m->grain_diameter,
+              m->grain_density);
+    expect_ok(parse_parts("'m': {'model': 'sand', 'friction_angle': 30, 'rheology': 'mu_i', "
+                          "'friction_angle_2': 40, 'I0': 0.3, 'grain_diameter': 0.001, "
+                          "'grain_density': 2650}",
+                          NULL, NULL),
+              "mu_i with its keys");
+    cr_assert(m->friction_angle_2 == 40.0f && m->inertial_I0 == 0.3f &&
+                  m->grain_diameter == 0.001f && m->grain_density == 2650.0f,
+              "mu_i keys %g %g %g %g", m->friction_angle_2, m->inertial_I0, m->grain_diameter,
+              m->grain_density);
+}
+
 Test(scene_errors, wrong_types_and_array_lengths_are_named)
 {
     static const struct {
@@ -308,6 +332,28 @@ Test(scene_errors, out_of_range_values_name_key_and_value)
          "materials.m.cone_fit: expected a string, got number"},
         {"'m': {'model': 'snow', 'cone_fit': 'inscribed'}", NULL,
          "materials.m.cone_fit: does not apply to a snow material"},
+        {"'m': {'model': 'sand', 'rheology': 'viscous'}", NULL,
+         "materials.m.rheology: \"viscous\": unknown value (expected one of cone, mu_i)"},
+        {"'m': {'model': 'snow', 'rheology': 'mu_i'}", NULL,
+         "materials.m.rheology: does not apply to a snow material"},
+        {"'m': {'model': 'liquid', 'grain_diameter': 0.001}", NULL,
+         "materials.m.grain_diameter: does not apply to a liquid material"},
+        {"'m': {'model': 'sand', 'I0': 0.3}", NULL,
+         "materials.m.I0: applies only with rheology mu_i"},
+        {"'m': {'model': 'sand', 'rheology': 'cone', 'friction_angle_2': 40}", NULL,
+         "materials.m.friction_angle_2: applies only with rheology mu_i"},
+        {"'m': {'model': 'sand', 'friction_angle': 35, 'rheology': 'mu_i', "
+         "'friction_angle_2': 30}",
+         NULL,
+         "materials.m.friction_angle_2: 30 deg: must be above friction_angle (35) and below 90"},
+        {"'m': {'model': 'sand', 'friction_angle': 80, 'rheology': 'mu_i'}", NULL,
+         "materials.m.friction_angle_2: 91.86 deg (friction_angle + 11.86, the default): must "
+         "be above friction_angle (80) and below 90"},
+        {"'m': {'model': 'sand', 'rheology': 'mu_i', 'I0': 0}", NULL, "materials.m.I0 = 0"},
+        {"'m': {'model': 'sand', 'rheology': 'mu_i', 'grain_diameter': -1}", NULL,
+         "materials.m.grain_diameter = -1: must be > 0"},
+        {"'m': {'model': 'sand', 'rheology': 'mu_i', 'grain_density': 0}", NULL,
+         "materials.m.grain_density = 0: must be > 0"},
         {"'m': {'model': 'von_mises', 'yield_stress': 0}", NULL, "materials.m.yield_stress"},
         {"'m': {'model': 'fracture', 'crit_strain': 0}", NULL, "materials.m.crit_strain"},
         {"'m': {'model': 'fracture', 'damage_rate': 1.5}", NULL, "materials.m.damage_rate"},

@@ -119,6 +119,12 @@ def build(case, a, res, opt, out):
     mat = {"model": "sand", "E": E, "nu": NU, "density": RHO, "friction_angle": opt.phi}
     if opt.cone_fit != "default":
         mat["cone_fit"] = opt.cone_fit
+    if opt.rheology != "default":
+        mat["rheology"] = opt.rheology
+    for key, val in (("friction_angle_2", opt.phi2), ("I0", opt.I0),
+                     ("grain_diameter", opt.grain_d), ("grain_density", opt.grain_rho)):
+        if val is not None:
+            mat[key] = val
     if case == "planar":
         upper = [upper_x, upper_y, 6.0 * dx]
         bnd["z_lower"] = bnd["z_upper"] = slip
@@ -245,6 +251,15 @@ def main():
                     help="compression, extension, plane_strain, inscribed (default: the scene "
                     "default)")
     ap.add_argument("--floor", default="coulomb:0.5", help="sticky or coulomb:MU")
+    ap.add_argument("--rheology", default="default",
+                    help="cone or mu_i (default: the scene default, cone)")
+    ap.add_argument("--phi2", type=float, help="mu_i: friction_angle_2 [deg] (default: the "
+                    "scene default, phi + 11.86)")
+    ap.add_argument("--I0", type=float, help="mu_i: I0 (default: the scene default, 0.279)")
+    ap.add_argument("--grain-d", type=float, help="mu_i: grain_diameter [m] (default: the "
+                    "scene default, 5e-4)")
+    ap.add_argument("--grain-rho", type=float, help="mu_i: grain_density [kg/m^3] (default: "
+                    "the scene default, 2450)")
     ap.add_argument("--jobs", type=int, default=1, help="cases run at once")
     ap.add_argument("--threads", type=int, default=2, help="OpenMP threads per case")
     opt = ap.parse_args()
@@ -257,7 +272,17 @@ def main():
                 sys.exit("validate_sand: --cases: %r is not planar or axisym" % case)
             for a in ([0.5, 1, 2, 4, 8] if case == "planar" else [0.5, 1, 3, 6]):
                 plan.append((case, a, res))
+    if opt.rheology not in ("default", "cone", "mu_i"):
+        sys.exit("validate_sand: --rheology: %r is not cone or mu_i" % opt.rheology)
+    mu_i_opts = (opt.phi2, opt.I0, opt.grain_d, opt.grain_rho)
+    if opt.rheology != "mu_i" and any(v is not None for v in mu_i_opts):
+        sys.exit("validate_sand: --phi2, --I0, --grain-d and --grain-rho need --rheology mu_i")
     tag = "phi %g, cone %s, floor %s" % (opt.phi, opt.cone_fit, opt.floor)
+    if opt.rheology != "default":
+        tag += ", rheology %s" % opt.rheology
+        if opt.rheology == "mu_i":
+            tag += " (phi2 %s, I0 %s, d %s, rho_s %s)" % tuple(
+                "default" if v is None else "%g" % v for v in mu_i_opts)
     with ThreadPoolExecutor(max_workers=opt.jobs) as ex:
         results = list(ex.map(lambda c: run_case(opt.firn, c[0], c[1], c[2], opt, opt.out), plan))
     print("\n### Column collapses (%s)\n" % tag)
