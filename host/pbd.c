@@ -200,8 +200,8 @@ static int cloth_constraints(firn_pbd *S, int t0, int t1, const firn_pbd_materia
     for (int t = t0; t < t1; t++)
         for (int e = 0; e < 3; e++) {
             const int a = S->tri[3 * t + e], b = S->tri[3 * t + (e + 1) % 3];
-            h[3 * (t - t0) + e] = (half_edge){a < b ? a : b, a < b ? b : a, t,
-                                              S->tri[3 * t + (e + 2) % 3], a};
+            h[3 * (t - t0) + e] =
+                (half_edge){a < b ? a : b, a < b ? b : a, t, S->tri[3 * t + (e + 2) % 3], a};
         }
     qsort(h, (size_t)nh, sizeof *h, cmp_half_edge);
     for (int k = 0; k < nh;) {
@@ -212,8 +212,8 @@ static int cloth_constraints(firn_pbd *S, int t0, int t1, const firn_pbd_materia
             const int j = *ne;
             S->stretch.v[2 * j] = h[k].lo;
             S->stretch.v[2 * j + 1] = h[k].hi;
-            S->stretch.rest[j] = firn_norm(
-                firn_sub(vert(S->s.x, S->n, h[k].lo), vert(S->s.x, S->n, h[k].hi)));
+            S->stretch.rest[j] =
+                firn_norm(firn_sub(vert(S->s.x, S->n, h[k].lo), vert(S->s.x, S->n, h[k].hi)));
             S->stretch.compliance[j] = m->stretch_compliance;
         }
         (*ne)++;
@@ -226,8 +226,8 @@ static int cloth_constraints(firn_pbd *S, int t0, int t1, const firn_pbd_materia
                 firn_vec3 g[4];
                 float theta = 0.0f;
                 if (!firn_pbd_dihedral(vert(S->s.x, S->n, q[0]), vert(S->s.x, S->n, q[1]),
-                                       vert(S->s.x, S->n, q[2]), vert(S->s.x, S->n, q[3]),
-                                       &theta, g))
+                                       vert(S->s.x, S->n, q[2]), vert(S->s.x, S->n, q[3]), &theta,
+                                       g))
                     theta = 0.0f;
                 S->bend.rest[j] = theta;
                 S->bend.compliance[j] = m->bending_compliance;
@@ -271,8 +271,8 @@ static long long lattice(const firn_prepared_shape *shape, float p, float *x, in
 
 /* The particles and triangles of PBD body b: a cloth's surface, or a
  * particle body's lattice (into *pts, count *npts). */
-static int body_geometry(const firn_scene_def *def, int b, surface *m, float **pts,
-                         long long *npts, firn_error *err)
+static int body_geometry(const firn_scene_def *def, int b, surface *m, float **pts, long long *npts,
+                         firn_error *err)
 {
     const firn_body_def *bd = &def->bodies[b];
     memset(m, 0, sizeof *m);
@@ -305,9 +305,10 @@ static int body_geometry(const firn_scene_def *def, int b, surface *m, float **p
         return -1;
     }
     if (c == 0) {
-        firn_set_error(err, FIRN_E_SCENE,
-                       "%s%sbodies[%d]: the shape holds no PBD particle at pbd.particle_size = %g m",
-                       def->source, def->source[0] ? ": " : "", b, p);
+        firn_set_error(
+            err, FIRN_E_SCENE,
+            "%s%sbodies[%d]: the shape holds no PBD particle at pbd.particle_size = %g m",
+            def->source, def->source[0] ? ": " : "", b, p);
         return -1;
     }
     *npts = c;
@@ -408,12 +409,12 @@ static int build_bodies(firn_pbd *S, const firn_scene_def *def, firn_error *err)
         /* A cloth's mass spread evenly over its vertices (Genesis: area
          * rho / N); a particle's its lattice cell's, rho p^3. */
         const double p = def->pbd_particle_size;
-        const float mass =
-            surf[b].nv > 0 ? (float)(area * md->density / surf[b].nv) : (float)(md->density * p * p * p);
+        const float mass = surf[b].nv > 0 ? (float)(area * md->density / surf[b].nv)
+                                          : (float)(md->density * p * p * p);
         for (int i = 0; i < nv; i++) {
             for (int a = 0; a < 3; a++) {
-                S->s.x[a * S->n + q + i] = surf[b].nv > 0 ? surf[b].v[3 * i + a]
-                                                          : pts[b][a * (int)npts[b] + i];
+                S->s.x[a * S->n + q + i] =
+                    surf[b].nv > 0 ? surf[b].v[3 * i + a] : pts[b][a * (int)npts[b] + i];
                 S->s.v[a * S->n + q + i] = bd->velocity[a];
             }
             S->s.mass[q + i] = mass;

@@ -149,7 +149,8 @@ static inline FIRN_HD int firn_pbd_dihedral(firn_vec3 a, firn_vec3 b, firn_vec3 
                                             float *theta, firn_vec3 g[4])
 {
     const firn_vec3 E = firn_sub(b, a);
-    const firn_vec3 N1 = firn_cross(E, firn_sub(c, a)), N2 = firn_cross(firn_sub(a, b), firn_sub(d, b));
+    const firn_vec3 N1 = firn_cross(E, firn_sub(c, a)),
+                    N2 = firn_cross(firn_sub(a, b), firn_sub(d, b));
     const float le = firn_norm(E), n1 = firn_dot(N1, N1), n2 = firn_dot(N2, N2);
     if (!(le > 0.0f && n1 > 0.0f && n2 > 0.0f))
         return 0;
@@ -180,7 +181,8 @@ static inline FIRN_HD void firn_pbd_bend(int j, const firn_pbd_constraints *B, f
         x[k] = firn_load3(s.x, n, q[k]);
         w[k] = s.w[q[k]];
     }
-    if (!(w[0] + w[1] + w[2] + w[3] > 0.0f) || !firn_pbd_dihedral(x[0], x[1], x[2], x[3], &theta, g))
+    if (!(w[0] + w[1] + w[2] + w[3] > 0.0f) ||
+        !firn_pbd_dihedral(x[0], x[1], x[2], x[3], &theta, g))
         return;
     for (int k = 0; k < 4; k++)
         sum += w[k] * firn_dot(g[k], g[k]);
