@@ -1,0 +1,403 @@
+/* test_pbd.c - the PBD solver on the CPU path against closed forms
+ * computed here: the bending gradient against finite differences, free
+ * fall against the discrete integrator, a single XPBD edge against its
+ * compliance, a hanging chain against the catenary, a hanging sheet against
+ * the stretch XPBD and its iteration count allow; pins, contact with a
+ * rigid sphere, Newton's third law with a dynamic body, determinism across
+ * thread counts, checkpoints, the PLY mesh and the scene's errors. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "firn.h"
+#include "firn_pbd.h"
+#include "pbd.h"
+#include "test_util.h"
+#include "world.h"
+
+/* A scene with one PBD cloth rectangle of n0 x n1 vertices, size s0 x s1,
+ * normal `axis`, centred at c, in the domain [-1, 1]^3; no rigid bodies. */
+static void cloth_scene(firn_scene_def *def, int n0, int n1, float s0, float s1, int axis,
+                        const float c[3])
+{
+    firn_scene_default(def);
+    for (int a = 0; a < 3; a++)
+        def->lower[a] = -1.0f, def->upper[a] = 1.0f;
+    def->dx = 0.1f; /* the MPM grid is unused */
+    def->n_materials = 1;
+    firn_material_default(&def->materials[0], FIRN_MODEL_PBD_CLOTH);
+    snprintf(def->materials[0].name, FIRN_NAME_MAX, "cloth");
+    def->n_bodies = 1;
+    firn_body_default(&def->bodies[0]);
+    firn_body_def *b = &def->bodies[0];
+    b->solver = FIRN_SOLVER_KIND_PBD;
+    b->shape.type = FIRN_SHAPE_CLOTH_RECT;
+    b->shape.axis = axis;
+    b->shape.resolution[0] = n0, b->shape.resolution[1] = n1;
+    b->shape.size[0] = s0, b->shape.size[1] = s1;
+    memcpy(b->shape.center, c, 3 * sizeof(float));
+}
+
+static firn_world *make(const firn_scene_def *def)
+{
+    firn_error err;
+    firn_world *w = firn_world_create(def, FIRN_BACKEND_CPU, &err);
+    cr_assert(w, "%s", err.msg);
+    return w;
+}
+
+static void substeps(firn_world *w, int n, float dt)
+{
+    firn_error err;
+    cr_assert(firn_world_run_substeps(w, n, dt, &err) == 0, "%s", err.msg);
+}
+
+/* ---- the shared physics -------------------------------------------------------- */
+
+/* The dihedral angle's gradient (Bridson et al.'s closed form) equals the
+ * central difference of the angle itself, including at a flat pair, where
+ * the gradient of acos(n1 . n2) would be 0/0. */
+Test(pbd_bending, gradient_matches_finite_differences)
+{
+    srand(19);
+    for (int t = 0; t < 300; t++) {
+        firn_vec3 x[4];
+        for (int k = 0; k < 4; k++)
+            x[k] = firn_v3((float)rand() / RAND_MAX, (float)rand() / RAND_MAX,
+                           (float)rand() / RAND_MAX);
+        if (t % 3 == 0) /* a flat pair: c and d on either side of a-b in one plane */
+            x[0] = firn_v3(0, 0, 0), x[1] = firn_v3(1, 0, 0), x[2] = firn_v3(0.3f, 0.8f, 0),
+            x[3] = firn_v3(0.6f, -0.7f, 0);
+        float theta;
+        firn_vec3 g[4], gd[4];
+        if (!firn_pbd_dihedral(x[0], x[1], x[2], x[3], &theta, g))
+            continue;
+        if (fabsf(theta) > 2.8f) /* near +-pi the angle wraps */
+            continue;
+        const float h = 1e-3f;
+        double worst = 0.0, scale = 0.0;
+        for (int k = 0; k < 4; k++)
+            for (int a = 0; a < 3; a++) {
+                firn_vec3 y[4];
+                float tp = 0.0f, tm = 0.0f;
+                memcpy(y, x, sizeof y);
+                y[k].v[a] += h;
+                firn_pbd_dihedral(y[0], y[1], y[2], y[3], &tp, gd);
+                y[k].v[a] -= 2.0f * h;
+                firn_pbd_dihedral(y[0], y[1], y[2], y[3], &tm, gd);
+                double fd = (tp - tm) / (2.0 * h);
+                worst = fmax(worst, fabs(fd - g[k].v[a]));
+                scale = fmax(scale, fabs(g[k].v[a]));
+            }
+        /* The central difference of a float angle: error ~ h^2 |theta'''| + eps / h. */
+        cr_assert(worst <= 2e-2 * scale + 2e-3, "case %d: |grad - FD| = %g (gradient scale %g)", t,
+                  worst, scale);
+    }
+}
+
+/* A particle of mass m hanging from a pinned one by a single edge of
+ * compliance alpha: XPBD's equilibrium C = -alpha~ lambda with lambda / dt^2
+ * the tension m g gives a stretch of exactly alpha m g, whatever the
+ * substep and the iteration count (one XPBD projection of a single
+ * constraint is exact). Settled from rest at the rest length, damped by
+ * the projection itself. */
+static double hanging_edge(float alpha, float dt, int iters)
+{
+    float x[6] = {0, 0, 0, 0, 0, 0}, v[6] = {0}, x0[6], mass[2] = {0.1f, 0.1f}, w[2] = {0.0f, 10.0f};
+    uint8_t mat[2] = {0, 0};
+    x[3] = -0.1f; /* component-major, n = 2: y of particle i at x[2 + i] */
+    firn_pbd_particles s = {2, x, v, x0, mass, w, mat};
+    int ev[2] = {0, 1}, order[1] = {0}, cs[2] = {0, 1};
+    float rest = 0.1f, comp = alpha, lambda = 0.0f;
+    firn_pbd_constraints E = {1, 2, ev, &rest, &comp, &lambda, order, 1, cs};
+    firn_pbd_material m = {alpha, 0, 0, 0, 0, 0};
+    firn_pbd_params P = {dt, 0.01f, {0.0f, -9.81f, 0.0f}, {-10, -10, -10}, {10, 10, 10}};
+    for (int step = 0; step < (int)lrintf(4.0f / dt); step++) {
+        for (int i = 0; i < 2; i++)
+            firn_pbd_predict(i, &P, &m, s);
+        lambda = 0.0f;
+        for (int it = 0; it < iters; it++)
+            firn_pbd_stretch(0, &E, dt, s);
+        for (int i = 0; i < 2; i++)
+            firn_pbd_finish(i, &P, s);
+    }
+    return (double)x[2] - x[3] - 0.1;
+}
+
+Test(pbd_stretch, single_edge_stretches_by_alpha_m_g_at_any_substep_and_iteration_count)
+{
+    const float alpha = 2e-3f; /* [m/N]: m g alpha = 1.962 mm */
+    const double want = alpha * 0.1 * 9.81;
+    const double a = hanging_edge(alpha, 1e-3f, 1), b = hanging_edge(alpha, 5e-4f, 1),
+                 c = hanging_edge(alpha, 1e-3f, 4);
+    /* float positions near 0.1 m: rounding ~1e-8 m, far below 1 % of 2 mm. */
+    cr_expect(fabs(a - want) < 0.01 * want, "dt 1 ms, 1 iteration: stretch %g m, want %g", a, want);
+    cr_expect(fabs(b - want) < 0.01 * want, "dt 0.5 ms: stretch %g m, want %g", b, want);
+    cr_expect(fabs(c - want) < 0.01 * want, "4 iterations: stretch %g m, want %g", c, want);
+}
+
+/* ---- particles ------------------------------------------------------------------ */
+
+/* Free PBD particles (no constraints, nothing near) follow the substep's
+ * integrator: v_k = v0 + k g dt, x_k = x0 + k v0 dt + g dt^2 k (k + 1) / 2
+ * (semi-implicit Euler; v = (x - x0) / dt returns the velocity it moved
+ * with). In float that velocity carries the rounding of x, u = 3e-8 m for
+ * |x| < 0.5 m, over dt: at most K u / dt after K substeps, and the
+ * position at most K^2 u / 2. */
+Test(pbd_fall, free_particles_match_the_discrete_formula)
+{
+    firn_scene_def def;
+    firn_scene_default(&def);
+    for (int a = 0; a < 3; a++)
+        def.lower[a] = -1.0f, def.upper[a] = 1.0f;
+    def.dx = 0.1f;
+    def.n_materials = 1;
+    firn_material_default(&def.materials[0], FIRN_MODEL_PBD_PARTICLE);
+    snprintf(def.materials[0].name, FIRN_NAME_MAX, "grain");
+    def.n_bodies = 1;
+    firn_body_default(&def.bodies[0]);
+    def.bodies[0].solver = FIRN_SOLVER_KIND_PBD;
+    def.bodies[0].shape.center[0] = def.bodies[0].shape.center[2] = 0.0f;
+    def.bodies[0].shape.center[1] = 0.0f;
+    def.bodies[0].velocity[0] = 0.3f;
+    def.bodies[0].velocity[1] = 1.0f;
+    firn_world *w = make(&def);
+    const int n = w->pbd.n, K = 40;
+    const float dt = 5e-3f;
+    cr_assert(n == 1000, "a 0.1 m cube at p = 0.01 m holds 10^3 particles, got %d", n);
+    float *x0 = malloc(3 * (size_t)n * sizeof(float));
+    memcpy(x0, w->pbd.s.x, 3 * (size_t)n * sizeof(float));
+    substeps(w, K, dt);
+    const double g = -9.81, vy = 1.0 + K * g * dt;
+    double worst_x = 0.0, worst_v = 0.0;
+    for (int i = 0; i < n; i++) {
+        const double dy = 1.0 * K * dt + g * dt * dt * K * (K + 1) / 2.0,
+                     dx = 0.3 * K * dt;
+        worst_x = fmax(worst_x, fabs(w->pbd.s.x[n + i] - x0[n + i] - dy));
+        worst_x = fmax(worst_x, fabs(w->pbd.s.x[i] - x0[i] - dx));
+        worst_v = fmax(worst_v, fabs(w->pbd.s.v[n + i] - vy));
+    }
+    const double u = 3e-8;
+    cr_expect(worst_x < K * K * u / 2.0, "position off the discrete formula by %g m", worst_x);
+    cr_expect(worst_v < K * u / dt, "velocity off v0 + k g dt by %g m/s", worst_v);
+    free(x0);
+    firn_world_destroy(w);
+}
+
+/* ---- the colouring -------------------------------------------------------------- */
+
+/* Every constraint is in exactly one colour, and no two constraints of a
+ * colour share a particle (what makes a colour's projections independent). */
+Test(pbd_colour, each_constraint_once_and_no_shared_vertex_within_a_colour)
+{
+    firn_scene_def def;
+    cloth_scene(&def, 13, 9, 0.6f, 0.4f, 1, (const float[3]){0, 0.5f, 0});
+    firn_world *w = make(&def);
+    const firn_pbd *S = &w->pbd;
+    cr_assert_eq(S->stretch.n, 12 * 9 + 13 * 8 + 12 * 8, "edges of a 13 x 9 grid with diagonals");
+    cr_assert_eq(S->bend.n, S->stretch.n - 2 * (12 + 8), "inner edges: all but the border");
+    for (int kind = 0; kind < 2; kind++) {
+        const firn_pbd_constraints *C = kind ? &S->bend : &S->stretch;
+        int *seen = calloc((size_t)C->n, sizeof(int)), *mark = calloc((size_t)S->n, sizeof(int));
+        for (int c = 0; c < C->colours; c++)
+            for (int k = C->colour_start[c]; k < C->colour_start[c + 1]; k++) {
+                const int j = C->order[k];
+                seen[j]++;
+                for (int q = 0; q < C->k; q++) {
+                    cr_assert(mark[C->v[C->k * j + q]] != c + 1,
+                              "kind %d colour %d: vertex %d in two constraints", kind, c,
+                              C->v[C->k * j + q]);
+                    mark[C->v[C->k * j + q]] = c + 1;
+                }
+            }
+        for (int j = 0; j < C->n; j++)
+            cr_assert_eq(seen[j], 1, "kind %d: constraint %d in %d colours", kind, j, seen[j]);
+        free(seen);
+        free(mark);
+    }
+    firn_world_destroy(w);
+}
+
+/* ---- a hanging chain -------------------------------------------------------------- */
+
+/* A strip of N segments (2 rows of vertices, width 0.04 m) of length L,
+ * written as an OBJ in the shape of a V whose ends are the span S apart;
+ * its four end vertices are pinned. */
+static void chain_scene(firn_scene_def *def, const char *dir, int N, double L, double S)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/strip.obj", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert(f);
+    const double d = sqrt(L * L / 4.0 - S * S / 4.0); /* depth of the V */
+    for (int i = 0; i <= N; i++) {
+        const double s = L * i / N, t = s < L / 2 ? s / (L / 2) : (L - s) / (L / 2);
+        const double x = -S / 2 + S * s / L, y = -d * t;
+        for (int j = 0; j < 2; j++)
+            fprintf(f, "v %.9f %.9f %.9f\n", x, y, j ? 0.02 : -0.02);
+    }
+    for (int i = 0; i < N; i++) {
+        const int a = 2 * i + 1, b = a + 1, c = a + 2, e = a + 3; /* OBJ counts from 1 */
+        fprintf(f, "f %d %d %d\nf %d %d %d\n", a, c, e, a, e, b);
+    }
+    fclose(f);
+    float c[3] = {0.0f, 0.0f, 0.0f};
+    cloth_scene(def, 2, 2, 1, 1, 1, c);
+    firn_body_def *b = &def->bodies[0];
+    b->shape.type = FIRN_SHAPE_MESH;
+    snprintf(b->shape.file, sizeof b->shape.file, "%s", path);
+    b->n_pins = 4;
+    b->pins[0] = 0, b->pins[1] = 1, b->pins[2] = 2 * N, b->pins[3] = 2 * N + 1;
+    def->materials[0].air_resistance = 0.02f; /* damps the swing; the equilibrium is drag-free */
+    def->pbd_bending_iterations = 0;          /* a chain: no bending stiffness */
+}
+
+/* The catenary through two points a span S apart with length L: L = 2 a
+ * sinh(S / 2a), sag a (cosh(S / 2a) - 1); a by bisection. */
+static double catenary_sag(double L, double S)
+{
+    double lo = 1e-3, hi = 1e3;
+    for (int k = 0; k < 200; k++) {
+        const double a = sqrt(lo * hi);
+        if (2.0 * a * sinh(S / (2.0 * a)) > L)
+            lo = a;
+        else
+            hi = a;
+    }
+    const double a = sqrt(lo * hi);
+    return a * (cosh(S / (2.0 * a)) - 1.0);
+}
+
+/* The strip settled for 8 s at substep dt with `iters` stretch
+ * iterations: the pins' height less the lowest point of its centre line. */
+static double chain_sag(const char *dir, int iters, float dt, double *ke)
+{
+    firn_scene_def def;
+    const int N = 40;
+    chain_scene(&def, dir, N, 1.0, 0.8);
+    def.pbd_stretch_iterations = iters;
+    firn_world *w = make(&def);
+    substeps(w, (int)lrintf(8.0f / dt), dt);
+    const int n = w->pbd.n;
+    const float *y = w->pbd.s.x + n;
+    double low = INFINITY;
+    for (int i = 0; i <= N; i++)
+        low = fmin(low, 0.5 * (y[2 * i] + y[2 * i + 1]));
+    firn_frame_stats s;
+    firn_error err;
+    cr_assert(firn_world_stats(w, &s, &err) == 0, "%s", err.msg);
+    *ke = s.pbd.kinetic_energy;
+    const double sag = y[0] - low;
+    firn_world_destroy(w);
+    return sag;
+}
+
+/* A chain of 40 links (1 m, span 0.8 m) hangs as the catenary: its sag
+ * within 2 % of a (cosh(S / 2a) - 1). Its links are stiff (compliance
+ * 1e-7 m/N against a tension of about 1 N), and the discrete chain's
+ * lumped masses differ from the continuous catenary by O(1 / N^2), 0.1 %
+ * here; what remains is the stretch the finite iterations leave (each
+ * substep's gravity, g dt^2 per particle, is not fully passed up the chain
+ * by 4 Gauss-Seidel sweeps), which falls with more iterations and a
+ * shorter substep (about halves with either): measured
+ * +0.7 % at dt = 1 ms and 4 iterations (+2.0 % at 2 ms, the CFL step of a
+ * chain falling at 2 m/s with p = 1 cm). The same within 2 % with twice
+ * the iterations and with half the substep. */
+Test(pbd_chain, hangs_as_the_catenary_at_any_iteration_count_and_substep, .timeout = 120)
+{
+    char dir[64];
+    test_mkdtemp(dir, sizeof dir, "pbd_chain");
+    const double want = catenary_sag(1.0, 0.8);
+    const struct {
+        int iters;
+        float dt;
+    } runs[3] = {{4, 1e-3f}, {8, 1e-3f}, {4, 5e-4f}};
+    double excess[3];
+    for (int r = 0; r < 3; r++) {
+        double ke, sag = chain_sag(dir, runs[r].iters, runs[r].dt, &ke);
+        excess[r] = sag / want - 1.0;
+        cr_expect(fabs(sag / want - 1.0) < 0.02,
+                  "%d iterations, dt %g s: sag %.5f m, catenary %.5f m (%+.2f %%), kinetic "
+                  "energy left %.3g J",
+                  runs[r].iters, runs[r].dt, sag, want, 100.0 * (sag / want - 1.0), ke);
+        cr_log_info("chain: %d iterations, dt %g: sag %.5f m vs %.5f (%+.3f %%), ke %.2g J",
+                    runs[r].iters, runs[r].dt, sag, want, 100.0 * (sag / want - 1.0), ke);
+    }
+    /* The excess is the iterations' unconverged stretch, which falls with
+     * more iterations and with a shorter substep (as dt^2 / iterations). */
+    cr_expect(excess[1] < excess[0] && excess[2] < excess[0],
+              "excess sag %.3f %% (4 it.), %.3f %% (8 it.), %.3f %% (dt / 2): more iterations "
+              "or a shorter substep must come closer",
+              100 * excess[0], 100 * excess[1], 100 * excess[2]);
+    test_rmdir(dir);
+}
+
+/* ---- a hanging sheet ----------------------------------------------------------- */
+
+/* A vertical sheet (normal z) of 11 x 11 vertices, 0.4 m square, pinned
+ * along its top edge by a pin box, settled for 3 s at dt = 1 ms with K = 4
+ * stretch iterations. Bound on every edge's stretch s_e = |x_a - x_b| - L_e:
+ *
+ * - converged, XPBD's equilibrium is C_e = -alpha~ lambda_e with
+ *   lambda_e / dt^2 the edge's tension T_e (Macklin et al. 2016, eq. 14-18),
+ *   so s_e = alpha T_e, and T_e <= W, the sheet's whole weight (an edge
+ *   never carries more than hangs below the pins);
+ * - unconverged: each substep adds g dt^2 to every particle's drop, and K
+ *   sweeps of Gauss-Seidel pass it up a column of R = 10 edges only
+ *   partly: the slowest mode of the chain's (J W J^T) iteration shrinks by
+ *   rho ~ 1 - pi^2 / R^2 a sweep, so in the steady state the edges keep an
+ *   extra stretch of about g dt^2 R^2 / (pi^2 K) (a column's load is shared
+ *   with the diagonals: a factor 2 of margin).
+ *
+ * So s_e < alpha W + 2 g dt^2 R^2 / (pi^2 K). */
+static double sheet_max_stretch(float alpha, int iters, double *bound)
+{
+    firn_scene_def def;
+    cloth_scene(&def, 11, 11, 0.4f, 0.4f, 2, (const float[3]){0, 0.3f, 0});
+    firn_body_def *b = &def.bodies[0];
+    b->pin_box = 1;
+    const float lo[3] = {-1, 0.49f, -1}, hi[3] = {1, 1, 1};
+    memcpy(b->pin_lower, lo, sizeof lo);
+    memcpy(b->pin_upper, hi, sizeof hi);
+    def.materials[0].stretch_compliance = alpha;
+    def.materials[0].air_resistance = 0.02f;
+    def.pbd_stretch_iterations = iters;
+    firn_world *w = make(&def);
+    cr_assert_eq(w->pbd.pinned, 11, "the top row is pinned");
+    const float dt = 1e-3f;
+    substeps(w, 3000, dt);
+    const firn_pbd *S = &w->pbd;
+    double worst = 0.0, W = 0.0;
+    for (int i = 0; i < S->n; i++)
+        W += S->s.mass[i] * 9.81;
+    for (int j = 0; j < S->stretch.n; j++) {
+        const int a = S->stretch.v[2 * j], c = S->stretch.v[2 * j + 1];
+        const double len =
+            firn_norm(firn_sub(firn_load3(S->s.x, S->n, a), firn_load3(S->s.x, S->n, c)));
+        worst = fmax(worst, len - S->stretch.rest[j]);
+    }
+    const double R = 10.0;
+    *bound = alpha * W + 2.0 * 9.81 * dt * dt * R * R / (M_PI * M_PI * iters);
+    firn_world_destroy(w);
+    return worst;
+}
+
+Test(pbd_sheet, hanging_edges_stretch_less_than_compliance_and_iterations_allow, .timeout = 120)
+{
+    const struct {
+        float alpha;
+        int iters;
+    } runs[3] = {{1e-7f, 4}, {1e-4f, 4}, {1e-7f, 16}};
+    for (int r = 0; r < 3; r++) {
+        double bound, s = sheet_max_stretch(runs[r].alpha, runs[r].iters, &bound);
+        cr_log_info("sheet: alpha %g, %d iterations: largest stretch %.3g m, bound %.3g m",
+                    runs[r].alpha, runs[r].iters, s, bound);
+        cr_expect(s > 0.0 && s < bound,
+                  "alpha %g, %d iterations: largest stretch %.4g m, bound alpha W + 2 g dt^2 "
+                  "R^2 / (pi^2 K) = %.4g m",
+                  runs[r].alpha, runs[r].iters, s, bound);
+    }
+}
