@@ -106,7 +106,8 @@ Test(pbd_bending, gradient_matches_finite_differences)
  * the projection itself. */
 static double hanging_edge(float alpha, float dt, int iters)
 {
-    float x[6] = {0, 0, 0, 0, 0, 0}, v[6] = {0}, x0[6], mass[2] = {0.1f, 0.1f}, w[2] = {0.0f, 10.0f};
+    float x[6] = {0, 0, 0, 0, 0, 0}, v[6] = {0}, x0[6], mass[2] = {0.1f, 0.1f},
+          w[2] = {0.0f, 10.0f};
     uint8_t mat[2] = {0, 0};
     x[3] = -0.1f; /* component-major, n = 2: y of particle i at x[2 + i] */
     firn_pbd_particles s = {2, x, v, x0, mass, w, mat};
@@ -174,8 +175,7 @@ Test(pbd_fall, free_particles_match_the_discrete_formula)
     const double g = -9.81, vy = 1.0 + K * g * dt;
     double worst_x = 0.0, worst_v = 0.0;
     for (int i = 0; i < n; i++) {
-        const double dy = 1.0 * K * dt + g * dt * dt * K * (K + 1) / 2.0,
-                     dx = 0.3 * K * dt;
+        const double dy = 1.0 * K * dt + g * dt * dt * K * (K + 1) / 2.0, dx = 0.3 * K * dt;
         worst_x = fmax(worst_x, fabs(w->pbd.s.x[n + i] - x0[n + i] - dy));
         worst_x = fmax(worst_x, fabs(w->pbd.s.x[i] - x0[i] - dx));
         worst_v = fmax(worst_v, fabs(w->pbd.s.v[n + i] - vy));
@@ -400,4 +400,332 @@ Test(pbd_sheet, hanging_edges_stretch_less_than_compliance_and_iterations_allow,
                   "R^2 / (pi^2 K) = %.4g m",
                   runs[r].alpha, runs[r].iters, s, bound);
     }
+}
+
+/* ---- pins and rigid bodies -------------------------------------------------------- */
+
+/* A cloth of 21 x 21 vertices (0.6 m) at y = 0.5 over a sphere of radius
+ * r at (0, 0.5 - gap, 0) with `motion`; no pins. */
+static void cloth_over_sphere(firn_scene_def *def, float r, float gap, firn_motion motion)
+{
+    cloth_scene(def, 21, 21, 0.6f, 0.6f, 1, (const float[3]){0, 0.5f, 0});
+    def->n_rigids = 1;
+    firn_rigid_default(&def->rigids[0]);
+    firn_rigid_def *s = &def->rigids[0];
+    snprintf(s->name, FIRN_NAME_MAX, "ball");
+    s->shape.type = FIRN_RSHAPE_SPHERE;
+    s->shape.radius = r;
+    s->shape.center[0] = s->shape.center[2] = 0.0f;
+    s->shape.center[1] = 0.5f - gap;
+    s->motion = motion;
+    s->density = 100.0f;
+    def->materials[0].bending_compliance = 10.0f; /* a soft sheet that drapes */
+}
+
+/* Pinned vertices (two corners by index, one edge's row by a box) keep
+ * their place bitwise while the sheet falls and a kinematic sphere rises
+ * through the pinned row, lifting the free vertices next to it: a pinned
+ * vertex has inverse mass 0, so neither the constraints nor the rigid
+ * contact move it. */
+Test(pbd_pins, never_move_bitwise_also_against_a_rigid_body, .timeout = 60)
+{
+    firn_scene_def def;
+    cloth_over_sphere(&def, 0.12f, 0.13f, FIRN_RIGID_KINEMATIC);
+    def.rigids[0].velocity[1] = 0.2f;
+    firn_body_def *b = &def.bodies[0];
+    b->n_pins = 2;
+    b->pins[0] = 0, b->pins[1] = 20 * 21; /* the corners at x = -0.3, z = -0.3 and x = 0.3 */
+    b->pin_box = 1;
+    const float lo[3] = {-1, -1, 0.29f}, hi[3] = {1, 1, 1}; /* the row at z = +0.3 */
+    memcpy(b->pin_lower, lo, sizeof lo);
+    memcpy(b->pin_upper, hi, sizeof hi);
+    def.rigids[0].shape.center[2] = 0.3f; /* under the pinned row */
+    firn_world *w = make(&def);
+    const firn_pbd *S = &w->pbd;
+    cr_assert_eq(S->pinned, 2 + 21, "two corners and a row of 21");
+    float *x0 = malloc(3 * (size_t)S->n * sizeof(float));
+    memcpy(x0, S->s.x, 3 * (size_t)S->n * sizeof(float));
+    substeps(w, 600, 1e-3f); /* the sphere's centre rises to y = 0.49 */
+    int moved = 0, pinned_moved = 0, lifted = 0, inside = 0;
+    for (int i = 0; i < S->n; i++) {
+        const firn_vec3 x = firn_load3(S->s.x, S->n, i);
+        lifted += x.v[1] > 0.55f;
+        inside += firn_norm(firn_sub(x, firn_rigid_pos(&w->rigids[0]))) < 0.12f;
+        const int same = !memcmp(&S->s.x[i], &x0[i], 4) &&
+                         !memcmp(&S->s.x[S->n + i], &x0[S->n + i], 4) &&
+                         !memcmp(&S->s.x[2 * S->n + i], &x0[2 * S->n + i], 4);
+        if (S->s.w[i] == 0.0f)
+            pinned_moved += !same;
+        else
+            moved += !same;
+    }
+    cr_expect_eq(pinned_moved, 0, "%d pinned vertices moved", pinned_moved);
+    cr_expect(moved > S->n - S->pinned - 5, "the free vertices fell (%d of %lld moved)", moved,
+              S->n - S->pinned);
+    cr_expect(lifted > 10, "the sphere lifted the free vertices by the pinned row (%d)", lifted);
+    cr_expect(inside > 3, "pinned vertices are inside the sphere, held (%d)", inside);
+    free(x0);
+    firn_world_destroy(w);
+}
+
+/* A sheet dropped on a static sphere and settled: no vertex is inside the
+ * sphere by more than 0.1 p (the contact keeps them at p/2 outside), and
+ * the sheet rests on it (its highest vertex at the sphere's top + p/2). */
+Test(pbd_rigid, cloth_dropped_on_a_sphere_stays_outside_it, .timeout = 60)
+{
+    firn_scene_def def;
+    const float r = 0.15f, gap = 0.3f;
+    cloth_over_sphere(&def, r, gap, FIRN_RIGID_STATIC);
+    firn_world *w = make(&def);
+    firn_error err;
+    for (int f = 0; f < 90; f++) /* 1.5 s */
+        cr_assert(firn_world_step_frame(w, NULL, &err) == 0, "%s", err.msg);
+    const firn_pbd *S = &w->pbd;
+    const float p = def.pbd_particle_size, cy = 0.5f - gap;
+    double deepest = INFINITY, top = -INFINITY;
+    for (int i = 0; i < S->n; i++) {
+        const firn_vec3 x = firn_load3(S->s.x, S->n, i);
+        const double d = firn_norm(firn_sub(x, firn_v3(0, cy, 0))) - r;
+        deepest = fmin(deepest, d);
+        top = fmax(top, x.v[1]);
+    }
+    cr_expect(deepest > -0.1 * p, "a vertex is %g m inside the sphere (p = %g m)", -deepest, p);
+    cr_expect(fabs(top - (cy + r + 0.5 * p)) < 0.25 * p,
+              "the sheet rests on the sphere: top %g m, sphere top + p/2 = %g m", top,
+              cy + r + 0.5 * p);
+    firn_world_destroy(w);
+}
+
+/* PBD-rigid keeps Newton's third law: without gravity, a block of 1000
+ * particles (1 kg) thrown at 1 m/s at a free sphere; the particles'
+ * momentum plus the sphere's (with the impulse still pending for its next
+ * step) stays the initial 1 kg m/s along x and 0 across, while the block
+ * hits, pushes and slides past the sphere. Rounding: a particle's
+ * velocity (x - x0) / dt carries its position's rounding u = 3e-8 m over
+ * dt each substep, a random walk of N particles over K substeps: about
+ * sqrt(N K) m u / dt in all, 2e-5 kg m/s here; twice that is allowed. */
+Test(pbd_rigid, contact_obeys_newtons_third_law, .timeout = 60)
+{
+    firn_scene_def def;
+    firn_scene_default(&def);
+    for (int a = 0; a < 3; a++)
+        def.lower[a] = -1.0f, def.upper[a] = 1.0f;
+    def.dx = 0.1f;
+    def.gravity[1] = 0.0f;
+    def.n_materials = 1;
+    firn_material_default(&def.materials[0], FIRN_MODEL_PBD_PARTICLE);
+    snprintf(def.materials[0].name, FIRN_NAME_MAX, "grain");
+    def.n_bodies = 1;
+    firn_body_default(&def.bodies[0]);
+    def.bodies[0].solver = FIRN_SOLVER_KIND_PBD;
+    def.bodies[0].shape.center[0] = -0.3f, def.bodies[0].shape.center[1] = 0.02f;
+    def.bodies[0].shape.center[2] = 0.0f;
+    def.bodies[0].velocity[0] = 1.0f;
+    def.n_rigids = 1;
+    firn_rigid_default(&def.rigids[0]);
+    snprintf(def.rigids[0].name, FIRN_NAME_MAX, "ball");
+    def.rigids[0].shape.radius = 0.08f;
+    def.rigids[0].shape.center[0] = 0.0f, def.rigids[0].shape.center[1] = 0.0f;
+    def.rigids[0].shape.center[2] = 0.0f;
+    def.rigids[0].motion = FIRN_RIGID_DYNAMIC;
+    def.rigids[0].density = 300.0f;
+    firn_world *w = make(&def);
+    double p0[3] = {0, 0, 0};
+    for (int i = 0; i < w->pbd.n; i++)
+        for (int a = 0; a < 3; a++)
+            p0[a] += (double)w->pbd.s.mass[i] * w->pbd.s.v[a * w->pbd.n + i];
+    substeps(w, 500, 1e-3f);
+    firn_frame_stats s;
+    firn_error err;
+    cr_assert(firn_world_stats(w, &s, &err) == 0, "%s", err.msg);
+    const firn_rigid *b = &w->rigids[0];
+    double worst = 0.0;
+    for (int a = 0; a < 3; a++) {
+        const double body = (double)b->mass * b->v[a] + w->rigid_acc[a];
+        worst = fmax(worst, fabs(s.pbd.momentum[a] + body - p0[a]));
+    }
+    cr_assert(b->v[0] > 0.05f, "the sphere was pushed: v = %g m/s", b->v[0]);
+    const double tol = 2.0 * sqrt(1000.0 * 500.0) * 1e-3 * 3e-8 / 1e-3;
+    cr_expect(worst < tol, "momentum changed by %g kg m/s of %g (sphere v %g m/s; allowed %g)",
+              worst, p0[0], b->v[0], tol);
+    firn_world_destroy(w);
+}
+
+/* ---- determinism, checkpoints, output ------------------------------------------- */
+
+static void run_threads(int threads, float *x, float *v, firn_rigid *body)
+{
+    firn_scene_def def;
+    cloth_over_sphere(&def, 0.12f, 0.15f, FIRN_RIGID_DYNAMIC);
+    const int saved = omp_get_max_threads();
+    omp_set_num_threads(threads);
+    firn_world *w = make(&def);
+    substeps(w, 400, 1e-3f);
+    omp_set_num_threads(saved);
+    memcpy(x, w->pbd.s.x, 3 * (size_t)w->pbd.n * sizeof(float));
+    memcpy(v, w->pbd.s.v, 3 * (size_t)w->pbd.n * sizeof(float));
+    *body = w->rigids[0];
+    firn_world_destroy(w);
+}
+
+/* The constraint sweeps (colour by colour), the particle passes and the
+ * rigid reaction (summed per particle chunk, then in chunk order) give
+ * bitwise the same state at 1 and 2 threads. */
+Test(pbd_determinism, same_state_at_one_and_two_threads, .timeout = 60)
+{
+    const size_t n = 21 * 21;
+    float *x1 = malloc(3 * n * sizeof(float)), *v1 = malloc(3 * n * sizeof(float));
+    float *x2 = malloc(3 * n * sizeof(float)), *v2 = malloc(3 * n * sizeof(float));
+    firn_rigid b1, b2;
+    run_threads(1, x1, v1, &b1);
+    run_threads(2, x2, v2, &b2);
+    cr_expect(!memcmp(x1, x2, 3 * n * sizeof(float)), "positions differ");
+    cr_expect(!memcmp(v1, v2, 3 * n * sizeof(float)), "velocities differ");
+    cr_expect(!memcmp(b1.x, b2.x, sizeof b1.x) && !memcmp(b1.v, b2.v, sizeof b1.v),
+              "the sphere differs");
+    cr_expect(b1.v[1] != 0.0f, "the sphere was touched");
+    free(x1), free(v1), free(x2), free(v2);
+}
+
+/* A checkpoint holds the PBD state: a run resumed from frame 3 continues
+ * bitwise as the run that never stopped. */
+Test(pbd_checkpoint, resume_is_exact, .timeout = 60)
+{
+    char dir[64], path[128];
+    test_mkdtemp(dir, sizeof dir, "pbd_ckpt");
+    snprintf(path, sizeof path, "%s/c.firn", dir);
+    firn_scene_def def;
+    cloth_over_sphere(&def, 0.12f, 0.1f, FIRN_RIGID_DYNAMIC);
+    firn_error err;
+    firn_world *a = make(&def);
+    for (int f = 0; f < 6; f++) {
+        cr_assert(firn_world_step_frame(a, NULL, &err) == 0, "%s", err.msg);
+        if (f == 2)
+            cr_assert(firn_world_save(a, path, &err) == 0, "%s", err.msg);
+    }
+    firn_world *b = firn_world_load(&def, FIRN_BACKEND_CPU, path, &err);
+    cr_assert(b, "%s", err.msg);
+    for (int f = 3; f < 6; f++)
+        cr_assert(firn_world_step_frame(b, NULL, &err) == 0, "%s", err.msg);
+    const size_t n = (size_t)a->pbd.n;
+    cr_expect(!memcmp(a->pbd.s.x, b->pbd.s.x, 3 * n * sizeof(float)), "positions differ");
+    cr_expect(!memcmp(a->pbd.s.v, b->pbd.s.v, 3 * n * sizeof(float)), "velocities differ");
+    cr_expect(!memcmp(a->rigids[0].x, b->rigids[0].x, sizeof a->rigids[0].x), "sphere differs");
+    firn_world_destroy(a);
+    firn_world_destroy(b);
+    test_rmdir(dir);
+}
+
+/* The PLY mesh: the header names the vertices and faces, the body holds
+ * 26 bytes a vertex and 13 a face, and the faces are the cloth's. */
+Test(pbd_output, ply_holds_vertices_and_faces)
+{
+    char dir[64], path[128];
+    test_mkdtemp(dir, sizeof dir, "pbd_ply");
+    snprintf(path, sizeof path, "%s/pbd.ply", dir);
+    firn_scene_def def;
+    cloth_scene(&def, 4, 3, 0.3f, 0.2f, 1, (const float[3]){0, 0.5f, 0});
+    firn_world *w = make(&def);
+    firn_pbd_particles_view v;
+    firn_error err;
+    cr_assert(firn_world_pbd_particles(w, &v, &err) == 0);
+    cr_assert(firn_write_pbd_ply(path, &v, &err) == 0, "%s", err.msg);
+    FILE *f = fopen(path, "rb");
+    char line[256];
+    long long nv = -1, nf = -1;
+    while (fgets(line, sizeof line, f) && strcmp(line, "end_header\n")) {
+        sscanf(line, "element vertex %lld", &nv);
+        sscanf(line, "element face %lld", &nf);
+    }
+    const long body = ftell(f);
+    fseek(f, 0, SEEK_END);
+    const long size = ftell(f);
+    fseek(f, body + 26 * 12, SEEK_SET);
+    unsigned char cnt = 0;
+    int idx[3] = {0};
+    cr_assert(fread(&cnt, 1, 1, f) == 1 && fread(idx, 4, 3, f) == 3);
+    fclose(f);
+    cr_expect_eq(nv, 12);
+    cr_expect_eq(nf, 2 * 3 * 2);
+    cr_expect_eq(size - body, 26 * 12 + 13 * 12, "body of %ld bytes", size - body);
+    cr_expect(cnt == 3 && !memcmp(idx, w->pbd.tri, sizeof idx), "first face %d: %d %d %d", cnt,
+              idx[0], idx[1], idx[2]);
+    firn_world_destroy(w);
+    test_rmdir(dir);
+}
+
+/* ---- scenes and backends ----------------------------------------------------------- */
+
+static void expect_scene_error(const char *json, const char *needle)
+{
+    firn_scene_def def;
+    firn_error err;
+    const int rc = firn_scene_parse_json(json, "t.json", &def, &err);
+    cr_expect(rc == FIRN_E_SCENE, "accepted (or wrong code %d): %s", rc, json);
+    cr_expect(strstr(err.msg, needle), "message '%s' lacks '%s'", err.msg, needle);
+}
+
+#define CLOTH_MAT "\"materials\": {\"c\": {\"model\": \"pbd_cloth\"}}, "
+#define RECT(res)                                                                                  \
+    "{\"type\": \"cloth_rect\", \"center\": [0.5, 0.5, 0.5], \"size\": [0.4, 0.4], "               \
+    "\"resolution\": " res "}"
+
+Test(pbd_scene, bad_values_name_their_key)
+{
+    expect_scene_error("{" CLOTH_MAT "\"bodies\": [{\"material\": \"c\", \"solver\": \"pbd\", "
+                       "\"shape\": " RECT("[1, 5]") "}]}",
+                       "bodies[0].shape.resolution[0]");
+    expect_scene_error("{" CLOTH_MAT "\"bodies\": [{\"material\": \"c\", \"solver\": \"pbd\", "
+                       "\"shape\": " RECT("[5, 5]") ", \"pin\": {\"indices\": [0, 25]}}]}",
+                       "bodies[0].pin.indices[1]: 25: no such vertex");
+    expect_scene_error("{" CLOTH_MAT
+                       "\"bodies\": [{\"material\": \"c\", \"shape\": " RECT("[5, 5]") "}]}",
+                       "give the body \"solver\": \"pbd\"");
+    expect_scene_error("{" CLOTH_MAT "\"bodies\": [{\"material\": \"c\", \"solver\": \"pbd\", "
+                       "\"shape\": {\"type\": \"box\"}}]}",
+                       "bodies[0].shape.type: a pbd_cloth body is a cloth_rect or a mesh");
+    expect_scene_error(
+        "{" CLOTH_MAT "\"pbd\": {\"stretch_iterations\": 0}, \"bodies\": "
+        "[{\"material\": \"c\", \"solver\": \"pbd\", \"shape\": " RECT("[5, 5]") "}]}",
+        "pbd.stretch_iterations = 0");
+    expect_scene_error(
+        "{\"materials\": {\"c\": {\"model\": \"pbd_cloth\", \"E\": 1}}, \"bodies\": "
+        "[{\"material\": \"c\", \"solver\": \"pbd\", \"shape\": " RECT("[5, 5]") "}]}",
+        "materials.c.E: does not apply to a pbd_cloth material");
+    expect_scene_error(
+        "{\"materials\": {\"c\": {\"model\": \"pbd_cloth\", \"stretch_compliance\": "
+        "-1}}, \"bodies\": [{\"material\": \"c\", \"solver\": \"pbd\", \"shape\": " RECT(
+            "[5, 5]") "}]}",
+        "materials.c.stretch_compliance = -1: must be >= 0");
+    /* An OBJ with vertices and no face. */
+    char dir[64], json[1024];
+    test_mkdtemp(dir, sizeof dir, "pbd_scene");
+    char obj[128];
+    snprintf(obj, sizeof obj, "%s/points.obj", dir);
+    FILE *f = fopen(obj, "w");
+    fprintf(f, "v 0 0 0\nv 1 0 0\nv 0 1 0\n");
+    fclose(f);
+    snprintf(
+        json, sizeof json,
+        "{" CLOTH_MAT "\"bodies\": [{\"material\": \"c\", \"solver\": \"pbd\", \"shape\": "
+        "{\"type\": \"mesh\", \"center\": [0.5, 0.5, 0.5], \"file\": \"%s\", \"scale\": 0.2}}]}",
+        obj);
+    expect_scene_error(json, "has no triangles: a cloth needs faces");
+    test_rmdir(dir);
+}
+
+/* The CUDA backend refuses a PBD world by name; auto takes the CPU path. */
+Test(pbd_backend, cuda_refuses_and_auto_takes_the_cpu_path)
+{
+    firn_scene_def def;
+    cloth_scene(&def, 5, 5, 0.4f, 0.4f, 1, (const float[3]){0, 0.5f, 0});
+    firn_error err;
+    cr_expect_null(firn_world_create(&def, FIRN_BACKEND_CUDA, &err));
+    cr_expect_eq(err.code, FIRN_E_DEVICE);
+    cr_expect(strstr(err.msg, "the PBD solver runs on the CPU path only (--backend cpu)"), "%s",
+              err.msg);
+    firn_world *w = firn_world_create(&def, FIRN_BACKEND_AUTO, &err);
+    cr_assert(w, "%s", err.msg);
+    cr_expect_eq(firn_world_backend(w), FIRN_BACKEND_CPU);
+    firn_world_destroy(w);
 }
