@@ -697,6 +697,11 @@ static void print_summary(firn_world *w, const firn_scene_def *def, const run_to
         fprintf(stderr, "firn: phases: clear %.1f%%  p2g %.1f%%  grid %.1f%%  g2p %.1f%%\n",
                 100 * pr.clear / pr.total, 100 * pr.p2g / pr.total, 100 * pr.grid / pr.total,
                 100 * pr.g2p / pr.total);
+    if (pr.total > 0.0 && pr.pbd_constraints > 0.0)
+        fprintf(stderr,
+                "firn: PBD phases: prediction and constraints %.1f%%  velocity and box %.1f%% "
+                "(PBD-rigid is in grid, the couple phase)\n",
+                100 * pr.pbd_constraints / pr.total, 100 * pr.pbd_integrate / pr.total);
     firn_memory m;
     firn_world_memory(w, &m);
     if (m.host_grid > 0.0 && m.host_grid_resident >= 0.0)
@@ -769,6 +774,9 @@ int firn_cli_run(int argc, char **argv)
     if (!o.quiet) {
         if (o.backend == FIRN_BACKEND_AUTO && gpus == 0)
             fprintf(stderr, "firn: no CUDA GPU found; running on the CPU path\n");
+        else if (o.backend == FIRN_BACKEND_AUTO && firn_world_backend(w) == FIRN_BACKEND_CPU)
+            fprintf(stderr, "firn: note: the scene has PBD bodies, whose solver runs on the CPU "
+                            "path only; running on the CPU path\n");
         firn_memory m;
         firn_world_memory(w, &m);
         fprintf(stderr, "firn: %s: %lld particles on %s (%.1f MiB, %.0f B/particle) -> %s/\n",

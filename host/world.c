@@ -418,11 +418,6 @@ static firn_world *world_create(const firn_scene_def *def, firn_backend backend,
                        prefix(def));
         goto fail;
     }
-    if (backend == FIRN_BACKEND_AUTO && pbd && firn_cuda_device_count() > 0)
-        fprintf(stderr,
-                "firn: note: %s has PBD bodies, which run on the CPU path only: using "
-                "--backend cpu\n",
-                prefix(def));
     if (backend == FIRN_BACKEND_AUTO)
         backend = firn_cuda_device_count() > 0 && !pbd ? FIRN_BACKEND_CUDA : FIRN_BACKEND_CPU;
     w->backend = backend;

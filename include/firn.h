@@ -396,6 +396,9 @@ typedef struct {
     firn_pbd_frame_stats pbd; /* the PBD solver's particles (particles = 0: none) */
 } firn_frame_stats;
 
+/* A world of def on backend. The PBD solver has no CUDA kernels yet: a
+ * scene with PBD bodies is refused on FIRN_BACKEND_CUDA (FIRN_E_DEVICE) and
+ * FIRN_BACKEND_AUTO takes the CPU path for it. */
 firn_world *firn_world_create(const firn_scene_def *def, firn_backend backend, firn_error *err);
 void firn_world_destroy(firn_world *world);
 firn_backend firn_world_backend(const firn_world *world);
