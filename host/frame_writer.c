@@ -263,11 +263,13 @@ int firn_frame_writer_submit(firn_frame_writer *fw, const firn_particles_view *v
             }
             fw->capacity = n;
         }
-        memcpy(fw->x, view->x, 3 * (size_t)n * sizeof(float));
-        memcpy(fw->v, view->v, 3 * (size_t)n * sizeof(float));
-        memcpy(fw->Jp, view->Jp, (size_t)n * sizeof(float));
-        memcpy(fw->damage, view->damage, (size_t)n * sizeof(float));
-        memcpy(fw->mat, view->mat, (size_t)n);
+        if (n > 0) { /* no MPM particles (an SPH or PBD scene): no arrays to copy */
+            memcpy(fw->x, view->x, 3 * (size_t)n * sizeof(float));
+            memcpy(fw->v, view->v, 3 * (size_t)n * sizeof(float));
+            memcpy(fw->Jp, view->Jp, (size_t)n * sizeof(float));
+            memcpy(fw->damage, view->damage, (size_t)n * sizeof(float));
+            memcpy(fw->mat, view->mat, (size_t)n);
+        }
         memset(&fw->view, 0, sizeof fw->view);
         fw->view.n = n;
         fw->view.x = fw->x;
