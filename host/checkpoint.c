@@ -47,6 +47,7 @@ _Static_assert(FIRN_CHECKPOINT_VERSION == 1, "the sections below are version 1's
 #define WORLD_BYTES  40
 #define MPM_BYTES    109 /* per particle: 27 floats and the material byte */
 #define SPH_BYTES    53  /* per particle: 13 floats and the material byte */
+#define PBD_BYTES    24  /* per particle: x and v; masses, pins and topology come from the scene */
 #define CHUNK        (1 << 20)
 
 /* ---- CRC-32C (slicing by 8) ------------------------------------------------ */
@@ -170,6 +171,10 @@ uint64_t firn_scene_hash(const firn_scene_def *d)
             MIX(&h, m->rheology), MIX(&h, m->friction_angle_2), MIX(&h, m->inertial_I0);
             MIX(&h, m->grain_diameter), MIX(&h, m->grain_density);
         }
+        if (m->model == FIRN_MODEL_PBD_CLOTH || m->model == FIRN_MODEL_PBD_PARTICLE) {
+            MIX(&h, m->stretch_compliance), MIX(&h, m->bending_compliance);
+            MIX(&h, m->air_resistance), MIX(&h, m->static_friction), MIX(&h, m->kinetic_friction);
+        }
     }
     MIX(&h, d->n_bodies);
     for (int k = 0; k < d->n_bodies && k < FIRN_MAX_BODIES; k++) {
@@ -177,6 +182,13 @@ uint64_t firn_scene_hash(const firn_scene_def *d)
         MIX(&h, b->material), MIX(&h, b->solver);
         mix_shape(&h, &b->shape);
         MIX(&h, b->particles_per_cell), MIX(&h, b->velocity), MIX(&h, b->seed);
+        if (b->solver == FIRN_SOLVER_KIND_PBD) { /* only PBD bodies: the others keep their hashes */
+            MIX(&h, b->shape.resolution), MIX(&h, b->n_pins), MIX(&h, b->pin_box);
+            for (int q = 0; q < b->n_pins && q < FIRN_MAX_PINS; q++)
+                MIX(&h, b->pins[q]);
+            if (b->pin_box)
+                MIX(&h, b->pin_lower), MIX(&h, b->pin_upper);
+        }
     }
     MIX(&h, d->n_rigids);
     for (int k = 0; k < d->n_rigids && k < FIRN_MAX_RIGIDS; k++)
@@ -187,6 +199,11 @@ uint64_t firn_scene_hash(const firn_scene_def *d)
     MIX(&h, d->sph_divergence_iterations), MIX(&h, d->sph_density_iterations);
     MIX(&h, d->sph_lattice_genesis);
     MIX(&h, d->sph_walls_clamp);
+    if (firn_pbd_in_scene(d)) {
+        MIX(&h, d->pbd_particle_size), MIX(&h, d->pbd_stretch_iterations);
+        MIX(&h, d->pbd_bending_iterations), MIX(&h, d->pbd_lower), MIX(&h, d->pbd_upper);
+        MIX(&h, d->coupling_pbd_rigid);
+    }
     return h;
 }
 
@@ -241,8 +258,9 @@ static void unpack_header(const unsigned char *b, header *h)
 
 /* ---- sections -------------------------------------------------------------------- */
 
-enum { SEC_WORLD, SEC_MPM, SEC_CPIC, SEC_LAYOUT, SEC_RIGID, SEC_SPH, SEC_COUNT };
-static const char section_tag[SEC_COUNT][5] = {"WRLD", "MPMP", "CPIC", "CPUL", "RIGD", "SPHP"};
+enum { SEC_WORLD, SEC_MPM, SEC_CPIC, SEC_LAYOUT, SEC_RIGID, SEC_SPH, SEC_PBD, SEC_COUNT };
+static const char section_tag[SEC_COUNT][5] = {"WRLD", "MPMP", "CPIC", "CPUL",
+                                               "RIGD", "SPHP", "PBDP"};
 
 /* Payload bytes of each section of w's checkpoint; 0: not in the file.
  * The world section is always there. */
@@ -255,6 +273,7 @@ static void section_sizes(const firn_world *w, uint64_t size[SEC_COUNT])
     size[SEC_LAYOUT] = !w->cuda && w->bins.permuted ? 16 + 4 * n : 0;
     size[SEC_RIGID] = RIGID_BYTES * (uint64_t)w->n_rigids;
     size[SEC_SPH] = SPH_BYTES * (uint64_t)w->sph.n;
+    size[SEC_PBD] = PBD_BYTES * (uint64_t)w->pbd.n;
 }
 
 /* The arrays of a particle section, in file order: pointer and bytes. */
@@ -281,6 +300,14 @@ static int sph_spans(const firn_world *w, span s[8])
                  {q->p, n * f},     {q->alpha, n * f}, {q->drho, n * f},    {q->mat, n}};
     memcpy(s, t, sizeof t);
     return 8;
+}
+
+static int pbd_spans(const firn_world *w, span s[8])
+{
+    const size_t n = (size_t)w->pbd.n, f = sizeof(float);
+    s[0] = (span){w->pbd.s.x, 3 * n * f};
+    s[1] = (span){w->pbd.s.v, 3 * n * f};
+    return 2;
 }
 
 static void pack_world(const firn_world *w, unsigned char b[WORLD_BYTES])
@@ -415,6 +442,11 @@ static int emit_checkpoint(FILE *f, void *arg)
     if (size[SEC_SPH] > 0) {
         put_section(&s, SEC_SPH, size[SEC_SPH]);
         for (int k = 0, m = sph_spans(w, sp); k < m; k++)
+            put(&s, sp[k].data, sp[k].bytes);
+    }
+    if (size[SEC_PBD] > 0) {
+        put_section(&s, SEC_PBD, size[SEC_PBD]);
+        for (int k = 0, m = pbd_spans(w, sp); k < m; k++)
             put(&s, sp[k].data, sp[k].bytes);
     }
     put(&s, "FEND", 4);
@@ -654,6 +686,11 @@ static int read_section(firn_world *w, source *s, int sec, uint64_t bytes, firn_
                 if (get(s, sp[j].data, sp[j].bytes, err))
                     return -1;
         return get(s, w->rigid_acc, (size_t)w->n_rigids * FIRN_RIGID_ACC * sizeof(double), err);
+    case SEC_PBD:
+        for (int k = 0, m = pbd_spans(w, sp); k < m; k++)
+            if (get(s, sp[k].data, sp[k].bytes, err))
+                return -1;
+        return 0;
     default:
         for (int k = 0, m = sph_spans(w, sp); k < m; k++)
             if (get(s, sp[k].data, sp[k].bytes, err))

@@ -31,7 +31,7 @@ static long indexed_name(const char *name, const char *prefix, const char *suffi
     return strtol(d, NULL, 10);
 }
 
-/* A frame file's index (frame_K.ply, frame_K.png, sph_K.ply), else -1. */
+/* A frame file's index (frame_K.ply, frame_K.png, sph_K.ply, pbd_K.ply), else -1. */
 static long frame_file_index(const char *name)
 {
     long k = indexed_name(name, "frame_", ".ply");
@@ -39,6 +39,8 @@ static long frame_file_index(const char *name)
         k = indexed_name(name, "frame_", ".png");
     if (k < 0)
         k = indexed_name(name, "sph_", ".ply");
+    if (k < 0)
+        k = indexed_name(name, "pbd_", ".ply");
     return k;
 }
 
@@ -247,8 +249,8 @@ static void progress(int tty, const firn_frame_stats *s, int first, int frames, 
                 "frame %d/%d substeps %lld (+%d, dt %.3g s) particles %lld  %.4g p-substeps/s  "
                 "ke %.4g J  left %.0f s\n",
                 s->frame, frames, s->substeps, s->frame_substeps, s->dt,
-                s->particles + s->sph.particles, s->throughput,
-                s->kinetic_energy + s->sph.kinetic_energy, left);
+                s->particles + s->sph.particles + s->pbd.particles, s->throughput,
+                s->kinetic_energy + s->sph.kinetic_energy + s->pbd.kinetic_energy, left);
     }
 }
 
@@ -259,10 +261,13 @@ static int submit_frame(firn_frame_writer *fw, firn_world *w, const firn_scene_d
 {
     firn_particles_view view;
     firn_sph_particles_view sph;
+    firn_pbd_particles_view pbd;
     int files = s->frame % def->out_every == 0 && (def->write_ply || def->write_preview);
-    if (files && (firn_world_particles(w, &view, err) || firn_world_sph_particles(w, &sph, err)))
+    if (files && (firn_world_particles(w, &view, err) || firn_world_sph_particles(w, &sph, err) ||
+                  firn_world_pbd_particles(w, &pbd, err)))
         return -1;
-    return firn_frame_writer_submit(fw, files ? &view : NULL, files ? &sph : NULL, s, err);
+    return firn_frame_writer_submit(fw, files ? &view : NULL, files ? &sph : NULL,
+                                    files ? &pbd : NULL, s, err);
 }
 
 /* Without --checkpoint-every: a checkpoint after the first frame that ends
@@ -694,6 +699,11 @@ static void print_summary(firn_world *w, const firn_scene_def *def, const run_to
         fprintf(stderr, "firn: phases: clear %.1f%%  p2g %.1f%%  grid %.1f%%  g2p %.1f%%\n",
                 100 * pr.clear / pr.total, 100 * pr.p2g / pr.total, 100 * pr.grid / pr.total,
                 100 * pr.g2p / pr.total);
+    if (pr.total > 0.0 && pr.pbd_constraints > 0.0)
+        fprintf(stderr,
+                "firn: PBD phases: prediction and constraints %.1f%%  velocity and box %.1f%% "
+                "(PBD-rigid is in grid, the couple phase)\n",
+                100 * pr.pbd_constraints / pr.total, 100 * pr.pbd_integrate / pr.total);
     firn_memory m;
     firn_world_memory(w, &m);
     if (m.host_grid > 0.0 && m.host_grid_resident >= 0.0)
@@ -766,6 +776,9 @@ int firn_cli_run(int argc, char **argv)
     if (!o.quiet) {
         if (o.backend == FIRN_BACKEND_AUTO && gpus == 0)
             fprintf(stderr, "firn: no CUDA GPU found; running on the CPU path\n");
+        else if (o.backend == FIRN_BACKEND_AUTO && firn_world_backend(w) == FIRN_BACKEND_CPU)
+            fprintf(stderr, "firn: note: the scene has PBD bodies, whose solver runs on the CPU "
+                            "path only; running on the CPU path\n");
         firn_memory m;
         firn_world_memory(w, &m);
         fprintf(stderr, "firn: %s: %lld particles on %s (%.1f MiB, %.0f B/particle) -> %s/\n",

@@ -10,8 +10,10 @@
  *                               (with CPIC: not across a rigid surface)
  *   3. couple                 - grid update: velocity + gravity, the rigid
  *                               SDF impulse per body (two-way), walls
+ *                               then SPH-rigid and PBD-rigid (two-way)
  *   4. post_coupling per solver - MPM: G2P (with CPIC: the rigid response
- *                               for nodes across a surface, two-way)
+ *                               for nodes across a surface, two-way);
+ *                               SPH: positions; PBD: velocities, box
  *
  * Pair activation is decided once in firn_coupler_build: a pair is active
  * when both solvers are active and its option is on. A new solver adds its
@@ -29,6 +31,7 @@
 #include "error.h"
 #include "rigid.h"
 #include "firn_sph_coupling.h"
+#include "pbd.h"
 #include "solver_cpu.h"
 #include "sph.h"
 #include "world.h"
@@ -37,6 +40,7 @@ static const firn_solver *const solvers[FIRN_SOLVER_COUNT] = {
     [FIRN_SOLVER_RIGID] = &firn_rigid_solver,
     [FIRN_SOLVER_MPM] = &firn_mpm_solver,
     [FIRN_SOLVER_SPH] = &firn_sph_solver,
+    [FIRN_SOLVER_PBD] = &firn_pbd_solver,
 };
 
 /* A coupling pair: its two solvers and the scene option that enables it. */
@@ -54,6 +58,8 @@ static const pair_def pairs[] = {
      offsetof(firn_coupler, mpm_sph)},
     {"sph_rigid", FIRN_SOLVER_RIGID, FIRN_SOLVER_SPH, offsetof(firn_scene_def, coupling_sph_rigid),
      offsetof(firn_coupler, sph_rigid)},
+    {"pbd_rigid", FIRN_SOLVER_RIGID, FIRN_SOLVER_PBD, offsetof(firn_scene_def, coupling_pbd_rigid),
+     offsetof(firn_coupler, pbd_rigid)},
 };
 
 void firn_coupler_build(firn_world *w)
@@ -72,14 +78,22 @@ void firn_coupler_build(firn_world *w)
 
 int firn_coupler_alloc(firn_world *w, firn_error *err)
 {
-    w->chunks = w->cpic_chunks = w->sph_chunks = 0;
-    w->chunk_acc = w->cpic_acc = w->sph_chunk_acc = NULL;
+    w->chunks = w->cpic_chunks = w->sph_chunks = w->pbd_chunks = 0;
+    w->chunk_acc = w->cpic_acc = w->sph_chunk_acc = w->pbd_chunk_acc = NULL;
     w->chunk_live = NULL;
     const size_t per_chunk = (size_t)w->n_rigids * FIRN_RIGID_ACC * sizeof(double);
     if (!w->cuda && w->coupler.sph_rigid) {
         w->sph_chunks = ((long long)w->sph.n + FIRN_COUPLE_CHUNK - 1) / FIRN_COUPLE_CHUNK;
         w->sph_chunk_acc = malloc((size_t)w->sph_chunks * per_chunk + 1);
         if (!w->sph_chunk_acc) {
+            firn_set_error(err, FIRN_E_NOMEM, "out of host memory for the coupling accumulators");
+            return -1;
+        }
+    }
+    if (!w->cuda && w->coupler.pbd_rigid) {
+        w->pbd_chunks = ((long long)w->pbd.n + FIRN_COUPLE_CHUNK - 1) / FIRN_COUPLE_CHUNK;
+        w->pbd_chunk_acc = malloc((size_t)w->pbd_chunks * per_chunk + 1);
+        if (!w->pbd_chunk_acc) {
             firn_set_error(err, FIRN_E_NOMEM, "out of host memory for the coupling accumulators");
             return -1;
         }
@@ -106,7 +120,8 @@ void firn_coupler_free(firn_world *w)
     free(w->cpic_acc);
     free(w->chunk_live);
     free(w->sph_chunk_acc);
-    w->chunk_acc = w->cpic_acc = w->sph_chunk_acc = NULL;
+    free(w->pbd_chunk_acc);
+    w->chunk_acc = w->cpic_acc = w->sph_chunk_acc = w->pbd_chunk_acc = NULL;
     w->chunk_live = NULL;
 }
 
@@ -176,7 +191,32 @@ static void couple_sph_rigid(firn_world *w)
             w->rigid_acc[k] += chunk_acc[ch * stride + k];
 }
 
-/* Genesis's couple(): the MPM grid update with its pairs, then SPH-rigid. */
+/* PBD-rigid: as SPH-rigid, each chunk of particles sums its reaction in
+ * particle order into its own slot, the slots added in chunk order. */
+static void couple_pbd_rigid(firn_world *w)
+{
+    const int nb = w->n_rigids, stride = nb * FIRN_RIGID_ACC, n = w->pbd.n;
+    firn_pbd *S = &w->pbd;
+    const firn_rigid *bodies = w->rigids;
+    double *chunk_acc = w->pbd_chunk_acc;
+    const long long chunks = w->pbd_chunks;
+    S->P.dt = w->params.dt;
+#pragma omp parallel for schedule(static)
+    for (long long ch = 0; ch < chunks; ch++) {
+        double *acc = chunk_acc + ch * stride;
+        for (int k = 0; k < stride; k++)
+            acc[k] = 0.0;
+        const int end = (int)((ch + 1) * FIRN_COUPLE_CHUNK < n ? (ch + 1) * FIRN_COUPLE_CHUNK : n);
+        for (int i = (int)(ch * FIRN_COUPLE_CHUNK); i < end; i++)
+            firn_pbd_rigid_particle(i, &S->P, S->mats, S->s, bodies, nb, acc);
+    }
+    for (long long ch = 0; ch < chunks; ch++)
+        for (int k = 0; k < stride; k++)
+            w->rigid_acc[k] += chunk_acc[ch * stride + k];
+}
+
+/* Genesis's couple(): the MPM grid update with its pairs, then SPH-rigid,
+ * then PBD-rigid. */
 void firn_coupler_couple(firn_world *w)
 {
     if (w->coupler.active[FIRN_SOLVER_MPM]) {
@@ -187,6 +227,8 @@ void firn_coupler_couple(firn_world *w)
     }
     if (w->coupler.sph_rigid)
         couple_sph_rigid(w);
+    if (w->coupler.pbd_rigid)
+        couple_pbd_rigid(w);
 }
 
 int firn_coupler_substep(firn_world *w)

@@ -20,6 +20,7 @@ typedef struct {
     int cpic;      /* coupling.cpic (with rigid_mpm) */
     int mpm_sph;   /* pair active: coupling.mpm_sph */
     int sph_rigid; /* pair active: coupling.sph_rigid */
+    int pbd_rigid; /* pair active: coupling.pbd_rigid */
 } firn_coupler;
 
 /* CPU path: the grid update sums the coupling force per fixed chunk of

@@ -32,6 +32,11 @@ struct firn_frame_writer {
     float *sx, *sv, *srho, *sp;
     uint8_t *smat;
     firn_sph_particles_view sph; /* n = 0: none */
+    long long pbd_capacity, tri_capacity;
+    float *px, *pv, *pw;
+    uint8_t *pmat;
+    int *ptri;
+    firn_pbd_particles_view pbd; /* n = 0: none */
 };
 
 static int write_one(struct firn_frame_writer *fw, firn_error *err)
@@ -49,9 +54,14 @@ static int write_one(struct firn_frame_writer *fw, firn_error *err)
         if (firn_write_sph_ply(path, &fw->sph, err))
             return -1;
     }
+    if (fw->with_particles && def->write_ply && fw->pbd.n > 0) {
+        snprintf(path, sizeof path, "%s/pbd_%05d.ply", fw->out, s->frame);
+        if (firn_write_pbd_ply(path, &fw->pbd, err))
+            return -1;
+    }
     if (fw->with_particles && def->write_preview) {
         snprintf(path, sizeof path, "%s/frame_%05d.png", fw->out, s->frame);
-        if (firn_write_preview_png_frame(path, def, &fw->view, &fw->sph, s, err))
+        if (firn_write_preview_png_pbd(path, def, &fw->view, &fw->sph, &fw->pbd, s, err))
             return -1;
     }
     /* Last: a statistics line stands for a frame whose files are written. */
@@ -137,6 +147,51 @@ static int copy_sph(struct firn_frame_writer *fw, const firn_sph_particles_view 
     return 0;
 }
 
+static void free_pbd_copy(struct firn_frame_writer *fw)
+{
+    free(fw->px), free(fw->pv), free(fw->pw), free(fw->pmat), free(fw->ptri);
+    fw->px = fw->pv = fw->pw = NULL;
+    fw->pmat = NULL;
+    fw->ptri = NULL;
+    fw->pbd_capacity = fw->tri_capacity = 0;
+}
+
+/* The PBD particles' copy (view n = 0: none); the triangles never change,
+ * but are copied with them so that the frame stands alone. */
+static int copy_pbd(struct firn_frame_writer *fw, const firn_pbd_particles_view *view, int frame,
+                    firn_error *err)
+{
+    const long long n = view ? view->n : 0, t = view ? view->triangles : 0;
+    memset(&fw->pbd, 0, sizeof fw->pbd);
+    if (n <= 0)
+        return 0;
+    if (n > fw->pbd_capacity || t > fw->tri_capacity) {
+        free_pbd_copy(fw);
+        size_t m = (size_t)n;
+        fw->px = malloc(3 * m * sizeof(float));
+        fw->pv = malloc(3 * m * sizeof(float));
+        fw->pw = malloc(m * sizeof(float));
+        fw->pmat = malloc(m);
+        fw->ptri = malloc(3 * ((size_t)t + 1) * sizeof(int));
+        fw->pbd_capacity = n;
+        fw->tri_capacity = t;
+        if (!fw->px || !fw->pv || !fw->pw || !fw->pmat || !fw->ptri) {
+            free_pbd_copy(fw);
+            firn_set_error(err, FIRN_E_NOMEM,
+                           "out of host memory for a copy of frame %d (%lld PBD particles)", frame,
+                           n);
+            return -1;
+        }
+    }
+    memcpy(fw->px, view->x, 3 * (size_t)n * sizeof(float));
+    memcpy(fw->pv, view->v, 3 * (size_t)n * sizeof(float));
+    memcpy(fw->pw, view->w, (size_t)n * sizeof(float));
+    memcpy(fw->pmat, view->mat, (size_t)n);
+    memcpy(fw->ptri, view->tri, 3 * (size_t)t * sizeof(int));
+    fw->pbd = (firn_pbd_particles_view){n, fw->px, fw->pv, fw->pw, fw->pmat, t, fw->ptri};
+    return 0;
+}
+
 firn_frame_writer *firn_frame_writer_start(const firn_scene_def *def, const char *out,
                                            firn_error *err)
 {
@@ -178,12 +233,13 @@ static int wait_idle(struct firn_frame_writer *fw, firn_error *err)
 }
 
 int firn_frame_writer_submit(firn_frame_writer *fw, const firn_particles_view *view,
-                             const firn_sph_particles_view *sph, const firn_frame_stats *s,
-                             firn_error *err)
+                             const firn_sph_particles_view *sph, const firn_pbd_particles_view *pbd,
+                             const firn_frame_stats *s, firn_error *err)
 {
     if (wait_idle(fw, err))
         return -1;
-    if (copy_sph(fw, view ? sph : NULL, s->frame, err))
+    if (copy_sph(fw, view ? sph : NULL, s->frame, err) ||
+        copy_pbd(fw, view ? pbd : NULL, s->frame, err))
         return -1;
     fw->stats = *s;
     fw->with_particles = view != NULL;
@@ -207,11 +263,13 @@ int firn_frame_writer_submit(firn_frame_writer *fw, const firn_particles_view *v
             }
             fw->capacity = n;
         }
-        memcpy(fw->x, view->x, 3 * (size_t)n * sizeof(float));
-        memcpy(fw->v, view->v, 3 * (size_t)n * sizeof(float));
-        memcpy(fw->Jp, view->Jp, (size_t)n * sizeof(float));
-        memcpy(fw->damage, view->damage, (size_t)n * sizeof(float));
-        memcpy(fw->mat, view->mat, (size_t)n);
+        if (n > 0) { /* no MPM particles (an SPH or PBD scene): no arrays to copy */
+            memcpy(fw->x, view->x, 3 * (size_t)n * sizeof(float));
+            memcpy(fw->v, view->v, 3 * (size_t)n * sizeof(float));
+            memcpy(fw->Jp, view->Jp, (size_t)n * sizeof(float));
+            memcpy(fw->damage, view->damage, (size_t)n * sizeof(float));
+            memcpy(fw->mat, view->mat, (size_t)n);
+        }
         memset(&fw->view, 0, sizeof fw->view);
         fw->view.n = n;
         fw->view.x = fw->x;
@@ -245,6 +303,7 @@ int firn_frame_writer_finish(firn_frame_writer *fw, double *busy, double *waited
     pthread_mutex_destroy(&fw->lock);
     free_copy(fw);
     free_sph_copy(fw);
+    free_pbd_copy(fw);
     free(fw);
     return rc;
 }

@@ -253,6 +253,21 @@ done:
     return rc;
 }
 
+int firn_mesh_read_surface(const char *path, float scale, float **v, int *nv, int **tri, int *nt,
+                           firn_error *err)
+{
+    obj_data o;
+    memset(&o, 0, sizeof o);
+    *v = NULL, *tri = NULL, *nv = *nt = 0;
+    if (parse_obj(path, scale, &o, err)) {
+        obj_free(&o);
+        return -1;
+    }
+    free(o.line);
+    *v = o.v, *nv = o.nv, *tri = o.tri, *nt = o.nt;
+    return 0;
+}
+
 /* ---- closed, manifold, oriented ------------------------------------------- */
 
 typedef struct {

@@ -39,6 +39,12 @@ int firn_mesh_get(const char *path, float scale, int with_sdf, const firn_mesh *
 int firn_mesh_build(const float *v, int nv, const int *tri, int nt, const char *name,
                     firn_mesh **out, firn_error *err);
 int firn_mesh_build_sdf(firn_mesh *m, firn_error *err);
+/* The vertices (3 nv coordinates, scaled, in the file's frame) and
+ * triangles (3 nt indices, polygons fanned) of an OBJ file, with no check
+ * that they close a solid: a surface such as a PBD cloth. The caller frees
+ * *v and *tri. Errors as firn_mesh_get's for the file itself. */
+int firn_mesh_read_surface(const char *path, float scale, float **v, int *nv, int **tri, int *nt,
+                           firn_error *err);
 
 /* A bounding-volume hierarchy over a mesh's triangles with their
  * angle-weighted pseudo-normals: the exact signed distance at any point, not

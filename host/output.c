@@ -259,6 +259,73 @@ int firn_write_sph_ply(const char *path, const firn_sph_particles_view *p, firn_
     return firn_write_atomic(path, emit_sph_ply, (void *)p, err);
 }
 
+/* PBD: vertices x y z vx vy vz pinned material (26 bytes), then faces: a
+ * count byte 3 and three int32 indices (13 bytes). */
+static unsigned char *pack_pbd(unsigned char *d, const void *ctx, long long i)
+{
+    const firn_pbd_particles_view *p = ctx;
+    const long long n = p->n;
+    for (int c = 0; c < 3; c++)
+        d = put_f32le(d, p->x[c * n + i]);
+    for (int c = 0; c < 3; c++)
+        d = put_f32le(d, p->v[c * n + i]);
+    *d++ = p->w[i] == 0.0f;
+    *d++ = p->mat[i];
+    return d;
+}
+
+static unsigned char *pack_face(unsigned char *d, const void *ctx, long long t)
+{
+    const firn_pbd_particles_view *p = ctx;
+    *d++ = 3;
+    for (int k = 0; k < 3; k++) {
+        uint32_t u = (uint32_t)p->tri[3 * t + k];
+#if FIRN_HOST_BIG_ENDIAN
+        u = __builtin_bswap32(u);
+#endif
+        memcpy(d, &u, 4);
+        d += 4;
+    }
+    return d;
+}
+
+static int emit_pbd_ply(FILE *f, void *ctx)
+{
+    const firn_pbd_particles_view *p = ctx;
+    if (fprintf(f,
+                "ply\n"
+                "format binary_little_endian 1.0\n"
+                "comment firn " FIRN_VERSION " PBD particles and cloth triangles\n"
+                "element vertex %lld\n"
+                "property float x\nproperty float y\nproperty float z\n"
+                "property float vx\nproperty float vy\nproperty float vz\n"
+                "property uchar pinned\n"
+                "property uchar material\n"
+                "element face %lld\n"
+                "property list uchar int vertex_indices\n"
+                "end_header\n",
+                p->n, p->triangles) < 0)
+        return -1;
+    return write_records(f, p->n, pack_pbd, p) || write_records(f, p->triangles, pack_face, p) ? -1
+                                                                                               : 0;
+}
+
+int firn_write_pbd_ply(const char *path, const firn_pbd_particles_view *p, firn_error *err)
+{
+    if (p->n < 0 || p->triangles < 0 || (p->n > 0 && (!p->x || !p->v || !p->w || !p->mat)) ||
+        (p->triangles > 0 && !p->tri)) {
+        firn_set_error(err, FIRN_E_IO, "cannot write '%s': invalid PBD particle view", path);
+        return FIRN_E_IO;
+    }
+    for (long long k = 0; k < 3 * p->triangles; k++)
+        if (p->tri[k] < 0 || p->tri[k] >= p->n) {
+            firn_set_error(err, FIRN_E_IO, "cannot write '%s': triangle %lld has vertex %d of %lld",
+                           path, k / 3, p->tri[k], p->n);
+            return FIRN_E_IO;
+        }
+    return firn_write_atomic(path, emit_pbd_ply, (void *)p, err);
+}
+
 int firn_write_ply(const char *path, const firn_particles_view *p, firn_error *err)
 {
     if (p->n < 0 || (p->n > 0 && !p->x)) {
@@ -278,10 +345,10 @@ int firn_write_ply(const char *path, const firn_particles_view *p, firn_error *e
 #define PNG_MAX_HEIGHT 2048
 
 /* MPM materials take palette[mat & 7], the SPH liquid palette[SPH_COLOR]
- * (azure). */
-static const unsigned char palette[9][3] = {
+ * (azure), the PBD particles palette[PBD_COLOR] (magenta). */
+static const unsigned char palette[10][3] = {
     {31, 119, 180}, {255, 127, 14},  {44, 160, 44},  {214, 39, 40}, {148, 103, 189},
-    {140, 86, 75},  {227, 119, 194}, {23, 190, 207}, {0, 175, 255},
+    {140, 86, 75},  {227, 119, 194}, {23, 190, 207}, {0, 175, 255}, {200, 0, 160},
 };
 static const unsigned char bg_color[3] = {236, 236, 232};   /* outside the domain */
 static const unsigned char fill_color[3] = {252, 252, 250}; /* inside the domain */
@@ -344,6 +411,7 @@ static void plot(image *im, const panel *pn, float fx, float fy, float t, int ma
 /* Palette index of the SPH particles: their own colour, whatever their
  * material (MPM materials take palette[mat & 7]). */
 #define SPH_COLOR 8
+#define PBD_COLOR 9
 
 static void render(image *im, const panel *front, const panel *top, const firn_scene_def *def,
                    long long n, const float *X, const uint8_t *mat, int color, float scale)
@@ -505,6 +573,14 @@ int firn_write_preview_png_frame(const char *path, const firn_scene_def *def,
                                  const firn_particles_view *p, const firn_sph_particles_view *sph,
                                  const firn_frame_stats *stats, firn_error *err)
 {
+    return firn_write_preview_png_pbd(path, def, p, sph, NULL, stats, err);
+}
+
+int firn_write_preview_png_pbd(const char *path, const firn_scene_def *def,
+                               const firn_particles_view *p, const firn_sph_particles_view *sph,
+                               const firn_pbd_particles_view *pbd, const firn_frame_stats *stats,
+                               firn_error *err)
+{
     float ex = def->upper[0] - def->lower[0];
     float ey = def->upper[1] - def->lower[1];
     float ez = def->upper[2] - def->lower[2];
@@ -550,6 +626,8 @@ int firn_write_preview_png_frame(const char *path, const firn_scene_def *def,
     render(&im, &front, &top, def, p->n, p->x, p->mat, -1, scale);
     if (sph && sph->n > 0)
         render(&im, &front, &top, def, sph->n, sph->x, NULL, SPH_COLOR, scale);
+    if (pbd && pbd->n > 0)
+        render(&im, &front, &top, def, pbd->n, pbd->x, NULL, PBD_COLOR, scale);
     if (stats)
         render_rigids(&im, &front, &top, def, stats, scale);
 
@@ -744,6 +822,28 @@ static void put_sph(line_buf *b, const firn_frame_stats *s)
         q->density_iterations);
 }
 
+/* "pbd":{...}, the PBD particles' statistics, when there are any. */
+static void put_pbd(line_buf *b, const firn_frame_stats *s)
+{
+    const firn_pbd_frame_stats *q = &s->pbd;
+    if (q->particles <= 0)
+        return;
+    put(b, ",\"pbd\":{\"particles\":%lld,\"pinned\":%lld,\"edges\":%lld,\"bends\":%lld,\"mass\":",
+        q->particles, q->pinned, q->edges, q->bends);
+    put_num(b, q->mass, 17);
+    put(b, ",\"kinetic_energy\":");
+    put_num(b, q->kinetic_energy, 17);
+    put_vec(b, "momentum", q->momentum, 17);
+    put_vec(b, "center_of_mass", q->center_of_mass, 17);
+    put_vec(b, "bbox_lower",
+            (const double[3]){q->bbox_lower[0], q->bbox_lower[1], q->bbox_lower[2]}, 9);
+    put_vec(b, "bbox_upper",
+            (const double[3]){q->bbox_upper[0], q->bbox_upper[1], q->bbox_upper[2]}, 9);
+    put(b, ",\"max_strain\":");
+    put_num(b, q->max_strain, 9);
+    put(b, "}");
+}
+
 int firn_append_stats_jsonl(const char *path, const firn_scene_def *def, const firn_frame_stats *s,
                             firn_error *err)
 {
@@ -766,6 +866,7 @@ int firn_append_stats_jsonl(const char *path, const firn_scene_def *def, const f
     put_material_counts(b, def, s);
     put_rigids(b, def, s);
     put_sph(b, s);
+    put_pbd(b, s);
     put(b, ",\"wall_seconds\":");
     put_num(b, s->wall_seconds, 17);
     put(b, ",\"throughput\":");

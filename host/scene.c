@@ -7,6 +7,7 @@
  * the caller's definition is only written on success. */
 #include "error.h"
 #include "mesh.h"
+#include "pbd.h"
 #include "rigid.h"
 #include "sph.h"
 #include "world.h"
@@ -26,11 +27,13 @@
 static const char *const face_names[6] = {"x_lower", "x_upper", "y_lower",
                                           "y_upper", "z_lower", "z_upper"};
 static const char *const model_names[FIRN_MODEL_COUNT] = {
-    "elastic", "liquid", "snow", "sand", "von_mises", "fracture", "sph_liquid"};
-static const char *const solver_names[2] = {"mpm", "sph"};
+    "elastic",  "liquid",     "snow",      "sand",        "von_mises",
+    "fracture", "sph_liquid", "pbd_cloth", "pbd_particle"};
+static const char *const solver_names[FIRN_SOLVER_KIND_COUNT] = {"mpm", "sph", "pbd"};
 static const char *const pressure_names[2] = {"wcsph", "dfsph"};
 static const char *const wall_names[3] = {"separate", "sticky", "slip"};
-static const char *const shape_names[FIRN_SHAPE_COUNT] = {"box", "sphere", "cylinder", "mesh"};
+static const char *const shape_names[FIRN_SHAPE_COUNT] = {"box", "sphere", "cylinder", "mesh",
+                                                          "cloth_rect"};
 static const char *const law_names[2] = {"corotated", "neohookean"};
 static const char *const cone_fit_names[FIRN_CONE_FIT_COUNT] = {"compression", "extension",
                                                                 "plane_strain", "inscribed"};
@@ -130,6 +133,14 @@ void firn_material_default(firn_material_def *mat, firn_model model)
     mat->viscosity = 0.005f;
     mat->surface_tension = 0.01f;
     mat->pressure_solver = FIRN_PRESSURE_WCSPH;
+    /* Genesis's PBD.Cloth. */
+    mat->stretch_compliance = 1e-7f;
+    mat->bending_compliance = 1e-5f;
+    mat->air_resistance = 1e-3f;
+    mat->static_friction = 0.15f;
+    mat->kinetic_friction = 0.15f;
+    if (model == FIRN_MODEL_PBD_CLOTH)
+        mat->density = 4.0f; /* kg/m^2 */
     if (model == FIRN_MODEL_ELASTIC) {
         mat->E = 3e5f; /* Genesis's Elastic material */
     } else if (model == FIRN_MODEL_SNOW) {
@@ -154,6 +165,7 @@ void firn_body_default(firn_body_def *body)
     body->shape.height = 0.1f;
     body->shape.axis = 1;
     body->shape.scale = 1.0f;
+    body->shape.resolution[0] = body->shape.resolution[1] = 2;
     body->particles_per_cell = 8.0f;
     body->seed = 0; /* 0: body index + 1 */
 }
@@ -215,6 +227,11 @@ void firn_scene_default(firn_scene_def *def)
     def->sph_density_error = 0.05f;
     def->sph_divergence_iterations = 100;
     def->sph_density_iterations = 100;
+    /* Genesis's PBDOptions; the PBD box is the domain unless given. */
+    def->pbd_particle_size = 0.01f;
+    def->pbd_stretch_iterations = 4;
+    def->pbd_bending_iterations = 1;
+    def->coupling_pbd_rigid = 1;
     snprintf(def->out_dir, sizeof def->out_dir, "out");
     def->out_every = 1;
     def->write_ply = 1;
@@ -327,6 +344,25 @@ static int validate_sph_material(const ctx *c, const firn_material_def *m, const
     return 0;
 }
 
+static int validate_pbd_material(const ctx *c, const firn_material_def *m, const char *base)
+{
+    char p[KEYPATH_MAX];
+    return need(c, join(p, base, "density"), m->density, m->density > 0,
+                m->model == FIRN_MODEL_PBD_CLOTH ? "must be > 0 (kg/m^2)" : "must be > 0") ||
+                   need(c, join(p, base, "stretch_compliance"), m->stretch_compliance,
+                        m->stretch_compliance >= 0, "must be >= 0") ||
+                   need(c, join(p, base, "bending_compliance"), m->bending_compliance,
+                        m->bending_compliance >= 0, "must be >= 0") ||
+                   need(c, join(p, base, "air_resistance"), m->air_resistance,
+                        m->air_resistance >= 0, "must be >= 0") ||
+                   need(c, join(p, base, "static_friction"), m->static_friction,
+                        m->static_friction >= 0, "must be >= 0") ||
+                   need(c, join(p, base, "kinetic_friction"), m->kinetic_friction,
+                        m->kinetic_friction >= 0, "must be >= 0")
+               ? -1
+               : 0;
+}
+
 static int validate_material(const ctx *c, const firn_scene_def *def, int i)
 {
     const firn_material_def *m = &def->materials[i];
@@ -346,6 +382,8 @@ static int validate_material(const ctx *c, const firn_scene_def *def, int i)
         return fail(c, join(p, base, "law"), "unknown law %d", (int)m->law);
     if (m->model == FIRN_MODEL_SPH_LIQUID)
         return validate_sph_material(c, m, base);
+    if (m->model == FIRN_MODEL_PBD_CLOTH || m->model == FIRN_MODEL_PBD_PARTICLE)
+        return validate_pbd_material(c, m, base);
     if (need(c, join(p, base, "E"), m->E, m->E > 0, "must be > 0") ||
         need(c, join(p, base, "nu"), m->nu, m->nu >= 0 && m->nu < 0.5f, "must be in [0, 0.5)") ||
         need(c, join(p, base, "density"), m->density, m->density > 0, "must be > 0"))
@@ -427,6 +465,153 @@ static int validate_sph_body(const ctx *c, const firn_scene_def *def, int i, con
         if (blo < lo[k] - tol || bhi > hi[k] + tol)
             return fail(c, base, "%s spans %c in [%g, %g], outside the SPH box [%g, %g]",
                         shape_names[s->type], axis_names[k], blo, bhi, lo[k], hi[k]);
+    }
+    return 0;
+}
+
+/* Whether [lo + off_lo, hi + off_hi] about center lies in the PBD box; fails naming it. */
+static int inside_pbd_box(const ctx *c, const firn_scene_def *def, const char *base,
+                          const char *what, const double blo[3], const double bhi[3])
+{
+    float lo[3], hi[3];
+    firn_pbd_box(def, lo, hi);
+    for (int k = 0; k < 3; k++) {
+        double tol = 1e-4 * def->pbd_particle_size;
+        if (blo[k] < lo[k] - tol || bhi[k] > hi[k] + tol)
+            return fail(c, base, "%s spans %c in [%g, %g], outside the PBD box [%g, %g]", what,
+                        axis_names[k], blo[k], bhi[k], lo[k], hi[k]);
+    }
+    return 0;
+}
+
+/* A pbd_particle body: a lattice of spacing pbd.particle_size inside the PBD box. */
+static int validate_pbd_particle_body(const ctx *c, const firn_scene_def *def, int i,
+                                      const double lo_off[3], const double hi_off[3], double volume,
+                                      double *particles)
+{
+    const firn_shape_def *s = &def->bodies[i].shape;
+    char base[KEYPATH_MAX];
+    double blo[3], bhi[3];
+    join_index(base, "bodies", i);
+    *particles = volume / pow(def->pbd_particle_size, 3);
+    if (*particles < 1.0)
+        return fail(c, base,
+                    "empty body: a %s of volume %.3g m^3 holds %.3g PBD particles of size "
+                    "pbd.particle_size = %g m; at least 1 is needed",
+                    shape_names[s->type], volume, *particles, def->pbd_particle_size);
+    for (int k = 0; k < 3; k++)
+        blo[k] = s->center[k] + lo_off[k], bhi[k] = s->center[k] + hi_off[k];
+    return inside_pbd_box(c, def, base, shape_names[s->type], blo, bhi);
+}
+
+/* A pbd_cloth body: a cloth_rect or an OBJ surface with triangles, its
+ * pins, inside the PBD box. Returns 0, or the error code (-1, or the mesh
+ * reader's). */
+static int validate_cloth_body(const ctx *c, const firn_scene_def *def, int i)
+{
+    const firn_body_def *b = &def->bodies[i];
+    const firn_shape_def *s = &b->shape;
+    char base[KEYPATH_MAX], sp[KEYPATH_MAX], p[KEYPATH_MAX], q[KEYPATH_MAX];
+    double blo[3], bhi[3];
+    int nv = 0;
+    join_index(base, "bodies", i);
+    join(sp, base, "shape");
+    for (int k = 0; k < 3; k++)
+        if (need(c, join_index(q, join(p, base, "velocity"), k), b->velocity[k], 1, "") ||
+            need(c, join_index(q, join(p, sp, "center"), k), s->center[k], 1, ""))
+            return -1;
+    if (s->type == FIRN_SHAPE_CLOTH_RECT) {
+        if (s->axis < 0 || s->axis > 2)
+            return fail(c, join(p, sp, "normal"), "%d: must be 0 (x), 1 (y) or 2 (z)", s->axis);
+        for (int k = 0; k < 2; k++) {
+            if (need(c, join_index(q, join(p, sp, "size"), k), s->size[k], s->size[k] > 0,
+                     "must be > 0"))
+                return -1;
+            if (s->resolution[k] < 2 || s->resolution[k] > 4096)
+                return fail(c, join_index(q, join(p, sp, "resolution"), k),
+                            "%d: must be in [2, 4096] (vertices along the side)", s->resolution[k]);
+        }
+        nv = s->resolution[0] * s->resolution[1];
+        const int ua = s->axis == 0 ? 1 : 0, va = s->axis == 2 ? 1 : 2;
+        for (int k = 0; k < 3; k++)
+            blo[k] = bhi[k] = s->center[k];
+        blo[ua] -= 0.5 * s->size[0], bhi[ua] += 0.5 * s->size[0];
+        blo[va] -= 0.5 * s->size[1], bhi[va] += 0.5 * s->size[1];
+    } else if (s->type == FIRN_SHAPE_MESH) {
+        float *v;
+        int *tri, nt;
+        firn_error e;
+        if (!memchr(s->file, '\0', FIRN_PATH_MAX))
+            return fail(c, join(p, sp, "file"), "not NUL-terminated");
+        if (need(c, join(p, sp, "scale"), s->scale, s->scale > 0, "must be > 0"))
+            return -1;
+        if (firn_mesh_read_surface(s->file, s->scale, &v, &nv, &tri, &nt, &e)) {
+            fail(c, join(p, sp, "file"), "%s", e.msg);
+            if (c->err)
+                c->err->code = e.code;
+            return e.code;
+        }
+        double mean[3] = {0.0, 0.0, 0.0};
+        for (int k = 0; k < 3; k++) {
+            blo[k] = DBL_MAX, bhi[k] = -DBL_MAX;
+            for (int j = 0; j < nv; j++) {
+                mean[k] += v[3 * j + k] / (double)nv;
+                blo[k] = fmin(blo[k], v[3 * j + k]);
+                bhi[k] = fmax(bhi[k], v[3 * j + k]);
+            }
+        }
+        for (int k = 0; k < 3; k++)
+            blo[k] += s->center[k] - mean[k], bhi[k] += s->center[k] - mean[k];
+        free(v);
+        free(tri);
+        if (nt == 0)
+            return fail(c, join(p, sp, "file"), "'%s' has no triangles: a cloth needs faces",
+                        s->file);
+    } else {
+        return fail(c, join(p, sp, "type"),
+                    "a pbd_cloth body is a cloth_rect or a mesh (an OBJ surface), not a %s",
+                    (int)s->type >= 0 && s->type < FIRN_SHAPE_COUNT ? shape_names[s->type] : "?");
+    }
+    if (b->n_pins < 0 || b->n_pins > FIRN_MAX_PINS)
+        return fail(c, join(p, base, "pin.indices"), "%d pins; at most %d are allowed", b->n_pins,
+                    FIRN_MAX_PINS);
+    for (int k = 0; k < b->n_pins; k++)
+        if (b->pins[k] < 0 || b->pins[k] >= nv)
+            return fail(c, join_index(q, join(p, base, "pin.indices"), k),
+                        "%d: no such vertex (the cloth has %d, numbered from 0)", b->pins[k], nv);
+    for (int k = 0; b->pin_box && k < 3; k++) {
+        if (need(c, join_index(q, join(p, base, "pin.box.lower"), k), b->pin_lower[k], 1, "") ||
+            need(c, join_index(q, join(p, base, "pin.box.upper"), k), b->pin_upper[k], 1, ""))
+            return -1;
+        if (!(b->pin_upper[k] >= b->pin_lower[k]))
+            return fail(c, join_index(q, join(p, base, "pin.box.upper"), k),
+                        "%g must be >= lower[%d] = %g", b->pin_upper[k], k, b->pin_lower[k]);
+    }
+    return inside_pbd_box(c, def, base, shape_names[s->type], blo, bhi);
+}
+
+/* The PBD solver's options (pbd.*). */
+static int validate_pbd(const ctx *c, const firn_scene_def *def)
+{
+    float lo[3], hi[3];
+    char q[KEYPATH_MAX];
+    if (need(c, "pbd.particle_size", def->pbd_particle_size,
+             def->pbd_particle_size > 0 && def->pbd_particle_size < 1e3f, "must be > 0") ||
+        need(c, "pbd.stretch_iterations", def->pbd_stretch_iterations,
+             def->pbd_stretch_iterations >= 1 && def->pbd_stretch_iterations <= 1000,
+             "must be in [1, 1000]") ||
+        need(c, "pbd.bending_iterations", def->pbd_bending_iterations,
+             def->pbd_bending_iterations >= 0 && def->pbd_bending_iterations <= 1000,
+             "must be in [0, 1000]"))
+        return -1;
+    firn_pbd_box(def, lo, hi);
+    for (int k = 0; k < 3; k++) {
+        if (need(c, join_index(q, "pbd.lower", k), lo[k], 1, "") ||
+            need(c, join_index(q, "pbd.upper", k), hi[k], 1, ""))
+            return -1;
+        if (!(hi[k] > lo[k]))
+            return fail(c, join_index(q, "pbd.upper", k), "%g must be > lower[%d] = %g", hi[k], k,
+                        lo[k]);
     }
     return 0;
 }
@@ -525,16 +710,30 @@ static int validate_body(const ctx *c, const firn_scene_def *def, int i, double 
     if (b->material < 0 || b->material >= def->n_materials)
         return fail(c, join(p, base, "material"), "%d: no such material (the scene has %d)",
                     b->material, def->n_materials);
-    if ((int)b->solver < 0 || b->solver > FIRN_SOLVER_KIND_SPH)
+    if ((int)b->solver < 0 || b->solver >= FIRN_SOLVER_KIND_COUNT)
         return fail(c, join(p, base, "solver"), "unknown solver %d", (int)b->solver);
-    const int sph_material = def->materials[b->material].model == FIRN_MODEL_SPH_LIQUID;
-    if (sph_material != (b->solver == FIRN_SOLVER_KIND_SPH))
+    const firn_model model = def->materials[b->material].model;
+    const firn_solver_kind want =
+        model == FIRN_MODEL_SPH_LIQUID                                      ? FIRN_SOLVER_KIND_SPH
+        : model == FIRN_MODEL_PBD_CLOTH || model == FIRN_MODEL_PBD_PARTICLE ? FIRN_SOLVER_KIND_PBD
+                                                                            : FIRN_SOLVER_KIND_MPM;
+    static const char *const needs[FIRN_SOLVER_KIND_COUNT] = {
+        "an MPM body needs an MPM material", "an SPH body needs an sph_liquid material",
+        "a PBD body needs a pbd_cloth or pbd_particle material"};
+    if (want != b->solver) {
+        char hint[64];
+        snprintf(hint, sizeof hint, "give the body \"solver\": \"%s\"", solver_names[want]);
         return fail(c, join(p, base, "material"),
                     "\"%s\" is a %s material, which the %s solver does not simulate (%s)",
-                    def->materials[b->material].name,
-                    model_names[def->materials[b->material].model], solver_names[b->solver],
-                    sph_material ? "give the body \"solver\": \"sph\""
-                                 : "an SPH body needs an sph_liquid material");
+                    def->materials[b->material].name, model_names[model], solver_names[b->solver],
+                    want != FIRN_SOLVER_KIND_MPM ? hint : needs[b->solver]);
+    }
+    if (b->solver == FIRN_SOLVER_KIND_PBD && model == FIRN_MODEL_PBD_CLOTH)
+        return validate_cloth_body(c, def, i);
+    if (b->n_pins != 0 || b->pin_box)
+        return fail(c, join(p, base, "pin"), "only a pbd_cloth body has pins");
+    if (s->type == FIRN_SHAPE_CLOTH_RECT)
+        return fail(c, join(p, sp, "type"), "cloth_rect is the shape of a pbd_cloth body");
     if (need(c, join(p, base, "particles_per_cell"), b->particles_per_cell,
              b->particles_per_cell > 0 && b->particles_per_cell <= 64, "must be in (0, 64]"))
         return -1;
@@ -593,6 +792,8 @@ static int validate_body(const ctx *c, const firn_scene_def *def, int i, double 
             lo_off[k] = -half[k], hi_off[k] = half[k];
     if (b->solver == FIRN_SOLVER_KIND_SPH)
         return validate_sph_body(c, def, i, lo_off, hi_off, volume, particles);
+    if (b->solver == FIRN_SOLVER_KIND_PBD)
+        return validate_pbd_particle_body(c, def, i, lo_off, hi_off, volume, particles);
 
     *particles = volume * b->particles_per_cell / pow(def->dx, 3);
     if (*particles < 1.0)
@@ -801,6 +1002,8 @@ static int validate(const firn_scene_def *def, const char *file, firn_error *err
             return -1;
     if (def->n_bodies < 1)
         return fail(&c, "bodies", "no bodies; a scene needs at least one");
+    if (validate_pbd(&c, def))
+        return -1;
     if (def->n_bodies > FIRN_MAX_BODIES)
         return fail(&c, "bodies", "%d bodies; at most %d are allowed", def->n_bodies,
                     FIRN_MAX_BODIES);
@@ -1127,6 +1330,8 @@ static int parse_output(const ctx *c, const cJSON *j, firn_scene_def *def)
 }
 
 /* Keys that only some models use; giving one to another model is a mistake. */
+#define PBD_MODELS (1u << FIRN_MODEL_PBD_CLOTH | 1u << FIRN_MODEL_PBD_PARTICLE)
+#define NOT_MPM    (1u << FIRN_MODEL_SPH_LIQUID | PBD_MODELS)
 static const struct {
     const char *key;
     unsigned models; /* bit per firn_model */
@@ -1146,8 +1351,13 @@ static const struct {
     {"yield_stress", 1u << FIRN_MODEL_VON_MISES},
     {"crit_strain", 1u << FIRN_MODEL_FRACTURE},
     {"damage_rate", 1u << FIRN_MODEL_FRACTURE},
-    {"E", ~(1u << FIRN_MODEL_SPH_LIQUID)},
-    {"nu", ~(1u << FIRN_MODEL_SPH_LIQUID)},
+    {"E", ~NOT_MPM},
+    {"nu", ~NOT_MPM},
+    {"stretch_compliance", 1u << FIRN_MODEL_PBD_CLOTH},
+    {"bending_compliance", 1u << FIRN_MODEL_PBD_CLOTH},
+    {"air_resistance", 1u << FIRN_MODEL_PBD_CLOTH},
+    {"static_friction", PBD_MODELS},
+    {"kinetic_friction", PBD_MODELS},
     {"stiffness", 1u << FIRN_MODEL_SPH_LIQUID},
     {"exponent", 1u << FIRN_MODEL_SPH_LIQUID},
     {"viscosity", 1u << FIRN_MODEL_SPH_LIQUID},
@@ -1181,6 +1391,11 @@ static int parse_material(const ctx *c, const cJSON *j, const char *path, firn_m
                                        "viscosity",
                                        "surface_tension",
                                        "pressure_solver",
+                                       "stretch_compliance",
+                                       "bending_compliance",
+                                       "air_resistance",
+                                       "static_friction",
+                                       "kinetic_friction",
                                        NULL};
     char p[KEYPATH_MAX], name[FIRN_NAME_MAX];
     const char *model = NULL, *law = "corotated", *pressure = "wcsph", *cone = "compression",
@@ -1217,6 +1432,11 @@ static int parse_material(const ctx *c, const cJSON *j, const char *path, firn_m
         get_float(c, j, path, "exponent", &m->exponent) ||
         get_float(c, j, path, "viscosity", &m->viscosity) ||
         get_float(c, j, path, "surface_tension", &m->surface_tension) ||
+        get_float(c, j, path, "stretch_compliance", &m->stretch_compliance) ||
+        get_float(c, j, path, "bending_compliance", &m->bending_compliance) ||
+        get_float(c, j, path, "air_resistance", &m->air_resistance) ||
+        get_float(c, j, path, "static_friction", &m->static_friction) ||
+        get_float(c, j, path, "kinetic_friction", &m->kinetic_friction) ||
         get_string(c, j, path, "law", 0, &law) ||
         pick(c, join(p, path, "law"), law, law_names, 2, &law_i) ||
         get_string(c, j, path, "pressure_solver", 0, &pressure) ||
@@ -1283,6 +1503,52 @@ static int get_mesh_file(const ctx *c, const cJSON *j, const char *path, char ou
     return 0;
 }
 
+/* A JSON array of n numbers at obj.key (absent: out unchanged); integers
+ * in [lo, hi] when ints is set. */
+static int get_array(const ctx *c, const cJSON *obj, const char *parent, const char *key, int n,
+                     float *fout, int *iout, double lo, double hi)
+{
+    char p[KEYPATH_MAX], q[KEYPATH_MAX];
+    const cJSON *j = get(obj, key), *e;
+    int i = 0;
+    if (!j)
+        return 0;
+    join(p, parent, key);
+    if (!cJSON_IsArray(j) || cJSON_GetArraySize(j) != n)
+        return fail(c, p, "expected an array of %d %s, got %s", n, iout ? "integers" : "numbers",
+                    cJSON_IsArray(j) ? "another length" : json_type(j));
+    cJSON_ArrayForEach(e, j)
+    {
+        double v;
+        if (iout ? item_integer(c, e, join_index(q, p, i), lo, hi, &v)
+                 : item_float(c, e, join_index(q, p, i), &fout[i]))
+            return -1;
+        if (iout)
+            iout[i] = (int)v;
+        i++;
+    }
+    return 0;
+}
+
+/* {"type": "cloth_rect", "center": [..], "size": [w, h], "resolution": [N, M], "normal": "y"} */
+static int parse_cloth_rect(const ctx *c, const cJSON *j, const char *path, firn_shape_def *s)
+{
+    static const char *const keys[] = {"type", "center", "size", "resolution", "normal", NULL};
+    static const char *const axes[3] = {"x", "y", "z"};
+    const char *normal = NULL;
+    char p[KEYPATH_MAX];
+    s->size[0] = s->size[1] = 0.5f;
+    s->size[2] = 0.0f;
+    if (check_keys(c, j, path, keys, "for a cloth_rect") ||
+        get_vec3(c, j, path, "center", s->center) ||
+        get_array(c, j, path, "size", 2, s->size, NULL, 0, 0) ||
+        get_array(c, j, path, "resolution", 2, NULL, s->resolution, -1e9, 1e9) ||
+        get_string(c, j, path, "normal", 0, &normal) ||
+        (normal && pick(c, join(p, path, "normal"), normal, axes, 3, &s->axis)))
+        return -1;
+    return 0;
+}
+
 static int parse_shape(const ctx *c, const cJSON *j, const char *path, firn_shape_def *s)
 {
     static const char *const box_keys[] = {"type", "center", "size", "lower", "upper", NULL};
@@ -1290,7 +1556,7 @@ static int parse_shape(const ctx *c, const cJSON *j, const char *path, firn_shap
     static const char *const cyl_keys[] = {"type", "center", "radius", "height", "axis", NULL};
     static const char *const mesh_keys[] = {"type", "center", "file", "scale", NULL};
     static const char *const *const keys[FIRN_SHAPE_COUNT] = {box_keys, sphere_keys, cyl_keys,
-                                                              mesh_keys};
+                                                              mesh_keys, NULL};
     static const char *const axes[3] = {"x", "y", "z"};
     char p[KEYPATH_MAX], q[KEYPATH_MAX], what[32];
     const char *type = NULL, *axis = NULL;
@@ -1300,6 +1566,8 @@ static int parse_shape(const ctx *c, const cJSON *j, const char *path, firn_shap
         pick(c, join(p, path, "type"), type, shape_names, FIRN_SHAPE_COUNT, &t))
         return -1;
     s->type = (firn_shape_type)t;
+    if (s->type == FIRN_SHAPE_CLOTH_RECT)
+        return parse_cloth_rect(c, j, path, s);
     snprintf(what, sizeof what, "for a %s", type);
     if (check_keys(c, j, path, keys[t], what) || get_vec3(c, j, path, "center", s->center) ||
         get_vec3(c, j, path, "size", s->size) || get_float(c, j, path, "radius", &s->radius) ||
@@ -1330,11 +1598,53 @@ static int parse_shape(const ctx *c, const cJSON *j, const char *path, firn_shap
     return 0;
 }
 
+/* "pin": {"indices": [..], "box": {"lower": [..], "upper": [..]}} */
+static int parse_pin(const ctx *c, const cJSON *j, const char *path, firn_body_def *b)
+{
+    static const char *const keys[] = {"indices", "box", NULL};
+    static const char *const box_keys[] = {"lower", "upper", NULL};
+    char p[KEYPATH_MAX], q[KEYPATH_MAX];
+    const cJSON *idx = get(j, "indices"), *box = get(j, "box"), *e;
+    if (need_object(c, j, path) || check_keys(c, j, path, keys, NULL))
+        return -1;
+    if (!idx && !box)
+        return fail(c, path, "give indices, a box, or both");
+    if (idx) {
+        join(p, path, "indices");
+        if (!cJSON_IsArray(idx))
+            return fail(c, p, "expected an array of vertex indices, got %s", json_type(idx));
+        if (cJSON_GetArraySize(idx) > FIRN_MAX_PINS)
+            return fail(c, p, "%d indices; at most %d are allowed (pin more with a box)",
+                        cJSON_GetArraySize(idx), FIRN_MAX_PINS);
+        b->n_pins = 0;
+        cJSON_ArrayForEach(e, idx)
+        {
+            double v;
+            if (item_integer(c, e, join_index(q, p, b->n_pins), -1e9, 1e9, &v))
+                return -1;
+            b->pins[b->n_pins++] = (int)v;
+        }
+    }
+    if (box) {
+        join(p, path, "box");
+        if (need_object(c, box, p) || check_keys(c, box, p, box_keys, NULL))
+            return -1;
+        if (!get(box, "lower") || !get(box, "upper"))
+            return fail(c, join(q, p, get(box, "lower") ? "upper" : "lower"),
+                        "missing (lower and upper go together)");
+        if (get_vec3(c, box, p, "lower", b->pin_lower) ||
+            get_vec3(c, box, p, "upper", b->pin_upper))
+            return -1;
+        b->pin_box = 1;
+    }
+    return 0;
+}
+
 static int parse_body(const ctx *c, const cJSON *j, const char *path, const firn_scene_def *def,
                       int index, firn_body_def *b)
 {
     static const char *const keys[] = {
-        "material", "shape", "particles_per_cell", "velocity", "seed", "solver", NULL};
+        "material", "shape", "particles_per_cell", "velocity", "seed", "solver", "pin", NULL};
     char p[KEYPATH_MAX];
     const char *mat = NULL, *solver = "mpm";
     int solver_i = 0;
@@ -1362,12 +1672,18 @@ static int parse_body(const ctx *c, const cJSON *j, const char *path, const firn
         get_float(c, j, path, "particles_per_cell", &b->particles_per_cell) ||
         get_vec3(c, j, path, "velocity", b->velocity) ||
         get_string(c, j, path, "solver", 0, &solver) ||
-        pick(c, join(p, path, "solver"), solver, solver_names, 2, &solver_i))
+        pick(c, join(p, path, "solver"), solver, solver_names, FIRN_SOLVER_KIND_COUNT, &solver_i))
         return -1;
     b->solver = (firn_solver_kind)solver_i;
     if (b->solver == FIRN_SOLVER_KIND_SPH && get(j, "particles_per_cell"))
         return fail(c, join(p, path, "particles_per_cell"),
                     "does not apply to an SPH body (its lattice spacing is sph.particle_size)");
+    if (b->solver == FIRN_SOLVER_KIND_PBD && get(j, "particles_per_cell"))
+        return fail(c, join(p, path, "particles_per_cell"),
+                    "does not apply to a PBD body (a cloth's particles are its vertices, a "
+                    "particle body's lattice spacing is pbd.particle_size)");
+    if (get(j, "pin") && parse_pin(c, get(j, "pin"), join(p, path, "pin"), b))
+        return -1;
     seed = get(j, "seed");
     if (seed) {
         double v = 0;
@@ -1533,11 +1849,13 @@ static int parse_rigids(const ctx *c, const cJSON *j, firn_scene_def *def)
 
 static int parse_coupling(const ctx *c, const cJSON *j, firn_scene_def *def)
 {
-    static const char *const keys[] = {"rigid_mpm", "cpic", "mpm_sph", "sph_rigid", NULL};
+    static const char *const keys[] = {"rigid_mpm", "cpic",      "mpm_sph",
+                                       "sph_rigid", "pbd_rigid", NULL};
     if (need_object(c, j, "coupling") || check_keys(c, j, "coupling", keys, NULL) ||
         get_bool(c, j, "coupling", "rigid_mpm", &def->coupling_rigid_mpm) ||
         get_bool(c, j, "coupling", "mpm_sph", &def->coupling_mpm_sph) ||
         get_bool(c, j, "coupling", "sph_rigid", &def->coupling_sph_rigid) ||
+        get_bool(c, j, "coupling", "pbd_rigid", &def->coupling_pbd_rigid) ||
         get_bool(c, j, "coupling", "cpic", &def->coupling_cpic))
         return -1;
     return 0;
@@ -1577,11 +1895,28 @@ static int parse_sph(const ctx *c, const cJSON *j, firn_scene_def *def)
     return 0;
 }
 
+static int parse_pbd(const ctx *c, const cJSON *j, firn_scene_def *def)
+{
+    static const char *const keys[] = {
+        "particle_size", "stretch_iterations", "bending_iterations", "lower", "upper", NULL};
+    if (need_object(c, j, "pbd") || check_keys(c, j, "pbd", keys, NULL) ||
+        get_float(c, j, "pbd", "particle_size", &def->pbd_particle_size) ||
+        get_int(c, j, "pbd", "stretch_iterations", &def->pbd_stretch_iterations) ||
+        get_int(c, j, "pbd", "bending_iterations", &def->pbd_bending_iterations) ||
+        get_vec3(c, j, "pbd", "lower", def->pbd_lower) ||
+        get_vec3(c, j, "pbd", "upper", def->pbd_upper))
+        return -1;
+    if (!get(j, "lower") != !get(j, "upper"))
+        return fail(c, get(j, "lower") ? "pbd.upper" : "pbd.lower",
+                    "missing (lower and upper go together)");
+    return 0;
+}
+
 static int parse_root(const ctx *c, const cJSON *root, firn_scene_def *def)
 {
-    static const char *const keys[] = {"domain", "gravity",     "time",     "materials",
-                                       "bodies", "rigids",      "coupling", "output",
-                                       "name",   "description", "sph",      NULL};
+    static const char *const keys[] = {"domain", "gravity",  "time",   "materials", "bodies",
+                                       "rigids", "coupling", "output", "name",      "description",
+                                       "sph",    "pbd",      NULL};
     const char *unused;
     if (!cJSON_IsObject(root))
         return fail(c, "", "expected a JSON object at the top level, got %s", json_type(root));
@@ -1604,6 +1939,8 @@ static int parse_root(const ctx *c, const cJSON *root, firn_scene_def *def)
     if (get(root, "coupling") && parse_coupling(c, get(root, "coupling"), def))
         return -1;
     if (get(root, "sph") && parse_sph(c, get(root, "sph"), def))
+        return -1;
+    if (get(root, "pbd") && parse_pbd(c, get(root, "pbd"), def))
         return -1;
     if (get(root, "output") && parse_output(c, get(root, "output"), def))
         return -1;

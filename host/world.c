@@ -231,6 +231,7 @@ typedef struct {
     int rigid;            /* the fastest coupled body, or -1 */
     float dt_mpm, dt_sph; /* each solver's limit [s] (INFINITY: no limit) */
     float c_sph, v_sph;   /* SPH: sound speed, largest particle speed [m/s] */
+    float dt_pbd, v_pbd;  /* PBD: its limit [s], its largest particle speed [m/s] */
 } cfl_terms;
 
 /* The CFL step into *dt_out; 0, or -1 with err filled (a device failure). */
@@ -258,7 +259,8 @@ static int cfl_step(firn_world *w, cfl_terms *t, float *dt_out, firn_error *err)
             return -1;
         t->dt_sph = firn_sph_cfl_dt(&w->sph, d->cfl, t->v_gravity, &t->c_sph, &t->v_sph);
     }
-    *dt_out = firn_minf(d->frame_dt, firn_minf(t->dt_mpm, t->dt_sph));
+    t->dt_pbd = firn_pbd_cfl_dt(&w->pbd, d->cfl, t->v_gravity, &t->v_pbd);
+    *dt_out = firn_minf(d->frame_dt, firn_minf(firn_minf(t->dt_mpm, t->dt_sph), t->dt_pbd));
     return 0;
 }
 
@@ -276,7 +278,10 @@ static void cfl_cause(firn_world *w, const cfl_terms *t, char *why, size_t size)
     const firn_scene_def *d = &w->def;
     const float moving = firn_maxf(t->v_particles, t->v_rigid);
     firn_error ignored;
-    if (t->dt_sph < t->dt_mpm) {
+    if (t->dt_pbd < t->dt_mpm && t->dt_pbd < t->dt_sph) {
+        snprintf(why, size, "the PBD particles, %g m/s (pbd.particle_size = %g m)", t->v_pbd,
+                 w->pbd.P.psize);
+    } else if (t->dt_sph < t->dt_mpm) {
         snprintf(why, size,
                  "the SPH liquid: sound speed %g m/s, particles at %g m/s, viscosity (support "
                  "radius h = %g m)",
@@ -415,8 +420,17 @@ static firn_world *world_create(const firn_scene_def *def, firn_backend backend,
         goto fail;
     /* The backend first: a missing GPU is named before the particles of a
      * large scene are sampled. */
+    /* The PBD solver has no CUDA kernels yet. */
+    const int pbd = firn_pbd_in_scene(def);
+    if (backend == FIRN_BACKEND_CUDA && pbd) {
+        firn_set_error(err, FIRN_E_DEVICE,
+                       "%s: --backend cuda: the PBD solver runs on the CPU path only (--backend "
+                       "cpu); its CUDA kernels are not written yet",
+                       prefix(def));
+        goto fail;
+    }
     if (backend == FIRN_BACKEND_AUTO)
-        backend = firn_cuda_device_count() > 0 ? FIRN_BACKEND_CUDA : FIRN_BACKEND_CPU;
+        backend = firn_cuda_device_count() > 0 && !pbd ? FIRN_BACKEND_CUDA : FIRN_BACKEND_CPU;
     w->backend = backend;
     if (backend == FIRN_BACKEND_CUDA && !firn_cuda_available()) {
         firn_set_error(err, FIRN_E_DEVICE,
@@ -431,7 +445,7 @@ static firn_world *world_create(const firn_scene_def *def, firn_backend backend,
         goto fail;
     }
     if (firn_sample_bodies(def, w->mats, &w->p, err) || firn_rigids_init(w, err) ||
-        firn_sph_init(&w->sph, def, err))
+        firn_sph_init(&w->sph, def, err) || firn_pbd_init(&w->pbd, def, err))
         goto fail;
     if (firn_particles_sort_spatial(&w->p, &w->params)) {
         firn_set_error(err, FIRN_E_NOMEM, "out of host memory sorting %d particles", w->p.n);
@@ -486,12 +500,16 @@ void firn_world_destroy(firn_world *w)
     firn_coupler_free(w);
     firn_particles_free(&w->p);
     firn_sph_free(&w->sph);
+    firn_pbd_free(&w->pbd);
     free(w);
 }
 
 firn_backend firn_world_backend(const firn_world *w) { return w->backend; }
 const char *firn_world_device_name(const firn_world *w) { return w->device_name; }
-long long firn_world_particle_count(const firn_world *w) { return (long long)w->p.n + w->sph.n; }
+long long firn_world_particle_count(const firn_world *w)
+{
+    return (long long)w->p.n + w->sph.n + w->pbd.n;
+}
 const firn_scene_def *firn_world_scene(const firn_world *w) { return &w->def; }
 firn_profile firn_world_profile(const firn_world *w) { return w->prof; }
 
@@ -618,6 +636,16 @@ static int report_nonfinite(firn_world *w, int bad, long long substep, double t,
             snprintf(when, sizeof when, "substep %lld", substep);
     } else {
         snprintf(when, sizeof when, "substep %lld", substep);
+    }
+    if (w->bad_solver == FIRN_SOLVER_PBD) {
+        firn_set_error(err, FIRN_E_NUMERIC,
+                       "%s: frame %d (t = %.6g s, %s): PBD particle %d of material '%s' has a "
+                       "non-finite position or velocity; the state is not written. Likely causes: "
+                       "extreme parameters (compliance, density) or a substep too large "
+                       "(dt = %g s)",
+                       prefix(&w->def), w->frame + 1, t, when, bad,
+                       w->def.materials[w->pbd.s.mat[bad]].name, w->params.dt);
+        return -1;
     }
     if (w->bad_solver == FIRN_SOLVER_SPH) {
         firn_error ignored;
@@ -810,6 +838,7 @@ int firn_world_stats(firn_world *w, firn_frame_stats *s, firn_error *err)
             return -1;
         firn_sph_stats(&w->sph, &s->sph);
     }
+    firn_pbd_stats(&w->pbd, &s->pbd);
     return 0;
 }
 
@@ -823,5 +852,18 @@ int firn_world_sph_particles(firn_world *w, firn_sph_particles_view *view, firn_
     view->rho = w->sph.s.rho;
     view->p = w->sph.s.p;
     view->mat = w->sph.s.mat;
+    return 0;
+}
+
+int firn_world_pbd_particles(firn_world *w, firn_pbd_particles_view *view, firn_error *err)
+{
+    (void)err; /* the CPU path's state is the host's */
+    view->n = w->pbd.n;
+    view->x = w->pbd.s.x;
+    view->v = w->pbd.s.v;
+    view->w = w->pbd.s.w;
+    view->mat = w->pbd.s.mat;
+    view->triangles = w->pbd.triangles;
+    view->tri = w->pbd.tri;
     return 0;
 }

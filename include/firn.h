@@ -79,7 +79,9 @@ typedef enum {
     FIRN_MODEL_SAND,
     FIRN_MODEL_VON_MISES,
     FIRN_MODEL_FRACTURE,
-    FIRN_MODEL_SPH_LIQUID, /* the SPH solver's liquid; every other model is MPM's */
+    FIRN_MODEL_SPH_LIQUID,   /* the SPH solver's liquid */
+    FIRN_MODEL_PBD_CLOTH,    /* the PBD solver's cloth (a triangle mesh) */
+    FIRN_MODEL_PBD_PARTICLE, /* the PBD solver's free particles; the models above SPH's are MPM's */
     FIRN_MODEL_COUNT
 } firn_model;
 
@@ -135,6 +137,13 @@ typedef struct {
     float inertial_I0;      /* I at which the friction is halfway [-], default 0.279 */
     float grain_diameter;   /* [m], default 5e-4 */
     float grain_density;    /* density of the grains themselves [kg/m^3], default 2450 */
+    /* pbd_cloth (density is then per area [kg/m^2], default 4) and pbd_particle
+     * (density [kg/m^3], default 1000); defaults Genesis's PBD.Cloth: */
+    float stretch_compliance; /* XPBD compliance of an edge's length [m/N], default 1e-7 */
+    float bending_compliance; /* XPBD compliance of an inner edge's angle [1/(N m)], default 1e-5 */
+    float air_resistance;     /* cloth: quadratic drag c, a = -c |v| v / m [kg/m], default 1e-3 */
+    float static_friction;    /* against rigid bodies [-], default 0.15 */
+    float kinetic_friction;   /* against rigid bodies [-], default 0.15 */
 } firn_material_def;
 
 typedef enum {
@@ -142,26 +151,40 @@ typedef enum {
     FIRN_SHAPE_SPHERE,
     FIRN_SHAPE_CYLINDER,
     FIRN_SHAPE_MESH,
+    FIRN_SHAPE_CLOTH_RECT, /* PBD cloth: a flat rectangle of resolution[0] x resolution[1] vertices
+                            */
     FIRN_SHAPE_COUNT
 } firn_shape_type;
 
 /* A particle body's shape. A mesh is placed as a rigid mesh is: its
  * centroid (the centre of mass of the closed solid) at `center`, axes as in
- * the file. */
+ * the file; a PBD cloth's mesh is an open surface, placed with the mean of
+ * its vertices at `center`. A cloth rectangle lies in the plane through
+ * `center` normal to `axis`, size[0] x size[1] along the other two axes in
+ * order (normal y: x then z). */
 typedef struct {
     firn_shape_type type;
-    float center[3];          /* [m] */
-    float size[3];            /* box: full edge lengths [m] */
-    float radius;             /* sphere, cylinder [m] */
-    float height;             /* cylinder: length along its axis [m] */
-    int axis;                 /* cylinder: 0 = x, 1 = y, 2 = z (default 1) */
+    float center[3];   /* [m] */
+    float size[3];     /* box: full edge lengths [m] */
+    float radius;      /* sphere, cylinder [m] */
+    float height;      /* cylinder: length along its axis [m] */
+    int axis;          /* cylinder, cloth_rect (its normal): 0 = x, 1 = y, 2 = z (default 1) */
+    int resolution[2]; /* cloth_rect: vertices along its two sides, >= 2 (default 2) */
     char file[FIRN_PATH_MAX]; /* mesh: Wavefront OBJ file, closed and manifold; the JSON
                                  loader resolves it against the scene file's folder */
     float scale;              /* mesh: factor on the file's coordinates [m per unit], default 1 */
 } firn_shape_def;
 
 /* The solver that simulates a body's particles. */
-typedef enum { FIRN_SOLVER_KIND_MPM = 0, FIRN_SOLVER_KIND_SPH } firn_solver_kind;
+typedef enum {
+    FIRN_SOLVER_KIND_MPM = 0,
+    FIRN_SOLVER_KIND_SPH,
+    FIRN_SOLVER_KIND_PBD,
+    FIRN_SOLVER_KIND_COUNT
+} firn_solver_kind;
+
+/* Most vertices a PBD cloth pins by index. */
+#define FIRN_MAX_PINS 256
 
 typedef struct {
     int material;            /* index into firn_scene_def.materials */
@@ -171,6 +194,12 @@ typedef struct {
                                  bodies are a lattice of spacing sph.particle_size */
     float velocity[3];        /* initial velocity [m/s] */
     uint64_t seed;            /* sampling jitter seed; default: body index + 1 */
+    /* PBD cloth: vertices pinned in place (inverse mass 0), by index in the
+     * body's vertex order and/or every vertex inside a box. */
+    int n_pins;
+    int pins[FIRN_MAX_PINS];
+    int pin_box;                      /* 1: pin_lower/pin_upper pin too */
+    float pin_lower[3], pin_upper[3]; /* [m] */
 } firn_body_def;
 
 /* Rigid bodies (docs/PHYSICS.md s4). The shape's centre is the body's centre of
@@ -279,13 +308,21 @@ typedef struct {
                                       at rest density */
     int sph_walls_clamp;           /* 1: the SPH box's faces only clamp positions, as Genesis;
                                       0 (default): they bound the liquid (firn_sph_walls) */
-    int gpu_p2g;                   /* the CUDA path's P2G, firn_p2g_variant (not part of the
-                                      scene: the CLI's --p2g); default FIRN_P2G_AUTO */
-    char out_dir[FIRN_PATH_MAX];   /* default "out" */
-    int out_every;                 /* write every Nth frame, default 1 */
-    int write_ply;                 /* default 1 */
-    int write_preview;             /* PNG preview per written frame, default 1 */
-    char source[FIRN_PATH_MAX];    /* file the scene came from ("" if built in code) */
+    /* The PBD solver (bodies with solver pbd; defaults Genesis's PBDOptions). */
+    float pbd_particle_size;     /* p [m], default 0.01: contact distance p/2 from rigid surfaces,
+                                    lattice spacing of pbd_particle bodies */
+    int pbd_stretch_iterations;  /* per substep, default 4 */
+    int pbd_bending_iterations;  /* per substep, default 1 */
+    float pbd_lower[3];          /* box the PBD particles stay in [m]; default the domain */
+    float pbd_upper[3];          /* (both 0: the domain box) */
+    int coupling_pbd_rigid;      /* coupling.pbd_rigid, default 1 */
+    int gpu_p2g;                 /* the CUDA path's P2G, firn_p2g_variant (not part of the
+                                    scene: the CLI's --p2g); default FIRN_P2G_AUTO */
+    char out_dir[FIRN_PATH_MAX]; /* default "out" */
+    int out_every;               /* write every Nth frame, default 1 */
+    int write_ply;               /* default 1 */
+    int write_preview;           /* PNG preview per written frame, default 1 */
+    char source[FIRN_PATH_MAX];  /* file the scene came from ("" if built in code) */
 } firn_scene_def;
 
 void firn_scene_default(firn_scene_def *def);
@@ -315,6 +352,8 @@ typedef struct {
     /* SPH: the neighbour sort, the density, the forces with the pressure
      * solve (and the velocity step), the position step. */
     double sph_sort, sph_density, sph_pressure, sph_integrate;
+    /* PBD: prediction with the constraint iterations; velocity and box. */
+    double pbd_constraints, pbd_integrate;
 } firn_profile;
 
 /* One rigid body's state at the end of a frame. */
@@ -342,6 +381,19 @@ typedef struct {
     int density_iterations;             /* DFSPH: in the last substep (0 for WCSPH) */
 } firn_sph_frame_stats;
 
+/* The PBD solver's particles at the end of a frame. */
+typedef struct {
+    long long particles;
+    long long pinned;
+    long long edges, bends;             /* stretch and bending constraints */
+    double mass;                        /* [kg] */
+    double kinetic_energy;              /* [J] */
+    double momentum[3];                 /* [kg m/s] */
+    double center_of_mass[3];           /* [m] */
+    float bbox_lower[3], bbox_upper[3]; /* [m] */
+    double max_strain;                  /* largest |length / rest length - 1| of an edge [-] */
+} firn_pbd_frame_stats;
+
 typedef struct {
     int frame;          /* frame index: 0 is the initial state, k is t = k frame_dt */
     double time;        /* simulated time at its end [s] */
@@ -361,13 +413,17 @@ typedef struct {
     firn_rigid_stats rigids[FIRN_MAX_RIGIDS];
     firn_sph_frame_stats sph; /* the SPH solver's particles (particles = 0: none); the
                                  fields above are the MPM particles' */
+    firn_pbd_frame_stats pbd; /* the PBD solver's particles (particles = 0: none) */
 } firn_frame_stats;
 
+/* A world of def on backend. The PBD solver has no CUDA kernels yet: a
+ * scene with PBD bodies is refused on FIRN_BACKEND_CUDA (FIRN_E_DEVICE) and
+ * FIRN_BACKEND_AUTO takes the CPU path for it. */
 firn_world *firn_world_create(const firn_scene_def *def, firn_backend backend, firn_error *err);
 void firn_world_destroy(firn_world *world);
 firn_backend firn_world_backend(const firn_world *world);
 const char *firn_world_device_name(const firn_world *world);
-/* Particles of every particle solver (MPM and SPH). */
+/* Particles of every particle solver (MPM, SPH and PBD). */
 long long firn_world_particle_count(const firn_world *world);
 const firn_scene_def *firn_world_scene(const firn_world *world);
 
@@ -445,6 +501,21 @@ typedef struct {
 
 int firn_world_sph_particles(firn_world *world, firn_sph_particles_view *view, firn_error *err);
 
+/* Host copy of the PBD particles (n = 0 when the scene has none) and the
+ * cloth triangles over them, valid until the next call on the world; the
+ * bodies' vertices in scene order. */
+typedef struct {
+    long long n;
+    const float *x;      /* 3n positions [m], component-major */
+    const float *v;      /* 3n velocities [m/s] */
+    const float *w;      /* n inverse mass [1/kg]; 0: pinned */
+    const uint8_t *mat;  /* n material index */
+    long long triangles; /* cloth triangles */
+    const int *tri;      /* 3 per triangle: particle indices */
+} firn_pbd_particles_view;
+
+int firn_world_pbd_particles(firn_world *world, firn_pbd_particles_view *view, firn_error *err);
+
 /* ---- checkpoints ---------------------------------------------------------- */
 
 /* A checkpoint file holds the whole state a world needs to continue: every
@@ -491,8 +562,18 @@ int firn_write_preview_png_rigids(const char *path, const firn_scene_def *def,
 int firn_write_preview_png_frame(const char *path, const firn_scene_def *def,
                                  const firn_particles_view *p, const firn_sph_particles_view *sph,
                                  const firn_frame_stats *stats, firn_error *err);
+/* As firn_write_preview_png_frame, with the PBD particles of pbd (may be
+ * NULL) in their own colour. */
+int firn_write_preview_png_pbd(const char *path, const firn_scene_def *def,
+                               const firn_particles_view *p, const firn_sph_particles_view *sph,
+                               const firn_pbd_particles_view *pbd, const firn_frame_stats *stats,
+                               firn_error *err);
 /* The SPH particles as a binary PLY: x y z vx vy vz density pressure material. */
 int firn_write_sph_ply(const char *path, const firn_sph_particles_view *p, firn_error *err);
+/* The PBD particles as a binary PLY mesh: vertices x y z vx vy vz pinned
+ * material, and the cloth triangles as faces (free particles are vertices
+ * no face uses). */
+int firn_write_pbd_ply(const char *path, const firn_pbd_particles_view *p, firn_error *err);
 int firn_append_stats_jsonl(const char *path, const firn_scene_def *def, const firn_frame_stats *s,
                             firn_error *err);
 

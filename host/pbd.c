@@ -1,0 +1,553 @@
+/* pbd.c - the PBD solver's setup and host-side reads: parameters and
+ * materials from the scene, the particles and constraints of its bodies
+ * (cloth rectangles, OBJ surfaces, particle lattices), pins, the colouring
+ * of the constraints, the CFL limit and the statistics. The phases are in
+ * host/pbd_cpu.c. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "mesh.h"
+#include "pbd.h"
+#include "sample.h"
+
+void firn_pbd_box(const firn_scene_def *def, float lo[3], float hi[3])
+{
+    int given = 0;
+    for (int a = 0; a < 3; a++)
+        given |= def->pbd_lower[a] != 0.0f || def->pbd_upper[a] != 0.0f;
+    for (int a = 0; a < 3; a++) {
+        lo[a] = given ? def->pbd_lower[a] : def->lower[a];
+        hi[a] = given ? def->pbd_upper[a] : def->upper[a];
+    }
+}
+
+int firn_pbd_in_scene(const firn_scene_def *def)
+{
+    for (int b = 0; b < def->n_bodies; b++)
+        if (def->bodies[b].solver == FIRN_SOLVER_KIND_PBD)
+            return 1;
+    return 0;
+}
+
+/* ---- colouring ------------------------------------------------------------ */
+
+#define COLOUR_WORDS (FIRN_PBD_MAX_COLOURS / 64)
+
+int firn_pbd_colour(firn_pbd_constraints *C, int nverts, firn_error *err)
+{
+    uint64_t *used = calloc((size_t)nverts * COLOUR_WORDS + 1, sizeof *used);
+    int *colour = malloc(((size_t)C->n + 1) * sizeof *colour);
+    int count[FIRN_PBD_MAX_COLOURS + 1] = {0}, rc = -1;
+    C->colours = 0;
+    if (!used || !colour) {
+        firn_set_error(err, FIRN_E_NOMEM, "out of host memory colouring %d PBD constraints", C->n);
+        goto done;
+    }
+    for (int j = 0; j < C->n; j++) {
+        uint64_t taken[COLOUR_WORDS] = {0};
+        for (int k = 0; k < C->k; k++)
+            for (int q = 0; q < COLOUR_WORDS; q++)
+                taken[q] |= used[(size_t)C->v[C->k * j + k] * COLOUR_WORDS + q];
+        int c = 0;
+        while (c < FIRN_PBD_MAX_COLOURS && (taken[c / 64] >> (c % 64) & 1u))
+            c++;
+        if (c == FIRN_PBD_MAX_COLOURS) {
+            firn_set_error(err, FIRN_E_SCENE,
+                           "a PBD vertex (%d) is in more than %d constraints of one kind; the "
+                           "constraints cannot be coloured (is the mesh degenerate?)",
+                           C->v[C->k * j], FIRN_PBD_MAX_COLOURS);
+            goto done;
+        }
+        colour[j] = c;
+        count[c + 1]++;
+        C->colours = c + 1 > C->colours ? c + 1 : C->colours;
+        for (int k = 0; k < C->k; k++)
+            used[(size_t)C->v[C->k * j + k] * COLOUR_WORDS + c / 64] |= (uint64_t)1 << (c % 64);
+    }
+    for (int c = 0; c < C->colours; c++)
+        count[c + 1] += count[c];
+    for (int c = 0; c <= C->colours; c++)
+        C->colour_start[c] = count[c];
+    for (int j = 0; j < C->n; j++) /* stable: constraint order within a colour */
+        C->order[count[colour[j]]++] = j;
+    rc = 0;
+done:
+    free(used);
+    free(colour);
+    return rc;
+}
+
+/* ---- building ------------------------------------------------------------- */
+
+static int constraints_alloc(firn_pbd_constraints *C, int n, int k)
+{
+    memset(C, 0, sizeof *C);
+    C->n = n;
+    C->k = k;
+    const size_t m = (size_t)n + 1;
+    C->v = malloc(m * k * sizeof(int));
+    C->rest = malloc(m * sizeof(float));
+    C->compliance = malloc(m * sizeof(float));
+    C->lambda = calloc(m, sizeof(float));
+    C->order = malloc(m * sizeof(int));
+    C->colour_start = malloc((FIRN_PBD_MAX_COLOURS + 1) * sizeof(int));
+    return C->v && C->rest && C->compliance && C->lambda && C->order && C->colour_start ? 0 : -1;
+}
+
+static void constraints_free(firn_pbd_constraints *C)
+{
+    free(C->v), free(C->rest), free(C->compliance), free(C->lambda), free(C->order);
+    free(C->colour_start);
+    memset(C, 0, sizeof *C);
+}
+
+/* A body's surface before it joins the solver: vertices, triangles. */
+typedef struct {
+    float *v;
+    int nv, *tri, nt;
+} surface;
+
+/* The cloth rectangle: res[0] x res[1] vertices on a grid in the plane
+ * normal to axis, vertex (i, j) at index i res[1] + j; each quad split
+ * along alternating diagonals (a checkerboard), which keeps the sheet from
+ * favouring one shear direction. */
+static int rect_surface(const firn_shape_def *s, surface *m)
+{
+    const int ua = s->axis == 0 ? 1 : 0, va = s->axis == 2 ? 1 : 2;
+    const int n0 = s->resolution[0], n1 = s->resolution[1];
+    m->nv = n0 * n1;
+    m->nt = 2 * (n0 - 1) * (n1 - 1);
+    m->v = malloc(3 * (size_t)m->nv * sizeof(float));
+    m->tri = malloc(3 * (size_t)m->nt * sizeof(int));
+    if (!m->v || !m->tri)
+        return -1;
+    for (int i = 0; i < n0; i++)
+        for (int j = 0; j < n1; j++) {
+            float *x = m->v + 3 * (i * n1 + j);
+            x[s->axis] = s->center[s->axis];
+            x[ua] = s->center[ua] + s->size[0] * ((float)i / (float)(n0 - 1) - 0.5f);
+            x[va] = s->center[va] + s->size[1] * ((float)j / (float)(n1 - 1) - 0.5f);
+        }
+    int t = 0;
+    for (int i = 0; i + 1 < n0; i++)
+        for (int j = 0; j + 1 < n1; j++) {
+            const int a = i * n1 + j, b = a + n1, c = b + 1, d = a + 1;
+            const int q[2][3][3] = {{{a, b, c}, {a, c, d}}, {{a, b, d}, {b, c, d}}};
+            const int k = (i + j) & 1;
+            for (int h = 0; h < 2; h++, t++)
+                for (int e = 0; e < 3; e++)
+                    m->tri[3 * t + e] = q[k][h][e];
+        }
+    return 0;
+}
+
+/* An OBJ cloth: the file's vertices and faces, scaled, with the mean of the
+ * vertices moved to center. */
+static int mesh_surface(const firn_shape_def *s, surface *m, firn_error *err)
+{
+    if (firn_mesh_read_surface(s->file, s->scale, &m->v, &m->nv, &m->tri, &m->nt, err))
+        return -1;
+    double mean[3] = {0.0, 0.0, 0.0};
+    for (int i = 0; i < m->nv; i++)
+        for (int a = 0; a < 3; a++)
+            mean[a] += m->v[3 * i + a];
+    for (int i = 0; i < m->nv; i++)
+        for (int a = 0; a < 3; a++)
+            m->v[3 * i + a] += s->center[a] - (float)(mean[a] / (m->nv > 0 ? m->nv : 1));
+    return 0;
+}
+
+static double tri_area(const float *v, const int *t)
+{
+    double e1[3], e2[3];
+    for (int a = 0; a < 3; a++) {
+        e1[a] = (double)v[3 * t[1] + a] - v[3 * t[0] + a];
+        e2[a] = (double)v[3 * t[2] + a] - v[3 * t[0] + a];
+    }
+    const double c[3] = {e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2],
+                         e1[0] * e2[1] - e1[1] * e2[0]};
+    return 0.5 * sqrt(c[0] * c[0] + c[1] * c[1] + c[2] * c[2]);
+}
+
+/* One directed edge of a triangle: lo < hi, the triangle, its third vertex. */
+typedef struct {
+    int lo, hi, tri, opp, from; /* from: the triangle runs from -> other end */
+} half_edge;
+
+static int cmp_half_edge(const void *pa, const void *pb)
+{
+    const half_edge *a = pa, *b = pb;
+    if (a->lo != b->lo)
+        return a->lo < b->lo ? -1 : 1;
+    if (a->hi != b->hi)
+        return a->hi < b->hi ? -1 : 1;
+    return a->tri < b->tri ? -1 : a->tri > b->tri;
+}
+
+static firn_vec3 vert(const float *x, int n, int i) { return firn_load3(x, n, i); }
+
+/* The edges and inner edges of the cloth triangles S->tri[t0 .. t1) (the
+ * particles' positions are their rest positions), appended to the solver's
+ * constraint lists at *ne and *nb; with count set only counts them. */
+static int cloth_constraints(firn_pbd *S, int t0, int t1, const firn_pbd_material *m, int *ne,
+                             int *nb, int count)
+{
+    const int nh = 3 * (t1 - t0);
+    half_edge *h = malloc(((size_t)nh + 1) * sizeof *h);
+    if (!h)
+        return -1;
+    for (int t = t0; t < t1; t++)
+        for (int e = 0; e < 3; e++) {
+            const int a = S->tri[3 * t + e], b = S->tri[3 * t + (e + 1) % 3];
+            h[3 * (t - t0) + e] =
+                (half_edge){a < b ? a : b, a < b ? b : a, t, S->tri[3 * t + (e + 2) % 3], a};
+        }
+    qsort(h, (size_t)nh, sizeof *h, cmp_half_edge);
+    for (int k = 0; k < nh;) {
+        int e = k + 1;
+        while (e < nh && h[e].lo == h[k].lo && h[e].hi == h[k].hi)
+            e++;
+        if (!count) {
+            const int j = *ne;
+            S->stretch.v[2 * j] = h[k].lo;
+            S->stretch.v[2 * j + 1] = h[k].hi;
+            S->stretch.rest[j] =
+                firn_norm(firn_sub(vert(S->s.x, S->n, h[k].lo), vert(S->s.x, S->n, h[k].hi)));
+            S->stretch.compliance[j] = m->stretch_compliance;
+        }
+        (*ne)++;
+        /* Bending across an edge of exactly two triangles: (a, b, c) runs a -> b. */
+        if (e - k == 2) {
+            if (!count) {
+                const int j = *nb, a = h[k].from, b = a == h[k].lo ? h[k].hi : h[k].lo;
+                int *q = S->bend.v + 4 * j;
+                q[0] = a, q[1] = b, q[2] = h[k].opp, q[3] = h[k + 1].opp;
+                firn_vec3 g[4];
+                float theta = 0.0f;
+                if (!firn_pbd_dihedral(vert(S->s.x, S->n, q[0]), vert(S->s.x, S->n, q[1]),
+                                       vert(S->s.x, S->n, q[2]), vert(S->s.x, S->n, q[3]), &theta,
+                                       g))
+                    theta = 0.0f;
+                S->bend.rest[j] = theta;
+                S->bend.compliance[j] = m->bending_compliance;
+            }
+            (*nb)++;
+        }
+        k = e;
+    }
+    free(h);
+    return 0;
+}
+
+/* The lattice of a pbd_particle body: spacing p through the shape's
+ * bounds, centred in them (as the SPH solver's); writes from particle q0
+ * when x is not NULL. Returns how many. */
+static long long lattice(const firn_prepared_shape *shape, float p, float *x, int n, long long q0)
+{
+    float lo[3], hi[3], first[3];
+    int cnt[3];
+    firn_shape_bounds(shape, lo, hi);
+    for (int a = 0; a < 3; a++) {
+        cnt[a] = (int)floorf((hi[a] - lo[a]) / p + 1e-4f);
+        cnt[a] = cnt[a] < 1 ? 1 : cnt[a];
+        first[a] = 0.5f * (lo[a] + hi[a]) - 0.5f * (float)(cnt[a] - 1) * p;
+    }
+    long long q = q0;
+    for (int i = 0; i < cnt[0]; i++)
+        for (int j = 0; j < cnt[1]; j++)
+            for (int k = 0; k < cnt[2]; k++) {
+                const float y[3] = {first[0] + (float)i * p, first[1] + (float)j * p,
+                                    first[2] + (float)k * p};
+                if (!firn_shape_contains(shape, y))
+                    continue;
+                if (x)
+                    for (int a = 0; a < 3; a++)
+                        x[a * n + q] = y[a];
+                q++;
+            }
+    return q - q0;
+}
+
+/* The particles and triangles of PBD body b: a cloth's surface, or a
+ * particle body's lattice (into *pts, count *npts). */
+static int body_geometry(const firn_scene_def *def, int b, surface *m, float **pts, long long *npts,
+                         firn_error *err)
+{
+    const firn_body_def *bd = &def->bodies[b];
+    memset(m, 0, sizeof *m);
+    *pts = NULL;
+    *npts = 0;
+    if (def->materials[bd->material].model == FIRN_MODEL_PBD_CLOTH) {
+        if (bd->shape.type == FIRN_SHAPE_CLOTH_RECT ? rect_surface(&bd->shape, m)
+                                                    : mesh_surface(&bd->shape, m, err)) {
+            if (bd->shape.type == FIRN_SHAPE_CLOTH_RECT)
+                firn_set_error(err, FIRN_E_NOMEM, "out of host memory for a cloth");
+            return -1;
+        }
+        return 0;
+    }
+    firn_prepared_shape shape;
+    firn_error e;
+    if (firn_shape_prepare(&bd->shape, &shape, &e)) {
+        firn_set_error(err, e.code, "%s%sbodies[%d].shape.%s", def->source,
+                       def->source[0] ? ": " : "", b, e.msg);
+        return -1;
+    }
+    const float p = def->pbd_particle_size;
+    long long c = lattice(&shape, p, NULL, 0, 0);
+    *pts = malloc(3 * (size_t)(c + 1) * sizeof(float));
+    if (*pts)
+        lattice(&shape, p, *pts, (int)c, 0);
+    firn_shape_release(&shape);
+    if (!*pts) {
+        firn_set_error(err, FIRN_E_NOMEM, "out of host memory for %lld PBD particles", c);
+        return -1;
+    }
+    if (c == 0) {
+        firn_set_error(
+            err, FIRN_E_SCENE,
+            "%s%sbodies[%d]: the shape holds no PBD particle at pbd.particle_size = %g m",
+            def->source, def->source[0] ? ": " : "", b, p);
+        return -1;
+    }
+    *npts = c;
+    return 0;
+}
+
+static int alloc_particles(firn_pbd *S, int n)
+{
+    const size_t nn = (size_t)n + 1, f = sizeof(float);
+    S->s.x = calloc(3 * nn, f);
+    S->s.v = calloc(3 * nn, f);
+    S->s.x0 = calloc(3 * nn, f);
+    S->s.mass = calloc(nn, f);
+    S->s.w = calloc(nn, f);
+    S->s.mat = calloc(nn, 1);
+    S->n = S->s.n = n;
+    return S->s.x && S->s.v && S->s.x0 && S->s.mass && S->s.w && S->s.mat ? 0 : -1;
+}
+
+/* Pins of cloth body b (particles [first, first + nv)): by index, and the
+ * vertices inside the pin box. */
+static void pin(firn_pbd *S, const firn_body_def *bd, int first, int nv)
+{
+    for (int k = 0; k < bd->n_pins; k++)
+        if (bd->pins[k] >= 0 && bd->pins[k] < nv)
+            S->s.w[first + bd->pins[k]] = 0.0f;
+    for (int i = first; bd->pin_box && i < first + nv; i++) {
+        int in = 1;
+        for (int a = 0; a < 3; a++) {
+            const float x = S->s.x[a * S->n + i];
+            in &= x >= bd->pin_lower[a] && x <= bd->pin_upper[a];
+        }
+        if (in)
+            S->s.w[i] = 0.0f;
+    }
+}
+
+static void materials_build(firn_pbd *S, const firn_scene_def *def)
+{
+    for (int k = 0; k < def->n_materials; k++) {
+        const firn_material_def *d = &def->materials[k];
+        firn_pbd_material *m = &S->mats[k];
+        m->stretch_compliance = d->stretch_compliance;
+        m->bending_compliance = d->bending_compliance;
+        m->air_resistance = d->air_resistance;
+        m->mu_s = d->static_friction;
+        m->mu_k = d->kinetic_friction;
+        m->cloth = d->model == FIRN_MODEL_PBD_CLOTH;
+    }
+}
+
+/* Counts, then writes, every PBD body's particles, triangles and
+ * constraints. */
+static int build_bodies(firn_pbd *S, const firn_scene_def *def, firn_error *err)
+{
+    surface *surf = calloc((size_t)FIRN_MAX_BODIES, sizeof *surf);
+    float **pts = calloc((size_t)FIRN_MAX_BODIES, sizeof *pts);
+    long long *npts = calloc((size_t)FIRN_MAX_BODIES, sizeof *npts), total = 0, tris = 0;
+    int rc = -1, ne = 0, nb = 0;
+    if (!surf || !pts || !npts) {
+        firn_set_error(err, FIRN_E_NOMEM, "out of host memory building the PBD bodies");
+        goto done;
+    }
+    for (int b = 0; b < def->n_bodies; b++) {
+        if (def->bodies[b].solver != FIRN_SOLVER_KIND_PBD)
+            continue;
+        if (body_geometry(def, b, &surf[b], &pts[b], &npts[b], err))
+            goto done;
+        total += surf[b].nv + npts[b];
+        tris += surf[b].nt;
+    }
+    if (total > FIRN_MAX_PARTICLES || tris > FIRN_MAX_PARTICLES) {
+        firn_set_error(err, FIRN_E_SCENE, "%s%sthe PBD bodies hold %lld particles; at most %d",
+                       def->source, def->source[0] ? ": " : "", total, FIRN_MAX_PARTICLES);
+        goto done;
+    }
+    rc = 0;
+    if (total == 0)
+        goto done;
+    rc = -1;
+    S->triangles = (int)tris;
+    S->tri = malloc(3 * ((size_t)tris + 1) * sizeof(int));
+    if (!S->tri || alloc_particles(S, (int)total)) {
+        firn_set_error(err, FIRN_E_NOMEM, "out of host memory for %lld PBD particles", total);
+        goto done;
+    }
+    int q = 0, t = 0;
+    for (int b = 0; b < def->n_bodies; b++) {
+        const firn_body_def *bd = &def->bodies[b];
+        S->body_first[b] = q;
+        if (bd->solver != FIRN_SOLVER_KIND_PBD)
+            continue;
+        const firn_material_def *md = &def->materials[bd->material];
+        const int nv = surf[b].nv + (int)npts[b];
+        double area = 0.0;
+        for (int k = 0; k < surf[b].nt; k++)
+            area += tri_area(surf[b].v, surf[b].tri + 3 * k);
+        /* A cloth's mass spread evenly over its vertices (Genesis: area
+         * rho / N); a particle's its lattice cell's, rho p^3. */
+        const double p = def->pbd_particle_size;
+        const float mass = surf[b].nv > 0 ? (float)(area * md->density / surf[b].nv)
+                                          : (float)(md->density * p * p * p);
+        for (int i = 0; i < nv; i++) {
+            for (int a = 0; a < 3; a++) {
+                S->s.x[a * S->n + q + i] =
+                    surf[b].nv > 0 ? surf[b].v[3 * i + a] : pts[b][a * (int)npts[b] + i];
+                S->s.v[a * S->n + q + i] = bd->velocity[a];
+            }
+            S->s.mass[q + i] = mass;
+            S->s.w[q + i] = 1.0f / mass;
+            S->s.mat[q + i] = (uint8_t)bd->material;
+        }
+        for (int k = 0; k < 3 * surf[b].nt; k++)
+            S->tri[3 * t + k] = q + surf[b].tri[k];
+        if (surf[b].nv > 0 &&
+            cloth_constraints(S, t, t + surf[b].nt, &S->mats[bd->material], &ne, &nb, 1)) {
+            firn_set_error(err, FIRN_E_NOMEM, "out of host memory for a cloth's edges");
+            goto done;
+        }
+        t += surf[b].nt;
+        if (surf[b].nv > 0)
+            pin(S, bd, q, nv);
+        q += nv;
+    }
+    S->body_first[def->n_bodies] = q;
+    for (int b = def->n_bodies; b < FIRN_MAX_BODIES; b++)
+        S->body_first[b + 1] = q;
+    if (constraints_alloc(&S->stretch, ne, 2) || constraints_alloc(&S->bend, nb, 4)) {
+        firn_set_error(err, FIRN_E_NOMEM, "out of host memory for %d PBD constraints", ne + nb);
+        goto done;
+    }
+    ne = nb = t = 0;
+    for (int b = 0; b < def->n_bodies; b++) {
+        const firn_body_def *bd = &def->bodies[b];
+        if (bd->solver != FIRN_SOLVER_KIND_PBD || surf[b].nv == 0)
+            continue;
+        if (cloth_constraints(S, t, t + surf[b].nt, &S->mats[bd->material], &ne, &nb, 0)) {
+            firn_set_error(err, FIRN_E_NOMEM, "out of host memory for a cloth's edges");
+            goto done;
+        }
+        t += surf[b].nt;
+    }
+    /* A pinned vertex starts and stays at rest. */
+    for (int i = 0; i < S->n; i++) {
+        S->pinned += S->s.w[i] == 0.0f;
+        for (int a = 0; S->s.w[i] == 0.0f && a < 3; a++)
+            S->s.v[a * S->n + i] = 0.0f;
+    }
+    for (int a = 0; a < 3; a++)
+        memcpy(S->s.x0 + (size_t)a * S->n, S->s.x + (size_t)a * S->n, (size_t)S->n * sizeof(float));
+    rc = firn_pbd_colour(&S->stretch, S->n, err) || firn_pbd_colour(&S->bend, S->n, err) ? -1 : 0;
+done:
+    for (int b = 0; surf && b < FIRN_MAX_BODIES; b++) {
+        free(surf[b].v);
+        free(surf[b].tri);
+        free(pts ? pts[b] : NULL);
+    }
+    free(surf);
+    free(pts);
+    free(npts);
+    return rc;
+}
+
+int firn_pbd_init(firn_pbd *S, const firn_scene_def *def, firn_error *err)
+{
+    memset(S, 0, sizeof *S);
+    S->P.psize = def->pbd_particle_size;
+    firn_pbd_box(def, S->P.lower, S->P.upper);
+    for (int a = 0; a < 3; a++)
+        S->P.gravity[a] = def->gravity[a];
+    S->stretch_iterations = def->pbd_stretch_iterations;
+    S->bending_iterations = def->pbd_bending_iterations;
+    materials_build(S, def);
+    if (!firn_pbd_in_scene(def))
+        return 0;
+    if (build_bodies(S, def, err)) {
+        firn_pbd_free(S);
+        return -1;
+    }
+    return 0;
+}
+
+void firn_pbd_free(firn_pbd *S)
+{
+    free(S->s.x), free(S->s.v), free(S->s.x0), free(S->s.mass), free(S->s.w), free(S->s.mat);
+    memset(&S->s, 0, sizeof S->s);
+    constraints_free(&S->stretch);
+    constraints_free(&S->bend);
+    free(S->tri);
+    S->tri = NULL;
+    S->n = S->triangles = 0;
+}
+
+/* ---- reads ---------------------------------------------------------------- */
+
+float firn_pbd_cfl_dt(const firn_pbd *S, float cfl, float v_gravity, float *v_max)
+{
+    float v2 = 0.0f;
+    for (int i = 0; i < S->n; i++)
+        if (S->s.w[i] > 0.0f) {
+            firn_vec3 v = firn_load3(S->s.v, S->n, i);
+            v2 = firn_maxf(v2, firn_dot(v, v));
+        }
+    *v_max = sqrtf(v2);
+    const float speed = sqrtf(v2) + v_gravity;
+    return S->n > 0 && S->pinned < S->n && speed > 0.0f ? cfl * S->P.psize / speed : INFINITY;
+}
+
+void firn_pbd_stats(const firn_pbd *S, firn_pbd_frame_stats *st)
+{
+    memset(st, 0, sizeof *st);
+    const int n = S->n;
+    st->particles = n;
+    st->pinned = S->pinned;
+    st->edges = S->stretch.n;
+    st->bends = S->bend.n;
+    for (int a = 0; a < 3; a++) {
+        st->bbox_lower[a] = n ? INFINITY : 0.0f;
+        st->bbox_upper[a] = n ? -INFINITY : 0.0f;
+    }
+    for (int i = 0; i < n; i++) {
+        const double m = S->s.mass[i];
+        double v2 = 0.0;
+        for (int a = 0; a < 3; a++) {
+            const double x = S->s.x[a * n + i], v = S->s.v[a * n + i];
+            st->momentum[a] += m * v;
+            st->center_of_mass[a] += m * x;
+            v2 += v * v;
+            st->bbox_lower[a] = firn_minf(st->bbox_lower[a], (float)x);
+            st->bbox_upper[a] = firn_maxf(st->bbox_upper[a], (float)x);
+        }
+        st->kinetic_energy += 0.5 * m * v2;
+        st->mass += m;
+    }
+    for (int a = 0; n > 0 && a < 3; a++)
+        st->center_of_mass[a] /= st->mass;
+    for (int j = 0; j < S->stretch.n; j++) {
+        const int a = S->stretch.v[2 * j], b = S->stretch.v[2 * j + 1];
+        const double len = firn_norm(firn_sub(firn_load3(S->s.x, n, a), firn_load3(S->s.x, n, b)));
+        st->max_strain = fmax(st->max_strain, fabs(len / S->stretch.rest[j] - 1.0));
+    }
+}

@@ -1,0 +1,71 @@
+/* pbd.h - the PBD solver on the host (host/pbd.c: parameters, materials,
+ * the particles and constraints of the scene's bodies, their colouring,
+ * statistics; host/pbd_cpu.c: the CPU path's phases). Its state is a
+ * structure of arrays (include/firn_pbd.h). The CPU path only: a world
+ * with PBD bodies is refused on the CUDA backend. Physics: docs/PHYSICS.md
+ * s6. */
+#ifndef FIRN_PBD_HOST_H
+#define FIRN_PBD_HOST_H
+
+#include "firn.h"
+#include "firn_pbd.h"
+#include "solver.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Most colours a constraint graph may need (a vertex in more than this
+ * many constraints of one kind cannot be coloured). */
+#define FIRN_PBD_MAX_COLOURS 256
+
+typedef struct {
+    int n;
+    firn_pbd_params P;                          /* dt updated per substep */
+    firn_pbd_material mats[FIRN_MAX_MATERIALS]; /* by scene material index */
+    firn_pbd_particles s;
+    firn_pbd_constraints stretch; /* one per unique cloth edge */
+    firn_pbd_constraints bend;    /* one per inner edge (two triangles) */
+    int stretch_iterations, bending_iterations;
+    int triangles;
+    int *tri; /* 3 per cloth triangle */
+    long long pinned;
+    int body_first[FIRN_MAX_BODIES + 1]; /* particles of scene body b: [body_first[b],
+                                            body_first[b + 1]) */
+} firn_pbd;
+
+/* From the scene: parameters, materials, and the particles and constraints
+ * of every body with solver pbd: a cloth's vertices (rectangle or OBJ
+ * surface), edges, inner edges and pins; a pbd_particle body's lattice of
+ * spacing pbd.particle_size through its shape. n = 0 when there are none. */
+int firn_pbd_init(firn_pbd *S, const firn_scene_def *def, firn_error *err);
+void firn_pbd_free(firn_pbd *S);
+/* The PBD box: pbd.lower/upper, or the domain when neither is given. */
+void firn_pbd_box(const firn_scene_def *def, float lower[3], float upper[3]);
+/* Whether the scene has PBD bodies. */
+int firn_pbd_in_scene(const firn_scene_def *def);
+/* Greedy colouring of C's constraints (over nverts particles), in
+ * constraint order, each into the lowest colour none of its vertices has;
+ * fills order, colours and colour_start. -1 with err filled when a vertex
+ * needs more than FIRN_PBD_MAX_COLOURS colours or memory runs out. */
+int firn_pbd_colour(firn_pbd_constraints *C, int nverts, firn_error *err);
+/* The largest substep the PBD particles allow [s]: a free particle moves at
+ * most cfl p per substep at its speed plus v_gravity, so that it cannot
+ * pass a rigid surface's contact layer (p / 2) unseen. INFINITY when
+ * nothing moves. */
+float firn_pbd_cfl_dt(const firn_pbd *S, float cfl, float v_gravity, float *v_max);
+void firn_pbd_stats(const firn_pbd *S, firn_pbd_frame_stats *st);
+
+/* The solver's phases (host/pbd_cpu.c): pre_coupling predicts and runs the
+ * constraint iterations, post_coupling sets the velocities and applies the
+ * box. */
+extern const firn_solver firn_pbd_solver;
+/* CPU path: one Gauss-Seidel sweep over C, colour by colour, each colour's
+ * constraints in parallel (bend: bending constraints, else stretch). */
+void firn_pbd_cpu_sweep(const firn_pbd_constraints *C, int bend, float dt, firn_pbd_particles s);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
