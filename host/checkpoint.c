@@ -203,6 +203,8 @@ uint64_t firn_scene_hash(const firn_scene_def *d)
         MIX(&h, d->pbd_particle_size), MIX(&h, d->pbd_stretch_iterations);
         MIX(&h, d->pbd_bending_iterations), MIX(&h, d->pbd_lower), MIX(&h, d->pbd_upper);
         MIX(&h, d->coupling_pbd_rigid);
+        if (!d->coupling_mpm_pbd) /* only when off: scenes before the pair keep their hashes */
+            MIX(&h, d->coupling_mpm_pbd);
     }
     return h;
 }

@@ -30,6 +30,7 @@
 #include "coupler.h"
 #include "error.h"
 #include "rigid.h"
+#include "firn_pbd_coupling.h"
 #include "firn_sph_coupling.h"
 #include "pbd.h"
 #include "solver_cpu.h"
@@ -41,6 +42,12 @@ static const firn_solver *const solvers[FIRN_SOLVER_COUNT] = {
     [FIRN_SOLVER_MPM] = &firn_mpm_solver,
     [FIRN_SOLVER_SPH] = &firn_sph_solver,
     [FIRN_SOLVER_PBD] = &firn_pbd_solver,
+};
+
+/* A PBD particle and the MPM node whose dx-box holds it. */
+struct firn_mpm_pbd_key {
+    long long node;
+    int i;
 };
 
 /* A coupling pair: its two solvers and the scene option that enables it. */
@@ -60,6 +67,8 @@ static const pair_def pairs[] = {
      offsetof(firn_coupler, sph_rigid)},
     {"pbd_rigid", FIRN_SOLVER_RIGID, FIRN_SOLVER_PBD, offsetof(firn_scene_def, coupling_pbd_rigid),
      offsetof(firn_coupler, pbd_rigid)},
+    {"mpm_pbd", FIRN_SOLVER_MPM, FIRN_SOLVER_PBD, offsetof(firn_scene_def, coupling_mpm_pbd),
+     offsetof(firn_coupler, mpm_pbd)},
 };
 
 void firn_coupler_build(firn_world *w)
@@ -98,6 +107,16 @@ int firn_coupler_alloc(firn_world *w, firn_error *err)
             return -1;
         }
     }
+    w->mpm_pbd_keys = NULL;
+    w->mpm_pbd_runs = NULL;
+    if (!w->cuda && w->coupler.mpm_pbd) {
+        w->mpm_pbd_keys = malloc((size_t)w->pbd.n * sizeof *w->mpm_pbd_keys + 1);
+        w->mpm_pbd_runs = malloc((2 * (size_t)w->pbd.n + 1) * sizeof(int));
+        if (!w->mpm_pbd_keys || !w->mpm_pbd_runs) {
+            firn_set_error(err, FIRN_E_NOMEM, "out of host memory for the MPM-PBD pair");
+            return -1;
+        }
+    }
     if (w->cuda || !(w->coupler.rigid_mpm || w->coupler.mpm_sph))
         return 0;
     w->chunks = (w->grid.nodes + FIRN_COUPLE_CHUNK - 1) / FIRN_COUPLE_CHUNK;
@@ -121,6 +140,10 @@ void firn_coupler_free(firn_world *w)
     free(w->chunk_live);
     free(w->sph_chunk_acc);
     free(w->pbd_chunk_acc);
+    free(w->mpm_pbd_keys);
+    free(w->mpm_pbd_runs);
+    w->mpm_pbd_keys = NULL;
+    w->mpm_pbd_runs = NULL;
     w->chunk_acc = w->cpic_acc = w->sph_chunk_acc = w->pbd_chunk_acc = NULL;
     w->chunk_live = NULL;
 }
@@ -215,8 +238,52 @@ static void couple_pbd_rigid(firn_world *w)
             w->rigid_acc[k] += chunk_acc[ch * stride + k];
 }
 
-/* Genesis's couple(): the MPM grid update with its pairs, then SPH-rigid,
- * then PBD-rigid. */
+static int cmp_mpm_pbd_key(const void *pa, const void *pb)
+{
+    const struct firn_mpm_pbd_key *a = pa, *b = pb;
+    if (a->node != b->node)
+        return a->node < b->node ? -1 : 1;
+    return (a->i > b->i) - (a->i < b->i);
+}
+
+/* MPM-PBD (firn_mpm_pbd_node) after the grid update: the PBD particles
+ * sorted by node (ties by index: the same order for any thread count),
+ * then each node with mass and particles in parallel; its new velocity
+ * goes through the walls again, as the grid update's does. */
+static void couple_mpm_pbd(firn_world *w)
+{
+    firn_pbd *S = &w->pbd;
+    const firn_params *P = &w->params;
+    const int n = S->n;
+    struct firn_mpm_pbd_key *keys = w->mpm_pbd_keys;
+    int *runs = w->mpm_pbd_runs, *order = runs + n + 1, nruns = 0;
+    for (int i = 0; i < n; i++) {
+        keys[i].node = firn_mpm_pbd_node_of(firn_load3(S->s.x0, n, i), P->lower, P->inv_dx, P->n);
+        keys[i].i = i;
+    }
+    qsort(keys, (size_t)n, sizeof *keys, cmp_mpm_pbd_key);
+    for (int k = 0; k < n; k++) {
+        order[k] = keys[k].i;
+        if (k == 0 || keys[k].node != keys[k - 1].node)
+            runs[nruns++] = k;
+    }
+    runs[nruns] = n;
+    const float dt = P->dt;
+#pragma omp parallel for schedule(dynamic, 64)
+    for (int r = 0; r < nruns; r++) {
+        const long long node = keys[runs[r]].node;
+        float *q = w->grid.node + 4 * node;
+        const float m = q[3];
+        if (!(m > 0.0f))
+            continue;
+        const firn_vec3 v = firn_mpm_pbd_node(firn_v3(q[0], q[1], q[2]), m, order + runs[r],
+                                              runs[r + 1] - runs[r], S->s, dt);
+        firn_grid_store_velocity(node, w->grid, firn_grid_walls(node, P, v));
+    }
+}
+
+/* Genesis's couple(): the MPM grid update with its pairs (MPM-PBD after
+ * the rest), then SPH-rigid, then PBD-rigid. */
 void firn_coupler_couple(firn_world *w)
 {
     if (w->coupler.active[FIRN_SOLVER_MPM]) {
@@ -224,6 +291,8 @@ void firn_coupler_couple(firn_world *w)
             couple_grid_pairs(w);
         else
             firn_cpu_grid(w);
+        if (w->coupler.mpm_pbd)
+            couple_mpm_pbd(w);
     }
     if (w->coupler.sph_rigid)
         couple_sph_rigid(w);

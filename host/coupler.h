@@ -21,6 +21,7 @@ typedef struct {
     int mpm_sph;   /* pair active: coupling.mpm_sph */
     int sph_rigid; /* pair active: coupling.sph_rigid */
     int pbd_rigid; /* pair active: coupling.pbd_rigid */
+    int mpm_pbd;   /* pair active: coupling.mpm_pbd */
 } firn_coupler;
 
 /* CPU path: the grid update sums the coupling force per fixed chunk of

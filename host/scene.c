@@ -232,6 +232,7 @@ void firn_scene_default(firn_scene_def *def)
     def->pbd_stretch_iterations = 4;
     def->pbd_bending_iterations = 1;
     def->coupling_pbd_rigid = 1;
+    def->coupling_mpm_pbd = 1;
     snprintf(def->out_dir, sizeof def->out_dir, "out");
     def->out_every = 1;
     def->write_ply = 1;
@@ -1849,13 +1850,14 @@ static int parse_rigids(const ctx *c, const cJSON *j, firn_scene_def *def)
 
 static int parse_coupling(const ctx *c, const cJSON *j, firn_scene_def *def)
 {
-    static const char *const keys[] = {"rigid_mpm", "cpic",      "mpm_sph",
-                                       "sph_rigid", "pbd_rigid", NULL};
+    static const char *const keys[] = {"rigid_mpm", "cpic",    "mpm_sph", "sph_rigid",
+                                       "pbd_rigid", "mpm_pbd", NULL};
     if (need_object(c, j, "coupling") || check_keys(c, j, "coupling", keys, NULL) ||
         get_bool(c, j, "coupling", "rigid_mpm", &def->coupling_rigid_mpm) ||
         get_bool(c, j, "coupling", "mpm_sph", &def->coupling_mpm_sph) ||
         get_bool(c, j, "coupling", "sph_rigid", &def->coupling_sph_rigid) ||
         get_bool(c, j, "coupling", "pbd_rigid", &def->coupling_pbd_rigid) ||
+        get_bool(c, j, "coupling", "mpm_pbd", &def->coupling_mpm_pbd) ||
         get_bool(c, j, "coupling", "cpic", &def->coupling_cpic))
         return -1;
     return 0;

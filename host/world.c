@@ -458,6 +458,13 @@ static firn_world *world_create(const firn_scene_def *def, firn_backend backend,
         goto fail;
     }
 
+    if (backend == FIRN_BACKEND_CUDA && w->coupler.mpm_pbd) {
+        firn_set_error(err, FIRN_E_DEVICE,
+                       "%s: --backend cuda: the MPM-PBD pair runs on the CPU path only (--backend "
+                       "cpu, or coupling.mpm_pbd false); its CUDA kernel is not written yet",
+                       prefix(def));
+        goto fail;
+    }
     if (backend == FIRN_BACKEND_CUDA) {
         if ((checkpoint && firn_checkpoint_read(w, checkpoint, err)) || firn_cuda_init(w, err) ||
             (w->sph.n > 0 && firn_cuda_sph_init(w, err)))

@@ -38,6 +38,11 @@ struct firn_world {
     firn_pbd pbd;          /* the PBD solver (pbd.n = 0: none; CPU path only) */
     double *pbd_chunk_acc; /* CPU, PBD-rigid: reaction per particle chunk [chunks][n_rigids][6] */
     long long pbd_chunks;
+    /* CPU, MPM-PBD: the PBD particles sorted by the MPM node whose dx-box
+     * holds them; then where each node's run starts (runs + 1 ints) and
+     * the particle indices in that order (n ints), in one allocation. */
+    struct firn_mpm_pbd_key *mpm_pbd_keys;
+    int *mpm_pbd_runs;
     int bad_solver;        /* FIRN_SOLVER_* of the non-finite particle the last substep reported */
     double *sph_chunk_acc; /* CPU, SPH-rigid: reaction per particle chunk [chunks][n_rigids][6] */
     long long sph_chunks;

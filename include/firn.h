@@ -316,6 +316,7 @@ typedef struct {
     float pbd_lower[3];          /* box the PBD particles stay in [m]; default the domain */
     float pbd_upper[3];          /* (both 0: the domain box) */
     int coupling_pbd_rigid;      /* coupling.pbd_rigid, default 1 */
+    int coupling_mpm_pbd;        /* coupling.mpm_pbd, default 1 */
     int gpu_p2g;                 /* the CUDA path's P2G, firn_p2g_variant (not part of the
                                     scene: the CLI's --p2g); default FIRN_P2G_AUTO */
     char out_dir[FIRN_PATH_MAX]; /* default "out" */

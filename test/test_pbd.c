@@ -840,3 +840,74 @@ Test(pbd_rigid, friction_on_an_incline_is_coulombs)
               want);
     cr_expect(rest < 1e-5, "5 deg (tan 0.087 < mu_s 0.15): moved %g m", rest);
 }
+
+/* ---- MPM-PBD --------------------------------------------------------------------- */
+
+/* Total momentum: the MPM particles' (from their volume and material
+ * density) and the PBD particles' (mass x velocity). */
+static void momenta(firn_world *w, double mpm[3], double pbd[3])
+{
+    firn_particles_view pv;
+    firn_error err;
+    cr_assert(firn_world_particles(w, &pv, &err) == 0, "%s", err.msg);
+    const firn_pbd *S = &w->pbd;
+    for (int a = 0; a < 3; a++) {
+        mpm[a] = pbd[a] = 0.0;
+        for (long long i = 0; i < pv.n; i++)
+            mpm[a] += (double)pv.vol[i] * w->mats[pv.mat[i]].rho * pv.v[a * pv.n + i];
+        for (int i = 0; i < S->n; i++)
+            pbd[a] += (double)S->s.mass[i] * S->s.v[a * S->n + i];
+    }
+}
+
+/* MPM-PBD conserves momentum: without gravity, walls or air resistance, an
+ * elastic cube moving at 1 m/s into a free cloth hands the cloth momentum
+ * through the pair (each node gives the cloth's vertices in its box what it
+ * takes from them), and MPM's transfers and the cloth's constraints keep
+ * theirs, so the total stays that of the cube, to float rounding (1e-5 of
+ * M v0 over 150 substeps). The pair must have acted: the cloth carries at
+ * least a fifth of its share of the momentum at the cube's speed. */
+Test(pbd_mpm, pair_conserves_momentum, .timeout = 120)
+{
+    const float c[3] = {0.0f, 0.0f, 0.0f};
+    firn_scene_def def;
+    cloth_scene(&def, 12, 12, 0.3f, 0.3f, 0, c);
+    def.dx = 0.025f;
+    def.gravity[0] = def.gravity[1] = def.gravity[2] = 0.0f;
+    def.pbd_particle_size = 0.02f;
+    def.materials[0].air_resistance = 0.0f;
+    def.n_materials = 2;
+    firn_material_default(&def.materials[1], FIRN_MODEL_ELASTIC);
+    snprintf(def.materials[1].name, FIRN_NAME_MAX, "jelly");
+    def.materials[1].E = 2e4f;
+    def.n_bodies = 2;
+    firn_body_default(&def.bodies[1]);
+    firn_body_def *b = &def.bodies[1];
+    b->material = 1;
+    b->shape.type = FIRN_SHAPE_BOX;
+    const float bc[3] = {-0.09f, 0.0f, 0.0f}, bs[3] = {0.16f, 0.16f, 0.16f};
+    memcpy(b->shape.center, bc, sizeof bc);
+    memcpy(b->shape.size, bs, sizeof bs);
+    b->velocity[0] = 1.0f;
+    firn_world *w = make(&def);
+    cr_assert(w->coupler.mpm_pbd, "the MPM-PBD pair is not active");
+    double m0[3], p0[3], m1[3], p1[3];
+    momenta(w, m0, p0);
+    const double total0 = m0[0] + p0[0];
+    cr_assert_gt(total0, 0.5, "the cube's momentum %g kg m/s", total0);
+    substeps(w, 150, 4e-4f);
+    momenta(w, m1, p1);
+    double cloth_mass = 0.0;
+    for (int i = 0; i < w->pbd.n; i++)
+        cloth_mass += w->pbd.s.mass[i];
+    cr_log_info("MPM-PBD: momentum x MPM %.6f -> %.6f, cloth %.6f -> %.6f, total %.7f -> %.7f "
+                "kg m/s",
+                m0[0], m1[0], p0[0], p1[0], total0, m1[0] + p1[0]);
+    for (int a = 0; a < 3; a++)
+        cr_expect(fabs((m1[a] + p1[a]) - (m0[a] + p0[a])) <= 1e-5 * total0,
+                  "momentum[%d]: %.9g kg m/s before, %.9g after (beyond 1e-5 of %.6g)", a,
+                  m0[a] + p0[a], m1[a] + p1[a], total0);
+    cr_expect_gt(p1[0], 0.2 * cloth_mass * 1.0, "the cloth gained %g kg m/s (mass %g kg)", p1[0],
+                 cloth_mass);
+    firn_world_destroy(w);
+}
