@@ -13,14 +13,53 @@
 
 const char *firn_bench_scene_name(firn_bench_scene s)
 {
-    static const char *names[] = {"sand_block", "snowball", "dam_break", "sph_dam_break",
-                                  "sph_dam_break_dfsph"};
+    static const char *names[] = {"sand_block",          "snowball", "dam_break", "sph_dam_break",
+                                  "sph_dam_break_dfsph", "pbd_cloth"};
     return s < FIRN_BENCH_SCENES ? names[s] : "?";
 }
 
 int firn_bench_scene_is_sph(firn_bench_scene s)
 {
-    return s >= FIRN_BENCH_MPM_SCENES && s < FIRN_BENCH_SCENES;
+    return s == FIRN_BENCH_SPH_DAM || s == FIRN_BENCH_SPH_DAM_DFSPH;
+}
+
+int firn_bench_scene_is_pbd(firn_bench_scene s) { return s == FIRN_BENCH_PBD_CLOTH; }
+
+/* The PBD cloth (bench.h). */
+static int make_pbd_scene(firn_bench_layout layout, long long particles, firn_scene_def *def,
+                          firn_error *err)
+{
+    const int N = (int)lrint(sqrt((double)particles));
+    const float L = layout == FIRN_BENCH_DENSE ? 0.8f : 0.4f,
+                D = layout == FIRN_BENCH_DENSE ? 1.0f : 2.0f;
+    for (int a = 0; a < 3; a++)
+        def->lower[a] = 0.0f, def->upper[a] = D;
+    def->dx = 0.05f;
+    firn_material_default(&def->materials[0], FIRN_MODEL_PBD_CLOTH);
+    snprintf(def->materials[0].name, FIRN_NAME_MAX, "cloth");
+    def->materials[0].bending_compliance = 100.0f;
+    firn_body_def *b = &def->bodies[0];
+    b->solver = FIRN_SOLVER_KIND_PBD;
+    b->shape.type = FIRN_SHAPE_CLOTH_RECT;
+    b->shape.axis = 1;
+    b->shape.resolution[0] = b->shape.resolution[1] = N;
+    b->shape.size[0] = b->shape.size[1] = L;
+    const float c[3] = {0.5f * D, 0.8f, 0.5f * D};
+    memcpy(b->shape.center, c, sizeof c);
+    def->pbd_particle_size = L / (float)(N - 1);
+    def->n_rigids = 1;
+    firn_rigid_def *r = &def->rigids[0];
+    firn_rigid_default(r);
+    snprintf(r->name, FIRN_NAME_MAX, "ball");
+    r->shape.type = FIRN_RSHAPE_SPHERE;
+    r->shape.radius = 0.2f;
+    const float rc[3] = {0.5f * D, 0.3f, 0.5f * D};
+    memcpy(r->shape.center, rc, sizeof rc);
+    r->motion = FIRN_RIGID_STATIC;
+    def->frames = 1;
+    def->write_ply = def->write_preview = 0;
+    (void)err;
+    return firn_scene_validate(def, err) ? -1 : 0;
 }
 
 static int check_count(long long particles, firn_error *err)
@@ -135,6 +174,8 @@ int firn_bench_make_scene(firn_bench_scene scene, firn_bench_layout layout, long
     float s = layout == FIRN_BENCH_DENSE ? 0.5f : 0.25f;
     if (firn_bench_scene_is_sph(scene))
         return make_sph_scene(scene, layout, s, particles, def, err);
+    if (firn_bench_scene_is_pbd(scene))
+        return make_pbd_scene(layout, particles, def, err);
     float volume;
     switch (scene) {
     case FIRN_BENCH_SNOW:
@@ -205,12 +246,6 @@ void firn_bench_world_info_get(const firn_world *w, firn_bench_world_info *info)
         }
     }
     info->sph_particles = S->n;
-    if (S->n > 0) {
-        /* host/sph.c's alloc_state: 13 floats and 2 ints per particle, 3
-         * ints per cell and one more, a material byte per particle. */
-        const double cells = (double)S->P.res[0] * S->P.res[1] * S->P.res[2];
-        info->sph_bytes = 61.0 * S->n + 12.0 * cells + 4.0;
-    }
     info->iters[0] = S->iters_total[0];
     info->iters[1] = S->iters_total[1];
     info->solves = S->solves;

@@ -23,14 +23,16 @@ typedef enum {
     FIRN_BENCH_DAM,
     FIRN_BENCH_SPH_DAM,       /* SPH dam break, WCSPH */
     FIRN_BENCH_SPH_DAM_DFSPH, /* the same, DFSPH */
+    FIRN_BENCH_PBD_CLOTH,     /* a PBD cloth falling onto a rigid sphere */
     FIRN_BENCH_SCENES
 } firn_bench_scene;
 #define FIRN_BENCH_MPM_SCENES FIRN_BENCH_SPH_DAM
 typedef enum { FIRN_BENCH_DENSE = 0, FIRN_BENCH_SPARSE } firn_bench_layout;
 
 const char *firn_bench_scene_name(firn_bench_scene s);
-/* 1 for the SPH scenes. */
+/* 1 for the SPH scenes; 1 for the PBD scene. */
 int firn_bench_scene_is_sph(firn_bench_scene s);
+int firn_bench_scene_is_pbd(firn_bench_scene s);
 
 /* Most particles a benchmark case asks for. */
 #define FIRN_BENCH_MAX_PARTICLES (FIRN_MAX_PARTICLES - FIRN_MAX_PARTICLES / 100)
@@ -51,22 +53,27 @@ int firn_bench_scene_is_sph(firn_bench_scene s);
  * holds the count asked for to within a few percent (about 2 % from 20k
  * up). Its neighbour grid (cells of h = 2p over the 1 m cube) may hold at
  * most 2^27 cells: about 168M particles dense, 21M sparse; more is
- * FIRN_E_USAGE. The MPM grid (no MPM particles) is a coarse 5 cm one. */
+ * FIRN_E_USAGE. The MPM grid (no MPM particles) is a coarse 5 cm one.
+ *
+ * The PBD scene (pbd_cloth) is a square cloth of N x N vertices, N the
+ * nearest to sqrt(particles), 0.8 m wide (dense) or 0.4 m (sparse, in a 2 m
+ * domain), 0.3 m above a static sphere of radius 0.2 m: stretch, bending
+ * and PBD-rigid contact all work once it lands (about 0.25 s, within the
+ * default warm-up). Its particle size is the cloth's edge. The MPM grid is
+ * an unused 5 cm one. */
 int firn_bench_make_scene(firn_bench_scene scene, firn_bench_layout layout, long long particles,
                           firn_scene_def *def, firn_error *err);
 
 /* What a case reports of its world beyond the public API (read from the
  * world's internals, host/world.h). grid/nodes: the MPM grid, or for a
- * world with SPH particles only, the SPH neighbour grid's cells. sph_bytes:
- * the SPH solver's host allocation (state, CPU neighbour grid), which
- * firn_world_memory does not count. iters, solves: DFSPH's divergence and
+ * world with SPH particles only, the SPH neighbour grid's cells. iters,
+ * solves: DFSPH's divergence and
  * density iterations and the substeps solved since the world was made (0
  * for WCSPH). */
 typedef struct {
     int grid[3];
     long long nodes;
     long long sph_particles;
-    double sph_bytes;
     long long iters[2], solves;
 } firn_bench_world_info;
 void firn_bench_world_info_get(const firn_world *w, firn_bench_world_info *info);

@@ -26,7 +26,8 @@ static const char *bench_usage =
     "                  [--layout dense|sparse|both] [--substeps N] [--repeats N] [--warmup N]\n"
     "                  [--threads LIST] [--p2g LIST] [--json FILE] [--csv FILE]\n"
     "  --particles   comma list with k/m suffixes (default cpu 20k,100k; cuda 100k,1m,8m)\n"
-    "  --scenes      sand_block,snowball,dam_break,sph_dam_break,sph_dam_break_dfsph or all\n"
+    "  --scenes      sand_block,snowball,dam_break,sph_dam_break,sph_dam_break_dfsph,\n"
+    "                pbd_cloth or all (pbd_cloth: CPU only for now)\n"
     "                (default the three MPM scenes)\n"
     "  --substeps    substeps per timed repeat (default cpu 10, cuda 100)\n"
     "  --repeats     timed repeats; the median is reported (default 3)\n"
@@ -51,6 +52,9 @@ typedef struct {
     double seconds[64], median, throughput;
     double phase_ms[5]; /* clear, p2g, grid, couple, g2p per substep */
     double memory_bytes, bytes_per_particle, bandwidth, roofline;
+    /* PBD scene (particles: the cloth's vertices): */
+    int pbd;
+    double pbd_ms[2]; /* constraints (with the prediction), integrate per substep */
     /* SPH scenes: */
     int sph, dfsph;
     float psize;         /* particle diameter [m] */
@@ -80,6 +84,7 @@ static int run_case(bench_result *r, const bench_opts *o, double copy_bw, firn_e
         r->n[a] = info0.grid[a];
     r->nodes = info0.nodes;
     r->sph = firn_bench_scene_is_sph(r->scene);
+    r->pbd = firn_bench_scene_is_pbd(r->scene);
     r->dfsph = r->scene == FIRN_BENCH_SPH_DAM_DFSPH;
     r->psize = r->sph ? def.sph_particle_size : 0.0f;
     if (r->backend == FIRN_BACKEND_CUDA) {
@@ -87,7 +92,7 @@ static int run_case(bench_result *r, const bench_opts *o, double copy_bw, firn_e
     } else {
         firn_memory m;
         firn_world_memory(w, &m);
-        r->memory_bytes = m.host + info0.sph_bytes; /* the SPH state is not in m.host */
+        r->memory_bytes = m.host; /* with the SPH and PBD solvers' state */
     }
     r->bytes_per_particle = r->memory_bytes / (double)r->particles;
     r->substeps = o->substeps;
@@ -123,6 +128,8 @@ static int run_case(bench_result *r, const bench_opts *o, double copy_bw, firn_e
     r->phase_ms[2] = 1e3 * (p1.grid - p0.grid) / (double)total;
     r->phase_ms[3] = 1e3 * (p1.couple - p0.couple) / (double)total;
     r->phase_ms[4] = 1e3 * (p1.g2p - p0.g2p) / (double)total;
+    r->pbd_ms[0] = 1e3 * (p1.pbd_constraints - p0.pbd_constraints) / (double)total;
+    r->pbd_ms[1] = 1e3 * (p1.pbd_integrate - p0.pbd_integrate) / (double)total;
     r->sph_ms[0] = 1e3 * (p1.sph_sort - p0.sph_sort) / (double)total;
     r->sph_ms[1] = 1e3 * (p1.sph_density - p0.sph_density) / (double)total;
     r->sph_ms[2] = 1e3 * (p1.sph_pressure - p0.sph_pressure) / (double)total;
@@ -149,7 +156,7 @@ static const char *p2g_name(int v)
 
 static const char *solver_name(const bench_result *r)
 {
-    return !r->sph ? "mpm" : r->dfsph ? "dfsph" : "wcsph";
+    return r->pbd ? "pbd" : !r->sph ? "mpm" : r->dfsph ? "dfsph" : "wcsph";
 }
 
 /* A number, or JSON's null / CSV's empty field where it does not apply. */
@@ -200,9 +207,9 @@ static void write_json(FILE *f, const bench_result *r, int nr, double cpu_bw, do
                 "\"bandwidth_Bps\": ",
                 x->median, x->throughput, x->phase_ms[0], x->phase_ms[1], x->phase_ms[2],
                 x->phase_ms[3], x->phase_ms[4], x->memory_bytes, x->bytes_per_particle);
-        put_num(f, !x->sph, x->bandwidth, 1);
+        put_num(f, !x->sph && !x->pbd, x->bandwidth, 1);
         fputs(", \"roofline_fraction\": ", f);
-        put_num(f, !x->sph, x->roofline, 1);
+        put_num(f, !x->sph && !x->pbd, x->roofline, 1);
         fprintf(f,
                 ", \"solver\": \"%s\", \"sph_particle_size\": %.6g, \"sph_phase_ms\": "
                 "{\"sort\": %.6g, \"density\": %.6g, \"pressure\": %.6g, \"integrate\": %.6g}, "
@@ -213,6 +220,8 @@ static void write_json(FILE *f, const bench_result *r, int nr, double cpu_bw, do
                     x->sph_iters[1]);
         else
             fputs("null", f);
+        fprintf(f, ", \"pbd_phase_ms\": {\"constraints\": %.6g, \"integrate\": %.6g}", x->pbd_ms[0],
+                x->pbd_ms[1]);
         fputs(", \"p2g\": ", f);
         if (x->p2g >= 0)
             fprintf(f, "\"%s\"", p2g_name(x->p2g));
@@ -225,11 +234,12 @@ static void write_json(FILE *f, const bench_result *r, int nr, double cpu_bw, do
 
 static void write_csv(FILE *f, const bench_result *r, int nr)
 {
-    fprintf(f, "scene,layout,backend,particles,nx,ny,nz,substeps,repeats,median_seconds,"
-               "particle_substeps_per_second,clear_ms,p2g_ms,grid_ms,couple_ms,g2p_ms,memory_bytes,"
-               "bytes_per_particle,bandwidth_Bps,roofline_fraction,threads,solver,"
-               "sph_particle_size,sort_ms,density_ms,pressure_ms,integrate_ms,"
-               "divergence_iterations,density_iterations,p2g\n");
+    fprintf(f,
+            "scene,layout,backend,particles,nx,ny,nz,substeps,repeats,median_seconds,"
+            "particle_substeps_per_second,clear_ms,p2g_ms,grid_ms,couple_ms,g2p_ms,memory_bytes,"
+            "bytes_per_particle,bandwidth_Bps,roofline_fraction,threads,solver,"
+            "sph_particle_size,sort_ms,density_ms,pressure_ms,integrate_ms,"
+            "divergence_iterations,density_iterations,p2g,pbd_constraints_ms,pbd_integrate_ms\n");
     for (int k = 0; k < nr; k++) {
         const bench_result *x = &r[k];
         fprintf(f, "%s,%s,%s,%lld,%d,%d,%d,%d,%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,",
@@ -238,15 +248,16 @@ static void write_csv(FILE *f, const bench_result *r, int nr)
                 x->repeats, x->median, x->throughput, x->phase_ms[0], x->phase_ms[1],
                 x->phase_ms[2], x->phase_ms[3], x->phase_ms[4], x->memory_bytes,
                 x->bytes_per_particle);
-        put_num(f, !x->sph, x->bandwidth, 0);
+        put_num(f, !x->sph && !x->pbd, x->bandwidth, 0);
         fputc(',', f);
-        put_num(f, !x->sph, x->roofline, 0);
+        put_num(f, !x->sph && !x->pbd, x->roofline, 0);
         fprintf(f, ",%d,%s,%.6g,%.6g,%.6g,%.6g,%.6g,", x->threads, solver_name(x), x->psize,
                 x->sph_ms[0], x->sph_ms[1], x->sph_ms[2], x->sph_ms[3]);
         put_num(f, x->dfsph, x->sph_iters[0], 0);
         fputc(',', f);
         put_num(f, x->dfsph, x->sph_iters[1], 0);
-        fprintf(f, ",%s\n", x->p2g >= 0 ? p2g_name(x->p2g) : "");
+        fprintf(f, ",%s,%.6g,%.6g\n", x->p2g >= 0 ? p2g_name(x->p2g) : "", x->pbd_ms[0],
+                x->pbd_ms[1]);
     }
 }
 
@@ -258,7 +269,16 @@ static void shown_phases(const bench_result *r, double out[4])
     static const int mpm[4] = {0, 1, 2, 4};
     for (int q = 0; q < 4; q++)
         out[q] = r->sph ? r->sph_ms[q] : r->phase_ms[mpm[q]];
+    if (r->pbd) { /* constraints, the Coupler's pass (PBD-rigid), integrate */
+        out[0] = r->pbd_ms[0];
+        out[1] = r->phase_ms[2];
+        out[2] = r->pbd_ms[1];
+        out[3] = 0.0;
+    }
 }
+
+/* The table a case's row belongs to: 0 MPM, 1 SPH, 2 PBD. */
+static int row_kind(const bench_result *r) { return r->pbd ? 2 : r->sph; }
 
 /* After a thread sweep: each CPU case's time per substep, and that of each
  * phase, at the first thread count over that at each other count. */
@@ -275,9 +295,12 @@ static void print_scaling(const bench_result *r, int nr, int nthreads)
         const bench_result *b = &r[k];
         if (b->backend != FIRN_BACKEND_CPU)
             continue;
-        if (b->sph != kind) {
-            kind = b->sph;
-            if (kind)
+        if (row_kind(b) != kind) {
+            kind = row_kind(b);
+            if (kind == 2)
+                printf("%-10s %-6s %10s %7s %7s %7s %7s %7s %7s\n", "scene", "layout", "vertices",
+                       "threads", "total", "constr", "couple", "integr", "-");
+            else if (kind)
                 printf("%-19s %-6s %10s %7s %7s %7s %7s %7s %7s\n", "scene", "layout", "particles",
                        "threads", "total", "sort", "density", "press", "integr");
             else
@@ -400,7 +423,8 @@ static int parse_list(const char *s, const char *const *names, int n, int *mask)
 }
 
 static const char *const scene_names[] = {
-    "sand_block", "snowball", "dam_break", "sph_dam_break", "sph_dam_break_dfsph", "all"};
+    "sand_block",          "snowball",  "dam_break", "sph_dam_break",
+    "sph_dam_break_dfsph", "pbd_cloth", "all"};
 static const char *const layout_names[] = {"dense", "sparse", "both"};
 static const char *const p2g_names[] = {"atomic", "binned", "warp", "all"}; /* p2g_variants' */
 
@@ -445,7 +469,7 @@ static int parse_bench_option(const char *a, const char *v, bench_args *g)
     } else if (!strcmp(a, "--scenes")) {
         if (parse_list(v, scene_names, FIRN_BENCH_SCENES + 1, &g->scenes)) {
             fprintf(stderr, "firn bench: --scenes takes sand_block,snowball,dam_break,"
-                            "sph_dam_break,sph_dam_break_dfsph or all\n");
+                            "sph_dam_break,sph_dam_break_dfsph,pbd_cloth or all\n");
             return FIRN_E_USAGE;
         }
         if (g->scenes & (1 << FIRN_BENCH_SCENES))
@@ -594,9 +618,13 @@ static int prepare_outputs(const char *json, const char *csv)
 /* The table's header, before the first row and where the rows turn from
  * MPM to SPH cases or back: an SPH case's phase columns are its own, and
  * in the roofline's place it has DFSPH's iterations per substep. */
-static void print_header(int sph)
+static void print_header(int kind)
 {
-    if (sph)
+    if (kind == 2)
+        printf("%-10s %-6s %-4s %3s %10s %-13s %9s %11s %8s %8s %8s %8s %6s\n", "scene", "layout",
+               "dev", "thr", "vertices", "grid", "median_s", "v-substep/s", "constr", "couple",
+               "integr", "-", "B/p");
+    else if (kind == 1)
         printf("%-19s %-6s %-4s %3s %10s %-13s %9s %11s %8s %8s %8s %8s %6s %11s\n", "scene",
                "layout", "dev", "thr", "particles", "sph grid", "median_s", "p-substep/s", "sort",
                "density", "pressure", "integr", "B/p", "iters d/rho");
@@ -610,8 +638,8 @@ static void print_result_row(const bench_result *r)
 {
     static int kind = -1; /* of the last row printed */
     char grid[32], tail[32];
-    if (r->sph != kind)
-        print_header(kind = r->sph);
+    if (row_kind(r) != kind)
+        print_header(kind = row_kind(r));
     snprintf(grid, sizeof grid, "%dx%dx%d", r->n[0], r->n[1], r->n[2]);
     if (r->dfsph) {
         char it[32];
@@ -619,12 +647,14 @@ static void print_result_row(const bench_result *r)
         snprintf(tail, sizeof tail, "%11s", it);
     } else if (r->sph) {
         snprintf(tail, sizeof tail, "%11s", "-");
+    } else if (r->pbd) {
+        tail[0] = '\0';
     } else
         snprintf(tail, sizeof tail, "%7.2f%%", 100.0 * r->roofline);
     double ph[4];
     shown_phases(r, ph);
     char variant[16] = "";
-    if (!r->sph)
+    if (!r->sph && !r->pbd)
         snprintf(variant, sizeof variant, "%-6s ", r->p2g >= 0 ? p2g_name(r->p2g) : "-");
     printf("%-*s %-6s %-4s %3d %s%10lld %-13s %9.4f %11.4g %8.3f %8.3f %8.3f %8.3f %6.0f %s\n",
            r->sph ? 19 : 10, firn_bench_scene_name(r->scene), r->layout ? "sparse" : "dense",
@@ -652,10 +682,18 @@ static int run_backend(int b, const bench_args *g, const long long *counts, int 
             for (int c = 0; c < ncounts; c++)
                 for (int t = 0; t < (b ? N_P2G : g->nthreads); t++) {
                     /* CUDA: t indexes p2g_variants, for MPM scenes only */
-                    const int variants = b && !firn_bench_scene_is_sph((firn_bench_scene)s);
+                    const int variants = b && !firn_bench_scene_is_sph((firn_bench_scene)s) &&
+                                         !firn_bench_scene_is_pbd((firn_bench_scene)s);
                     if (!(g->scenes & (1 << s)) || !(g->layouts & (1 << l)) ||
                         (variants && !(g->p2gs & (1 << t))) || (b && !variants && t > 0))
                         continue;
+                    if (b && firn_bench_scene_is_pbd((firn_bench_scene)s)) {
+                        static int noted;
+                        if (!noted++)
+                            printf("note: pbd_cloth skipped on the GPU: the PBD solver has no CUDA "
+                                   "kernels yet\n");
+                        continue;
+                    }
                     bench_result *r = &res[*nr];
                     r->scene = (firn_bench_scene)s;
                     r->layout = (firn_bench_layout)l;
@@ -726,10 +764,13 @@ int firn_cli_bench(int argc, char **argv)
         printf("(phase columns: ms per substep; roofline: %g bytes per particle-substep at the "
                "throughput, over the measured copy bandwidth)\n",
                FIRN_BENCH_STATE_BYTES);
-    if (g.scenes >> FIRN_BENCH_MPM_SCENES)
+    if (g.scenes & ((1 << FIRN_BENCH_SPH_DAM) | (1 << FIRN_BENCH_SPH_DAM_DFSPH)))
         printf("(SPH: sph grid = neighbour cells of h = 2p; pressure includes DFSPH's solves; "
                "iters d/rho: DFSPH's divergence/density iterations per substep; no roofline: the "
                "200-byte state model is MPM's)\n");
+    if (g.scenes & (1 << FIRN_BENCH_PBD_CLOTH))
+        printf("(PBD: vertices of the cloth; constr: prediction and constraint iterations; "
+               "couple: the Coupler's pass (PBD-rigid); integr: velocities and the box)\n");
     if (!rc)
         print_scaling(res, nr, g.nthreads);
     if (nr > 0 && !rc) {

@@ -517,6 +517,19 @@ float firn_pbd_cfl_dt(const firn_pbd *S, float cfl, float v_gravity, float *v_ma
     return S->n > 0 && S->pinned < S->n && speed > 0.0f ? cfl * S->P.psize / speed : INFINITY;
 }
 
+size_t firn_pbd_host_bytes(const firn_pbd *S)
+{
+    if (S->n == 0)
+        return 0;
+    const firn_pbd_constraints *C[2] = {&S->stretch, &S->bend};
+    size_t bytes = (size_t)S->n * (11 * sizeof(float) + 1) + 3 * (size_t)S->triangles * sizeof(int);
+    for (int k = 0; k < 2; k++)
+        bytes +=
+            (size_t)C[k]->n * ((size_t)C[k]->k * sizeof(int) + 3 * sizeof(float) + sizeof(int)) +
+            (FIRN_PBD_MAX_COLOURS + 1) * sizeof(int);
+    return bytes;
+}
+
 void firn_pbd_stats(const firn_pbd *S, firn_pbd_frame_stats *st)
 {
     memset(st, 0, sizeof *st);

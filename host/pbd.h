@@ -55,6 +55,10 @@ int firn_pbd_colour(firn_pbd_constraints *C, int nverts, firn_error *err);
  * nothing moves. */
 float firn_pbd_cfl_dt(const firn_pbd *S, float cfl, float v_gravity, float *v_max);
 void firn_pbd_stats(const firn_pbd *S, firn_pbd_frame_stats *st);
+/* The host memory of the solver's state: the particles (x, v, x0, mass,
+ * inverse mass, material: 45 B each), the constraints (vertices, rest
+ * value, compliance, lambda, colour order) and the cloth triangles. */
+size_t firn_pbd_host_bytes(const firn_pbd *S);
 
 /* The solver's phases (host/pbd_cpu.c): pre_coupling predicts and runs the
  * constraint iterations, post_coupling sets the velocities and applies the

@@ -613,6 +613,7 @@ void firn_world_memory(const firn_world *w, firn_memory *m)
                 (double)w->chunks;                                   /* live chunk flags */
     }
     host += (double)firn_sph_host_bytes(&w->sph); /* the SPH solver's, on either path */
+    host += (double)firn_pbd_host_bytes(&w->pbd); /* the PBD solver's (CPU path only) */
     m->host = host;
     m->host_grid = w->backend == FIRN_BACKEND_CPU ? (double)w->grid.nodes * 16.0 : 0.0;
     m->host_grid_resident = w->backend == FIRN_BACKEND_CPU ? firn_cpu_grid_resident(w) : 0.0;
@@ -624,7 +625,7 @@ void firn_world_memory(const firn_world *w, firn_memory *m)
                           (double)firn_sph_device_bytes(
                               w->sph.n, w->sph.P.res[0] * w->sph.P.res[1] * w->sph.P.res[2]);
     const double own = w->backend == FIRN_BACKEND_CUDA ? m->device : m->host;
-    const double all = n + (double)w->sph.n; /* MPM and SPH particles */
+    const double all = n + (double)w->sph.n + (double)w->pbd.n; /* every solver's particles */
     m->per_particle = all > 0 ? own / all : 0.0;
 }
 

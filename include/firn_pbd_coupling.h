@@ -54,8 +54,8 @@ static inline FIRN_HD firn_vec3 firn_mpm_pbd_node(firn_vec3 v, float m, const in
             n_pinned++;
         }
     }
-    const firn_vec3 vs = n_pinned > 0 ? firn_scale(pinned, 1.0f / (float)n_pinned)
-                                      : firn_scale(mom, 1.0f / mass);
+    const firn_vec3 vs =
+        n_pinned > 0 ? firn_scale(pinned, 1.0f / (float)n_pinned) : firn_scale(mom, 1.0f / mass);
     for (int k = 0; k < count; k++) {
         const int i = idx[k];
         if (!(s.w[i] > 0.0f))

@@ -185,8 +185,12 @@ Test(bench_scene, scene_names_are_the_cli_names)
     cr_expect_str_eq(firn_bench_scene_name(FIRN_BENCH_DAM), "dam_break");
     cr_expect_str_eq(firn_bench_scene_name(FIRN_BENCH_SPH_DAM), "sph_dam_break");
     cr_expect_str_eq(firn_bench_scene_name(FIRN_BENCH_SPH_DAM_DFSPH), "sph_dam_break_dfsph");
-    for (int s = 0; s < FIRN_BENCH_SCENES; s++)
-        cr_expect_eq(firn_bench_scene_is_sph((firn_bench_scene)s), s >= FIRN_BENCH_SPH_DAM);
+    cr_expect_str_eq(firn_bench_scene_name(FIRN_BENCH_PBD_CLOTH), "pbd_cloth");
+    for (int s = 0; s < FIRN_BENCH_SCENES; s++) {
+        cr_expect_eq(firn_bench_scene_is_sph((firn_bench_scene)s),
+                     s == FIRN_BENCH_SPH_DAM || s == FIRN_BENCH_SPH_DAM_DFSPH);
+        cr_expect_eq(firn_bench_scene_is_pbd((firn_bench_scene)s), s == FIRN_BENCH_PBD_CLOTH);
+    }
 }
 
 /* The SPH dam break: one SPH body of sph_liquid (WCSPH, or DFSPH for the
@@ -197,7 +201,7 @@ Test(bench_scene, sph_dam_break_holds_its_count_within_3_percent, .timeout = 60)
 {
     const long long counts[] = {20000, 100000, 1000000};
     for (int k = 0; k < 3; k++)
-        for (int s = FIRN_BENCH_SPH_DAM; s < FIRN_BENCH_SCENES; s++)
+        for (int s = FIRN_BENCH_SPH_DAM; s <= FIRN_BENCH_SPH_DAM_DFSPH; s++)
             for (int l = 0; l < 2; l++) {
                 built b = build((firn_bench_scene)s, (firn_bench_layout)l, counts[k]);
                 cr_expect(llabs(b.particles - counts[k]) <= 3 * counts[k] / 100,
@@ -207,7 +211,7 @@ Test(bench_scene, sph_dam_break_holds_its_count_within_3_percent, .timeout = 60)
             }
     firn_scene_def def;
     firn_error err;
-    for (int s = FIRN_BENCH_SPH_DAM; s < FIRN_BENCH_SCENES; s++) {
+    for (int s = FIRN_BENCH_SPH_DAM; s <= FIRN_BENCH_SPH_DAM_DFSPH; s++) {
         cr_assert_eq(
             firn_bench_make_scene((firn_bench_scene)s, FIRN_BENCH_DENSE, 100000, &def, &err), 0,
             "%s", err.msg);
@@ -614,6 +618,43 @@ static int csv_column(const char *header, const char *name)
             c++;
     }
     return -1;
+}
+
+/* A tiny CPU bench of the PBD cloth: the vertices are the particles (a
+ * square number near the count asked for), solver "pbd", positive
+ * constraint and integrate times that stay within the substep, the state
+ * counted in memory_bytes (at least the 45 B a vertex of x, v, x0, mass,
+ * inverse mass, material), no bandwidth, roofline or P2G variant, and the
+ * PBD table on standard output. */
+Test(bench_cli, pbd_case_reports_its_phases)
+{
+    run_bench("p", "--particles 2k --scenes pbd_cloth --layout dense --repeats 1 --substeps 2 "
+                   "--warmup 2");
+    cr_expect(strstr(out, "v-substep/s") && strstr(out, "constr") && strstr(out, "pbd_cloth"),
+              "no PBD table:\n%s", out);
+    char *text;
+    cJSON *doc = read_json("p.json", &text);
+    const cJSON *results = item(doc, "results");
+    cr_assert_eq(cJSON_GetArraySize(results), 1);
+    const cJSON *r = cJSON_GetArrayItem(results, 0);
+    cr_expect_str_eq(str(r, "scene"), "pbd_cloth");
+    cr_expect_str_eq(str(r, "solver"), "pbd");
+    const double n = num(r, "particles"), side = round(sqrt(n));
+    cr_expect_eq(side * side, n, "%g vertices is not N x N", n);
+    cr_expect(fabs(n - 2000.0) <= 100.0, "vertices %g for 2k", n);
+    const cJSON *ph = item(r, "pbd_phase_ms");
+    const double c = num(ph, "constraints"), g = num(ph, "integrate");
+    cr_expect_gt(c, 0.0, "pbd_phase_ms.constraints");
+    cr_expect_gt(g, 0.0, "pbd_phase_ms.integrate");
+    const double per_substep_ms = 1e3 * num(r, "median_seconds") / 2.0;
+    cr_expect(c + g <= 1.05 * per_substep_ms + 0.05, "phases %g ms, substep %g ms", c + g,
+              per_substep_ms);
+    cr_expect_gt(num(r, "memory_bytes"), 45.0 * n, "the PBD state is counted");
+    cr_expect(cJSON_IsNull(item(r, "bandwidth_Bps")));
+    cr_expect(cJSON_IsNull(item(r, "roofline_fraction")));
+    cr_expect(cJSON_IsNull(item(r, "p2g")));
+    cJSON_Delete(doc);
+    free(text);
 }
 
 Test(bench_cli, sph_cases_report_their_phases_and_dfsph_iterations)
