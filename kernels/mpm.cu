@@ -619,11 +619,12 @@ static int not_initialised(const char *fn, firn_error *err)
 
 /* Queues the Coupler's phases (host/coupler.c) on the stream: CPIC side
  * marking (when on), the rigid step, the MPM clear and p2g, the SPH
- * pre-coupling phases (sort, density, pressure), the grid update (with the
- * rigid impulse when the rigid_mpm pair is active, and MPM-SPH when
- * mpm_sph is), SPH-rigid, g2p, the SPH position step - p2g and g2p in
- * their CPIC variants when CPIC is on. Phases of a solver the world does
- * not have are left out. Returns 0 or -2. */
+ * pre-coupling phases (sort, density, pressure), the PBD ones (predict,
+ * constraint sweeps), the grid update (with the rigid impulse when the
+ * rigid_mpm pair is active, and MPM-SPH when mpm_sph is), SPH-rigid,
+ * PBD-rigid, g2p, the SPH position step, the PBD velocities and box - p2g
+ * and g2p in their CPIC variants when CPIC is on. Phases of a solver the
+ * world does not have are left out. Returns 0 or -2. */
 /* Binned P2G (p2g_binned): the particles' bins, CUB's stable sort of them,
  * each bin's range, then one thread block per bin. */
 static int queue_binned_p2g(firn_cuda_state *s, const firn_params *P, unsigned pblocks,
