@@ -21,7 +21,8 @@
  * dynamic and the cloth thrown onto it (PBD-rigid's reaction summed in
  * double atomics on the device: the body's state to 1e-5 relative);
  * pinned vertices bitwise still on the GPU; a non-finite vertex reported as
- * the CPU reports it; the memory figures. Every test skips, and only,
+ * the CPU reports it; a checkpoint of the GPU's state; the memory
+ * figures. Every test skips, and only,
  * without a usable GPU (real or emulated). */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -32,6 +33,7 @@
 #include "cuda_backend.h"
 #include "gpu_skip.h"
 #include "pbd.h"
+#include "test_util.h"
 #include "world.h"
 
 /* ---- worlds --------------------------------------------------------------- */
@@ -376,6 +378,48 @@ Test(gpu_pbd, nonfinite_vertex_is_reported_as_the_cpu_does, .timeout = 120)
     cr_expect(strstr(eg.msg, "substep 1; the GPU ran on to substep 3)") != NULL, "GPU: %s", eg.msg);
     firn_world_destroy(gpu);
     firn_world_destroy(cpu);
+}
+
+/* ---- checkpoints ----------------------------------------------------------- */
+
+/* A checkpoint written by a CUDA world after 5 substeps holds the device's
+ * PBD state (the mirror is downloaded first): a CPU world loaded from it
+ * has the GPU's x and v bit for bit, and one more substep on each agrees as
+ * one substep does. */
+Test(gpu_pbd, checkpoint_of_the_gpu_state_resumes_on_the_cpu, .timeout = 300)
+{
+    require_gpu();
+    firn_scene_def def;
+    cloth_scene(&def);
+    firn_world *gpu = make_world(&def, FIRN_BACKEND_CUDA);
+    firn_error err = {0};
+    cr_assert_eq(firn_world_run_substeps(gpu, 5, 1e-3f, &err), 0, "%s", err.msg);
+    char dir[64], path[128];
+    test_mkdtemp(dir, sizeof dir, "gpu_pbd_ckpt");
+    snprintf(path, sizeof path, "%s/state.firn", dir);
+    cr_assert_eq(firn_world_save(gpu, path, &err), 0, "%s", err.msg);
+    firn_world *cpu = firn_world_load(&def, FIRN_BACKEND_CPU, path, &err);
+    cr_assert(cpu, "%s", err.msg);
+    test_rmdir(dir);
+    firn_pbd_particles_view a, b;
+    cr_assert_eq(firn_world_pbd_particles(gpu, &a, &err), 0, "%s", err.msg);
+    cr_assert_eq(firn_world_pbd_particles(cpu, &b, &err), 0, "%s", err.msg);
+    cr_assert_eq(a.n, b.n);
+    const size_t n3 = 3 * (size_t)a.n * sizeof(float);
+    cr_expect(!memcmp(a.x, b.x, n3) && !memcmp(a.v, b.v, n3),
+              "the CPU world loaded from the GPU's checkpoint has another state");
+    float moved = 0.0f;
+    for (int i = 0; i < a.n; i++)
+        moved = fmaxf(moved, fabsf(a.v[a.n + i]));
+    cr_expect_gt(moved, 1e-3f, "nothing moved before the checkpoint (|v_y| %g m/s)", moved);
+    cr_assert_eq(firn_world_substep(gpu, 1e-3f, &err), 0, "%s", err.msg);
+    cr_assert_eq(firn_world_substep(cpu, 1e-3f, &err), 0, "%s", err.msg);
+    cr_assert_eq(firn_world_pbd_particles(gpu, &a, &err), 0, "%s", err.msg);
+    cr_assert_eq(firn_world_pbd_particles(cpu, &b, &err), 0, "%s", err.msg);
+    expect_field("resumed", "x", a.x, b.x, 3 * (long long)b.n, b.n);
+    expect_field("resumed", "v", a.v, b.v, 3 * (long long)b.n, b.n);
+    firn_world_destroy(cpu);
+    firn_world_destroy(gpu);
 }
 
 /* ---- memory ---------------------------------------------------------------- */
