@@ -27,7 +27,7 @@ static const char *bench_usage =
     "                  [--threads LIST] [--p2g LIST] [--json FILE] [--csv FILE]\n"
     "  --particles   comma list with k/m suffixes (default cpu 20k,100k; cuda 100k,1m,8m)\n"
     "  --scenes      sand_block,snowball,dam_break,sph_dam_break,sph_dam_break_dfsph,\n"
-    "                pbd_cloth or all (pbd_cloth: CPU only for now)\n"
+    "                pbd_cloth or all\n"
     "                (default the three MPM scenes)\n"
     "  --substeps    substeps per timed repeat (default cpu 10, cuda 100)\n"
     "  --repeats     timed repeats; the median is reported (default 3)\n"
@@ -687,13 +687,6 @@ static int run_backend(int b, const bench_args *g, const long long *counts, int 
                     if (!(g->scenes & (1 << s)) || !(g->layouts & (1 << l)) ||
                         (variants && !(g->p2gs & (1 << t))) || (b && !variants && t > 0))
                         continue;
-                    if (b && firn_bench_scene_is_pbd((firn_bench_scene)s)) {
-                        static int noted;
-                        if (!noted++)
-                            printf("note: pbd_cloth skipped on the GPU: the PBD solver has no CUDA "
-                                   "kernels yet\n");
-                        continue;
-                    }
                     bench_result *r = &res[*nr];
                     r->scene = (firn_bench_scene)s;
                     r->layout = (firn_bench_layout)l;

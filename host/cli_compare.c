@@ -18,6 +18,9 @@
  * (8 ulps) into 1e-4 of a resting tank's pressure scale, so p's scale is at
  * least dp/drho times rho's, and v's at least dt times the acceleration
  * that pressure scale gives over a support radius, p / (rho h).
+ * The PBD particles' x and v are compared the same way (the constraint
+ * sweeps run colour by colour in the CPU's order, so only FMA contraction,
+ * libm's last bits and the PBD-rigid reactions' atomic sums differ).
  * After N frames chaotic flows diverge particle by particle, so only scene
  * statistics are compared, each within 1 percent of its scale (see
  * docs/CLI.md). */
@@ -158,6 +161,22 @@ static int compare_sph_state(firn_world *cpu, firn_world *gpu, float dt, firn_er
     return 0;
 }
 
+/* The PBD particles of the two worlds, element by element (none: nothing). */
+static int compare_pbd_state(firn_world *cpu, firn_world *gpu, firn_error *err, int *ok)
+{
+    firn_pbd_particles_view a, b;
+    if (firn_world_pbd_particles(gpu, &a, err) || firn_world_pbd_particles(cpu, &b, err))
+        return -1;
+    if (b.n == 0)
+        return 0;
+    const long long n = b.n;
+    field_diff d[2] = {diff_field("pbd x", a.x, b.x, 3 * n, 0.0),
+                       diff_field("pbd v", a.v, b.v, 3 * n, 0.0)};
+    for (int k = 0; k < 2; k++)
+        *ok &= report(&d[k], STATE_TOL);
+    return 0;
+}
+
 /* One substep from the perturbed state (perturb), on a fresh pair of
  * worlds, so that the frames compared afterwards are the scene's own. */
 static int compare_perturbed(const firn_scene_def *def, float dt, int *ok, firn_error *err)
@@ -208,14 +227,18 @@ done:
     return rc;
 }
 
-/* The SPH particles' speed scale: the larger mean speed, at least a tenth
- * of sqrt(g L). */
+/* A solver's speed scale: the larger rms speed of its particles (mass M,
+ * kinetic energies ke_c and ke_g), at least a tenth of sqrt(g L). */
+static double speed_scale(double M, double ke_c, double ke_g, double L, double g)
+{
+    double speed = sqrt(2.0 * fmax(ke_c, ke_g) / (M > 0.0 ? M : 1.0));
+    return fmax(speed, sqrt(fmax(g, 1e-3) * L) * 1e-1);
+}
+
 static double sph_speed_scale(const firn_sph_frame_stats *c, const firn_sph_frame_stats *s,
                               double L, double g)
 {
-    double M = c->mass > 0.0 ? c->mass : 1.0;
-    double speed = sqrt(2.0 * fmax(c->kinetic_energy, s->kinetic_energy) / M);
-    return fmax(speed, sqrt(fmax(g, 1e-3) * L) * 1e-1);
+    return speed_scale(c->mass, c->kinetic_energy, s->kinetic_energy, L, g);
 }
 
 /* The SPH particles' statistics, scaled as the MPM particles' (density by
@@ -245,6 +268,31 @@ static int compare_sph_stats(const firn_sph_frame_stats *c, const firn_sph_frame
     *ok &= stat_line("sph mean pressure", c->mean_pressure, s->mean_pressure,
                      fmax(rho * fmax(g, 1e-3) * L, fabs(c->mean_pressure)));
     return 0;
+}
+
+/* The PBD particles' statistics, scaled as the SPH particles'; the largest
+ * edge strain (a ratio already) within STATS_TOL of 1. */
+static void compare_pbd_stats(const firn_pbd_frame_stats *c, const firn_pbd_frame_stats *s,
+                              double L, double g, int *ok)
+{
+    static const char *ax = "xyz";
+    char name[32];
+    const double M = c->mass;
+    const double ke_scale =
+        fmax(fmax(c->kinetic_energy, s->kinetic_energy), 1e-3 * M * fmax(g, 1e-3) * L);
+    const double p_scale = M * speed_scale(M, c->kinetic_energy, s->kinetic_energy, L, g);
+    *ok &= stat_line("pbd kinetic energy", c->kinetic_energy, s->kinetic_energy, ke_scale);
+    for (int k = 0; k < 3; k++) {
+        snprintf(name, sizeof name, "pbd centre %c", ax[k]);
+        *ok &= stat_line(name, c->center_of_mass[k], s->center_of_mass[k], L);
+        snprintf(name, sizeof name, "pbd momentum %c", ax[k]);
+        *ok &= stat_line(name, c->momentum[k], s->momentum[k], p_scale);
+        snprintf(name, sizeof name, "pbd bbox lower %c", ax[k]);
+        *ok &= stat_line(name, c->bbox_lower[k], s->bbox_lower[k], L);
+        snprintf(name, sizeof name, "pbd bbox upper %c", ax[k]);
+        *ok &= stat_line(name, c->bbox_upper[k], s->bbox_upper[k], L);
+    }
+    *ok &= stat_line("pbd max strain", c->max_strain, s->max_strain, 1.0);
 }
 
 /* Scene statistics of the two worlds after their frames (sc, sg), each
@@ -294,10 +342,15 @@ static int compare_stats(firn_world *cpu, firn_world *gpu, const firn_scene_def 
     }
     if (sc->sph.particles > 0 && compare_sph_stats(&sc->sph, &sg->sph, L, g, ok))
         return -1;
+    if (sc->pbd.particles > 0)
+        compare_pbd_stats(&sc->pbd, &sg->pbd, L, g, ok);
     /* Rigid bodies: pose by the domain size, speed by the momentum scale's
-     * speed (the SPH particles' without MPM particles), angular speed by that
-     * speed over the domain size. */
-    double v_scale = M > 0.0 ? p_scale / M : sph_speed_scale(&sc->sph, &sg->sph, L, g);
+     * speed (the SPH particles', else the PBD particles', without MPM
+     * particles), angular speed by that speed over the domain size. */
+    double v_scale = M > 0.0                 ? p_scale / M
+                     : sc->sph.particles > 0 ? sph_speed_scale(&sc->sph, &sg->sph, L, g)
+                                             : speed_scale(sc->pbd.mass, sc->pbd.kinetic_energy,
+                                                           sg->pbd.kinetic_energy, L, g);
     for (int r = 0; r < sc->n_rigids; r++) {
         const firn_rigid_stats *rc = &sc->rigids[r], *rg = &sg->rigids[r];
         const char *rn = def->rigids[r].name;
@@ -357,14 +410,6 @@ int firn_cli_compare(int argc, char **argv)
         return firn_cli_fail(&err);
     if (p2g >= 0)
         def.gpu_p2g = p2g;
-    for (int b = 0; b < def.n_bodies; b++)
-        if (def.bodies[b].solver == FIRN_SOLVER_KIND_PBD) {
-            /* Nothing to hold the CPU path to: not a failure of either. */
-            printf("firn compare: %s: skipped: its PBD bodies run on the CPU path only (the PBD "
-                   "solver has no CUDA kernels yet)\n",
-                   scene);
-            return 0;
-        }
     firn_world *cpu = firn_world_create(&def, FIRN_BACKEND_CPU, &err);
     if (!cpu)
         return firn_cli_fail(&err);
@@ -387,7 +432,7 @@ int firn_cli_compare(int argc, char **argv)
            STATE_TOL);
     if (firn_world_substep(cpu, dt, &err) || firn_world_substep(gpu, dt, &err) ||
         compare_state(cpu, gpu, &err, &ok) || compare_sph_state(cpu, gpu, dt, &err, &ok) ||
-        compare_grid(cpu, gpu, &ok, &err))
+        compare_pbd_state(cpu, gpu, &err, &ok) || compare_grid(cpu, gpu, &ok, &err))
         goto error;
     if (compare_perturbed(&def, dt, &ok, &err))
         goto error;

@@ -48,6 +48,13 @@ int firn_cuda_sph_init(firn_world *w, firn_error *err);
 void firn_cuda_sph_free(firn_world *w);
 int firn_cuda_sph_download(firn_world *w, firn_error *err);
 
+/* The PBD solver on the GPU (kernels/pbd.cu): its device state and
+ * topology, made from the host state w->pbd; the download brings the
+ * mirror's x, v, x0 and both kinds of lambda up to date. */
+int firn_cuda_pbd_init(firn_world *w, firn_error *err);
+void firn_cuda_pbd_free(firn_world *w);
+int firn_cuda_pbd_download(firn_world *w, firn_error *err);
+
 /* Device memory a CUDA world allocated (firn_device_bytes plus CUB's
  * scratch); 0 without a CUDA state. */
 size_t firn_cuda_state_bytes(const firn_world *w);

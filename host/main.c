@@ -120,8 +120,7 @@ static int cmd_validate(int argc, char **argv)
     }
     if (s.pbd.particles > 0)
         printf("  PBD: %lld particles (mass %.4g kg, %lld pinned), %lld edges, %lld bending "
-               "constraints, particle size %g m, %d stretch / %d bending iterations per substep, "
-               "CPU path only\n",
+               "constraints, particle size %g m, %d stretch / %d bending iterations per substep\n",
                s.pbd.particles, s.pbd.mass, s.pbd.pinned, s.pbd.edges, s.pbd.bends,
                def.pbd_particle_size, def.pbd_stretch_iterations, def.pbd_bending_iterations);
     static const char *motion[] = {"static", "kinematic", "dynamic"};

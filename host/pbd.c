@@ -10,6 +10,7 @@
 #include "mesh.h"
 #include "pbd.h"
 #include "sample.h"
+#include "world.h"
 
 void firn_pbd_box(const firn_scene_def *def, float lo[3], float hi[3])
 {
@@ -517,16 +518,34 @@ float firn_pbd_cfl_dt(const firn_pbd *S, float cfl, float v_gravity, float *v_ma
     return S->n > 0 && S->pinned < S->n && speed > 0.0f ? cfl * S->P.psize / speed : INFINITY;
 }
 
+/* As allocated by alloc_particles, constraints_alloc and build_bodies. */
+static size_t constraint_host_bytes(const firn_pbd_constraints *C)
+{
+    const size_t m = (size_t)C->n + 1;
+    return m * ((size_t)C->k + 4) * sizeof(int) + (FIRN_PBD_MAX_COLOURS + 1) * sizeof(int);
+}
+
 size_t firn_pbd_host_bytes(const firn_pbd *S)
 {
     if (S->n == 0)
         return 0;
-    const firn_pbd_constraints *C[2] = {&S->stretch, &S->bend};
-    size_t bytes = (size_t)S->n * (11 * sizeof(float) + 1) + 3 * (size_t)S->triangles * sizeof(int);
-    for (int k = 0; k < 2; k++)
-        bytes +=
-            (size_t)C[k]->n * ((size_t)C[k]->k * sizeof(int) + 3 * sizeof(float) + sizeof(int)) +
-            (FIRN_PBD_MAX_COLOURS + 1) * sizeof(int);
+    const size_t nn = (size_t)S->n + 1;
+    return nn * (11 * sizeof(float) + 1) + constraint_host_bytes(&S->stretch) +
+           constraint_host_bytes(&S->bend) + 3 * ((size_t)S->triangles + 1) * sizeof(int);
+}
+
+size_t firn_pbd_device_bytes(int n, int edges, int bends)
+{
+    if (n == 0)
+        return 0;
+    const size_t nn = (size_t)n, ne = (size_t)edges, nb = (size_t)bends;
+    /* particles: x, v, x0 (3n each), mass, w (11 floats), then mat */
+    size_t bytes = firn_align256(11 * nn * sizeof(float)) + firn_align256(nn);
+    /* per kind of constraint: vertices (k each), rest, compliance, lambda, order */
+    const size_t c[10] = {2 * ne * 4, ne * 4, ne * 4, ne * 4, ne * 4,
+                          4 * nb * 4, nb * 4, nb * 4, nb * 4, nb * 4};
+    for (int k = 0; k < 10; k++)
+        bytes += firn_align256(c[k]);
     return bytes;
 }
 

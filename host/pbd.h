@@ -1,9 +1,9 @@
 /* pbd.h - the PBD solver on the host (host/pbd.c: parameters, materials,
  * the particles and constraints of the scene's bodies, their colouring,
- * statistics; host/pbd_cpu.c: the CPU path's phases). Its state is a
- * structure of arrays (include/firn_pbd.h). The CPU path only: a world
- * with PBD bodies is refused on the CUDA backend. Physics: docs/PHYSICS.md
- * s6. */
+ * statistics; host/pbd_cpu.c: the CPU path's phases; kernels/pbd.cu: the
+ * CUDA path's). Its state is a structure of arrays (include/firn_pbd.h)
+ * held on the host, and on the GPU resident on the device with the host
+ * copy as a mirror. Physics: docs/PHYSICS.md s10. */
 #ifndef FIRN_PBD_HOST_H
 #define FIRN_PBD_HOST_H
 
@@ -19,6 +19,8 @@ extern "C" {
  * many constraints of one kind cannot be coloured). */
 #define FIRN_PBD_MAX_COLOURS 256
 
+struct firn_pbd_cuda; /* kernels/pbd.cu */
+
 typedef struct {
     int n;
     firn_pbd_params P;                          /* dt updated per substep */
@@ -32,6 +34,8 @@ typedef struct {
     long long pinned;
     int body_first[FIRN_MAX_BODIES + 1]; /* particles of scene body b: [body_first[b],
                                             body_first[b + 1]) */
+    struct firn_pbd_cuda *cuda;          /* NULL on the CPU path */
+    int host_stale; /* CUDA: the mirror (x, v, x0, lambda) is older than the device */
 } firn_pbd;
 
 /* From the scene: parameters, materials, and the particles and constraints
@@ -55,10 +59,12 @@ int firn_pbd_colour(firn_pbd_constraints *C, int nverts, firn_error *err);
  * nothing moves. */
 float firn_pbd_cfl_dt(const firn_pbd *S, float cfl, float v_gravity, float *v_max);
 void firn_pbd_stats(const firn_pbd *S, firn_pbd_frame_stats *st);
-/* The host memory of the solver's state: the particles (x, v, x0, mass,
- * inverse mass, material: 45 B each), the constraints (vertices, rest
- * value, compliance, lambda, colour order) and the cloth triangles. */
+/* Memory: the host's (particles, constraints, triangles), and what the
+ * CUDA path allocates for n particles, `edges` stretch and `bends` bending
+ * constraints besides the materials and its non-finite word
+ * (kernels/pbd.cu checks that its layout adds up to this). */
 size_t firn_pbd_host_bytes(const firn_pbd *S);
+size_t firn_pbd_device_bytes(int n, int edges, int bends);
 
 /* The solver's phases (host/pbd_cpu.c): pre_coupling predicts and runs the
  * constraint iterations, post_coupling sets the velocities and applies the

@@ -223,6 +223,17 @@ static int sph_current(firn_world *w, firn_error *err)
     return 0;
 }
 
+/* The PBD host state brought up to date (CUDA: downloaded when stale). */
+static int pbd_current(firn_world *w, firn_error *err)
+{
+    if (!w->pbd.cuda || !w->pbd.host_stale)
+        return 0;
+    if (firn_cuda_pbd_download(w, err))
+        return -1;
+    w->pbd.host_stale = 0;
+    return 0;
+}
+
 /* What the CFL step is made of: the largest signal speed c, the particles'
  * and the rigid surfaces' largest speeds, and what gravity adds over a
  * frame [m/s]. */
@@ -259,6 +270,8 @@ static int cfl_step(firn_world *w, cfl_terms *t, float *dt_out, firn_error *err)
             return -1;
         t->dt_sph = firn_sph_cfl_dt(&w->sph, d->cfl, t->v_gravity, &t->c_sph, &t->v_sph);
     }
+    if (pbd_current(w, err))
+        return -1;
     t->dt_pbd = firn_pbd_cfl_dt(&w->pbd, d->cfl, t->v_gravity, &t->v_pbd);
     *dt_out = firn_minf(d->frame_dt, firn_minf(firn_minf(t->dt_mpm, t->dt_sph), t->dt_pbd));
     return 0;
@@ -420,17 +433,14 @@ static firn_world *world_create(const firn_scene_def *def, firn_backend backend,
         goto fail;
     /* The backend first: a missing GPU is named before the particles of a
      * large scene are sampled. */
-    /* The PBD solver has no CUDA kernels yet. */
-    const int pbd = firn_pbd_in_scene(def);
-    if (backend == FIRN_BACKEND_CUDA && pbd) {
-        firn_set_error(err, FIRN_E_DEVICE,
-                       "%s: --backend cuda: the PBD solver runs on the CPU path only (--backend "
-                       "cpu); its CUDA kernels are not written yet",
-                       prefix(def));
-        goto fail;
-    }
+    /* The MPM-PBD pair has no CUDA kernel yet: auto takes the CPU path for
+     * a scene that would couple them (refused on cuda below). */
+    int mpm_pbd = def->coupling_mpm_pbd && firn_pbd_in_scene(def), has_mpm = 0;
+    for (int b = 0; b < def->n_bodies; b++)
+        has_mpm |= def->bodies[b].solver == FIRN_SOLVER_KIND_MPM;
+    mpm_pbd &= has_mpm;
     if (backend == FIRN_BACKEND_AUTO)
-        backend = firn_cuda_device_count() > 0 && !pbd ? FIRN_BACKEND_CUDA : FIRN_BACKEND_CPU;
+        backend = firn_cuda_device_count() > 0 && !mpm_pbd ? FIRN_BACKEND_CUDA : FIRN_BACKEND_CPU;
     w->backend = backend;
     if (backend == FIRN_BACKEND_CUDA && !firn_cuda_available()) {
         firn_set_error(err, FIRN_E_DEVICE,
@@ -467,7 +477,8 @@ static firn_world *world_create(const firn_scene_def *def, firn_backend backend,
     }
     if (backend == FIRN_BACKEND_CUDA) {
         if ((checkpoint && firn_checkpoint_read(w, checkpoint, err)) || firn_cuda_init(w, err) ||
-            (w->sph.n > 0 && firn_cuda_sph_init(w, err)))
+            (w->sph.n > 0 && firn_cuda_sph_init(w, err)) ||
+            (w->pbd.n > 0 && firn_cuda_pbd_init(w, err)))
             goto fail;
     } else {
         snprintf(w->device_name, sizeof w->device_name, "CPU, %d OpenMP threads",
@@ -501,6 +512,7 @@ void firn_world_destroy(firn_world *w)
     if (!w)
         return;
     firn_cuda_sph_free(w); /* before the world's stream goes */
+    firn_cuda_pbd_free(w);
     if (w->cuda)
         firn_cuda_free(w);
     firn_cpu_free(w);
@@ -613,17 +625,18 @@ void firn_world_memory(const firn_world *w, firn_memory *m)
                 (double)w->chunks;                                   /* live chunk flags */
     }
     host += (double)firn_sph_host_bytes(&w->sph); /* the SPH solver's, on either path */
-    host += (double)firn_pbd_host_bytes(&w->pbd); /* the PBD solver's (CPU path only) */
+    host += (double)firn_pbd_host_bytes(&w->pbd); /* the PBD solver's, on either path */
     m->host = host;
     m->host_grid = w->backend == FIRN_BACKEND_CPU ? (double)w->grid.nodes * 16.0 : 0.0;
     m->host_grid_resident = w->backend == FIRN_BACKEND_CPU ? firn_cpu_grid_resident(w) : 0.0;
     /* A CPU world's device figure: what the CUDA path would allocate (less
-     * CUB's scratch and the SPH materials, a few KiB). */
+     * CUB's scratch and the SPH and PBD materials, a few KiB). */
     m->device = w->backend == FIRN_BACKEND_CUDA
                     ? (double)firn_cuda_state_bytes(w)
                     : (double)firn_device_bytes(w) +
                           (double)firn_sph_device_bytes(
-                              w->sph.n, w->sph.P.res[0] * w->sph.P.res[1] * w->sph.P.res[2]);
+                              w->sph.n, w->sph.P.res[0] * w->sph.P.res[1] * w->sph.P.res[2]) +
+                          (double)firn_pbd_device_bytes(w->pbd.n, w->pbd.stretch.n, w->pbd.bend.n);
     const double own = w->backend == FIRN_BACKEND_CUDA ? m->device : m->host;
     const double all = n + (double)w->sph.n + (double)w->pbd.n; /* every solver's particles */
     m->per_particle = all > 0 ? own / all : 0.0;
@@ -695,6 +708,7 @@ int firn_world_run_substeps(firn_world *w, int nsub, float dt, firn_error *err)
         w->host_stale = FIRN_STALE_ALL;
         w->rigids_stale = 1;
         w->sph.host_stale = w->sph.cuda != NULL;
+        w->pbd.host_stale = w->pbd.cuda != NULL;
         const double t0 = w->time;
         int k = 0, bad = firn_cuda_run(w, nsub, dt, &k, err);
         if (bad == -2)
@@ -754,7 +768,7 @@ static int current_state(firn_world *w, int need, firn_error *err)
 
 int firn_world_host_state(firn_world *w, firn_error *err)
 {
-    if (current_state(w, FIRN_STALE_ALL, err) || sph_current(w, err))
+    if (current_state(w, FIRN_STALE_ALL, err) || sph_current(w, err) || pbd_current(w, err))
         return -1;
     if (w->cuda && w->rigids_stale) {
         if (firn_cuda_download_rigids(w, err))
@@ -846,7 +860,11 @@ int firn_world_stats(firn_world *w, firn_frame_stats *s, firn_error *err)
             return -1;
         firn_sph_stats(&w->sph, &s->sph);
     }
-    firn_pbd_stats(&w->pbd, &s->pbd);
+    if (w->pbd.n > 0) {
+        if (pbd_current(w, err))
+            return -1;
+        firn_pbd_stats(&w->pbd, &s->pbd);
+    }
     return 0;
 }
 
@@ -865,7 +883,8 @@ int firn_world_sph_particles(firn_world *w, firn_sph_particles_view *view, firn_
 
 int firn_world_pbd_particles(firn_world *w, firn_pbd_particles_view *view, firn_error *err)
 {
-    (void)err; /* the CPU path's state is the host's */
+    if (pbd_current(w, err))
+        return -1;
     view->n = w->pbd.n;
     view->x = w->pbd.s.x;
     view->v = w->pbd.s.v;

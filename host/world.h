@@ -35,7 +35,7 @@ struct firn_world {
     struct firn_cuda_state *cuda; /* NULL on the CPU path (host/cuda_backend.h) */
     firn_coupler coupler;
     firn_sph sph;          /* the SPH solver (sph.n = 0: none) */
-    firn_pbd pbd;          /* the PBD solver (pbd.n = 0: none; CPU path only) */
+    firn_pbd pbd;          /* the PBD solver (pbd.n = 0: none) */
     double *pbd_chunk_acc; /* CPU, PBD-rigid: reaction per particle chunk [chunks][n_rigids][6] */
     long long pbd_chunks;
     /* CPU, MPM-PBD: the PBD particles sorted by the MPM node whose dx-box

@@ -3,7 +3,9 @@
  * the grid update with the SDF impulse of include/firn_coupling.h, and the
  * CPIC variants of the transfers (include/firn_cpic.h): side marking, p2g
  * and g2p; and the SPH solver's pairs (include/firn_sph_coupling.h): the
- * grid update with MPM-SPH, and SPH-rigid (launchers in kernels/sph.cuh).
+ * grid update with MPM-SPH, and SPH-rigid (launchers in kernels/sph.cuh);
+ * and the PBD solver's PBD-rigid (include/firn_pbd.h, launcher in
+ * kernels/pbd.cuh).
  *
  * The per-node body is the CPU path's (firn_rigid_node_impulse); only the
  * force sum differs: on the CPU, fixed node chunks added in order; here a
@@ -11,6 +13,7 @@
  * the sum depends on scheduling only through the atomics' order. */
 #include "coupling.cuh"
 #include "firn_cpic.h"
+#include "pbd.cuh"
 #include "sph.cuh"
 
 #define FIRN_BLOCK 256
@@ -130,6 +133,39 @@ int firn_cuda_sph_coupling_local_bytes(size_t *bytes, firn_error *err)
 {
     const void *const kernels[] = {(const void *)grid_update_pairs, (const void *)sph_rigid};
     return firn_cuda_local_bytes(kernels, 2, bytes, err);
+}
+
+/* ---- PBD-rigid --------------------------------------------------------------- */
+
+/* One thread per PBD particle (firn_pbd_rigid_particle: the particle's own
+ * position only, so threads never share a write), the reaction in local
+ * memory per thread. No early return: every lane reaches the shuffles. */
+static __global__ void pbd_rigid(firn_pbd_view V, const firn_rigid *bodies, int nb, double *acc)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    double a[FIRN_MAX_RIGIDS * FIRN_RIGID_ACC];
+    for (int k = 0; k < nb * FIRN_RIGID_ACC; k++)
+        a[k] = 0.0;
+    if (i < V.s.n)
+        firn_pbd_rigid_particle(i, &V.P, V.mats, V.s, bodies, nb, a);
+    warp_add_reaction(a, nb, acc);
+}
+
+int firn_cuda_queue_pbd_rigid(const firn_pbd_view *V, const firn_rigid *bodies, int nb, double *acc,
+                              cudaStream_t st, firn_error *err)
+{
+    const unsigned blocks = (unsigned)((V->s.n + FIRN_BLOCK - 1) / FIRN_BLOCK);
+    if (blocks == 0 || nb <= 0)
+        return 0;
+    FIRN_LAUNCH(pbd_rigid, blocks, FIRN_BLOCK, 0, st, *V, bodies, nb, acc);
+    FIRN_CUDA_CHECK_LAUNCH("pbd_rigid", st, err);
+    return 0;
+}
+
+int firn_cuda_pbd_coupling_local_bytes(size_t *bytes, firn_error *err)
+{
+    const void *const kernels[] = {(const void *)pbd_rigid};
+    return firn_cuda_local_bytes(kernels, 1, bytes, err);
 }
 
 /* ---- CPIC ------------------------------------------------------------------ */

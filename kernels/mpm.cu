@@ -12,7 +12,8 @@
  * device (lowest index, atomicMin) and read back once. queue_substep is
  * the Coupler's executor on this path: the rigid step (kernels/coupling.cu),
  * the MPM phases (none without MPM particles), the SPH solver's
- * (kernels/sph.cu) and the coupled grid update, in host/coupler.c's order. */
+ * (kernels/sph.cu), the PBD solver's (kernels/pbd.cu) and the coupled grid
+ * update and particle pairs, in host/coupler.c's order. */
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -26,6 +27,7 @@
 #include "cuda_backend.h"
 #include "cuda_check.cuh"
 #include "error.h"
+#include "pbd.cuh"
 #include "solver_cpu.h"
 #include "sph.cuh"
 #include "world.h"
@@ -35,9 +37,10 @@
 /* Events: the call's start and end, and in its timed substep (the middle
  * one) the substep's start, then after each phase in the Coupler's order:
  * the coupling steps (CPIC marking, rigid step), the clear, P2G, the SPH
- * sort, density and pressure phases, the grid update (with the SPH-rigid
- * pair), G2P and the SPH position step. A phase a world does not have gets
- * its two events back to back. */
+ * sort, density and pressure phases, the PBD prediction and constraint
+ * sweeps, the grid update (with the SPH-rigid and PBD-rigid pairs), G2P,
+ * the SPH position step and the PBD velocities and box. A phase a world
+ * does not have gets its two events back to back. */
 enum {
     EV_START,
     EV_SUB,
@@ -47,9 +50,11 @@ enum {
     EV_SPH_SORT,
     EV_SPH_DENSITY,
     EV_SPH_PRESSURE,
+    EV_PBD_CONSTRAINTS,
     EV_GRID,
     EV_G2P,
     EV_SPH_ADVECT,
+    EV_PBD_FINISH,
     EV_END,
     EV_COUNT
 };
@@ -97,6 +102,7 @@ struct firn_cuda_state {
     int mpm;                                       /* the MPM solver is active (has particles) */
     int mpm_sph;                                   /* the Coupler's mpm_sph pair is active */
     int sph_rigid;                                 /* the Coupler's sph_rigid pair is active */
+    int pbd_rigid;                                 /* the Coupler's pbd_rigid pair is active */
     float *mesh_grid[FIRN_MAX_RIGIDS];             /* device SDF grids, one per distinct mesh */
     const float *rigid_grid_host[FIRN_MAX_RIGIDS]; /* per rigid: its host grid, or NULL */
     firn_mpm_bins bins;                            /* binned P2G (p2g_binned); bins.on 0: atomic */
@@ -527,6 +533,7 @@ static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
     s->mpm = w->coupler.active[FIRN_SOLVER_MPM];
     s->mpm_sph = w->coupler.mpm_sph;
     s->sph_rigid = w->coupler.sph_rigid;
+    s->pbd_rigid = w->coupler.pbd_rigid;
     if (s->n_rigids > 0 && upload_rigids(w, s, r_bytes, a_bytes, err))
         return FIRN_CUDA_FAILED;
     static const unsigned long long none = FIRN_CUDA_BAD_NONE;
@@ -546,7 +553,9 @@ static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
 
 extern "C" size_t firn_cuda_state_bytes(const firn_world *w)
 {
-    return w->cuda ? w->cuda->bytes + firn_cuda_sph_bytes(w->sph.cuda) : 0;
+    return w->cuda ? w->cuda->bytes + firn_cuda_sph_bytes(w->sph.cuda) +
+                         firn_cuda_pbd_bytes(w->pbd.cuda)
+                   : 0;
 }
 
 cudaStream_t firn_cuda_world_stream(const firn_world *w) { return w->cuda->stream; }
@@ -610,11 +619,12 @@ static int not_initialised(const char *fn, firn_error *err)
 
 /* Queues the Coupler's phases (host/coupler.c) on the stream: CPIC side
  * marking (when on), the rigid step, the MPM clear and p2g, the SPH
- * pre-coupling phases (sort, density, pressure), the grid update (with the
- * rigid impulse when the rigid_mpm pair is active, and MPM-SPH when
- * mpm_sph is), SPH-rigid, g2p, the SPH position step - p2g and g2p in
- * their CPIC variants when CPIC is on. Phases of a solver the world does
- * not have are left out. Returns 0 or -2. */
+ * pre-coupling phases (sort, density, pressure), the PBD ones (predict,
+ * constraint sweeps), the grid update (with the rigid impulse when the
+ * rigid_mpm pair is active, and MPM-SPH when mpm_sph is), SPH-rigid,
+ * PBD-rigid, g2p, the SPH position step, the PBD velocities and box - p2g
+ * and g2p in their CPIC variants when CPIC is on. Phases of a solver the
+ * world does not have are left out. Returns 0 or -2. */
 /* Binned P2G (p2g_binned): the particles' bins, CUB's stable sort of them,
  * each bin's range, then one thread block per bin. */
 static int queue_binned_p2g(firn_cuda_state *s, const firn_params *P, unsigned pblocks,
@@ -666,8 +676,8 @@ static int queue_mpm_pre(firn_cuda_state *s, const firn_params *P, int timed, fi
     return 0;
 }
 
-/* The grid update with its pairs, then SPH-rigid (host/coupler.c
- * firn_coupler_couple). */
+/* The grid update with its pairs, then SPH-rigid, then PBD-rigid
+ * (host/coupler.c firn_coupler_couple). */
 static int queue_couple(firn_world *w, const firn_params *P, firn_error *err)
 {
     firn_cuda_state *s = w->cuda;
@@ -691,6 +701,11 @@ static int queue_couple(firn_world *w, const firn_params *P, firn_error *err)
     if (s->sph_rigid && w->sph.cuda &&
         firn_cuda_queue_sph_rigid(&V, s->rigids, s->n_rigids, s->rigid_acc, s->stream, err))
         return FIRN_CUDA_FAILED;
+    if (s->pbd_rigid && w->pbd.cuda) {
+        const firn_pbd_view B = firn_cuda_pbd_view(w->pbd.cuda, &w->pbd.P);
+        if (firn_cuda_queue_pbd_rigid(&B, s->rigids, s->n_rigids, s->rigid_acc, s->stream, err))
+            return FIRN_CUDA_FAILED;
+    }
     return 0;
 }
 
@@ -717,6 +732,10 @@ static int queue_substep(firn_world *w, const firn_params *P, unsigned substep, 
         for (int k = EV_SPH_SORT; k <= EV_SPH_PRESSURE; k++)
             FIRN_CUDA_CHECK(cudaEventRecord(s->ev[k], s->stream), err);
     }
+    if (w->pbd.cuda && firn_cuda_pbd_queue_pre(w->pbd.cuda, &w->pbd, s->stream, err))
+        return FIRN_CUDA_FAILED;
+    if (timed)
+        FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_PBD_CONSTRAINTS], s->stream), err);
     if (queue_couple(w, P, err))
         return FIRN_CUDA_FAILED;
     if (timed)
@@ -738,6 +757,10 @@ static int queue_substep(firn_world *w, const firn_params *P, unsigned substep, 
         return FIRN_CUDA_FAILED;
     if (timed)
         FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_SPH_ADVECT], s->stream), err);
+    if (w->pbd.cuda && firn_cuda_pbd_queue_post(w->pbd.cuda, &w->pbd, substep, s->stream, err))
+        return FIRN_CUDA_FAILED;
+    if (timed)
+        FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_PBD_FINISH], s->stream), err);
     return 0;
 }
 
@@ -757,16 +780,17 @@ static float elapsed_ms(cudaEvent_t a, cudaEvent_t b)
  * call's time is split over the phases in that substep's proportions.
  * Events per phase of every substep would add a record per phase to every
  * substep of a stream of short kernels. couple: CPIC side marking and the
- * rigid bodies' step (the impulse exchange on the grid, and SPH-rigid, are
- * part of grid, as on the CPU path). */
+ * rigid bodies' step (the impulse exchange on the grid, SPH-rigid and
+ * PBD-rigid are part of grid, as on the CPU path). */
 static void account_time(firn_world *w, firn_cuda_state *s)
 {
-    const int phases = EV_SPH_ADVECT - EV_SUB;
-    double *const into[EV_SPH_ADVECT - EV_SUB] = {
-        &w->prof.couple,   &w->prof.clear,       &w->prof.p2g,
-        &w->prof.sph_sort, &w->prof.sph_density, &w->prof.sph_pressure,
-        &w->prof.grid,     &w->prof.g2p,         &w->prof.sph_integrate};
-    float t[EV_SPH_ADVECT - EV_SUB], sub = 0.0f;
+    const int phases = EV_PBD_FINISH - EV_SUB;
+    double *const into[EV_PBD_FINISH - EV_SUB] = {
+        &w->prof.couple,          &w->prof.clear,        &w->prof.p2g,
+        &w->prof.sph_sort,        &w->prof.sph_density,  &w->prof.sph_pressure,
+        &w->prof.pbd_constraints, &w->prof.grid,         &w->prof.g2p,
+        &w->prof.sph_integrate,   &w->prof.pbd_integrate};
+    float t[EV_PBD_FINISH - EV_SUB], sub = 0.0f;
     for (int k = 0; k < phases; k++) {
         t[k] = elapsed_ms(s->ev[EV_SUB + k], s->ev[EV_SUB + k + 1]);
         sub += t[k];
@@ -791,10 +815,10 @@ static void discard_bad_word(firn_cuda_state *s)
     (void)cudaGetLastError();
 }
 
-/* Queues nsub substeps and reads the non-finite words back (MPM's, and
- * the SPH solver's into *sph_bad); 0 or -2. */
+/* Queues nsub substeps and reads the non-finite words back (MPM's, the
+ * SPH solver's into *sph_bad, the PBD solver's into *pbd_bad); 0 or -2. */
 static int run_substeps(firn_world *w, const firn_params *P, int nsub, unsigned long long *bad,
-                        unsigned long long *sph_bad, firn_error *err)
+                        unsigned long long *sph_bad, unsigned long long *pbd_bad, firn_error *err)
 {
     firn_cuda_state *s = w->cuda;
     if (w->sph.cuda && firn_cuda_sph_begin_call(w->sph.cuda, s->stream, err))
@@ -809,6 +833,8 @@ static int run_substeps(firn_world *w, const firn_params *P, int nsub, unsigned 
     FIRN_CUDA_CHECK(cudaStreamSynchronize(s->stream), err);
     if (w->sph.cuda && firn_cuda_sph_end_call(w, nsub, sph_bad, err))
         return FIRN_CUDA_FAILED;
+    if (w->pbd.cuda && firn_cuda_pbd_end_call(w, pbd_bad, err))
+        return FIRN_CUDA_FAILED;
     return 0;
 }
 
@@ -821,19 +847,23 @@ extern "C" int firn_cuda_run(firn_world *w, int nsub, float dt, int *bad_substep
         return -1;
     firn_params P = w->params;
     P.dt = dt;
-    w->sph.P.dt = dt; /* the SPH solver's substep, as on the CPU path */
-    unsigned long long bad = FIRN_CUDA_BAD_NONE, sph_bad = FIRN_CUDA_BAD_NONE;
-    if (run_substeps(w, &P, nsub, &bad, &sph_bad, err)) {
+    w->sph.P.dt = dt; /* the SPH and PBD solvers' substep, as on the CPU path */
+    w->pbd.P.dt = dt;
+    unsigned long long bad = FIRN_CUDA_BAD_NONE, sph_bad = FIRN_CUDA_BAD_NONE,
+                       pbd_bad = FIRN_CUDA_BAD_NONE;
+    if (run_substeps(w, &P, nsub, &bad, &sph_bad, &pbd_bad, err)) {
         discard_bad_word(s);
         if (w->sph.cuda)
             firn_cuda_sph_discard_bad_word(w);
+        if (w->pbd.cuda)
+            firn_cuda_pbd_discard_bad_word(w);
         return FIRN_CUDA_FAILED;
     }
     w->host_stale = FIRN_STALE_ALL;
     account_time(w, s);
     /* The earliest substep's report; within one substep MPM's before the
-     * SPH solver's, the CPU path's solver order. */
-    if (bad == FIRN_CUDA_BAD_NONE && sph_bad == FIRN_CUDA_BAD_NONE)
+     * SPH solver's before the PBD solver's, the CPU path's solver order. */
+    if (bad == FIRN_CUDA_BAD_NONE && sph_bad == FIRN_CUDA_BAD_NONE && pbd_bad == FIRN_CUDA_BAD_NONE)
         return -1;
     if (bad != FIRN_CUDA_BAD_NONE) {
         /* Reset on the world's stream (a legacy-stream copy would not order
@@ -848,6 +878,11 @@ extern "C" int firn_cuda_run(firn_world *w, int nsub, float dt, int *bad_substep
         (bad == FIRN_CUDA_BAD_NONE || (sph_bad >> 32) < (bad >> 32))) {
         w->bad_solver = FIRN_SOLVER_SPH;
         bad = sph_bad;
+    }
+    if (pbd_bad != FIRN_CUDA_BAD_NONE &&
+        (bad == FIRN_CUDA_BAD_NONE || (pbd_bad >> 32) < (bad >> 32))) {
+        w->bad_solver = FIRN_SOLVER_PBD;
+        bad = pbd_bad;
     }
     if (bad_substep)
         *bad_substep = (int)(bad >> 32);

@@ -718,19 +718,27 @@ Test(pbd_scene, bad_values_name_their_key)
     test_rmdir(dir);
 }
 
-/* The CUDA backend refuses a PBD world by name; auto takes the CPU path. */
-Test(pbd_backend, cuda_refuses_and_auto_takes_the_cpu_path)
+/* A PBD world takes the backend any world takes: auto the GPU when one
+ * answers, else the CPU path; cuda is refused only without a usable GPU
+ * (test/test_gpu_pbd.c holds the GPU's state to the CPU's). */
+Test(pbd_backend, auto_and_cuda_follow_the_device)
 {
     firn_scene_def def;
     cloth_scene(&def, 5, 5, 0.4f, 0.4f, 1, (const float[3]){0, 0.5f, 0});
     firn_error err;
-    cr_expect_null(firn_world_create(&def, FIRN_BACKEND_CUDA, &err));
-    cr_expect_eq(err.code, FIRN_E_DEVICE);
-    cr_expect(strstr(err.msg, "the PBD solver runs on the CPU path only (--backend cpu)"), "%s",
-              err.msg);
+    const int gpu = firn_cuda_available() && firn_cuda_device_count() > 0;
     firn_world *w = firn_world_create(&def, FIRN_BACKEND_AUTO, &err);
     cr_assert(w, "%s", err.msg);
-    cr_expect_eq(firn_world_backend(w), FIRN_BACKEND_CPU);
+    cr_expect_eq(firn_world_backend(w), gpu ? FIRN_BACKEND_CUDA : FIRN_BACKEND_CPU);
+    firn_world_destroy(w);
+    w = firn_world_create(&def, FIRN_BACKEND_CUDA, &err);
+    if (gpu) {
+        cr_expect(w, "--backend cuda refused a PBD world with a GPU present: %s", err.msg);
+    } else {
+        cr_expect_null(w);
+        cr_expect_eq(err.code, FIRN_E_DEVICE);
+        cr_expect(strstr(err.msg, "PBD") == NULL, "a refusal naming PBD: %s", err.msg);
+    }
     firn_world_destroy(w);
 }
 

@@ -1,0 +1,400 @@
+/* pbd.cu - the PBD solver on the CUDA path: its device state (particles as
+ * a structure of arrays, the constraints and their colouring uploaded once
+ * from host/pbd.c's), and one thin kernel per pass of include/firn_pbd.h,
+ * one thread per particle or per constraint running the body the CPU path
+ * (host/pbd_cpu.c) loops over.
+ *
+ * A sweep is one launch per colour, in the colours' order: a colour's
+ * constraints share no particle, so its threads touch disjoint particles
+ * and the colours run one after another in the stream - the CPU's
+ * Gauss-Seidel order, so the state equals the CPU's to rounding. PBD-rigid
+ * is in kernels/coupling.cu, with the other pairs. */
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "cuda_backend.h"
+#include "error.h"
+#include "pbd.cuh"
+#include "sph.cuh" /* firn_cuda_world_stream */
+#include "world.h"
+
+#define FIRN_PBD_BLOCK 256
+
+struct firn_pbd_cuda {
+    firn_pbd_particles s; /* device SoA: x, v, x0, mass, w contiguous, then mat */
+    void *p_block;        /* the allocation of s */
+    /* Device constraints: v, rest, compliance, lambda, order; colours and
+     * colour_start are the host's (firn_pbd), so colour_start is NULL here
+     * (no host pointer reaches a kernel). */
+    firn_pbd_constraints stretch, bend;
+    void *c_block;           /* the allocation of both */
+    firn_pbd_material *mats; /* FIRN_MAX_MATERIALS, by scene material index */
+    unsigned long long *bad; /* first non-finite PBD particle (firn_cuda_bad_word) */
+    void *small_block;       /* mats and bad */
+    size_t bytes;
+};
+
+static unsigned blocks_for(long long n)
+{
+    return (unsigned)((n + FIRN_PBD_BLOCK - 1) / FIRN_PBD_BLOCK);
+}
+
+/* ---- kernels ------------------------------------------------------------- */
+
+static __global__ void pbd_predict(firn_pbd_params P, const firn_pbd_material *mats,
+                                   firn_pbd_particles s)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < s.n)
+        firn_pbd_predict(i, &P, mats, s);
+}
+
+/* One colour of a sweep: the constraints order[k0 .. k1). */
+static __global__ void pbd_stretch(firn_pbd_constraints E, int k0, int k1, float dt,
+                                   firn_pbd_particles s)
+{
+    int k = k0 + (int)(blockIdx.x * blockDim.x + threadIdx.x);
+    if (k < k1)
+        firn_pbd_stretch(E.order[k], &E, dt, s);
+}
+
+static __global__ void pbd_bend(firn_pbd_constraints B, int k0, int k1, float dt,
+                                firn_pbd_particles s)
+{
+    int k = k0 + (int)(blockIdx.x * blockDim.x + threadIdx.x);
+    if (k < k1)
+        firn_pbd_bend(B.order[k], &B, dt, s);
+}
+
+static __global__ void pbd_finish(firn_pbd_params P, firn_pbd_particles s, unsigned long long *bad,
+                                  unsigned substep)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < s.n && !firn_pbd_finish(i, &P, s))
+        atomicMin(bad, firn_cuda_bad_word(substep, i));
+}
+
+/* ---- launchers ------------------------------------------------------------ */
+
+/* One Gauss-Seidel sweep over C (firn_pbd_cpu_sweep): a launch per colour,
+ * the colour ranges from the host's copy H. */
+static int queue_sweep(const firn_pbd_constraints *C, const firn_pbd_constraints *H, int bend,
+                       float dt, firn_pbd_particles s, cudaStream_t st, firn_error *err)
+{
+    for (int c = 0; c < H->colours; c++) {
+        const int k0 = H->colour_start[c], k1 = H->colour_start[c + 1];
+        if (k1 <= k0)
+            continue;
+        if (bend) {
+            FIRN_LAUNCH(pbd_bend, blocks_for(k1 - k0), FIRN_PBD_BLOCK, 0, st, *C, k0, k1, dt, s);
+            FIRN_CUDA_CHECK_LAUNCH("pbd_bend", st, err);
+        } else {
+            FIRN_LAUNCH(pbd_stretch, blocks_for(k1 - k0), FIRN_PBD_BLOCK, 0, st, *C, k0, k1, dt, s);
+            FIRN_CUDA_CHECK_LAUNCH("pbd_stretch", st, err);
+        }
+    }
+    return 0;
+}
+
+int firn_cuda_pbd_queue_pre(firn_pbd_cuda *S, const firn_pbd *H, cudaStream_t st, firn_error *err)
+{
+    FIRN_LAUNCH(pbd_predict, blocks_for(S->s.n), FIRN_PBD_BLOCK, 0, st, H->P, S->mats, S->s);
+    FIRN_CUDA_CHECK_LAUNCH("pbd_predict", st, err);
+    if (S->stretch.n > 0)
+        FIRN_CUDA_CHECK(
+            cudaMemsetAsync(S->stretch.lambda, 0, (size_t)S->stretch.n * sizeof(float), st), err);
+    if (S->bend.n > 0)
+        FIRN_CUDA_CHECK(cudaMemsetAsync(S->bend.lambda, 0, (size_t)S->bend.n * sizeof(float), st),
+                        err);
+    for (int it = 0; it < H->stretch_iterations; it++)
+        if (queue_sweep(&S->stretch, &H->stretch, 0, H->P.dt, S->s, st, err))
+            return FIRN_CUDA_FAILED;
+    for (int it = 0; it < H->bending_iterations; it++)
+        if (queue_sweep(&S->bend, &H->bend, 1, H->P.dt, S->s, st, err))
+            return FIRN_CUDA_FAILED;
+    return 0;
+}
+
+int firn_cuda_pbd_queue_post(firn_pbd_cuda *S, const firn_pbd *H, unsigned substep, cudaStream_t st,
+                             firn_error *err)
+{
+    FIRN_LAUNCH(pbd_finish, blocks_for(S->s.n), FIRN_PBD_BLOCK, 0, st, H->P, S->s, S->bad, substep);
+    FIRN_CUDA_CHECK_LAUNCH("pbd_finish", st, err);
+    return 0;
+}
+
+firn_pbd_view firn_cuda_pbd_view(const firn_pbd_cuda *S, const firn_pbd_params *P)
+{
+    /* Zeroed first: the padding after P travels to the kernel too, and
+     * must not look like an address (the emulator scans every word). */
+    firn_pbd_view V;
+    memset(&V, 0, sizeof V);
+    V.P = *P;
+    V.mats = S->mats;
+    V.s = S->s;
+    return V;
+}
+
+int firn_cuda_pbd_end_call(firn_world *w, unsigned long long *bad, firn_error *err)
+{
+    firn_pbd_cuda *S = w->pbd.cuda;
+    const cudaStream_t st = firn_cuda_world_stream(w);
+    unsigned long long b = FIRN_CUDA_BAD_NONE;
+    FIRN_CUDA_CHECK(cudaMemcpyAsync(&b, S->bad, sizeof b, cudaMemcpyDeviceToHost, st), err);
+    FIRN_CUDA_CHECK(cudaStreamSynchronize(st), err);
+    *bad = b;
+    if (b != FIRN_CUDA_BAD_NONE) {
+        static const unsigned long long none = FIRN_CUDA_BAD_NONE;
+        FIRN_CUDA_CHECK(cudaMemcpyAsync(S->bad, &none, sizeof none, cudaMemcpyHostToDevice, st),
+                        err);
+        FIRN_CUDA_CHECK(cudaStreamSynchronize(st), err);
+    }
+    return 0;
+}
+
+void firn_cuda_pbd_discard_bad_word(firn_world *w)
+{
+    static const unsigned long long none = FIRN_CUDA_BAD_NONE;
+    const cudaStream_t st = firn_cuda_world_stream(w);
+    (void)cudaStreamSynchronize(st);
+    (void)cudaMemcpyAsync(w->pbd.cuda->bad, &none, sizeof none, cudaMemcpyHostToDevice, st);
+    (void)cudaStreamSynchronize(st);
+    (void)cudaGetLastError();
+}
+
+size_t firn_cuda_pbd_bytes(const firn_pbd_cuda *S) { return S ? S->bytes : 0; }
+
+/* ---- device state --------------------------------------------------------- */
+
+/* The particle block: the five float arrays contiguous (x, v, x0: 3n each;
+ * mass, w: n each), then mat. */
+static size_t particle_layout(int n, char *base, firn_pbd_particles *s)
+{
+    const size_t nn = (size_t)n, floats = firn_align256(11 * nn * sizeof(float));
+    if (base) {
+        s->n = n;
+        s->x = (float *)base;
+        s->v = s->x + 3 * nn;
+        s->x0 = s->v + 3 * nn;
+        s->mass = s->x0 + 3 * nn;
+        s->w = s->mass + nn;
+        s->mat = (uint8_t *)(base + floats);
+    }
+    return floats + firn_align256(nn);
+}
+
+/* The constraint block: for stretch, then bending, the vertices (k per
+ * constraint), rest, compliance, lambda and order, each 256-byte aligned. */
+static size_t constraint_layout(int edges, int bends, char *base, firn_pbd_cuda *S)
+{
+    firn_pbd_constraints *C[2] = {&S->stretch, &S->bend};
+    const int count[2] = {edges, bends}, k[2] = {2, 4};
+    size_t total = 0;
+    for (int c = 0; c < 2; c++) {
+        const size_t m = (size_t)count[c];
+        const size_t bytes[5] = {k[c] * m * 4, m * 4, m * 4, m * 4, m * 4};
+        size_t off[5];
+        for (int q = 0; q < 5; q++) {
+            off[q] = total;
+            total += firn_align256(bytes[q]);
+        }
+        if (base) {
+            C[c]->n = count[c];
+            C[c]->k = k[c];
+            C[c]->v = (int *)(base + off[0]);
+            C[c]->rest = (float *)(base + off[1]);
+            C[c]->compliance = (float *)(base + off[2]);
+            C[c]->lambda = (float *)(base + off[3]);
+            C[c]->order = (int *)(base + off[4]);
+            C[c]->colours = 0;
+            C[c]->colour_start = NULL;
+        }
+    }
+    return total;
+}
+
+static const size_t small_bytes =
+    ((FIRN_MAX_MATERIALS * sizeof(firn_pbd_material) + 255) & ~(size_t)255) +
+    sizeof(unsigned long long);
+
+/* Checks that the PBD state (want bytes) fits in the free device memory
+ * with the PBD-rigid kernel's extra stack and the driver's rounding of the
+ * two large allocations, as kernels/sph.cu's check_memory does. */
+static int check_memory(const firn_world *w, size_t want, firn_error *err)
+{
+    int dev = 0;
+    cudaDeviceProp prop;
+    FIRN_CUDA_CHECK(cudaGetDevice(&dev), err);
+    FIRN_CUDA_CHECK(cudaGetDeviceProperties(&prop, dev), err);
+    size_t local = 0, stack = 0;
+    FIRN_CUDA_CHECK(cudaDeviceGetLimit(&stack, cudaLimitStackSize), err);
+    const void *const kernels[] = {(const void *)pbd_predict, (const void *)pbd_stretch,
+                                   (const void *)pbd_bend, (const void *)pbd_finish};
+    if (firn_cuda_local_bytes(kernels, 4, &local, err) ||
+        firn_cuda_pbd_coupling_local_bytes(&local, err))
+        return FIRN_CUDA_FAILED;
+    const size_t extra = local > stack ? local - stack : 0;
+    const size_t reserve =
+        extra * (size_t)prop.multiProcessorCount * (size_t)prop.maxThreadsPerMultiProcessor;
+    const size_t rounding = (size_t)3 << 21;
+    size_t free_b = 0, total_b = 0;
+    FIRN_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b), err);
+    if (want + reserve + rounding > free_b) {
+        firn_set_error(err, FIRN_E_DEVICE,
+                       "not enough GPU memory on %s for the PBD solver: %zu bytes (%.1f MiB) "
+                       "requested for %d PBD particles, %d stretch and %d bending constraints, "
+                       "%.1f MiB of kernel stack and up to %.0f MiB of allocation rounding; %zu "
+                       "bytes (%.1f MiB) free of %zu (%.1f MiB); use coarser cloth, or "
+                       "--backend cpu",
+                       w->device_name, want, (double)want / (1 << 20), w->pbd.n, w->pbd.stretch.n,
+                       w->pbd.bend.n, (double)reserve / (1 << 20), (double)rounding / (1 << 20),
+                       free_b, (double)free_b / (1 << 20), total_b, (double)total_b / (1 << 20));
+        return FIRN_CUDA_FAILED;
+    }
+    return 0;
+}
+
+/* Uploads constraints H into the device arrays of C (lambda zeroed: it
+ * starts every substep at 0). */
+static int upload_constraints(firn_pbd_constraints *C, const firn_pbd_constraints *H,
+                              cudaStream_t st, firn_error *err)
+{
+    const size_t m = (size_t)H->n;
+    if (m == 0)
+        return 0;
+    FIRN_CUDA_CHECK(
+        cudaMemcpyAsync(C->v, H->v, (size_t)H->k * m * sizeof(int), cudaMemcpyHostToDevice, st),
+        err);
+    FIRN_CUDA_CHECK(
+        cudaMemcpyAsync(C->rest, H->rest, m * sizeof(float), cudaMemcpyHostToDevice, st), err);
+    FIRN_CUDA_CHECK(cudaMemcpyAsync(C->compliance, H->compliance, m * sizeof(float),
+                                    cudaMemcpyHostToDevice, st),
+                    err);
+    FIRN_CUDA_CHECK(
+        cudaMemcpyAsync(C->lambda, H->lambda, m * sizeof(float), cudaMemcpyHostToDevice, st), err);
+    FIRN_CUDA_CHECK(
+        cudaMemcpyAsync(C->order, H->order, m * sizeof(int), cudaMemcpyHostToDevice, st), err);
+    return 0;
+}
+
+static int state_init(firn_world *w, firn_pbd_cuda *S, firn_error *err)
+{
+    const firn_pbd *H = &w->pbd;
+    const int n = H->n;
+    const cudaStream_t st = firn_cuda_world_stream(w);
+    const size_t p_bytes = particle_layout(n, NULL, NULL);
+    const size_t c_bytes = constraint_layout(H->stretch.n, H->bend.n, NULL, S);
+    if (p_bytes + c_bytes != firn_pbd_device_bytes(n, H->stretch.n, H->bend.n)) {
+        firn_set_error(err, FIRN_E_DEVICE,
+                       "internal: the PBD device layout (%zu B) differs from firn_pbd_device_bytes "
+                       "(%zu B)",
+                       p_bytes + c_bytes, firn_pbd_device_bytes(n, H->stretch.n, H->bend.n));
+        return FIRN_CUDA_FAILED;
+    }
+    const size_t want = p_bytes + c_bytes + firn_align256(small_bytes);
+    if (check_memory(w, want, err))
+        return FIRN_CUDA_FAILED;
+    FIRN_CUDA_CHECK(cudaMalloc(&S->p_block, p_bytes), err);
+    particle_layout(n, (char *)S->p_block, &S->s);
+    if (c_bytes > 0)
+        FIRN_CUDA_CHECK(cudaMalloc(&S->c_block, c_bytes), err);
+    constraint_layout(H->stretch.n, H->bend.n, (char *)S->c_block, S);
+    FIRN_CUDA_CHECK(cudaMalloc(&S->small_block, small_bytes), err);
+    S->mats = (firn_pbd_material *)S->small_block;
+    S->bad =
+        (unsigned long long *)((char *)S->small_block + (small_bytes - sizeof(unsigned long long)));
+    S->bytes = want;
+
+    /* Pageable host sources are staged at the call, so the local may go. */
+    static const unsigned long long none = FIRN_CUDA_BAD_NONE;
+    const size_t n3 = 3 * (size_t)n * sizeof(float), n1 = (size_t)n * sizeof(float);
+    FIRN_CUDA_CHECK(cudaMemcpyAsync(S->s.x, H->s.x, n3, cudaMemcpyHostToDevice, st), err);
+    FIRN_CUDA_CHECK(cudaMemcpyAsync(S->s.v, H->s.v, n3, cudaMemcpyHostToDevice, st), err);
+    FIRN_CUDA_CHECK(cudaMemcpyAsync(S->s.x0, H->s.x0, n3, cudaMemcpyHostToDevice, st), err);
+    FIRN_CUDA_CHECK(cudaMemcpyAsync(S->s.mass, H->s.mass, n1, cudaMemcpyHostToDevice, st), err);
+    FIRN_CUDA_CHECK(cudaMemcpyAsync(S->s.w, H->s.w, n1, cudaMemcpyHostToDevice, st), err);
+    FIRN_CUDA_CHECK(cudaMemcpyAsync(S->s.mat, H->s.mat, (size_t)n, cudaMemcpyHostToDevice, st),
+                    err);
+    if (upload_constraints(&S->stretch, &H->stretch, st, err) ||
+        upload_constraints(&S->bend, &H->bend, st, err))
+        return FIRN_CUDA_FAILED;
+    FIRN_CUDA_CHECK(cudaMemcpyAsync(S->mats, H->mats,
+                                    FIRN_MAX_MATERIALS * sizeof(firn_pbd_material),
+                                    cudaMemcpyHostToDevice, st),
+                    err);
+    FIRN_CUDA_CHECK(cudaMemcpyAsync(S->bad, &none, sizeof none, cudaMemcpyHostToDevice, st), err);
+    FIRN_CUDA_CHECK(cudaStreamSynchronize(st), err);
+    return 0;
+}
+
+/* ---- launchers (extern "C", declared in host/cuda_backend.h) ---------- */
+
+extern "C" int firn_cuda_pbd_init(firn_world *w, firn_error *err)
+{
+    if (w->pbd.n == 0)
+        return 0;
+    if (!w->cuda) {
+        firn_set_error(err, FIRN_E_DEVICE,
+                       "firn_cuda_pbd_init: the CUDA backend of this world is not initialised");
+        return FIRN_CUDA_FAILED;
+    }
+    firn_pbd_cuda *S = (firn_pbd_cuda *)calloc(1, sizeof *S);
+    if (!S) {
+        firn_set_error(err, FIRN_E_NOMEM, "out of host memory");
+        return FIRN_CUDA_FAILED;
+    }
+    w->pbd.cuda = S;
+    if (state_init(w, S, err)) {
+        firn_cuda_pbd_free(w);
+        return FIRN_CUDA_FAILED;
+    }
+    w->pbd.host_stale = 0;
+    return 0;
+}
+
+/* Best effort, as firn_cuda_free. */
+extern "C" void firn_cuda_pbd_free(firn_world *w)
+{
+    firn_pbd_cuda *S = w->pbd.cuda;
+    if (!S)
+        return;
+    if (w->cuda)
+        (void)cudaStreamSynchronize(firn_cuda_world_stream(w));
+    cudaFree(S->p_block);
+    cudaFree(S->c_block);
+    cudaFree(S->small_block);
+    (void)cudaGetLastError();
+    free(S);
+    w->pbd.cuda = NULL;
+}
+
+/* What the device changes: x, v, x0 and the multipliers (mass, w, mat and
+ * the topology never change). */
+extern "C" int firn_cuda_pbd_download(firn_world *w, firn_error *err)
+{
+    firn_pbd_cuda *S = w->pbd.cuda;
+    if (!S || !w->cuda) {
+        firn_set_error(err, FIRN_E_DEVICE,
+                       "firn_cuda_pbd_download: the PBD solver of this world is not on the GPU");
+        return FIRN_CUDA_FAILED;
+    }
+    firn_pbd *H = &w->pbd;
+    const cudaStream_t st = firn_cuda_world_stream(w);
+    const size_t n3 = 3 * (size_t)S->s.n * sizeof(float);
+    FIRN_CUDA_CHECK(cudaMemcpyAsync(H->s.x, S->s.x, n3, cudaMemcpyDeviceToHost, st), err);
+    FIRN_CUDA_CHECK(cudaMemcpyAsync(H->s.v, S->s.v, n3, cudaMemcpyDeviceToHost, st), err);
+    FIRN_CUDA_CHECK(cudaMemcpyAsync(H->s.x0, S->s.x0, n3, cudaMemcpyDeviceToHost, st), err);
+    if (S->stretch.n > 0)
+        FIRN_CUDA_CHECK(cudaMemcpyAsync(H->stretch.lambda, S->stretch.lambda,
+                                        (size_t)S->stretch.n * sizeof(float),
+                                        cudaMemcpyDeviceToHost, st),
+                        err);
+    if (S->bend.n > 0)
+        FIRN_CUDA_CHECK(cudaMemcpyAsync(H->bend.lambda, S->bend.lambda,
+                                        (size_t)S->bend.n * sizeof(float), cudaMemcpyDeviceToHost,
+                                        st),
+                        err);
+    FIRN_CUDA_CHECK(cudaStreamSynchronize(st), err);
+    return 0;
+}

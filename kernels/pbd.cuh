@@ -1,0 +1,53 @@
+/* pbd.cuh - launchers of kernels/pbd.cu for kernels/mpm.cu and
+ * kernels/coupling.cu: the PBD solver's phases on the GPU, queued on the
+ * world's stream. All int functions return 0 or FIRN_CUDA_FAILED with err
+ * filled. Physics: include/firn_pbd.h; the CPU twin: host/pbd_cpu.c. */
+#ifndef FIRN_PBD_CUH
+#define FIRN_PBD_CUH
+
+#include "cuda_check.cuh"
+#include "pbd.h"
+
+struct firn_pbd_cuda; /* kernels/pbd.cu, held in firn_pbd.cuda */
+
+/* The PBD solver as PBD-rigid sees it on the device: P (dt set by the
+ * caller), device materials and particles. */
+typedef struct {
+    firn_pbd_params P;
+    const firn_pbd_material *mats;
+    firn_pbd_particles s;
+} firn_pbd_view;
+
+/* Pre-coupling (host/pbd_cpu.c pbd_pre_coupling): predict, every lambda
+ * zeroed, then H->stretch_iterations sweeps over the edges and
+ * H->bending_iterations over the inner edges, one launch per colour in the
+ * colours' order. H is the host solver: parameters (dt set), iteration
+ * counts and colour ranges. */
+int firn_cuda_pbd_queue_pre(struct firn_pbd_cuda *S, const firn_pbd *H, cudaStream_t st,
+                            firn_error *err);
+/* Post-coupling: v = (x - x0) / dt and the box; non-finite particles
+ * recorded in the PBD word (substep of the call, particle index). */
+int firn_cuda_pbd_queue_post(struct firn_pbd_cuda *S, const firn_pbd *H, unsigned substep,
+                             cudaStream_t st, firn_error *err);
+firn_pbd_view firn_cuda_pbd_view(const struct firn_pbd_cuda *S, const firn_pbd_params *P);
+
+/* At the end of a call, after the stream synchronised: the PBD non-finite
+ * word into *bad (FIRN_CUDA_BAD_NONE when none), which it resets. */
+int firn_cuda_pbd_end_call(struct firn_world *w, unsigned long long *bad, firn_error *err);
+/* After a CUDA error part way through a call: lets the queued work finish
+ * and clears the PBD non-finite word (best effort, as mpm.cu's). */
+void firn_cuda_pbd_discard_bad_word(struct firn_world *w);
+
+/* Device memory the PBD state holds (0 without one). */
+size_t firn_cuda_pbd_bytes(const struct firn_pbd_cuda *S);
+
+/* PBD-rigid (kernels/coupling.cu), one thread per PBD particle
+ * (firn_pbd_rigid_particle), the reaction reduced per warp, then double
+ * atomicAdd into acc. */
+int firn_cuda_queue_pbd_rigid(const firn_pbd_view *V, const firn_rigid *bodies, int nb, double *acc,
+                              cudaStream_t st, firn_error *err);
+/* Raises *bytes to the most local memory one thread of the PBD-rigid
+ * kernel uses (as firn_cuda_coupling_local_bytes). */
+int firn_cuda_pbd_coupling_local_bytes(size_t *bytes, firn_error *err);
+
+#endif

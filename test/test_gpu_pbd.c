@@ -1,0 +1,461 @@
+/* test_gpu_pbd.c - the PBD solver on the CUDA path (kernels/pbd.cu, the
+ * PBD-rigid kernel of kernels/coupling.cu) against its CPU twin
+ * (host/pbd_cpu.c, host/coupler.c).
+ *
+ * Kernel level: one substep of a pinned cloth (40 x 40 vertices, bending
+ * acting) and a block of free particles from a perturbed state, every
+ * field the substep writes (x, v, x0, and both kinds of lambda) element by
+ * element. A sweep is one launch per colour in the CPU's colour order, and
+ * no two constraints of a colour share a particle, so both paths apply the
+ * same corrections in the same order: the only sources of difference are
+ * nvcc's FMA contraction and the device's atan2f, whose last bits may
+ * differ from glibc's. The tolerance is firn compare's, |gpu - cpu| <= 1e-5
+ * scale (a few float ulps of the field's largest CPU magnitude), plus
+ * 1e-4 |cpu| for elements far below the scale whose own rounding is then
+ * what matters (a lambda is accumulated over 4 sweeps, each a quotient of
+ * a constraint error that is itself a difference of nearby lengths). The
+ * emulated runtime does not contract to FMA and calls the host's libm, so
+ * there the two agree bitwise, which is checked too.
+ *
+ * Scene level: 10 substeps of scenes/pbd_cloth_sphere.json with the ball
+ * dynamic and the cloth thrown onto it (PBD-rigid's reaction summed in
+ * double atomics on the device: the body's state to 1e-5 relative);
+ * pinned vertices bitwise still on the GPU; a non-finite vertex reported as
+ * the CPU reports it; a checkpoint of the GPU's state; the memory
+ * figures. Every test skips, and only,
+ * without a usable GPU (real or emulated). */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_backend.h"
+#include "gpu_skip.h"
+#include "pbd.h"
+#include "test_util.h"
+#include "world.h"
+
+/* ---- worlds --------------------------------------------------------------- */
+
+/* A 0.8 m cloth of 40 x 40 vertices (normal y, centred at y = 0.5) with
+ * its x = -0.4 edge pinned by a box and its far corner by index, and a
+ * 0.1 m block of free particles (p = 0.02 m: 5^3) below it, in [-1, 1]^3;
+ * 4 stretch and 2 bending iterations, bending compliance 0.1 (it acts
+ * within one substep; at 1e-3 and below, the hinges beside the pinned edge
+ * overshoot and the perturbed state below blows up within the substep on
+ * either path, worse with more bending iterations). */
+static void cloth_scene(firn_scene_def *def)
+{
+    firn_scene_default(def);
+    for (int a = 0; a < 3; a++)
+        def->lower[a] = -1.0f, def->upper[a] = 1.0f;
+    def->dx = 0.1f; /* the MPM grid is unused */
+    def->write_ply = def->write_preview = 0;
+    def->pbd_particle_size = 0.02f;
+    def->pbd_stretch_iterations = 4;
+    def->pbd_bending_iterations = 2;
+    def->n_materials = 2;
+    firn_material_default(&def->materials[0], FIRN_MODEL_PBD_CLOTH);
+    snprintf(def->materials[0].name, FIRN_NAME_MAX, "cloth");
+    def->materials[0].bending_compliance = 0.1f;
+    def->materials[0].air_resistance = 0.05f;
+    firn_material_default(&def->materials[1], FIRN_MODEL_PBD_PARTICLE);
+    snprintf(def->materials[1].name, FIRN_NAME_MAX, "grains");
+    def->n_bodies = 2;
+    firn_body_def *b = &def->bodies[0];
+    firn_body_default(b);
+    b->material = 0;
+    b->solver = FIRN_SOLVER_KIND_PBD;
+    b->shape.type = FIRN_SHAPE_CLOTH_RECT;
+    b->shape.axis = 1;
+    b->shape.resolution[0] = b->shape.resolution[1] = 40;
+    b->shape.size[0] = b->shape.size[1] = 0.8f;
+    memcpy(b->shape.center, (const float[3]){0.0f, 0.5f, 0.0f}, 3 * sizeof(float));
+    b->pin_box = 1;
+    memcpy(b->pin_lower, (const float[3]){-0.401f, 0.0f, -1.0f}, 3 * sizeof(float));
+    memcpy(b->pin_upper, (const float[3]){-0.399f, 1.0f, 1.0f}, 3 * sizeof(float));
+    b->n_pins = 1;
+    b->pins[0] = 40 * 40 - 1;
+    b = &def->bodies[1];
+    firn_body_default(b);
+    b->material = 1;
+    b->solver = FIRN_SOLVER_KIND_PBD;
+    b->shape.type = FIRN_SHAPE_BOX;
+    memcpy(b->shape.center, (const float[3]){0.0f, -0.5f, 0.0f}, 3 * sizeof(float));
+    memcpy(b->shape.size, (const float[3]){0.1f, 0.1f, 0.1f}, 3 * sizeof(float));
+}
+
+static firn_world *make_world(const firn_scene_def *def, firn_backend backend)
+{
+    firn_error err = {0};
+    firn_world *w = firn_world_create(def, backend, &err);
+    cr_assert(w, "firn_world_create (%s backend) failed: %s",
+              backend == FIRN_BACKEND_CUDA ? "cuda" : "cpu", err.msg);
+    return w;
+}
+
+static uint64_t rng_state;
+static float frand(float lo, float hi)
+{
+    rng_state = rng_state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return lo + (hi - lo) * (float)(rng_state >> 40) / 16777216.0f;
+}
+
+/* Every particle moved by up to 0.1 of the cloth's vertex spacing per axis
+ * (pinned ones too: they stay wherever they are; hinge angles of order 0.2
+ * rad), and every free one given a random velocity up to 1 m/s per axis. */
+static void perturb(firn_pbd *S, uint64_t seed)
+{
+    const int n = S->n;
+    const float h = 0.1f * 0.8f / 39.0f;
+    rng_state = seed;
+    for (int i = 0; i < n; i++)
+        for (int a = 0; a < 3; a++) {
+            S->s.x[a * n + i] += frand(-h, h);
+            S->s.v[a * n + i] = S->s.w[i] > 0.0f ? frand(-1.0f, 1.0f) : 0.0f;
+        }
+}
+
+/* A CPU world and a CUDA world holding the same perturbed PBD state; the
+ * CUDA world's device copy is rebuilt from its host mirror. */
+static void twin_worlds(firn_world **cpu, firn_world **gpu)
+{
+    firn_scene_def def;
+    firn_error err = {0};
+    cloth_scene(&def);
+    *cpu = make_world(&def, FIRN_BACKEND_CPU);
+    *gpu = make_world(&def, FIRN_BACKEND_CUDA);
+    firn_pbd *c = &(*cpu)->pbd, *g = &(*gpu)->pbd;
+    cr_assert_eq(c->n, g->n, "both worlds build the same particles");
+    cr_assert_eq(c->n, 40 * 40 + 125, "%d PBD particles", c->n);
+    cr_assert_eq(c->pinned, 41, "%lld pinned (the box's edge of 40 and one corner)", c->pinned);
+    perturb(c, 0x9bd5eedULL);
+    const size_t n3 = 3 * (size_t)c->n * sizeof(float);
+    memcpy(g->s.x, c->s.x, n3);
+    memcpy(g->s.v, c->s.v, n3);
+    memcpy(g->s.x0, c->s.x0, n3);
+    firn_cuda_pbd_free(*gpu);
+    cr_assert_eq(firn_cuda_pbd_init(*gpu, &err), 0, "firn_cuda_pbd_init: %s", err.msg);
+}
+
+/* ---- comparison ----------------------------------------------------------- */
+
+/* |gpu - cpu| <= 1e-5 scale + 1e-4 |cpu| over count values (component c
+ * of item i at c n + i), scale the largest |cpu|; reports the worst element
+ * and returns the largest |gpu - cpu| / scale. */
+static double expect_close(const char *label, const char *what, const float *gpu, const float *cpu,
+                           long long count, long long n)
+{
+    double scale = 0.0;
+    for (long long k = 0; k < count; k++)
+        scale = fmax(scale, fabs((double)cpu[k]));
+    double worst = 0.0, worst_rel = 0.0;
+    long long at = -1;
+    for (long long k = 0; k < count; k++) {
+        double d = fabs((double)gpu[k] - (double)cpu[k]);
+        double r = d == 0.0 ? 0.0 : d / (1e-5 * scale + 1e-4 * fabs((double)cpu[k]));
+        if (isnan(r)) /* a NaN on either side is a failure, not a pass */
+            r = INFINITY;
+        if (at < 0 || r > worst) {
+            worst = r;
+            at = k;
+        }
+        if (scale > 0.0)
+            worst_rel = fmax(worst_rel, d / scale);
+    }
+    if (at < 0)
+        return 0.0;
+    cr_log_info("%s: %-14s max |gpu - cpu| / scale %.3g (scale %.4g)", label, what, worst_rel,
+                scale);
+    cr_expect(worst <= 1.0,
+              "%s: %s differs beyond 1e-5 scale + 1e-4 |cpu| (scale %g): worst at element %lld "
+              "(item %lld, component %lld): gpu %.9g, cpu %.9g, |diff| %.3g (%.3g x the "
+              "tolerance)",
+              label, what, scale, at, at % n, at / n, (double)gpu[at], (double)cpu[at],
+              fabs((double)gpu[at] - cpu[at]), worst);
+    return worst_rel;
+}
+
+/* The emulated runtime runs the kernels' code as the CPU path does, without
+ * FMA contraction: the state must be the CPU's bit for bit. */
+static void expect_bitwise_on_emulation(const char *label, const char *what, const float *gpu,
+                                        const float *cpu, long long count)
+{
+#ifdef FIRN_EMU_BUILD
+    long long first = -1;
+    for (long long k = 0; k < count && first < 0; k++)
+        if (memcmp(&gpu[k], &cpu[k], sizeof(float)) != 0)
+            first = k;
+    cr_expect_eq(first, -1, "%s: %s differs from the CPU's on the emulated runtime at element %lld",
+                 label, what, first);
+#else
+    (void)label, (void)what, (void)gpu, (void)cpu, (void)count;
+#endif
+}
+
+static void expect_field(const char *label, const char *what, const float *gpu, const float *cpu,
+                         long long count, long long n)
+{
+    expect_close(label, what, gpu, cpu, count, n);
+    expect_bitwise_on_emulation(label, what, gpu, cpu, count);
+}
+
+static float max_abs(const float *a, long long count)
+{
+    float m = 0.0f;
+    for (long long k = 0; k < count; k++)
+        m = fmaxf(m, fabsf(a[k]));
+    return m;
+}
+
+/* ---- one substep from a perturbed state ----------------------------------- */
+
+Test(gpu_pbd, cloth_substep_matches_cpu_field_by_field, .timeout = 300)
+{
+    require_gpu();
+    firn_world *cpu, *gpu;
+    twin_worlds(&cpu, &gpu);
+    const float dt = 1e-3f;
+    firn_error err = {0};
+    cr_assert_eq(firn_world_substep(cpu, dt, &err), 0, "CPU substep: %s", err.msg);
+    cr_assert_eq(firn_world_substep(gpu, dt, &err), 0, "GPU substep: %s", err.msg);
+    cr_assert_eq(firn_cuda_pbd_download(gpu, &err), 0, "download: %s", err.msg);
+    const firn_pbd *c = &cpu->pbd, *g = &gpu->pbd;
+    const long long n = c->n;
+    /* Both kinds of constraint acted, over several colours. */
+    cr_assert_gt(c->stretch.colours, 4, "%d stretch colours", c->stretch.colours);
+    cr_assert_gt(c->bend.colours, 4, "%d bending colours", c->bend.colours);
+    cr_expect_gt(max_abs(c->stretch.lambda, c->stretch.n), 0.0f, "no stretch correction");
+    cr_expect_gt(max_abs(c->bend.lambda, c->bend.n), 0.0f, "no bending correction");
+    cr_expect_lt(max_abs(c->s.v, 3 * n), 20.0f, "the perturbed state blew up (|v| %g m/s)",
+                 max_abs(c->s.v, 3 * n));
+    expect_field("cloth", "x", g->s.x, c->s.x, 3 * n, n);
+    expect_field("cloth", "v", g->s.v, c->s.v, 3 * n, n);
+    expect_field("cloth", "x0", g->s.x0, c->s.x0, 3 * n, n);
+    expect_field("cloth", "stretch lambda", g->stretch.lambda, c->stretch.lambda, c->stretch.n,
+                 c->stretch.n);
+    expect_field("cloth", "bend lambda", g->bend.lambda, c->bend.lambda, c->bend.n, c->bend.n);
+    firn_world_destroy(cpu);
+    firn_world_destroy(gpu);
+}
+
+/* ---- PBD-rigid ------------------------------------------------------------- */
+
+/* scenes/pbd_cloth_sphere.json with the ball dynamic and the cloth lowered
+ * to 5 mm above it (inside the contact distance p/2 = 1 cm) and thrown down
+ * at 1 m/s, 10 substeps of the first frame's step: the PBD particles
+ * element by element as above, and, as PBD-rigid's reactions are double
+ * atomics on the device (another order than the CPU's chunks), the ball's
+ * velocity to 1e-5 relative and its pending force to 1e-4. The pair must
+ * have acted: the ball's velocity differs from a CPU run without it. */
+Test(gpu_pbd, cloth_on_a_dynamic_ball_matches_cpu, .timeout = 300)
+{
+    require_gpu();
+    firn_scene_def def;
+    firn_error err = {0};
+    cr_assert_eq(firn_scene_load_json("scenes/pbd_cloth_sphere.json", &def, &err), 0, "%s",
+                 err.msg);
+    def.write_ply = def.write_preview = 0;
+    cr_assert_eq(def.n_rigids, 1);
+    def.rigids[0].motion = FIRN_RIGID_DYNAMIC;
+    def.bodies[0].shape.center[1] = 0.555f;
+    def.bodies[0].velocity[1] = -1.0f;
+    firn_world *cpu = make_world(&def, FIRN_BACKEND_CPU);
+    firn_world *gpu = make_world(&def, FIRN_BACKEND_CUDA);
+    def.coupling_pbd_rigid = 0;
+    firn_world *off = make_world(&def, FIRN_BACKEND_CPU);
+    float dt;
+    int nsub;
+    cr_assert_eq(firn_world_next_frame_step(cpu, &dt, &nsub, &err), 0, "%s", err.msg);
+    cr_assert_eq(firn_world_run_substeps(cpu, 10, dt, &err), 0, "CPU: %s", err.msg);
+    cr_assert_eq(firn_world_run_substeps(gpu, 10, dt, &err), 0, "GPU: %s", err.msg);
+    cr_assert_eq(firn_world_run_substeps(off, 10, dt, &err), 0, "CPU, pair off: %s", err.msg);
+    firn_frame_stats sc, sg, so;
+    cr_assert_eq(firn_world_stats(cpu, &sc, &err), 0, "%s", err.msg);
+    cr_assert_eq(firn_world_stats(gpu, &sg, &err), 0, "%s", err.msg);
+    cr_assert_eq(firn_world_stats(off, &so, &err), 0, "%s", err.msg);
+    const double pushed = fabs((double)sc.rigids[0].velocity[1] - so.rigids[0].velocity[1]);
+    cr_log_info("the cloth changed the ball's velocity by %.3g m/s in 10 substeps", pushed);
+    cr_expect_gt(pushed, 1e-3, "PBD-rigid did not act on the ball (|dv| %g m/s)", pushed);
+    firn_world_destroy(off);
+    firn_pbd_particles_view a, b;
+    cr_assert_eq(firn_world_pbd_particles(gpu, &a, &err), 0, "%s", err.msg);
+    cr_assert_eq(firn_world_pbd_particles(cpu, &b, &err), 0, "%s", err.msg);
+    cr_assert_eq(a.n, b.n);
+    expect_close("cloth on ball", "x", a.x, b.x, 3 * (long long)b.n, b.n);
+    expect_close("cloth on ball", "v", a.v, b.v, 3 * (long long)b.n, b.n);
+    cr_log_info("ball force CPU (%.6g %.6g %.6g) GPU (%.6g %.6g %.6g) N", sc.rigids[0].force[0],
+                sc.rigids[0].force[1], sc.rigids[0].force[2], sg.rigids[0].force[0],
+                sg.rigids[0].force[1], sg.rigids[0].force[2]);
+    for (int q = 0; q < 3; q++) {
+        const float vc = sc.rigids[0].velocity[q], vg = sg.rigids[0].velocity[q];
+        cr_expect(fabsf(vc - vg) <= 1e-5f * (1.0f + fabsf(vc)),
+                  "ball velocity[%d]: CPU %.9g, GPU %.9g", q, vc, vg);
+        const float wc = sc.rigids[0].angular_velocity[q], wg = sg.rigids[0].angular_velocity[q];
+        cr_expect(fabsf(wc - wg) <= 1e-5f * (1.0f + fabsf(wc)),
+                  "ball angular velocity[%d]: CPU %.9g, GPU %.9g", q, wc, wg);
+        const float fc = sc.rigids[0].force[q], fg = sg.rigids[0].force[q];
+        cr_expect(fabsf(fc - fg) <= 1e-4f * (1.0f + fabsf(fc)),
+                  "ball force[%d]: CPU %.9g, GPU %.9g", q, fc, fg);
+    }
+    cr_expect(
+        fabs(sc.pbd.kinetic_energy - sg.pbd.kinetic_energy) <= 1e-5 * fabs(sc.pbd.kinetic_energy),
+        "PBD kinetic energy: CPU %.9g J, GPU %.9g J", sc.pbd.kinetic_energy, sg.pbd.kinetic_energy);
+    firn_world_destroy(cpu);
+    firn_world_destroy(gpu);
+}
+
+/* ---- pins and the non-finite report --------------------------------------- */
+
+/* 20 substeps of the perturbed cloth hanging from its pins: on the GPU
+ * every pinned vertex keeps its position bit for bit and a zero velocity,
+ * while the free ones fall and swing. */
+Test(gpu_pbd, pinned_vertices_stay_bitwise_on_the_gpu, .timeout = 300)
+{
+    require_gpu();
+    firn_world *cpu, *gpu;
+    twin_worlds(&cpu, &gpu);
+    firn_world_destroy(cpu);
+    const firn_pbd *g = &gpu->pbd;
+    const int n = g->n;
+    float *x_start = malloc(3 * (size_t)n * sizeof(float));
+    cr_assert(x_start);
+    memcpy(x_start, g->s.x, 3 * (size_t)n * sizeof(float));
+    firn_error err = {0};
+    cr_assert_eq(firn_world_run_substeps(gpu, 20, 1e-3f, &err), 0, "%s", err.msg);
+    cr_assert_eq(firn_cuda_pbd_download(gpu, &err), 0, "%s", err.msg);
+    int pinned = 0, moved_pin = -1, moving_pin = -1;
+    float fall = 0.0f;
+    for (int i = 0; i < n; i++) {
+        if (g->s.w[i] > 0.0f) {
+            fall =
+                fmaxf(fall, fabsf(g->s.x[i] - x_start[i]) + fabsf(g->s.x[n + i] - x_start[n + i]) +
+                                fabsf(g->s.x[2 * n + i] - x_start[2 * n + i]));
+            continue;
+        }
+        pinned++;
+        for (int a = 0; a < 3; a++) {
+            if (memcmp(&g->s.x[a * n + i], &x_start[a * n + i], sizeof(float)) && moved_pin < 0)
+                moved_pin = i;
+            if (g->s.v[a * n + i] != 0.0f && moving_pin < 0)
+                moving_pin = i;
+        }
+    }
+    cr_expect_eq(pinned, 41, "%d pinned vertices", pinned);
+    cr_expect_eq(moved_pin, -1, "pinned vertex %d moved", moved_pin);
+    cr_expect_eq(moving_pin, -1, "pinned vertex %d has a velocity", moving_pin);
+    cr_expect_gt(fall, 1e-3f, "the free vertices did not move (%g m)", fall);
+    free(x_start);
+    firn_world_destroy(gpu);
+}
+
+/* NaN planted in the velocities of two free cloth vertices (the higher
+ * index first): neither the stretch nor the bending projection spreads it
+ * (a non-finite length or angle is skipped), so at the end of substep 1
+ * exactly those two are non-finite. Both paths run 3 substeps in one call
+ * and must name a PBD particle, substep 1 and the lower index. */
+Test(gpu_pbd, nonfinite_vertex_is_reported_as_the_cpu_does, .timeout = 120)
+{
+    require_gpu();
+    firn_world *cpu, *gpu;
+    twin_worlds(&cpu, &gpu);
+    const int n = cpu->pbd.n, lo = 800, hi = 1333;
+    cr_assert(cpu->pbd.s.w[lo] > 0.0f && cpu->pbd.s.w[hi] > 0.0f, "both vertices are free");
+    cpu->pbd.s.v[n + hi] = gpu->pbd.s.v[n + hi] = NAN;
+    cpu->pbd.s.v[lo] = gpu->pbd.s.v[lo] = NAN;
+    firn_error err = {0};
+    firn_cuda_pbd_free(gpu);
+    cr_assert_eq(firn_cuda_pbd_init(gpu, &err), 0, "firn_cuda_pbd_init: %s", err.msg);
+    firn_error ec = {0}, eg = {0};
+    cr_assert_neq(firn_world_run_substeps(cpu, 3, 1e-3f, &ec), 0, "the CPU path ran through a NaN");
+    cr_assert_neq(firn_world_run_substeps(gpu, 3, 1e-3f, &eg), 0, "the GPU ran through a NaN");
+    cr_expect_eq(ec.code, FIRN_E_NUMERIC, "%s", ec.msg);
+    cr_expect_eq(eg.code, FIRN_E_NUMERIC, "%s", eg.msg);
+    cr_expect(strstr(ec.msg, "PBD particle 800 of material 'cloth'") != NULL, "CPU: %s", ec.msg);
+    cr_expect(strstr(eg.msg, "PBD particle 800 of material 'cloth'") != NULL, "GPU: %s", eg.msg);
+    cr_expect(strstr(ec.msg, "substep 1)") != NULL, "CPU: %s", ec.msg);
+    cr_expect(strstr(eg.msg, "substep 1; the GPU ran on to substep 3)") != NULL, "GPU: %s", eg.msg);
+    firn_world_destroy(gpu);
+    firn_world_destroy(cpu);
+}
+
+/* ---- checkpoints ----------------------------------------------------------- */
+
+/* A checkpoint written by a CUDA world after 5 substeps holds the device's
+ * PBD state (the mirror is downloaded first): a CPU world loaded from it
+ * has the GPU's x and v bit for bit, and one more substep on each agrees as
+ * one substep does. */
+Test(gpu_pbd, checkpoint_of_the_gpu_state_resumes_on_the_cpu, .timeout = 300)
+{
+    require_gpu();
+    firn_scene_def def;
+    cloth_scene(&def);
+    firn_world *gpu = make_world(&def, FIRN_BACKEND_CUDA);
+    firn_error err = {0};
+    cr_assert_eq(firn_world_run_substeps(gpu, 5, 1e-3f, &err), 0, "%s", err.msg);
+    char dir[64], path[128];
+    test_mkdtemp(dir, sizeof dir, "gpu_pbd_ckpt");
+    snprintf(path, sizeof path, "%s/state.firn", dir);
+    cr_assert_eq(firn_world_save(gpu, path, &err), 0, "%s", err.msg);
+    firn_world *cpu = firn_world_load(&def, FIRN_BACKEND_CPU, path, &err);
+    cr_assert(cpu, "%s", err.msg);
+    test_rmdir(dir);
+    firn_pbd_particles_view a, b;
+    cr_assert_eq(firn_world_pbd_particles(gpu, &a, &err), 0, "%s", err.msg);
+    cr_assert_eq(firn_world_pbd_particles(cpu, &b, &err), 0, "%s", err.msg);
+    cr_assert_eq(a.n, b.n);
+    const size_t n3 = 3 * (size_t)a.n * sizeof(float);
+    cr_expect(!memcmp(a.x, b.x, n3) && !memcmp(a.v, b.v, n3),
+              "the CPU world loaded from the GPU's checkpoint has another state");
+    float moved = 0.0f;
+    for (int i = 0; i < a.n; i++)
+        moved = fmaxf(moved, fabsf(a.v[a.n + i]));
+    cr_expect_gt(moved, 1e-3f, "nothing moved before the checkpoint (|v_y| %g m/s)", moved);
+    cr_assert_eq(firn_world_substep(gpu, 1e-3f, &err), 0, "%s", err.msg);
+    cr_assert_eq(firn_world_substep(cpu, 1e-3f, &err), 0, "%s", err.msg);
+    cr_assert_eq(firn_world_pbd_particles(gpu, &a, &err), 0, "%s", err.msg);
+    cr_assert_eq(firn_world_pbd_particles(cpu, &b, &err), 0, "%s", err.msg);
+    expect_field("resumed", "x", a.x, b.x, 3 * (long long)b.n, b.n);
+    expect_field("resumed", "v", a.v, b.v, 3 * (long long)b.n, b.n);
+    firn_world_destroy(cpu);
+    firn_world_destroy(gpu);
+}
+
+/* ---- memory ---------------------------------------------------------------- */
+
+/* firn_world_memory for a PBD scene: a CPU world's device estimate counts
+ * firn_pbd_device_bytes, which is what the CUDA world allocates less the
+ * materials and its non-finite word (and CUB's scratch of the MPM state:
+ * under 1 MiB together), and both count the PBD host state. */
+Test(gpu_pbd, memory_figures_count_the_pbd_state, .timeout = 120)
+{
+    require_gpu();
+    firn_scene_def def;
+    cloth_scene(&def);
+    firn_world *cpu = make_world(&def, FIRN_BACKEND_CPU);
+    firn_world *gpu = make_world(&def, FIRN_BACKEND_CUDA);
+    const firn_pbd *S = &cpu->pbd;
+    const double dev = (double)firn_pbd_device_bytes(S->n, S->stretch.n, S->bend.n);
+    const double host = (double)firn_pbd_host_bytes(S);
+    cr_assert_gt(dev, 11.0 * S->n * sizeof(float), "the particles alone are %zu B",
+                 11 * (size_t)S->n * sizeof(float));
+    cr_assert_gt(host, dev * 0.5, "host %.0f B, device %.0f B", host, dev);
+    firn_memory mc, mg;
+    firn_world_memory(cpu, &mc);
+    firn_world_memory(gpu, &mg);
+    cr_expect_geq(mc.device, dev,
+                  "the CPU world's device figure %.0f B counts the PBD state %.0f B", mc.device,
+                  dev);
+    cr_expect_geq(mc.host, host, "the CPU world's host figure %.0f B counts the PBD state %.0f B",
+                  mc.host, host);
+    cr_expect_geq(mg.host, host, "the GPU world's host figure %.0f B counts the PBD mirror %.0f B",
+                  mg.host, host);
+    cr_expect_geq(mg.device, mc.device, "GPU %.0f B, CPU twin's estimate %.0f B", mg.device,
+                  mc.device);
+    cr_expect_leq(mg.device, mc.device + 1048576.0, "GPU %.0f B, CPU twin's estimate %.0f B",
+                  mg.device, mc.device);
+    cr_expect_gt(mg.per_particle, 0.0, "a PBD-only scene's memory per particle");
+    firn_world_destroy(gpu);
+    firn_world_destroy(cpu);
+}
