@@ -410,6 +410,12 @@ int firn_cli_compare(int argc, char **argv)
         return firn_cli_fail(&err);
     if (p2g >= 0)
         def.gpu_p2g = p2g;
+    if (firn_scene_couples_mpm_pbd(&def)) {
+        printf("%s: the MPM-PBD pair has no CUDA kernel yet: compared with coupling.mpm_pbd "
+               "off on both paths\n",
+               scene);
+        def.coupling_mpm_pbd = 0;
+    }
     firn_world *cpu = firn_world_create(&def, FIRN_BACKEND_CPU, &err);
     if (!cpu)
         return firn_cli_fail(&err);

@@ -435,10 +435,7 @@ static firn_world *world_create(const firn_scene_def *def, firn_backend backend,
      * large scene are sampled. */
     /* The MPM-PBD pair has no CUDA kernel yet: auto takes the CPU path for
      * a scene that would couple them (refused on cuda below). */
-    int mpm_pbd = def->coupling_mpm_pbd && firn_pbd_in_scene(def), has_mpm = 0;
-    for (int b = 0; b < def->n_bodies; b++)
-        has_mpm |= def->bodies[b].solver == FIRN_SOLVER_KIND_MPM;
-    mpm_pbd &= has_mpm;
+    const int mpm_pbd = firn_scene_couples_mpm_pbd(def);
     if (backend == FIRN_BACKEND_AUTO)
         backend = firn_cuda_device_count() > 0 && !mpm_pbd ? FIRN_BACKEND_CUDA : FIRN_BACKEND_CPU;
     w->backend = backend;
@@ -531,6 +528,14 @@ long long firn_world_particle_count(const firn_world *w)
 }
 const firn_scene_def *firn_world_scene(const firn_world *w) { return &w->def; }
 firn_profile firn_world_profile(const firn_world *w) { return w->prof; }
+
+int firn_scene_couples_mpm_pbd(const firn_scene_def *def)
+{
+    int has_mpm = 0;
+    for (int b = 0; b < def->n_bodies; b++)
+        has_mpm |= def->bodies[b].solver == FIRN_SOLVER_KIND_MPM;
+    return def->coupling_mpm_pbd && has_mpm && firn_pbd_in_scene(def);
+}
 
 size_t firn_align256(size_t b) { return (b + 255) & ~(size_t)255; }
 

@@ -339,6 +339,9 @@ int firn_scene_load_json(const char *path, firn_scene_def *def, firn_error *err)
 int firn_scene_parse_json(const char *text, const char *name, firn_scene_def *def, firn_error *err);
 /* Checks ranges and consistency of a definition built in code. */
 int firn_scene_validate(const firn_scene_def *def, firn_error *err);
+/* Whether the scene couples MPM and PBD bodies (coupling.mpm_pbd and
+ * bodies of both solvers): the CUDA path has no kernel for that pair yet. */
+int firn_scene_couples_mpm_pbd(const firn_scene_def *def);
 
 /* ---- world --------------------------------------------------------------- */
 
