@@ -644,8 +644,8 @@ int firn_write_preview_png_pbd(const char *path, const firn_scene_def *def,
 /* ---- JSONL stats --------------------------------------------------------- */
 
 typedef struct {
-    char buf[16384]; /* 16 material names escaped to 6 bytes a byte need about 6 KiB,
-                        16 rigid bodies about 8 KiB */
+    char buf[32768]; /* 16 material names escaped to 6 bytes a byte need about 6 KiB,
+                        16 rigid bodies about 8 KiB, 8 tools about 8 KiB */
     size_t len;
     int overflow;
 } line_buf;
@@ -757,6 +757,42 @@ static void put_rigids(line_buf *b, const firn_scene_def *def, const firn_frame_
     }
 }
 
+/* "tools":[{name, pose, commanded velocities, the force and torque the
+ * material exerts: the last substep's and the mean over the frame},...]. */
+static void put_tools(line_buf *b, const firn_scene_def *def, const firn_frame_stats *s)
+{
+    if (s->n_tools <= 0)
+        return;
+    put(b, ",\"tools\":[");
+    int nt = s->n_tools < FIRN_MAX_TOOLS ? s->n_tools : FIRN_MAX_TOOLS;
+    for (int k = 0; k < nt; k++) {
+        const firn_tool_state *t = &s->tools[k];
+        put(b, "%s{\"name\":", k ? "," : "");
+        if (k < def->n_tools && def->tools[k].name[0])
+            put_json_string(b, def->tools[k].name, FIRN_NAME_MAX);
+        else
+            put(b, "\"%d\"", k);
+        put(b, ",");
+        put_fvec(b, "position", t->position, 3);
+        put(b, ",");
+        put_fvec(b, "orientation", t->orientation, 4);
+        put(b, ",");
+        put_fvec(b, "velocity", t->velocity, 3);
+        put(b, ",");
+        put_fvec(b, "angular_velocity", t->angular_velocity, 3);
+        put(b, ",");
+        put_fvec(b, "force", t->force, 3);
+        put(b, ",");
+        put_fvec(b, "torque", t->torque, 3);
+        put(b, ",");
+        put_fvec(b, "force_mean", t->force_mean, 3);
+        put(b, ",");
+        put_fvec(b, "torque_mean", t->torque_mean, 3);
+        put(b, "}");
+    }
+    put(b, "]");
+}
+
 /* Appends the line in one write() (see within); FIRN_OK, or FIRN_E_IO with
  * err filled. */
 static int append_line(const char *path, const line_buf *b, firn_error *err)
@@ -865,6 +901,7 @@ int firn_append_stats_jsonl(const char *path, const firn_scene_def *def, const f
     put_num(b, s->mass, 17);
     put_material_counts(b, def, s);
     put_rigids(b, def, s);
+    put_tools(b, def, s);
     put_sph(b, s);
     put_pbd(b, s);
     put(b, ",\"wall_seconds\":");

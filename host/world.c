@@ -229,6 +229,7 @@ static int sph_current(firn_world *w, firn_error *err)
 typedef struct {
     float c, v_particles, v_rigid, v_gravity;
     int rigid;            /* the fastest coupled body, or -1 */
+    int tool;             /* 1: that is tools[rigid] */
     float dt_mpm, dt_sph; /* each solver's limit [s] (INFINITY: no limit) */
     float c_sph, v_sph;   /* SPH: sound speed, largest particle speed [m/s] */
     float dt_pbd, v_pbd;  /* PBD: its limit [s], its largest particle speed [m/s] */
@@ -241,6 +242,14 @@ static int cfl_step(firn_world *w, cfl_terms *t, float *dt_out, firn_error *err)
     if (state_extremes(w, &t->v_particles, &t->c, err))
         return -1;
     t->v_rigid = rigid_speed(w, &t->rigid);
+    t->tool = 0;
+    int fastest_tool;
+    const float v_tool = firn_tools_max_speed(w, &fastest_tool);
+    if (v_tool > t->v_rigid) {
+        t->v_rigid = v_tool;
+        t->rigid = fastest_tool;
+        t->tool = 1;
+    }
     float g = sqrtf(d->gravity[0] * d->gravity[0] + d->gravity[1] * d->gravity[1] +
                     d->gravity[2] * d->gravity[2]);
     /* The speed may grow by g * frame_dt before the next estimate. */
@@ -310,8 +319,9 @@ static void cfl_cause(firn_world *w, const cfl_terms *t, char *why, size_t size)
                  "gravity over a frame, %g m/s (|g| = %g m/s^2 for time.frame_dt = %g s)",
                  t->v_gravity, t->v_gravity / d->frame_dt, d->frame_dt);
     } else if (t->v_rigid > t->v_particles) {
-        snprintf(why, size, "the surface of rigids[%d] '%s', %g m/s", t->rigid,
-                 d->rigids[t->rigid].name, t->v_rigid);
+        snprintf(why, size, "the surface of %s[%d] '%s', %g m/s", t->tool ? "tools" : "rigids",
+                 t->rigid, t->tool ? d->tools[t->rigid].name : d->rigids[t->rigid].name,
+                 t->v_rigid);
     } else {
         snprintf(why, size,
                  "the particles, %g m/s (a body's initial velocity, or the state blowing up)",
@@ -420,8 +430,8 @@ static firn_world *world_create(const firn_scene_def *def, firn_backend backend,
         goto fail;
     /* The backend first: a missing GPU is named before the particles of a
      * large scene are sampled. */
-    /* The PBD solver has no CUDA kernels yet. */
-    const int pbd = firn_pbd_in_scene(def);
+    /* The PBD solver and the tools have no CUDA kernels yet. */
+    const int pbd = firn_pbd_in_scene(def), tools = def->n_tools > 0;
     if (backend == FIRN_BACKEND_CUDA && pbd) {
         firn_set_error(err, FIRN_E_DEVICE,
                        "%s: --backend cuda: the PBD solver runs on the CPU path only (--backend "
@@ -429,8 +439,16 @@ static firn_world *world_create(const firn_scene_def *def, firn_backend backend,
                        prefix(def));
         goto fail;
     }
+    if (backend == FIRN_BACKEND_CUDA && tools) {
+        firn_set_error(err, FIRN_E_DEVICE,
+                       "%s: --backend cuda: tools run on the CPU path only for now (--backend "
+                       "cpu); their CUDA kernel is not written yet",
+                       prefix(def));
+        goto fail;
+    }
     if (backend == FIRN_BACKEND_AUTO)
-        backend = firn_cuda_device_count() > 0 && !pbd ? FIRN_BACKEND_CUDA : FIRN_BACKEND_CPU;
+        backend =
+            firn_cuda_device_count() > 0 && !pbd && !tools ? FIRN_BACKEND_CUDA : FIRN_BACKEND_CPU;
     w->backend = backend;
     if (backend == FIRN_BACKEND_CUDA && !firn_cuda_available()) {
         firn_set_error(err, FIRN_E_DEVICE,
@@ -445,7 +463,8 @@ static firn_world *world_create(const firn_scene_def *def, firn_backend backend,
         goto fail;
     }
     if (firn_sample_bodies(def, w->mats, &w->p, err) || firn_rigids_init(w, err) ||
-        firn_sph_init(&w->sph, def, err) || firn_pbd_init(&w->pbd, def, err))
+        firn_tools_init(w, err) || firn_sph_init(&w->sph, def, err) ||
+        firn_pbd_init(&w->pbd, def, err))
         goto fail;
     if (firn_particles_sort_spatial(&w->p, &w->params)) {
         firn_set_error(err, FIRN_E_NOMEM, "out of host memory sorting %d particles", w->p.n);
@@ -727,6 +746,7 @@ int firn_world_step_frame(firn_world *w, firn_frame_stats *stats, firn_error *er
     if (firn_world_next_frame_step(w, &dt, &nsub, err))
         return -1;
     double t0 = firn_now();
+    firn_tools_begin_frame(w);
     if (firn_world_run_substeps(w, nsub, dt, err))
         return -1;
     double elapsed = firn_now() - t0;
@@ -847,6 +867,9 @@ int firn_world_stats(firn_world *w, firn_frame_stats *s, firn_error *err)
         firn_sph_stats(&w->sph, &s->sph);
     }
     firn_pbd_stats(&w->pbd, &s->pbd);
+    s->n_tools = w->n_tools;
+    for (int k = 0; k < w->n_tools; k++)
+        firn_tool_fill_state(w, k, &s->tools[k]);
     return 0;
 }
 
