@@ -783,8 +783,11 @@ int firn_cli_run(int argc, char **argv)
         if (o.backend == FIRN_BACKEND_AUTO && gpus == 0)
             fprintf(stderr, "firn: no CUDA GPU found; running on the CPU path\n");
         else if (o.backend == FIRN_BACKEND_AUTO && firn_world_backend(w) == FIRN_BACKEND_CPU)
-            fprintf(stderr, "firn: note: the scene has PBD bodies, whose solver runs on the CPU "
-                            "path only; running on the CPU path\n");
+            fprintf(stderr,
+                    "firn: note: the scene has %s, which run%s on the CPU path only; "
+                    "running on the CPU path\n",
+                    def.n_tools > 0 ? "tools" : "PBD bodies, whose solver",
+                    def.n_tools > 0 ? "" : "s");
         firn_memory m;
         firn_world_memory(w, &m);
         fprintf(stderr, "firn: %s: %lld particles on %s (%.1f MiB, %.0f B/particle) -> %s/\n",

@@ -435,9 +435,11 @@ static void render(image *im, const panel *front, const panel *top, const firn_s
  * (padded by a pixel) are tried; the others cannot be inside it. */
 #define RIGID_STEPS 128
 static const unsigned char rigid_color[3] = {70, 70, 70};
+static const unsigned char tool_color[3] = {120, 60, 20}; /* tools: brown, apart from the rigids */
 
 static void render_rigid_panel(image *im, const panel *pn, const firn_sdf_shape *sh, firn_vec3 pos,
-                               firn_quat q, const firn_scene_def *def, float scale, int top)
+                               firn_quat q, const firn_scene_def *def, float scale, int top,
+                               const unsigned char color[3])
 {
     const float *lo = def->lower, *up = def->upper;
     const int da = top ? 1 : 2; /* depth axis */
@@ -474,8 +476,7 @@ static void render_rigid_panel(image *im, const panel *pn, const firn_sdf_shape 
                     float shade = 0.55f + 0.45f * fabsf(n.v[top ? 1 : 2]);
                     im->depth[idx] = t;
                     for (int c = 0; c < 3; c++)
-                        im->rgb[3 * idx + c] =
-                            (unsigned char)lrintf(rigid_color[c] * shade + 60.0f);
+                        im->rgb[3 * idx + c] = (unsigned char)lrintf(color[c] * shade + 60.0f);
                 }
                 break;
             }
@@ -492,8 +493,18 @@ static void render_rigids(image *im, const panel *front, const panel *top,
         firn_vec3 pos = firn_v3(r->position[0], r->position[1], r->position[2]);
         firn_quat q = {
             {r->orientation[0], r->orientation[1], r->orientation[2], r->orientation[3]}};
-        render_rigid_panel(im, front, &sh, pos, q, def, scale, 0);
-        render_rigid_panel(im, top, &sh, pos, q, def, scale, 1);
+        render_rigid_panel(im, front, &sh, pos, q, def, scale, 0, rigid_color);
+        render_rigid_panel(im, top, &sh, pos, q, def, scale, 1, rigid_color);
+    }
+    int nt = s->n_tools < def->n_tools ? s->n_tools : def->n_tools;
+    for (int k = 0; k < nt && k < FIRN_MAX_TOOLS; k++) {
+        const firn_tool_state *t = &s->tools[k];
+        firn_sdf_shape sh = firn_rigid_sdf_shape(&def->tools[k].shape);
+        firn_vec3 pos = firn_v3(t->position[0], t->position[1], t->position[2]);
+        firn_quat q = {
+            {t->orientation[0], t->orientation[1], t->orientation[2], t->orientation[3]}};
+        render_rigid_panel(im, front, &sh, pos, q, def, scale, 0, tool_color);
+        render_rigid_panel(im, top, &sh, pos, q, def, scale, 1, tool_color);
     }
 }
 

@@ -256,7 +256,7 @@ typedef struct {
     firn_keyframe_def keyframes[FIRN_MAX_KEYFRAMES];
 } firn_rigid_def;
 
-/* A tool (docs/PHYSICS.md s4.9): a kinematic body that a robot holds
+/* A tool (docs/PHYSICS.md s4.8): a kinematic body that a robot holds
  * (spatula, knife, gripper finger, rake). It moves as commanded - a
  * constant velocity and angular velocity, its keyframes, or what
  * firn_world_set_tool_velocity sets - and the material never changes that
@@ -621,7 +621,8 @@ int firn_write_ply(const char *path, const firn_particles_view *p, firn_error *e
 int firn_write_preview_png(const char *path, const firn_scene_def *def,
                            const firn_particles_view *p, firn_error *err);
 /* As firn_write_preview_png, with the rigid bodies of stats (position and
- * orientation; shapes from def) drawn in grey. stats may be NULL. */
+ * orientation; shapes from def) drawn in grey, and its tools in brown.
+ * stats may be NULL. */
 int firn_write_preview_png_rigids(const char *path, const firn_scene_def *def,
                                   const firn_particles_view *p, const firn_frame_stats *stats,
                                   firn_error *err);

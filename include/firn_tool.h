@@ -1,6 +1,6 @@
 /* firn_tool.h - tools: kinematic bodies that act on the MPM grid through
  * their own collision law and report the force the material exerts on
- * them (docs/PHYSICS.md s4.9; Genesis's Tool solver and ToolEntity),
+ * them (docs/PHYSICS.md s4.8; Genesis's Tool solver and ToolEntity),
  * shared by the CPU path (host/tool.c, host/coupler.c) and, later, the
  * CUDA kernels.
  *
