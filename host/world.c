@@ -625,10 +625,12 @@ void firn_world_memory(const firn_world *w, firn_memory *m)
     double host = n * (109.0 + 4.0 * w->p.cpic_slots) + (double)firn_mesh_grid_bytes(w, no_align);
     if (w->backend == FIRN_BACKEND_CPU) {
         const double acc = (double)w->n_rigids * FIRN_RIGID_ACC * sizeof(double);
+        const double tool_acc = (double)w->n_tools * FIRN_TOOL_ACC * sizeof(double);
         host += (double)w->grid.nodes * 16.0 +                     /* grid */
                 n * 12.0 + ((double)w->bins.nblocks + 1.0) * 4.0 + /* binning, ids */
                 (double)w->bins.nblocks * (4.0 * w->bins.chunks + 8.0 + 5.0) +
                 ((double)w->chunks + (double)w->cpic_chunks) * acc + /* coupling sums */
+                (double)w->chunks * tool_acc +                       /* the tools' */
                 (double)w->chunks;                                   /* live chunk flags */
     }
     host += (double)firn_sph_host_bytes(&w->sph); /* the SPH solver's, on either path */

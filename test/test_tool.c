@@ -5,6 +5,7 @@
  * column's weight, the C API's refusals, scene keys and the CUDA refusal. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -287,6 +288,37 @@ Test(tool_world, newtons_third_law_over_a_run, .timeout = 120)
     firn_world_destroy(w);
 }
 
+/* The reaction is summed per chunk of nodes, the chunks in order: the
+ * same bits for any thread count. */
+Test(tool_world, reaction_is_the_same_for_any_thread_count, .timeout = 120)
+{
+    firn_scene_def def;
+    scene(&def, 1.0f / 32.0f);
+    add_box(&def, (float[3]){0.35f, 0.1f, 0.35f}, (float[3]){0.65f, 0.3f, 0.65f});
+    firn_tool_def *t =
+        add_tool(&def, "blade", (float[3]){0.3f, 0.2f, 0.5f}, (float[3]){0.03f, 0.2f, 0.25f});
+    t->velocity[0] = 1.0f;
+    t->angular_velocity[1] = 1.0f;
+    t->friction = 0.3f;
+    firn_tool_state st[2];
+    const int max = omp_get_max_threads();
+    for (int r = 0; r < 2; r++) {
+        omp_set_num_threads(r == 0 ? 1 : (max > 1 ? max : 2));
+        firn_world *w = make_world(&def);
+        firn_error err;
+        for (int f = 0; f < 4; f++)
+            cr_assert_eq(firn_world_step_frame(w, NULL, &err), 0, "%s", err.msg);
+        st[r] = state_of(w, 0);
+        firn_world_destroy(w);
+    }
+    omp_set_num_threads(max);
+    cr_assert(fabs(st[0].impulse[0]) > 0.0, "the blade met no sand");
+    cr_assert(!memcmp(&st[0], &st[1], sizeof st[0]),
+              "1 thread: J (%.9g, %.9g, %.9g), more: (%.9g, %.9g, %.9g)", st[0].impulse[0],
+              st[0].impulse[1], st[0].impulse[2], st[1].impulse[0], st[1].impulse[1],
+              st[1].impulse[2]);
+}
+
 /* A plate wider than the domain under a sand column between frictionless
  * walls carries the column's whole weight once it has settled: the mean
  * vertical force over a frame is -M g within 3 %. */
@@ -452,4 +484,26 @@ Test(tool_scene, bad_tools_name_the_key_path)
     refused("{\"name\": \"a\", \"shape\": {\"type\": \"box\"}, \"keyframes\": [{\"t\": 1, "
             "\"position\": [0.5, 0.5, 0.5]}, {\"t\": 0.5, \"position\": [0.5, 0.5, 0.5]}]}",
             "tools[0].keyframes[1].t");
+}
+
+/* A tool may be an OBJ mesh, as a rigid can: its sampled SDF acts on the
+ * material. */
+Test(tool_scene, a_mesh_tool_pushes_the_material, .timeout = 60)
+{
+    firn_scene_def def;
+    scene(&def, 0.02f);
+    add_box(&def, (float[3]){0.3f, 0.04f, 0.3f}, (float[3]){0.7f, 0.16f, 0.7f});
+    firn_tool_def *t = add_tool(&def, "rock", (float[3]){0.5f, 0.25f, 0.5f}, (float[3]){0, 0, 0});
+    t->shape.type = FIRN_RSHAPE_MESH;
+    snprintf(t->shape.file, FIRN_PATH_MAX, "scenes/assets/rock.obj");
+    t->shape.scale = 0.15f;
+    t->velocity[1] = -1.0f;
+    firn_world *w = make_world(&def);
+    firn_error err;
+    for (int f = 0; f < 8; f++)
+        cr_assert_eq(firn_world_step_frame(w, NULL, &err), 0, "%s", err.msg);
+    firn_tool_state s = state_of(w, 0);
+    cr_assert(s.impulse[1] > 0.01, "a rock pressed into sand feels no push up: J_y %g N s",
+              s.impulse[1]);
+    firn_world_destroy(w);
 }
