@@ -408,7 +408,8 @@ typedef struct {
     float angular_velocity[3]; /* commanded, world frame [rad/s] */
     float force[3];            /* in the last substep [N] */
     float torque[3];           /* in the last substep [N m] */
-    float force_mean[3];       /* over the last frame's substeps (impulse / time) [N] */
+    float force_mean[3];       /* over the substeps since the last firn_world_step_frame began
+                                  (impulse / time; substeps run alone add to it) [N] */
     float torque_mean[3];      /* [N m] */
     double impulse[3];         /* sum of force dt since the start [N s] */
     double angular_impulse[3]; /* sum of torque dt since the start [N m s] */
