@@ -206,6 +206,24 @@ uint64_t firn_scene_hash(const firn_scene_def *d)
         if (!d->coupling_mpm_pbd) /* only when off: scenes before the pair keep their hashes */
             MIX(&h, d->coupling_mpm_pbd);
     }
+    if (d->n_tools > 0) { /* only with tools: scenes without them keep their hashes */
+        MIX(&h, d->n_tools), MIX(&h, d->coupling_tool_mpm);
+        for (int k = 0; k < d->n_tools && k < FIRN_MAX_TOOLS; k++) {
+            const firn_tool_def *t = &d->tools[k];
+            firn_rigid_def r;
+            memset(&r, 0, sizeof r);
+            memcpy(r.name, t->name, sizeof r.name);
+            r.shape = t->shape;
+            r.motion = FIRN_RIGID_KINEMATIC;
+            memcpy(r.rotation, t->rotation, sizeof r.rotation);
+            memcpy(r.velocity, t->velocity, sizeof r.velocity);
+            memcpy(r.angular_velocity, t->angular_velocity, sizeof r.angular_velocity);
+            r.friction = t->friction, r.softness = t->softness, r.couple = t->collision;
+            r.n_keyframes = t->n_keyframes;
+            memcpy(r.keyframes, t->keyframes, sizeof r.keyframes);
+            mix_rigid(&h, &r);
+        }
+    }
     return h;
 }
 
@@ -483,6 +501,15 @@ static void sync_folder(const char *path)
 
 int firn_world_save(firn_world *w, const char *path, firn_error *err)
 {
+    /* A tool's pose, commanded velocity and reaction sums are not in the
+     * format yet: a resumed run would put the tools back at their start. */
+    if (w->n_tools > 0) {
+        firn_set_error(err, FIRN_E_USAGE,
+                       "%s: a world with tools cannot be saved yet (their state is not in "
+                       "checkpoint version %d); nothing was written",
+                       path, FIRN_CHECKPOINT_VERSION);
+        return -1;
+    }
     if (firn_world_host_state(w, err))
         return -1;
     save_ctx c = {w, path};

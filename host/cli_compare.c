@@ -416,6 +416,12 @@ int firn_cli_compare(int argc, char **argv)
                scene);
         def.coupling_mpm_pbd = 0;
     }
+    if (def.n_tools > 0) {
+        printf("firn compare: %s: skipped: its tools run on the CPU path only (their CUDA kernel "
+               "is not written yet)\n",
+               scene);
+        return 0;
+    }
     firn_world *cpu = firn_world_create(&def, FIRN_BACKEND_CPU, &err);
     if (!cpu)
         return firn_cli_fail(&err);

@@ -6,9 +6,12 @@
  *   1. preprocess             - CPIC (coupling.cpic): each particle records
  *                               its side of every rigid surface within reach,
  *                               with the rigid poses before their step
- *   2. pre_coupling per solver - rigid: its step; MPM: clear grid, P2G
+ *   2. pre_coupling per solver - tools: advect their pose; rigid: its
+ *                               step; MPM: clear grid, P2G
  *                               (with CPIC: not across a rigid surface)
- *   3. couple                 - grid update: velocity + gravity, the rigid
+ *   3. couple                 - grid update: velocity + gravity, each
+ *                               tool's collision (one-way, its reaction
+ *                               recorded), the rigid
  *                               SDF impulse per body (two-way), walls
  *                               then SPH-rigid and PBD-rigid (two-way)
  *   4. post_coupling per solver - MPM: G2P (with CPIC: the rigid response
@@ -35,12 +38,12 @@
 #include "pbd.h"
 #include "solver_cpu.h"
 #include "sph.h"
+#include "tool.h"
 #include "world.h"
 
 static const firn_solver *const solvers[FIRN_SOLVER_COUNT] = {
-    [FIRN_SOLVER_RIGID] = &firn_rigid_solver,
-    [FIRN_SOLVER_MPM] = &firn_mpm_solver,
-    [FIRN_SOLVER_SPH] = &firn_sph_solver,
+    [FIRN_SOLVER_TOOL] = &firn_tool_solver, [FIRN_SOLVER_RIGID] = &firn_rigid_solver,
+    [FIRN_SOLVER_MPM] = &firn_mpm_solver,   [FIRN_SOLVER_SPH] = &firn_sph_solver,
     [FIRN_SOLVER_PBD] = &firn_pbd_solver,
 };
 
@@ -83,6 +86,10 @@ void firn_coupler_build(firn_world *w)
         *(int *)((char *)c + p->flag) = c->active[p->a] && c->active[p->b] && option;
     }
     c->cpic = c->rigid_mpm && w->def.coupling_cpic;
+    /* Genesis's Tool-MPM has no option of its own; firn's coupling.tool_mpm
+     * turns every tool's collision off at once. */
+    c->tool_mpm =
+        c->active[FIRN_SOLVER_TOOL] && c->active[FIRN_SOLVER_MPM] && w->def.coupling_tool_mpm;
 }
 
 int firn_coupler_alloc(firn_world *w, firn_error *err)
@@ -117,10 +124,11 @@ int firn_coupler_alloc(firn_world *w, firn_error *err)
             return -1;
         }
     }
-    if (w->cuda || !(w->coupler.rigid_mpm || w->coupler.mpm_sph))
+    if (w->cuda || !(w->coupler.rigid_mpm || w->coupler.mpm_sph || w->coupler.tool_mpm))
         return 0;
     w->chunks = (w->grid.nodes + FIRN_COUPLE_CHUNK - 1) / FIRN_COUPLE_CHUNK;
-    w->chunk_acc = malloc((size_t)w->chunks * per_chunk + 1);
+    const size_t grid_chunk = (size_t)(w->n_rigids + w->n_tools) * FIRN_RIGID_ACC * sizeof(double);
+    w->chunk_acc = malloc((size_t)w->chunks * grid_chunk + 1);
     w->chunk_live = malloc((size_t)w->chunks);
     if (w->coupler.cpic) {
         w->cpic_chunks = ((long long)w->p.n + FIRN_CPIC_CHUNK - 1) / FIRN_CPIC_CHUNK;
@@ -156,8 +164,9 @@ static firn_sph_view sph_view(firn_world *w)
     return V;
 }
 
-/* Grid update with the rigid bodies and/or MPM-SPH: each chunk of nodes sums its force and
- * torque in node order into its own slot, the slots are added in chunk
+/* Grid update with the tools, the rigid bodies and/or MPM-SPH: each chunk
+ * of nodes sums the reaction on each tool and body in node order into its
+ * own slot (the tools' after the bodies'), the slots are added in chunk
  * order - the same result for any thread count. A chunk with no node the
  * last P2G could write holds no mass, which the update leaves alone: its
  * slot is zero without a visit, so a mostly empty domain costs little. */
@@ -165,10 +174,13 @@ static void couple_grid_pairs(firn_world *w)
 {
     const firn_params *P = &w->params;
     const firn_grid g = w->grid;
-    const int nb = w->coupler.rigid_mpm ? w->n_rigids : 0, stride = nb * FIRN_RIGID_ACC;
+    const int nb = w->coupler.rigid_mpm ? w->n_rigids : 0;
+    const int nt = w->coupler.tool_mpm ? w->n_tools : 0;
+    const int rstride = nb * FIRN_RIGID_ACC, stride = rstride + nt * FIRN_TOOL_ACC;
     const firn_sph_view view = sph_view(w);
     const firn_sph_view *V = w->coupler.mpm_sph ? &view : NULL;
     const firn_rigid *bodies = w->rigids;
+    const firn_tool *tools = w->tools;
     double *chunk_acc = w->chunk_acc;
     const long long chunks = w->chunks;
     const unsigned char *live = w->chunk_live;
@@ -184,11 +196,17 @@ static void couple_grid_pairs(firn_world *w)
         if (end > g.nodes)
             end = g.nodes;
         for (long long node = ch * FIRN_COUPLE_CHUNK; node < end; node++)
-            firn_grid_node_pairs(node, P, g, bodies, nb, acc, V);
+            if (nt > 0)
+                firn_grid_node_tools(node, P, g, tools, nt, acc + rstride, bodies, nb, acc, V);
+            else
+                firn_grid_node_pairs(node, P, g, bodies, nb, acc, V);
     }
-    for (long long ch = 0; ch < chunks; ch++)
-        for (int k = 0; k < stride; k++)
+    for (long long ch = 0; ch < chunks; ch++) {
+        for (int k = 0; k < rstride; k++)
             w->rigid_acc[k] += chunk_acc[ch * stride + k];
+        for (int k = 0; k < stride - rstride; k++)
+            w->tool_acc[k] += chunk_acc[ch * stride + rstride + k];
+    }
 }
 
 /* SPH-rigid: each chunk of particles sums its reaction in particle order
@@ -287,7 +305,7 @@ static void couple_mpm_pbd(firn_world *w)
 void firn_coupler_couple(firn_world *w)
 {
     if (w->coupler.active[FIRN_SOLVER_MPM]) {
-        if (w->coupler.rigid_mpm || w->coupler.mpm_sph)
+        if (w->coupler.rigid_mpm || w->coupler.mpm_sph || w->coupler.tool_mpm)
             couple_grid_pairs(w);
         else
             firn_cpu_grid(w);
@@ -317,7 +335,7 @@ int firn_coupler_substep(firn_world *w)
         if (c->active[s]) {
             double t0 = omp_get_wtime();
             solvers[s]->pre_coupling(w);
-            if (s == FIRN_SOLVER_RIGID) /* the MPM solver times its own phases */
+            if (s == FIRN_SOLVER_RIGID || s == FIRN_SOLVER_TOOL) /* MPM times its own phases */
                 w->prof.couple += omp_get_wtime() - t0;
         }
     double t0 = omp_get_wtime();

@@ -22,6 +22,7 @@ typedef struct {
     int sph_rigid; /* pair active: coupling.sph_rigid */
     int pbd_rigid; /* pair active: coupling.pbd_rigid */
     int mpm_pbd;   /* pair active: coupling.mpm_pbd */
+    int tool_mpm;  /* pair active: tools and MPM particles, coupling.tool_mpm */
 } firn_coupler;
 
 /* CPU path: the grid update sums the coupling force per fixed chunk of

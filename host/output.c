@@ -435,9 +435,11 @@ static void render(image *im, const panel *front, const panel *top, const firn_s
  * (padded by a pixel) are tried; the others cannot be inside it. */
 #define RIGID_STEPS 128
 static const unsigned char rigid_color[3] = {70, 70, 70};
+static const unsigned char tool_color[3] = {120, 60, 20}; /* tools: brown, apart from the rigids */
 
 static void render_rigid_panel(image *im, const panel *pn, const firn_sdf_shape *sh, firn_vec3 pos,
-                               firn_quat q, const firn_scene_def *def, float scale, int top)
+                               firn_quat q, const firn_scene_def *def, float scale, int top,
+                               const unsigned char color[3])
 {
     const float *lo = def->lower, *up = def->upper;
     const int da = top ? 1 : 2; /* depth axis */
@@ -474,8 +476,7 @@ static void render_rigid_panel(image *im, const panel *pn, const firn_sdf_shape 
                     float shade = 0.55f + 0.45f * fabsf(n.v[top ? 1 : 2]);
                     im->depth[idx] = t;
                     for (int c = 0; c < 3; c++)
-                        im->rgb[3 * idx + c] =
-                            (unsigned char)lrintf(rigid_color[c] * shade + 60.0f);
+                        im->rgb[3 * idx + c] = (unsigned char)lrintf(color[c] * shade + 60.0f);
                 }
                 break;
             }
@@ -492,8 +493,18 @@ static void render_rigids(image *im, const panel *front, const panel *top,
         firn_vec3 pos = firn_v3(r->position[0], r->position[1], r->position[2]);
         firn_quat q = {
             {r->orientation[0], r->orientation[1], r->orientation[2], r->orientation[3]}};
-        render_rigid_panel(im, front, &sh, pos, q, def, scale, 0);
-        render_rigid_panel(im, top, &sh, pos, q, def, scale, 1);
+        render_rigid_panel(im, front, &sh, pos, q, def, scale, 0, rigid_color);
+        render_rigid_panel(im, top, &sh, pos, q, def, scale, 1, rigid_color);
+    }
+    int nt = s->n_tools < def->n_tools ? s->n_tools : def->n_tools;
+    for (int k = 0; k < nt && k < FIRN_MAX_TOOLS; k++) {
+        const firn_tool_state *t = &s->tools[k];
+        firn_sdf_shape sh = firn_rigid_sdf_shape(&def->tools[k].shape);
+        firn_vec3 pos = firn_v3(t->position[0], t->position[1], t->position[2]);
+        firn_quat q = {
+            {t->orientation[0], t->orientation[1], t->orientation[2], t->orientation[3]}};
+        render_rigid_panel(im, front, &sh, pos, q, def, scale, 0, tool_color);
+        render_rigid_panel(im, top, &sh, pos, q, def, scale, 1, tool_color);
     }
 }
 
@@ -644,8 +655,8 @@ int firn_write_preview_png_pbd(const char *path, const firn_scene_def *def,
 /* ---- JSONL stats --------------------------------------------------------- */
 
 typedef struct {
-    char buf[16384]; /* 16 material names escaped to 6 bytes a byte need about 6 KiB,
-                        16 rigid bodies about 8 KiB */
+    char buf[32768]; /* 16 material names escaped to 6 bytes a byte need about 6 KiB,
+                        16 rigid bodies about 8 KiB, 8 tools about 8 KiB */
     size_t len;
     int overflow;
 } line_buf;
@@ -757,6 +768,42 @@ static void put_rigids(line_buf *b, const firn_scene_def *def, const firn_frame_
     }
 }
 
+/* "tools":[{name, pose, commanded velocities, the force and torque the
+ * material exerts: the last substep's and the mean over the frame},...]. */
+static void put_tools(line_buf *b, const firn_scene_def *def, const firn_frame_stats *s)
+{
+    if (s->n_tools <= 0)
+        return;
+    put(b, ",\"tools\":[");
+    int nt = s->n_tools < FIRN_MAX_TOOLS ? s->n_tools : FIRN_MAX_TOOLS;
+    for (int k = 0; k < nt; k++) {
+        const firn_tool_state *t = &s->tools[k];
+        put(b, "%s{\"name\":", k ? "," : "");
+        if (k < def->n_tools && def->tools[k].name[0])
+            put_json_string(b, def->tools[k].name, FIRN_NAME_MAX);
+        else
+            put(b, "\"%d\"", k);
+        put(b, ",");
+        put_fvec(b, "position", t->position, 3);
+        put(b, ",");
+        put_fvec(b, "orientation", t->orientation, 4);
+        put(b, ",");
+        put_fvec(b, "velocity", t->velocity, 3);
+        put(b, ",");
+        put_fvec(b, "angular_velocity", t->angular_velocity, 3);
+        put(b, ",");
+        put_fvec(b, "force", t->force, 3);
+        put(b, ",");
+        put_fvec(b, "torque", t->torque, 3);
+        put(b, ",");
+        put_fvec(b, "force_mean", t->force_mean, 3);
+        put(b, ",");
+        put_fvec(b, "torque_mean", t->torque_mean, 3);
+        put(b, "}");
+    }
+    put(b, "]");
+}
+
 /* Appends the line in one write() (see within); FIRN_OK, or FIRN_E_IO with
  * err filled. */
 static int append_line(const char *path, const line_buf *b, firn_error *err)
@@ -865,6 +912,7 @@ int firn_append_stats_jsonl(const char *path, const firn_scene_def *def, const f
     put_num(b, s->mass, 17);
     put_material_counts(b, def, s);
     put_rigids(b, def, s);
+    put_tools(b, def, s);
     put_sph(b, s);
     put_pbd(b, s);
     put(b, ",\"wall_seconds\":");

@@ -144,7 +144,7 @@ firn_quat firn_rotation_quat(const float deg[3])
 /* Keyframes into the body: orientations as quaternions, each in the same
  * hemisphere as the one before so that slerp takes the shortest arc, and
  * the rotation vector of each segment. */
-static void init_keyframes(firn_rigid *b, const firn_rigid_def *rd)
+void firn_rigid_init_keyframes(firn_rigid *b, const firn_rigid_def *rd)
 {
     b->n_keys = rd->n_keyframes;
     for (int i = 0; i < rd->n_keyframes; i++) {
@@ -214,7 +214,7 @@ int firn_rigids_init(firn_world *w, firn_error *err)
             }
         }
         if (b->motion == FIRN_MOTION_KINEMATIC && rd->n_keyframes > 0) {
-            init_keyframes(b, rd);
+            firn_rigid_init_keyframes(b, rd);
             firn_key_pose(b, 0.0, b->x, &b->q);
             firn_key_velocity(b, 0.0, b->v, b->w);
         }

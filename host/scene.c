@@ -192,6 +192,25 @@ void firn_rigid_default(firn_rigid_def *r)
     r->couple = 1;
 }
 
+/* Genesis's Tool material: friction 0, coup_softness 0.01, collision on. */
+void firn_tool_default(firn_tool_def *t)
+{
+    memset(t, 0, sizeof *t);
+    t->shape.type = FIRN_RSHAPE_BOX;
+    for (int k = 0; k < 3; k++) {
+        t->shape.center[k] = 0.5f;
+        t->shape.size[k] = 0.1f;
+    }
+    t->shape.radius = 0.05f;
+    t->shape.height = 0.1f;
+    t->shape.axis = 1;
+    t->shape.normal[1] = 1.0f;
+    t->shape.scale = 1.0f;
+    t->friction = 0.0f;
+    t->softness = 0.01f;
+    t->collision = 1;
+}
+
 void firn_scene_default(firn_scene_def *def)
 {
     memset(def, 0, sizeof *def);
@@ -233,6 +252,9 @@ void firn_scene_default(firn_scene_def *def)
     def->pbd_bending_iterations = 1;
     def->coupling_pbd_rigid = 1;
     def->coupling_mpm_pbd = 1;
+    for (int i = 0; i < FIRN_MAX_TOOLS; i++)
+        firn_tool_default(&def->tools[i]);
+    def->coupling_tool_mpm = 1;
     snprintf(def->out_dir, sizeof def->out_dir, "out");
     def->out_every = 1;
     def->write_ply = 1;
@@ -987,6 +1009,57 @@ static int validate_rigid(const ctx *c, const firn_scene_def *def, int i)
     return 0;
 }
 
+/* tools[i]: a name, a shape as a rigid's (not a plane), a finite pose and
+ * velocities, keyframes as a kinematic rigid's, friction and softness. */
+static int validate_tool(const ctx *c, const firn_scene_def *def, int i)
+{
+    const firn_tool_def *t = &def->tools[i];
+    char base[KEYPATH_MAX], sp[KEYPATH_MAX], p[KEYPATH_MAX], q[KEYPATH_MAX];
+    join_index(base, "tools", i);
+    join(sp, base, "shape");
+    if (!memchr(t->name, '\0', FIRN_NAME_MAX))
+        return fail(c, join(p, base, "name"), "not NUL-terminated");
+    if (!t->name[0])
+        return fail(c, join(p, base, "name"), "empty: a tool is found by its name");
+    if (has_control_char(t->name))
+        return fail(c, join(p, base, "name"), "has a control character");
+    for (int j = 0; j < i; j++)
+        if (!strcmp(t->name, def->tools[j].name))
+            return fail(c, join(p, base, "name"), "\"%s\": duplicate tool name", t->name);
+    for (int k = 0; k < 3; k++)
+        if (need(c, join_index(q, join(p, sp, "center"), k), t->shape.center[k], 1, "") ||
+            need(c, join_index(q, join(p, base, "rotation"), k), t->rotation[k], 1, "") ||
+            need(c, join_index(q, join(p, base, "velocity"), k), t->velocity[k], 1, "") ||
+            need(c, join_index(q, join(p, base, "angular_velocity"), k), t->angular_velocity[k], 1,
+                 ""))
+            return -1;
+    if (t->shape.type == FIRN_RSHAPE_PLANE)
+        return fail(c, join(p, sp, "type"),
+                    "a tool is a bounded body (box, sphere, capsule, cylinder or mesh), not a "
+                    "plane");
+    /* The rigid checks of shape and keyframes, on the tool as a kinematic rigid. */
+    firn_rigid_def r;
+    firn_rigid_default(&r);
+    r.shape = t->shape;
+    r.motion = FIRN_RIGID_KINEMATIC;
+    memcpy(r.rotation, t->rotation, sizeof r.rotation);
+    memcpy(r.velocity, t->velocity, sizeof r.velocity);
+    memcpy(r.angular_velocity, t->angular_velocity, sizeof r.angular_velocity);
+    r.n_keyframes = t->n_keyframes;
+    memcpy(r.keyframes, t->keyframes, sizeof r.keyframes);
+    int e = validate_rigid_shape(c, &r, base, sp);
+    if (e)
+        return e;
+    if (validate_rigid_keyframes(c, &r, base))
+        return -1;
+    if (need(c, join(p, base, "friction"), t->friction, t->friction >= 0, "must be >= 0") ||
+        need(c, join(p, base, "softness"), t->softness, t->softness >= 0, "must be >= 0"))
+        return -1;
+    if (t->collision != 0 && t->collision != 1)
+        return fail(c, join(p, base, "collision"), "%d: must be 0 or 1", t->collision);
+    return 0;
+}
+
 /* All checks, with messages prefixed by file ("" for none). */
 static int validate(const firn_scene_def *def, const char *file, firn_error *err)
 {
@@ -1025,6 +1098,13 @@ static int validate(const firn_scene_def *def, const char *file, firn_error *err
                     FIRN_MAX_RIGIDS);
     for (int i = 0; i < def->n_rigids; i++) {
         int rc = validate_rigid(&c, def, i);
+        if (rc)
+            return rc; /* -1, or FIRN_E_IO for an unreadable mesh */
+    }
+    if (def->n_tools < 0 || def->n_tools > FIRN_MAX_TOOLS)
+        return fail(&c, "tools", "%d tools; at most %d are allowed", def->n_tools, FIRN_MAX_TOOLS);
+    for (int i = 0; i < def->n_tools; i++) {
+        int rc = validate_tool(&c, def, i);
         if (rc)
             return rc; /* -1, or FIRN_E_IO for an unreadable mesh */
     }
@@ -1766,6 +1846,37 @@ static int parse_rigid_shape(const ctx *c, const cJSON *j, const char *path,
     return 0;
 }
 
+/* The "keyframes" array of object j (at path), if there is one. */
+static int parse_keyframes(const ctx *c, const cJSON *j, const char *path,
+                           firn_keyframe_def keyframes[FIRN_MAX_KEYFRAMES], int *n)
+{
+    const cJSON *keys_j = get(j, "keyframes"), *kf;
+    if (!keys_j)
+        return 0;
+    static const char *const kf_keys[] = {"t", "position", "rotation", NULL};
+    char p[KEYPATH_MAX], q[KEYPATH_MAX], kp[KEYPATH_MAX];
+    join(q, path, "keyframes");
+    if (!cJSON_IsArray(keys_j))
+        return fail(c, q, "expected an array of keyframes, got %s", json_type(keys_j));
+    if (cJSON_GetArraySize(keys_j) < 1 || cJSON_GetArraySize(keys_j) > FIRN_MAX_KEYFRAMES)
+        return fail(c, q, "%d keyframes: give 1 to %d", cJSON_GetArraySize(keys_j),
+                    FIRN_MAX_KEYFRAMES);
+    cJSON_ArrayForEach(kf, keys_j)
+    {
+        firn_keyframe_def *k = &keyframes[*n];
+        join_index(kp, q, *n);
+        if (need_object(c, kf, kp) || check_keys(c, kf, kp, kf_keys, NULL))
+            return -1;
+        if (!get(kf, "t") || !get(kf, "position"))
+            return fail(c, join(p, kp, get(kf, "t") ? "position" : "t"), "missing (required)");
+        if (get_float(c, kf, kp, "t", &k->t) || get_vec3(c, kf, kp, "position", k->position) ||
+            get_vec3(c, kf, kp, "rotation", k->rotation))
+            return -1;
+        (*n)++;
+    }
+    return 0;
+}
+
 static int parse_rigid(const ctx *c, const cJSON *j, const char *path, int index, firn_rigid_def *r)
 {
     static const char *const keys[] = {"name",     "shape",       "motion",           "rotation",
@@ -1800,32 +1911,11 @@ static int parse_rigid(const ctx *c, const cJSON *j, const char *path, int index
         get_float(c, j, path, "restitution", &r->restitution) ||
         get_bool(c, j, path, "couple", &r->couple))
         return -1;
-    const cJSON *keys_j = get(j, "keyframes"), *kf;
-    if (!keys_j)
-        return 0;
-    static const char *const kf_keys[] = {"t", "position", "rotation", NULL};
-    char q[KEYPATH_MAX], kp[KEYPATH_MAX];
-    join(q, path, "keyframes");
-    if (!cJSON_IsArray(keys_j))
-        return fail(c, q, "expected an array of keyframes, got %s", json_type(keys_j));
-    if (cJSON_GetArraySize(keys_j) < 1 || cJSON_GetArraySize(keys_j) > FIRN_MAX_KEYFRAMES)
-        return fail(c, q, "%d keyframes: give 1 to %d", cJSON_GetArraySize(keys_j),
-                    FIRN_MAX_KEYFRAMES);
-    cJSON_ArrayForEach(kf, keys_j)
-    {
-        firn_keyframe_def *k = &r->keyframes[r->n_keyframes];
-        join_index(kp, q, r->n_keyframes);
-        if (need_object(c, kf, kp) || check_keys(c, kf, kp, kf_keys, NULL))
-            return -1;
-        if (!get(kf, "t") || !get(kf, "position"))
-            return fail(c, join(p, kp, get(kf, "t") ? "position" : "t"), "missing (required)");
-        if (get_float(c, kf, kp, "t", &k->t) || get_vec3(c, kf, kp, "position", k->position) ||
-            get_vec3(c, kf, kp, "rotation", k->rotation))
-            return -1;
-        r->n_keyframes++;
-    }
+    if (parse_keyframes(c, j, path, r->keyframes, &r->n_keyframes))
+        return -1;
     /* The body starts at its first keyframe's position. */
-    memcpy(r->shape.center, r->keyframes[0].position, sizeof r->shape.center);
+    if (r->n_keyframes > 0)
+        memcpy(r->shape.center, r->keyframes[0].position, sizeof r->shape.center);
     return 0;
 }
 
@@ -1848,17 +1938,69 @@ static int parse_rigids(const ctx *c, const cJSON *j, firn_scene_def *def)
     return 0;
 }
 
+static int parse_tool(const ctx *c, const cJSON *j, const char *path, firn_tool_def *t)
+{
+    static const char *const keys[] = {
+        "name",     "shape",    "rotation",  "velocity",  "angular_velocity",
+        "friction", "softness", "collision", "keyframes", NULL};
+    char p[KEYPATH_MAX];
+    const char *name = NULL;
+    const cJSON *shape;
+    if (need_object(c, j, path) || check_keys(c, j, path, keys, NULL) ||
+        get_string(c, j, path, "name", 1, &name))
+        return -1;
+    if (!name[0] || strlen(name) >= FIRN_NAME_MAX)
+        return fail(c, join(p, path, "name"), "must be 1 to %d characters", FIRN_NAME_MAX - 1);
+    snprintf(t->name, sizeof t->name, "%s", name);
+    shape = get(j, "shape");
+    if (!shape)
+        return fail(c, join(p, path, "shape"), "missing (required)");
+    if (parse_rigid_shape(c, shape, join(p, path, "shape"), &t->shape) ||
+        get_vec3(c, j, path, "rotation", t->rotation) ||
+        get_vec3(c, j, path, "velocity", t->velocity) ||
+        get_vec3(c, j, path, "angular_velocity", t->angular_velocity) ||
+        get_float(c, j, path, "friction", &t->friction) ||
+        get_float(c, j, path, "softness", &t->softness) ||
+        get_bool(c, j, path, "collision", &t->collision) ||
+        parse_keyframes(c, j, path, t->keyframes, &t->n_keyframes))
+        return -1;
+    /* The tool starts at its first keyframe's position. */
+    if (t->n_keyframes > 0)
+        memcpy(t->shape.center, t->keyframes[0].position, sizeof t->shape.center);
+    return 0;
+}
+
+static int parse_tools(const ctx *c, const cJSON *j, firn_scene_def *def)
+{
+    char p[KEYPATH_MAX];
+    const cJSON *t;
+    if (!cJSON_IsArray(j))
+        return fail(c, "tools", "expected an array, got %s", json_type(j));
+    if (cJSON_GetArraySize(j) > FIRN_MAX_TOOLS)
+        return fail(c, "tools", "%d tools; at most %d are allowed", cJSON_GetArraySize(j),
+                    FIRN_MAX_TOOLS);
+    cJSON_ArrayForEach(t, j)
+    {
+        int i = def->n_tools;
+        if (parse_tool(c, t, join_index(p, "tools", i), &def->tools[i]))
+            return -1;
+        def->n_tools++;
+    }
+    return 0;
+}
+
 static int parse_coupling(const ctx *c, const cJSON *j, firn_scene_def *def)
 {
-    static const char *const keys[] = {"rigid_mpm", "cpic",    "mpm_sph", "sph_rigid",
-                                       "pbd_rigid", "mpm_pbd", NULL};
+    static const char *const keys[] = {"rigid_mpm", "cpic",    "mpm_sph",  "sph_rigid",
+                                       "pbd_rigid", "mpm_pbd", "tool_mpm", NULL};
     if (need_object(c, j, "coupling") || check_keys(c, j, "coupling", keys, NULL) ||
         get_bool(c, j, "coupling", "rigid_mpm", &def->coupling_rigid_mpm) ||
         get_bool(c, j, "coupling", "mpm_sph", &def->coupling_mpm_sph) ||
         get_bool(c, j, "coupling", "sph_rigid", &def->coupling_sph_rigid) ||
         get_bool(c, j, "coupling", "pbd_rigid", &def->coupling_pbd_rigid) ||
         get_bool(c, j, "coupling", "mpm_pbd", &def->coupling_mpm_pbd) ||
-        get_bool(c, j, "coupling", "cpic", &def->coupling_cpic))
+        get_bool(c, j, "coupling", "cpic", &def->coupling_cpic) ||
+        get_bool(c, j, "coupling", "tool_mpm", &def->coupling_tool_mpm))
         return -1;
     return 0;
 }
@@ -1918,7 +2060,7 @@ static int parse_root(const ctx *c, const cJSON *root, firn_scene_def *def)
 {
     static const char *const keys[] = {"domain", "gravity",  "time",   "materials", "bodies",
                                        "rigids", "coupling", "output", "name",      "description",
-                                       "sph",    "pbd",      NULL};
+                                       "sph",    "pbd",      "tools",  NULL};
     const char *unused;
     if (!cJSON_IsObject(root))
         return fail(c, "", "expected a JSON object at the top level, got %s", json_type(root));
@@ -1937,6 +2079,8 @@ static int parse_root(const ctx *c, const cJSON *root, firn_scene_def *def)
     if (get(root, "bodies") && parse_bodies(c, get(root, "bodies"), def))
         return -1;
     if (get(root, "rigids") && parse_rigids(c, get(root, "rigids"), def))
+        return -1;
+    if (get(root, "tools") && parse_tools(c, get(root, "tools"), def))
         return -1;
     if (get(root, "coupling") && parse_coupling(c, get(root, "coupling"), def))
         return -1;

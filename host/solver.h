@@ -1,8 +1,8 @@
 /* solver.h - the table of substep phases by which a solver plugs into
  * the Coupler (host/coupler.h), and the solvers a world can have. A solver
  * implements its phases in its own module (host/solver_cpu.c: MPM,
- * host/rigid.c: rigid bodies, host/sph_cpu.c: SPH, host/pbd_cpu.c: PBD) and never calls the
- * Coupler: the Coupler calls the phases in order (PHYSICS.md s1). */
+ * host/tool.c: tools, host/rigid.c: rigid bodies, host/sph_cpu.c: SPH, host/pbd_cpu.c: PBD) and
+ * never calls the Coupler: the Coupler calls the phases in order (PHYSICS.md s1). */
 #ifndef FIRN_SOLVER_H
 #define FIRN_SOLVER_H
 
@@ -30,7 +30,8 @@ typedef struct {
 
 /* The solvers a world can have, in the order the Coupler runs their phases. */
 enum {
-    FIRN_SOLVER_RIGID = 0,
+    FIRN_SOLVER_TOOL = 0,
+    FIRN_SOLVER_RIGID,
     FIRN_SOLVER_MPM,
     FIRN_SOLVER_SPH,
     FIRN_SOLVER_PBD,

@@ -240,6 +240,7 @@ static int pbd_current(firn_world *w, firn_error *err)
 typedef struct {
     float c, v_particles, v_rigid, v_gravity;
     int rigid;            /* the fastest coupled body, or -1 */
+    int tool;             /* 1: that is tools[rigid] */
     float dt_mpm, dt_sph; /* each solver's limit [s] (INFINITY: no limit) */
     float c_sph, v_sph;   /* SPH: sound speed, largest particle speed [m/s] */
     float dt_pbd, v_pbd;  /* PBD: its limit [s], its largest particle speed [m/s] */
@@ -252,6 +253,14 @@ static int cfl_step(firn_world *w, cfl_terms *t, float *dt_out, firn_error *err)
     if (state_extremes(w, &t->v_particles, &t->c, err))
         return -1;
     t->v_rigid = rigid_speed(w, &t->rigid);
+    t->tool = 0;
+    int fastest_tool;
+    const float v_tool = firn_tools_max_speed(w, &fastest_tool);
+    if (v_tool > t->v_rigid) {
+        t->v_rigid = v_tool;
+        t->rigid = fastest_tool;
+        t->tool = 1;
+    }
     float g = sqrtf(d->gravity[0] * d->gravity[0] + d->gravity[1] * d->gravity[1] +
                     d->gravity[2] * d->gravity[2]);
     /* The speed may grow by g * frame_dt before the next estimate. */
@@ -323,8 +332,9 @@ static void cfl_cause(firn_world *w, const cfl_terms *t, char *why, size_t size)
                  "gravity over a frame, %g m/s (|g| = %g m/s^2 for time.frame_dt = %g s)",
                  t->v_gravity, t->v_gravity / d->frame_dt, d->frame_dt);
     } else if (t->v_rigid > t->v_particles) {
-        snprintf(why, size, "the surface of rigids[%d] '%s', %g m/s", t->rigid,
-                 d->rigids[t->rigid].name, t->v_rigid);
+        snprintf(why, size, "the surface of %s[%d] '%s', %g m/s", t->tool ? "tools" : "rigids",
+                 t->rigid, t->tool ? d->tools[t->rigid].name : d->rigids[t->rigid].name,
+                 t->v_rigid);
     } else {
         snprintf(why, size,
                  "the particles, %g m/s (a body's initial velocity, or the state blowing up)",
@@ -433,11 +443,19 @@ static firn_world *world_create(const firn_scene_def *def, firn_backend backend,
         goto fail;
     /* The backend first: a missing GPU is named before the particles of a
      * large scene are sampled. */
-    /* The MPM-PBD pair has no CUDA kernel yet: auto takes the CPU path for
-     * a scene that would couple them (refused on cuda below). */
-    const int mpm_pbd = firn_scene_couples_mpm_pbd(def);
+    /* The MPM-PBD pair and the tools have no CUDA kernels yet: auto takes
+     * the CPU path for a scene with either (refused on cuda). */
+    const int mpm_pbd = firn_scene_couples_mpm_pbd(def), tools = def->n_tools > 0;
+    if (backend == FIRN_BACKEND_CUDA && tools) {
+        firn_set_error(err, FIRN_E_DEVICE,
+                       "%s: --backend cuda: tools run on the CPU path only for now (--backend "
+                       "cpu); their CUDA kernel is not written yet",
+                       prefix(def));
+        goto fail;
+    }
     if (backend == FIRN_BACKEND_AUTO)
-        backend = firn_cuda_device_count() > 0 && !mpm_pbd ? FIRN_BACKEND_CUDA : FIRN_BACKEND_CPU;
+        backend = firn_cuda_device_count() > 0 && !mpm_pbd && !tools ? FIRN_BACKEND_CUDA
+                                                                     : FIRN_BACKEND_CPU;
     w->backend = backend;
     if (backend == FIRN_BACKEND_CUDA && !firn_cuda_available()) {
         firn_set_error(err, FIRN_E_DEVICE,
@@ -452,7 +470,8 @@ static firn_world *world_create(const firn_scene_def *def, firn_backend backend,
         goto fail;
     }
     if (firn_sample_bodies(def, w->mats, &w->p, err) || firn_rigids_init(w, err) ||
-        firn_sph_init(&w->sph, def, err) || firn_pbd_init(&w->pbd, def, err))
+        firn_tools_init(w, err) || firn_sph_init(&w->sph, def, err) ||
+        firn_pbd_init(&w->pbd, def, err))
         goto fail;
     if (firn_particles_sort_spatial(&w->p, &w->params)) {
         firn_set_error(err, FIRN_E_NOMEM, "out of host memory sorting %d particles", w->p.n);
@@ -623,10 +642,12 @@ void firn_world_memory(const firn_world *w, firn_memory *m)
     double host = n * (109.0 + 4.0 * w->p.cpic_slots) + (double)firn_mesh_grid_bytes(w, no_align);
     if (w->backend == FIRN_BACKEND_CPU) {
         const double acc = (double)w->n_rigids * FIRN_RIGID_ACC * sizeof(double);
+        const double tool_acc = (double)w->n_tools * FIRN_TOOL_ACC * sizeof(double);
         host += (double)w->grid.nodes * 16.0 +                     /* grid */
                 n * 12.0 + ((double)w->bins.nblocks + 1.0) * 4.0 + /* binning, ids */
                 (double)w->bins.nblocks * (4.0 * w->bins.chunks + 8.0 + 5.0) +
                 ((double)w->chunks + (double)w->cpic_chunks) * acc + /* coupling sums */
+                (double)w->chunks * tool_acc +                       /* the tools' */
                 (double)w->chunks;                                   /* live chunk flags */
     }
     host += (double)firn_sph_host_bytes(&w->sph); /* the SPH solver's, on either path */
@@ -746,6 +767,7 @@ int firn_world_step_frame(firn_world *w, firn_frame_stats *stats, firn_error *er
     if (firn_world_next_frame_step(w, &dt, &nsub, err))
         return -1;
     double t0 = firn_now();
+    firn_tools_begin_frame(w);
     if (firn_world_run_substeps(w, nsub, dt, err))
         return -1;
     double elapsed = firn_now() - t0;
@@ -870,6 +892,9 @@ int firn_world_stats(firn_world *w, firn_frame_stats *s, firn_error *err)
             return -1;
         firn_pbd_stats(&w->pbd, &s->pbd);
     }
+    s->n_tools = w->n_tools;
+    for (int k = 0; k < w->n_tools; k++)
+        firn_tool_fill_state(w, k, &s->tools[k]);
     return 0;
 }
 

@@ -17,6 +17,7 @@
 #include "pbd.h"
 #include "solver_cpu.h"
 #include "sph.h"
+#include "tool.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -50,8 +51,13 @@ struct firn_world {
     firn_rigid rigids[FIRN_MAX_RIGIDS]; /* host state (CPU) / host mirror (CUDA) */
     double rigid_acc[FIRN_MAX_RIGIDS *
                      FIRN_RIGID_ACC]; /* coupling force/torque for the next rigid step */
-    double *chunk_acc;                /* CPU: [chunks][n_rigids][6] */
+    double *chunk_acc;                /* CPU: [chunks][n_rigids + n_tools][6] */
     long long chunks;
+    int n_tools;
+    firn_tool tools[FIRN_MAX_TOOLS];
+    double tool_acc[FIRN_MAX_TOOLS * FIRN_TOOL_ACC]; /* this substep's reaction on the tools */
+    firn_tool_record tool_rec[FIRN_MAX_TOOLS];
+    double tool_frame_time;    /* substep time summed since the current frame began [s] */
     unsigned char *chunk_live; /* CPU: [chunks], 1 where a node may hold mass */
     double *cpic_acc; /* CPU, CPIC: G2P reaction per particle chunk [cpic_chunks][n_rigids][6] */
     long long cpic_chunks;

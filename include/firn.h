@@ -32,6 +32,7 @@ extern "C" {
 #define FIRN_MAX_BODIES    64
 #define FIRN_MAX_RIGIDS    16
 #define FIRN_MAX_KEYFRAMES 32
+#define FIRN_MAX_TOOLS     8
 #define FIRN_NAME_MAX      64
 #define FIRN_PATH_MAX      512
 #define FIRN_ERRMSG_MAX    1024
@@ -255,6 +256,30 @@ typedef struct {
     firn_keyframe_def keyframes[FIRN_MAX_KEYFRAMES];
 } firn_rigid_def;
 
+/* A tool (docs/PHYSICS.md s4.8): a kinematic body that a robot holds
+ * (spatula, knife, gripper finger, rake). It moves as commanded - a
+ * constant velocity and angular velocity, its keyframes, or what
+ * firn_world_set_tool_velocity sets - and the material never changes that
+ * motion. It acts on the MPM grid through its own collision law (Genesis's
+ * Tool, one-way: no restitution, no reaction on the tool), and firn
+ * reports the force the material exerts on it (firn_tool_state). The
+ * shape is placed as a rigid's: its centre (a mesh's centroid) at
+ * shape.center, which is the tool's origin; planes are not tools. */
+typedef struct {
+    char name[FIRN_NAME_MAX];
+    firn_rigid_shape_def shape;
+    float rotation[3];         /* initial orientation: degrees about x, then y, then z (world) */
+    float velocity[3];         /* commanded velocity of its origin [m/s], default 0 */
+    float angular_velocity[3]; /* commanded angular velocity, world frame [rad/s], default 0 */
+    float friction;            /* Coulomb coefficient against the material [-], default 0 */
+    float softness;            /* distance over which the contact fades, exp(-d / softness) [m],
+                                  default 0.01 (Genesis's coup_softness, which Genesis applies in
+                                  its mesh's normalised units; firn's are metres) */
+    int collision;             /* acts on the material, default 1 */
+    int n_keyframes;           /* 0, or the poses it follows (velocities from them) */
+    firn_keyframe_def keyframes[FIRN_MAX_KEYFRAMES];
+} firn_tool_def;
+
 /* How the CUDA path scatters P2G (docs/BENCH.md): one global atomic per
  * particle, node and component, over particles in storage order; or over
  * particles sorted into bins of 4^3 cells (by cell within a bin), each
@@ -309,14 +334,17 @@ typedef struct {
     int sph_walls_clamp;           /* 1: the SPH box's faces only clamp positions, as Genesis;
                                       0 (default): they bound the liquid (firn_sph_walls) */
     /* The PBD solver (bodies with solver pbd; defaults Genesis's PBDOptions). */
-    float pbd_particle_size;     /* p [m], default 0.01: contact distance p/2 from rigid surfaces,
-                                    lattice spacing of pbd_particle bodies */
-    int pbd_stretch_iterations;  /* per substep, default 4 */
-    int pbd_bending_iterations;  /* per substep, default 1 */
-    float pbd_lower[3];          /* box the PBD particles stay in [m]; default the domain */
-    float pbd_upper[3];          /* (both 0: the domain box) */
-    int coupling_pbd_rigid;      /* coupling.pbd_rigid, default 1 */
-    int coupling_mpm_pbd;        /* coupling.mpm_pbd, default 1 */
+    float pbd_particle_size;    /* p [m], default 0.01: contact distance p/2 from rigid surfaces,
+                                   lattice spacing of pbd_particle bodies */
+    int pbd_stretch_iterations; /* per substep, default 4 */
+    int pbd_bending_iterations; /* per substep, default 1 */
+    float pbd_lower[3];         /* box the PBD particles stay in [m]; default the domain */
+    float pbd_upper[3];         /* (both 0: the domain box) */
+    int coupling_pbd_rigid;     /* coupling.pbd_rigid, default 1 */
+    int coupling_mpm_pbd;       /* coupling.mpm_pbd, default 1 */
+    int n_tools;                /* tools (CPU path only for now) */
+    firn_tool_def tools[FIRN_MAX_TOOLS];
+    int coupling_tool_mpm;       /* coupling.tool_mpm, default 1: tools act on the MPM grid */
     int gpu_p2g;                 /* the CUDA path's P2G, firn_p2g_variant (not part of the
                                     scene: the CLI's --p2g); default FIRN_P2G_AUTO */
     char out_dir[FIRN_PATH_MAX]; /* default "out" */
@@ -330,6 +358,7 @@ void firn_scene_default(firn_scene_def *def);
 void firn_material_default(firn_material_def *mat, firn_model model);
 void firn_body_default(firn_body_def *body);
 void firn_rigid_default(firn_rigid_def *rigid);
+void firn_tool_default(firn_tool_def *tool);
 
 /* Parses and validates a JSON scene file. On failure returns non-zero and
  * fills err with the file, line/column or key path, and the problem. */
@@ -369,6 +398,25 @@ typedef struct {
     float force[3];            /* coupling force received in the last substep [N] */
     float torque[3];           /* coupling torque about the centre of mass [N m] */
 } firn_rigid_stats;
+
+/* A tool's state: its pose and commanded velocities now, and the force
+ * and torque the MPM material exerts on it (minus the momentum the tool's
+ * collision gives the grid nodes per unit time; the torque about the
+ * tool's origin at the start of the substep). The tool's motion ignores
+ * them: firn reports them for a controller to read. */
+typedef struct {
+    float position[3];         /* origin [m] */
+    float orientation[4];      /* unit quaternion (w, x, y, z), tool to world */
+    float velocity[3];         /* commanded [m/s]; a keyframed tool's current segment's */
+    float angular_velocity[3]; /* commanded, world frame [rad/s] */
+    float force[3];            /* in the last substep [N] */
+    float torque[3];           /* in the last substep [N m] */
+    float force_mean[3];       /* over the substeps since the last firn_world_step_frame began
+                                  (impulse / time; substeps run alone add to it) [N] */
+    float torque_mean[3];      /* [N m] */
+    double impulse[3];         /* sum of force dt since the start [N s] */
+    double angular_impulse[3]; /* sum of torque dt since the start [N m s] */
+} firn_tool_state;
 
 /* The SPH solver's particles at the end of a frame. */
 typedef struct {
@@ -418,11 +466,14 @@ typedef struct {
     firn_sph_frame_stats sph; /* the SPH solver's particles (particles = 0: none); the
                                  fields above are the MPM particles' */
     firn_pbd_frame_stats pbd; /* the PBD solver's particles (particles = 0: none) */
+    int n_tools;
+    firn_tool_state tools[FIRN_MAX_TOOLS];
 } firn_frame_stats;
 
-/* A world of def on backend. The PBD solver has no CUDA kernels yet: a
- * scene with PBD bodies is refused on FIRN_BACKEND_CUDA (FIRN_E_DEVICE) and
- * FIRN_BACKEND_AUTO takes the CPU path for it. */
+/* A world of def on backend. The PBD solver and the tools have no CUDA
+ * kernels yet: a scene with PBD bodies or tools is refused on
+ * FIRN_BACKEND_CUDA (FIRN_E_DEVICE) and FIRN_BACKEND_AUTO takes the CPU
+ * path for it. */
 firn_world *firn_world_create(const firn_scene_def *def, firn_backend backend, firn_error *err);
 void firn_world_destroy(firn_world *world);
 firn_backend firn_world_backend(const firn_world *world);
@@ -453,6 +504,23 @@ int firn_world_next_frame_step(firn_world *world, float *dt, int *substeps, firn
 /* Statistics of the current state (frame fields left as they are). */
 int firn_world_stats(firn_world *world, firn_frame_stats *stats, firn_error *err);
 firn_profile firn_world_profile(const firn_world *world);
+
+/* ---- tools ----------------------------------------------------------------- */
+
+/* Tools are numbered as in firn_scene_def.tools. */
+int firn_world_tool_count(const firn_world *world);
+/* The index of the tool called name, or -1 if there is none. */
+int firn_world_tool_index(const firn_world *world, const char *name);
+/* Commands tool's velocity v [m/s] and angular velocity w [rad/s, world
+ * frame] from the next substep on; they hold until set again (as Genesis's
+ * set_velocity). A keyframed tool stops following its keyframes and moves
+ * from its current pose. An unknown tool or a non-finite component is
+ * refused (FIRN_E_USAGE) and nothing changes. */
+int firn_world_set_tool_velocity(firn_world *world, int tool, const float v[3], const float w[3],
+                                 firn_error *err);
+/* Tool's current state; returns non-zero (and leaves out alone) for an
+ * unknown tool. */
+int firn_world_tool_state(const firn_world *world, int tool, firn_tool_state *out);
 
 /* Memory a world holds [bytes]. */
 typedef struct {
@@ -557,7 +625,8 @@ int firn_write_ply(const char *path, const firn_particles_view *p, firn_error *e
 int firn_write_preview_png(const char *path, const firn_scene_def *def,
                            const firn_particles_view *p, firn_error *err);
 /* As firn_write_preview_png, with the rigid bodies of stats (position and
- * orientation; shapes from def) drawn in grey. stats may be NULL. */
+ * orientation; shapes from def) drawn in grey, and its tools in brown.
+ * stats may be NULL. */
 int firn_write_preview_png_rigids(const char *path, const firn_scene_def *def,
                                   const firn_particles_view *p, const firn_frame_stats *stats,
                                   firn_error *err);

@@ -14,7 +14,7 @@
 #                          build time of the default -O3 -g, same arithmetic)
 #   MUTATE_KEEP=1          keep the copy (its path is printed)
 #   MUTATE_SOURCES         the test sources built into the binary (default the
-#                          seven that hold physics tests and the checkpoint
+#                          ones that hold physics tests and the checkpoint
 #                          tests; the others take a third of the build and
 #                          test the CLI, scenes, files)
 set -u
@@ -40,7 +40,7 @@ trap 'exit 130' INT TERM
      tar --null -T - -cf -) | tar -xf - -C "$tmp" || { echo "mutate: cannot copy the tree"; exit 1; }
 
 # Only the test sources with physics tests are built.
-keep=${MUTATE_SOURCES:-test_kernels.c test_world.c test_coupling.c test_physics.c test_reference.c test_sph.c test_pbd.c test_checkpoint.c}
+keep=${MUTATE_SOURCES:-test_kernels.c test_world.c test_coupling.c test_physics.c test_reference.c test_sph.c test_pbd.c test_checkpoint.c test_tool.c}
 for t in "$tmp"/test/*.c; do
     [[ " $keep " == *" $(basename "$t") "* ]] || rm -f "$t"
 done
