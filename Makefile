@@ -76,7 +76,7 @@ HAVE_MATPLOTLIB := $(shell { [ -n "$$FIRN_PYTHON" ] || python3 -c 'import matplo
 TEST_DEB_PKGS = $(DEB_PKGS) $(if $(HAVE_MATPLOTLIB),,python3-matplotlib)
 
 .PHONY: all test test-run clean info deps demo emu emu-check emu-mutate
-all: info $(BUILD)/firn $(BUILD)/reorder_probe
+all: info $(BUILD)/firn $(BUILD)/reorder_probe $(BUILD)/tool_press
 
 # Installs what is missing when run as root (or with sudo), else names the
 # exact command to run.
@@ -141,6 +141,10 @@ $(BUILD)/test_firn: $(TEST_OBJ) $(BUILD)/libfirn.a
 
 # Measures the CPU path's state reordering (bench/results/cpu-2026-12-03.md).
 $(BUILD)/reorder_probe: $(BUILD)/bench/reorder_probe.o $(BUILD)/libfirn.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# The C example: a tool driven by a force controller (examples/tool_press.c).
+$(BUILD)/tool_press: $(BUILD)/examples/tool_press.o $(BUILD)/libfirn.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # Tests call the CLI too, so both are built first.
