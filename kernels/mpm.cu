@@ -150,6 +150,41 @@ static __global__ void bin_ranges(int n, firn_mpm_bins b)
         b.end[bin] = k + 1;
 }
 
+/* The bin's tile, shared by p2g_binned and p2g_warp: its first node
+ * (the bin's first cell), zeroing, the tile index of a stencil's corner,
+ * and the flush of the nodes that received mass into the grid. */
+static __device__ void bin_origin(const firn_mpm_bins &b, int bin, int o[3])
+{
+    o[0] = bin / (b.n[1] * b.n[2]) * FIRN_BIN;
+    o[1] = bin / b.n[2] % b.n[1] * FIRN_BIN;
+    o[2] = bin % b.n[2] * FIRN_BIN;
+}
+
+static __device__ void tile_clear(float *tile)
+{
+    for (int k = threadIdx.x; k < 4 * FIRN_TILE * FIRN_TILE * FIRN_TILE; k += blockDim.x)
+        tile[k] = 0.0f;
+}
+
+static __device__ int tile_corner(const firn_stencil &s, const int o[3])
+{
+    return ((s.base[0] - o[0]) * FIRN_TILE + s.base[1] - o[1]) * FIRN_TILE + s.base[2] - o[2];
+}
+
+static __device__ void tile_flush(const float *tile, const int o[3], firn_grid g)
+{
+    for (int t = threadIdx.x; t < FIRN_TILE * FIRN_TILE * FIRN_TILE; t += blockDim.x) {
+        const float *q = tile + 4 * t;
+        if (q[3] == 0.0f) /* no particle's stencil reached it (or outside the grid) */
+            continue;
+        float *d =
+            g.node + 4 * firn_node_index(g.n, o[0] + t / (FIRN_TILE * FIRN_TILE),
+                                         o[1] + t / FIRN_TILE % FIRN_TILE, o[2] + t % FIRN_TILE);
+        for (int c = 0; c < 4; c++)
+            atomicAdd(d + c, q[c]);
+    }
+}
+
 /* Binned P2G: one thread block per bin. Its threads run the constitutive
  * update of the bin's particles (firn_p2g_prepare, as p2g) and scatter into
  * a tile of the FIRN_TILE^3 nodes the bin's stencils reach, in shared
@@ -167,28 +202,17 @@ static __global__ void __launch_bounds__(FIRN_BIN_THREADS)
     const int bin = blockIdx.x, lo = b.start[bin], hi = b.end[bin];
     if (lo >= hi)
         return;
-    const int o[3] = {bin / (b.n[1] * b.n[2]) * FIRN_BIN, bin / b.n[2] % b.n[1] * FIRN_BIN,
-                      bin % b.n[2] * FIRN_BIN};
-    for (int k = threadIdx.x; k < 4 * FIRN_TILE * FIRN_TILE * FIRN_TILE; k += blockDim.x)
-        tile[k] = 0.0f;
+    int o[3];
+    bin_origin(b, bin, o);
+    tile_clear(tile);
     __syncthreads();
     for (int k = lo + threadIdx.x; k < hi; k += blockDim.x) {
         const firn_p2g_state st = firn_p2g_prepare(b.order[k], &P, mats, p);
-        const int t = ((st.s.base[0] - o[0]) * FIRN_TILE + st.s.base[1] - o[1]) * FIRN_TILE +
-                      st.s.base[2] - o[2];
+        const int t = tile_corner(st.s, o);
         firn_p2g_scatter_into(&P, tile + 4 * t, 4 * FIRN_TILE * FIRN_TILE, 4 * FIRN_TILE, &st, 0u);
     }
     __syncthreads();
-    for (int t = threadIdx.x; t < FIRN_TILE * FIRN_TILE * FIRN_TILE; t += blockDim.x) {
-        const float *q = tile + 4 * t;
-        if (q[3] == 0.0f) /* no particle's stencil reached it (or outside the grid) */
-            continue;
-        float *d =
-            g.node + 4 * firn_node_index(g.n, o[0] + t / (FIRN_TILE * FIRN_TILE),
-                                         o[1] + t / FIRN_TILE % FIRN_TILE, o[2] + t % FIRN_TILE);
-        for (int c = 0; c < 4; c++)
-            atomicAdd(d + c, q[c]);
-    }
+    tile_flush(tile, o, g);
 }
 
 /* P2G with a warp reduction (--p2g warp): as p2g_binned, but the lanes of a
@@ -209,12 +233,11 @@ static __global__ void __launch_bounds__(FIRN_BIN_THREADS)
     const int bin = blockIdx.x, lo = b.start[bin], hi = b.end[bin];
     if (lo >= hi)
         return;
-    const int o[3] = {bin / (b.n[1] * b.n[2]) * FIRN_BIN, bin / b.n[2] % b.n[1] * FIRN_BIN,
-                      bin % b.n[2] * FIRN_BIN};
+    int o[3];
+    bin_origin(b, bin, o);
     const unsigned all = 0xffffffffu;
     const int lane = threadIdx.x & 31;
-    for (int k = threadIdx.x; k < 4 * FIRN_TILE * FIRN_TILE * FIRN_TILE; k += blockDim.x)
-        tile[k] = 0.0f;
+    tile_clear(tile);
     __syncthreads();
     for (int first = lo; first < hi; first += blockDim.x) {
         if (first + (int)(threadIdx.x & ~31u) >= hi)
@@ -227,8 +250,7 @@ static __global__ void __launch_bounds__(FIRN_BIN_THREADS)
         if (valid) {
             st = firn_p2g_prepare(b.order[k], &P, mats, p);
             m0 = firn_p2g_middle(&P, &st, col);
-            t = ((st.s.base[0] - o[0]) * FIRN_TILE + st.s.base[1] - o[1]) * FIRN_TILE +
-                st.s.base[2] - o[2];
+            t = tile_corner(st.s, o);
         }
         /* This lane's run of equal keys: it ends at the lowest lane at or
          * above this one whose successor differs; it starts where the
@@ -261,16 +283,7 @@ static __global__ void __launch_bounds__(FIRN_BIN_THREADS)
                 }
     }
     __syncthreads();
-    for (int t = threadIdx.x; t < FIRN_TILE * FIRN_TILE * FIRN_TILE; t += blockDim.x) {
-        const float *q = tile + 4 * t;
-        if (q[3] == 0.0f)
-            continue;
-        float *d =
-            g.node + 4 * firn_node_index(g.n, o[0] + t / (FIRN_TILE * FIRN_TILE),
-                                         o[1] + t / FIRN_TILE % FIRN_TILE, o[2] + t % FIRN_TILE);
-        for (int c = 0; c < 4; c++)
-            atomicAdd(d + c, q[c]);
-    }
+    tile_flush(tile, o, g);
 }
 
 static __global__ void grid_update(firn_params P, firn_grid g)
