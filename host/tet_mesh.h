@@ -1,0 +1,65 @@
+/* tet_mesh.h - tetrahedral meshes for FEM bodies (host/tet_mesh.c: the
+ * checks, the orientation and the surface; generated boxes; host/tet_io.c:
+ * TetGen and Gmsh files, generated spheres). A mesh is built once, at world
+ * creation, and then handed to the FEM solver, which keeps only its arrays. */
+#ifndef FIRN_TET_MESH_H
+#define FIRN_TET_MESH_H
+
+#include "firn.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A checked tetrahedral mesh (firn_tet_mesh_finish). Every tet is
+ * positively oriented: det[x1 - x0, x2 - x0, x3 - x0] > 0. The surface is
+ * the set of faces that belong to exactly one tet, each counter-clockwise
+ * seen from outside; every surface edge is shared by exactly two surface
+ * faces. Every vertex belongs to at least one tet. */
+typedef struct {
+    int nv;        /* vertices */
+    int ne;        /* tetrahedra */
+    int nf;        /* surface triangles */
+    int ns;        /* surface vertices */
+    double *x;     /* 3 nv coordinates, interleaved (x0 y0 z0 x1 ...) [m] */
+    int *tet;      /* 4 ne vertex indices */
+    int *face;     /* 3 nf vertex indices of the surface triangles */
+    int *face_tet; /* nf: the tet each surface triangle belongs to */
+    int *surf;     /* ns surface vertex indices, ascending */
+} firn_tet_mesh;
+
+/* A box [lo, hi] of n[0] x n[1] x n[2] cells, each cut into 6 tets about its
+ * diagonal from the lowest to the highest corner (the Freudenthal / Kuhn
+ * triangulation, conforming across cells): (n0+1)(n1+1)(n2+1) vertices,
+ * 6 n0 n1 n2 tets. Errors: FIRN_E_USAGE (n < 1, lo >= hi, too many
+ * elements), FIRN_E_NOMEM. m is finished (checked, with its surface). */
+int firn_tet_mesh_box(const double lo[3], const double hi[3], const int n[3], firn_tet_mesh *m,
+                      firn_error *err);
+
+/* Checks a mesh whose nv, ne, x and tet are filled (face, face_tet and surf
+ * NULL) and completes it:
+ *  - every index is in [0, nv) and a tet's 4 vertices are distinct;
+ *  - coordinates are finite;
+ *  - no tet is degenerate: |volume| > 1e-9 of the cube of its longest edge;
+ *  - all tets have one orientation: if all are negative, two vertices of
+ *    every tet are swapped; a tet against the majority is inverted;
+ *  - no face belongs to more than two tets;
+ *  - the surface is a closed 2-manifold (each surface edge in exactly two
+ *    surface faces);
+ *  - vertices that belong to no tet are removed (indices renumbered).
+ * Errors: FIRN_E_SCENE with a message that starts with name and names the
+ * element, face or edge (element and vertex numbers as in the input, from
+ * 0); FIRN_E_NOMEM. On failure m is left as it was given. */
+int firn_tet_mesh_finish(firn_tet_mesh *m, const char *name, firn_error *err);
+
+/* Frees the arrays and zeroes m. */
+void firn_tet_mesh_free(firn_tet_mesh *m);
+
+/* Signed volume of tet e [m^3] (positive in a finished mesh). */
+double firn_tet_mesh_volume(const firn_tet_mesh *m, int e);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
