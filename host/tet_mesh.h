@@ -79,8 +79,10 @@ int firn_tet_mesh_load(const char *path, double scale, firn_tet_mesh *m, firn_er
  * cubed-sphere map). n is the number of cells - and of tets along a
  * diameter through the centre parallel to an axis - across the ball:
  * (n+1)^3 vertices, 6 n^3 tets, 12 n^2 surface triangles, whose vertices
- * lie on the sphere. The smallest dihedral angle stays above 26 degrees for
- * every n; the volume falls short of 4/3 pi r^3 by about 1 / n^2 of it.
+ * lie on the sphere. Dihedral angles lie between 26.3 and 114 degrees for
+ * every n tested (1 to 48; the map draws every shell alike, so they do not
+ * degrade with n); the volume falls short of 4/3 pi r^3 by about 1 / n^2
+ * of it.
  * Errors: FIRN_E_USAGE (n outside 1..400, r not positive, c not finite),
  * FIRN_E_NOMEM. */
 int firn_tet_mesh_sphere(const double c[3], double r, int n, firn_tet_mesh *m, firn_error *err);
