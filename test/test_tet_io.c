@@ -367,10 +367,10 @@ static void every_prefix(const char *name, const char *text, const char *load_na
     int loaded = 0;
     for (long k = 0; k <= n; k++) {
         const char *path = write_file(name, text, k);
+        char other[128];
         if (load_name) {
-            char p[128];
-            snprintf(p, sizeof p, "%s/%s", tmpdir, load_name);
-            path = p;
+            snprintf(other, sizeof other, "%s/%s", tmpdir, load_name);
+            path = other;
         }
         firn_tet_mesh m;
         firn_error err = {0};
