@@ -6,7 +6,7 @@
  * with its code and a message naming the file and line or element; every
  * truncation and random damage of a file ends in a result or an error,
  * never a crash; the ball's counts, surface, quality and volume; the
- * assets in scenes/assets load. */
+ * assets in scenes/assets and real Gmsh output load. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -554,4 +554,26 @@ Test(tet_io, assets_load)
         vol += firn_tet_mesh_volume(&m, e);
     cr_assert(fabs(vol - 0.12 * 0.06 * 0.06) < 1e-12, "block volume %g", vol);
     firn_tet_mesh_free(&m);
+}
+
+/* Real Gmsh output (test/data/make_gmsh_ball.py): both versions, with their
+ * $Entities, physical names, node blocks and elements of every dimension,
+ * give one mesh of the unit ball. */
+Test(tet_io, real_gmsh_files)
+{
+    firn_tet_mesh a, b;
+    load_ok("test/data/gmsh_ball_v41.msh", 1.0, &a);
+    load_ok("test/data/gmsh_ball_v22.msh", 1.0, &b);
+    same_mesh(&a, &b, "Gmsh 2.2 and 4.1 of one ball");
+    cr_assert_eq(a.ne, 256);
+    double vol = 0;
+    for (int e = 0; e < a.ne; e++)
+        vol += firn_tet_mesh_volume(&a, e);
+    cr_assert(vol > 0.85 * 4 / 3 * M_PI && vol < 4 / 3.0 * M_PI, "volume %g", vol);
+    for (int i = 0; i < a.ns; i++) {
+        const double *x = a.x + 3 * a.surf[i];
+        double d = sqrt(x[0] * x[0] + x[1] * x[1] + x[2] * x[2]);
+        cr_assert(fabs(d - 1) < 1e-9, "surface vertex %d at radius %.12g", a.surf[i], d);
+    }
+    firn_tet_mesh_free(&a), firn_tet_mesh_free(&b);
 }
