@@ -192,6 +192,14 @@ Test(tet_io, one_cube_in_four_files, .init = make_tmpdir, .fini = remove_tmpdir)
     load_ok(write_file("c4.msh", cube_msh4, -1), scale, &m);
     same_mesh(&m, &ref, "Gmsh 4.1 (the unused node 99 dropped)");
     firn_tet_mesh_free(&m);
+    /* Without $Entities (optional in 4.1). */
+    char text[2048];
+    const char *ent = strstr(cube_msh4, "$Entities"), *end = strstr(cube_msh4, "$Nodes");
+    snprintf(text, sizeof text, "%.*s%s", (int)(ent - cube_msh4), cube_msh4, end);
+    cr_assert(!strstr(text, "Entities"));
+    load_ok(write_file("c4e.msh", text, -1), scale, &m);
+    same_mesh(&m, &ref, "Gmsh 4.1 without $Entities");
+    firn_tet_mesh_free(&m);
     firn_tet_mesh_free(&ref);
 }
 
