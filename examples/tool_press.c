@@ -9,8 +9,8 @@
  * mean) and sets the plate's velocity (firn_world_set_tool_velocity), as a
  * robot's controller would. Prints one line per frame: time, phase, the
  * plate's height and the vertical force; exits non-zero on any error. The
- * whole world is built in code (no scene file), on the CPU path (tools
- * have no CUDA kernel yet). */
+ * whole world is built in code (no scene file), on the GPU when there is
+ * one (FIRN_BACKEND_AUTO), else on the CPU path. */
 #include <stdio.h>
 #include <string.h>
 
@@ -51,7 +51,7 @@ static firn_world *make_world(firn_error *err)
     memcpy(t->shape.center, tc, sizeof tc);
     memcpy(t->shape.size, ts, sizeof ts);
     t->softness = 0.002f;
-    return firn_world_create(&def, FIRN_BACKEND_CPU, err);
+    return firn_world_create(&def, FIRN_BACKEND_AUTO, err);
 }
 
 int main(int argc, char **argv)

@@ -7,8 +7,10 @@
  * and material), their CPIC records, the CPU path's particle layout, the
  * rigid bodies' pose, velocities, angular momentum, coupling bookkeeping
  * and pending coupling impulse, the SPH particles (every field), the SPH
- * solver's iteration counters, the clocks (frame, substeps, time) and the
- * last substep's length. The grid is not: every substep clears it before
+ * solver's iteration counters, the tools (pose, commanded velocities,
+ * clock and whether they follow their keyframes, and the sums of their
+ * reaction), the clocks (frame, substeps, time) and the last substep's
+ * length. The grid is not: every substep clears it before
  * P2G fills it, so nothing a substep computes reads it. Materials,
  * parameters, rigid shapes and keyframes come from the scene, whose hash
  * the header holds.
@@ -34,8 +36,11 @@
 #include "output.h"
 #include "world.h"
 
-_Static_assert(FIRN_CHECKPOINT_VERSION == 1, "the sections below are version 1's");
-#define VERSION         FIRN_CHECKPOINT_VERSION
+_Static_assert(FIRN_CHECKPOINT_VERSION == 2, "the sections below are version 2's");
+#define VERSION FIRN_CHECKPOINT_VERSION
+/* Version 1 is version 2 without the tool section (it saved no world with
+ * tools), so it is read as is. */
+#define OLDEST_VERSION  1
 #define BYTE_ORDER_MARK 0x01020304u
 #define TRAILER_BYTES   8
 #define SECTION_BYTES   16 /* tag, zero, payload bytes */
@@ -44,11 +49,17 @@ _Static_assert(FIRN_CHECKPOINT_VERSION == 1, "the sections below are version 1's
  * coupling impulse, FIRN_RIGID_ACC doubles. */
 #define RIGID_RECORD (23 * 4 + 7 * 8)
 #define RIGID_BYTES  (RIGID_RECORD + FIRN_RIGID_ACC * 8)
-#define WORLD_BYTES  40
-#define MPM_BYTES    109 /* per particle: 27 floats and the material byte */
-#define SPH_BYTES    53  /* per particle: 13 floats and the material byte */
-#define PBD_BYTES    24  /* per particle: x and v; masses, pins and topology come from the scene */
-#define CHUNK        (1 << 20)
+/* The tool section: the tools' frame time (a double), then per tool its
+ * record: x, q, v, w (13 floats), its clock (a double), its keyframes
+ * followed (an int32: 0 or the scene's count), x0, q0 (7 floats), the
+ * reaction's last, frame and total sums (18 doubles) and the last
+ * substep (a float). */
+#define TOOL_RECORD (13 * 4 + 8 + 4 + 7 * 4 + 18 * 8 + 4)
+#define WORLD_BYTES 40
+#define MPM_BYTES   109 /* per particle: 27 floats and the material byte */
+#define SPH_BYTES   53  /* per particle: 13 floats and the material byte */
+#define PBD_BYTES   24  /* per particle: x and v; masses, pins and topology come from the scene */
+#define CHUNK       (1 << 20)
 
 /* ---- CRC-32C (slicing by 8) ------------------------------------------------ */
 
@@ -278,9 +289,9 @@ static void unpack_header(const unsigned char *b, header *h)
 
 /* ---- sections -------------------------------------------------------------------- */
 
-enum { SEC_WORLD, SEC_MPM, SEC_CPIC, SEC_LAYOUT, SEC_RIGID, SEC_SPH, SEC_PBD, SEC_COUNT };
+enum { SEC_WORLD, SEC_MPM, SEC_CPIC, SEC_LAYOUT, SEC_RIGID, SEC_SPH, SEC_PBD, SEC_TOOL, SEC_COUNT };
 static const char section_tag[SEC_COUNT][5] = {"WRLD", "MPMP", "CPIC", "CPUL",
-                                               "RIGD", "SPHP", "PBDP"};
+                                               "RIGD", "SPHP", "PBDP", "TOOL"};
 
 /* Payload bytes of each section of w's checkpoint; 0: not in the file.
  * The world section is always there. */
@@ -294,6 +305,7 @@ static void section_sizes(const firn_world *w, uint64_t size[SEC_COUNT])
     size[SEC_RIGID] = RIGID_BYTES * (uint64_t)w->n_rigids;
     size[SEC_SPH] = SPH_BYTES * (uint64_t)w->sph.n;
     size[SEC_PBD] = PBD_BYTES * (uint64_t)w->pbd.n;
+    size[SEC_TOOL] = w->n_tools > 0 ? 8 + TOOL_RECORD * (uint64_t)w->n_tools : 0;
 }
 
 /* The arrays of a particle section, in file order: pointer and bytes. */
@@ -352,6 +364,18 @@ static int rigid_fields(firn_rigid *b, span s[10])
                   {b->impulse, 48}, {&b->time, 8}};
     memcpy(s, t, sizeof t);
     return 10;
+}
+
+/* A tool's fields in record order (n_keys apart: an int32 checked on
+ * reading). */
+static int tool_fields(firn_tool *t, firn_tool_record *r, span s[12])
+{
+    firn_rigid *b = &t->body;
+    span u[12] = {{b->x, 12},    {b->q.q, 16},    {b->v, 12},     {b->w, 12},
+                  {&b->time, 8}, {&b->n_keys, 4}, {t->x0, 12},    {t->q0.q, 16},
+                  {r->last, 48}, {r->frame, 48},  {r->total, 48}, {&r->last_dt, 4}};
+    memcpy(s, u, sizeof u);
+    return 12;
 }
 
 /* ---- writing ------------------------------------------------------------------------- */
@@ -469,6 +493,14 @@ static int emit_checkpoint(FILE *f, void *arg)
         for (int k = 0, m = pbd_spans(w, sp); k < m; k++)
             put(&s, sp[k].data, sp[k].bytes);
     }
+    if (size[SEC_TOOL] > 0) {
+        span tp[12];
+        put_section(&s, SEC_TOOL, size[SEC_TOOL]);
+        put(&s, &w->tool_frame_time, 8);
+        for (int k = 0; k < w->n_tools; k++)
+            for (int j = 0, m = tool_fields(&w->tools[k], &w->tool_rec[k], tp); j < m; j++)
+                put(&s, tp[j].data, tp[j].bytes);
+    }
     put(&s, "FEND", 4);
     const uint32_t crc = s.crc;
     put(&s, &crc, 4);
@@ -501,15 +533,6 @@ static void sync_folder(const char *path)
 
 int firn_world_save(firn_world *w, const char *path, firn_error *err)
 {
-    /* A tool's pose, commanded velocity and reaction sums are not in the
-     * format yet: a resumed run would put the tools back at their start. */
-    if (w->n_tools > 0) {
-        firn_set_error(err, FIRN_E_USAGE,
-                       "%s: a world with tools cannot be saved yet (their state is not in "
-                       "checkpoint version %d); nothing was written",
-                       path, FIRN_CHECKPOINT_VERSION);
-        return -1;
-    }
     if (firn_world_host_state(w, err))
         return -1;
     save_ctx c = {w, path};
@@ -611,9 +634,9 @@ static int open_checked(const firn_world *w, const char *path, FILE **out, heade
         refuse(err, path, "was written on a machine of the other byte order");
     else if (h->bom != BYTE_ORDER_MARK)
         refuse(err, path, "has a damaged header (byte-order mark %08x)", (unsigned)h->bom);
-    else if (h->version != VERSION)
-        refuse(err, path, "is of format version %u; this firn reads version %d",
-               (unsigned)h->version, VERSION);
+    else if (h->version < OLDEST_VERSION || h->version > VERSION)
+        refuse(err, path, "is of format version %u; this firn reads versions %d to %d",
+               (unsigned)h->version, OLDEST_VERSION, VERSION);
     else if (got < FIRN_CHECKPOINT_HEADER_BYTES)
         refuse(err, path, "is truncated: %zu bytes, less than its header", got);
     else if (crc != firn_crc32c(0, b, FIRN_CHECKPOINT_HEADER_BYTES - 4))
@@ -689,6 +712,27 @@ static int read_layout(firn_world *w, source *s, uint64_t bytes, firn_error *err
     return 0;
 }
 
+/* The tools: a tool follows its scene's keyframes or none (a command
+ * through the C API stopped them). */
+static int read_tools(firn_world *w, source *s, firn_error *err)
+{
+    span sp[12];
+    if (get(s, &w->tool_frame_time, 8, err))
+        return -1;
+    for (int k = 0; k < w->n_tools; k++) {
+        firn_tool *t = &w->tools[k];
+        const int keys = t->body.n_keys;
+        for (int j = 0, m = tool_fields(t, &w->tool_rec[k], sp); j < m; j++)
+            if (get(s, sp[j].data, sp[j].bytes, err))
+                return -1;
+        if (t->body.n_keys != 0 && t->body.n_keys != keys)
+            return refuse(err, s->path,
+                          "is damaged: tool %d follows %d keyframes; its scene has %d", k,
+                          t->body.n_keys, keys);
+    }
+    return 0;
+}
+
 static int read_section(firn_world *w, source *s, int sec, uint64_t bytes, firn_error *err)
 {
     span sp[10];
@@ -720,6 +764,8 @@ static int read_section(firn_world *w, source *s, int sec, uint64_t bytes, firn_
             if (get(s, sp[k].data, sp[k].bytes, err))
                 return -1;
         return 0;
+    case SEC_TOOL:
+        return read_tools(w, s, err);
     default:
         for (int k = 0, m = sph_spans(w, sp); k < m; k++)
             if (get(s, sp[k].data, sp[k].bytes, err))
@@ -738,6 +784,11 @@ static int read_body(firn_world *w, source *s, const header *h, firn_error *err)
                       "bodies; the scene has %d (%d), %d and %d",
                       h->particles, h->cpic_slots, h->sph_particles, h->rigids, w->p.n,
                       w->p.cpic_slots, w->sph.n, w->n_rigids);
+    if (h->version < 2 && w->n_tools > 0)
+        return refuse(err, path,
+                      "is of format version %u, which holds no tools; the scene has %d (no "
+                      "firn saved a world with tools in that version)",
+                      (unsigned)h->version, w->n_tools);
     uint64_t size[SEC_COUNT];
     section_sizes(w, size);
     size[SEC_LAYOUT] = 16 + 4 * (uint64_t)w->p.n; /* whichever backend wrote it */

@@ -558,12 +558,6 @@ static int write_checkpoint(firn_frame_writer *fw, firn_world *w, const char *di
                             int quiet, int tty, firn_error *err)
 {
     char path[FIRN_PATH_MAX + 64];
-    if (firn_world_tool_count(w) > 0) { /* firn_world_save refuses them: the run goes on */
-        if (!quiet)
-            fprintf(stderr, "%sfirn: no checkpoint at frame %d: tools are not in checkpoints yet\n",
-                    tty ? "\n" : "", frame);
-        return 0;
-    }
     checkpoint_path(path, sizeof path, dir, frame);
     double t0 = firn_now();
     if (firn_frame_writer_flush(fw, err) || firn_world_save(w, path, err))
@@ -783,12 +777,9 @@ int firn_cli_run(int argc, char **argv)
         if (o.backend == FIRN_BACKEND_AUTO && gpus == 0)
             fprintf(stderr, "firn: no CUDA GPU found; running on the CPU path\n");
         else if (o.backend == FIRN_BACKEND_AUTO && firn_world_backend(w) == FIRN_BACKEND_CPU &&
-                 (def.n_tools > 0 || firn_scene_couples_mpm_pbd(&def)))
-            fprintf(stderr,
-                    "firn: note: the scene has %s, which run%s on the CPU path only; "
-                    "running on the CPU path\n",
-                    def.n_tools > 0 ? "tools" : "the MPM-PBD pair, whose coupling",
-                    def.n_tools > 0 ? "" : "s");
+                 firn_scene_couples_mpm_pbd(&def))
+            fprintf(stderr, "firn: note: the scene has the MPM-PBD pair, whose coupling runs on "
+                            "the CPU path only; running on the CPU path\n");
         firn_memory m;
         firn_world_memory(w, &m);
         fprintf(stderr, "firn: %s: %lld particles on %s (%.1f MiB, %.0f B/particle) -> %s/\n",

@@ -41,6 +41,10 @@ int firn_cuda_reduce(firn_world *w, float *max_speed, float *max_wave_speed, fir
 /* Rigid bodies and pending coupling force from the device into w->rigids
  * and w->rigid_acc. */
 int firn_cuda_download_rigids(firn_world *w, firn_error *err);
+/* Tool `tool` of the host state w->tools onto the device (a command set
+ * between calls of substeps). The device's tools and their records come
+ * back into w->tools and w->tool_rec at the end of every firn_cuda_run. */
+int firn_cuda_upload_tool(firn_world *w, int tool, firn_error *err);
 
 /* The SPH solver on the GPU (kernels/sph.cu): its device state, made
  * from and downloaded into the host state w->sph. */

@@ -3,10 +3,13 @@
  * coupling (firn_tool_advect, include/firn_tool.h), their reaction
  * recorded after it, and the C API that commands their velocities and
  * reads their state. The grid update that applies their collision is the
- * Coupler's (host/coupler.c). CPU path only for now. */
+ * Coupler's (host/coupler.c). On the CUDA path the same phases run on the
+ * device (kernels/tool.cu) and the host mirror of the tools and their
+ * records is read back at the end of every call of substeps. */
 #include <math.h>
 #include <string.h>
 
+#include "cuda_backend.h"
 #include "error.h"
 #include "mesh.h"
 #include "rigid.h"
@@ -68,6 +71,8 @@ void firn_tools_begin_frame(firn_world *w)
     for (int k = 0; k < w->n_tools; k++)
         memset(w->tool_rec[k].frame, 0, sizeof w->tool_rec[k].frame);
     w->tool_frame_time = 0.0;
+    /* The device's frame sums restart at the next substep's record. */
+    w->tool_frame_reset = w->cuda != NULL;
 }
 
 float firn_tools_max_speed(const firn_world *w, int *which)
@@ -112,16 +117,8 @@ static void tool_pre_coupling(firn_world *w)
 /* The coupling's reaction into the records, in tool order. */
 static int tool_post_coupling(firn_world *w)
 {
-    for (int k = 0; k < w->n_tools; k++) {
-        firn_tool_record *r = &w->tool_rec[k];
-        const double *acc = w->tool_acc + FIRN_TOOL_ACC * k;
-        for (int c = 0; c < FIRN_TOOL_ACC; c++) {
-            r->last[c] = acc[c];
-            r->frame[c] += acc[c];
-            r->total[c] += acc[c];
-        }
-        r->last_dt = w->params.dt;
-    }
+    for (int k = 0; k < w->n_tools; k++)
+        firn_tool_record_add(&w->tool_rec[k], w->tool_acc + FIRN_TOOL_ACC * k, w->params.dt, 0);
     w->tool_frame_time += w->params.dt;
     return -1;
 }
@@ -189,11 +186,19 @@ int firn_world_set_tool_velocity(firn_world *w, int tool, const float v[3], cons
                            isfinite(v[a]) ? om[a] : v[a]);
             return -1;
         }
-    firn_rigid *b = &w->tools[tool].body;
+    firn_tool *t = &w->tools[tool];
+    const firn_tool before = *t;
+    firn_rigid *b = &t->body;
     b->n_keys = 0; /* commanded from now on */
     for (int a = 0; a < 3; a++) {
         b->v[a] = v[a];
         b->w[a] = om[a];
+    }
+    /* The host mirror is current after every call of substeps; the device
+     * takes the command before the next one. */
+    if (w->cuda && firn_cuda_upload_tool(w, tool, err)) {
+        *t = before;
+        return -1;
     }
     return 0;
 }

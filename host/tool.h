@@ -12,15 +12,6 @@
 extern "C" {
 #endif
 
-/* The reaction on one tool, each as impulse then angular impulse (about
- * the tool's origin at the start of each substep) [N s, N m s]. */
-typedef struct {
-    double last[FIRN_TOOL_ACC];  /* the last substep's */
-    double frame[FIRN_TOOL_ACC]; /* summed since the current frame began */
-    double total[FIRN_TOOL_ACC]; /* summed since the start */
-    float last_dt;               /* the last substep [s] */
-} firn_tool_record;
-
 int firn_tools_init(firn_world *w, firn_error *err);
 /* A frame begins: the per-frame sums restart. */
 void firn_tools_begin_frame(firn_world *w);

@@ -443,19 +443,11 @@ static firn_world *world_create(const firn_scene_def *def, firn_backend backend,
         goto fail;
     /* The backend first: a missing GPU is named before the particles of a
      * large scene are sampled. */
-    /* The MPM-PBD pair and the tools have no CUDA kernels yet: auto takes
-     * the CPU path for a scene with either (refused on cuda). */
-    const int mpm_pbd = firn_scene_couples_mpm_pbd(def), tools = def->n_tools > 0;
-    if (backend == FIRN_BACKEND_CUDA && tools) {
-        firn_set_error(err, FIRN_E_DEVICE,
-                       "%s: --backend cuda: tools run on the CPU path only for now (--backend "
-                       "cpu); their CUDA kernel is not written yet",
-                       prefix(def));
-        goto fail;
-    }
+    /* The MPM-PBD pair has no CUDA kernel yet: auto takes the CPU path for
+     * a scene with it (refused on cuda). */
+    const int mpm_pbd = firn_scene_couples_mpm_pbd(def);
     if (backend == FIRN_BACKEND_AUTO)
-        backend = firn_cuda_device_count() > 0 && !mpm_pbd && !tools ? FIRN_BACKEND_CUDA
-                                                                     : FIRN_BACKEND_CPU;
+        backend = firn_cuda_device_count() > 0 && !mpm_pbd ? FIRN_BACKEND_CUDA : FIRN_BACKEND_CPU;
     w->backend = backend;
     if (backend == FIRN_BACKEND_CUDA && !firn_cuda_available()) {
         firn_set_error(err, FIRN_E_DEVICE,
@@ -587,14 +579,20 @@ size_t firn_particle_layout(int n, int slots, char *base, firn_particles *p)
 
 static size_t no_align(size_t b) { return b; }
 
+/* The shape of the rigid bodies' k-th, then of the tools'. */
+static const firn_sdf_shape *body_or_tool_shape(const firn_world *w, int k)
+{
+    return k < w->n_rigids ? &w->rigids[k].shape : &w->tools[k - w->n_rigids].body.shape;
+}
+
 size_t firn_mesh_grid_bytes(const firn_world *w, size_t (*align)(size_t))
 {
     size_t total = 0;
-    for (int k = 0; k < w->n_rigids; k++) {
-        const firn_sdf_shape *sh = &w->rigids[k].shape;
+    for (int k = 0; k < w->n_rigids + w->n_tools; k++) {
+        const firn_sdf_shape *sh = body_or_tool_shape(w, k);
         int first = 1;
         for (int j = 0; j < k; j++)
-            first &= w->rigids[j].shape.grid != sh->grid;
+            first &= body_or_tool_shape(w, j)->grid != sh->grid;
         if (sh->type == FIRN_SDF_MESH && sh->grid && first)
             total += align(4 * (size_t)sh->n[0] * sh->n[1] * sh->n[2] * sizeof(float));
     }
@@ -633,6 +631,9 @@ size_t firn_device_bytes(const firn_world *w)
            firn_align256(2 * sizeof(float)) +                          /* reduction */
            firn_align256((size_t)w->n_rigids * sizeof(firn_rigid)) +
            firn_align256((size_t)w->n_rigids * FIRN_RIGID_ACC * sizeof(double)) +
+           firn_align256((size_t)w->n_tools * sizeof(firn_tool)) +
+           firn_align256((size_t)w->n_tools * FIRN_TOOL_ACC * sizeof(double)) +
+           firn_align256((size_t)w->n_tools * sizeof(firn_tool_record)) +
            firn_mesh_grid_bytes(w, firn_align256);
 }
 
@@ -739,6 +740,8 @@ int firn_world_run_substeps(firn_world *w, int nsub, float dt, firn_error *err)
         int k = 0, bad = firn_cuda_run(w, nsub, dt, &k, err);
         if (bad == -2)
             return -1;
+        for (int s = 0; s < nsub && w->n_tools > 0; s++) /* as tool_post_coupling sums it */
+            w->tool_frame_time += dt;
         w->substeps += nsub;
         w->time += (double)nsub * dt;
         return bad >= 0 ? report_nonfinite(w, bad, w->substeps - nsub + 1 + k,

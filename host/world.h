@@ -58,6 +58,7 @@ struct firn_world {
     double tool_acc[FIRN_MAX_TOOLS * FIRN_TOOL_ACC]; /* this substep's reaction on the tools */
     firn_tool_record tool_rec[FIRN_MAX_TOOLS];
     double tool_frame_time;    /* substep time summed since the current frame began [s] */
+    int tool_frame_reset;      /* CUDA: the device's frame sums restart at the next substep */
     unsigned char *chunk_live; /* CPU: [chunks], 1 where a node may hold mass */
     double *cpic_acc; /* CPU, CPIC: G2P reaction per particle chunk [cpic_chunks][n_rigids][6] */
     long long cpic_chunks;
@@ -88,9 +89,10 @@ float firn_material_wave_speed(const firn_material *m);
  * aligned. firn_particle_layout lays the arrays of n particles (with `slots`
  * CPIC words each) out in one block at base and returns its size; with base
  * NULL it only sizes the block. firn_device_bytes is the whole device state
- * of w (particles, grid, materials, flags, rigid bodies and their mesh
- * grids) less CUB's scratch. firn_mesh_grid_bytes counts each mesh SDF grid
- * once, however many rigids share it, each rounded by `align`. */
+ * of w (particles, grid, materials, flags, rigid bodies, tools and their
+ * mesh grids) less CUB's scratch. firn_mesh_grid_bytes counts each mesh SDF
+ * grid once, however many rigids and tools share it, each rounded by
+ * `align`. */
 size_t firn_align256(size_t bytes);
 size_t firn_particle_layout(int n, int slots, char *base, firn_particles *p);
 size_t firn_mesh_grid_bytes(const firn_world *w, size_t (*align)(size_t));

@@ -342,7 +342,7 @@ typedef struct {
     float pbd_upper[3];         /* (both 0: the domain box) */
     int coupling_pbd_rigid;     /* coupling.pbd_rigid, default 1 */
     int coupling_mpm_pbd;       /* coupling.mpm_pbd, default 1 */
-    int n_tools;                /* tools (CPU path only for now) */
+    int n_tools;                /* tools */
     firn_tool_def tools[FIRN_MAX_TOOLS];
     int coupling_tool_mpm;       /* coupling.tool_mpm, default 1: tools act on the MPM grid */
     int gpu_p2g;                 /* the CUDA path's P2G, firn_p2g_variant (not part of the
@@ -470,10 +470,9 @@ typedef struct {
     firn_tool_state tools[FIRN_MAX_TOOLS];
 } firn_frame_stats;
 
-/* A world of def on backend. The PBD solver and the tools have no CUDA
- * kernels yet: a scene with PBD bodies or tools is refused on
- * FIRN_BACKEND_CUDA (FIRN_E_DEVICE) and FIRN_BACKEND_AUTO takes the CPU
- * path for it. */
+/* A world of def on backend. The MPM-PBD pair has no CUDA kernel yet: a
+ * scene that couples MPM and PBD bodies is refused on FIRN_BACKEND_CUDA
+ * (FIRN_E_DEVICE) and FIRN_BACKEND_AUTO takes the CPU path for it. */
 firn_world *firn_world_create(const firn_scene_def *def, firn_backend backend, firn_error *err);
 void firn_world_destroy(firn_world *world);
 firn_backend firn_world_backend(const firn_world *world);
@@ -593,10 +592,12 @@ int firn_world_pbd_particles(firn_world *world, firn_pbd_particles_view *view, f
 /* A checkpoint file holds the whole state a world needs to continue: every
  * solver's particles (plastic state, damage and CPIC records included), the
  * rigid bodies (pose, velocities, the coupling impulse pending for their
- * next step), the clocks (frame, substeps, time) and a hash of the scene.
- * Format (versioned, with a CRC-32C): docs/CLI.md, "Checkpoints". Version of
- * the format this firn writes and reads: */
-#define FIRN_CHECKPOINT_VERSION 1
+ * next step), the tools (pose, commanded velocities, keyframe clock, the
+ * sums of their reaction), the clocks (frame, substeps, time) and a hash of
+ * the scene. Format (versioned, with a CRC-32C): docs/CLI.md,
+ * "Checkpoints". Version of the format this firn writes (it reads version
+ * 1 too, which has no tools): */
+#define FIRN_CHECKPOINT_VERSION 2
 
 /* Writes world's current state to path. The file is written whole or not at
  * all: into "<path>.tmp.<pid>", flushed, fsync'ed and renamed over path; on

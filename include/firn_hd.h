@@ -28,6 +28,17 @@ static inline FIRN_HD void firn_atomic_add(float *addr, float value)
 #endif
 }
 
+/* The same for the double sums of the coupling's reactions (the force and
+ * torque on rigid bodies and tools), which kernels add once per warp. */
+static inline FIRN_HD void firn_atomic_add_double(double *sum, double x)
+{
+#if defined(__CUDA_ARCH__) || defined(FIRN_EMU)
+    atomicAdd(sum, x);
+#else
+    *sum += x;
+#endif
+}
+
 static inline FIRN_HD float firn_minf(float a, float b) { return a < b ? a : b; }
 static inline FIRN_HD float firn_maxf(float a, float b) { return a > b ? a : b; }
 static inline FIRN_HD float firn_clampf(float x, float lo, float hi)

@@ -1,8 +1,8 @@
 /* firn_tool.h - tools: kinematic bodies that act on the MPM grid through
  * their own collision law and report the force the material exerts on
  * them (docs/PHYSICS.md s4.8; Genesis's Tool solver and ToolEntity),
- * shared by the CPU path (host/tool.c, host/coupler.c) and, later, the
- * CUDA kernels.
+ * shared by the CPU path (host/tool.c, host/coupler.c) and the CUDA
+ * kernels (kernels/tool.cu).
  *
  * Per substep, as Genesis orders it: the tool advects its pose from the
  * start of the substep (x0, q0) to its end (x, q) before coupling; the grid
@@ -31,6 +31,28 @@ typedef struct {
 /* Accumulator per tool, as a rigid's: impulse the material exerts on the
  * tool [N s] then its moment about x0 [N m s]. */
 #define FIRN_TOOL_ACC FIRN_RIGID_ACC
+
+/* The reaction on one tool, each as impulse then angular impulse (about
+ * the tool's origin at the start of each substep) [N s, N m s]. 152 B. */
+typedef struct {
+    double last[FIRN_TOOL_ACC];  /* the last substep's */
+    double frame[FIRN_TOOL_ACC]; /* summed since the current frame began */
+    double total[FIRN_TOOL_ACC]; /* summed since the start */
+    float last_dt;               /* the last substep [s] */
+} firn_tool_record;
+
+/* A substep's reaction acc (over dt) into the record; the frame's sum
+ * restarts first when reset_frame is set. */
+static inline FIRN_HD void firn_tool_record_add(firn_tool_record *r, const double *acc, float dt,
+                                                int reset_frame)
+{
+    for (int c = 0; c < FIRN_TOOL_ACC; c++) {
+        r->last[c] = acc[c];
+        r->frame[c] = (reset_frame ? 0.0 : r->frame[c]) + acc[c];
+        r->total[c] += acc[c];
+    }
+    r->last_dt = dt;
+}
 
 /* Genesis's ToolEntity.advect over dt: the pose at the substep's start is
  * kept; the origin moves by v dt and the orientation turns by omega dt

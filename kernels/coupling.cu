@@ -5,14 +5,19 @@
  * and g2p; and the SPH solver's pairs (include/firn_sph_coupling.h): the
  * grid update with MPM-SPH, and SPH-rigid (launchers in kernels/sph.cuh);
  * and the PBD solver's PBD-rigid (include/firn_pbd.h, launcher in
- * kernels/pbd.cuh).
+ * kernels/pbd.cuh); and the tool solver's phases with Tool-MPM
+ * (include/firn_tool.h): advection, the grid update with the tools, the
+ * records of their reaction.
  *
  * The per-node body is the CPU path's (firn_rigid_node_impulse); only the
  * force sum differs: on the CPU, fixed node chunks added in order; here a
  * warp shuffle reduction per body and one double atomicAdd per warp, so
  * the sum depends on scheduling only through the atomics' order. */
+#include <cstring>
+
 #include "coupling.cuh"
 #include "firn_cpic.h"
+#include "firn_tool.h"
 #include "pbd.cuh"
 #include "sph.cuh"
 
@@ -72,7 +77,7 @@ static __device__ void warp_add_reaction(const double *a, int nb, double *acc)
         for (int c = 0; c < FIRN_RIGID_ACC; c++) {
             double s = warp_sum(a[FIRN_RIGID_ACC * k + c]);
             if (lane == 0 && s != 0.0)
-                atomicAdd(acc + FIRN_RIGID_ACC * k + c, s);
+                firn_atomic_add_double(acc + FIRN_RIGID_ACC * k + c, s);
         }
     }
 }
@@ -166,6 +171,137 @@ int firn_cuda_pbd_coupling_local_bytes(size_t *bytes, firn_error *err)
 {
     const void *const kernels[] = {(const void *)pbd_rigid};
     return firn_cuda_local_bytes(kernels, 1, bytes, err);
+}
+
+/* ---- tools ----------------------------------------------------------------- */
+
+/* One thread per tool: the pose advects (firn_tool_advect) and the
+ * substep's reaction sum restarts, as the CPU's tool_pre_coupling. */
+static __global__ void tool_advect(firn_tool *tools, double *acc, int nt, float dt)
+{
+    int k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= nt)
+        return;
+    firn_tool_advect(&tools[k], dt);
+    for (int c = 0; c < FIRN_TOOL_ACC; c++)
+        acc[FIRN_TOOL_ACC * k + c] = 0.0;
+}
+
+/* The grid update with the tools (and the rigid bodies when nb > 0, MPM-SPH
+ * when use_V): the CPU's per-node body, firn_grid_node_tools, with both
+ * reactions in local memory per thread, then added per warp. No early
+ * return: every lane reaches the shuffles. */
+static __global__ void grid_update_tools(firn_params P, firn_grid g, const firn_tool *tools, int nt,
+                                         double *tacc, const firn_rigid *bodies, int nb,
+                                         double *acc, firn_sph_view V, int use_V)
+{
+    long long node = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    double ta[FIRN_MAX_TOOLS * FIRN_TOOL_ACC], a[FIRN_MAX_RIGIDS * FIRN_RIGID_ACC];
+    for (int k = 0; k < nt * FIRN_TOOL_ACC; k++)
+        ta[k] = 0.0;
+    for (int k = 0; k < nb * FIRN_RIGID_ACC; k++)
+        a[k] = 0.0;
+    if (node < g.nodes)
+        firn_grid_node_tools(node, &P, g, tools, nt, ta, bodies, nb, a, use_V ? &V : NULL);
+    warp_add_reaction(ta, nt, tacc);
+    warp_add_reaction(a, nb, acc);
+}
+
+/* One thread per tool: the substep's reaction into its record, as the
+ * CPU's tool_post_coupling. */
+static __global__ void tool_record(firn_tool_record *rec, const double *acc, int nt, float dt,
+                                   int reset_frame)
+{
+    int k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k < nt)
+        firn_tool_record_add(&rec[k], acc + FIRN_TOOL_ACC * k, dt, reset_frame);
+}
+
+int firn_cuda_queue_tool_advect(firn_tool *tools, double *acc, int nt, const firn_params *P,
+                                cudaStream_t st, firn_error *err)
+{
+    if (nt <= 0)
+        return 0;
+    FIRN_LAUNCH(tool_advect, 1, 32, 0, st, tools, acc, nt, P->dt);
+    FIRN_CUDA_CHECK_LAUNCH("tool_advect", st, err);
+    return 0;
+}
+
+int firn_cuda_queue_grid_tools(const firn_params *P, firn_grid g, const firn_tool *tools, int nt,
+                               double *tacc, const firn_rigid *bodies, int nb, double *acc,
+                               const firn_sph_view *V, cudaStream_t st, firn_error *err)
+{
+    const unsigned blocks = (unsigned)((g.nodes + FIRN_BLOCK - 1) / FIRN_BLOCK);
+    if (blocks == 0)
+        return 0;
+    firn_sph_view none;
+    memset(&none, 0, sizeof none);
+    FIRN_LAUNCH(grid_update_tools, blocks, FIRN_BLOCK, 0, st, *P, g, tools, nt, tacc, bodies, nb,
+                acc, V ? *V : none, V != NULL);
+    FIRN_CUDA_CHECK_LAUNCH("grid_update_tools", st, err);
+    return 0;
+}
+
+int firn_cuda_queue_tool_record(firn_tool_record *rec, const double *acc, int nt, float dt,
+                                int reset_frame, cudaStream_t st, firn_error *err)
+{
+    if (nt <= 0)
+        return 0;
+    FIRN_LAUNCH(tool_record, 1, 32, 0, st, rec, acc, nt, dt, reset_frame);
+    FIRN_CUDA_CHECK_LAUNCH("tool_record", st, err);
+    return 0;
+}
+
+int firn_cuda_tool_local_bytes(size_t *bytes, firn_error *err)
+{
+    const void *const kernels[] = {(const void *)tool_advect, (const void *)grid_update_tools,
+                                   (const void *)tool_record};
+    return firn_cuda_local_bytes(kernels, 3, bytes, err);
+}
+
+/* For the GPU tests only (declared there): one launch of grid_update_tools
+ * on a grid of P->n nodes, from node (mass and momentum, 4 floats a node,
+ * in the grid's layout) into the same array, with the tools' and the
+ * bodies' reactions added into tacc [nt][6] and acc [nb][6]; analytic
+ * shapes only (the bodies' and tools' mesh grids stay on the host). On the
+ * legacy stream, synchronously. Returns 0 or FIRN_CUDA_FAILED. */
+extern "C" int firn_cuda_grid_tools_once(const firn_params *P, float *node, const firn_tool *tools,
+                                         int nt, double *tacc, const firn_rigid *bodies, int nb,
+                                         double *acc, firn_error *err)
+{
+    firn_grid g;
+    for (int a = 0; a < 3; a++)
+        g.n[a] = P->n[a];
+    g.nodes = (long long)g.n[0] * g.n[1] * g.n[2];
+    const size_t gb = 4 * (size_t)g.nodes * sizeof(float);
+    const size_t tb = (size_t)nt * sizeof(firn_tool), bb = (size_t)nb * sizeof(firn_rigid);
+    const size_t tab = (size_t)nt * FIRN_TOOL_ACC * sizeof(double),
+                 ab = (size_t)nb * FIRN_RIGID_ACC * sizeof(double);
+    firn_tool *dtools = NULL;
+    firn_rigid *db = NULL;
+    double *dta = NULL, *da = NULL;
+    g.node = NULL;
+    int failed =
+        FIRN_CUDA_CALL(cudaMalloc(&g.node, gb), err) ||
+        FIRN_CUDA_CALL(cudaMalloc(&dtools, tb + 1), err) ||
+        FIRN_CUDA_CALL(cudaMalloc(&db, bb + 1), err) ||
+        FIRN_CUDA_CALL(cudaMalloc(&dta, tab + 1), err) ||
+        FIRN_CUDA_CALL(cudaMalloc(&da, ab + 1), err) ||
+        FIRN_CUDA_CALL(cudaMemcpy(g.node, node, gb, cudaMemcpyHostToDevice), err) ||
+        (nt > 0 && FIRN_CUDA_CALL(cudaMemcpy(dtools, tools, tb, cudaMemcpyHostToDevice), err)) ||
+        (nb > 0 && FIRN_CUDA_CALL(cudaMemcpy(db, bodies, bb, cudaMemcpyHostToDevice), err)) ||
+        (nt > 0 && FIRN_CUDA_CALL(cudaMemcpy(dta, tacc, tab, cudaMemcpyHostToDevice), err)) ||
+        (nb > 0 && FIRN_CUDA_CALL(cudaMemcpy(da, acc, ab, cudaMemcpyHostToDevice), err)) ||
+        firn_cuda_queue_grid_tools(P, g, dtools, nt, dta, db, nb, da, NULL, 0, err) ||
+        FIRN_CUDA_CALL(cudaMemcpy(node, g.node, gb, cudaMemcpyDeviceToHost), err) ||
+        (nt > 0 && FIRN_CUDA_CALL(cudaMemcpy(tacc, dta, tab, cudaMemcpyDeviceToHost), err)) ||
+        (nb > 0 && FIRN_CUDA_CALL(cudaMemcpy(acc, da, ab, cudaMemcpyDeviceToHost), err));
+    cudaFree(g.node);
+    cudaFree(dtools);
+    cudaFree(db);
+    cudaFree(dta);
+    cudaFree(da);
+    return failed ? FIRN_CUDA_FAILED : 0;
 }
 
 /* ---- CPIC ------------------------------------------------------------------ */

@@ -12,8 +12,10 @@
  * device (lowest index, atomicMin) and read back once. queue_substep is
  * the Coupler's executor on this path: the rigid step (kernels/coupling.cu),
  * the MPM phases (none without MPM particles), the SPH solver's
- * (kernels/sph.cu), the PBD solver's (kernels/pbd.cu) and the coupled grid
- * update and particle pairs, in host/coupler.c's order. */
+ * (kernels/sph.cu), the PBD solver's (kernels/pbd.cu), the tools'
+ * (kernels/coupling.cu) and the coupled grid update and particle pairs, in
+ * host/coupler.c's order. The tools and their reaction records come back
+ * to the host mirror with the call's one synchronisation. */
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -97,14 +99,24 @@ struct firn_cuda_state {
     firn_rigid *rigids; /* device rigid state (n_rigids), resident */
     double *rigid_acc;  /* coupling force/torque for the next rigid step [n_rigids][6] */
     int n_rigids;
-    int rigid_mpm;                                 /* the Coupler's rigid_mpm pair is active */
-    int cpic;                                      /* the Coupler's CPIC is on (p.cpic allocated) */
-    int mpm;                                       /* the MPM solver is active (has particles) */
-    int mpm_sph;                                   /* the Coupler's mpm_sph pair is active */
-    int sph_rigid;                                 /* the Coupler's sph_rigid pair is active */
-    int pbd_rigid;                                 /* the Coupler's pbd_rigid pair is active */
-    float *mesh_grid[FIRN_MAX_RIGIDS];             /* device SDF grids, one per distinct mesh */
+    int rigid_mpm;              /* the Coupler's rigid_mpm pair is active */
+    int cpic;                   /* the Coupler's CPIC is on (p.cpic allocated) */
+    int mpm;                    /* the MPM solver is active (has particles) */
+    int mpm_sph;                /* the Coupler's mpm_sph pair is active */
+    int sph_rigid;              /* the Coupler's sph_rigid pair is active */
+    int pbd_rigid;              /* the Coupler's pbd_rigid pair is active */
+    firn_tool *tools;           /* device tool state (n_tools), resident */
+    double *tool_acc;           /* this substep's reaction [n_tools][6] */
+    firn_tool_record *tool_rec; /* the reaction's sums [n_tools] */
+    int n_tools;
+    int tool_mpm; /* the Coupler's tool_mpm pair is active */
+    /* Device SDF grids, one per distinct mesh of the bodies and tools, and
+     * the host grid each copies. */
+    float *mesh_grid[FIRN_MAX_RIGIDS + FIRN_MAX_TOOLS];
+    const float *mesh_grid_host[FIRN_MAX_RIGIDS + FIRN_MAX_TOOLS];
+    int n_mesh_grids;
     const float *rigid_grid_host[FIRN_MAX_RIGIDS]; /* per rigid: its host grid, or NULL */
+    const float *tool_grid_host[FIRN_MAX_TOOLS];   /* per tool: its host grid, or NULL */
     firn_mpm_bins bins;                            /* binned P2G (p2g_binned); bins.on 0: atomic */
     size_t bytes;                                  /* device memory allocated */
 };
@@ -399,7 +411,8 @@ static int check_device_memory(const firn_world *w, const firn_cuda_state *s,
     const void *const kernels[] = {(const void *)p2g, (const void *)grid_update, (const void *)g2p,
                                    (const void *)p2g_binned, (const void *)p2g_warp};
     if (firn_cuda_local_bytes(kernels, 5, &local, err) ||
-        (w->n_rigids > 0 && firn_cuda_coupling_local_bytes(w->coupler.cpic, &local, err)))
+        (w->n_rigids > 0 && firn_cuda_coupling_local_bytes(w->coupler.cpic, &local, err)) ||
+        (w->n_tools > 0 && firn_cuda_tool_local_bytes(&local, err)))
         return FIRN_CUDA_FAILED;
     const size_t extra = local > stack ? local - stack : 0;
     const size_t reserve =
@@ -410,6 +423,8 @@ static int check_device_memory(const firn_world *w, const firn_cuda_state *s,
     int large = 2;
     for (int k = 0; k < w->n_rigids; k++)
         large += w->rigids[k].shape.type == FIRN_SDF_MESH && w->rigids[k].shape.grid;
+    for (int k = 0; k < w->n_tools; k++)
+        large += w->tools[k].body.shape.type == FIRN_SDF_MESH && w->tools[k].body.shape.grid;
     const size_t rounding = (size_t)(large + 1) << 21;
     size_t free_b = 0, total_b = 0;
     FIRN_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b), err);
@@ -430,49 +445,108 @@ static int check_device_memory(const firn_world *w, const firn_cuda_state *s,
     return 0;
 }
 
-/* The rigid bodies and their pending coupling force on the device, each
- * mesh SDF grid copied once, however many bodies share it. */
+/* The device copy of the SDF grid of the mesh shape sh (host memory): made
+ * at its first use, once however many bodies and tools share it. */
+static int device_mesh_grid(firn_cuda_state *s, const firn_sdf_shape *sh, const float **out,
+                            firn_error *err)
+{
+    for (int j = 0; j < s->n_mesh_grids; j++)
+        if (s->mesh_grid_host[j] == sh->grid) {
+            *out = s->mesh_grid[j];
+            return 0;
+        }
+    const size_t bytes = 4 * (size_t)sh->n[0] * sh->n[1] * sh->n[2] * sizeof(float);
+    float *d = NULL;
+    FIRN_CUDA_CHECK(cudaMalloc(&d, bytes), err);
+    s->mesh_grid[s->n_mesh_grids] = d;
+    s->mesh_grid_host[s->n_mesh_grids++] = sh->grid;
+    /* On the world's stream: the legacy stream does not order with a
+     * non-blocking one. The host grid outlives the copy. */
+    FIRN_CUDA_CHECK(cudaMemcpyAsync(d, sh->grid, bytes, cudaMemcpyHostToDevice, s->stream), err);
+    *out = d;
+    return 0;
+}
+
+/* Points the mesh shape of a staged copy at its device grid; host_grid
+ * gets the host one (NULL for an analytic shape). */
+static int stage_shape(firn_cuda_state *s, firn_sdf_shape *sh, const float **host_grid,
+                       firn_error *err)
+{
+    *host_grid = NULL;
+    if (sh->type != FIRN_SDF_MESH || !sh->grid)
+        return 0;
+    *host_grid = sh->grid;
+    return device_mesh_grid(s, sh, &sh->grid, err);
+}
+
+/* Copies n items of size bytes from the host array src, staged with fix
+ * applied to each, to the device array dst, and waits (the staging copy
+ * is freed after the copy). */
+static int upload_staged(firn_cuda_state *s, void *dst, const void *src, int n, size_t size,
+                         int (*fix)(firn_cuda_state *, void *, int, firn_error *), firn_error *err)
+{
+    const size_t bytes = (size_t)n * size;
+    char *staged = (char *)malloc(bytes + 1);
+    if (!staged) {
+        firn_set_error(err, FIRN_E_NOMEM, "out of host memory");
+        return FIRN_CUDA_FAILED;
+    }
+    memcpy(staged, src, bytes);
+    int failed = 0;
+    for (int k = 0; k < n && !failed; k++)
+        failed = fix(s, staged + (size_t)k * size, k, err) != 0;
+    if (!failed)
+        failed = FIRN_CUDA_CALL(
+            cudaMemcpyAsync(dst, staged, bytes, cudaMemcpyHostToDevice, s->stream), err);
+    /* Before staged is freed, whatever was queued. */
+    if (failed)
+        (void)cudaStreamSynchronize(s->stream);
+    else
+        failed = FIRN_CUDA_CALL(cudaStreamSynchronize(s->stream), err);
+    free(staged);
+    return failed ? FIRN_CUDA_FAILED : 0;
+}
+
+static int stage_rigid(firn_cuda_state *s, void *item, int k, firn_error *err)
+{
+    return stage_shape(s, &((firn_rigid *)item)->shape, &s->rigid_grid_host[k], err);
+}
+
+static int stage_tool(firn_cuda_state *s, void *item, int k, firn_error *err)
+{
+    return stage_shape(s, &((firn_tool *)item)->body.shape, &s->tool_grid_host[k], err);
+}
+
+/* The rigid bodies and their pending coupling force on the device, the
+ * device's bodies pointing at device copies of their mesh grids. */
 static int upload_rigids(firn_world *w, firn_cuda_state *s, size_t r_bytes, size_t a_bytes,
                          firn_error *err)
 {
     FIRN_CUDA_CHECK(cudaMalloc(&s->rigids, r_bytes), err);
     FIRN_CUDA_CHECK(cudaMalloc(&s->rigid_acc, a_bytes), err);
-    /* The device's bodies point at device copies of the mesh grids. */
-    firn_rigid *staged = (firn_rigid *)malloc(r_bytes);
-    if (!staged) {
-        firn_set_error(err, FIRN_E_NOMEM, "out of host memory");
+    if (upload_staged(s, s->rigids, w->rigids, s->n_rigids, sizeof(firn_rigid), stage_rigid, err))
         return FIRN_CUDA_FAILED;
-    }
-    memcpy(staged, w->rigids, r_bytes);
-    for (int k = 0; k < s->n_rigids; k++) {
-        firn_sdf_shape *sh = &staged[k].shape;
-        if (sh->type != FIRN_SDF_MESH || !sh->grid)
-            continue;
-        s->rigid_grid_host[k] = sh->grid;
-        int j = 0;
-        while (j < k && s->rigid_grid_host[j] != sh->grid)
-            j++;
-        if (j == k) {
-            const size_t bytes = 4 * (size_t)sh->n[0] * sh->n[1] * sh->n[2] * sizeof(float);
-            cudaError_t e = cudaMalloc(&s->mesh_grid[k], bytes);
-            /* On the world's stream: the legacy stream does not order
-             * with a non-blocking one. The host grid outlives the copy. */
-            if (e == cudaSuccess)
-                e = cudaMemcpyAsync(s->mesh_grid[k], sh->grid, bytes, cudaMemcpyHostToDevice,
-                                    s->stream);
-            if (e != cudaSuccess)
-                free(staged);
-            FIRN_CUDA_CHECK(e, err);
-        }
-        sh->grid = s->mesh_grid[j];
-    }
-    cudaError_t e = cudaMemcpyAsync(s->rigids, staged, r_bytes, cudaMemcpyHostToDevice, s->stream);
-    if (e == cudaSuccess)
-        e = cudaStreamSynchronize(s->stream); /* before staged is freed */
-    free(staged);
-    FIRN_CUDA_CHECK(e, err);
     FIRN_CUDA_CHECK(
         cudaMemcpyAsync(s->rigid_acc, w->rigid_acc, a_bytes, cudaMemcpyHostToDevice, s->stream),
+        err);
+    return 0;
+}
+
+/* The tools (their mesh grids as the bodies'), their records and a zero
+ * reaction sum on the device. */
+static int upload_tools(firn_world *w, firn_cuda_state *s, firn_error *err)
+{
+    const int nt = s->n_tools;
+    FIRN_CUDA_CHECK(cudaMalloc(&s->tools, (size_t)nt * sizeof(firn_tool)), err);
+    FIRN_CUDA_CHECK(cudaMalloc(&s->tool_acc, (size_t)nt * FIRN_TOOL_ACC * sizeof(double)), err);
+    FIRN_CUDA_CHECK(cudaMalloc(&s->tool_rec, (size_t)nt * sizeof(firn_tool_record)), err);
+    if (upload_staged(s, s->tools, w->tools, nt, sizeof(firn_tool), stage_tool, err))
+        return FIRN_CUDA_FAILED;
+    FIRN_CUDA_CHECK(cudaMemcpyAsync(s->tool_rec, w->tool_rec, (size_t)nt * sizeof(firn_tool_record),
+                                    cudaMemcpyHostToDevice, s->stream),
+                    err);
+    FIRN_CUDA_CHECK(
+        cudaMemsetAsync(s->tool_acc, 0, (size_t)nt * FIRN_TOOL_ACC * sizeof(double), s->stream),
         err);
     return 0;
 }
@@ -547,7 +621,11 @@ static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
     s->mpm_sph = w->coupler.mpm_sph;
     s->sph_rigid = w->coupler.sph_rigid;
     s->pbd_rigid = w->coupler.pbd_rigid;
+    s->n_tools = w->n_tools;
+    s->tool_mpm = w->coupler.tool_mpm;
     if (s->n_rigids > 0 && upload_rigids(w, s, r_bytes, a_bytes, err))
+        return FIRN_CUDA_FAILED;
+    if (s->n_tools > 0 && upload_tools(w, s, err))
         return FIRN_CUDA_FAILED;
     static const unsigned long long none = FIRN_CUDA_BAD_NONE;
     if (copy_particles(&s->p, &w->p, cudaMemcpyHostToDevice, s->stream, FIRN_STALE_ALL, err))
@@ -612,7 +690,10 @@ extern "C" void firn_cuda_free(firn_world *w)
     cudaFree(s->bins.temp);
     cudaFree(s->rigids);
     cudaFree(s->rigid_acc);
-    for (int k = 0; k < FIRN_MAX_RIGIDS; k++)
+    cudaFree(s->tools);
+    cudaFree(s->tool_acc);
+    cudaFree(s->tool_rec);
+    for (int k = 0; k < s->n_mesh_grids; k++)
         cudaFree(s->mesh_grid[k]);
     for (int k = 0; k < EV_COUNT; k++)
         if (s->ev[k])
@@ -699,7 +780,12 @@ static int queue_couple(firn_world *w, const firn_params *P, firn_error *err)
     memset(&V, 0, sizeof V);
     if (w->sph.cuda)
         V = firn_cuda_sph_view(w->sph.cuda, &w->sph.P);
-    if (s->mpm && s->mpm_sph && w->sph.cuda) {
+    if (s->mpm && s->tool_mpm && s->n_tools > 0) {
+        if (firn_cuda_queue_grid_tools(P, s->grid, s->tools, s->n_tools, s->tool_acc, s->rigids,
+                                       s->rigid_mpm ? s->n_rigids : 0, s->rigid_acc,
+                                       s->mpm_sph && w->sph.cuda ? &V : NULL, s->stream, err))
+            return FIRN_CUDA_FAILED;
+    } else if (s->mpm && s->mpm_sph && w->sph.cuda) {
         if (firn_cuda_queue_grid_pairs(P, s->grid, s->rigids, s->rigid_mpm ? s->n_rigids : 0,
                                        s->rigid_acc, &V, s->stream, err))
             return FIRN_CUDA_FAILED;
@@ -731,6 +817,8 @@ static int queue_substep(firn_world *w, const firn_params *P, unsigned substep, 
         FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_SUB], s->stream), err);
     if (s->cpic && firn_cuda_queue_cpic_mark(P, s->p, s->rigids, s->n_rigids, s->stream, err))
         return FIRN_CUDA_FAILED;
+    if (firn_cuda_queue_tool_advect(s->tools, s->tool_acc, s->n_tools, P, s->stream, err))
+        return FIRN_CUDA_FAILED;
     if (firn_cuda_queue_rigid_step(s->rigids, s->rigid_acc, s->n_rigids, P, s->stream, err))
         return FIRN_CUDA_FAILED;
     if (timed)
@@ -750,6 +838,9 @@ static int queue_substep(firn_world *w, const firn_params *P, unsigned substep, 
     if (timed)
         FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_PBD_CONSTRAINTS], s->stream), err);
     if (queue_couple(w, P, err))
+        return FIRN_CUDA_FAILED;
+    if (firn_cuda_queue_tool_record(s->tool_rec, s->tool_acc, s->n_tools, P->dt,
+                                    substep == 0 && w->tool_frame_reset, s->stream, err))
         return FIRN_CUDA_FAILED;
     if (timed)
         FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_GRID], s->stream), err);
@@ -828,6 +919,30 @@ static void discard_bad_word(firn_cuda_state *s)
     (void)cudaGetLastError();
 }
 
+/* The tools and their records into the host mirror with the call's
+ * synchronisation; the mirror's mesh shapes point at their host grids
+ * again on every way out, the failed ones included. */
+static int download_tools(firn_world *w, firn_cuda_state *s, firn_error *err)
+{
+    const int nt = s->n_tools;
+    int failed = nt > 0 &&
+                 (FIRN_CUDA_CALL(cudaMemcpyAsync(w->tools, s->tools, (size_t)nt * sizeof(firn_tool),
+                                                 cudaMemcpyDeviceToHost, s->stream),
+                                 err) ||
+                  FIRN_CUDA_CALL(cudaMemcpyAsync(w->tool_rec, s->tool_rec,
+                                                 (size_t)nt * sizeof(firn_tool_record),
+                                                 cudaMemcpyDeviceToHost, s->stream),
+                                 err));
+    if (failed) /* a copy may still be in flight; err keeps the first failure */
+        (void)cudaStreamSynchronize(s->stream);
+    else
+        failed = FIRN_CUDA_CALL(cudaStreamSynchronize(s->stream), err);
+    for (int k = 0; k < nt; k++)
+        if (s->tool_grid_host[k])
+            w->tools[k].body.shape.grid = s->tool_grid_host[k];
+    return failed ? FIRN_CUDA_FAILED : 0;
+}
+
 /* Queues nsub substeps and reads the non-finite words back (MPM's, the
  * SPH solver's into *sph_bad, the PBD solver's into *pbd_bad); 0 or -2. */
 static int run_substeps(firn_world *w, const firn_params *P, int nsub, unsigned long long *bad,
@@ -843,7 +958,8 @@ static int run_substeps(firn_world *w, const firn_params *P, int nsub, unsigned 
     FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_END], s->stream), err);
     FIRN_CUDA_CHECK(cudaMemcpyAsync(bad, s->bad, sizeof *bad, cudaMemcpyDeviceToHost, s->stream),
                     err);
-    FIRN_CUDA_CHECK(cudaStreamSynchronize(s->stream), err);
+    if (download_tools(w, s, err))
+        return FIRN_CUDA_FAILED;
     if (w->sph.cuda && firn_cuda_sph_end_call(w, nsub, sph_bad, err))
         return FIRN_CUDA_FAILED;
     if (w->pbd.cuda && firn_cuda_pbd_end_call(w, pbd_bad, err))
@@ -864,7 +980,9 @@ extern "C" int firn_cuda_run(firn_world *w, int nsub, float dt, int *bad_substep
     w->pbd.P.dt = dt;
     unsigned long long bad = FIRN_CUDA_BAD_NONE, sph_bad = FIRN_CUDA_BAD_NONE,
                        pbd_bad = FIRN_CUDA_BAD_NONE;
-    if (run_substeps(w, &P, nsub, &bad, &sph_bad, &pbd_bad, err)) {
+    const int failed = run_substeps(w, &P, nsub, &bad, &sph_bad, &pbd_bad, err);
+    w->tool_frame_reset = 0;
+    if (failed) {
         discard_bad_word(s);
         if (w->sph.cuda)
             firn_cuda_sph_discard_bad_word(w);
@@ -946,6 +1064,27 @@ extern "C" int firn_cuda_download_rigids(firn_world *w, firn_error *err)
         if (s->rigid_grid_host[k])
             w->rigids[k].shape.grid = s->rigid_grid_host[k];
     return failed ? FIRN_CUDA_FAILED : 0;
+}
+
+extern "C" int firn_cuda_upload_tool(firn_world *w, int tool, firn_error *err)
+{
+    firn_cuda_state *s = w->cuda;
+    if (!s)
+        return not_initialised("firn_cuda_upload_tool", err);
+    if (tool < 0 || tool >= s->n_tools) {
+        firn_set_error(err, FIRN_E_USAGE, "firn_cuda_upload_tool: no tool %d (the device has %d)",
+                       tool, s->n_tools);
+        return FIRN_CUDA_FAILED;
+    }
+    firn_tool staged = w->tools[tool];
+    const float *host_grid;
+    if (stage_shape(s, &staged.body.shape, &host_grid, err))
+        return FIRN_CUDA_FAILED;
+    FIRN_CUDA_CHECK(
+        cudaMemcpyAsync(s->tools + tool, &staged, sizeof staged, cudaMemcpyHostToDevice, s->stream),
+        err);
+    FIRN_CUDA_CHECK(cudaStreamSynchronize(s->stream), err); /* before staged goes */
+    return 0;
 }
 
 extern "C" int firn_cuda_reduce(firn_world *w, float *max_speed, float *max_wave_speed,

@@ -16,6 +16,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -242,7 +243,11 @@ Test(checkpoint, bad_checkpoints_are_refused_naming_file_and_fault)
     uint32_t version = FIRN_CHECKPOINT_VERSION + 1;
     memcpy(bad + 8, &version, 4);
     spit(probe, bad, n);
-    assert_refused(&def, probe, "is of format version 2; this firn reads version 1");
+    assert_refused(&def, probe, "is of format version 3; this firn reads versions 1 to 2");
+    version = 0;
+    memcpy(bad + 8, &version, 4);
+    spit(probe, bad, n);
+    assert_refused(&def, probe, "is of format version 0; this firn reads versions 1 to 2");
 
     memcpy(bad, good, n); /* the frame number changed in the header */
     bad[40] ^= 1;
@@ -260,6 +265,136 @@ Test(checkpoint, bad_checkpoints_are_refused_naming_file_and_fault)
     cr_assert_eq(slurp(path, bad, sizeof bad), n);
     cr_assert_eq(memcmp(bad, good, n), 0);
     firn_world_destroy(load_world(&def, path));
+    test_rmdir(dir);
+}
+
+/* Version 1 is version 2 without tools: a file of this tool-less scene
+ * relabelled version 1 (its header's checksum made again) loads, and gives
+ * the same state. A world with tools refuses a version-1 file (the header
+ * of one, scene hash set to the tool scene's), naming why. */
+Test(checkpoint, version_1_files_load_and_hold_no_tools)
+{
+    char dir[64], path[128], probe[128];
+    static unsigned char good[4 << 20], old[4 << 20];
+    test_mkdtemp(dir, sizeof dir, "ckpt_v1");
+    snprintf(path, sizeof path, "%s/at1.firn", dir);
+    snprintf(probe, sizeof probe, "%s/v1.firn", dir);
+    firn_scene_def def;
+    load_scene(&def);
+    const size_t n = make_checkpoint(&def, path, good, sizeof good);
+    memcpy(old, good, n);
+    const uint32_t one = 1;
+    memcpy(old + 8, &one, 4);
+    uint32_t crc = firn_crc32c(0, old, FIRN_CHECKPOINT_HEADER_BYTES - 4);
+    memcpy(old + FIRN_CHECKPOINT_HEADER_BYTES - 4, &crc, 4);
+    spit(probe, old, n);
+    firn_world *a = load_world(&def, path), *b = load_world(&def, probe);
+    firn_frame_stats sa, sb;
+    step(a, &sa);
+    step(b, &sb);
+    cr_assert_eq(memcmp(&sa, &sb, sizeof sa), 0, "the version-1 file resumed differently");
+    firn_world_destroy(a);
+    firn_world_destroy(b);
+
+    firn_scene_def tools = def;
+    tools.n_tools = 1;
+    firn_tool_default(&tools.tools[0]);
+    snprintf(tools.tools[0].name, FIRN_NAME_MAX, "probe");
+    tools.tools[0].shape.type = FIRN_RSHAPE_SPHERE;
+    tools.tools[0].shape.radius = 0.02f;
+    for (int k = 0; k < 3; k++)
+        tools.tools[0].shape.center[k] = 0.5f * (tools.lower[k] + tools.upper[k]);
+    const uint64_t hash = firn_scene_hash(&tools);
+    memcpy(old + 32, &hash, 8);
+    crc = firn_crc32c(0, old, FIRN_CHECKPOINT_HEADER_BYTES - 4);
+    memcpy(old + FIRN_CHECKPOINT_HEADER_BYTES - 4, &crc, 4);
+    spit(probe, old, n);
+    assert_refused(&tools, probe, "is of format version 1, which holds no tools");
+    test_rmdir(dir);
+}
+
+/* A world with tools - one following its keyframes, one commanded through
+ * the C API (its keyframes dropped) - saved at frame 3 and resumed goes on
+ * bitwise as the run that never stopped: statistics (the tools' pose,
+ * velocities, force and the frame's and run's sums) and the checkpoint at
+ * frame 6 byte for byte. */
+Test(checkpoint, tool_world_resumes_bitwise, .timeout = 120)
+{
+    char dir[64], p3[128], p6a[128], p6b[128];
+    test_mkdtemp(dir, sizeof dir, "ckpt_tools");
+    snprintf(p3, sizeof p3, "%s/at3.firn", dir);
+    snprintf(p6a, sizeof p6a, "%s/at6a.firn", dir);
+    snprintf(p6b, sizeof p6b, "%s/at6b.firn", dir);
+    firn_scene_def def;
+    firn_scene_default(&def);
+    def.dx = 1.0f / 32.0f;
+    def.frame_dt = 0.01f;
+    def.write_ply = def.write_preview = 0;
+    def.n_materials = 1;
+    firn_material_default(&def.materials[0], FIRN_MODEL_SAND);
+    snprintf(def.materials[0].name, FIRN_NAME_MAX, "sand");
+    def.n_bodies = 1;
+    firn_body_default(&def.bodies[0]);
+    def.bodies[0].shape.type = FIRN_SHAPE_BOX;
+    for (int k = 0; k < 3; k++) {
+        def.bodies[0].shape.center[k] = k == 1 ? 0.15f : 0.5f;
+        def.bodies[0].shape.size[k] = k == 1 ? 0.16f : 0.4f;
+    }
+    def.n_tools = 2;
+    for (int t = 0; t < 2; t++) {
+        firn_tool_def *d = &def.tools[t];
+        firn_tool_default(d);
+        snprintf(d->name, FIRN_NAME_MAX, t ? "dipper" : "blade");
+        d->shape.type = FIRN_RSHAPE_BOX;
+        const float c[3] = {t ? 0.6f : 0.28f, 0.2f, 0.5f}, sz[3] = {0.04f, 0.16f, 0.2f};
+        memcpy(d->shape.center, c, sizeof c);
+        memcpy(d->shape.size, sz, sizeof sz);
+        d->friction = 0.4f;
+        d->n_keyframes = 2;
+        for (int j = 0; j < 2; j++)
+            memcpy(d->keyframes[j].position, c, sizeof c);
+        d->keyframes[1].t = 0.2f;
+        d->keyframes[1].position[0] += t ? -0.05f : 0.3f;
+        d->keyframes[1].position[1] -= 0.05f;
+        d->keyframes[1].rotation[2] = 20.0f;
+    }
+    firn_world *a = make_world(&def), *plain = make_world(&def);
+    firn_frame_stats sa, sb, sp;
+    firn_error err;
+    const float v[3] = {0.5f, -0.2f, 0.0f}, om[3] = {0.0f, 1.0f, 0.0f};
+    for (int f = 0; f < 3; f++) {
+        if (f == 1) {
+            cr_assert_eq(firn_world_set_tool_velocity(a, 1, v, om, &err), 0, "%s", err.msg);
+            cr_assert_eq(firn_world_set_tool_velocity(plain, 1, v, om, &err), 0, "%s", err.msg);
+        }
+        step(a, &sa);
+        step(plain, &sp);
+    }
+    cr_assert(fabsf(sa.tools[0].force_mean[0]) > 0.1f, "the blade met no sand: %g N",
+              sa.tools[0].force_mean[0]);
+    save(a, p3);
+    firn_world *b = load_world(&def, p3);
+    cr_assert_eq(b->tools[0].body.n_keys, 2, "the blade's keyframes were lost");
+    cr_assert_eq(b->tools[1].body.n_keys, 0, "the command did not survive the checkpoint");
+    firn_frame_stats s3;
+    cr_assert_eq(firn_world_stats(b, &s3, &err), 0, "%s", err.msg);
+    cr_assert_eq(memcmp(sa.tools, s3.tools, sizeof sa.tools), 0,
+                 "the loaded tools differ from the saved ones");
+    for (int f = 0; f < 3; f++) {
+        step(a, &sa);
+        step(b, &sb);
+        step(plain, &sp);
+        cr_assert_eq(memcmp(&sa, &sb, sizeof sa), 0,
+                     "frame %d: the resumed run's statistics differ", sa.frame);
+        cr_assert_eq(memcmp(&sa, &sp, sizeof sa), 0,
+                     "frame %d: saving changed the run's statistics", sa.frame);
+    }
+    save(a, p6a);
+    save(b, p6b);
+    assert_same_file(p6a, p6b);
+    firn_world_destroy(a);
+    firn_world_destroy(b);
+    firn_world_destroy(plain);
     test_rmdir(dir);
 }
 

@@ -2,7 +2,8 @@
  * against a closed form computed here, the commanded path followed
  * bitwise whatever the material does, Newton's third law between the
  * particles and the reported reaction, a plate carrying a settled sand
- * column's weight, the C API's refusals, scene keys and the CUDA refusal. */
+ * column's weight, the C API's refusals, scene keys and the backend auto
+ * picks. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <omp.h>
@@ -396,22 +397,18 @@ Test(tool_api, refusals_change_nothing, .timeout = 60)
     firn_world_destroy(w);
 }
 
-Test(tool_api, cuda_refuses_tools_and_auto_takes_the_cpu)
+/* Tools run on both paths: auto takes the GPU when there is one. */
+Test(tool_api, auto_takes_the_gpu_when_there_is_one)
 {
     firn_scene_def def;
     scene(&def, 0.04f);
     add_box(&def, (float[3]){0.3f, 0.1f, 0.3f}, (float[3]){0.6f, 0.3f, 0.6f});
     add_tool(&def, "finger", (float[3]){0.2f, 0.5f, 0.5f}, (float[3]){0.02f, 0.1f, 0.02f});
     firn_error err;
-    firn_world *w = firn_world_create(&def, FIRN_BACKEND_CUDA, &err);
-    cr_assert_null(w);
-    cr_assert_eq(err.code, FIRN_E_DEVICE);
-    cr_assert(strstr(err.msg, "tools run on the CPU path only for now") &&
-                  strstr(err.msg, "their CUDA kernel is not written yet"),
-              "%s", err.msg);
-    w = firn_world_create(&def, FIRN_BACKEND_AUTO, &err);
+    firn_world *w = firn_world_create(&def, FIRN_BACKEND_AUTO, &err);
     cr_assert(w, "%s", err.msg);
-    cr_assert_eq(firn_world_backend(w), FIRN_BACKEND_CPU);
+    cr_assert_eq(firn_world_backend(w),
+                 firn_cuda_device_count() > 0 ? FIRN_BACKEND_CUDA : FIRN_BACKEND_CPU);
     firn_world_destroy(w);
 }
 
