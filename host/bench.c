@@ -13,8 +13,8 @@
 
 const char *firn_bench_scene_name(firn_bench_scene s)
 {
-    static const char *names[] = {"sand_block",          "snowball", "dam_break", "sph_dam_break",
-                                  "sph_dam_break_dfsph", "pbd_cloth"};
+    static const char *names[] = {"sand_block",          "snowball",  "dam_break", "sph_dam_break",
+                                  "sph_dam_break_dfsph", "pbd_cloth", "pbd_liquid"};
     return s < FIRN_BENCH_SCENES ? names[s] : "?";
 }
 
@@ -23,7 +23,10 @@ int firn_bench_scene_is_sph(firn_bench_scene s)
     return s == FIRN_BENCH_SPH_DAM || s == FIRN_BENCH_SPH_DAM_DFSPH;
 }
 
-int firn_bench_scene_is_pbd(firn_bench_scene s) { return s == FIRN_BENCH_PBD_CLOTH; }
+int firn_bench_scene_is_pbd(firn_bench_scene s)
+{
+    return s == FIRN_BENCH_PBD_CLOTH || s == FIRN_BENCH_PBD_LIQUID;
+}
 
 /* The PBD cloth (bench.h). */
 static int make_pbd_scene(firn_bench_layout layout, long long particles, firn_scene_def *def,
@@ -62,6 +65,63 @@ static int make_pbd_scene(firn_bench_layout layout, long long particles, firn_sc
     return firn_scene_validate(def, err) ? -1 : 0;
 }
 
+/* The SPH and PBD neighbour grids' most cells (host/scene.c refuses more). */
+#define NBR_MAX_CELLS (1LL << 27)
+
+/* The PBD liquid dam break (bench.h): the SPH dam break's column of
+ * pbd_liquid on a lattice of spacing p, against the x-lower wall and the
+ * floor of the 1 m cube, edge s. */
+static int make_pbd_liquid_scene(firn_bench_layout layout, float s, long long particles,
+                                 firn_scene_def *def, firn_error *err)
+{
+    firn_material_def *m = &def->materials[0];
+    firn_body_def *b = &def->bodies[0];
+    firn_material_default(m, FIRN_MODEL_PBD_LIQUID);
+    snprintf(m->name, FIRN_NAME_MAX, "water");
+    b->solver = FIRN_SOLVER_KIND_PBD;
+    const double frac[3] = {0.8, 1.2, 1.04};
+    const double volume = frac[0] * frac[1] * frac[2] * (double)s * s * s;
+    const float p = (float)cbrt(volume / (double)particles);
+    def->pbd_particle_size = p;
+    int n[3];
+    for (int k = 0; k < 2; k++) {
+        n[k] = (int)lround(frac[k] * s / p);
+        n[k] = n[k] < 1 ? 1 : n[k];
+    }
+    n[2] = (int)llround((double)particles / ((double)n[0] * n[1]));
+    n[2] = n[2] < 1 ? 1 : n[2];
+    b->shape.type = FIRN_SHAPE_BOX;
+    for (int k = 0; k < 3; k++)
+        b->shape.size[k] = (float)n[k] * p;
+    b->shape.center[0] = 0.5f * b->shape.size[0];
+    b->shape.center[1] = 0.5f * b->shape.size[1];
+    b->shape.center[2] = 0.5f;
+    def->dx = 0.05f; /* no MPM particles: the MPM grid only has to exist */
+    const float inv_h = 1.0f / (1.25f * p);
+    long long cells = 1;
+    for (int k = 0; k < 3; k++) {
+        int r = (int)ceilf((def->upper[k] - def->lower[k]) * inv_h - 1e-4f);
+        cells *= r < 1 ? 1 : r;
+    }
+    if (cells > NBR_MAX_CELLS) {
+        firn_set_error(err, FIRN_E_USAGE,
+                       "bench: pbd_liquid %s: %lld particles need particle size %.3g mm, a "
+                       "neighbour grid of %lld cells over the 1 m cube; at most 2^27 = %lld are "
+                       "allowed (about %s particles)",
+                       layout ? "sparse" : "dense", particles, 1e3 * p, cells, NBR_MAX_CELLS,
+                       layout ? "8M" : "64M");
+        return -1;
+    }
+    if (b->shape.size[2] > def->upper[2] - def->lower[2]) {
+        firn_set_error(err, FIRN_E_USAGE,
+                       "bench: pbd_liquid: %lld particles do not fit the 1 m cube", particles);
+        return -1;
+    }
+    def->frames = 1;
+    def->write_ply = def->write_preview = 0;
+    return firn_scene_validate(def, err) ? -1 : 0;
+}
+
 static int check_count(long long particles, firn_error *err)
 {
     if (particles < 1000) {
@@ -80,9 +140,6 @@ static int check_count(long long particles, firn_error *err)
     }
     return 0;
 }
-
-/* The SPH neighbour grid's most cells (host/scene.c refuses more). */
-#define SPH_MAX_CELLS (1LL << 27)
 
 /* The SPH dam break (bench.h): a water column of whole lattice spacings
  * against the x-lower wall and the floor of the 1 m cube, edge s. */
@@ -133,13 +190,13 @@ static int make_sph_scene(firn_bench_scene scene, firn_bench_layout layout, floa
         int r = (int)ceilf((def->upper[k] - def->lower[k]) * inv_h - 1e-4f);
         cells *= r < 1 ? 1 : r;
     }
-    if (cells > SPH_MAX_CELLS) {
+    if (cells > NBR_MAX_CELLS) {
         firn_set_error(err, FIRN_E_USAGE,
                        "bench: %s %s: %lld particles need particle size %.3g mm, a neighbour grid "
                        "of %lld cells over the 1 m cube; at most 2^27 = %lld are allowed (about "
                        "%s particles)",
                        firn_bench_scene_name(scene), layout ? "sparse" : "dense", particles,
-                       1e3 * p, cells, SPH_MAX_CELLS, layout ? "21M" : "168M");
+                       1e3 * p, cells, NBR_MAX_CELLS, layout ? "21M" : "168M");
         return -1;
     }
     if (b->shape.size[2] > def->upper[2] - def->lower[2]) {
@@ -174,6 +231,8 @@ int firn_bench_make_scene(firn_bench_scene scene, firn_bench_layout layout, long
     float s = layout == FIRN_BENCH_DENSE ? 0.5f : 0.25f;
     if (firn_bench_scene_is_sph(scene))
         return make_sph_scene(scene, layout, s, particles, def, err);
+    if (scene == FIRN_BENCH_PBD_LIQUID)
+        return make_pbd_liquid_scene(layout, s, particles, def, err);
     if (firn_bench_scene_is_pbd(scene))
         return make_pbd_scene(layout, particles, def, err);
     float volume;
@@ -232,11 +291,12 @@ void firn_bench_world_info_get(const firn_world *w, firn_bench_world_info *info)
 {
     memset(info, 0, sizeof *info);
     const firn_sph *S = &w->sph;
-    if (w->p.n == 0 && S->n > 0) {
+    const firn_nbr_space *nb = S->n > 0 ? &S->P.nb : w->pbd.G.cells > 0 ? &w->pbd.P.nb : NULL;
+    if (w->p.n == 0 && nb) {
         info->nodes = 1;
         for (int a = 0; a < 3; a++) {
-            info->grid[a] = S->P.res[a];
-            info->nodes *= S->P.res[a];
+            info->grid[a] = nb->res[a];
+            info->nodes *= nb->res[a];
         }
     } else {
         info->nodes = 1;

@@ -24,13 +24,14 @@ typedef enum {
     FIRN_BENCH_SPH_DAM,       /* SPH dam break, WCSPH */
     FIRN_BENCH_SPH_DAM_DFSPH, /* the same, DFSPH */
     FIRN_BENCH_PBD_CLOTH,     /* a PBD cloth falling onto a rigid sphere */
+    FIRN_BENCH_PBD_LIQUID,    /* a PBD liquid (position based fluids) dam break */
     FIRN_BENCH_SCENES
 } firn_bench_scene;
 #define FIRN_BENCH_MPM_SCENES FIRN_BENCH_SPH_DAM
 typedef enum { FIRN_BENCH_DENSE = 0, FIRN_BENCH_SPARSE } firn_bench_layout;
 
 const char *firn_bench_scene_name(firn_bench_scene s);
-/* 1 for the SPH scenes; 1 for the PBD scene. */
+/* 1 for the SPH scenes; 1 for the PBD scenes. */
 int firn_bench_scene_is_sph(firn_bench_scene s);
 int firn_bench_scene_is_pbd(firn_bench_scene s);
 
@@ -60,13 +61,20 @@ int firn_bench_scene_is_pbd(firn_bench_scene s);
  * domain), 0.3 m above a static sphere of radius 0.2 m: stretch, bending
  * and PBD-rigid contact all work once it lands (about 0.25 s, within the
  * default warm-up). Its particle size is the cloth's edge. The MPM grid is
- * an unused 5 cm one. */
+ * an unused 5 cm one.
+ *
+ * The PBD liquid scene (pbd_liquid) is the SPH dam break's column in
+ * pbd_liquid, on a lattice of spacing p = the particle size, a whole
+ * number of spacings on each axis (the last chosen to match the count):
+ * the neighbour grid (cells of 1.25 p over the 1 m cube) may hold at most
+ * 2^27 cells, about 64M particles dense, 8M sparse. */
 int firn_bench_make_scene(firn_bench_scene scene, firn_bench_layout layout, long long particles,
                           firn_scene_def *def, firn_error *err);
 
 /* What a case reports of its world beyond the public API (read from the
  * world's internals, host/world.h). grid/nodes: the MPM grid, or for a
- * world with SPH particles only, the SPH neighbour grid's cells. iters,
+ * world without MPM particles, the SPH (else the PBD) neighbour grid's
+ * cells. iters,
  * solves: DFSPH's divergence and
  * density iterations and the substeps solved since the world was made (0
  * for WCSPH). */

@@ -182,10 +182,13 @@ uint64_t firn_scene_hash(const firn_scene_def *d)
             MIX(&h, m->rheology), MIX(&h, m->friction_angle_2), MIX(&h, m->inertial_I0);
             MIX(&h, m->grain_diameter), MIX(&h, m->grain_density);
         }
-        if (m->model == FIRN_MODEL_PBD_CLOTH || m->model == FIRN_MODEL_PBD_PARTICLE) {
+        if (m->model == FIRN_MODEL_PBD_CLOTH || m->model == FIRN_MODEL_PBD_PARTICLE ||
+            m->model == FIRN_MODEL_PBD_LIQUID) {
             MIX(&h, m->stretch_compliance), MIX(&h, m->bending_compliance);
             MIX(&h, m->air_resistance), MIX(&h, m->static_friction), MIX(&h, m->kinetic_friction);
         }
+        if (m->model == FIRN_MODEL_PBD_LIQUID) /* only liquids: other scenes keep their hashes */
+            MIX(&h, m->density_relaxation), MIX(&h, m->viscosity_relaxation);
     }
     MIX(&h, d->n_bodies);
     for (int k = 0; k < d->n_bodies && k < FIRN_MAX_BODIES; k++) {
@@ -214,6 +217,8 @@ uint64_t firn_scene_hash(const firn_scene_def *d)
         MIX(&h, d->pbd_particle_size), MIX(&h, d->pbd_stretch_iterations);
         MIX(&h, d->pbd_bending_iterations), MIX(&h, d->pbd_lower), MIX(&h, d->pbd_upper);
         MIX(&h, d->coupling_pbd_rigid);
+        if (d->pbd_density_iterations != 1 || d->pbd_viscosity_iterations != 1)
+            MIX(&h, d->pbd_density_iterations), MIX(&h, d->pbd_viscosity_iterations);
         if (!d->coupling_mpm_pbd) /* only when off: scenes before the pair keep their hashes */
             MIX(&h, d->coupling_mpm_pbd);
     }

@@ -27,7 +27,7 @@ static const char *bench_usage =
     "                  [--threads LIST] [--p2g LIST] [--json FILE] [--csv FILE]\n"
     "  --particles   comma list with k/m suffixes (default cpu 20k,100k; cuda 100k,1m,8m)\n"
     "  --scenes      sand_block,snowball,dam_break,sph_dam_break,sph_dam_break_dfsph,\n"
-    "                pbd_cloth or all\n"
+    "                pbd_cloth,pbd_liquid or all\n"
     "                (default the three MPM scenes)\n"
     "  --substeps    substeps per timed repeat (default cpu 10, cuda 100)\n"
     "  --repeats     timed repeats; the median is reported (default 3)\n"
@@ -54,7 +54,8 @@ typedef struct {
     double memory_bytes, bytes_per_particle, bandwidth, roofline;
     /* PBD scene (particles: the cloth's vertices): */
     int pbd;
-    double pbd_ms[2]; /* constraints (with the prediction), integrate per substep */
+    double pbd_ms[3]; /* constraints (with the prediction), particle passes, integrate per
+                         substep */
     /* SPH scenes: */
     int sph, dfsph;
     float psize;         /* particle diameter [m] */
@@ -129,7 +130,8 @@ static int run_case(bench_result *r, const bench_opts *o, double copy_bw, firn_e
     r->phase_ms[3] = 1e3 * (p1.couple - p0.couple) / (double)total;
     r->phase_ms[4] = 1e3 * (p1.g2p - p0.g2p) / (double)total;
     r->pbd_ms[0] = 1e3 * (p1.pbd_constraints - p0.pbd_constraints) / (double)total;
-    r->pbd_ms[1] = 1e3 * (p1.pbd_integrate - p0.pbd_integrate) / (double)total;
+    r->pbd_ms[1] = 1e3 * (p1.pbd_particles - p0.pbd_particles) / (double)total;
+    r->pbd_ms[2] = 1e3 * (p1.pbd_integrate - p0.pbd_integrate) / (double)total;
     r->sph_ms[0] = 1e3 * (p1.sph_sort - p0.sph_sort) / (double)total;
     r->sph_ms[1] = 1e3 * (p1.sph_density - p0.sph_density) / (double)total;
     r->sph_ms[2] = 1e3 * (p1.sph_pressure - p0.sph_pressure) / (double)total;
@@ -220,8 +222,10 @@ static void write_json(FILE *f, const bench_result *r, int nr, double cpu_bw, do
                     x->sph_iters[1]);
         else
             fputs("null", f);
-        fprintf(f, ", \"pbd_phase_ms\": {\"constraints\": %.6g, \"integrate\": %.6g}", x->pbd_ms[0],
-                x->pbd_ms[1]);
+        fprintf(f,
+                ", \"pbd_phase_ms\": {\"constraints\": %.6g, \"particles\": %.6g, \"integrate\": "
+                "%.6g}",
+                x->pbd_ms[0], x->pbd_ms[1], x->pbd_ms[2]);
         fputs(", \"p2g\": ", f);
         if (x->p2g >= 0)
             fprintf(f, "\"%s\"", p2g_name(x->p2g));
@@ -234,12 +238,12 @@ static void write_json(FILE *f, const bench_result *r, int nr, double cpu_bw, do
 
 static void write_csv(FILE *f, const bench_result *r, int nr)
 {
-    fprintf(f,
-            "scene,layout,backend,particles,nx,ny,nz,substeps,repeats,median_seconds,"
-            "particle_substeps_per_second,clear_ms,p2g_ms,grid_ms,couple_ms,g2p_ms,memory_bytes,"
-            "bytes_per_particle,bandwidth_Bps,roofline_fraction,threads,solver,"
-            "sph_particle_size,sort_ms,density_ms,pressure_ms,integrate_ms,"
-            "divergence_iterations,density_iterations,p2g,pbd_constraints_ms,pbd_integrate_ms\n");
+    fprintf(f, "scene,layout,backend,particles,nx,ny,nz,substeps,repeats,median_seconds,"
+               "particle_substeps_per_second,clear_ms,p2g_ms,grid_ms,couple_ms,g2p_ms,memory_bytes,"
+               "bytes_per_particle,bandwidth_Bps,roofline_fraction,threads,solver,"
+               "sph_particle_size,sort_ms,density_ms,pressure_ms,integrate_ms,"
+               "divergence_iterations,density_iterations,p2g,pbd_constraints_ms,pbd_integrate_ms,"
+               "pbd_particles_ms\n");
     for (int k = 0; k < nr; k++) {
         const bench_result *x = &r[k];
         fprintf(f, "%s,%s,%s,%lld,%d,%d,%d,%d,%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,",
@@ -256,8 +260,8 @@ static void write_csv(FILE *f, const bench_result *r, int nr)
         put_num(f, x->dfsph, x->sph_iters[0], 0);
         fputc(',', f);
         put_num(f, x->dfsph, x->sph_iters[1], 0);
-        fprintf(f, ",%s,%.6g,%.6g\n", x->p2g >= 0 ? p2g_name(x->p2g) : "", x->pbd_ms[0],
-                x->pbd_ms[1]);
+        fprintf(f, ",%s,%.6g,%.6g,%.6g\n", x->p2g >= 0 ? p2g_name(x->p2g) : "", x->pbd_ms[0],
+                x->pbd_ms[2], x->pbd_ms[1]);
     }
 }
 
@@ -269,11 +273,11 @@ static void shown_phases(const bench_result *r, double out[4])
     static const int mpm[4] = {0, 1, 2, 4};
     for (int q = 0; q < 4; q++)
         out[q] = r->sph ? r->sph_ms[q] : r->phase_ms[mpm[q]];
-    if (r->pbd) { /* constraints, the Coupler's pass (PBD-rigid), integrate */
+    if (r->pbd) { /* constraints, particle passes, the Coupler's pass (PBD-rigid), integrate */
         out[0] = r->pbd_ms[0];
-        out[1] = r->phase_ms[2];
-        out[2] = r->pbd_ms[1];
-        out[3] = 0.0;
+        out[1] = r->pbd_ms[1];
+        out[2] = r->phase_ms[2];
+        out[3] = r->pbd_ms[2];
     }
 }
 
@@ -423,8 +427,8 @@ static int parse_list(const char *s, const char *const *names, int n, int *mask)
 }
 
 static const char *const scene_names[] = {
-    "sand_block",          "snowball",  "dam_break", "sph_dam_break",
-    "sph_dam_break_dfsph", "pbd_cloth", "all"};
+    "sand_block",          "snowball",  "dam_break",  "sph_dam_break",
+    "sph_dam_break_dfsph", "pbd_cloth", "pbd_liquid", "all"};
 static const char *const layout_names[] = {"dense", "sparse", "both"};
 static const char *const p2g_names[] = {"atomic", "binned", "warp", "all"}; /* p2g_variants' */
 
@@ -469,7 +473,7 @@ static int parse_bench_option(const char *a, const char *v, bench_args *g)
     } else if (!strcmp(a, "--scenes")) {
         if (parse_list(v, scene_names, FIRN_BENCH_SCENES + 1, &g->scenes)) {
             fprintf(stderr, "firn bench: --scenes takes sand_block,snowball,dam_break,"
-                            "sph_dam_break,sph_dam_break_dfsph,pbd_cloth or all\n");
+                            "sph_dam_break,sph_dam_break_dfsph,pbd_cloth,pbd_liquid or all\n");
             return FIRN_E_USAGE;
         }
         if (g->scenes & (1 << FIRN_BENCH_SCENES))
@@ -622,8 +626,8 @@ static void print_header(int kind)
 {
     if (kind == 2)
         printf("%-10s %-6s %-4s %3s %10s %-13s %9s %11s %8s %8s %8s %8s %6s\n", "scene", "layout",
-               "dev", "thr", "vertices", "grid", "median_s", "v-substep/s", "constr", "couple",
-               "integr", "-", "B/p");
+               "dev", "thr", "vertices", "grid", "median_s", "v-substep/s", "constr", "partic",
+               "couple", "integr", "B/p");
     else if (kind == 1)
         printf("%-19s %-6s %-4s %3s %10s %-13s %9s %11s %8s %8s %8s %8s %6s %11s\n", "scene",
                "layout", "dev", "thr", "particles", "sph grid", "median_s", "p-substep/s", "sort",

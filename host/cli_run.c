@@ -701,9 +701,11 @@ static void print_summary(firn_world *w, const firn_scene_def *def, const run_to
                 100 * pr.g2p / pr.total);
     if (pr.total > 0.0 && pr.pbd_constraints > 0.0)
         fprintf(stderr,
-                "firn: PBD phases: prediction and constraints %.1f%%  velocity and box %.1f%% "
-                "(PBD-rigid is in grid, the couple phase)\n",
-                100 * pr.pbd_constraints / pr.total, 100 * pr.pbd_integrate / pr.total);
+                "firn: PBD phases: prediction and constraints %.1f%%  particle passes (liquid, "
+                "contact) %.1f%%  velocity and box %.1f%% (PBD-rigid is in grid, the couple "
+                "phase)\n",
+                100 * pr.pbd_constraints / pr.total, 100 * pr.pbd_particles / pr.total,
+                100 * pr.pbd_integrate / pr.total);
     firn_memory m;
     firn_world_memory(w, &m);
     if (m.host_grid > 0.0 && m.host_grid_resident >= 0.0)

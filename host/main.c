@@ -120,9 +120,11 @@ static int cmd_validate(int argc, char **argv)
     }
     if (s.pbd.particles > 0)
         printf("  PBD: %lld particles (mass %.4g kg, %lld pinned), %lld edges, %lld bending "
-               "constraints, particle size %g m, %d stretch / %d bending iterations per substep\n",
+               "constraints, particle size %g m, %d stretch / %d bending / %d density / %d "
+               "viscosity iterations per substep\n",
                s.pbd.particles, s.pbd.mass, s.pbd.pinned, s.pbd.edges, s.pbd.bends,
-               def.pbd_particle_size, def.pbd_stretch_iterations, def.pbd_bending_iterations);
+               def.pbd_particle_size, def.pbd_stretch_iterations, def.pbd_bending_iterations,
+               def.pbd_density_iterations, def.pbd_viscosity_iterations);
     static const char *motion[] = {"static", "kinematic", "dynamic"};
     for (int r = 0; r < def.n_rigids; r++)
         printf("  rigid %-16s %-9s at (%.3g, %.3g, %.3g)%s\n", def.rigids[r].name,

@@ -888,6 +888,10 @@ static void put_pbd(line_buf *b, const firn_frame_stats *s)
             (const double[3]){q->bbox_upper[0], q->bbox_upper[1], q->bbox_upper[2]}, 9);
     put(b, ",\"max_strain\":");
     put_num(b, q->max_strain, 9);
+    if (q->liquid > 0) { /* only with liquid: the other scenes' lines stay as they were */
+        put(b, ",\"liquid\":%lld,\"density_error\":", q->liquid);
+        put_num(b, q->density_error, 9);
+    }
     put(b, "}");
 }
 

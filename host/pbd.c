@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "firn_pbf.h"
 #include "mesh.h"
 #include "pbd.h"
 #include "sample.h"
@@ -324,9 +325,64 @@ static int alloc_particles(firn_pbd *S, int n)
     S->s.x0 = calloc(3 * nn, f);
     S->s.mass = calloc(nn, f);
     S->s.w = calloc(nn, f);
+    S->s.dx = calloc(3 * nn, f);
+    S->s.lambda = calloc(nn, f);
+    S->s.rho = calloc(nn, f);
     S->s.mat = calloc(nn, 1);
     S->n = S->s.n = n;
-    return S->s.x && S->s.v && S->s.x0 && S->s.mass && S->s.w && S->s.mat ? 0 : -1;
+    return S->s.x && S->s.v && S->s.x0 && S->s.mass && S->s.w && S->s.dx && S->s.lambda &&
+                   S->s.rho && S->s.mat
+               ? 0
+               : -1;
+}
+
+/* The CPU neighbour grid over the PBD box (cells of edge P.nb.h). */
+static int alloc_grid(firn_pbd *S)
+{
+    firn_nbr_grid *G = &S->G;
+    const size_t nn = (size_t)S->n + 1;
+    G->cells = S->P.nb.res[0] * S->P.nb.res[1] * S->P.nb.res[2];
+    const size_t nc = (size_t)G->cells + 1;
+    G->key = malloc(nn * sizeof(unsigned));
+    G->sorted = malloc(nn * sizeof(int));
+    G->start = malloc(nc * sizeof(int));
+    G->end = malloc(nc * sizeof(int));
+    S->cell_count = malloc(nc * sizeof(int));
+    G->nbr = G->nbr_count = NULL;
+    return G->key && G->sorted && G->start && G->end && S->cell_count ? 0 : -1;
+}
+
+void firn_pbd_params_kernels(firn_pbd_params *P)
+{
+    /* Genesis's support: dist_scale = (p / 2) / 0.4 = 1.25 p (GENESIS s3.3). */
+    const float h = 1.25f * P->psize;
+    P->nb = firn_nbr_space_of(P->lower, P->upper, h);
+    P->kw = 315.0f / (64.0f * (float)M_PI * h * h * h);
+    P->kg = 45.0f / ((float)M_PI * h * h * h * h);
+    /* eps: 1 % of the denominator of a particle with a full lattice
+     * neighbourhood at rest (where sum_j g_ij = 0), so that lambda stays
+     * bounded for a particle with few neighbours (Macklin and Mueller's
+     * constraint force mixing) and barely softens a full one. */
+    const float p = P->psize, m_rho0 = firn_pbf_lattice_mass(P, 1.0f, p);
+    double sq = 0.0;
+    for (int a = -2; a <= 2; a++)
+        for (int b = -2; b <= 2; b++)
+            for (int c = -2; c <= 2; c++) {
+                const firn_vec3 d = firn_v3((float)a * p, (float)b * p, (float)c * p);
+                const firn_vec3 g = firn_scale(firn_pbf_grad_w(P, d, firn_norm(d)), m_rho0);
+                sq += firn_dot(g, g);
+            }
+    P->pbf_eps = (float)(0.01 * sq);
+}
+
+float firn_pbf_lattice_mass(const firn_pbd_params *P, float rho0, float p)
+{
+    double sum = 0.0;
+    for (int a = -2; a <= 2; a++)
+        for (int b = -2; b <= 2; b++)
+            for (int c = -2; c <= 2; c++)
+                sum += firn_pbf_w(P, p * sqrtf((float)(a * a + b * b + c * c)));
+    return (float)(rho0 / sum);
 }
 
 /* Pins of cloth body b (particles [first, first + nv)): by index, and the
@@ -357,7 +413,12 @@ static void materials_build(firn_pbd *S, const firn_scene_def *def)
         m->air_resistance = d->air_resistance;
         m->mu_s = d->static_friction;
         m->mu_k = d->kinetic_friction;
-        m->cloth = d->model == FIRN_MODEL_PBD_CLOTH;
+        m->kind = d->model == FIRN_MODEL_PBD_CLOTH    ? FIRN_PBD_CLOTH
+                  : d->model == FIRN_MODEL_PBD_LIQUID ? FIRN_PBD_LIQUID
+                                                      : FIRN_PBD_PARTICLE;
+        m->rho0 = d->density;
+        m->density_relaxation = d->density_relaxation;
+        m->viscosity_relaxation = d->viscosity_relaxation;
     }
 }
 
@@ -408,10 +469,14 @@ static int build_bodies(firn_pbd *S, const firn_scene_def *def, firn_error *err)
         for (int k = 0; k < surf[b].nt; k++)
             area += tri_area(surf[b].v, surf[b].tri + 3 * k);
         /* A cloth's mass spread evenly over its vertices (Genesis: area
-         * rho / N); a particle's its lattice cell's, rho p^3. */
+         * rho / N); a particle's its lattice cell's, rho p^3; a liquid
+         * particle's what puts its lattice at rest density (Genesis gives
+         * liquid and free particles the mass rho: s10.5). */
         const double p = def->pbd_particle_size;
         const float mass = surf[b].nv > 0 ? (float)(area * md->density / surf[b].nv)
-                                          : (float)(md->density * p * p * p);
+                           : md->model == FIRN_MODEL_PBD_LIQUID
+                               ? firn_pbf_lattice_mass(&S->P, md->density, (float)p)
+                               : (float)(md->density * p * p * p);
         for (int i = 0; i < nv; i++) {
             for (int a = 0; a < 3; a++) {
                 S->s.x[a * S->n + q + i] =
@@ -482,10 +547,21 @@ int firn_pbd_init(firn_pbd *S, const firn_scene_def *def, firn_error *err)
         S->P.gravity[a] = def->gravity[a];
     S->stretch_iterations = def->pbd_stretch_iterations;
     S->bending_iterations = def->pbd_bending_iterations;
+    S->density_iterations = def->pbd_density_iterations;
+    S->viscosity_iterations = def->pbd_viscosity_iterations;
+    firn_pbd_params_kernels(&S->P);
     materials_build(S, def);
     if (!firn_pbd_in_scene(def))
         return 0;
     if (build_bodies(S, def, err)) {
+        firn_pbd_free(S);
+        return -1;
+    }
+    for (int i = 0; i < S->n; i++)
+        S->particle_passes |= S->mats[S->s.mat[i]].kind != FIRN_PBD_CLOTH;
+    if (S->particle_passes && alloc_grid(S)) {
+        firn_set_error(err, FIRN_E_NOMEM,
+                       "out of host memory for the PBD neighbour grid (%d cells)", S->G.cells);
         firn_pbd_free(S);
         return -1;
     }
@@ -495,7 +571,11 @@ int firn_pbd_init(firn_pbd *S, const firn_scene_def *def, firn_error *err)
 void firn_pbd_free(firn_pbd *S)
 {
     free(S->s.x), free(S->s.v), free(S->s.x0), free(S->s.mass), free(S->s.w), free(S->s.mat);
+    free(S->s.dx), free(S->s.lambda), free(S->s.rho);
     memset(&S->s, 0, sizeof S->s);
+    free(S->G.key), free(S->G.sorted), free(S->G.start), free(S->G.end), free(S->cell_count);
+    memset(&S->G, 0, sizeof S->G);
+    S->cell_count = NULL;
     constraints_free(&S->stretch);
     constraints_free(&S->bend);
     free(S->tri);
@@ -530,17 +610,24 @@ size_t firn_pbd_host_bytes(const firn_pbd *S)
     if (S->n == 0)
         return 0;
     const size_t nn = (size_t)S->n + 1;
-    return nn * (11 * sizeof(float) + 1) + constraint_host_bytes(&S->stretch) +
-           constraint_host_bytes(&S->bend) + 3 * ((size_t)S->triangles + 1) * sizeof(int);
+    const size_t grid =
+        S->G.cells > 0 ? 2 * nn * sizeof(int) + 3 * ((size_t)S->G.cells + 1) * sizeof(int) : 0;
+    return nn * (16 * sizeof(float) + 1) + constraint_host_bytes(&S->stretch) +
+           constraint_host_bytes(&S->bend) + 3 * ((size_t)S->triangles + 1) * sizeof(int) + grid;
 }
 
-size_t firn_pbd_device_bytes(int n, int edges, int bends)
+size_t firn_pbd_device_bytes(int n, int edges, int bends, int cells)
 {
     if (n == 0)
         return 0;
-    const size_t nn = (size_t)n, ne = (size_t)edges, nb = (size_t)bends;
-    /* particles: x, v, x0 (3n each), mass, w (11 floats), then mat */
-    size_t bytes = firn_align256(11 * nn * sizeof(float)) + firn_align256(nn);
+    const size_t nn = (size_t)n, ne = (size_t)edges, nb = (size_t)bends, nc = (size_t)cells;
+    /* particles: x, v, x0 (3n each), mass, w, dx (3n), lambda, rho (16 floats), then mat */
+    size_t bytes = firn_align256(16 * nn * sizeof(float)) + firn_align256(nn);
+    /* the neighbour grid (kernels/neighbour.cu): key, sorted, start, end, key_sorted, ids,
+     * count */
+    const size_t g[7] = {nn * 4, nn * 4, nc * 4, nc * 4, nn * 4, nn * 4, nc * 4};
+    for (int k = 0; cells > 0 && k < 7; k++)
+        bytes += firn_align256(g[k]);
     /* per kind of constraint: vertices (k each), rest, compliance, lambda, order */
     const size_t c[10] = {2 * ne * 4, ne * 4, ne * 4, ne * 4, ne * 4,
                           4 * nb * 4, nb * 4, nb * 4, nb * 4, nb * 4};
@@ -582,4 +669,13 @@ void firn_pbd_stats(const firn_pbd *S, firn_pbd_frame_stats *st)
         const double len = firn_norm(firn_sub(firn_load3(S->s.x, n, a), firn_load3(S->s.x, n, b)));
         st->max_strain = fmax(st->max_strain, fabs(len / S->stretch.rest[j] - 1.0));
     }
+    for (int i = 0; i < n; i++) {
+        const firn_pbd_material *m = &S->mats[S->s.mat[i]];
+        if (m->kind != FIRN_PBD_LIQUID)
+            continue;
+        st->liquid++;
+        st->density_error += fmax(S->s.rho[i] / m->rho0 - 1.0, 0.0);
+    }
+    if (st->liquid > 0)
+        st->density_error /= (double)st->liquid;
 }

@@ -29,6 +29,12 @@ typedef struct {
     firn_pbd_constraints stretch; /* one per unique cloth edge */
     firn_pbd_constraints bend;    /* one per inner edge (two triangles) */
     int stretch_iterations, bending_iterations;
+    int density_iterations, viscosity_iterations;
+    int particle_passes; /* 1: liquid or free particles, so the neighbour grid, PBF and contact
+                            run each substep; 0: cloth only */
+    firn_nbr_grid G;     /* CPU neighbour grid (cells of P.nb; no lists: positions move between
+                            the passes that read it) */
+    int *cell_count;     /* CPU counting sort scratch (cells + 1) */
     int triangles;
     int *tri; /* 3 per cloth triangle */
     long long pinned;
@@ -59,12 +65,20 @@ int firn_pbd_colour(firn_pbd_constraints *C, int nverts, firn_error *err);
  * nothing moves. */
 float firn_pbd_cfl_dt(const firn_pbd *S, float cfl, float v_gravity, float *v_max);
 void firn_pbd_stats(const firn_pbd *S, firn_pbd_frame_stats *st);
-/* Memory: the host's (particles, constraints, triangles), and what the
- * CUDA path allocates for n particles, `edges` stretch and `bends` bending
- * constraints besides the materials and its non-finite word
+/* Memory: the host's (particles, constraints, triangles, neighbour grid),
+ * and what the CUDA path allocates for n particles, `edges` stretch and
+ * `bends` bending constraints and a neighbour grid of `cells` cells (0:
+ * none) besides CUB's scratch, the materials and its non-finite word
  * (kernels/pbd.cu checks that its layout adds up to this). */
 size_t firn_pbd_host_bytes(const firn_pbd *S);
-size_t firn_pbd_device_bytes(int n, int edges, int bends);
+size_t firn_pbd_device_bytes(int n, int edges, int bends, int cells);
+/* The mass of a pbd_liquid particle of rest density rho0 sampled on the
+ * lattice of spacing p: rho0 / sum_lattice W, so that the lattice's
+ * interior is at rest density under the solver's kernel (params P). */
+float firn_pbf_lattice_mass(const firn_pbd_params *P, float rho0, float p);
+/* The solver's kernel constants, neighbour space and density relaxation
+ * epsilon from P->psize and the box (host/pbd.c). */
+void firn_pbd_params_kernels(firn_pbd_params *P);
 
 /* The solver's phases (host/pbd_cpu.c): pre_coupling predicts and runs the
  * constraint iterations, post_coupling sets the velocities and applies the
@@ -73,6 +87,10 @@ extern const firn_solver firn_pbd_solver;
 /* CPU path: one Gauss-Seidel sweep over C, colour by colour, each colour's
  * constraints in parallel (bend: bending constraints, else stretch). */
 void firn_pbd_cpu_sweep(const firn_pbd_constraints *C, int bend, float dt, firn_pbd_particles s);
+/* CPU path: the particle passes of a substep after the constraints (the
+ * neighbour grid, the density and viscosity iterations, contact),
+ * docs/PHYSICS.md s10.5. */
+void firn_pbd_cpu_particle_passes(firn_pbd *S);
 
 #ifdef __cplusplus
 }

@@ -1,13 +1,17 @@
 /* pbd_cpu.c - the PBD solver's phases on the CPU path (docs/PHYSICS.md
- * s6): a loop over particles per pass of include/firn_pbd.h, and the
- * constraint projections as Gauss-Seidel sweeps colour by colour (the
- * colours of host/pbd.c), each colour's constraints in parallel. No two
- * constraints of a colour share a particle, so the state is the same for
- * any thread count. PBD-rigid runs in the Coupler (host/coupler.c). */
+ * s10): a loop over particles per pass of include/firn_pbd.h and
+ * include/firn_pbf.h, and the constraint projections as Gauss-Seidel
+ * sweeps colour by colour (the colours of host/pbd.c), each colour's
+ * constraints in parallel. No two constraints of a colour share a
+ * particle, and the particle passes are Jacobi (each particle gathers its
+ * own correction), so the state is the same for any thread count.
+ * PBD-rigid runs in the Coupler (host/coupler.c). */
 #include <string.h>
 
 #include <omp.h>
 
+#include "firn_pbf.h"
+#include "neighbour.h"
 #include "pbd.h"
 #include "world.h"
 
@@ -23,6 +27,46 @@ void firn_pbd_cpu_sweep(const firn_pbd_constraints *C, int bend, float dt, firn_
                 firn_pbd_stretch(C->order[k], C, dt, s);
         }
     }
+}
+
+static void apply(firn_pbd *S)
+{
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < S->n; i++)
+        firn_pbd_apply(i, S->s);
+}
+
+/* Genesis's order (GENESIS s3.4, steps 6-9): the density iterations
+ * (lambda, then the correction, then apply), the viscosity iterations, one
+ * contact pass; the neighbour grid rebuilt from the current positions
+ * before each pass that walks it, so that every pair within h finds each
+ * other from both sides (docs/PHYSICS.md s10.5). */
+void firn_pbd_cpu_particle_passes(firn_pbd *S)
+{
+    const int n = S->n;
+    const firn_pbd_params *P = &S->P;
+    for (int it = 0; it < S->density_iterations; it++) {
+        firn_nbr_cpu_build(&P->nb, &S->G, S->s.x, n, S->cell_count);
+#pragma omp parallel for schedule(static)
+        for (int i = 0; i < n; i++)
+            firn_pbf_lambda(i, P, S->mats, S->s, S->G);
+#pragma omp parallel for schedule(static)
+        for (int i = 0; i < n; i++)
+            firn_pbf_delta(i, P, S->mats, S->s, S->G);
+        apply(S);
+    }
+    for (int it = 0; it < S->viscosity_iterations; it++) {
+        firn_nbr_cpu_build(&P->nb, &S->G, S->s.x, n, S->cell_count);
+#pragma omp parallel for schedule(static)
+        for (int i = 0; i < n; i++)
+            firn_pbf_viscosity(i, P, S->mats, S->s, S->G);
+        apply(S);
+    }
+    firn_nbr_cpu_build(&P->nb, &S->G, S->s.x, n, S->cell_count);
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < n; i++)
+        firn_pbd_contact(i, P, S->mats, S->s, S->G);
+    apply(S);
 }
 
 static int pbd_active(const firn_world *w) { return w->pbd.n > 0; }
@@ -45,7 +89,12 @@ static void pbd_pre_coupling(firn_world *w)
         firn_pbd_cpu_sweep(&S->stretch, 0, S->P.dt, S->s);
     for (int it = 0; it < S->bending_iterations; it++)
         firn_pbd_cpu_sweep(&S->bend, 1, S->P.dt, S->s);
-    w->prof.pbd_constraints += omp_get_wtime() - t0;
+    const double t1 = omp_get_wtime();
+    w->prof.pbd_constraints += t1 - t0;
+    if (S->particle_passes) {
+        firn_pbd_cpu_particle_passes(S);
+        w->prof.pbd_particles += omp_get_wtime() - t1;
+    }
 }
 
 /* After PBD-rigid: v = (x - x0) / dt and the box. */

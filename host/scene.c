@@ -27,8 +27,8 @@
 static const char *const face_names[6] = {"x_lower", "x_upper", "y_lower",
                                           "y_upper", "z_lower", "z_upper"};
 static const char *const model_names[FIRN_MODEL_COUNT] = {
-    "elastic",  "liquid",     "snow",      "sand",        "von_mises",
-    "fracture", "sph_liquid", "pbd_cloth", "pbd_particle"};
+    "elastic",  "liquid",     "snow",      "sand",         "von_mises",
+    "fracture", "sph_liquid", "pbd_cloth", "pbd_particle", "pbd_liquid"};
 static const char *const solver_names[FIRN_SOLVER_KIND_COUNT] = {"mpm", "sph", "pbd"};
 static const char *const pressure_names[2] = {"wcsph", "dfsph"};
 static const char *const wall_names[3] = {"separate", "sticky", "slip"};
@@ -141,6 +141,11 @@ void firn_material_default(firn_material_def *mat, firn_model model)
     mat->kinetic_friction = 0.15f;
     if (model == FIRN_MODEL_PBD_CLOTH)
         mat->density = 4.0f; /* kg/m^2 */
+    /* Genesis's PBD.Liquid: no friction. */
+    mat->density_relaxation = 0.2f;
+    mat->viscosity_relaxation = 0.01f;
+    if (model == FIRN_MODEL_PBD_LIQUID)
+        mat->static_friction = mat->kinetic_friction = 0.0f;
     if (model == FIRN_MODEL_ELASTIC) {
         mat->E = 3e5f; /* Genesis's Elastic material */
     } else if (model == FIRN_MODEL_SNOW) {
@@ -250,6 +255,8 @@ void firn_scene_default(firn_scene_def *def)
     def->pbd_particle_size = 0.01f;
     def->pbd_stretch_iterations = 4;
     def->pbd_bending_iterations = 1;
+    def->pbd_density_iterations = 1;
+    def->pbd_viscosity_iterations = 1;
     def->coupling_pbd_rigid = 1;
     def->coupling_mpm_pbd = 1;
     for (int i = 0; i < FIRN_MAX_TOOLS; i++)
@@ -381,7 +388,13 @@ static int validate_pbd_material(const ctx *c, const firn_material_def *m, const
                    need(c, join(p, base, "static_friction"), m->static_friction,
                         m->static_friction >= 0, "must be >= 0") ||
                    need(c, join(p, base, "kinetic_friction"), m->kinetic_friction,
-                        m->kinetic_friction >= 0, "must be >= 0")
+                        m->kinetic_friction >= 0, "must be >= 0") ||
+                   need(c, join(p, base, "density_relaxation"), m->density_relaxation,
+                        m->density_relaxation > 0 && m->density_relaxation <= 1,
+                        "must be in (0, 1]") ||
+                   need(c, join(p, base, "viscosity_relaxation"), m->viscosity_relaxation,
+                        m->viscosity_relaxation >= 0 && m->viscosity_relaxation <= 1,
+                        "must be in [0, 1]")
                ? -1
                : 0;
 }
@@ -405,7 +418,8 @@ static int validate_material(const ctx *c, const firn_scene_def *def, int i)
         return fail(c, join(p, base, "law"), "unknown law %d", (int)m->law);
     if (m->model == FIRN_MODEL_SPH_LIQUID)
         return validate_sph_material(c, m, base);
-    if (m->model == FIRN_MODEL_PBD_CLOTH || m->model == FIRN_MODEL_PBD_PARTICLE)
+    if (m->model == FIRN_MODEL_PBD_CLOTH || m->model == FIRN_MODEL_PBD_PARTICLE ||
+        m->model == FIRN_MODEL_PBD_LIQUID)
         return validate_pbd_material(c, m, base);
     if (need(c, join(p, base, "E"), m->E, m->E > 0, "must be > 0") ||
         need(c, join(p, base, "nu"), m->nu, m->nu >= 0 && m->nu < 0.5f, "must be in [0, 0.5)") ||
@@ -625,6 +639,12 @@ static int validate_pbd(const ctx *c, const firn_scene_def *def)
              "must be in [1, 1000]") ||
         need(c, "pbd.bending_iterations", def->pbd_bending_iterations,
              def->pbd_bending_iterations >= 0 && def->pbd_bending_iterations <= 1000,
+             "must be in [0, 1000]") ||
+        need(c, "pbd.density_iterations", def->pbd_density_iterations,
+             def->pbd_density_iterations >= 0 && def->pbd_density_iterations <= 1000,
+             "must be in [0, 1000]") ||
+        need(c, "pbd.viscosity_iterations", def->pbd_viscosity_iterations,
+             def->pbd_viscosity_iterations >= 0 && def->pbd_viscosity_iterations <= 1000,
              "must be in [0, 1000]"))
         return -1;
     firn_pbd_box(def, lo, hi);
@@ -736,13 +756,15 @@ static int validate_body(const ctx *c, const firn_scene_def *def, int i, double 
     if ((int)b->solver < 0 || b->solver >= FIRN_SOLVER_KIND_COUNT)
         return fail(c, join(p, base, "solver"), "unknown solver %d", (int)b->solver);
     const firn_model model = def->materials[b->material].model;
-    const firn_solver_kind want =
-        model == FIRN_MODEL_SPH_LIQUID                                      ? FIRN_SOLVER_KIND_SPH
-        : model == FIRN_MODEL_PBD_CLOTH || model == FIRN_MODEL_PBD_PARTICLE ? FIRN_SOLVER_KIND_PBD
-                                                                            : FIRN_SOLVER_KIND_MPM;
+    const firn_solver_kind want = model == FIRN_MODEL_SPH_LIQUID ? FIRN_SOLVER_KIND_SPH
+                                  : model == FIRN_MODEL_PBD_CLOTH ||
+                                          model == FIRN_MODEL_PBD_PARTICLE ||
+                                          model == FIRN_MODEL_PBD_LIQUID
+                                      ? FIRN_SOLVER_KIND_PBD
+                                      : FIRN_SOLVER_KIND_MPM;
     static const char *const needs[FIRN_SOLVER_KIND_COUNT] = {
         "an MPM body needs an MPM material", "an SPH body needs an sph_liquid material",
-        "a PBD body needs a pbd_cloth or pbd_particle material"};
+        "a PBD body needs a pbd_cloth, pbd_particle or pbd_liquid material"};
     if (want != b->solver) {
         char hint[64];
         snprintf(hint, sizeof hint, "give the body \"solver\": \"%s\"", solver_names[want]);
@@ -1411,8 +1433,9 @@ static int parse_output(const ctx *c, const cJSON *j, firn_scene_def *def)
 }
 
 /* Keys that only some models use; giving one to another model is a mistake. */
-#define PBD_MODELS (1u << FIRN_MODEL_PBD_CLOTH | 1u << FIRN_MODEL_PBD_PARTICLE)
-#define NOT_MPM    (1u << FIRN_MODEL_SPH_LIQUID | PBD_MODELS)
+#define PBD_MODELS                                                                                 \
+    (1u << FIRN_MODEL_PBD_CLOTH | 1u << FIRN_MODEL_PBD_PARTICLE | 1u << FIRN_MODEL_PBD_LIQUID)
+#define NOT_MPM (1u << FIRN_MODEL_SPH_LIQUID | PBD_MODELS)
 static const struct {
     const char *key;
     unsigned models; /* bit per firn_model */
@@ -1438,6 +1461,8 @@ static const struct {
     {"bending_compliance", 1u << FIRN_MODEL_PBD_CLOTH},
     {"air_resistance", 1u << FIRN_MODEL_PBD_CLOTH},
     {"static_friction", PBD_MODELS},
+    {"density_relaxation", 1u << FIRN_MODEL_PBD_LIQUID},
+    {"viscosity_relaxation", 1u << FIRN_MODEL_PBD_LIQUID},
     {"kinetic_friction", PBD_MODELS},
     {"stiffness", 1u << FIRN_MODEL_SPH_LIQUID},
     {"exponent", 1u << FIRN_MODEL_SPH_LIQUID},
@@ -1477,6 +1502,8 @@ static int parse_material(const ctx *c, const cJSON *j, const char *path, firn_m
                                        "air_resistance",
                                        "static_friction",
                                        "kinetic_friction",
+                                       "density_relaxation",
+                                       "viscosity_relaxation",
                                        NULL};
     char p[KEYPATH_MAX], name[FIRN_NAME_MAX];
     const char *model = NULL, *law = "corotated", *pressure = "wcsph", *cone = "compression",
@@ -1518,6 +1545,8 @@ static int parse_material(const ctx *c, const cJSON *j, const char *path, firn_m
         get_float(c, j, path, "air_resistance", &m->air_resistance) ||
         get_float(c, j, path, "static_friction", &m->static_friction) ||
         get_float(c, j, path, "kinetic_friction", &m->kinetic_friction) ||
+        get_float(c, j, path, "density_relaxation", &m->density_relaxation) ||
+        get_float(c, j, path, "viscosity_relaxation", &m->viscosity_relaxation) ||
         get_string(c, j, path, "law", 0, &law) ||
         pick(c, join(p, path, "law"), law, law_names, 2, &law_i) ||
         get_string(c, j, path, "pressure_solver", 0, &pressure) ||
@@ -2041,12 +2070,20 @@ static int parse_sph(const ctx *c, const cJSON *j, firn_scene_def *def)
 
 static int parse_pbd(const ctx *c, const cJSON *j, firn_scene_def *def)
 {
-    static const char *const keys[] = {
-        "particle_size", "stretch_iterations", "bending_iterations", "lower", "upper", NULL};
+    static const char *const keys[] = {"particle_size",
+                                       "stretch_iterations",
+                                       "bending_iterations",
+                                       "density_iterations",
+                                       "viscosity_iterations",
+                                       "lower",
+                                       "upper",
+                                       NULL};
     if (need_object(c, j, "pbd") || check_keys(c, j, "pbd", keys, NULL) ||
         get_float(c, j, "pbd", "particle_size", &def->pbd_particle_size) ||
         get_int(c, j, "pbd", "stretch_iterations", &def->pbd_stretch_iterations) ||
         get_int(c, j, "pbd", "bending_iterations", &def->pbd_bending_iterations) ||
+        get_int(c, j, "pbd", "density_iterations", &def->pbd_density_iterations) ||
+        get_int(c, j, "pbd", "viscosity_iterations", &def->pbd_viscosity_iterations) ||
         get_vec3(c, j, "pbd", "lower", def->pbd_lower) ||
         get_vec3(c, j, "pbd", "upper", def->pbd_upper))
         return -1;

@@ -56,12 +56,9 @@ static void params_build(const firn_scene_def *def, firn_sph_params *P)
     P->kw = 8.0f / ((float)M_PI * P->h * P->h * P->h);
     P->vol = 0.8f * p * p * p; /* Genesis's empirical particle volume */
     firn_sph_box(def, P->lower, P->upper);
-    for (int a = 0; a < 3; a++) {
-        P->res[a] = (int)ceilf((P->upper[a] - P->lower[a]) * P->inv_h - 1e-4f);
-        if (P->res[a] < 1)
-            P->res[a] = 1;
+    P->nb = firn_nbr_space_of(P->lower, P->upper, P->h);
+    for (int a = 0; a < 3; a++)
         P->gravity[a] = def->gravity[a];
-    }
     P->walls = !def->sph_walls_clamp;
     P->full_count = 4.0f * (float)M_PI * P->h * P->h * P->h / (3.0f * P->vol);
     firn_sph_wall_table(P);
@@ -137,9 +134,9 @@ size_t firn_sph_host_bytes(const firn_sph *S)
 {
     if (S->n == 0)
         return 0;
-    size_t bytes = host_block_bytes(S->n, S->P.res[0] * S->P.res[1] * S->P.res[2]);
+    size_t bytes = host_block_bytes(S->n, S->P.nb.res[0] * S->P.nb.res[1] * S->P.nb.res[2]);
     if (S->G.nbr)
-        bytes += (size_t)S->n * (FIRN_SPH_NBR_MAX + 1) * sizeof(int);
+        bytes += (size_t)S->n * (FIRN_NBR_MAX + 1) * sizeof(int);
     return bytes;
 }
 
@@ -229,7 +226,7 @@ static int sample_bodies(firn_sph *S, const firn_scene_def *def, firn_error *err
     rc = 0;
     if (total == 0)
         goto done;
-    if (alloc_state(S, (int)total, S->P.res[0] * S->P.res[1] * S->P.res[2])) {
+    if (alloc_state(S, (int)total, S->P.nb.res[0] * S->P.nb.res[1] * S->P.nb.res[2])) {
         firn_set_error(err, FIRN_E_NOMEM, "out of host memory for %lld SPH particles", total);
         rc = -1;
         goto done;
@@ -241,7 +238,7 @@ static int sample_bodies(firn_sph *S, const firn_scene_def *def, firn_error *err
         S->s.rho[i] = S->mats[S->s.mat[i]].rho0;
     /* The CPU path's neighbour lists: without the memory, every pass walks
      * the cells (the same sums, slower). */
-    S->G.nbr = malloc((size_t)S->n * FIRN_SPH_NBR_MAX * sizeof(int));
+    S->G.nbr = malloc((size_t)S->n * FIRN_NBR_MAX * sizeof(int));
     S->G.nbr_count = malloc((size_t)S->n * sizeof(int));
     if (!S->G.nbr || !S->G.nbr_count) {
         free(S->G.nbr);

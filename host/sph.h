@@ -21,7 +21,7 @@ typedef struct {
     firn_sph_params P;                          /* dt updated per substep */
     firn_sph_material mats[FIRN_MAX_MATERIALS]; /* by scene material index */
     firn_sph_particles s;                       /* host state (CPU) / mirror (CUDA) */
-    firn_sph_grid G;                            /* CPU neighbour grid */
+    firn_nbr_grid G;                            /* CPU neighbour grid */
     int *cell_count;                            /* CPU counting sort scratch (cells + 1) */
     void *block;                                /* the host allocation of s */
     struct firn_sph_cuda *cuda;                 /* NULL on the CPU path */

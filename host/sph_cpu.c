@@ -8,56 +8,15 @@
 
 #include <omp.h>
 
+#include "neighbour.h"
 #include "sph.h"
 #include "world.h"
 
 #define SPH_CHUNK 4096
 
-/* Each particle's neighbours, in the cell walk's order, so that the passes
- * of this substep read them instead of walking 27 cells (positions do not
- * change before the position step); a particle with more than
- * FIRN_SPH_NBR_MAX keeps walking the cells. */
-static void list_neighbours(firn_sph *S)
-{
-    const int n = S->n;
-    firn_sph_grid G = S->G;
-    G.nbr = NULL; /* walk the cells */
-#pragma omp parallel for schedule(static)
-    for (int i = 0; i < n; i++) {
-        firn_vec3 x = firn_load3(S->s.x, n, i), d;
-        int *list = S->G.nbr + (size_t)i * FIRN_SPH_NBR_MAX, j, k = 0;
-        float r;
-        firn_sph_cursor c = firn_sph_cursor_at(&S->P, x);
-        while (firn_sph_next(&c, &S->P, G, S->s.x, n, i, x, &j, &d, &r)) {
-            if (k == FIRN_SPH_NBR_MAX) {
-                k = -1;
-                break;
-            }
-            list[k++] = j;
-        }
-        S->G.nbr_count[i] = k;
-    }
-}
-
 void firn_sph_cpu_sort(firn_sph *S)
 {
-    const int n = S->n, cells = S->G.cells;
-    int *count = S->cell_count;
-    memset(count, 0, ((size_t)cells + 1) * sizeof(int));
-#pragma omp parallel for schedule(static)
-    for (int i = 0; i < n; i++)
-        S->G.key[i] = firn_sph_cell_of(&S->P, firn_load3(S->s.x, n, i));
-    /* Counting sort, stable: cell by cell, particles in index order. */
-    for (int i = 0; i < n; i++)
-        count[S->G.key[i] + 1]++;
-    for (int c = 0; c < cells; c++)
-        count[c + 1] += count[c];
-    for (int c = 0; c < cells; c++)
-        S->G.start[c] = S->G.end[c] = count[c];
-    for (int i = 0; i < n; i++)
-        S->G.sorted[S->G.end[S->G.key[i]]++] = i;
-    if (S->G.nbr)
-        list_neighbours(S);
+    firn_nbr_cpu_build(&S->P.nb, &S->G, S->s.x, S->n, S->cell_count);
 }
 
 /* Mean of firn_sph_df_error over the particles, in a fixed order. */

@@ -658,12 +658,14 @@ void firn_world_memory(const firn_world *w, firn_memory *m)
     m->host_grid_resident = w->backend == FIRN_BACKEND_CPU ? firn_cpu_grid_resident(w) : 0.0;
     /* A CPU world's device figure: what the CUDA path would allocate (less
      * CUB's scratch and the SPH and PBD materials, a few KiB). */
-    m->device = w->backend == FIRN_BACKEND_CUDA
-                    ? (double)firn_cuda_state_bytes(w)
-                    : (double)firn_device_bytes(w) +
-                          (double)firn_sph_device_bytes(
-                              w->sph.n, w->sph.P.res[0] * w->sph.P.res[1] * w->sph.P.res[2]) +
-                          (double)firn_pbd_device_bytes(w->pbd.n, w->pbd.stretch.n, w->pbd.bend.n);
+    m->device =
+        w->backend == FIRN_BACKEND_CUDA
+            ? (double)firn_cuda_state_bytes(w)
+            : (double)firn_device_bytes(w) +
+                  (double)firn_sph_device_bytes(w->sph.n, w->sph.P.nb.res[0] * w->sph.P.nb.res[1] *
+                                                              w->sph.P.nb.res[2]) +
+                  (double)firn_pbd_device_bytes(w->pbd.n, w->pbd.stretch.n, w->pbd.bend.n,
+                                                w->pbd.G.cells);
     const double own = w->backend == FIRN_BACKEND_CUDA ? m->device : m->host;
     const double all = n + (double)w->sph.n + (double)w->pbd.n; /* every solver's particles */
     m->per_particle = all > 0 ? own / all : 0.0;

@@ -82,7 +82,9 @@ typedef enum {
     FIRN_MODEL_FRACTURE,
     FIRN_MODEL_SPH_LIQUID,   /* the SPH solver's liquid */
     FIRN_MODEL_PBD_CLOTH,    /* the PBD solver's cloth (a triangle mesh) */
-    FIRN_MODEL_PBD_PARTICLE, /* the PBD solver's free particles; the models above SPH's are MPM's */
+    FIRN_MODEL_PBD_PARTICLE, /* the PBD solver's free particles */
+    FIRN_MODEL_PBD_LIQUID,   /* the PBD solver's liquid (position based fluids); the models above
+                                SPH's are MPM's */
     FIRN_MODEL_COUNT
 } firn_model;
 
@@ -143,8 +145,14 @@ typedef struct {
     float stretch_compliance; /* XPBD compliance of an edge's length [m/N], default 1e-7 */
     float bending_compliance; /* XPBD compliance of an inner edge's angle [1/(N m)], default 1e-5 */
     float air_resistance;     /* cloth: quadratic drag c, a = -c |v| v / m [kg/m], default 1e-3 */
-    float static_friction;    /* against rigid bodies [-], default 0.15 */
-    float kinetic_friction;   /* against rigid bodies [-], default 0.15 */
+    float static_friction;    /* against rigid bodies and in particle contact [-], default 0.15
+                                 (pbd_liquid: 0) */
+    float kinetic_friction;   /* the same, kinetic [-], default 0.15 (pbd_liquid: 0) */
+    /* pbd_liquid (density [kg/m^3], default 1000; defaults Genesis's PBD.Liquid): */
+    float density_relaxation;   /* fraction of the density correction applied per iteration [-],
+                                   default 0.2 */
+    float viscosity_relaxation; /* XSPH coefficient on the substep's displacements [-],
+                                   default 0.01 */
 } firn_material_def;
 
 typedef enum {
@@ -334,15 +342,17 @@ typedef struct {
     int sph_walls_clamp;           /* 1: the SPH box's faces only clamp positions, as Genesis;
                                       0 (default): they bound the liquid (firn_sph_walls) */
     /* The PBD solver (bodies with solver pbd; defaults Genesis's PBDOptions). */
-    float pbd_particle_size;    /* p [m], default 0.01: contact distance p/2 from rigid surfaces,
-                                   lattice spacing of pbd_particle bodies */
-    int pbd_stretch_iterations; /* per substep, default 4 */
-    int pbd_bending_iterations; /* per substep, default 1 */
-    float pbd_lower[3];         /* box the PBD particles stay in [m]; default the domain */
-    float pbd_upper[3];         /* (both 0: the domain box) */
-    int coupling_pbd_rigid;     /* coupling.pbd_rigid, default 1 */
-    int coupling_mpm_pbd;       /* coupling.mpm_pbd, default 1 */
-    int n_tools;                /* tools */
+    float pbd_particle_size;      /* p [m], default 0.01: contact distance p/2 from rigid surfaces,
+                                     lattice spacing of pbd_particle bodies */
+    int pbd_stretch_iterations;   /* per substep, default 4 */
+    int pbd_bending_iterations;   /* per substep, default 1 */
+    int pbd_density_iterations;   /* liquid: density (PBF) iterations per substep, default 1 */
+    int pbd_viscosity_iterations; /* liquid: viscosity iterations per substep, default 1 */
+    float pbd_lower[3];           /* box the PBD particles stay in [m]; default the domain */
+    float pbd_upper[3];           /* (both 0: the domain box) */
+    int coupling_pbd_rigid;       /* coupling.pbd_rigid, default 1 */
+    int coupling_mpm_pbd;         /* coupling.mpm_pbd, default 1 */
+    int n_tools;                  /* tools */
     firn_tool_def tools[FIRN_MAX_TOOLS];
     int coupling_tool_mpm;       /* coupling.tool_mpm, default 1: tools act on the MPM grid */
     int gpu_p2g;                 /* the CUDA path's P2G, firn_p2g_variant (not part of the
@@ -385,8 +395,10 @@ typedef struct {
     /* SPH: the neighbour sort, the density, the forces with the pressure
      * solve (and the velocity step), the position step. */
     double sph_sort, sph_density, sph_pressure, sph_integrate;
-    /* PBD: prediction with the constraint iterations; velocity and box. */
-    double pbd_constraints, pbd_integrate;
+    /* PBD: prediction with the constraint iterations; the particle passes
+     * (neighbour grid, density and viscosity iterations, contact); velocity
+     * and box. */
+    double pbd_constraints, pbd_particles, pbd_integrate;
 } firn_profile;
 
 /* One rigid body's state at the end of a frame. */
@@ -444,6 +456,9 @@ typedef struct {
     double center_of_mass[3];           /* [m] */
     float bbox_lower[3], bbox_upper[3]; /* [m] */
     double max_strain;                  /* largest |length / rest length - 1| of an edge [-] */
+    long long liquid;                   /* pbd_liquid particles */
+    double density_error;               /* liquid: mean of max(rho / rho0 - 1, 0) over them at the
+                                           last density iteration [-] (docs/PHYSICS.md s10.5) */
 } firn_pbd_frame_stats;
 
 typedef struct {

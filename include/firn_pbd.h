@@ -12,28 +12,38 @@
 #define FIRN_PBD_H
 
 #include "firn_coupling.h"
+#include "firn_neighbour.h"
 
 /* PBD particle state, structure of arrays, component-major like MPM's
- * (component c of particle i at [c*n + i]). 4 * (3+3+3+1+1) + 1 = 45 bytes
- * per particle. */
+ * (component c of particle i at [c*n + i]). 4 * (3+3+3+1+1+3+1+1) + 1 =
+ * 65 bytes per particle. */
 typedef struct {
     int n;
-    float *x;     /* 3n positions [m] */
-    float *v;     /* 3n velocities [m/s] */
-    float *x0;    /* 3n positions at the start of the substep [m] */
-    float *mass;  /* n [kg] */
-    float *w;     /* n inverse mass [1/kg]; 0: pinned (never moves) */
-    uint8_t *mat; /* n scene material index */
+    float *x;      /* 3n positions [m] */
+    float *v;      /* 3n velocities [m/s] */
+    float *x0;     /* 3n positions at the start of the substep [m] */
+    float *mass;   /* n [kg] */
+    float *w;      /* n inverse mass [1/kg]; 0: pinned (never moves) */
+    float *dx;     /* 3n a particle pass's correction, applied after the pass (Jacobi) [m] */
+    float *lambda; /* n liquid: the density constraint's multiplier of the iteration [m^2] */
+    float *rho;    /* n liquid: the density of the latest iteration [kg/m^3] */
+    uint8_t *mat;  /* n scene material index */
 } firn_pbd_particles;
 
-/* One PBD material (firn_material_def with model pbd_cloth or
- * pbd_particle). 24 bytes. */
+enum { FIRN_PBD_PARTICLE = 0, FIRN_PBD_CLOTH, FIRN_PBD_LIQUID };
+
+/* One PBD material (firn_material_def with model pbd_cloth, pbd_particle
+ * or pbd_liquid). 32 bytes. */
 typedef struct {
-    float stretch_compliance; /* alpha of a distance constraint [m/N] */
-    float bending_compliance; /* alpha of a dihedral-angle constraint [1/(N m)] */
-    float air_resistance;     /* quadratic drag c: a = -c |v| v / m [kg/m] */
-    float mu_s, mu_k;         /* static and kinetic friction against rigid bodies [-] */
-    int cloth;                /* 1: pbd_cloth (air resistance); 0: pbd_particle */
+    float stretch_compliance;   /* alpha of a distance constraint [m/N] */
+    float bending_compliance;   /* alpha of a dihedral-angle constraint [1/(N m)] */
+    float air_resistance;       /* quadratic drag c: a = -c |v| v / m [kg/m] */
+    float mu_s, mu_k;           /* static and kinetic friction against rigid bodies and in
+                                   particle contact [-] */
+    int kind;                   /* FIRN_PBD_PARTICLE, FIRN_PBD_CLOTH or FIRN_PBD_LIQUID */
+    float rho0;                 /* liquid: rest density [kg/m^3] */
+    float density_relaxation;   /* liquid: fraction of the density correction applied [-] */
+    float viscosity_relaxation; /* liquid: XSPH coefficient on the displacements [-] */
 } firn_pbd_material;
 
 /* Everything a substep needs besides the arrays. */
@@ -43,6 +53,11 @@ typedef struct {
     float gravity[3]; /* [m/s^2] */
     float lower[3];   /* the PBD box: particles are kept inside [lower, upper] [m] */
     float upper[3];
+    firn_nbr_space nb; /* the neighbour grid: cells of edge h = 1.25 p, the liquid's kernel
+                          support, over the box */
+    float kw;          /* poly6 constant 315 / (64 pi h^3) [1/m^3] */
+    float kg;          /* spiky gradient constant 45 / (pi h^4) [1/m^4] */
+    float pbf_eps;     /* the density constraint's relaxation epsilon [1/m^2] */
 } firn_pbd_params;
 
 /* Constraints of one kind: k vertices each (2: stretch, 4: bending),
@@ -78,7 +93,7 @@ static inline FIRN_HD void firn_pbd_predict(int i, const firn_pbd_params *P,
         return;
     v = firn_add(v, firn_scale(firn_v3(P->gravity[0], P->gravity[1], P->gravity[2]), P->dt));
     const firn_pbd_material *m = &mats[s.mat[i]];
-    if (m->cloth)
+    if (m->kind == FIRN_PBD_CLOTH)
         v = firn_sub(v, firn_scale(v, m->air_resistance * firn_norm(v) * P->dt * s.w[i]));
     firn_store3(s.v, n, i, v);
     firn_store3(s.x, n, i, firn_add(x, firn_scale(v, P->dt)));

@@ -6,7 +6,7 @@
 #ifndef FIRN_SPH_H
 #define FIRN_SPH_H
 
-#include "firn_math.h"
+#include "firn_neighbour.h"
 
 /* SPH particle state, structure of arrays, component-major like MPM's
  * (component c of particle i at [c*n + i]). 4 * (3+3+3+1+1+1+1) + 1 = 53
@@ -22,24 +22,6 @@ typedef struct {
     float *drho;  /* n DFSPH source: divergence d [1/s], then the predicted density ratio [-] */
     uint8_t *mat; /* n SPH material index */
 } firn_sph_particles;
-
-/* The neighbour grid: cells of edge h (the support radius) over the SPH box,
- * cell (a,b,c) at index (a*res[1] + b)*res[2] + c. Rebuilt each substep by
- * a stable sort of the particles by cell: sorted[] lists particle indices
- * cell by cell, ascending within a cell, and cell q holds
- * sorted[start[q] .. end[q]). 12 bytes per particle, 8 per cell. */
-typedef struct {
-    int cells;
-    unsigned *key;  /* n: cell of each particle */
-    int *sorted;    /* n */
-    int *start;     /* cells */
-    int *end;       /* cells */
-    int *nbr;       /* CPU: FIRN_SPH_NBR_MAX neighbours per particle, listed once per substep in
-                       the walk's order (NULL: every pass walks the cells) */
-    int *nbr_count; /* CPU: n list lengths; -1 where a particle has more (it walks the cells) */
-} firn_sph_grid;
-
-#define FIRN_SPH_NBR_MAX 96
 
 enum { FIRN_SPH_WCSPH = 0, FIRN_SPH_DFSPH };
 
@@ -59,23 +41,23 @@ typedef struct {
 #define FIRN_SPH_WALL_TABLE 32
 
 typedef struct {
-    float dt;         /* substep [s] */
-    float psize;      /* particle diameter p [m] */
-    float h, inv_h;   /* support radius 2p [m] */
-    float kw;         /* kernel constant 8 / (pi h^3) [1/m^3] */
-    float vol;        /* particle volume V_p = 0.8 p^3 [m^3] */
-    float lower[3];   /* the SPH box: particles are kept inside [lower, upper] */
-    float upper[3];   /* [m] */
-    int res[3];       /* neighbour grid cells per axis */
-    float gravity[3]; /* [m/s^2] */
-    int solver;       /* FIRN_SPH_WCSPH or FIRN_SPH_DFSPH */
-    float div_tol;    /* DFSPH: mean compression rate tolerated, x dt [-] */
-    float dens_tol;   /* DFSPH: mean density error tolerated, fraction of rho0 [-] */
-    int div_iters;    /* DFSPH: most divergence iterations per substep */
-    int dens_iters;   /* DFSPH: most density iterations per substep */
-    int walls;        /* 1: the box's faces bound the liquid as liquid at rest beyond
-                         them (firn_sph_walls); 0: they only clamp positions (Genesis) */
-    float full_count; /* neighbours in a full support, 4 pi h^3 / (3 V) [-] */
+    float dt;          /* substep [s] */
+    float psize;       /* particle diameter p [m] */
+    float h, inv_h;    /* support radius 2p [m] */
+    float kw;          /* kernel constant 8 / (pi h^3) [1/m^3] */
+    float vol;         /* particle volume V_p = 0.8 p^3 [m^3] */
+    float lower[3];    /* the SPH box: particles are kept inside [lower, upper] */
+    float upper[3];    /* [m] */
+    firn_nbr_space nb; /* the neighbour grid: cells of edge h over the box */
+    float gravity[3];  /* [m/s^2] */
+    int solver;        /* FIRN_SPH_WCSPH or FIRN_SPH_DFSPH */
+    float div_tol;     /* DFSPH: mean compression rate tolerated, x dt [-] */
+    float dens_tol;    /* DFSPH: mean density error tolerated, fraction of rho0 [-] */
+    int div_iters;     /* DFSPH: most divergence iterations per substep */
+    int dens_iters;    /* DFSPH: most density iterations per substep */
+    int walls;         /* 1: the box's faces bound the liquid as liquid at rest beyond
+                          them (firn_sph_walls); 0: they only clamp positions (Genesis) */
+    float full_count;  /* neighbours in a full support, 4 pi h^3 / (3 V) [-] */
     /* The walls' viscosity tensor at distance d = q h, tangential and normal
      * components, times h^2, at q = k / FIRN_SPH_WALL_TABLE (firn_sph_wall_table). */
     float wall_visc_t[FIRN_SPH_WALL_TABLE + 1];
@@ -219,117 +201,18 @@ static inline FIRN_HD firn_sph_wall firn_sph_walls(const firn_sph_params *P, fir
     return w;
 }
 
-/* ---- neighbour grid ---------------------------------------------------- */
-
-/* Cell coordinate of x on axis a, clamped into the grid. */
-static inline FIRN_HD int firn_sph_cell_axis(const firn_sph_params *P, float x, int a)
-{
-    return firn_floor_index((x - P->lower[a]) * P->inv_h, P->res[a] - 1);
-}
-
-static inline FIRN_HD unsigned firn_sph_cell_of(const firn_sph_params *P, firn_vec3 x)
-{
-    int c[3];
-    for (int a = 0; a < 3; a++)
-        c[a] = firn_sph_cell_axis(P, x.v[a], a);
-    return (unsigned)((c[0] * P->res[1] + c[1]) * P->res[2] + c[2]);
-}
-
-/* Walks the neighbours of a point: the particles of the 27 cells around its
- * cell, as 9 runs of up to 3 cells adjacent in index (and so in sorted[]),
- * by particle index within a cell, so that every sum over neighbours has
- * one order on both paths. start[] and end[] of an empty cell both hold
- * where it would begin, so a run's range is start[first] .. end[last]. */
-typedef struct {
-    int base[3];
-    int d;           /* next of the 9 runs, 0..9 */
-    int k, end;      /* range left in the current run */
-    const int *list; /* the particle's neighbour list when there is one, else NULL */
-    int li, ln;      /* position in it, and its length */
-} firn_sph_cursor;
-
-static inline FIRN_HD firn_sph_cursor firn_sph_cursor_at(const firn_sph_params *P, firn_vec3 x)
-{
-    firn_sph_cursor c;
-    for (int a = 0; a < 3; a++)
-        c.base[a] = firn_sph_cell_axis(P, x.v[a], a) - 1;
-    c.d = 0;
-    c.k = c.end = 0;
-    c.list = NULL;
-    c.li = c.ln = 0;
-    return c;
-}
-
-/* The walk for particle i at x: its neighbour list when the grid has one
- * (the same particles in the same order as the cell walk), else the cells. */
-static inline FIRN_HD firn_sph_cursor firn_sph_cursor_for(const firn_sph_params *P, firn_sph_grid G,
-                                                          int i, firn_vec3 x)
-{
-    firn_sph_cursor c = firn_sph_cursor_at(P, x);
-    if (G.nbr && G.nbr_count[i] >= 0) {
-        c.list = G.nbr + (size_t)i * FIRN_SPH_NBR_MAX;
-        c.ln = G.nbr_count[i];
-    }
-    return c;
-}
-
-/* The next particle j != self within distance h of x (strict), with
- * d = x - x_j and r = |d|; 0 when there is none left. self < 0 skips none. */
-static inline FIRN_HD int firn_sph_next(firn_sph_cursor *c, const firn_sph_params *P,
-                                        firn_sph_grid G, const float *X, int n, int self,
-                                        firn_vec3 x, int *j, firn_vec3 *d, float *r)
-{
-    const float h2 = P->h * P->h;
-    if (c->list) {
-        if (c->li >= c->ln)
-            return 0;
-        int q = c->list[c->li++];
-        firn_vec3 e = firn_sub(x, firn_load3(X, n, q));
-        *j = q;
-        *d = e;
-        *r = sqrtf(firn_dot(e, e));
-        return 1;
-    }
-    for (;;) {
-        while (c->k < c->end) {
-            int q = G.sorted[c->k++];
-            if (q == self)
-                continue;
-            firn_vec3 e = firn_sub(x, firn_load3(X, n, q));
-            float r2 = firn_dot(e, e);
-            if (r2 < h2) {
-                *j = q;
-                *d = e;
-                *r = sqrtf(r2);
-                return 1;
-            }
-        }
-        if (c->d >= 9)
-            return 0;
-        int a = c->base[0] + c->d / 3, b = c->base[1] + c->d % 3;
-        c->d++;
-        if (a < 0 || b < 0 || a >= P->res[0] || b >= P->res[1])
-            continue;
-        int lo = c->base[2] < 0 ? 0 : c->base[2];
-        int hi = c->base[2] + 2 < P->res[2] ? c->base[2] + 2 : P->res[2] - 1;
-        int column = (a * P->res[1] + b) * P->res[2];
-        c->k = G.start[column + lo];
-        c->end = G.end[column + hi];
-    }
-}
-
 /* ---- per-particle passes ----------------------------------------------- */
 
 /* Density rho_i = rho0_i (V_p (W(0) + sum_j W_ij) + psi_walls). */
 static inline FIRN_HD float firn_sph_density(int i, const firn_sph_params *P,
                                              const firn_sph_material *mats, firn_sph_particles s,
-                                             firn_sph_grid G)
+                                             firn_nbr_grid G)
 {
     firn_vec3 x = firn_load3(s.x, s.n, i), d;
     float sum = firn_sph_w(P, 0.0f), r;
     int j;
-    firn_sph_cursor c = firn_sph_cursor_for(P, G, i, x);
-    while (firn_sph_next(&c, P, G, s.x, s.n, i, x, &j, &d, &r))
+    firn_nbr_cursor c = firn_nbr_cursor_for(&P->nb, G, i, x);
+    while (firn_nbr_next(&c, &P->nb, G, s.x, s.n, i, x, &j, &d, &r))
         sum += firn_sph_w(P, r);
     return mats[s.mat[i]].rho0 * (P->vol * sum + firn_sph_walls(P, x).psi);
 }
@@ -340,15 +223,15 @@ static inline FIRN_HD float firn_sph_density(int i, const firn_sph_params *P,
  * the walls' included (10 nu K v_i: liquid at rest beyond them). */
 static inline FIRN_HD firn_vec3 firn_sph_nonpressure(int i, const firn_sph_params *P,
                                                      const firn_sph_material *mats,
-                                                     firn_sph_particles s, firn_sph_grid G)
+                                                     firn_sph_particles s, firn_nbr_grid G)
 {
     const firn_sph_material *mi = &mats[s.mat[i]];
     firn_vec3 x = firn_load3(s.x, s.n, i), v = firn_load3(s.v, s.n, i), d;
     firn_vec3 a = firn_v3(P->gravity[0], P->gravity[1], P->gravity[2]);
     float r;
     int j;
-    firn_sph_cursor c = firn_sph_cursor_for(P, G, i, x);
-    while (firn_sph_next(&c, P, G, s.x, s.n, i, x, &j, &d, &r)) {
+    firn_nbr_cursor c = firn_nbr_cursor_for(&P->nb, G, i, x);
+    while (firn_nbr_next(&c, &P->nb, G, s.x, s.n, i, x, &j, &d, &r)) {
         float mj = mats[s.mat[j]].mass;
         a = firn_sub(
             a, firn_scale(d, mi->cohesion / mi->mass * mj * firn_sph_w(P, firn_maxf(r, P->psize))));
@@ -386,13 +269,13 @@ static inline FIRN_HD void firn_sph_eos(int i, const firn_sph_material *mats, fi
  * stiffness and 22 % at four times it. */
 static inline FIRN_HD void firn_sph_pressure_step(int i, const firn_sph_params *P,
                                                   const firn_sph_material *mats,
-                                                  firn_sph_particles s, firn_sph_grid G)
+                                                  firn_sph_particles s, firn_nbr_grid G)
 {
     firn_vec3 x = firn_load3(s.x, s.n, i), a = firn_load3(s.acc, s.n, i), d;
     float pi = s.p[i] / (s.rho[i] * s.rho[i]), r, pw = 0.0f, ww = 0.0f;
     int j;
-    firn_sph_cursor c = firn_sph_cursor_for(P, G, i, x);
-    while (firn_sph_next(&c, P, G, s.x, s.n, i, x, &j, &d, &r)) {
+    firn_nbr_cursor c = firn_nbr_cursor_for(&P->nb, G, i, x);
+    while (firn_nbr_next(&c, &P->nb, G, s.x, s.n, i, x, &j, &d, &r)) {
         float f = -mats[s.mat[j]].mass * (pi + s.p[j] / (s.rho[j] * s.rho[j]));
         a = firn_add(a, firn_scale(firn_sph_grad_w(P, d, r), f));
         float wj = firn_sph_w(P, r);
@@ -424,13 +307,13 @@ static inline FIRN_HD void firn_sph_kick(int i, const firn_sph_params *P, firn_s
  * S = |sum_j V grad W_ij + grad_walls|^2 + sum_j |V grad W_ij|^2 (the walls
  * do not move), 0 when S <= 1e-6. Resets the accumulated pressure. */
 static inline FIRN_HD void firn_sph_df_factor(int i, const firn_sph_params *P, firn_sph_particles s,
-                                              firn_sph_grid G)
+                                              firn_nbr_grid G)
 {
     firn_vec3 x = firn_load3(s.x, s.n, i), sum = firn_v3(0.0f, 0.0f, 0.0f), d;
     float sq = 0.0f, r;
     int j;
-    firn_sph_cursor c = firn_sph_cursor_for(P, G, i, x);
-    while (firn_sph_next(&c, P, G, s.x, s.n, i, x, &j, &d, &r)) {
+    firn_nbr_cursor c = firn_nbr_cursor_for(&P->nb, G, i, x);
+    while (firn_nbr_next(&c, &P->nb, G, s.x, s.n, i, x, &j, &d, &r)) {
         firn_vec3 g = firn_scale(firn_sph_grad_w(P, d, r), P->vol);
         sum = firn_add(sum, g);
         sq += firn_dot(g, g);
@@ -444,13 +327,13 @@ static inline FIRN_HD void firn_sph_df_factor(int i, const firn_sph_params *P, f
 /* sum_j V (v_i - v_j) . grad W_ij + v_i . grad_walls [1/s] (the walls are
  * at rest), and the neighbour count, the walls counting psi full_count. */
 static inline FIRN_HD float firn_sph_divergence(int i, const firn_sph_params *P,
-                                                firn_sph_particles s, firn_sph_grid G, int *count)
+                                                firn_sph_particles s, firn_nbr_grid G, int *count)
 {
     firn_vec3 x = firn_load3(s.x, s.n, i), v = firn_load3(s.v, s.n, i), d;
     float div = 0.0f, r;
     int j, k = 0;
-    firn_sph_cursor c = firn_sph_cursor_for(P, G, i, x);
-    while (firn_sph_next(&c, P, G, s.x, s.n, i, x, &j, &d, &r)) {
+    firn_nbr_cursor c = firn_nbr_cursor_for(&P->nb, G, i, x);
+    while (firn_nbr_next(&c, &P->nb, G, s.x, s.n, i, x, &j, &d, &r)) {
         div += P->vol * firn_dot(firn_sub(v, firn_load3(s.v, s.n, j)), firn_sph_grad_w(P, d, r));
         k++;
     }
@@ -463,7 +346,7 @@ static inline FIRN_HD float firn_sph_divergence(int i, const firn_sph_params *P,
  * compression is corrected) and 0 for particles with fewer than 20
  * neighbours (near a free surface the sum is incomplete). */
 static inline FIRN_HD void firn_sph_df_div_source(int i, const firn_sph_params *P,
-                                                  firn_sph_particles s, firn_sph_grid G)
+                                                  firn_sph_particles s, firn_nbr_grid G)
 {
     int count;
     float d = firn_maxf(firn_sph_divergence(i, P, s, G, &count), 0.0f);
@@ -477,7 +360,7 @@ static inline FIRN_HD void firn_sph_df_div_source(int i, const firn_sph_params *
  * particle of a deep column to 390 m/s. */
 static inline FIRN_HD void firn_sph_df_density_source(int i, const firn_sph_params *P,
                                                       const firn_sph_material *mats,
-                                                      firn_sph_particles s, firn_sph_grid G)
+                                                      firn_sph_particles s, firn_nbr_grid G)
 {
     int count;
     float div = firn_sph_divergence(i, P, s, G, &count);
@@ -499,13 +382,13 @@ static inline FIRN_HD float firn_sph_df_kappa(int i, const firn_sph_params *P, f
 
 static inline FIRN_HD void firn_sph_df_iterate(int i, const firn_sph_params *P,
                                                const firn_sph_material *mats, firn_sph_particles s,
-                                               firn_sph_grid G, int density)
+                                               firn_nbr_grid G, int density)
 {
     firn_vec3 x = firn_load3(s.x, s.n, i), dv = firn_v3(0.0f, 0.0f, 0.0f), d;
     float ki = firn_sph_df_kappa(i, P, s, density), r;
     int j;
-    firn_sph_cursor c = firn_sph_cursor_for(P, G, i, x);
-    while (firn_sph_next(&c, P, G, s.x, s.n, i, x, &j, &d, &r)) {
+    firn_nbr_cursor c = firn_nbr_cursor_for(&P->nb, G, i, x);
+    while (firn_nbr_next(&c, &P->nb, G, s.x, s.n, i, x, &j, &d, &r)) {
         float k = ki + firn_sph_df_kappa(j, P, s, density);
         if (fabsf(k) > 1e-5f)
             dv = firn_add(dv, firn_scale(firn_sph_grad_w(P, d, r), k * P->vol));

@@ -13,7 +13,7 @@ typedef struct {
     firn_sph_params P;
     const firn_sph_material *mats;
     firn_sph_particles s;
-    firn_sph_grid G;
+    firn_nbr_grid G;
 } firn_sph_view;
 
 /* MPM-SPH at one MPM node (at xn, mass m, velocity v after gravity and the
@@ -32,8 +32,8 @@ static inline FIRN_HD firn_vec3 firn_mpm_sph_node(firn_vec3 xn, firn_vec3 v, flo
     const float half = 0.5f * dx;
     int lo[3], hi[3];
     for (int a = 0; a < 3; a++) {
-        lo[a] = firn_sph_cell_axis(P, xn.v[a] - half, a);
-        hi[a] = firn_sph_cell_axis(P, xn.v[a] + half, a);
+        lo[a] = firn_nbr_cell_axis(&P->nb, xn.v[a] - half, a);
+        hi[a] = firn_nbr_cell_axis(&P->nb, xn.v[a] + half, a);
     }
     int count = 0;
     firn_vec3 sum = firn_v3(0.0f, 0.0f, 0.0f);
@@ -44,7 +44,7 @@ static inline FIRN_HD firn_vec3 firn_mpm_sph_node(firn_vec3 xn, firn_vec3 v, flo
         for (int a = lo[0]; a <= hi[0]; a++)
             for (int b = lo[1]; b <= hi[1]; b++)
                 for (int c = lo[2]; c <= hi[2]; c++) {
-                    int cell = (a * P->res[1] + b) * P->res[2] + c;
+                    int cell = (a * P->nb.res[1] + b) * P->nb.res[2] + c;
                     for (int k = V->G.start[cell]; k < V->G.end[cell]; k++) {
                         int i = V->G.sorted[k];
                         firn_vec3 d = firn_sub(firn_load3(s.x, s.n, i), xn);

@@ -53,6 +53,7 @@ enum {
     EV_SPH_DENSITY,
     EV_SPH_PRESSURE,
     EV_PBD_CONSTRAINTS,
+    EV_PBD_PARTICLES,
     EV_GRID,
     EV_G2P,
     EV_SPH_ADVECT,
@@ -833,10 +834,15 @@ static int queue_substep(firn_world *w, const firn_params *P, unsigned substep, 
         for (int k = EV_SPH_SORT; k <= EV_SPH_PRESSURE; k++)
             FIRN_CUDA_CHECK(cudaEventRecord(s->ev[k], s->stream), err);
     }
-    if (w->pbd.cuda && firn_cuda_pbd_queue_pre(w->pbd.cuda, &w->pbd, s->stream, err))
-        return FIRN_CUDA_FAILED;
-    if (timed)
+    if (w->pbd.cuda) {
+        if (firn_cuda_pbd_queue_pre(w->pbd.cuda, &w->pbd, s->stream,
+                                    timed ? s->ev[EV_PBD_CONSTRAINTS] : NULL, err))
+            return FIRN_CUDA_FAILED;
+    } else if (timed) {
         FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_PBD_CONSTRAINTS], s->stream), err);
+    }
+    if (timed)
+        FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_PBD_PARTICLES], s->stream), err);
     if (queue_couple(w, P, err))
         return FIRN_CUDA_FAILED;
     if (firn_cuda_queue_tool_record(s->tool_rec, s->tool_acc, s->n_tools, P->dt,
@@ -889,11 +895,18 @@ static float elapsed_ms(cudaEvent_t a, cudaEvent_t b)
 static void account_time(firn_world *w, firn_cuda_state *s)
 {
     const int phases = EV_PBD_FINISH - EV_SUB;
-    double *const into[EV_PBD_FINISH - EV_SUB] = {
-        &w->prof.couple,          &w->prof.clear,        &w->prof.p2g,
-        &w->prof.sph_sort,        &w->prof.sph_density,  &w->prof.sph_pressure,
-        &w->prof.pbd_constraints, &w->prof.grid,         &w->prof.g2p,
-        &w->prof.sph_integrate,   &w->prof.pbd_integrate};
+    double *const into[EV_PBD_FINISH - EV_SUB] = {&w->prof.couple,
+                                                  &w->prof.clear,
+                                                  &w->prof.p2g,
+                                                  &w->prof.sph_sort,
+                                                  &w->prof.sph_density,
+                                                  &w->prof.sph_pressure,
+                                                  &w->prof.pbd_constraints,
+                                                  &w->prof.pbd_particles,
+                                                  &w->prof.grid,
+                                                  &w->prof.g2p,
+                                                  &w->prof.sph_integrate,
+                                                  &w->prof.pbd_integrate};
     float t[EV_PBD_FINISH - EV_SUB], sub = 0.0f;
     for (int k = 0; k < phases; k++) {
         t[k] = elapsed_ms(s->ev[EV_SUB + k], s->ev[EV_SUB + k + 1]);

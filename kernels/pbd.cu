@@ -1,8 +1,12 @@
 /* pbd.cu - the PBD solver on the CUDA path: its device state (particles as
  * a structure of arrays, the constraints and their colouring uploaded once
- * from host/pbd.c's), and one thin kernel per pass of include/firn_pbd.h,
- * one thread per particle or per constraint running the body the CPU path
- * (host/pbd_cpu.c) loops over.
+ * from host/pbd.c's, the neighbour grid of kernels/neighbour.cu), and one
+ * thin kernel per pass of include/firn_pbd.h and include/firn_pbf.h, one
+ * thread per particle or per constraint running the body the CPU path
+ * (host/pbd_cpu.c) loops over. The particle passes are Jacobi (a thread
+ * writes only its particle's correction, applied by the next launch) and
+ * walk the grid in the CPU's order, so they too equal the CPU's to
+ * rounding.
  *
  * A sweep is one launch per colour, in the colours' order: a colour's
  * constraints share no particle, so its threads touch disjoint particles
@@ -15,6 +19,8 @@
 
 #include "cuda_backend.h"
 #include "error.h"
+#include "firn_pbf.h"
+#include "neighbour.cuh"
 #include "pbd.cuh"
 #include "sph.cuh" /* firn_cuda_world_stream */
 #include "world.h"
@@ -22,13 +28,16 @@
 #define FIRN_PBD_BLOCK 256
 
 struct firn_pbd_cuda {
-    firn_pbd_particles s; /* device SoA: x, v, x0, mass, w contiguous, then mat */
+    firn_pbd_particles s; /* device SoA: x, v, x0, mass, w, dx, lambda, rho contiguous, then mat */
     void *p_block;        /* the allocation of s */
     /* Device constraints: v, rest, compliance, lambda, order; colours and
      * colour_start are the host's (firn_pbd), so colour_start is NULL here
      * (no host pointer reaches a kernel). */
     firn_pbd_constraints stretch, bend;
     void *c_block;           /* the allocation of both */
+    firn_nbr_cuda N;         /* the neighbour grid (cells 0: cloth only, none) */
+    void *g_block;           /* the allocation of N's arrays */
+    void *temp;              /* CUB scratch of N's build */
     firn_pbd_material *mats; /* FIRN_MAX_MATERIALS, by scene material index */
     unsigned long long *bad; /* first non-finite PBD particle (firn_cuda_bad_word) */
     void *small_block;       /* mats and bad */
@@ -67,6 +76,45 @@ static __global__ void pbd_bend(firn_pbd_constraints B, int k0, int k1, float dt
         firn_pbd_bend(B.order[k], &B, dt, s);
 }
 
+static __global__ void pbf_lambda(firn_pbd_params P, const firn_pbd_material *mats,
+                                  firn_pbd_particles s, firn_nbr_grid G)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < s.n)
+        firn_pbf_lambda(i, &P, mats, s, G);
+}
+
+static __global__ void pbf_delta(firn_pbd_params P, const firn_pbd_material *mats,
+                                 firn_pbd_particles s, firn_nbr_grid G)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < s.n)
+        firn_pbf_delta(i, &P, mats, s, G);
+}
+
+static __global__ void pbf_viscosity(firn_pbd_params P, const firn_pbd_material *mats,
+                                     firn_pbd_particles s, firn_nbr_grid G)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < s.n)
+        firn_pbf_viscosity(i, &P, mats, s, G);
+}
+
+static __global__ void pbd_contact(firn_pbd_params P, const firn_pbd_material *mats,
+                                   firn_pbd_particles s, firn_nbr_grid G)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < s.n)
+        firn_pbd_contact(i, &P, mats, s, G);
+}
+
+static __global__ void pbd_apply(firn_pbd_particles s)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < s.n)
+        firn_pbd_apply(i, s);
+}
+
 static __global__ void pbd_finish(firn_pbd_params P, firn_pbd_particles s, unsigned long long *bad,
                                   unsigned substep)
 {
@@ -97,7 +145,42 @@ static int queue_sweep(const firn_pbd_constraints *C, const firn_pbd_constraints
     return 0;
 }
 
-int firn_cuda_pbd_queue_pre(firn_pbd_cuda *S, const firn_pbd *H, cudaStream_t st, firn_error *err)
+/* One Jacobi pass: the corrections, then their application. */
+#define QUEUE_PASS(kernel)                                                                         \
+    do {                                                                                           \
+        FIRN_LAUNCH(kernel, b, FIRN_PBD_BLOCK, 0, st, H->P, S->mats, S->s, S->N.G);                \
+        FIRN_CUDA_CHECK_LAUNCH(#kernel, st, err);                                                  \
+        FIRN_LAUNCH(pbd_apply, b, FIRN_PBD_BLOCK, 0, st, S->s);                                    \
+        FIRN_CUDA_CHECK_LAUNCH("pbd_apply", st, err);                                              \
+    } while (0)
+
+/* The particle passes (host/pbd_cpu.c firn_pbd_cpu_particle_passes): the
+ * density iterations, the viscosity iterations, contact, each pass on a
+ * grid rebuilt from the current positions. */
+static int queue_particle_passes(firn_pbd_cuda *S, const firn_pbd *H, cudaStream_t st,
+                                 firn_error *err)
+{
+    const unsigned b = blocks_for(S->s.n);
+    for (int it = 0; it < H->density_iterations; it++) {
+        if (firn_cuda_nbr_queue_build(&S->N, &H->P.nb, S->s.x, st, err))
+            return FIRN_CUDA_FAILED;
+        FIRN_LAUNCH(pbf_lambda, b, FIRN_PBD_BLOCK, 0, st, H->P, S->mats, S->s, S->N.G);
+        FIRN_CUDA_CHECK_LAUNCH("pbf_lambda", st, err);
+        QUEUE_PASS(pbf_delta);
+    }
+    for (int it = 0; it < H->viscosity_iterations; it++) {
+        if (firn_cuda_nbr_queue_build(&S->N, &H->P.nb, S->s.x, st, err))
+            return FIRN_CUDA_FAILED;
+        QUEUE_PASS(pbf_viscosity);
+    }
+    if (firn_cuda_nbr_queue_build(&S->N, &H->P.nb, S->s.x, st, err))
+        return FIRN_CUDA_FAILED;
+    QUEUE_PASS(pbd_contact);
+    return 0;
+}
+
+int firn_cuda_pbd_queue_pre(firn_pbd_cuda *S, const firn_pbd *H, cudaStream_t st, cudaEvent_t ev,
+                            firn_error *err)
 {
     FIRN_LAUNCH(pbd_predict, blocks_for(S->s.n), FIRN_PBD_BLOCK, 0, st, H->P, S->mats, S->s);
     FIRN_CUDA_CHECK_LAUNCH("pbd_predict", st, err);
@@ -113,6 +196,10 @@ int firn_cuda_pbd_queue_pre(firn_pbd_cuda *S, const firn_pbd *H, cudaStream_t st
     for (int it = 0; it < H->bending_iterations; it++)
         if (queue_sweep(&S->bend, &H->bend, 1, H->P.dt, S->s, st, err))
             return FIRN_CUDA_FAILED;
+    if (ev)
+        FIRN_CUDA_CHECK(cudaEventRecord(ev, st), err);
+    if (H->particle_passes && queue_particle_passes(S, H, st, err))
+        return FIRN_CUDA_FAILED;
     return 0;
 }
 
@@ -167,11 +254,11 @@ size_t firn_cuda_pbd_bytes(const firn_pbd_cuda *S) { return S ? S->bytes : 0; }
 
 /* ---- device state --------------------------------------------------------- */
 
-/* The particle block: the five float arrays contiguous (x, v, x0: 3n each;
- * mass, w: n each), then mat. */
+/* The particle block: the float arrays contiguous (x, v, x0: 3n each;
+ * mass, w: n each; dx: 3n; lambda, rho: n each), then mat. */
 static size_t particle_layout(int n, char *base, firn_pbd_particles *s)
 {
-    const size_t nn = (size_t)n, floats = firn_align256(11 * nn * sizeof(float));
+    const size_t nn = (size_t)n, floats = firn_align256(16 * nn * sizeof(float));
     if (base) {
         s->n = n;
         s->x = (float *)base;
@@ -179,6 +266,9 @@ static size_t particle_layout(int n, char *base, firn_pbd_particles *s)
         s->x0 = s->v + 3 * nn;
         s->mass = s->x0 + 3 * nn;
         s->w = s->mass + nn;
+        s->dx = s->w + nn;
+        s->lambda = s->dx + 3 * nn;
+        s->rho = s->lambda + nn;
         s->mat = (uint8_t *)(base + floats);
     }
     return floats + firn_align256(nn);
@@ -229,9 +319,11 @@ static int check_memory(const firn_world *w, size_t want, firn_error *err)
     FIRN_CUDA_CHECK(cudaGetDeviceProperties(&prop, dev), err);
     size_t local = 0, stack = 0;
     FIRN_CUDA_CHECK(cudaDeviceGetLimit(&stack, cudaLimitStackSize), err);
-    const void *const kernels[] = {(const void *)pbd_predict, (const void *)pbd_stretch,
-                                   (const void *)pbd_bend, (const void *)pbd_finish};
-    if (firn_cuda_local_bytes(kernels, 4, &local, err) ||
+    const void *const kernels[] = {(const void *)pbd_predict,   (const void *)pbd_stretch,
+                                   (const void *)pbd_bend,      (const void *)pbd_finish,
+                                   (const void *)pbf_lambda,    (const void *)pbf_delta,
+                                   (const void *)pbf_viscosity, (const void *)pbd_contact};
+    if (firn_cuda_local_bytes(kernels, 8, &local, err) ||
         firn_cuda_pbd_coupling_local_bytes(&local, err))
         return FIRN_CUDA_FAILED;
     const size_t extra = local > stack ? local - stack : 0;
@@ -285,14 +377,21 @@ static int state_init(firn_world *w, firn_pbd_cuda *S, firn_error *err)
     const cudaStream_t st = firn_cuda_world_stream(w);
     const size_t p_bytes = particle_layout(n, NULL, NULL);
     const size_t c_bytes = constraint_layout(H->stretch.n, H->bend.n, NULL, S);
-    if (p_bytes + c_bytes != firn_pbd_device_bytes(n, H->stretch.n, H->bend.n)) {
+    const int cells = H->G.cells;
+    const size_t g_bytes = cells > 0 ? firn_cuda_nbr_layout(n, cells, NULL, NULL) : 0;
+    const size_t layout = firn_pbd_device_bytes(n, H->stretch.n, H->bend.n, cells);
+    if (p_bytes + c_bytes + g_bytes != layout) {
         firn_set_error(err, FIRN_E_DEVICE,
                        "internal: the PBD device layout (%zu B) differs from firn_pbd_device_bytes "
                        "(%zu B)",
-                       p_bytes + c_bytes, firn_pbd_device_bytes(n, H->stretch.n, H->bend.n));
+                       p_bytes + c_bytes + g_bytes, layout);
         return FIRN_CUDA_FAILED;
     }
-    const size_t want = p_bytes + c_bytes + firn_align256(small_bytes);
+    size_t temp_bytes = 0;
+    if (cells > 0 && firn_cuda_nbr_scratch(&S->N, n, cells, &temp_bytes, err))
+        return FIRN_CUDA_FAILED;
+    const size_t want =
+        p_bytes + c_bytes + g_bytes + firn_align256(small_bytes) + firn_align256(temp_bytes);
     if (check_memory(w, want, err))
         return FIRN_CUDA_FAILED;
     FIRN_CUDA_CHECK(cudaMalloc(&S->p_block, p_bytes), err);
@@ -300,6 +399,15 @@ static int state_init(firn_world *w, firn_pbd_cuda *S, firn_error *err)
     if (c_bytes > 0)
         FIRN_CUDA_CHECK(cudaMalloc(&S->c_block, c_bytes), err);
     constraint_layout(H->stretch.n, H->bend.n, (char *)S->c_block, S);
+    if (cells > 0) {
+        FIRN_CUDA_CHECK(cudaMalloc(&S->g_block, g_bytes), err);
+        firn_cuda_nbr_layout(n, cells, (char *)S->g_block, &S->N);
+        FIRN_CUDA_CHECK(cudaMalloc(&S->temp, temp_bytes > 0 ? temp_bytes : 1), err);
+        S->N.temp = S->temp;
+        S->N.temp_bytes = temp_bytes;
+        if (firn_cuda_nbr_reset(&S->N, st, err))
+            return FIRN_CUDA_FAILED;
+    }
     FIRN_CUDA_CHECK(cudaMalloc(&S->small_block, small_bytes), err);
     S->mats = (firn_pbd_material *)S->small_block;
     S->bad =
@@ -314,6 +422,7 @@ static int state_init(firn_world *w, firn_pbd_cuda *S, firn_error *err)
     FIRN_CUDA_CHECK(cudaMemcpyAsync(S->s.x0, H->s.x0, n3, cudaMemcpyHostToDevice, st), err);
     FIRN_CUDA_CHECK(cudaMemcpyAsync(S->s.mass, H->s.mass, n1, cudaMemcpyHostToDevice, st), err);
     FIRN_CUDA_CHECK(cudaMemcpyAsync(S->s.w, H->s.w, n1, cudaMemcpyHostToDevice, st), err);
+    FIRN_CUDA_CHECK(cudaMemsetAsync(S->s.dx, 0, 5 * n1, st), err); /* dx, lambda, rho */
     FIRN_CUDA_CHECK(cudaMemcpyAsync(S->s.mat, H->s.mat, (size_t)n, cudaMemcpyHostToDevice, st),
                     err);
     if (upload_constraints(&S->stretch, &H->stretch, st, err) ||
@@ -363,14 +472,17 @@ extern "C" void firn_cuda_pbd_free(firn_world *w)
         (void)cudaStreamSynchronize(firn_cuda_world_stream(w));
     cudaFree(S->p_block);
     cudaFree(S->c_block);
+    cudaFree(S->g_block);
+    cudaFree(S->temp);
     cudaFree(S->small_block);
     (void)cudaGetLastError();
     free(S);
     w->pbd.cuda = NULL;
 }
 
-/* What the device changes: x, v, x0 and the multipliers (mass, w, mat and
- * the topology never change). */
+/* What the device changes: x, v, x0, the liquid's density and the
+ * multipliers (mass, w, mat and the topology never change; dx and the
+ * liquid's lambda are scratch of a substep). */
 extern "C" int firn_cuda_pbd_download(firn_world *w, firn_error *err)
 {
     firn_pbd_cuda *S = w->pbd.cuda;
@@ -385,6 +497,9 @@ extern "C" int firn_cuda_pbd_download(firn_world *w, firn_error *err)
     FIRN_CUDA_CHECK(cudaMemcpyAsync(H->s.x, S->s.x, n3, cudaMemcpyDeviceToHost, st), err);
     FIRN_CUDA_CHECK(cudaMemcpyAsync(H->s.v, S->s.v, n3, cudaMemcpyDeviceToHost, st), err);
     FIRN_CUDA_CHECK(cudaMemcpyAsync(H->s.x0, S->s.x0, n3, cudaMemcpyDeviceToHost, st), err);
+    FIRN_CUDA_CHECK(cudaMemcpyAsync(H->s.rho, S->s.rho, (size_t)S->s.n * sizeof(float),
+                                    cudaMemcpyDeviceToHost, st),
+                    err);
     if (S->stretch.n > 0)
         FIRN_CUDA_CHECK(cudaMemcpyAsync(H->stretch.lambda, S->stretch.lambda,
                                         (size_t)S->stretch.n * sizeof(float),

@@ -21,10 +21,12 @@ typedef struct {
 /* Pre-coupling (host/pbd_cpu.c pbd_pre_coupling): predict, every lambda
  * zeroed, then H->stretch_iterations sweeps over the edges and
  * H->bending_iterations over the inner edges, one launch per colour in the
- * colours' order. H is the host solver: parameters (dt set), iteration
- * counts and colour ranges. */
+ * colours' order; ev (when not NULL) recorded; then, with liquid or free
+ * particles, the particle passes (the neighbour grid, the density and
+ * viscosity iterations, contact). H is the host solver: parameters (dt
+ * set), iteration counts and colour ranges. */
 int firn_cuda_pbd_queue_pre(struct firn_pbd_cuda *S, const firn_pbd *H, cudaStream_t st,
-                            firn_error *err);
+                            cudaEvent_t ev, firn_error *err);
 /* Post-coupling: v = (x - x0) / dt and the box; non-finite particles
  * recorded in the PBD word (substep of the call, particle index). */
 int firn_cuda_pbd_queue_post(struct firn_pbd_cuda *S, const firn_pbd *H, unsigned substep,

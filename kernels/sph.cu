@@ -1,12 +1,7 @@
 /* sph.cu - the SPH solver on the CUDA path: its device state, the
- * neighbour grid (keys, per-cell counts, CUB's exclusive scan and stable
- * radix sort), and one thin kernel per pass of include/firn_sph.h, one
- * thread per particle running the body the CPU path (host/sph_cpu.c) loops
- * over.
- *
- * The sort is stable (CUB's radix sort keeps equal keys in input order, and
- * the input is 0..n-1), so sorted[], start[] and end[] are the CPU counting
- * sort's and every neighbour sum runs in the same order on both paths.
+ * neighbour grid (kernels/neighbour.cu, the same order as the CPU's), and
+ * one thin kernel per pass of include/firn_sph.h, one thread per particle
+ * running the body the CPU path (host/sph_cpu.c) loops over.
  *
  * A DFSPH solve is queued as `cap` iterations with no host round trip:
  * iterate, source (which writes each particle's error term), a CUB sum of
@@ -18,12 +13,11 @@
 #include <cstdlib>
 #include <cstring>
 
-#include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_reduce.cuh>
-#include <cub/device/device_scan.cuh>
 
 #include "cuda_backend.h"
 #include "error.h"
+#include "neighbour.cuh"
 #include "sph.cuh"
 #include "world.h"
 
@@ -41,52 +35,21 @@ struct sph_flags {
 struct firn_sph_cuda {
     firn_sph_particles s; /* device SoA: x, v, acc, rho, p, alpha, drho as on the host, then mat */
     void *p_block;        /* the allocation of s */
-    firn_sph_grid G;      /* device neighbour grid */
-    unsigned *key_sorted; /* the radix sort's key output (n) */
-    int *ids;             /* 0..n-1, the radix sort's value input */
-    int *count;           /* particles per cell (cells) */
+    firn_nbr_cuda N;      /* device neighbour grid */
     double *err;          /* per-particle DFSPH error term (n) */
-    void *g_block;        /* the allocation of G, key_sorted, ids, count, err */
+    void *g_block;        /* the allocation of N's arrays and err */
     firn_sph_material *mats; /* FIRN_MAX_MATERIALS, by scene material index */
     sph_flags *flags;
     void *small_block; /* mats and flags */
     void *temp;        /* CUB temporary storage, the largest of sort, scan and sum */
     size_t temp_bytes;
-    int end_bit; /* bits of the largest cell index */
     size_t bytes;
 };
 
 /* ---- kernels ------------------------------------------------------------- */
 
-static __global__ void sph_iota(int *ids, int n)
-{
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n)
-        ids[i] = i;
-}
-
-/* The cell of each particle, and the per-cell count (count zeroed before). */
-static __global__ void sph_keys(firn_sph_params P, firn_sph_particles s, unsigned *key, int *count)
-{
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < s.n) {
-        unsigned c = firn_sph_cell_of(&P, firn_load3(s.x, s.n, i));
-        key[i] = c;
-        atomicAdd(&count[c], 1);
-    }
-}
-
-/* end = start + count: an empty cell's start and end are both where it
- * would begin, as the cursor requires. */
-static __global__ void sph_ends(const int *start, const int *count, int *end, int cells)
-{
-    int c = blockIdx.x * blockDim.x + threadIdx.x;
-    if (c < cells)
-        end[c] = start[c] + count[c];
-}
-
 static __global__ void sph_density(firn_sph_params P, const firn_sph_material *mats,
-                                   firn_sph_particles s, firn_sph_grid G)
+                                   firn_sph_particles s, firn_nbr_grid G)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < s.n)
@@ -94,7 +57,7 @@ static __global__ void sph_density(firn_sph_params P, const firn_sph_material *m
 }
 
 static __global__ void sph_nonpressure(firn_sph_params P, const firn_sph_material *mats,
-                                       firn_sph_particles s, firn_sph_grid G)
+                                       firn_sph_particles s, firn_nbr_grid G)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < s.n)
@@ -109,7 +72,7 @@ static __global__ void sph_eos(const firn_sph_material *mats, firn_sph_particles
 }
 
 static __global__ void sph_pressure_step(firn_sph_params P, const firn_sph_material *mats,
-                                         firn_sph_particles s, firn_sph_grid G)
+                                         firn_sph_particles s, firn_nbr_grid G)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < s.n)
@@ -123,7 +86,7 @@ static __global__ void sph_kick(firn_sph_params P, firn_sph_particles s)
         firn_sph_kick(i, &P, s);
 }
 
-static __global__ void sph_df_factor(firn_sph_params P, firn_sph_particles s, firn_sph_grid G)
+static __global__ void sph_df_factor(firn_sph_params P, firn_sph_particles s, firn_nbr_grid G)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < s.n)
@@ -134,7 +97,7 @@ static __global__ void sph_df_factor(firn_sph_params P, firn_sph_particles s, fi
  * (done not NULL) it returns at once once the solve has converged, and
  * writes the particle's error term into err. */
 static __global__ void sph_df_source(firn_sph_params P, const firn_sph_material *mats,
-                                     firn_sph_particles s, firn_sph_grid G, int density,
+                                     firn_sph_particles s, firn_nbr_grid G, int density,
                                      const int *done, double *err)
 {
     if (done && *done)
@@ -151,7 +114,7 @@ static __global__ void sph_df_source(firn_sph_params P, const firn_sph_material 
 }
 
 static __global__ void sph_df_iterate(firn_sph_params P, const firn_sph_material *mats,
-                                      firn_sph_particles s, firn_sph_grid G, int density,
+                                      firn_sph_particles s, firn_nbr_grid G, int density,
                                       const int *done)
 {
     if (*done)
@@ -193,38 +156,10 @@ static unsigned blocks_for(long long n)
     return (unsigned)((n + FIRN_SPH_BLOCK - 1) / FIRN_SPH_BLOCK);
 }
 
-static cudaError_t sort_call(firn_sph_cuda *S, void *temp, size_t &bytes, cudaStream_t st)
-{
-    return cub::DeviceRadixSort::SortPairs(temp, bytes, S->G.key, S->key_sorted, S->ids,
-                                           S->G.sorted, S->s.n, 0, S->end_bit, st);
-}
-
-static cudaError_t scan_call(firn_sph_cuda *S, void *temp, size_t &bytes, cudaStream_t st)
-{
-    return cub::DeviceScan::ExclusiveSum(temp, bytes, S->count, S->G.start, S->G.cells, st);
-}
-
 static cudaError_t sum_call(firn_sph_cuda *S, void *temp, size_t &bytes, cudaStream_t st)
 {
     double *out = S->flags ? &S->flags->err_sum : NULL; /* NULL: the size query at init */
     return cub::DeviceReduce::Sum(temp, bytes, S->err, out, S->s.n, st);
-}
-
-/* The neighbour grid from the current positions. */
-static int queue_sort(firn_sph_cuda *S, const firn_sph_params *P, cudaStream_t st, firn_error *err)
-{
-    const int n = S->s.n, cells = S->G.cells;
-    FIRN_CUDA_CHECK(cudaMemsetAsync(S->count, 0, (size_t)cells * sizeof(int), st), err);
-    FIRN_LAUNCH(sph_keys, blocks_for(n), FIRN_SPH_BLOCK, 0, st, *P, S->s, S->G.key, S->count);
-    FIRN_CUDA_CHECK_LAUNCH("sph_keys", st, err);
-    size_t bytes = S->temp_bytes;
-    FIRN_CUDA_CHECK(scan_call(S, S->temp, bytes, st), err);
-    FIRN_LAUNCH(sph_ends, blocks_for(cells), FIRN_SPH_BLOCK, 0, st, S->G.start, S->count, S->G.end,
-                cells);
-    FIRN_CUDA_CHECK_LAUNCH("sph_ends", st, err);
-    bytes = S->temp_bytes;
-    FIRN_CUDA_CHECK(sort_call(S, S->temp, bytes, st), err);
-    return 0;
 }
 
 /* One DFSPH solve: `cap` iterations queued, all but the first converged
@@ -239,10 +174,10 @@ static int queue_solve(firn_sph_cuda *S, const firn_sph_params *P, int density, 
     FIRN_CUDA_CHECK(cudaMemsetAsync(done, 0, sizeof(int), st), err);
     FIRN_CUDA_CHECK(cudaMemsetAsync(&S->flags->last[density], 0, sizeof(int), st), err);
     for (int it = 0; it < cap; it++) {
-        FIRN_LAUNCH(sph_df_iterate, b, FIRN_SPH_BLOCK, 0, st, *P, S->mats, S->s, S->G, density,
+        FIRN_LAUNCH(sph_df_iterate, b, FIRN_SPH_BLOCK, 0, st, *P, S->mats, S->s, S->N.G, density,
                     (const int *)done);
         FIRN_CUDA_CHECK_LAUNCH("sph_df_iterate", st, err);
-        FIRN_LAUNCH(sph_df_source, b, FIRN_SPH_BLOCK, 0, st, *P, S->mats, S->s, S->G, density,
+        FIRN_LAUNCH(sph_df_source, b, FIRN_SPH_BLOCK, 0, st, *P, S->mats, S->s, S->N.G, density,
                     (const int *)done, S->err);
         FIRN_CUDA_CHECK_LAUNCH("sph_df_source", st, err);
         size_t bytes = S->temp_bytes;
@@ -256,11 +191,11 @@ static int queue_solve(firn_sph_cuda *S, const firn_sph_params *P, int density, 
 static int queue_wcsph(firn_sph_cuda *S, const firn_sph_params *P, cudaStream_t st, firn_error *err)
 {
     const unsigned b = blocks_for(S->s.n);
-    FIRN_LAUNCH(sph_nonpressure, b, FIRN_SPH_BLOCK, 0, st, *P, S->mats, S->s, S->G);
+    FIRN_LAUNCH(sph_nonpressure, b, FIRN_SPH_BLOCK, 0, st, *P, S->mats, S->s, S->N.G);
     FIRN_CUDA_CHECK_LAUNCH("sph_nonpressure", st, err);
     FIRN_LAUNCH(sph_eos, b, FIRN_SPH_BLOCK, 0, st, S->mats, S->s);
     FIRN_CUDA_CHECK_LAUNCH("sph_eos", st, err);
-    FIRN_LAUNCH(sph_pressure_step, b, FIRN_SPH_BLOCK, 0, st, *P, S->mats, S->s, S->G);
+    FIRN_LAUNCH(sph_pressure_step, b, FIRN_SPH_BLOCK, 0, st, *P, S->mats, S->s, S->N.G);
     FIRN_CUDA_CHECK_LAUNCH("sph_pressure_step", st, err);
     return 0;
 }
@@ -269,18 +204,18 @@ static int queue_wcsph(firn_sph_cuda *S, const firn_sph_params *P, cudaStream_t 
 static int queue_dfsph(firn_sph_cuda *S, const firn_sph_params *P, cudaStream_t st, firn_error *err)
 {
     const unsigned b = blocks_for(S->s.n);
-    FIRN_LAUNCH(sph_df_factor, b, FIRN_SPH_BLOCK, 0, st, *P, S->s, S->G);
+    FIRN_LAUNCH(sph_df_factor, b, FIRN_SPH_BLOCK, 0, st, *P, S->s, S->N.G);
     FIRN_CUDA_CHECK_LAUNCH("sph_df_factor", st, err);
-    FIRN_LAUNCH(sph_df_source, b, FIRN_SPH_BLOCK, 0, st, *P, S->mats, S->s, S->G, 0,
+    FIRN_LAUNCH(sph_df_source, b, FIRN_SPH_BLOCK, 0, st, *P, S->mats, S->s, S->N.G, 0,
                 (const int *)NULL, (double *)NULL);
     FIRN_CUDA_CHECK_LAUNCH("sph_df_source", st, err);
     if (queue_solve(S, P, 0, st, err))
         return FIRN_CUDA_FAILED;
-    FIRN_LAUNCH(sph_nonpressure, b, FIRN_SPH_BLOCK, 0, st, *P, S->mats, S->s, S->G);
+    FIRN_LAUNCH(sph_nonpressure, b, FIRN_SPH_BLOCK, 0, st, *P, S->mats, S->s, S->N.G);
     FIRN_CUDA_CHECK_LAUNCH("sph_nonpressure", st, err);
     FIRN_LAUNCH(sph_kick, b, FIRN_SPH_BLOCK, 0, st, *P, S->s);
     FIRN_CUDA_CHECK_LAUNCH("sph_kick", st, err);
-    FIRN_LAUNCH(sph_df_source, b, FIRN_SPH_BLOCK, 0, st, *P, S->mats, S->s, S->G, 1,
+    FIRN_LAUNCH(sph_df_source, b, FIRN_SPH_BLOCK, 0, st, *P, S->mats, S->s, S->N.G, 1,
                 (const int *)NULL, (double *)NULL);
     FIRN_CUDA_CHECK_LAUNCH("sph_df_source", st, err);
     return queue_solve(S, P, 1, st, err);
@@ -289,11 +224,13 @@ static int queue_dfsph(firn_sph_cuda *S, const firn_sph_params *P, cudaStream_t 
 int firn_cuda_sph_queue_pre(firn_sph_cuda *S, const firn_sph_params *P, cudaStream_t st,
                             cudaEvent_t ev[3], firn_error *err)
 {
-    if (queue_sort(S, P, st, err))
+    S->N.temp = S->temp;
+    S->N.temp_bytes = S->temp_bytes;
+    if (firn_cuda_nbr_queue_build(&S->N, &P->nb, S->s.x, st, err))
         return FIRN_CUDA_FAILED;
     if (ev)
         FIRN_CUDA_CHECK(cudaEventRecord(ev[0], st), err);
-    FIRN_LAUNCH(sph_density, blocks_for(S->s.n), FIRN_SPH_BLOCK, 0, st, *P, S->mats, S->s, S->G);
+    FIRN_LAUNCH(sph_density, blocks_for(S->s.n), FIRN_SPH_BLOCK, 0, st, *P, S->mats, S->s, S->N.G);
     FIRN_CUDA_CHECK_LAUNCH("sph_density", st, err);
     if (ev)
         FIRN_CUDA_CHECK(cudaEventRecord(ev[1], st), err);
@@ -319,7 +256,7 @@ firn_sph_view firn_cuda_sph_view(const firn_sph_cuda *S, const firn_sph_params *
     V.P = *P;
     V.mats = S->mats;
     V.s = S->s;
-    V.G = S->G;
+    V.G = S->N.G;
     return V;
 }
 
@@ -387,28 +324,14 @@ static size_t particle_layout(int n, char *base, firn_sph_particles *s)
     return floats + firn_align256(nn);
 }
 
-/* The grid block: key, sorted, start, end, key_sorted, ids, count, err. */
+/* The grid block: the neighbour grid's arrays (kernels/neighbour.cu),
+ * then err. */
 static size_t grid_layout(int n, int cells, char *base, firn_sph_cuda *S)
 {
-    const size_t nn = (size_t)n, nc = (size_t)cells;
-    const size_t bytes[8] = {nn * 4, nn * 4, nc * 4, nc * 4, nn * 4, nn * 4, nc * 4, nn * 8};
-    size_t off[8], total = 0;
-    for (int k = 0; k < 8; k++) {
-        off[k] = total;
-        total += firn_align256(bytes[k]);
-    }
-    if (base) {
-        S->G.cells = cells;
-        S->G.key = (unsigned *)(base + off[0]);
-        S->G.sorted = (int *)(base + off[1]);
-        S->G.start = (int *)(base + off[2]);
-        S->G.end = (int *)(base + off[3]);
-        S->key_sorted = (unsigned *)(base + off[4]);
-        S->ids = (int *)(base + off[5]);
-        S->count = (int *)(base + off[6]);
-        S->err = (double *)(base + off[7]);
-    }
-    return total;
+    const size_t nbr = firn_cuda_nbr_layout(n, cells, base, &S->N);
+    if (base)
+        S->err = (double *)(base + nbr);
+    return nbr + firn_align256((size_t)n * sizeof(double));
 }
 
 static const size_t small_bytes =
@@ -457,17 +380,12 @@ static int state_init(firn_world *w, firn_sph_cuda *S, firn_error *err)
     const int n = w->sph.n, cells = w->sph.G.cells;
     const cudaStream_t st = firn_cuda_world_stream(w);
     S->s.n = n;
-    S->G.cells = cells;
-    S->end_bit = 1;
-    while (S->end_bit < 32 && ((unsigned)(cells - 1) >> S->end_bit) != 0)
-        S->end_bit++;
     /* CUB's scratch, sized once for the largest of its three calls. */
-    size_t sort_b = 0, scan_b = 0, sum_b = 0;
-    FIRN_CUDA_CHECK(sort_call(S, NULL, sort_b, st), err);
-    FIRN_CUDA_CHECK(scan_call(S, NULL, scan_b, st), err);
+    size_t grid_b = 0, sum_b = 0;
+    if (firn_cuda_nbr_scratch(&S->N, n, cells, &grid_b, err))
+        return FIRN_CUDA_FAILED;
     FIRN_CUDA_CHECK(sum_call(S, NULL, sum_b, st), err);
-    S->temp_bytes = sort_b > scan_b ? sort_b : scan_b;
-    S->temp_bytes = sum_b > S->temp_bytes ? sum_b : S->temp_bytes;
+    S->temp_bytes = sum_b > grid_b ? sum_b : grid_b;
     const size_t p_bytes = particle_layout(n, NULL, NULL), g_bytes = grid_layout(n, cells, NULL, S);
     if (p_bytes + g_bytes != firn_sph_device_bytes(n, cells)) { /* firn_world_memory's figure */
         firn_set_error(err, FIRN_E_DEVICE,
@@ -505,8 +423,8 @@ static int state_init(firn_world *w, firn_sph_cuda *S, firn_error *err)
                     err);
     FIRN_CUDA_CHECK(cudaMemcpyAsync(S->flags, &f, sizeof f, cudaMemcpyHostToDevice, st), err);
     FIRN_CUDA_CHECK(cudaMemsetAsync(S->g_block, 0, g_bytes, st), err);
-    FIRN_LAUNCH(sph_iota, blocks_for(n), FIRN_SPH_BLOCK, 0, st, S->ids, n);
-    FIRN_CUDA_CHECK_LAUNCH("sph_iota", st, err);
+    if (firn_cuda_nbr_reset(&S->N, st, err))
+        return FIRN_CUDA_FAILED;
     FIRN_CUDA_CHECK(cudaStreamSynchronize(st), err);
     return 0;
 }
@@ -581,14 +499,5 @@ extern "C" int firn_cuda_sph_download_grid(firn_world *w, int *sorted, int *star
                        "GPU");
         return FIRN_CUDA_FAILED;
     }
-    const cudaStream_t st = firn_cuda_world_stream(w);
-    const size_t n = (size_t)S->s.n, cells = (size_t)S->G.cells;
-    FIRN_CUDA_CHECK(
-        cudaMemcpyAsync(sorted, S->G.sorted, n * sizeof(int), cudaMemcpyDeviceToHost, st), err);
-    FIRN_CUDA_CHECK(
-        cudaMemcpyAsync(start, S->G.start, cells * sizeof(int), cudaMemcpyDeviceToHost, st), err);
-    FIRN_CUDA_CHECK(cudaMemcpyAsync(end, S->G.end, cells * sizeof(int), cudaMemcpyDeviceToHost, st),
-                    err);
-    FIRN_CUDA_CHECK(cudaStreamSynchronize(st), err);
-    return 0;
+    return firn_cuda_nbr_download(&S->N, sorted, start, end, firn_cuda_world_stream(w), err);
 }

@@ -20,6 +20,7 @@
 #include "bench.h"
 #include "inspect.h"
 #include "test_util.h"
+#include "world.h"
 
 /* ---------------------------------------------------------------- arithmetic */
 
@@ -129,11 +130,13 @@ static built build(firn_bench_scene s, firn_bench_layout l, long long want)
                  firn_bench_scene_name(s), l ? "sparse" : "dense", want, err.msg);
     firn_world *w = firn_world_create(&def, FIRN_BACKEND_CPU, &err);
     cr_assert(w, "%s %s %lld: %s", firn_bench_scene_name(s), l ? "sparse" : "dense", want, err.msg);
-    /* The grid a case reports: MPM's, or the SPH neighbour grid. */
+    /* The grid a case reports: MPM's, or the SPH or PBD neighbour grid. */
     firn_bench_world_info info;
     firn_bench_world_info_get(w, &info);
     built b = {firn_world_particle_count(w), info.nodes};
-    if (!firn_bench_scene_is_sph(s))
+    if (s == FIRN_BENCH_PBD_LIQUID)
+        cr_expect_eq(info.nodes, w->pbd.G.cells, "the PBD liquid reports its neighbour grid");
+    else if (!firn_bench_scene_is_sph(s))
         cr_expect_eq(info.nodes, firn_inspect_grid_nodes(w), "an MPM case reports the MPM grid");
     cr_expect_eq(info.sph_particles, firn_bench_scene_is_sph(s) ? b.particles : 0);
     firn_world_destroy(w);
@@ -186,10 +189,12 @@ Test(bench_scene, scene_names_are_the_cli_names)
     cr_expect_str_eq(firn_bench_scene_name(FIRN_BENCH_SPH_DAM), "sph_dam_break");
     cr_expect_str_eq(firn_bench_scene_name(FIRN_BENCH_SPH_DAM_DFSPH), "sph_dam_break_dfsph");
     cr_expect_str_eq(firn_bench_scene_name(FIRN_BENCH_PBD_CLOTH), "pbd_cloth");
+    cr_expect_str_eq(firn_bench_scene_name(FIRN_BENCH_PBD_LIQUID), "pbd_liquid");
     for (int s = 0; s < FIRN_BENCH_SCENES; s++) {
         cr_expect_eq(firn_bench_scene_is_sph((firn_bench_scene)s),
                      s == FIRN_BENCH_SPH_DAM || s == FIRN_BENCH_SPH_DAM_DFSPH);
-        cr_expect_eq(firn_bench_scene_is_pbd((firn_bench_scene)s), s == FIRN_BENCH_PBD_CLOTH);
+        cr_expect_eq(firn_bench_scene_is_pbd((firn_bench_scene)s),
+                     s == FIRN_BENCH_PBD_CLOTH || s == FIRN_BENCH_PBD_LIQUID);
     }
 }
 
@@ -653,6 +658,44 @@ Test(bench_cli, pbd_case_reports_its_phases)
     cr_expect(cJSON_IsNull(item(r, "bandwidth_Bps")));
     cr_expect(cJSON_IsNull(item(r, "roofline_fraction")));
     cr_expect(cJSON_IsNull(item(r, "p2g")));
+    cJSON_Delete(doc);
+    free(text);
+}
+
+/* A tiny CPU bench of the PBD liquid: the count asked for to within the
+ * lattice's rounding (a whole number of spacings per axis), solver "pbd",
+ * constraint (here the prediction only), particle-pass and integrate
+ * times within the substep, the particle passes the largest (the
+ * neighbour grid, density, viscosity and contact), the PBD neighbour grid
+ * as the case's grid, the state in memory_bytes (at least 65 B a particle). */
+Test(bench_cli, pbd_liquid_case_reports_its_phases)
+{
+    run_bench("l", "--particles 2k --scenes pbd_liquid --layout dense --repeats 1 --substeps 2 "
+                   "--warmup 2");
+    cr_expect(strstr(out, "v-substep/s") && strstr(out, "partic") && strstr(out, "pbd_liquid"),
+              "no PBD table:\n%s", out);
+    char *text;
+    cJSON *doc = read_json("l.json", &text);
+    const cJSON *results = item(doc, "results");
+    cr_assert_eq(cJSON_GetArraySize(results), 1);
+    const cJSON *r = cJSON_GetArrayItem(results, 0);
+    cr_expect_str_eq(str(r, "scene"), "pbd_liquid");
+    cr_expect_str_eq(str(r, "solver"), "pbd");
+    const double n = num(r, "particles");
+    cr_expect(fabs(n - 2000.0) <= 200.0, "particles %g for 2k", n);
+    const cJSON *ph = item(r, "pbd_phase_ms");
+    const double c = num(ph, "constraints"), q = num(ph, "particles"), g = num(ph, "integrate");
+    cr_expect_gt(q, 0.0, "pbd_phase_ms.particles");
+    cr_expect_gt(g, 0.0, "pbd_phase_ms.integrate");
+    cr_expect_gt(q, c, "the particle passes outweigh the prediction (%g, %g ms)", q, c);
+    const double per_substep_ms = 1e3 * num(r, "median_seconds") / 2.0;
+    cr_expect(c + q + g <= 1.05 * per_substep_ms + 0.05, "phases %g ms, substep %g ms", c + q + g,
+              per_substep_ms);
+    const double gx = cJSON_GetArrayItem(item(r, "grid"), 0)->valuedouble;
+    const double cells = 1.0 / (1.25 * cbrt(0.8 * 1.2 * 1.04 * 0.125 / n));
+    cr_expect(fabs(gx - cells) <= 2.0, "grid %g cells per axis, the neighbour grid's about %g", gx,
+              cells);
+    cr_expect_gt(num(r, "memory_bytes"), 65.0 * n, "the PBD state is counted");
     cJSON_Delete(doc);
     free(text);
 }

@@ -17,6 +17,12 @@
  * emulated runtime does not contract to FMA and calls the host's libm, so
  * there the two agree bitwise, which is checked too.
  *
+ * The particle passes (include/firn_pbf.h: the PBF density kernels, the
+ * viscosity, contact) on a squeezed liquid block beside free particles
+ * above a cloth, each kernel alone by its iteration count and all over
+ * ten substeps, with the same tolerance (the sums run in the neighbour
+ * grid's one order on both paths).
+ *
  * Scene level: 10 substeps of scenes/pbd_cloth_sphere.json with the ball
  * dynamic and the cloth thrown onto it (PBD-rigid's reaction summed in
  * double atomics on the device: the body's state to 1e-5 relative);
@@ -240,6 +246,149 @@ Test(gpu_pbd, cloth_substep_matches_cpu_field_by_field, .timeout = 300)
     firn_world_destroy(gpu);
 }
 
+/* ---- liquid, free particles and contact -------------------------------------- */
+
+/* A 0.12 m block of pbd_liquid (p = 0.02 m: 6^3) squeezed to 0.85 of its
+ * spacing, a 0.06 m block of free particles beside it (3^3) and a 10 x 10
+ * cloth pinned at two corners below it, every particle then moved by up to
+ * 0.2 p per axis and given a random velocity up to 0.5 m/s: liquid-grain,
+ * liquid-cloth and grain-grain pairs closer than p. dens and visc set the
+ * iteration counts, so that each kernel of the particle passes can be held
+ * to its CPU twin alone (dens 1, visc 0: pbf_lambda and pbf_delta; dens 0,
+ * visc 1: pbf_viscosity; 0 and 0: pbd_contact alone), and all together. */
+static void liquid_twins(int dens, int visc, firn_world **cpu, firn_world **gpu)
+{
+    firn_scene_def def;
+    firn_error err = {0};
+    firn_scene_default(&def);
+    for (int a = 0; a < 3; a++)
+        def.lower[a] = -1.0f, def.upper[a] = 1.0f;
+    def.dx = 0.1f;
+    def.write_ply = def.write_preview = 0;
+    def.pbd_particle_size = 0.02f;
+    def.pbd_density_iterations = dens;
+    def.pbd_viscosity_iterations = visc;
+    def.n_materials = 3;
+    firn_material_default(&def.materials[0], FIRN_MODEL_PBD_LIQUID);
+    snprintf(def.materials[0].name, FIRN_NAME_MAX, "water");
+    def.materials[0].viscosity_relaxation = 0.1f;
+    firn_material_default(&def.materials[1], FIRN_MODEL_PBD_PARTICLE);
+    snprintf(def.materials[1].name, FIRN_NAME_MAX, "grains");
+    firn_material_default(&def.materials[2], FIRN_MODEL_PBD_CLOTH);
+    snprintf(def.materials[2].name, FIRN_NAME_MAX, "cloth");
+    def.n_bodies = 3;
+    const float centre[3][3] = {{0, 0, 0}, {0.08f, 0, 0}, {0, -0.06f, 0}};
+    const float size[2] = {0.12f, 0.06f};
+    for (int k = 0; k < 3; k++) {
+        firn_body_def *b = &def.bodies[k];
+        firn_body_default(b);
+        b->material = k;
+        b->solver = FIRN_SOLVER_KIND_PBD;
+        memcpy(b->shape.center, centre[k], 3 * sizeof(float));
+        if (k < 2) {
+            b->shape.type = FIRN_SHAPE_BOX;
+            b->shape.size[0] = b->shape.size[1] = b->shape.size[2] = size[k];
+        } else {
+            b->shape.type = FIRN_SHAPE_CLOTH_RECT;
+            b->shape.axis = 1;
+            b->shape.resolution[0] = b->shape.resolution[1] = 10;
+            b->shape.size[0] = b->shape.size[1] = 0.18f;
+            b->n_pins = 2;
+            b->pins[0] = 0, b->pins[1] = 99;
+        }
+    }
+    *cpu = make_world(&def, FIRN_BACKEND_CPU);
+    *gpu = make_world(&def, FIRN_BACKEND_CUDA);
+    firn_pbd *c = &(*cpu)->pbd, *g = &(*gpu)->pbd;
+    const int n = c->n, liquid = c->body_first[1];
+    cr_assert_eq(liquid, 216, "%d liquid particles", liquid);
+    cr_assert_eq(n, 216 + 27 + 100, "%d PBD particles", n);
+    cr_assert(c->particle_passes && c->G.cells > 0, "the particle passes run");
+    rng_state = 0x11c0ffeeULL;
+    for (int i = 0; i < n; i++)
+        for (int a = 0; a < 3; a++) {
+            float *x = &c->s.x[a * n + i];
+            if (i < liquid)
+                *x *= 0.85f;
+            *x += frand(-0.004f, 0.004f);
+            c->s.x0[a * n + i] = *x;
+            c->s.v[a * n + i] = c->s.w[i] > 0.0f ? frand(-0.5f, 0.5f) : 0.0f;
+        }
+    const size_t n3 = 3 * (size_t)n * sizeof(float);
+    memcpy(g->s.x, c->s.x, n3);
+    memcpy(g->s.v, c->s.v, n3);
+    memcpy(g->s.x0, c->s.x0, n3);
+    firn_cuda_pbd_free(*gpu);
+    cr_assert_eq(firn_cuda_pbd_init(*gpu, &err), 0, "firn_cuda_pbd_init: %s", err.msg);
+}
+
+/* One substep of liquid_twins's state on both paths, every field the
+ * particle passes write, element by element (the tolerance of
+ * cloth_substep_matches_cpu_field_by_field; bitwise on the emulated
+ * runtime). */
+static void liquid_substep_matches(int dens, int visc, const char *label)
+{
+    firn_world *cpu, *gpu;
+    liquid_twins(dens, visc, &cpu, &gpu);
+    const float dt = 1e-3f;
+    firn_error err = {0};
+    const firn_pbd *c = &cpu->pbd, *g = &gpu->pbd;
+    const long long n = c->n;
+    cr_assert_eq(firn_world_substep(cpu, dt, &err), 0, "CPU substep: %s", err.msg);
+    cr_assert_eq(firn_world_substep(gpu, dt, &err), 0, "GPU substep: %s", err.msg);
+    cr_assert_eq(firn_cuda_pbd_download(gpu, &err), 0, "download: %s", err.msg);
+    /* The passes acted: the squeezed liquid was compressed (its density
+     * above rest) and every particle moved off its ballistic step. */
+    if (dens > 0) {
+        cr_expect_gt(max_abs(c->s.rho, c->body_first[1]), 1100.0f, "the liquid was compressed");
+        cr_expect_gt(max_abs(c->s.lambda, n), 0.0f, "no density correction");
+        expect_field(label, "rho", g->s.rho, c->s.rho, n, n);
+    }
+    cr_expect_lt(max_abs(c->s.v, 3 * n), 20.0f, "the state blew up (|v| %g m/s)",
+                 max_abs(c->s.v, 3 * n));
+    expect_field(label, "x", g->s.x, c->s.x, 3 * n, n);
+    expect_field(label, "v", g->s.v, c->s.v, 3 * n, n);
+    expect_field(label, "x0", g->s.x0, c->s.x0, 3 * n, n);
+    firn_world_destroy(cpu);
+    firn_world_destroy(gpu);
+}
+
+Test(gpu_pbd, pbf_density_kernels_match_cpu, .timeout = 300)
+{
+    require_gpu();
+    liquid_substep_matches(1, 0, "density");
+}
+
+Test(gpu_pbd, pbf_viscosity_kernel_matches_cpu, .timeout = 300)
+{
+    require_gpu();
+    liquid_substep_matches(0, 1, "viscosity");
+}
+
+Test(gpu_pbd, contact_kernel_matches_cpu, .timeout = 300)
+{
+    require_gpu();
+    liquid_substep_matches(0, 0, "contact");
+}
+
+Test(gpu_pbd, all_particle_passes_over_ten_substeps_match_cpu, .timeout = 300)
+{
+    require_gpu();
+    firn_world *cpu, *gpu;
+    liquid_twins(2, 2, &cpu, &gpu);
+    firn_error err = {0};
+    cr_assert_eq(firn_world_run_substeps(cpu, 10, 1e-3f, &err), 0, "CPU: %s", err.msg);
+    cr_assert_eq(firn_world_run_substeps(gpu, 10, 1e-3f, &err), 0, "GPU: %s", err.msg);
+    cr_assert_eq(firn_cuda_pbd_download(gpu, &err), 0, "download: %s", err.msg);
+    const firn_pbd *c = &cpu->pbd, *g = &gpu->pbd;
+    const long long n = c->n;
+    expect_field("ten substeps", "x", g->s.x, c->s.x, 3 * n, n);
+    expect_field("ten substeps", "v", g->s.v, c->s.v, 3 * n, n);
+    expect_field("ten substeps", "rho", g->s.rho, c->s.rho, n, n);
+    firn_world_destroy(cpu);
+    firn_world_destroy(gpu);
+}
+
 /* ---- PBD-rigid ------------------------------------------------------------- */
 
 /* scenes/pbd_cloth_sphere.json with the ball dynamic and the cloth lowered
@@ -436,10 +585,10 @@ Test(gpu_pbd, memory_figures_count_the_pbd_state, .timeout = 120)
     firn_world *cpu = make_world(&def, FIRN_BACKEND_CPU);
     firn_world *gpu = make_world(&def, FIRN_BACKEND_CUDA);
     const firn_pbd *S = &cpu->pbd;
-    const double dev = (double)firn_pbd_device_bytes(S->n, S->stretch.n, S->bend.n);
+    const double dev = (double)firn_pbd_device_bytes(S->n, S->stretch.n, S->bend.n, S->G.cells);
     const double host = (double)firn_pbd_host_bytes(S);
-    cr_assert_gt(dev, 11.0 * S->n * sizeof(float), "the particles alone are %zu B",
-                 11 * (size_t)S->n * sizeof(float));
+    cr_assert_gt(dev, 16.0 * S->n * sizeof(float), "the particles alone are %zu B",
+                 16 * (size_t)S->n * sizeof(float));
     cr_assert_gt(host, dev * 0.5, "host %.0f B, device %.0f B", host, dev);
     firn_memory mc, mg;
     firn_world_memory(cpu, &mc);

@@ -110,12 +110,16 @@ static double hanging_edge(float alpha, float dt, int iters)
           w[2] = {0.0f, 10.0f};
     uint8_t mat[2] = {0, 0};
     x[3] = -0.1f; /* component-major, n = 2: y of particle i at x[2 + i] */
-    firn_pbd_particles s = {2, x, v, x0, mass, w, mat};
+    firn_pbd_particles s = {.n = 2, .x = x, .v = v, .x0 = x0, .mass = mass, .w = w, .mat = mat};
     int ev[2] = {0, 1}, order[1] = {0}, cs[2] = {0, 1};
     float rest = 0.1f, comp = alpha, lambda = 0.0f;
     firn_pbd_constraints E = {1, 2, ev, &rest, &comp, &lambda, order, 1, cs};
-    firn_pbd_material m = {alpha, 0, 0, 0, 0, 0};
-    firn_pbd_params P = {dt, 0.01f, {0.0f, -9.81f, 0.0f}, {-10, -10, -10}, {10, 10, 10}};
+    firn_pbd_material m = {.stretch_compliance = alpha, .kind = FIRN_PBD_PARTICLE};
+    firn_pbd_params P = {.dt = dt,
+                         .psize = 0.01f,
+                         .gravity = {0.0f, -9.81f, 0.0f},
+                         .lower = {-10, -10, -10},
+                         .upper = {10, 10, 10}};
     for (int step = 0; step < (int)lrintf(4.0f / dt); step++) {
         for (int i = 0; i < 2; i++)
             firn_pbd_predict(i, &P, &m, s);

@@ -209,9 +209,9 @@ static void fixture(sph_fixture *f, int n, float p, float L)
     for (int a = 0; a < 3; a++) {
         S->P.lower[a] = 0.0f;
         S->P.upper[a] = L;
-        S->P.res[a] = (int)ceilf(L * S->P.inv_h);
     }
-    const int cells = S->P.res[0] * S->P.res[1] * S->P.res[2];
+    S->P.nb = firn_nbr_space_of(S->P.lower, S->P.upper, S->P.h);
+    const int cells = S->P.nb.res[0] * S->P.nb.res[1] * S->P.nb.res[2];
     f->mem = calloc((size_t)n * 16 + 3 * (size_t)cells + 1, sizeof(float));
     cr_assert(f->mem);
     S->n = S->s.n = n;
@@ -263,8 +263,8 @@ Test(sph_neighbours, same_sets_as_a_brute_force_search)
         memset(seen, 0, (size_t)n);
         int j, found = 0;
         float r;
-        firn_sph_cursor c = firn_sph_cursor_at(&S->P, x);
-        while (firn_sph_next(&c, &S->P, S->G, S->s.x, n, i, x, &j, &d, &r)) {
+        firn_nbr_cursor c = firn_nbr_cursor_at(&S->P.nb, x);
+        while (firn_nbr_next(&c, &S->P.nb, S->G, S->s.x, n, i, x, &j, &d, &r)) {
             cr_assert(!seen[j], "particle %d visited twice from %d", j, i);
             seen[j] = 1;
             found++;
@@ -285,23 +285,22 @@ Test(sph_neighbours, same_sets_as_a_brute_force_search)
     cr_expect(pairs > 10LL * n, "too few pairs (%lld) for the test to mean much", pairs);
     /* The CPU path's neighbour lists give the same particles in the same
      * order as the cell walk (so the sums, and the GPU's, are the same). */
-    S->G.nbr = malloc((size_t)n * FIRN_SPH_NBR_MAX * sizeof(int));
+    S->G.nbr = malloc((size_t)n * FIRN_NBR_MAX * sizeof(int));
     S->G.nbr_count = malloc((size_t)n * sizeof(int));
     firn_sph_cpu_sort(S);
-    firn_sph_grid cells = S->G;
+    firn_nbr_grid cells = S->G;
     cells.nbr = NULL;
     for (int i = 0; i < n; i++) {
         firn_vec3 x = firn_load3(S->s.x, n, i), d1, d2;
         int j1 = -1, j2 = -1, more;
         float r1 = 0.0f, r2 = 0.0f;
-        cr_assert(S->G.nbr_count[i] >= 0, "particle %d: more than %d neighbours", i,
-                  FIRN_SPH_NBR_MAX);
-        firn_sph_cursor a = firn_sph_cursor_for(&S->P, S->G, i, x);
-        firn_sph_cursor b = firn_sph_cursor_for(&S->P, cells, i, x);
+        cr_assert(S->G.nbr_count[i] >= 0, "particle %d: more than %d neighbours", i, FIRN_NBR_MAX);
+        firn_nbr_cursor a = firn_nbr_cursor_for(&S->P.nb, S->G, i, x);
+        firn_nbr_cursor b = firn_nbr_cursor_for(&S->P.nb, cells, i, x);
         cr_assert(a.list && !b.list);
         do {
-            more = firn_sph_next(&a, &S->P, S->G, S->s.x, n, i, x, &j1, &d1, &r1);
-            cr_assert_eq(more, firn_sph_next(&b, &S->P, cells, S->s.x, n, i, x, &j2, &d2, &r2));
+            more = firn_nbr_next(&a, &S->P.nb, S->G, S->s.x, n, i, x, &j1, &d1, &r1);
+            cr_assert_eq(more, firn_nbr_next(&b, &S->P.nb, cells, S->s.x, n, i, x, &j2, &d2, &r2));
             cr_assert(!more || (j1 == j2 && r1 == r2), "particle %d: list gives %d, cells %d", i,
                       j1, j2);
         } while (more);

@@ -1,0 +1,192 @@
+/* firn_pbf.h - the PBD solver's particle passes: position based fluids
+ * (Macklin and Mueller 2013, "Position based fluids") for pbd_liquid
+ * particles, XSPH viscosity on the substep's displacements, and contact
+ * between particles of different bodies, over the neighbour grid
+ * (include/firn_neighbour.h, cells of edge h = 1.25 p). One body per
+ * particle, shared by the CPU path (host/pbd_cpu.c) and the CUDA kernels
+ * (kernels/pbd.cu).
+ *
+ * Every pass is Jacobi: particle i gathers its correction dx_i from a
+ * fixed snapshot of the positions, and a separate pass applies it
+ * (firn_pbd_apply). A particle writes only its own entries, so the state
+ * is the same for any thread count and on both paths (the neighbour walk
+ * has one order). docs/PHYSICS.md s10.5. */
+#ifndef FIRN_PBF_H
+#define FIRN_PBF_H
+
+#include "firn_pbd.h"
+
+/* ---- kernels (support h = P->nb.h) ------------------------------------- */
+
+/* poly6: W(r) = 315 / (64 pi h^9) (h^2 - r^2)^3 for r < h, else 0 (Mueller,
+ * Charypar and Gross 2003, eq. 20); W(0) = kw. */
+static inline FIRN_HD float firn_pbf_w(const firn_pbd_params *P, float r)
+{
+    const float h = P->nb.h;
+    if (!(r < h))
+        return 0.0f;
+    const float q = 1.0f - (r * r) / (h * h);
+    return P->kw * q * q * q;
+}
+
+/* grad W of the spiky kernel at offset d (length r) (ibid., eq. 21):
+ * -45 / (pi h^6) (h - r)^2 d / r for 0 < r < h, else 0. */
+static inline FIRN_HD firn_vec3 firn_pbf_grad_w(const firn_pbd_params *P, firn_vec3 d, float r)
+{
+    const float h = P->nb.h;
+    if (!(r > 0.0f && r < h))
+        return firn_v3(0.0f, 0.0f, 0.0f);
+    const float q = 1.0f - r / h;
+    return firn_scale(d, -P->kg * q * q / r);
+}
+
+static inline FIRN_HD int firn_pbf_liquid(const firn_pbd_material *mats, firn_pbd_particles s,
+                                          int i)
+{
+    return mats[s.mat[i]].kind == FIRN_PBD_LIQUID;
+}
+
+/* ---- density constraint ------------------------------------------------- */
+
+/* The multiplier of liquid particle i's density constraint (Macklin and
+ * Mueller 2013, eqs. 1-11, with masses): the SPH density
+ * rho_i = m_i W(0) + sum_j m_j W_ij over every PBD particle j within h (a
+ * cloth vertex or a free particle adds its mass too),
+ * C_i = max(rho_i / rho0 - 1, 0), with g_ij = (m_j / rho0) grad W_ij the
+ * gradient of C_i with respect to x_i from j (and -g_ij with respect to
+ * x_j),
+ *   lambda_i = -C_i / (|sum_j g_ij|^2 + sum_j |g_ij|^2 + eps).
+ * The constraint is one-sided (compression only): a free surface, where
+ * the sum is incomplete, is not pulled inward. Stores rho_i; lambda is 0
+ * for other particles. */
+static inline FIRN_HD void firn_pbf_lambda(int i, const firn_pbd_params *P,
+                                           const firn_pbd_material *mats, firn_pbd_particles s,
+                                           firn_nbr_grid G)
+{
+    if (!firn_pbf_liquid(mats, s, i)) {
+        s.lambda[i] = 0.0f;
+        return;
+    }
+    const float inv_rho0 = 1.0f / mats[s.mat[i]].rho0;
+    const firn_vec3 x = firn_load3(s.x, s.n, i);
+    firn_vec3 sum = firn_v3(0.0f, 0.0f, 0.0f), d;
+    float rho = s.mass[i] * P->kw, sq = 0.0f, r;
+    int j;
+    firn_nbr_cursor c = firn_nbr_cursor_at(&P->nb, x);
+    while (firn_nbr_next(&c, &P->nb, G, s.x, s.n, i, x, &j, &d, &r)) {
+        rho += s.mass[j] * firn_pbf_w(P, r);
+        const firn_vec3 g = firn_scale(firn_pbf_grad_w(P, d, r), s.mass[j] * inv_rho0);
+        sum = firn_add(sum, g);
+        sq += firn_dot(g, g);
+    }
+    s.rho[i] = rho;
+    const float C = firn_maxf(rho * inv_rho0 - 1.0f, 0.0f);
+    s.lambda[i] = -C / (firn_dot(sum, sum) + sq + P->pbf_eps);
+}
+
+/* The density correction of liquid particle i (ibid., eq. 12):
+ * dx_i = relaxation sum_j (lambda_i + lambda_j) g_ij; lambda_j is 0 for a
+ * particle that is not liquid. 0 for other particles. */
+static inline FIRN_HD void firn_pbf_delta(int i, const firn_pbd_params *P,
+                                          const firn_pbd_material *mats, firn_pbd_particles s,
+                                          firn_nbr_grid G)
+{
+    firn_vec3 dx = firn_v3(0.0f, 0.0f, 0.0f), d;
+    if (firn_pbf_liquid(mats, s, i)) {
+        const firn_pbd_material *m = &mats[s.mat[i]];
+        const float li = s.lambda[i], inv_rho0 = 1.0f / m->rho0;
+        const firn_vec3 x = firn_load3(s.x, s.n, i);
+        float r;
+        int j;
+        firn_nbr_cursor c = firn_nbr_cursor_at(&P->nb, x);
+        while (firn_nbr_next(&c, &P->nb, G, s.x, s.n, i, x, &j, &d, &r))
+            dx = firn_add(dx, firn_scale(firn_pbf_grad_w(P, d, r),
+                                         (li + s.lambda[j]) * s.mass[j] * inv_rho0));
+        dx = firn_scale(dx, m->density_relaxation);
+    }
+    firn_store3(s.dx, s.n, i, dx);
+}
+
+/* XSPH viscosity on the substep's displacements u = x - x0 (Schechter and
+ * Bridson 2012's form, as Genesis): for liquid particle i,
+ * dx_i = c sum_j (m_j / rho0) W_ij (u_j - u_i), c its viscosity
+ * relaxation; 0 for other particles. */
+static inline FIRN_HD void firn_pbf_viscosity(int i, const firn_pbd_params *P,
+                                              const firn_pbd_material *mats, firn_pbd_particles s,
+                                              firn_nbr_grid G)
+{
+    firn_vec3 dx = firn_v3(0.0f, 0.0f, 0.0f), d;
+    if (firn_pbf_liquid(mats, s, i)) {
+        const firn_pbd_material *m = &mats[s.mat[i]];
+        const float inv_rho0 = 1.0f / m->rho0;
+        const firn_vec3 x = firn_load3(s.x, s.n, i);
+        const firn_vec3 ui = firn_sub(x, firn_load3(s.x0, s.n, i));
+        float r;
+        int j;
+        firn_nbr_cursor c = firn_nbr_cursor_at(&P->nb, x);
+        while (firn_nbr_next(&c, &P->nb, G, s.x, s.n, i, x, &j, &d, &r)) {
+            const firn_vec3 uj = firn_sub(firn_load3(s.x, s.n, j), firn_load3(s.x0, s.n, j));
+            dx =
+                firn_add(dx, firn_scale(firn_sub(uj, ui), s.mass[j] * inv_rho0 * firn_pbf_w(P, r)));
+        }
+        dx = firn_scale(dx, m->viscosity_relaxation);
+    }
+    firn_store3(s.dx, s.n, i, dx);
+}
+
+/* ---- contact -------------------------------------------------------------- */
+
+/* Contact of free particle i with the particles j closer than the particle
+ * size p, except pairs of two liquid particles (the density constraint
+ * keeps those apart) and of two cloth vertices (no self collision): with
+ * n = (x_i - x_j) / r and depth delta = p - r, i moves its share
+ * w_i / (w_i + w_j) of delta along n, and of the friction of Macklin,
+ * Mueller, Chentanez and Kim 2014 (eqs. 23-24) on the pair's relative
+ * tangential displacement over the substep, t = -(du - n (n . du)),
+ * du = u_i - u_j: all of t while |t| < mu_s delta, else t shortened to
+ * mu_k delta (mu the larger of the two materials'). j does the same from
+ * its side, so the pair's momentum is kept. 0 for pinned particles. */
+static inline FIRN_HD void firn_pbd_contact(int i, const firn_pbd_params *P,
+                                            const firn_pbd_material *mats, firn_pbd_particles s,
+                                            firn_nbr_grid G)
+{
+    firn_vec3 dx = firn_v3(0.0f, 0.0f, 0.0f), d;
+    const float wi = s.w[i];
+    if (wi > 0.0f) {
+        const firn_pbd_material *mi = &mats[s.mat[i]];
+        const firn_vec3 x = firn_load3(s.x, s.n, i);
+        const firn_vec3 ui = firn_sub(x, firn_load3(s.x0, s.n, i));
+        const float p = P->psize;
+        float r;
+        int j;
+        firn_nbr_cursor c = firn_nbr_cursor_at(&P->nb, x);
+        while (firn_nbr_next(&c, &P->nb, G, s.x, s.n, i, x, &j, &d, &r)) {
+            const firn_pbd_material *mj = &mats[s.mat[j]];
+            if (!(r < p && r > 0.0f) || (mi->kind == mj->kind && mi->kind != FIRN_PBD_PARTICLE))
+                continue;
+            const firn_vec3 nrm = firn_scale(d, 1.0f / r);
+            const float share = wi / (wi + s.w[j]), depth = p - r;
+            const firn_vec3 uj = firn_sub(firn_load3(s.x, s.n, j), firn_load3(s.x0, s.n, j));
+            const firn_vec3 du = firn_sub(ui, uj);
+            const firn_vec3 t = firn_scale(firn_sub(du, firn_scale(nrm, firn_dot(nrm, du))), -1.0f);
+            const float lt = firn_norm(t), mu_s = firn_maxf(mi->mu_s, mj->mu_s),
+                        mu_k = firn_maxf(mi->mu_k, mj->mu_k);
+            firn_vec3 step = firn_scale(nrm, depth);
+            if (lt < mu_s * depth)
+                step = firn_add(step, t);
+            else if (lt > 0.0f)
+                step = firn_add(step, firn_scale(t, firn_minf(mu_k * depth / lt, 1.0f)));
+            dx = firn_add(dx, firn_scale(step, share));
+        }
+    }
+    firn_store3(s.dx, s.n, i, dx);
+}
+
+/* x_i += dx_i for a free particle (the apply pass of every Jacobi pass). */
+static inline FIRN_HD void firn_pbd_apply(int i, firn_pbd_particles s)
+{
+    if (s.w[i] > 0.0f)
+        firn_store3(s.x, s.n, i, firn_add(firn_load3(s.x, s.n, i), firn_load3(s.dx, s.n, i)));
+}
+
+#endif
