@@ -260,6 +260,70 @@ Test(fem_fall, unstressed_body_centre_of_mass_follows_the_closed_form)
     }
 }
 
+/* fem.damping as Genesis orders it (GENESIS.md s4.4): the velocity decays
+ * by a = exp(-dt damping), then gravity is added, so an unstressed body's
+ * velocity is v_n = v0 a^n + dt g (1 - a^n) / (1 - a), which tends to the
+ * terminal dt g / (1 - a) (about g / damping). Each of the n float updates
+ * rounds by at most half an ulp of 1.5 m/s (6e-8 m/s): n times that is
+ * allowed (1.2e-4 m/s; measured 1.3e-5). Damping after gravity would be
+ * off by (1 - a) of the terminal velocity, 6e-4 m/s along y here. */
+Test(fem_fall, damping_decays_the_velocity_before_gravity)
+{
+    firn_world *w = fall_world("fem_linear", "");
+    w->fem.P.damping = 5.0f;
+    const float dt = 1e-4f;
+    const int n = 2000;
+    firn_error err;
+    cr_assert_eq(firn_world_run_substeps(w, n, dt, &err), 0, "%s", err.msg);
+    firn_frame_stats st;
+    cr_assert_eq(firn_world_stats(w, &st, &err), 0, "%s", err.msg);
+    const double g[3] = {0.5, -9.81, 0.25}, v0[3] = {0.4, 1.5, -0.2};
+    /* a as the solver rounds it: float a's error, n times over, would
+     * otherwise be 1e-4 of a^n */
+    const double a = (double)expf(-dt * 5.0f), an = pow(a, n);
+    for (int k = 0; k < 3; k++) {
+        const double want = v0[k] * an + dt * g[k] * (1.0 - an) / (1.0 - a);
+        const double got = st.fem.momentum[k] / st.fem.mass;
+        cr_assert(fabs(got - want) < n * 6e-8, "axis %d: v %.9g, closed form %.9g", k, got, want);
+    }
+    firn_world_destroy(w);
+}
+
+/* The CFL step is time.cfl h / (c + v + g frame_dt): h the shortest
+ * altitude, h_cell / sqrt(2) for the Kuhn tets of cubic cells (the tet
+ * 0, e1, e1 + e2, 1: volume h^3 / 6 over its largest face, h^2 / sqrt(2),
+ * times 3); c the P-wave speed sqrt((lambda + 2 mu) / rho), for stable
+ * Neo-Hookean with mu' = 4/3 mu and lambda' = lambda + 5/6 mu. At rest,
+ * v = 0. */
+Test(fem_cfl, step_is_cfl_altitude_over_the_p_wave_speed)
+{
+    static const char *const models[2] = {"fem_linear", "fem_stable_neohookean"};
+    for (int k = 0; k < 2; k++) {
+        char json[2048];
+        snprintf(json, sizeof json,
+                 "{'domain': {'lower': [-1, -1, -1], 'upper': [1, 1, 1], 'dx': 0.1},"
+                 " 'time': {'cfl': 0.3, 'frame_dt': 0.01},"
+                 " 'materials': {'j': {'model': '%s', 'E': 3e5, 'nu': 0.35, 'density': 900}},"
+                 " 'bodies': [{'material': 'j', 'solver': 'fem', 'shape': {'type': 'box',"
+                 "   'center': [0, 0, 0], 'size': [0.2, 0.3, 0.4], 'cells': [4, 6, 8]}}]}",
+                 models[k]);
+        firn_scene_def def;
+        firn_error err;
+        cr_assert_eq(parse(json, &def, &err), 0, "%s", err.msg);
+        firn_world *w = firn_world_create(&def, FIRN_BACKEND_CPU, &err);
+        cr_assert(w, "%s", err.msg);
+        double mu = 3e5 / (2 * 1.35), lam = 3e5 * 0.35 / (1.35 * 0.3);
+        if (k == 1)
+            lam += 5.0 / 6.0 * mu, mu *= 4.0 / 3.0;
+        const double c = sqrt((lam + 2 * mu) / 900), h = 0.05 / sqrt(2.0);
+        const double want = 0.3 * h / (c + 9.81 * 0.01);
+        const float dt = firn_world_cfl_dt(w);
+        cr_assert(fabs(dt - want) < 1e-5 * want, "%s: dt %.7g s, cfl h / c = %.7g s", models[k], dt,
+                  want);
+        firn_world_destroy(w);
+    }
+}
+
 /* Vertices fixed by index and by box keep their position bitwise and v = 0
  * while the rest of the body hangs from them; the others move. */
 Test(fem_fixed, fixed_vertices_never_move)
@@ -493,4 +557,143 @@ Test(fem_scene, defaults_are_genesis)
     cr_assert_eq(def.materials[0].density, 1000.0f);
     cr_assert_eq(def.fem_damping, 0.0f);
     cr_assert_eq(def.bodies[0].solver, FIRN_SOLVER_KIND_FEM);
+}
+
+/* ---- outputs ----------------------------------------------------------------- */
+
+/* Under a uniform stretch F = diag(1 + e) every element of the view has
+ * the closed forms: linear P = 2 mu eps + lambda tr(eps) I (diagonal),
+ * Cauchy sigma = P F^T / J, Green strain (F^T F - I) / 2 = e + e^2 / 2 and
+ * von Mises sqrt(((s1 - s2)^2 + (s2 - s3)^2 + (s3 - s1)^2) / 2). Float F
+ * from float positions: 1e-4 of the stress scale. */
+Test(fem_output, view_stress_and_strain_under_a_uniform_stretch)
+{
+    firn_world *w = fall_world("fem_linear", "");
+    firn_fem *S = &w->fem;
+    const int n = S->V.n;
+    const double e[3] = {0.01, -0.004, 0.002};
+    for (int c = 0; c < 3; c++)
+        for (int i = 0; i < n; i++)
+            S->V.x[c * n + i] *= (float)(1.0 + e[c]);
+    firn_fem_mesh_view m;
+    firn_error err;
+    cr_assert_eq(firn_world_fem_mesh(w, &m, &err), 0, "%s", err.msg);
+    cr_assert_eq(m.n, n);
+    cr_assert_eq(m.elements, S->E.n);
+    cr_assert_eq(m.triangles, S->nf);
+    const double mu = 2e5 / (2 * 1.3), lam = 2e5 * 0.3 / (1.3 * 0.4);
+    const double tr = e[0] + e[1] + e[2], J = (1 + e[0]) * (1 + e[1]) * (1 + e[2]);
+    double sig[3];
+    for (int c = 0; c < 3; c++)
+        sig[c] = (2 * mu * e[c] + lam * tr) * (1 + e[c]) / J;
+    const double vm =
+        sqrt(0.5 * ((sig[0] - sig[1]) * (sig[0] - sig[1]) + (sig[1] - sig[2]) * (sig[1] - sig[2]) +
+                    (sig[2] - sig[0]) * (sig[2] - sig[0])));
+    const double scale = 2 * mu * 0.01 + lam * 0.01;
+    for (long long k = 0; k < m.elements; k++) {
+        for (int c = 0; c < 3; c++) {
+            cr_assert(fabs(m.stress[6 * k + c] - sig[c]) < 1e-4 * scale,
+                      "element %lld s%d%d %g, %g", k, c, c, m.stress[6 * k + c], sig[c]);
+            cr_assert(fabs(m.stress[6 * k + 3 + c]) < 1e-4 * scale, "element %lld shear %g", k,
+                      m.stress[6 * k + 3 + c]);
+            const double g = e[c] + 0.5 * e[c] * e[c];
+            cr_assert(fabs(m.strain[6 * k + c] - g) < 1e-5, "element %lld E%d%d %g, %g", k, c, c,
+                      m.strain[6 * k + c], g);
+            cr_assert(fabs(m.strain[6 * k + 3 + c]) < 1e-5);
+        }
+        cr_assert(fabs(m.von_mises[k] - vm) < 1e-4 * scale, "element %lld von Mises %g, %g", k,
+                  m.von_mises[k], vm);
+    }
+    firn_frame_stats st;
+    cr_assert_eq(firn_world_stats(w, &st, &err), 0, "%s", err.msg);
+    cr_assert(fabs(st.fem.max_von_mises - vm) < 1e-4 * scale);
+    /* elastic energy: V (mu |eps|^2 + lambda / 2 tr^2) */
+    const double psi = mu * (e[0] * e[0] + e[1] * e[1] + e[2] * e[2]) + 0.5 * lam * tr * tr;
+    const double E = psi * 0.3 * 0.2 * 0.1;
+    cr_assert(fabs(st.fem.elastic_energy - E) < 1e-3 * E, "elastic energy %g J, V Psi = %g J",
+              st.fem.elastic_energy, E);
+    /* Simple shear x += gamma y from the rest state: F = I + gamma e_x e_y^T,
+     * J = 1, linear P = mu gamma (e_x e_y^T + e_y e_x^T), sigma = P F^T:
+     * sigma_xx = mu gamma^2, sigma_xy = mu gamma, the rest 0; von Mises
+     * sqrt(3/2 s:s) of its deviator = mu gamma sqrt(3 + gamma^2). F from
+     * float positions near 0.25 m over 0.05 m cells: 6e-7 an entry, times
+     * lambda + 2 mu = 3.5e5 Pa is 0.2 Pa; 1e-3 of sigma_xy (0.8 Pa) allowed. */
+    const double gam = 0.01;
+    for (int i = 0; i < n; i++) {
+        for (int c = 0; c < 3; c++)
+            S->V.x[c * n + i] = S->V.x0[c * n + i];
+        S->V.x[i] += (float)(gam * S->V.x0[n + i]);
+    }
+    cr_assert_eq(firn_world_fem_mesh(w, &m, &err), 0, "%s", err.msg);
+    const double sxy = mu * gam, sxx = mu * gam * gam, vms = mu * gam * sqrt(3 + gam * gam);
+    for (long long k = 0; k < m.elements; k++) {
+        const float *q = m.stress + 6 * k;
+        cr_assert(fabs(q[0] - sxx) < 1e-3 * sxy && fabs(q[1]) < 1e-3 * sxy &&
+                      fabs(q[2]) < 1e-3 * sxy && fabs(q[3] - sxy) < 1e-3 * sxy &&
+                      fabs(q[4]) < 1e-3 * sxy && fabs(q[5]) < 1e-3 * sxy,
+                  "element %lld sigma %g %g %g %g %g %g, want sxx %g sxy %g", k, q[0], q[1], q[2],
+                  q[3], q[4], q[5], sxx, sxy);
+        cr_assert(fabs(m.von_mises[k] - vms) < 1e-3 * vms, "element %lld von Mises %g, %g", k,
+                  m.von_mises[k], vms);
+    }
+    firn_world_destroy(w);
+}
+
+/* `firn run` writes per frame the surface PLY (vertices and triangles),
+ * the volume VTU (points, tets of type 10, stress, strain, von Mises,
+ * velocity) and a stats line with an "fem" block. */
+Test(fem_output, run_writes_ply_vtu_and_stats, .timeout = 120)
+{
+    char dir[96], path[256], out[8192];
+    test_mkdtemp(dir, sizeof dir, "fem_out");
+    snprintf(path, sizeof path, "%s/s.json", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert(f);
+    fprintf(f, "{\"domain\": {\"lower\": [0, 0, 0], \"upper\": [1, 1, 1], \"dx\": 0.1},"
+               " \"time\": {\"frames\": 2, \"frame_dt\": 0.005},"
+               " \"materials\": {\"j\": {\"model\": \"fem_corotated\", \"E\": 1e5}},"
+               " \"bodies\": [{\"material\": \"j\", \"solver\": \"fem\", \"shape\": {\"type\":"
+               " \"box\", \"center\": [0.5, 0.5, 0.5], \"size\": [0.2, 0.1, 0.1],"
+               " \"cells\": [2, 1, 1]}, \"fixed\": {\"indices\": [0]}}],"
+               " \"output\": {\"dir\": \"o\"}}\n");
+    fclose(f);
+    cr_assert_eq(test_run_firn(out, sizeof out, dir, "run s.json --quiet"), 0, "%s", out);
+    /* 3 x 2 x 2 vertices, 12 tets, 2 triangles per boundary cell face:
+     * 2 (2 + 2 + 1) faces of cells = 10, so 20 triangles */
+    snprintf(path, sizeof path, "%s/o/fem_00002.ply", dir);
+    f = fopen(path, "rb");
+    cr_assert(f, "no %s", path);
+    char head[1024] = "";
+    cr_assert_gt(fread(head, 1, sizeof head - 1, f), 0);
+    fclose(f);
+    cr_assert(strstr(head, "element vertex 12\n") && strstr(head, "element face 20\n") &&
+                  strstr(head, "property uchar fixed\n"),
+              "%s", head);
+    snprintf(path, sizeof path, "%s/o/fem_00002.vtu", dir);
+    f = fopen(path, "r");
+    cr_assert(f, "no %s", path);
+    static char vtu[1 << 16];
+    size_t len = fread(vtu, 1, sizeof vtu - 1, f);
+    vtu[len] = '\0';
+    fclose(f);
+    cr_assert(strstr(vtu, "NumberOfPoints=\"12\" NumberOfCells=\"12\""), "%.300s", vtu);
+    cr_assert(
+        strstr(vtu, "Name=\"types\" format=\"ascii\">\n10 10 10 10 10 10 10 10 10 10 10 10\n"),
+        "cell types");
+    cr_assert(strstr(vtu, "Name=\"stress\" NumberOfComponents=\"6\""));
+    cr_assert(strstr(vtu, "Name=\"green_strain\" NumberOfComponents=\"6\""));
+    cr_assert(strstr(vtu, "Name=\"von_mises\""));
+    cr_assert(strstr(vtu, "Name=\"velocity\" NumberOfComponents=\"3\""));
+    cr_assert(strstr(vtu, "</VTKFile>\n"));
+    snprintf(path, sizeof path, "%s/o/stats.jsonl", dir);
+    f = fopen(path, "r");
+    cr_assert(f);
+    len = fread(vtu, 1, sizeof vtu - 1, f);
+    vtu[len] = '\0';
+    fclose(f);
+    cr_assert(strstr(vtu, "\"fem\":{\"vertices\":12,\"elements\":12,\"fixed\":1,"), "%.600s", vtu);
+    cr_assert(strstr(vtu, "\"elastic_energy\":") && strstr(vtu, "\"max_von_mises\":"));
+    snprintf(path, sizeof path, "%s/o/frame_00002.png", dir);
+    cr_assert_eq(access(path, F_OK), 0, "no preview %s", path);
+    test_rmdir(dir);
 }
