@@ -565,10 +565,12 @@ static int write_checkpoint(firn_frame_writer *fw, firn_world *w, const char *di
                             int quiet, int tty, firn_error *err)
 {
     char path[FIRN_PATH_MAX + 64];
-    if (firn_world_tool_count(w) > 0) { /* firn_world_save refuses them: the run goes on */
+    /* firn_world_save refuses tools and FEM bodies: the run goes on */
+    const int tools = firn_world_tool_count(w) > 0, fem = firn_fem_in_scene(firn_world_scene(w));
+    if (tools || fem) {
         if (!quiet)
-            fprintf(stderr, "%sfirn: no checkpoint at frame %d: tools are not in checkpoints yet\n",
-                    tty ? "\n" : "", frame);
+            fprintf(stderr, "%sfirn: no checkpoint at frame %d: %s are not in checkpoints yet\n",
+                    tty ? "\n" : "", frame, tools ? "tools" : "FEM bodies");
         return 0;
     }
     checkpoint_path(path, sizeof path, dir, frame);

@@ -170,7 +170,7 @@ int firn_fem_in_scene(const firn_scene_def *def)
     return 0;
 }
 
-/* Lame parameters of E and nu (Genesis's FEM materials, GENESIS.md s4.2). */
+/* Lame parameters of E and nu (Genesis's FEM materials). */
 static firn_fem_material fem_material(const firn_material_def *m)
 {
     firn_fem_material f;

@@ -286,7 +286,7 @@ static inline FIRN_HD firn_vec3 firn_fem_gather_force(int i, const firn_fem_vert
 }
 
 /* Vertex i's velocity step, after the element forces (Genesis's explicit
- * order, GENESIS.md s4.4): x0 = x, f = its gathered elastic force, then
+ * order, docs/PHYSICS.md s11.3): x0 = x, f = its gathered elastic force, then
  * v = (v + dt f / m) exp(-dt damping) + dt g. The force is divided by the
  * vertex's lumped mass m (the sum of rho V / 4 over its elements), where
  * Genesis divides each element's share by that element's mass rho V: its
