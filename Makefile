@@ -75,8 +75,8 @@ DEB_PKGS = gcc make pkg-config libcjson-dev libpng-dev libcriterion-dev
 HAVE_MATPLOTLIB := $(shell { [ -n "$$FIRN_PYTHON" ] || python3 -c 'import matplotlib' ; } >/dev/null 2>&1 && echo yes)
 TEST_DEB_PKGS = $(DEB_PKGS) $(if $(HAVE_MATPLOTLIB),,python3-matplotlib)
 
-.PHONY: all test test-run clean info deps demo emu emu-check emu-mutate
-all: info $(BUILD)/firn $(BUILD)/reorder_probe $(BUILD)/tool_press
+.PHONY: all test test-run clean info deps demo emu emu-check emu-mutate tet-assets
+all: info $(BUILD)/firn $(BUILD)/reorder_probe $(BUILD)/tool_press $(BUILD)/make_tet_assets
 
 # Installs what is missing when run as root (or with sudo), else names the
 # exact command to run.
@@ -146,6 +146,14 @@ $(BUILD)/reorder_probe: $(BUILD)/bench/reorder_probe.o $(BUILD)/libfirn.a
 # The C example: a tool driven by a force controller (examples/tool_press.c).
 $(BUILD)/tool_press: $(BUILD)/examples/tool_press.o $(BUILD)/libfirn.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# The FEM meshes in scenes/assets, written by firn's own generators
+# (scenes/assets/make_tet_assets.c); make tet-assets writes them again.
+$(BUILD)/make_tet_assets: $(BUILD)/scenes/assets/make_tet_assets.o $(BUILD)/libfirn.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+tet-assets: $(BUILD)/make_tet_assets
+	$(BUILD)/make_tet_assets scenes/assets
 
 # Tests call the CLI too, so both are built first.
 test:

@@ -184,22 +184,52 @@ static firn_fem_material fem_material(const firn_material_def *m)
     return f;
 }
 
-/* Body b's tetrahedral mesh (its shape, checked by the scene's validation). */
+void firn_fem_mesh_centroid(const firn_tet_mesh *m, double c[3])
+{
+    double vol = 0.0;
+    c[0] = c[1] = c[2] = 0.0;
+    for (int e = 0; e < m->ne; e++) {
+        const double v = firn_tet_mesh_volume(m, e);
+        vol += v;
+        for (int k = 0; k < 4; k++)
+            for (int a = 0; a < 3; a++)
+                c[a] += v / 4.0 * m->x[3 * m->tet[4 * e + k] + a];
+    }
+    for (int a = 0; a < 3; a++)
+        c[a] = vol > 0.0 ? c[a] / vol : 0.0;
+}
+
+/* Body b's tetrahedral mesh (its shape, checked by the scene's validation):
+ * a box of its cells, a ball of cells[0] cells across, or a mesh file with
+ * its centroid moved to the shape's center. */
 static int body_mesh(const firn_scene_def *def, int b, firn_tet_mesh *m, firn_error *err)
 {
     const firn_shape_def *s = &def->bodies[b].shape;
-    if (s->type != FIRN_SHAPE_BOX) {
-        firn_set_error(err, FIRN_E_SCENE, "bodies[%d].shape.type: an FEM body is a box for now", b);
-        return -1;
-    }
-    double lo[3], hi[3];
-    for (int k = 0; k < 3; k++)
-        lo[k] = (double)s->center[k] - 0.5 * s->size[k],
-        hi[k] = (double)s->center[k] + 0.5 * s->size[k];
+    double lo[3], hi[3], c[3];
     firn_error e;
-    if (firn_tet_mesh_box(lo, hi, s->cells, m, &e)) {
+    for (int k = 0; k < 3; k++) {
+        c[k] = s->center[k];
+        lo[k] = c[k] - 0.5 * s->size[k], hi[k] = c[k] + 0.5 * s->size[k];
+    }
+    int rc = -1;
+    if (s->type == FIRN_SHAPE_BOX)
+        rc = firn_tet_mesh_box(lo, hi, s->cells, m, &e);
+    else if (s->type == FIRN_SHAPE_SPHERE)
+        rc = firn_tet_mesh_sphere(c, s->radius, s->cells[0], m, &e);
+    else if (s->type == FIRN_SHAPE_MESH)
+        rc = firn_tet_mesh_load(s->file, s->scale, m, &e);
+    else
+        firn_set_error(&e, FIRN_E_SCENE, "an FEM body is a box, a sphere or a mesh");
+    if (rc) {
         firn_set_error(err, e.code, "bodies[%d].shape: %s", b, e.msg);
         return -1;
+    }
+    if (s->type == FIRN_SHAPE_MESH) {
+        double cen[3];
+        firn_fem_mesh_centroid(m, cen);
+        for (int v = 0; v < m->nv; v++)
+            for (int k = 0; k < 3; k++)
+                m->x[3 * v + k] += c[k] - cen[k];
     }
     return 0;
 }

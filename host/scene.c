@@ -8,6 +8,7 @@
 #include "error.h"
 #include "mesh.h"
 #include "fem.h"
+#include "tet_mesh.h"
 #include "pbd.h"
 #include "rigid.h"
 #include "sph.h"
@@ -49,8 +50,9 @@ static const char axis_names[3] = {'x', 'y', 'z'};
     ((m) == FIRN_MODEL_FEM_LINEAR || (m) == FIRN_MODEL_FEM_COROTATED ||                            \
      (m) == FIRN_MODEL_FEM_STABLE_NEOHOOKEAN)
 /* Most cells along an FEM box's side, and elements in one body. */
-#define FEM_MAX_CELLS    1024
-#define FEM_MAX_ELEMENTS (1 << 26)
+#define FEM_MAX_CELLS        1024
+#define FEM_MAX_ELEMENTS     (1 << 26)
+#define FEM_MAX_SPHERE_CELLS 400 /* firn_tet_mesh_sphere's limit */
 
 /* Where messages go and which file they name ("" for a def built in code). */
 typedef struct {
@@ -734,46 +736,99 @@ static int load_mesh(const ctx *c, const char *file, float scale, const char *sp
     return 0;
 }
 
-/* An FEM body: a box of cells[0] x cells[1] x cells[2] cells inside the
- * domain, its fixed vertices in range. */
+/* An FEM body: a box of cells[0] x cells[1] x cells[2] cells, a ball of
+ * cells[0] cells across, or a tetrahedral mesh file (loaded here), inside
+ * the domain; its fixed vertices in range. Returns 0, or the error code
+ * (-1, or the mesh loader's). */
 static int validate_fem_body(const ctx *c, const firn_scene_def *def, int i)
 {
     const firn_body_def *b = &def->bodies[i];
     const firn_shape_def *s = &b->shape;
     char base[KEYPATH_MAX], sp[KEYPATH_MAX], p[KEYPATH_MAX], q[KEYPATH_MAX];
+    double lo[3], hi[3], elements = 6.0;
+    long long nv = 0;
     join_index(base, "bodies", i);
     join(sp, base, "shape");
     for (int k = 0; k < 3; k++)
         if (need(c, join_index(q, join(p, base, "velocity"), k), b->velocity[k], 1, "") ||
             need(c, join_index(q, join(p, sp, "center"), k), s->center[k], 1, ""))
             return -1;
-    if (s->type != FIRN_SHAPE_BOX)
-        return fail(c, join(p, sp, "type"), "an FEM body is a box for now, not a %s",
-                    (int)s->type >= 0 && s->type < FIRN_SHAPE_COUNT ? shape_names[s->type] : "?");
-    double elements = 6.0;
-    for (int k = 0; k < 3; k++) {
-        if (need(c, join_index(q, join(p, sp, "size"), k), s->size[k], s->size[k] > 0,
-                 "must be > 0"))
+    if (s->type == FIRN_SHAPE_BOX) {
+        for (int k = 0; k < 3; k++) {
+            if (need(c, join_index(q, join(p, sp, "size"), k), s->size[k], s->size[k] > 0,
+                     "must be > 0"))
+                return -1;
+            if (s->cells[0] == 0 && s->cells[1] == 0 && s->cells[2] == 0)
+                return fail(c, join(p, sp, "cells"),
+                            "missing: an FEM box needs its cells along x, y and z, e.g. [8, 8, 8]");
+            if (s->cells[k] < 1 || s->cells[k] > FEM_MAX_CELLS)
+                return fail(c, join_index(q, join(p, sp, "cells"), k), "%d: must be in [1, %d]",
+                            s->cells[k], FEM_MAX_CELLS);
+            elements *= s->cells[k];
+            lo[k] = (double)s->center[k] - 0.5 * s->size[k];
+            hi[k] = (double)s->center[k] + 0.5 * s->size[k];
+        }
+        nv = (long long)(s->cells[0] + 1) * (s->cells[1] + 1) * (s->cells[2] + 1);
+    } else if (s->type == FIRN_SHAPE_SPHERE) {
+        if (need(c, join(p, sp, "radius"), s->radius, s->radius > 0, "must be > 0"))
             return -1;
-        if (s->cells[0] == 0 && s->cells[1] == 0 && s->cells[2] == 0)
+        if (s->cells[0] == 0)
             return fail(c, join(p, sp, "cells"),
-                        "missing: an FEM box needs its cells along x, y and z, e.g. [8, 8, 8]");
-        if (s->cells[k] < 1 || s->cells[k] > FEM_MAX_CELLS)
-            return fail(c, join_index(q, join(p, sp, "cells"), k), "%d: must be in [1, %d]",
-                        s->cells[k], FEM_MAX_CELLS);
-        elements *= s->cells[k];
-        const double lo = (double)s->center[k] - 0.5 * s->size[k],
-                     hi = (double)s->center[k] + 0.5 * s->size[k], tol = 1e-6 * s->size[k];
-        if (lo < def->lower[k] - tol || hi > def->upper[k] + tol)
-            return fail(c, base,
-                        "box (material %s) spans %c in [%g, %g], outside the domain [%g, %g]",
-                        def->materials[b->material].name, axis_names[k], lo, hi, def->lower[k],
-                        def->upper[k]);
+                        "missing: an FEM sphere needs its cells across the ball, e.g. 8");
+        if (s->cells[0] < 1 || s->cells[0] > FEM_MAX_SPHERE_CELLS)
+            return fail(c, join(p, sp, "cells"), "%d: must be in [1, %d]", s->cells[0],
+                        FEM_MAX_SPHERE_CELLS);
+        elements *= (double)s->cells[0] * s->cells[0] * s->cells[0];
+        nv = (long long)(s->cells[0] + 1) * (s->cells[0] + 1) * (s->cells[0] + 1);
+        for (int k = 0; k < 3; k++)
+            lo[k] = (double)s->center[k] - s->radius, hi[k] = (double)s->center[k] + s->radius;
+    } else if (s->type == FIRN_SHAPE_MESH) {
+        firn_tet_mesh m;
+        firn_error e;
+        if (!memchr(s->file, '\0', FIRN_PATH_MAX))
+            return fail(c, join(p, sp, "file"), "not NUL-terminated");
+        if (!s->file[0])
+            return fail(c, join(p, sp, "file"),
+                        "missing (an FEM mesh needs a .node/.ele or .msh file)");
+        if (need(c, join(p, sp, "scale"), s->scale, s->scale > 0, "must be > 0"))
+            return -1;
+        if (firn_tet_mesh_load(s->file, s->scale, &m, &e)) {
+            fail(c, join(p, sp, "file"), "%s", e.msg);
+            if (c->err)
+                c->err->code = e.code; /* an unreadable file is an I/O error */
+            return e.code;
+        }
+        double cen[3];
+        firn_fem_mesh_centroid(&m, cen);
+        for (int k = 0; k < 3; k++) {
+            lo[k] = INFINITY, hi[k] = -INFINITY;
+            for (int v = 0; v < m.nv; v++) {
+                lo[k] = fmin(lo[k], m.x[3 * v + k] - cen[k] + s->center[k]);
+                hi[k] = fmax(hi[k], m.x[3 * v + k] - cen[k] + s->center[k]);
+            }
+        }
+        nv = m.nv;
+        elements = m.ne;
+        firn_tet_mesh_free(&m);
+    } else {
+        return fail(c, join(p, sp, "type"),
+                    "an FEM body is a box, a sphere or a mesh (a .node/.ele or .msh file), not "
+                    "a %s",
+                    (int)s->type >= 0 && s->type < FIRN_SHAPE_COUNT ? shape_names[s->type] : "?");
     }
+    if (s->type != FIRN_SHAPE_BOX && (s->cells[1] != 0 || s->cells[2] != 0))
+        return fail(c, join(p, sp, "cells"), "applies only to an FEM box or sphere");
     if (elements > FEM_MAX_ELEMENTS)
-        return fail(c, join(p, sp, "cells"), "%d x %d x %d cells make %.4g tetrahedra; at most %d",
-                    s->cells[0], s->cells[1], s->cells[2], elements, FEM_MAX_ELEMENTS);
-    const long long nv = (long long)(s->cells[0] + 1) * (s->cells[1] + 1) * (s->cells[2] + 1);
+        return fail(c, join(p, sp, s->type == FIRN_SHAPE_MESH ? "file" : "cells"),
+                    "%.4g tetrahedra; at most %d", elements, FEM_MAX_ELEMENTS);
+    for (int k = 0; k < 3; k++) {
+        const double tol = 1e-6 * (hi[k] - lo[k]);
+        if (lo[k] < def->lower[k] - tol || hi[k] > def->upper[k] + tol)
+            return fail(c, base,
+                        "%s (material %s) spans %c in [%g, %g], outside the domain [%g, %g]",
+                        shape_names[s->type], def->materials[b->material].name, axis_names[k],
+                        lo[k], hi[k], def->lower[k], def->upper[k]);
+    }
     if (b->n_pins < 0 || b->n_pins > FIRN_MAX_PINS)
         return fail(c, join(p, base, "fixed.indices"), "%d indices; at most %d are allowed",
                     b->n_pins, FIRN_MAX_PINS);
@@ -833,7 +888,7 @@ static int validate_body(const ctx *c, const firn_scene_def *def, int i, double 
         return validate_fem_body(c, def, i);
     for (int k = 0; k < 3; k++)
         if (s->cells[k] != 0)
-            return fail(c, join(p, sp, "cells"), "applies only to an FEM body's box");
+            return fail(c, join(p, sp, "cells"), "applies only to an FEM body");
     if (b->n_pins != 0 || b->pin_box)
         return fail(c, join(p, base, "pin"), "only a pbd_cloth body has pins");
     if (s->type == FIRN_SHAPE_CLOTH_RECT)
@@ -1717,7 +1772,7 @@ static int parse_shape(const ctx *c, const cJSON *j, const char *path, firn_shap
 {
     static const char *const box_keys[] = {"type",  "center", "size", "lower",
                                            "upper", "cells",  NULL};
-    static const char *const sphere_keys[] = {"type", "center", "radius", NULL};
+    static const char *const sphere_keys[] = {"type", "center", "radius", "cells", NULL};
     static const char *const cyl_keys[] = {"type", "center", "radius", "height", "axis", NULL};
     static const char *const mesh_keys[] = {"type", "center", "file", "scale", NULL};
     static const char *const *const keys[FIRN_SHAPE_COUNT] = {box_keys, sphere_keys, cyl_keys,
@@ -1739,7 +1794,9 @@ static int parse_shape(const ctx *c, const cJSON *j, const char *path, firn_shap
         get_float(c, j, path, "height", &s->height) || get_string(c, j, path, "axis", 0, &axis) ||
         (axis && pick(c, join(p, path, "axis"), axis, axes, 3, &s->axis)) ||
         get_float(c, j, path, "scale", &s->scale) ||
-        get_array(c, j, path, "cells", 3, NULL, s->cells, -1e9, 1e9) ||
+        (s->type == FIRN_SHAPE_SPHERE
+             ? get_int(c, j, path, "cells", &s->cells[0])
+             : get_array(c, j, path, "cells", 3, NULL, s->cells, -1e9, 1e9)) ||
         (s->type == FIRN_SHAPE_MESH && get_mesh_file(c, j, path, s->file)))
         return -1;
 

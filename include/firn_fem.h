@@ -186,18 +186,18 @@ static inline FIRN_HD float firn_fem_energy(const firn_fem_material *m, firn_mat
     if (m->model == FIRN_FEM_COROTATED) {
         const firn_mat3 R = firn_fem_rotation(F);
         const firn_mat3 S = firn_m3_mul(firn_m3_transpose(R), F);
-        const float tr = S.m[0] + S.m[4] + S.m[8] - 3.0f;
+        const float trs = S.m[0] + S.m[4] + S.m[8] - 3.0f;
         float d2 = 0.0f;
         for (int k = 0; k < 9; k++)
             d2 += (F.m[k] - R.m[k]) * (F.m[k] - R.m[k]);
-        return m->mu * d2 + 0.5f * m->lambda * tr * tr;
+        return m->mu * d2 + 0.5f * m->lambda * trs * trs;
     }
     if (m->model == FIRN_FEM_STABLE_NEOHOOKEAN) {
         /* In H = F - I, so that float keeps the small strains: x = I_C - 3
          * = 2 tr H + |H|^2, J - 1 = tr H + ((tr H)^2 - tr H^2) / 2 + det H;
          * Psi - Psi(I) = mu'/2 (x - log(1 + x / 4)) + lambda'/2 (J - 1)
          * (J - 1 + 2 (1 - alpha)). */
-        const float mu = 4.0f / 3.0f * m->mu, lam = m->lambda + 5.0f / 6.0f * m->mu;
+        const float mu = m->mu * (4.0f / 3.0f), lam = m->lambda + m->mu * (5.0f / 6.0f);
         const float alpha = 1.0f + 0.75f * mu / lam;
         firn_mat3 H = F;
         H.m[0] -= 1.0f, H.m[4] -= 1.0f, H.m[8] -= 1.0f;
