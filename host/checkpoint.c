@@ -203,6 +203,13 @@ uint64_t firn_scene_hash(const firn_scene_def *d)
             if (b->pin_box)
                 MIX(&h, b->pin_lower), MIX(&h, b->pin_upper);
         }
+        if (b->solver == FIRN_SOLVER_KIND_FEM) { /* only FEM bodies, as PBD's */
+            MIX(&h, b->shape.cells), MIX(&h, b->n_pins), MIX(&h, b->pin_box);
+            for (int q = 0; q < b->n_pins && q < FIRN_MAX_PINS; q++)
+                MIX(&h, b->pins[q]);
+            if (b->pin_box)
+                MIX(&h, b->pin_lower), MIX(&h, b->pin_upper);
+        }
     }
     MIX(&h, d->n_rigids);
     for (int k = 0; k < d->n_rigids && k < FIRN_MAX_RIGIDS; k++)
@@ -222,6 +229,8 @@ uint64_t firn_scene_hash(const firn_scene_def *d)
         if (!d->coupling_mpm_pbd) /* only when off: scenes before the pair keep their hashes */
             MIX(&h, d->coupling_mpm_pbd);
     }
+    if (firn_fem_in_scene(d)) /* only with FEM bodies: scenes without them keep their hashes */
+        MIX(&h, d->fem_damping);
     if (d->n_tools > 0) { /* only with tools: scenes without them keep their hashes */
         MIX(&h, d->n_tools), MIX(&h, d->coupling_tool_mpm);
         for (int k = 0; k < d->n_tools && k < FIRN_MAX_TOOLS; k++) {
@@ -538,6 +547,15 @@ static void sync_folder(const char *path)
 
 int firn_world_save(firn_world *w, const char *path, firn_error *err)
 {
+    /* The FEM bodies' vertices (positions, velocities) are not in the
+     * format yet: a resumed run would put them back at their start. */
+    if (w->fem.V.n > 0) {
+        firn_set_error(err, FIRN_E_USAGE,
+                       "%s: a world with FEM bodies cannot be saved yet (their vertices are not "
+                       "in checkpoint version %d); nothing was written",
+                       path, FIRN_CHECKPOINT_VERSION);
+        return -1;
+    }
     if (firn_world_host_state(w, err))
         return -1;
     save_ctx c = {w, path};

@@ -13,6 +13,7 @@
 
 #include "cli.h"
 #include "error.h"
+#include "fem.h"
 #include "frame_writer.h"
 #include "output.h"
 
@@ -31,7 +32,8 @@ static long indexed_name(const char *name, const char *prefix, const char *suffi
     return strtol(d, NULL, 10);
 }
 
-/* A frame file's index (frame_K.ply, frame_K.png, sph_K.ply, pbd_K.ply), else -1. */
+/* A frame file's index (frame_K.ply, frame_K.png, sph_K.ply, pbd_K.ply,
+ * fem_K.ply, fem_K.vtu), else -1. */
 static long frame_file_index(const char *name)
 {
     long k = indexed_name(name, "frame_", ".ply");
@@ -41,6 +43,10 @@ static long frame_file_index(const char *name)
         k = indexed_name(name, "sph_", ".ply");
     if (k < 0)
         k = indexed_name(name, "pbd_", ".ply");
+    if (k < 0)
+        k = indexed_name(name, "fem_", ".ply");
+    if (k < 0)
+        k = indexed_name(name, "fem_", ".vtu");
     return k;
 }
 
@@ -262,12 +268,13 @@ static int submit_frame(firn_frame_writer *fw, firn_world *w, const firn_scene_d
     firn_particles_view view;
     firn_sph_particles_view sph;
     firn_pbd_particles_view pbd;
+    firn_fem_mesh_view fem;
     int files = s->frame % def->out_every == 0 && (def->write_ply || def->write_preview);
     if (files && (firn_world_particles(w, &view, err) || firn_world_sph_particles(w, &sph, err) ||
-                  firn_world_pbd_particles(w, &pbd, err)))
+                  firn_world_pbd_particles(w, &pbd, err) || firn_world_fem_mesh(w, &fem, err)))
         return -1;
     return firn_frame_writer_submit(fw, files ? &view : NULL, files ? &sph : NULL,
-                                    files ? &pbd : NULL, s, err);
+                                    files ? &pbd : NULL, files ? &fem : NULL, s, err);
 }
 
 /* Without --checkpoint-every: a checkpoint after the first frame that ends
@@ -558,6 +565,13 @@ static int write_checkpoint(firn_frame_writer *fw, firn_world *w, const char *di
                             int quiet, int tty, firn_error *err)
 {
     char path[FIRN_PATH_MAX + 64];
+    /* firn_world_save refuses FEM bodies: the run goes on */
+    if (firn_fem_in_scene(firn_world_scene(w))) {
+        if (!quiet)
+            fprintf(stderr, "%sfirn: no checkpoint at frame %d: FEM bodies are not in checkpoints yet\n",
+                    tty ? "\n" : "", frame);
+        return 0;
+    }
     checkpoint_path(path, sizeof path, dir, frame);
     double t0 = firn_now();
     if (firn_frame_writer_flush(fw, err) || firn_world_save(w, path, err))
@@ -706,6 +720,12 @@ static void print_summary(firn_world *w, const firn_scene_def *def, const run_to
                 "phase)\n",
                 100 * pr.pbd_constraints / pr.total, 100 * pr.pbd_particles / pr.total,
                 100 * pr.pbd_integrate / pr.total);
+    if (pr.total > 0.0 && pr.fem_elements > 0.0)
+        fprintf(stderr,
+                "firn: FEM phases: element forces %.1f%%  vertex velocities %.1f%%  positions "
+                "and walls %.1f%%\n",
+                100 * pr.fem_elements / pr.total, 100 * pr.fem_velocity / pr.total,
+                100 * pr.fem_position / pr.total);
     firn_memory m;
     firn_world_memory(w, &m);
     if (m.host_grid > 0.0 && m.host_grid_resident >= 0.0)
@@ -779,9 +799,12 @@ int firn_cli_run(int argc, char **argv)
         if (o.backend == FIRN_BACKEND_AUTO && gpus == 0)
             fprintf(stderr, "firn: no CUDA GPU found; running on the CPU path\n");
         else if (o.backend == FIRN_BACKEND_AUTO && firn_world_backend(w) == FIRN_BACKEND_CPU &&
-                 firn_scene_couples_mpm_pbd(&def))
-            fprintf(stderr, "firn: note: the scene has the MPM-PBD pair, whose coupling runs on "
-                            "the CPU path only; running on the CPU path\n");
+                 (firn_scene_couples_mpm_pbd(&def) || firn_fem_in_scene(&def)))
+            fprintf(stderr,
+                    "firn: note: the scene has %s, which run%s on the CPU path only; "
+                    "running on the CPU path\n",
+                    firn_fem_in_scene(&def) ? "FEM bodies" : "the MPM-PBD pair, whose coupling",
+                    firn_fem_in_scene(&def) ? "" : "s");
         firn_memory m;
         firn_world_memory(w, &m);
         fprintf(stderr, "firn: %s: %lld particles on %s (%.1f MiB, %.0f B/particle) -> %s/\n",

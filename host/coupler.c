@@ -7,7 +7,8 @@
  *                               its side of every rigid surface within reach,
  *                               with the rigid poses before their step
  *   2. pre_coupling per solver - tools: advect their pose; rigid: its
- *                               step; MPM: clear grid, P2G
+ *                               step; MPM: clear grid, P2G; FEM: element
+ *                               forces, vertex velocities
  *                               (with CPIC: not across a rigid surface)
  *   3. couple                 - grid update: velocity + gravity, each
  *                               tool's collision (one-way, its reaction
@@ -16,7 +17,8 @@
  *                               then SPH-rigid and PBD-rigid (two-way)
  *   4. post_coupling per solver - MPM: G2P (with CPIC: the rigid response
  *                               for nodes across a surface, two-way);
- *                               SPH: positions; PBD: velocities, box
+ *                               SPH: positions; PBD: velocities, box;
+ *                               FEM: positions, fixed vertices, walls
  *
  * Pair activation is decided once in firn_coupler_build: a pair is active
  * when both solvers are active and its option is on. A new solver adds its
@@ -32,6 +34,7 @@
 
 #include "coupler.h"
 #include "error.h"
+#include "fem.h"
 #include "rigid.h"
 #include "firn_pbd_coupling.h"
 #include "firn_sph_coupling.h"
@@ -44,7 +47,7 @@
 static const firn_solver *const solvers[FIRN_SOLVER_COUNT] = {
     [FIRN_SOLVER_TOOL] = &firn_tool_solver, [FIRN_SOLVER_RIGID] = &firn_rigid_solver,
     [FIRN_SOLVER_MPM] = &firn_mpm_solver,   [FIRN_SOLVER_SPH] = &firn_sph_solver,
-    [FIRN_SOLVER_PBD] = &firn_pbd_solver,
+    [FIRN_SOLVER_PBD] = &firn_pbd_solver,   [FIRN_SOLVER_FEM] = &firn_fem_solver,
 };
 
 /* A PBD particle and the MPM node whose dx-box holds it. */

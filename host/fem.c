@@ -91,6 +91,7 @@ int firn_fem_build(firn_fem *S, const firn_tet_mesh *meshes, const int *mat, int
     double h_min = INFINITY;
     for (int b = 0; b < nbodies; b++) {
         const firn_tet_mesh *m = &meshes[b];
+        double h_body = INFINITY;
         const int v0 = S->v_first[b], e0 = S->e_first[b];
         for (int i = 0; i < m->nv; i++)
             for (int c = 0; c < 3; c++)
@@ -121,8 +122,10 @@ int firn_fem_build(firn_fem *S, const firn_tet_mesh *meshes, const int *mat, int
             const double dv = firn_tet_mesh_volume(m, e);
             for (int k = 0; k < 4; k++)
                 mass[v0 + t[k]] += rho * dv / 4.0;
-            h_min = fmin(h_min, min_altitude(m->x, t, dv));
+            h_body = fmin(h_body, min_altitude(m->x, t, dv));
         }
+        S->h_body[b] = (float)h_body;
+        h_min = fmin(h_min, h_body);
         const int f0 = S->f_first[b], s0 = S->s_first[b];
         for (int f = 0; f < m->nf; f++) {
             for (int c = 0; c < 3; c++)
@@ -155,4 +158,247 @@ int firn_fem_build(firn_fem *S, const firn_tet_mesh *meshes, const int *mat, int
     memcpy(V->x0, V->x, 3 * n1 * sizeof *V->x);
     S->h_min = (float)h_min;
     return 0;
+}
+
+/* ---- the scene's FEM bodies ------------------------------------------------ */
+
+int firn_fem_in_scene(const firn_scene_def *def)
+{
+    for (int b = 0; b < def->n_bodies; b++)
+        if (def->bodies[b].solver == FIRN_SOLVER_KIND_FEM)
+            return 1;
+    return 0;
+}
+
+/* Lame parameters of E and nu (Genesis's FEM materials). */
+static firn_fem_material fem_material(const firn_material_def *m)
+{
+    firn_fem_material f;
+    f.model = m->model == FIRN_MODEL_FEM_COROTATED           ? FIRN_FEM_COROTATED
+              : m->model == FIRN_MODEL_FEM_STABLE_NEOHOOKEAN ? FIRN_FEM_STABLE_NEOHOOKEAN
+                                                             : FIRN_FEM_LINEAR;
+    const double E = m->E, nu = m->nu;
+    f.mu = (float)(E / (2.0 * (1.0 + nu)));
+    f.lambda = (float)(E * nu / ((1.0 + nu) * (1.0 - 2.0 * nu)));
+    f.rho = m->density;
+    return f;
+}
+
+void firn_fem_mesh_centroid(const firn_tet_mesh *m, double c[3])
+{
+    double vol = 0.0;
+    c[0] = c[1] = c[2] = 0.0;
+    for (int e = 0; e < m->ne; e++) {
+        const double v = firn_tet_mesh_volume(m, e);
+        vol += v;
+        for (int k = 0; k < 4; k++)
+            for (int a = 0; a < 3; a++)
+                c[a] += v / 4.0 * m->x[3 * m->tet[4 * e + k] + a];
+    }
+    for (int a = 0; a < 3; a++)
+        c[a] = vol > 0.0 ? c[a] / vol : 0.0;
+}
+
+/* Body b's tetrahedral mesh (its shape, checked by the scene's validation):
+ * a box of its cells, a ball of cells[0] cells across, or a mesh file with
+ * its centroid moved to the shape's center. */
+static int body_mesh(const firn_scene_def *def, int b, firn_tet_mesh *m, firn_error *err)
+{
+    const firn_shape_def *s = &def->bodies[b].shape;
+    double lo[3], hi[3], c[3];
+    firn_error e;
+    for (int k = 0; k < 3; k++) {
+        c[k] = s->center[k];
+        lo[k] = c[k] - 0.5 * s->size[k], hi[k] = c[k] + 0.5 * s->size[k];
+    }
+    int rc = -1;
+    if (s->type == FIRN_SHAPE_BOX)
+        rc = firn_tet_mesh_box(lo, hi, s->cells, m, &e);
+    else if (s->type == FIRN_SHAPE_SPHERE)
+        rc = firn_tet_mesh_sphere(c, s->radius, s->cells[0], m, &e);
+    else if (s->type == FIRN_SHAPE_MESH)
+        rc = firn_tet_mesh_load(s->file, s->scale, m, &e);
+    else
+        firn_set_error(&e, FIRN_E_SCENE, "an FEM body is a box, a sphere or a mesh");
+    if (rc) {
+        firn_set_error(err, e.code, "bodies[%d].shape: %s", b, e.msg);
+        return -1;
+    }
+    if (s->type == FIRN_SHAPE_MESH) {
+        double cen[3];
+        firn_fem_mesh_centroid(m, cen);
+        for (int v = 0; v < m->nv; v++)
+            for (int k = 0; k < 3; k++)
+                m->x[3 * v + k] += c[k] - cen[k];
+    }
+    return 0;
+}
+
+int firn_fem_init(firn_fem *S, const firn_scene_def *def, firn_error *err)
+{
+    firn_fem_free(S);
+    memset(S->mats, 0, sizeof S->mats);
+    int nb = 0, scene_body[FIRN_FEM_MAX_BODIES], mat[FIRN_FEM_MAX_BODIES];
+    for (int b = 0; b < def->n_bodies && nb < FIRN_FEM_MAX_BODIES; b++)
+        if (def->bodies[b].solver == FIRN_SOLVER_KIND_FEM) {
+            scene_body[nb] = b;
+            mat[nb++] = def->bodies[b].material;
+        }
+    if (nb == 0)
+        return 0;
+    for (int k = 0; k < def->n_materials; k++)
+        S->mats[k] = fem_material(&def->materials[k]);
+    firn_tet_mesh *meshes = calloc((size_t)nb, sizeof *meshes);
+    if (!meshes) {
+        firn_set_error(err, FIRN_E_NOMEM, "FEM: out of memory for the meshes");
+        return -1;
+    }
+    int rc = 0;
+    for (int k = 0; k < nb && rc == 0; k++)
+        rc = body_mesh(def, scene_body[k], &meshes[k], err);
+    if (rc == 0)
+        rc = firn_fem_build(S, meshes, mat, nb, err);
+    for (int k = 0; k < nb; k++)
+        firn_tet_mesh_free(&meshes[k]);
+    free(meshes);
+    if (rc)
+        return -1;
+    firn_fem_vertices *V = &S->V;
+    for (int k = 0; k < nb; k++) {
+        const firn_body_def *bd = &def->bodies[scene_body[k]];
+        S->scene_body[k] = scene_body[k];
+        S->body_mat[k] = mat[k];
+        const int v0 = S->v_first[k], v1 = S->v_first[k + 1];
+        for (int i = v0; i < v1; i++)
+            for (int c = 0; c < 3; c++)
+                V->v[c * V->n + i] = bd->velocity[c];
+        for (int q = 0; q < bd->n_pins; q++) /* validated: in [0, v1 - v0) */
+            V->fixed[v0 + bd->pins[q]] = 1;
+        for (int i = v0; bd->pin_box && i < v1; i++) {
+            int in = 1;
+            for (int c = 0; c < 3; c++) {
+                const float x = V->x[c * V->n + i];
+                in &= x >= bd->pin_lower[c] && x <= bd->pin_upper[c];
+            }
+            V->fixed[i] |= (uint8_t)in;
+        }
+    }
+    S->fixed = 0;
+    for (int i = 0; i < V->n; i++) {
+        S->fixed += V->fixed[i];
+        if (V->fixed[i])
+            for (int c = 0; c < 3; c++)
+                V->v[c * V->n + i] = 0.0f;
+    }
+    firn_fem_params *P = &S->P;
+    memset(P, 0, sizeof *P);
+    P->damping = def->fem_damping;
+    for (int c = 0; c < 3; c++) {
+        P->gravity[c] = def->gravity[c];
+        P->lower[c] = def->lower[c];
+        P->upper[c] = def->upper[c];
+    }
+    for (int f = 0; f < 6; f++) {
+        P->wall_type[f] = def->walls[f].type == FIRN_WALL_STICKY ? FIRN_W_STICKY
+                          : def->walls[f].type == FIRN_WALL_SLIP ? FIRN_W_SLIP
+                                                                 : FIRN_W_SEPARATE;
+        P->wall_friction[f] = def->walls[f].friction;
+    }
+    return 0;
+}
+
+float firn_fem_cfl_dt(const firn_fem *S, float cfl, float v_gravity, float *c_out, float *v_out,
+                      int *body)
+{
+    const firn_fem_vertices *V = &S->V;
+    float v2 = 0.0f, dt = INFINITY;
+    for (int i = 0; i < V->n; i++) {
+        const firn_vec3 v = firn_load3(V->v, V->n, i);
+        v2 = fmaxf(v2, firn_dot(v, v));
+    }
+    const float vmax = sqrtf(v2);
+    if (c_out)
+        *c_out = 0.0f;
+    if (v_out)
+        *v_out = vmax;
+    if (body)
+        *body = -1;
+    for (int b = 0; b < S->bodies; b++) {
+        const float c = firn_fem_wave_speed(&S->mats[S->body_mat[b]]);
+        const float d = cfl * S->h_body[b] / (c + vmax + v_gravity);
+        if (!(d >= dt)) { /* NaN too: it names the body */
+            dt = d;
+            if (c_out)
+                *c_out = c;
+            if (body)
+                *body = S->scene_body[b];
+        }
+    }
+    return dt;
+}
+
+void firn_fem_element_measures(const firn_fem *S, int e, float stress[6], float strain[6],
+                               float *von_mises)
+{
+    static const int ij[6][2] = {{0, 0}, {1, 1}, {2, 2}, {0, 1}, {1, 2}, {0, 2}};
+    const firn_mat3 F = firn_fem_F(&S->E, S->V.x, S->V.n, e);
+    const firn_mat3 P = firn_fem_stress(&S->mats[S->E.mat[e]], F);
+    const float J = firn_m3_det(F);
+    /* sigma = P F^T / J; E = (F^T F - I) / 2 */
+    const firn_mat3 sig = firn_m3_mul_bt(P, F);
+    const firn_mat3 C = firn_m3_mul(firn_m3_transpose(F), F);
+    for (int k = 0; k < 6; k++) {
+        const int r = ij[k][0], c = ij[k][1];
+        stress[k] = sig.m[3 * r + c] / J;
+        strain[k] = 0.5f * (C.m[3 * r + c] - (r == c ? 1.0f : 0.0f));
+    }
+    const float p = (stress[0] + stress[1] + stress[2]) / 3.0f;
+    float s2 = 0.0f;
+    for (int k = 0; k < 3; k++)
+        s2 += (stress[k] - p) * (stress[k] - p) + 2.0f * stress[k + 3] * stress[k + 3];
+    *von_mises = sqrtf(1.5f * s2);
+}
+
+void firn_fem_stats(const firn_fem *S, firn_fem_frame_stats *st)
+{
+    const firn_fem_vertices *V = &S->V;
+    const int n = V->n;
+    memset(st, 0, sizeof *st);
+    st->vertices = n;
+    st->elements = S->E.n;
+    st->fixed = S->fixed;
+    st->surface_triangles = S->nf;
+    for (int a = 0; a < 3; a++)
+        st->bbox_lower[a] = INFINITY, st->bbox_upper[a] = -INFINITY;
+    for (int i = 0; i < n; i++) {
+        const double m = V->mass[i];
+        double v2 = 0.0;
+        for (int a = 0; a < 3; a++) {
+            const double x = V->x[a * n + i], v = V->v[a * n + i];
+            st->momentum[a] += m * v;
+            st->center_of_mass[a] += m * x;
+            v2 += v * v;
+            st->bbox_lower[a] = fminf(st->bbox_lower[a], (float)x);
+            st->bbox_upper[a] = fmaxf(st->bbox_upper[a], (float)x);
+        }
+        st->kinetic_energy += 0.5 * m * v2;
+        st->mass += m;
+    }
+    for (int a = 0; a < 3; a++)
+        st->center_of_mass[a] = st->mass > 0.0 ? st->center_of_mass[a] / st->mass : 0.0;
+    for (int e = 0; e < S->E.n; e++) {
+        const firn_mat3 F = firn_fem_F(&S->E, V->x, n, e);
+        st->elastic_energy += (double)S->E.vol[e] * firn_fem_energy(&S->mats[S->E.mat[e]], F);
+        float sig[6], eps[6], vm;
+        firn_fem_element_measures(S, e, sig, eps, &vm);
+        if (!(vm <= st->max_von_mises)) /* NaN shows */
+            st->max_von_mises = vm;
+    }
+}
+
+size_t firn_fem_host_bytes(const firn_fem *S)
+{
+    const size_t nv = (size_t)S->V.n, ne = (size_t)S->E.n;
+    return nv * (4 * 3 * 4 + 4 + 4 + 1) + 4 * ne * 4 /* adjacency */ +
+           ne * (4 * 4 + 9 * 4 + 4 + 1 + 12 * 4) + (size_t)S->nf * 4 * 4 + (size_t)S->ns * 4;
 }

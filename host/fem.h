@@ -1,12 +1,15 @@
 /* fem.h - the FEM solver on the host (host/fem.c: its bodies' vertices and
  * elements built from checked tetrahedral meshes, rest data, lumped masses,
- * adjacency and surfaces). Its state is a structure of arrays
- * (include/firn_fem.h). Physics: docs/PHYSICS.md, FEM section. */
+ * adjacency and surfaces; the scene's FEM bodies, their CFL limit and
+ * statistics; host/fem_cpu.c: the CPU path's phases). Its state is a
+ * structure of arrays (include/firn_fem.h). Physics: docs/PHYSICS.md, FEM
+ * section. */
 #ifndef FIRN_FEM_HOST_H
 #define FIRN_FEM_HOST_H
 
 #include "firn.h"
 #include "firn_fem.h"
+#include "solver.h"
 #include "tet_mesh.h"
 
 #ifdef __cplusplus
@@ -27,10 +30,16 @@ typedef struct {
     int v_first[FIRN_FEM_MAX_BODIES + 1], e_first[FIRN_FEM_MAX_BODIES + 1];
     int f_first[FIRN_FEM_MAX_BODIES + 1], s_first[FIRN_FEM_MAX_BODIES + 1];
     int nf, ns;
-    int *face;     /* 3 nf surface triangles, vertex indices of V, outward */
-    int *face_tet; /* nf: the element of E each belongs to */
-    int *surf;     /* ns surface vertices, ascending within each body */
-    float h_min;   /* shortest tet altitude at rest, over all elements [m] */
+    int *face;                         /* 3 nf surface triangles, vertex indices of V, outward */
+    int *face_tet;                     /* nf: the element of E each belongs to */
+    int *surf;                         /* ns surface vertices, ascending within each body */
+    float h_min;                       /* shortest tet altitude at rest, over all elements [m] */
+    float h_body[FIRN_FEM_MAX_BODIES]; /* the same per body [m] */
+    /* Set by firn_fem_init (a scene's bodies); firn_fem_build leaves them. */
+    firn_fem_params P;                   /* dt updated per substep */
+    int scene_body[FIRN_FEM_MAX_BODIES]; /* body b's index in the scene's bodies */
+    int body_mat[FIRN_FEM_MAX_BODIES];   /* body b's material index */
+    long long fixed;                     /* fixed vertices */
 } firn_fem;
 
 /* Builds S's vertices, elements and surfaces from nbodies checked meshes,
@@ -44,6 +53,37 @@ typedef struct {
 int firn_fem_build(firn_fem *S, const firn_tet_mesh *meshes, const int *mat, int nbodies,
                    firn_error *err);
 void firn_fem_free(firn_fem *S);
+
+/* The centroid of m's solid (its tets' centroids weighted by volume) [m]:
+ * an FEM mesh file's body is placed with it at the shape's center. */
+void firn_fem_mesh_centroid(const firn_tet_mesh *m, double c[3]);
+/* Whether the scene has FEM bodies. */
+int firn_fem_in_scene(const firn_scene_def *def);
+/* The FEM bodies of def (the world's: its domain's upper faces rounded to
+ * the grid): materials, meshes (a box: firn_tet_mesh_box of its cells),
+ * initial velocities, fixed vertices (by index in the body's vertex order
+ * and/or inside the box at rest), the walls and fem.damping. S->V.n = 0
+ * when there are none. Errors: FIRN_E_SCENE naming bodies[i], FIRN_E_NOMEM. */
+int firn_fem_init(firn_fem *S, const firn_scene_def *def, firn_error *err);
+/* The largest substep the FEM bodies allow [s]: cfl times the shortest
+ * element altitude over the fastest signal in its body, the P-wave speed
+ * (firn_fem_wave_speed) plus the vertices' largest speed and v_gravity.
+ * INFINITY without bodies. *c gets the P-wave speed, *v_max the vertex
+ * speed and *body the scene index of the limiting body (may be NULL). */
+float firn_fem_cfl_dt(const firn_fem *S, float cfl, float v_gravity, float *c, float *v_max,
+                      int *body);
+/* Element e's Cauchy stress and Green strain (6 components, xx yy zz xy yz
+ * xz) and von Mises stress at the current positions. */
+void firn_fem_element_measures(const firn_fem *S, int e, float stress[6], float strain[6],
+                               float *von_mises);
+/* Statistics in double, in vertex and element order. */
+void firn_fem_stats(const firn_fem *S, firn_fem_frame_stats *st);
+/* Host memory of the solver's state [bytes]. */
+size_t firn_fem_host_bytes(const firn_fem *S);
+
+/* The solver's phases (host/fem_cpu.c): pre_coupling computes the element
+ * forces and the vertices' velocities, post_coupling their positions. */
+extern const firn_solver firn_fem_solver;
 
 #ifdef __cplusplus
 }

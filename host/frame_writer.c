@@ -37,6 +37,9 @@ struct firn_frame_writer {
     uint8_t *pmat;
     int *ptri;
     firn_pbd_particles_view pbd; /* n = 0: none */
+    void *fem_block;             /* the FEM mesh's copy, one allocation */
+    size_t fem_bytes;
+    firn_fem_mesh_view fem; /* n = 0: none */
 };
 
 static int write_one(struct firn_frame_writer *fw, firn_error *err)
@@ -59,9 +62,17 @@ static int write_one(struct firn_frame_writer *fw, firn_error *err)
         if (firn_write_pbd_ply(path, &fw->pbd, err))
             return -1;
     }
+    if (fw->with_particles && def->write_ply && fw->fem.n > 0) {
+        snprintf(path, sizeof path, "%s/fem_%05d.ply", fw->out, s->frame);
+        if (firn_write_fem_ply(path, &fw->fem, err))
+            return -1;
+        snprintf(path, sizeof path, "%s/fem_%05d.vtu", fw->out, s->frame);
+        if (firn_write_fem_vtu(path, &fw->fem, err))
+            return -1;
+    }
     if (fw->with_particles && def->write_preview) {
         snprintf(path, sizeof path, "%s/frame_%05d.png", fw->out, s->frame);
-        if (firn_write_preview_png_pbd(path, def, &fw->view, &fw->sph, &fw->pbd, s, err))
+        if (firn_write_preview_png_fem(path, def, &fw->view, &fw->sph, &fw->pbd, &fw->fem, s, err))
             return -1;
     }
     /* Last: a statistics line stands for a frame whose files are written. */
@@ -192,6 +203,48 @@ static int copy_pbd(struct firn_frame_writer *fw, const firn_pbd_particles_view 
     return 0;
 }
 
+/* The FEM mesh's copy (view n = 0: none), its arrays in one block. */
+static int copy_fem(struct firn_frame_writer *fw, const firn_fem_mesh_view *m, int frame,
+                    firn_error *err)
+{
+    memset(&fw->fem, 0, sizeof fw->fem);
+    if (!m || m->n <= 0)
+        return 0;
+    const size_t n = (size_t)m->n, ne = (size_t)m->elements, nt = (size_t)m->triangles;
+    const size_t bytes =
+        6 * n * sizeof(float) + 13 * ne * sizeof(float) + (4 * ne + 3 * nt) * sizeof(int) + n + ne;
+    if (bytes > fw->fem_bytes) {
+        free(fw->fem_block);
+        fw->fem_block = malloc(bytes);
+        fw->fem_bytes = fw->fem_block ? bytes : 0;
+        if (!fw->fem_block) {
+            firn_set_error(err, FIRN_E_NOMEM,
+                           "out of host memory for a copy of frame %d (%lld FEM vertices, %lld "
+                           "elements)",
+                           frame, m->n, m->elements);
+            return -1;
+        }
+    }
+    /* floats first, then ints, then bytes: each part stays aligned */
+    float *f = fw->fem_block;
+    float *x = f, *v = x + 3 * n, *stress = v + 3 * n, *strain = stress + 6 * ne,
+          *vm = strain + 6 * ne;
+    int *tet = (int *)(vm + ne), *tri = tet + 4 * ne;
+    uint8_t *fixed = (uint8_t *)(tri + 3 * nt), *mat = fixed + n;
+    memcpy(x, m->x, 3 * n * sizeof(float));
+    memcpy(v, m->v, 3 * n * sizeof(float));
+    memcpy(stress, m->stress, 6 * ne * sizeof(float));
+    memcpy(strain, m->strain, 6 * ne * sizeof(float));
+    memcpy(vm, m->von_mises, ne * sizeof(float));
+    memcpy(tet, m->tet, 4 * ne * sizeof(int));
+    memcpy(tri, m->tri, 3 * nt * sizeof(int));
+    memcpy(fixed, m->fixed, n);
+    memcpy(mat, m->mat, ne);
+    fw->fem = (firn_fem_mesh_view){m->n, x,      v,      fixed, m->elements,  tet,
+                                   mat,  stress, strain, vm,    m->triangles, tri};
+    return 0;
+}
+
 firn_frame_writer *firn_frame_writer_start(const firn_scene_def *def, const char *out,
                                            firn_error *err)
 {
@@ -234,12 +287,14 @@ static int wait_idle(struct firn_frame_writer *fw, firn_error *err)
 
 int firn_frame_writer_submit(firn_frame_writer *fw, const firn_particles_view *view,
                              const firn_sph_particles_view *sph, const firn_pbd_particles_view *pbd,
-                             const firn_frame_stats *s, firn_error *err)
+                             const firn_fem_mesh_view *fem, const firn_frame_stats *s,
+                             firn_error *err)
 {
     if (wait_idle(fw, err))
         return -1;
     if (copy_sph(fw, view ? sph : NULL, s->frame, err) ||
-        copy_pbd(fw, view ? pbd : NULL, s->frame, err))
+        copy_pbd(fw, view ? pbd : NULL, s->frame, err) ||
+        copy_fem(fw, view ? fem : NULL, s->frame, err))
         return -1;
     fw->stats = *s;
     fw->with_particles = view != NULL;
@@ -304,6 +359,7 @@ int firn_frame_writer_finish(firn_frame_writer *fw, double *busy, double *waited
     free_copy(fw);
     free_sph_copy(fw);
     free_pbd_copy(fw);
+    free(fw->fem_block);
     free(fw);
     return rc;
 }

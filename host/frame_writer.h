@@ -10,8 +10,10 @@
 
 typedef struct firn_frame_writer firn_frame_writer;
 
-/* Frames go to out (stats.jsonl, frame_NNNNN.ply / .png as def says, and
- * the SPH particles, when there are any, to sph_NNNNN.ply). */
+/* Frames go to out (stats.jsonl, frame_NNNNN.ply / .png as def says, the
+ * SPH particles, when there are any, to sph_NNNNN.ply, the PBD particles to
+ * pbd_NNNNN.ply, the FEM bodies' surface to fem_NNNNN.ply and their volume
+ * mesh to fem_NNNNN.vtu). */
 firn_frame_writer *firn_frame_writer_start(const firn_scene_def *def, const char *out,
                                            firn_error *err);
 
@@ -19,11 +21,12 @@ firn_frame_writer *firn_frame_writer_start(const firn_scene_def *def, const char
  * statistics line, and when view is not NULL its PLY / PNG (as def says)
  * from the particles of view, copied before returning. Returns -1 with err
  * filled when the previous frame failed or the copy cannot be allocated;
- * the frame is then not taken. sph and pbd (may be NULL) are copied with
- * view. */
+ * the frame is then not taken. sph, pbd and fem (may be NULL) are copied
+ * with view. */
 int firn_frame_writer_submit(firn_frame_writer *fw, const firn_particles_view *view,
                              const firn_sph_particles_view *sph, const firn_pbd_particles_view *pbd,
-                             const firn_frame_stats *s, firn_error *err);
+                             const firn_fem_mesh_view *fem, const firn_frame_stats *s,
+                             firn_error *err);
 
 /* Waits until the frame handed over last is written (its files and its
  * statistics line on disk). Returns -1 with err filled when it failed. */

@@ -259,24 +259,38 @@ int firn_write_sph_ply(const char *path, const firn_sph_particles_view *p, firn_
     return firn_write_atomic(path, emit_sph_ply, (void *)p, err);
 }
 
-/* PBD: vertices x y z vx vy vz pinned material (26 bytes), then faces: a
- * count byte 3 and three int32 indices (13 bytes). */
-static unsigned char *pack_pbd(unsigned char *d, const void *ctx, long long i)
+/* A triangle mesh over vertices, as the PBD cloth and the FEM surface
+ * write it: vertices x y z vx vy vz, a flag byte (pinned, fixed) and a
+ * material byte (26 bytes), then faces: a count byte 3 and three int32
+ * indices (13 bytes). */
+typedef struct {
+    long long n;
+    const float *x, *v;
+    const float *w;      /* PBD: inverse mass, flag = (w == 0); or NULL */
+    const uint8_t *flag; /* FEM: the fixed flag; or NULL */
+    const uint8_t *mat;  /* may be NULL: 0 */
+    long long triangles;
+    const int *tri;
+    const char *comment; /* what the file holds */
+    const char *flag_name;
+} mesh_ply;
+
+static unsigned char *pack_mesh_vertex(unsigned char *d, const void *ctx, long long i)
 {
-    const firn_pbd_particles_view *p = ctx;
+    const mesh_ply *p = ctx;
     const long long n = p->n;
     for (int c = 0; c < 3; c++)
         d = put_f32le(d, p->x[c * n + i]);
     for (int c = 0; c < 3; c++)
         d = put_f32le(d, p->v[c * n + i]);
-    *d++ = p->w[i] == 0.0f;
-    *d++ = p->mat[i];
+    *d++ = p->w ? p->w[i] == 0.0f : p->flag[i] != 0;
+    *d++ = p->mat ? p->mat[i] : 0;
     return d;
 }
 
 static unsigned char *pack_face(unsigned char *d, const void *ctx, long long t)
 {
-    const firn_pbd_particles_view *p = ctx;
+    const mesh_ply *p = ctx;
     *d++ = 3;
     for (int k = 0; k < 3; k++) {
         uint32_t u = (uint32_t)p->tri[3 * t + k];
@@ -289,25 +303,39 @@ static unsigned char *pack_face(unsigned char *d, const void *ctx, long long t)
     return d;
 }
 
-static int emit_pbd_ply(FILE *f, void *ctx)
+static int emit_mesh_ply(FILE *f, void *ctx)
 {
-    const firn_pbd_particles_view *p = ctx;
+    const mesh_ply *p = ctx;
     if (fprintf(f,
                 "ply\n"
                 "format binary_little_endian 1.0\n"
-                "comment firn " FIRN_VERSION " PBD particles and cloth triangles\n"
+                "comment firn " FIRN_VERSION " %s\n"
                 "element vertex %lld\n"
                 "property float x\nproperty float y\nproperty float z\n"
                 "property float vx\nproperty float vy\nproperty float vz\n"
-                "property uchar pinned\n"
+                "property uchar %s\n"
                 "property uchar material\n"
                 "element face %lld\n"
                 "property list uchar int vertex_indices\n"
                 "end_header\n",
-                p->n, p->triangles) < 0)
+                p->comment, p->n, p->flag_name, p->triangles) < 0)
         return -1;
-    return write_records(f, p->n, pack_pbd, p) || write_records(f, p->triangles, pack_face, p) ? -1
-                                                                                               : 0;
+    return write_records(f, p->n, pack_mesh_vertex, p) ||
+                   write_records(f, p->triangles, pack_face, p)
+               ? -1
+               : 0;
+}
+
+/* Checks the triangles' indices, then writes the mesh. */
+static int write_mesh_ply(const char *path, const mesh_ply *m, firn_error *err)
+{
+    for (long long k = 0; k < 3 * m->triangles; k++)
+        if (m->tri[k] < 0 || m->tri[k] >= m->n) {
+            firn_set_error(err, FIRN_E_IO, "cannot write '%s': triangle %lld has vertex %d of %lld",
+                           path, k / 3, m->tri[k], m->n);
+            return FIRN_E_IO;
+        }
+    return firn_write_atomic(path, emit_mesh_ply, (void *)m, err);
 }
 
 int firn_write_pbd_ply(const char *path, const firn_pbd_particles_view *p, firn_error *err)
@@ -317,13 +345,125 @@ int firn_write_pbd_ply(const char *path, const firn_pbd_particles_view *p, firn_
         firn_set_error(err, FIRN_E_IO, "cannot write '%s': invalid PBD particle view", path);
         return FIRN_E_IO;
     }
-    for (long long k = 0; k < 3 * p->triangles; k++)
-        if (p->tri[k] < 0 || p->tri[k] >= p->n) {
-            firn_set_error(err, FIRN_E_IO, "cannot write '%s': triangle %lld has vertex %d of %lld",
-                           path, k / 3, p->tri[k], p->n);
+    const mesh_ply m = {p->n,         p->x,   p->v,
+                        p->w,         NULL,   p->mat,
+                        p->triangles, p->tri, "PBD particles and cloth triangles",
+                        "pinned"};
+    return write_mesh_ply(path, &m, err);
+}
+
+int firn_write_fem_ply(const char *path, const firn_fem_mesh_view *p, firn_error *err)
+{
+    if (p->n < 0 || p->triangles < 0 || (p->n > 0 && (!p->x || !p->v || !p->fixed)) ||
+        (p->triangles > 0 && !p->tri)) {
+        firn_set_error(err, FIRN_E_IO, "cannot write '%s': invalid FEM mesh view", path);
+        return FIRN_E_IO;
+    }
+    const mesh_ply m = {p->n,         p->x,     p->v,
+                        NULL,         p->fixed, NULL,
+                        p->triangles, p->tri,   "FEM vertices and surface triangles",
+                        "fixed"};
+    return write_mesh_ply(path, &m, err);
+}
+
+/* ---- VTK unstructured grid (.vtu) ------------------------------------------ */
+
+/* ASCII VTK XML: every reader takes it, and a frame of the meshes firn's
+ * CPU path runs (1e5 elements) is a few tens of MB at most. Floats with 9
+ * significant digits round-trip. */
+static int put_floats(FILE *f, const float *a, long long n, int per_line)
+{
+    for (long long k = 0; k < n; k++)
+        if (fprintf(f, "%.9g%c", a[k], (k + 1) % per_line == 0 || k + 1 == n ? '\n' : ' ') < 0)
+            return -1;
+    return 0;
+}
+
+static int emit_vtu(FILE *f, void *ctx)
+{
+    const firn_fem_mesh_view *m = ctx;
+    const long long n = m->n, ne = m->elements;
+    if (fprintf(f,
+                "<?xml version=\"1.0\"?>\n"
+                "<!-- firn " FIRN_VERSION " FEM volume mesh -->\n"
+                "<VTKFile type=\"UnstructuredGrid\" version=\"0.1\" byte_order=\"LittleEndian\">\n"
+                "<UnstructuredGrid>\n"
+                "<Piece NumberOfPoints=\"%lld\" NumberOfCells=\"%lld\">\n"
+                "<Points>\n"
+                "<DataArray type=\"Float32\" NumberOfComponents=\"3\" format=\"ascii\">\n",
+                n, ne) < 0)
+        return -1;
+    for (long long i = 0; i < n; i++)
+        if (fprintf(f, "%.9g %.9g %.9g\n", m->x[i], m->x[n + i], m->x[2 * n + i]) < 0)
+            return -1;
+    if (fprintf(f, "</DataArray>\n</Points>\n<Cells>\n"
+                   "<DataArray type=\"Int32\" Name=\"connectivity\" format=\"ascii\">\n") < 0)
+        return -1;
+    for (long long e = 0; e < ne; e++)
+        if (fprintf(f, "%d %d %d %d\n", m->tet[4 * e], m->tet[4 * e + 1], m->tet[4 * e + 2],
+                    m->tet[4 * e + 3]) < 0)
+            return -1;
+    if (fprintf(f, "</DataArray>\n<DataArray type=\"Int64\" Name=\"offsets\" format=\"ascii\">\n") <
+        0)
+        return -1;
+    for (long long e = 0; e < ne; e++)
+        if (fprintf(f, "%lld%c", 4 * (e + 1), (e + 1) % 16 == 0 || e + 1 == ne ? '\n' : ' ') < 0)
+            return -1;
+    if (fprintf(f, "</DataArray>\n<DataArray type=\"UInt8\" Name=\"types\" format=\"ascii\">\n") <
+        0)
+        return -1;
+    for (long long e = 0; e < ne; e++) /* 10: VTK_TETRA */
+        if (fputs((e + 1) % 32 == 0 || e + 1 == ne ? "10\n" : "10 ", f) < 0)
+            return -1;
+    if (fprintf(f, "</DataArray>\n</Cells>\n<PointData Vectors=\"velocity\">\n"
+                   "<DataArray type=\"Float32\" Name=\"velocity\" NumberOfComponents=\"3\" "
+                   "format=\"ascii\">\n") < 0)
+        return -1;
+    for (long long i = 0; i < n; i++)
+        if (fprintf(f, "%.9g %.9g %.9g\n", m->v[i], m->v[n + i], m->v[2 * n + i]) < 0)
+            return -1;
+    if (fprintf(f, "</DataArray>\n<DataArray type=\"UInt8\" Name=\"fixed\" format=\"ascii\">\n") <
+        0)
+        return -1;
+    for (long long i = 0; i < n; i++)
+        if (fprintf(f, "%d%c", m->fixed[i], (i + 1) % 32 == 0 || i + 1 == n ? '\n' : ' ') < 0)
+            return -1;
+    if (fprintf(f,
+                "</DataArray>\n</PointData>\n<CellData Tensors=\"stress\" Scalars=\"von_mises\">\n"
+                "<DataArray type=\"Float32\" Name=\"stress\" NumberOfComponents=\"6\" "
+                "format=\"ascii\">\n") < 0 ||
+        put_floats(f, m->stress, 6 * ne, 6) ||
+        fprintf(f, "</DataArray>\n<DataArray type=\"Float32\" Name=\"green_strain\" "
+                   "NumberOfComponents=\"6\" format=\"ascii\">\n") < 0 ||
+        put_floats(f, m->strain, 6 * ne, 6) ||
+        fprintf(f, "</DataArray>\n<DataArray type=\"Float32\" Name=\"von_mises\" "
+                   "format=\"ascii\">\n") < 0 ||
+        put_floats(f, m->von_mises, ne, 8) ||
+        fprintf(f, "</DataArray>\n<DataArray type=\"UInt8\" Name=\"material\" "
+                   "format=\"ascii\">\n") < 0)
+        return -1;
+    for (long long e = 0; e < ne; e++)
+        if (fprintf(f, "%d%c", m->mat[e], (e + 1) % 32 == 0 || e + 1 == ne ? '\n' : ' ') < 0)
+            return -1;
+    return fprintf(f, "</DataArray>\n</CellData>\n</Piece>\n</UnstructuredGrid>\n</VTKFile>\n") < 0
+               ? -1
+               : 0;
+}
+
+int firn_write_fem_vtu(const char *path, const firn_fem_mesh_view *m, firn_error *err)
+{
+    if (m->n < 0 || m->elements < 0 || (m->n > 0 && (!m->x || !m->v || !m->fixed)) ||
+        (m->elements > 0 && (!m->tet || !m->mat || !m->stress || !m->strain || !m->von_mises))) {
+        firn_set_error(err, FIRN_E_IO, "cannot write '%s': invalid FEM mesh view", path);
+        return FIRN_E_IO;
+    }
+    for (long long k = 0; k < 4 * m->elements; k++)
+        if (m->tet[k] < 0 || m->tet[k] >= m->n) {
+            firn_set_error(err, FIRN_E_IO, "cannot write '%s': element %lld has vertex %d of %lld",
+                           path, k / 4, m->tet[k], m->n);
             return FIRN_E_IO;
         }
-    return firn_write_atomic(path, emit_pbd_ply, (void *)p, err);
+    return firn_write_atomic(path, emit_vtu, (void *)m, err);
 }
 
 int firn_write_ply(const char *path, const firn_particles_view *p, firn_error *err)
@@ -345,10 +485,11 @@ int firn_write_ply(const char *path, const firn_particles_view *p, firn_error *e
 #define PNG_MAX_HEIGHT 2048
 
 /* MPM materials take palette[mat & 7], the SPH liquid palette[SPH_COLOR]
- * (azure), the PBD particles palette[PBD_COLOR] (magenta). */
-static const unsigned char palette[10][3] = {
-    {31, 119, 180}, {255, 127, 14},  {44, 160, 44},  {214, 39, 40}, {148, 103, 189},
-    {140, 86, 75},  {227, 119, 194}, {23, 190, 207}, {0, 175, 255}, {200, 0, 160},
+ * (azure), the PBD particles palette[PBD_COLOR] (magenta), the FEM surface
+ * vertices palette[FEM_COLOR] (olive). */
+static const unsigned char palette[11][3] = {
+    {31, 119, 180},  {255, 127, 14}, {44, 160, 44}, {214, 39, 40}, {148, 103, 189}, {140, 86, 75},
+    {227, 119, 194}, {23, 190, 207}, {0, 175, 255}, {200, 0, 160}, {150, 150, 0},
 };
 static const unsigned char bg_color[3] = {236, 236, 232};   /* outside the domain */
 static const unsigned char fill_color[3] = {252, 252, 250}; /* inside the domain */
@@ -412,6 +553,7 @@ static void plot(image *im, const panel *pn, float fx, float fy, float t, int ma
  * material (MPM materials take palette[mat & 7]). */
 #define SPH_COLOR 8
 #define PBD_COLOR 9
+#define FEM_COLOR 10
 
 static void render(image *im, const panel *front, const panel *top, const firn_scene_def *def,
                    long long n, const float *X, const uint8_t *mat, int color, float scale)
@@ -592,6 +734,36 @@ int firn_write_preview_png_pbd(const char *path, const firn_scene_def *def,
                                const firn_pbd_particles_view *pbd, const firn_frame_stats *stats,
                                firn_error *err)
 {
+    return firn_write_preview_png_fem(path, def, p, sph, pbd, NULL, stats, err);
+}
+
+/* The FEM bodies: their vertices (interior ones are mostly hidden by the
+ * depth test) and each surface triangle's centre, so that a coarse mesh
+ * still reads as a surface. Without memory for the centres, the vertices
+ * alone. */
+static void render_fem(image *im, const panel *front, const panel *top, const firn_scene_def *def,
+                       const firn_fem_mesh_view *m, float scale)
+{
+    const long long nt = m->triangles;
+    float *c = nt > 0 ? malloc(3 * (size_t)nt * sizeof *c) : NULL;
+    if (c) {
+        for (long long t = 0; t < nt; t++)
+            for (int a = 0; a < 3; a++) {
+                const int *v = m->tri + 3 * t;
+                c[a * nt + t] =
+                    (m->x[a * m->n + v[0]] + m->x[a * m->n + v[1]] + m->x[a * m->n + v[2]]) / 3.0f;
+            }
+        render(im, front, top, def, nt, c, NULL, FEM_COLOR, scale);
+        free(c);
+    }
+    render(im, front, top, def, m->n, m->x, NULL, FEM_COLOR, scale);
+}
+
+int firn_write_preview_png_fem(const char *path, const firn_scene_def *def,
+                               const firn_particles_view *p, const firn_sph_particles_view *sph,
+                               const firn_pbd_particles_view *pbd, const firn_fem_mesh_view *fem,
+                               const firn_frame_stats *stats, firn_error *err)
+{
     float ex = def->upper[0] - def->lower[0];
     float ey = def->upper[1] - def->lower[1];
     float ez = def->upper[2] - def->lower[2];
@@ -639,6 +811,8 @@ int firn_write_preview_png_pbd(const char *path, const firn_scene_def *def,
         render(&im, &front, &top, def, sph->n, sph->x, NULL, SPH_COLOR, scale);
     if (pbd && pbd->n > 0)
         render(&im, &front, &top, def, pbd->n, pbd->x, NULL, PBD_COLOR, scale);
+    if (fem && fem->n > 0)
+        render_fem(&im, &front, &top, def, fem, scale);
     if (stats)
         render_rigids(&im, &front, &top, def, stats, scale);
 
@@ -895,6 +1069,30 @@ static void put_pbd(line_buf *b, const firn_frame_stats *s)
     put(b, "}");
 }
 
+/* "fem":{...}, the FEM bodies' statistics, when there are any. */
+static void put_fem(line_buf *b, const firn_frame_stats *s)
+{
+    const firn_fem_frame_stats *q = &s->fem;
+    if (q->vertices <= 0)
+        return;
+    put(b, ",\"fem\":{\"vertices\":%lld,\"elements\":%lld,\"fixed\":%lld,\"mass\":", q->vertices,
+        q->elements, q->fixed);
+    put_num(b, q->mass, 17);
+    put(b, ",\"kinetic_energy\":");
+    put_num(b, q->kinetic_energy, 17);
+    put(b, ",\"elastic_energy\":");
+    put_num(b, q->elastic_energy, 17);
+    put_vec(b, "momentum", q->momentum, 17);
+    put_vec(b, "center_of_mass", q->center_of_mass, 17);
+    put_vec(b, "bbox_lower",
+            (const double[3]){q->bbox_lower[0], q->bbox_lower[1], q->bbox_lower[2]}, 9);
+    put_vec(b, "bbox_upper",
+            (const double[3]){q->bbox_upper[0], q->bbox_upper[1], q->bbox_upper[2]}, 9);
+    put(b, ",\"max_von_mises\":");
+    put_num(b, q->max_von_mises, 9);
+    put(b, "}");
+}
+
 int firn_append_stats_jsonl(const char *path, const firn_scene_def *def, const firn_frame_stats *s,
                             firn_error *err)
 {
@@ -919,6 +1117,7 @@ int firn_append_stats_jsonl(const char *path, const firn_scene_def *def, const f
     put_tools(b, def, s);
     put_sph(b, s);
     put_pbd(b, s);
+    put_fem(b, s);
     put(b, ",\"wall_seconds\":");
     put_num(b, s->wall_seconds, 17);
     put(b, ",\"throughput\":");

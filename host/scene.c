@@ -7,6 +7,8 @@
  * the caller's definition is only written on success. */
 #include "error.h"
 #include "mesh.h"
+#include "fem.h"
+#include "tet_mesh.h"
 #include "pbd.h"
 #include "rigid.h"
 #include "sph.h"
@@ -27,9 +29,10 @@
 static const char *const face_names[6] = {"x_lower", "x_upper", "y_lower",
                                           "y_upper", "z_lower", "z_upper"};
 static const char *const model_names[FIRN_MODEL_COUNT] = {
-    "elastic",  "liquid",     "snow",      "sand",         "von_mises",
-    "fracture", "sph_liquid", "pbd_cloth", "pbd_particle", "pbd_liquid"};
-static const char *const solver_names[FIRN_SOLVER_KIND_COUNT] = {"mpm", "sph", "pbd"};
+    "elastic",      "liquid",     "snow",          "sand",
+    "von_mises",    "fracture",   "sph_liquid",    "pbd_cloth",
+    "pbd_particle", "pbd_liquid", "fem_linear",    "fem_corotated", "fem_stable_neohookean"};
+static const char *const solver_names[FIRN_SOLVER_KIND_COUNT] = {"mpm", "sph", "pbd", "fem"};
 static const char *const pressure_names[2] = {"wcsph", "dfsph"};
 static const char *const wall_names[3] = {"separate", "sticky", "slip"};
 static const char *const shape_names[FIRN_SHAPE_COUNT] = {"box", "sphere", "cylinder", "mesh",
@@ -42,6 +45,14 @@ static const char *const rigid_shape_names[FIRN_RSHAPE_COUNT] = {"plane",   "sph
                                                                  "capsule", "cylinder", "mesh"};
 static const char *const motion_names[3] = {"static", "kinematic", "dynamic"};
 static const char axis_names[3] = {'x', 'y', 'z'};
+
+#define FIRN_MODEL_IS_FEM(m)                                                                       \
+    ((m) == FIRN_MODEL_FEM_LINEAR || (m) == FIRN_MODEL_FEM_COROTATED ||                            \
+     (m) == FIRN_MODEL_FEM_STABLE_NEOHOOKEAN)
+/* Most cells along an FEM box's side, and elements in one body. */
+#define FEM_MAX_CELLS        1024
+#define FEM_MAX_ELEMENTS     (1 << 26)
+#define FEM_MAX_SPHERE_CELLS 400 /* firn_tet_mesh_sphere's limit */
 
 /* Where messages go and which file they name ("" for a def built in code). */
 typedef struct {
@@ -421,6 +432,13 @@ static int validate_material(const ctx *c, const firn_scene_def *def, int i)
     if (m->model == FIRN_MODEL_PBD_CLOTH || m->model == FIRN_MODEL_PBD_PARTICLE ||
         m->model == FIRN_MODEL_PBD_LIQUID)
         return validate_pbd_material(c, m, base);
+    if (FIRN_MODEL_IS_FEM(m->model))
+        return need(c, join(p, base, "E"), m->E, m->E > 0, "must be > 0") ||
+                       need(c, join(p, base, "nu"), m->nu, m->nu > -1 && m->nu < 0.5f,
+                            "must be in (-1, 0.5)") ||
+                       need(c, join(p, base, "density"), m->density, m->density > 0, "must be > 0")
+                   ? -1
+                   : 0;
     if (need(c, join(p, base, "E"), m->E, m->E > 0, "must be > 0") ||
         need(c, join(p, base, "nu"), m->nu, m->nu >= 0 && m->nu < 0.5f, "must be in [0, 0.5)") ||
         need(c, join(p, base, "density"), m->density, m->density > 0, "must be > 0"))
@@ -738,6 +756,117 @@ static int load_mesh(const ctx *c, const char *file, float scale, const char *sp
     return 0;
 }
 
+/* An FEM body: a box of cells[0] x cells[1] x cells[2] cells, a ball of
+ * cells[0] cells across, or a tetrahedral mesh file (loaded here), inside
+ * the domain; its fixed vertices in range. Returns 0, or the error code
+ * (-1, or the mesh loader's). */
+static int validate_fem_body(const ctx *c, const firn_scene_def *def, int i)
+{
+    const firn_body_def *b = &def->bodies[i];
+    const firn_shape_def *s = &b->shape;
+    char base[KEYPATH_MAX], sp[KEYPATH_MAX], p[KEYPATH_MAX], q[KEYPATH_MAX];
+    double lo[3], hi[3], elements = 6.0;
+    long long nv = 0;
+    join_index(base, "bodies", i);
+    join(sp, base, "shape");
+    for (int k = 0; k < 3; k++)
+        if (need(c, join_index(q, join(p, base, "velocity"), k), b->velocity[k], 1, "") ||
+            need(c, join_index(q, join(p, sp, "center"), k), s->center[k], 1, ""))
+            return -1;
+    if (s->type == FIRN_SHAPE_BOX) {
+        for (int k = 0; k < 3; k++) {
+            if (need(c, join_index(q, join(p, sp, "size"), k), s->size[k], s->size[k] > 0,
+                     "must be > 0"))
+                return -1;
+            if (s->cells[0] == 0 && s->cells[1] == 0 && s->cells[2] == 0)
+                return fail(c, join(p, sp, "cells"),
+                            "missing: an FEM box needs its cells along x, y and z, e.g. [8, 8, 8]");
+            if (s->cells[k] < 1 || s->cells[k] > FEM_MAX_CELLS)
+                return fail(c, join_index(q, join(p, sp, "cells"), k), "%d: must be in [1, %d]",
+                            s->cells[k], FEM_MAX_CELLS);
+            elements *= s->cells[k];
+            lo[k] = (double)s->center[k] - 0.5 * s->size[k];
+            hi[k] = (double)s->center[k] + 0.5 * s->size[k];
+        }
+        nv = (long long)(s->cells[0] + 1) * (s->cells[1] + 1) * (s->cells[2] + 1);
+    } else if (s->type == FIRN_SHAPE_SPHERE) {
+        if (need(c, join(p, sp, "radius"), s->radius, s->radius > 0, "must be > 0"))
+            return -1;
+        if (s->cells[0] == 0)
+            return fail(c, join(p, sp, "cells"),
+                        "missing: an FEM sphere needs its cells across the ball, e.g. 8");
+        if (s->cells[0] < 1 || s->cells[0] > FEM_MAX_SPHERE_CELLS)
+            return fail(c, join(p, sp, "cells"), "%d: must be in [1, %d]", s->cells[0],
+                        FEM_MAX_SPHERE_CELLS);
+        elements *= (double)s->cells[0] * s->cells[0] * s->cells[0];
+        nv = (long long)(s->cells[0] + 1) * (s->cells[0] + 1) * (s->cells[0] + 1);
+        for (int k = 0; k < 3; k++)
+            lo[k] = (double)s->center[k] - s->radius, hi[k] = (double)s->center[k] + s->radius;
+    } else if (s->type == FIRN_SHAPE_MESH) {
+        firn_tet_mesh m;
+        firn_error e;
+        if (!memchr(s->file, '\0', FIRN_PATH_MAX))
+            return fail(c, join(p, sp, "file"), "not NUL-terminated");
+        if (!s->file[0])
+            return fail(c, join(p, sp, "file"),
+                        "missing (an FEM mesh needs a .node/.ele or .msh file)");
+        if (need(c, join(p, sp, "scale"), s->scale, s->scale > 0, "must be > 0"))
+            return -1;
+        if (firn_tet_mesh_load(s->file, s->scale, &m, &e)) {
+            fail(c, join(p, sp, "file"), "%s", e.msg);
+            if (c->err)
+                c->err->code = e.code; /* an unreadable file is an I/O error */
+            return e.code;
+        }
+        double cen[3];
+        firn_fem_mesh_centroid(&m, cen);
+        for (int k = 0; k < 3; k++) {
+            lo[k] = INFINITY, hi[k] = -INFINITY;
+            for (int v = 0; v < m.nv; v++) {
+                lo[k] = fmin(lo[k], m.x[3 * v + k] - cen[k] + s->center[k]);
+                hi[k] = fmax(hi[k], m.x[3 * v + k] - cen[k] + s->center[k]);
+            }
+        }
+        nv = m.nv;
+        elements = m.ne;
+        firn_tet_mesh_free(&m);
+    } else {
+        return fail(c, join(p, sp, "type"),
+                    "an FEM body is a box, a sphere or a mesh (a .node/.ele or .msh file), not "
+                    "a %s",
+                    (int)s->type >= 0 && s->type < FIRN_SHAPE_COUNT ? shape_names[s->type] : "?");
+    }
+    if (s->type != FIRN_SHAPE_BOX && (s->cells[1] != 0 || s->cells[2] != 0))
+        return fail(c, join(p, sp, "cells"), "applies only to an FEM box or sphere");
+    if (elements > FEM_MAX_ELEMENTS)
+        return fail(c, join(p, sp, s->type == FIRN_SHAPE_MESH ? "file" : "cells"),
+                    "%.4g tetrahedra; at most %d", elements, FEM_MAX_ELEMENTS);
+    for (int k = 0; k < 3; k++) {
+        const double tol = 1e-6 * (hi[k] - lo[k]);
+        if (lo[k] < def->lower[k] - tol || hi[k] > def->upper[k] + tol)
+            return fail(c, base,
+                        "%s (material %s) spans %c in [%g, %g], outside the domain [%g, %g]",
+                        shape_names[s->type], def->materials[b->material].name, axis_names[k],
+                        lo[k], hi[k], def->lower[k], def->upper[k]);
+    }
+    if (b->n_pins < 0 || b->n_pins > FIRN_MAX_PINS)
+        return fail(c, join(p, base, "fixed.indices"), "%d indices; at most %d are allowed",
+                    b->n_pins, FIRN_MAX_PINS);
+    for (int k = 0; k < b->n_pins; k++)
+        if (b->pins[k] < 0 || b->pins[k] >= nv)
+            return fail(c, join_index(q, join(p, base, "fixed.indices"), k),
+                        "%d: no such vertex (the body has %lld, numbered from 0)", b->pins[k], nv);
+    for (int k = 0; b->pin_box && k < 3; k++) {
+        if (need(c, join_index(q, join(p, base, "fixed.box.lower"), k), b->pin_lower[k], 1, "") ||
+            need(c, join_index(q, join(p, base, "fixed.box.upper"), k), b->pin_upper[k], 1, ""))
+            return -1;
+        if (!(b->pin_upper[k] >= b->pin_lower[k]))
+            return fail(c, join_index(q, join(p, base, "fixed.box.upper"), k),
+                        "%g must be >= lower[%d] = %g", b->pin_upper[k], k, b->pin_lower[k]);
+    }
+    return 0;
+}
+
 /* Checks a body's shape (a mesh file is loaded), its particle count and its
  * place in the domain; *particles gets the expected number of particles.
  * Returns 0, or the error code (-1, or the mesh loader's). */
@@ -756,15 +885,17 @@ static int validate_body(const ctx *c, const firn_scene_def *def, int i, double 
     if ((int)b->solver < 0 || b->solver >= FIRN_SOLVER_KIND_COUNT)
         return fail(c, join(p, base, "solver"), "unknown solver %d", (int)b->solver);
     const firn_model model = def->materials[b->material].model;
-    const firn_solver_kind want = model == FIRN_MODEL_SPH_LIQUID ? FIRN_SOLVER_KIND_SPH
-                                  : model == FIRN_MODEL_PBD_CLOTH ||
-                                          model == FIRN_MODEL_PBD_PARTICLE ||
-                                          model == FIRN_MODEL_PBD_LIQUID
-                                      ? FIRN_SOLVER_KIND_PBD
-                                      : FIRN_SOLVER_KIND_MPM;
+    const firn_solver_kind want =
+        model == FIRN_MODEL_SPH_LIQUID ? FIRN_SOLVER_KIND_SPH
+        : model == FIRN_MODEL_PBD_CLOTH || model == FIRN_MODEL_PBD_PARTICLE ||
+                model == FIRN_MODEL_PBD_LIQUID
+            ? FIRN_SOLVER_KIND_PBD
+        : FIRN_MODEL_IS_FEM(model) ? FIRN_SOLVER_KIND_FEM
+                                   : FIRN_SOLVER_KIND_MPM;
     static const char *const needs[FIRN_SOLVER_KIND_COUNT] = {
         "an MPM body needs an MPM material", "an SPH body needs an sph_liquid material",
-        "a PBD body needs a pbd_cloth, pbd_particle or pbd_liquid material"};
+        "a PBD body needs a pbd_cloth, pbd_particle or pbd_liquid material",
+        "an FEM body needs an fem_linear, fem_corotated or fem_stable_neohookean material"};
     if (want != b->solver) {
         char hint[64];
         snprintf(hint, sizeof hint, "give the body \"solver\": \"%s\"", solver_names[want]);
@@ -775,6 +906,11 @@ static int validate_body(const ctx *c, const firn_scene_def *def, int i, double 
     }
     if (b->solver == FIRN_SOLVER_KIND_PBD && model == FIRN_MODEL_PBD_CLOTH)
         return validate_cloth_body(c, def, i);
+    if (b->solver == FIRN_SOLVER_KIND_FEM)
+        return validate_fem_body(c, def, i);
+    for (int k = 0; k < 3; k++)
+        if (s->cells[k] != 0)
+            return fail(c, join(p, sp, "cells"), "applies only to an FEM body");
     if (b->n_pins != 0 || b->pin_box)
         return fail(c, join(p, base, "pin"), "only a pbd_cloth body has pins");
     if (s->type == FIRN_SHAPE_CLOTH_RECT)
@@ -1099,6 +1235,8 @@ static int validate(const firn_scene_def *def, const char *file, firn_error *err
     if (def->n_bodies < 1)
         return fail(&c, "bodies", "no bodies; a scene needs at least one");
     if (validate_pbd(&c, def))
+        return -1;
+    if (need(&c, "fem.damping", def->fem_damping, def->fem_damping >= 0, "must be >= 0 [1/s]"))
         return -1;
     if (def->n_bodies > FIRN_MAX_BODIES)
         return fail(&c, "bodies", "%d bodies; at most %d are allowed", def->n_bodies,
@@ -1661,8 +1799,9 @@ static int parse_cloth_rect(const ctx *c, const cJSON *j, const char *path, firn
 
 static int parse_shape(const ctx *c, const cJSON *j, const char *path, firn_shape_def *s)
 {
-    static const char *const box_keys[] = {"type", "center", "size", "lower", "upper", NULL};
-    static const char *const sphere_keys[] = {"type", "center", "radius", NULL};
+    static const char *const box_keys[] = {"type",  "center", "size", "lower",
+                                           "upper", "cells",  NULL};
+    static const char *const sphere_keys[] = {"type", "center", "radius", "cells", NULL};
     static const char *const cyl_keys[] = {"type", "center", "radius", "height", "axis", NULL};
     static const char *const mesh_keys[] = {"type", "center", "file", "scale", NULL};
     static const char *const *const keys[FIRN_SHAPE_COUNT] = {box_keys, sphere_keys, cyl_keys,
@@ -1684,6 +1823,9 @@ static int parse_shape(const ctx *c, const cJSON *j, const char *path, firn_shap
         get_float(c, j, path, "height", &s->height) || get_string(c, j, path, "axis", 0, &axis) ||
         (axis && pick(c, join(p, path, "axis"), axis, axes, 3, &s->axis)) ||
         get_float(c, j, path, "scale", &s->scale) ||
+        (s->type == FIRN_SHAPE_SPHERE
+             ? get_int(c, j, path, "cells", &s->cells[0])
+             : get_array(c, j, path, "cells", 3, NULL, s->cells, -1e9, 1e9)) ||
         (s->type == FIRN_SHAPE_MESH && get_mesh_file(c, j, path, s->file)))
         return -1;
 
@@ -1753,8 +1895,9 @@ static int parse_pin(const ctx *c, const cJSON *j, const char *path, firn_body_d
 static int parse_body(const ctx *c, const cJSON *j, const char *path, const firn_scene_def *def,
                       int index, firn_body_def *b)
 {
-    static const char *const keys[] = {
-        "material", "shape", "particles_per_cell", "velocity", "seed", "solver", "pin", NULL};
+    static const char *const keys[] = {"material", "shape", "particles_per_cell",
+                                       "velocity", "seed",  "solver",
+                                       "pin",      "fixed", NULL};
     char p[KEYPATH_MAX];
     const char *mat = NULL, *solver = "mpm";
     int solver_i = 0;
@@ -1792,7 +1935,18 @@ static int parse_body(const ctx *c, const cJSON *j, const char *path, const firn
         return fail(c, join(p, path, "particles_per_cell"),
                     "does not apply to a PBD body (a cloth's particles are its vertices, a "
                     "particle body's lattice spacing is pbd.particle_size)");
+    if (b->solver == FIRN_SOLVER_KIND_FEM && get(j, "particles_per_cell"))
+        return fail(c, join(p, path, "particles_per_cell"),
+                    "does not apply to an FEM body (its vertices are its mesh's)");
+    if (b->solver == FIRN_SOLVER_KIND_FEM && get(j, "pin"))
+        return fail(c, join(p, path, "pin"),
+                    "an FEM body's vertices are held by \"fixed\" (indices and/or a box)");
+    if (b->solver != FIRN_SOLVER_KIND_FEM && get(j, "fixed"))
+        return fail(c, join(p, path, "fixed"),
+                    "applies only to an FEM body (a pbd_cloth's vertices are held by \"pin\")");
     if (get(j, "pin") && parse_pin(c, get(j, "pin"), join(p, path, "pin"), b))
+        return -1;
+    if (get(j, "fixed") && parse_pin(c, get(j, "fixed"), join(p, path, "fixed"), b))
         return -1;
     seed = get(j, "seed");
     if (seed) {
@@ -2093,11 +2247,21 @@ static int parse_pbd(const ctx *c, const cJSON *j, firn_scene_def *def)
     return 0;
 }
 
+/* The FEM solver's options: "fem": {"damping": 0}. */
+static int parse_fem(const ctx *c, const cJSON *j, firn_scene_def *def)
+{
+    static const char *const keys[] = {"damping", NULL};
+    return need_object(c, j, "fem") || check_keys(c, j, "fem", keys, NULL) ||
+                   get_float(c, j, "fem", "damping", &def->fem_damping)
+               ? -1
+               : 0;
+}
+
 static int parse_root(const ctx *c, const cJSON *root, firn_scene_def *def)
 {
     static const char *const keys[] = {"domain", "gravity",  "time",   "materials", "bodies",
                                        "rigids", "coupling", "output", "name",      "description",
-                                       "sph",    "pbd",      "tools",  NULL};
+                                       "sph",    "pbd",      "tools",  "fem",       NULL};
     const char *unused;
     if (!cJSON_IsObject(root))
         return fail(c, "", "expected a JSON object at the top level, got %s", json_type(root));
@@ -2124,6 +2288,8 @@ static int parse_root(const ctx *c, const cJSON *root, firn_scene_def *def)
     if (get(root, "sph") && parse_sph(c, get(root, "sph"), def))
         return -1;
     if (get(root, "pbd") && parse_pbd(c, get(root, "pbd"), def))
+        return -1;
+    if (get(root, "fem") && parse_fem(c, get(root, "fem"), def))
         return -1;
     if (get(root, "output") && parse_output(c, get(root, "output"), def))
         return -1;

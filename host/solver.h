@@ -1,7 +1,8 @@
 /* solver.h - the table of substep phases by which a solver plugs into
  * the Coupler (host/coupler.h), and the solvers a world can have. A solver
  * implements its phases in its own module (host/solver_cpu.c: MPM,
- * host/tool.c: tools, host/rigid.c: rigid bodies, host/sph_cpu.c: SPH, host/pbd_cpu.c: PBD) and
+ * host/tool.c: tools, host/rigid.c: rigid bodies, host/sph_cpu.c: SPH, host/pbd_cpu.c: PBD,
+ * host/fem_cpu.c: FEM) and
  * never calls the Coupler: the Coupler calls the phases in order (PHYSICS.md s1). */
 #ifndef FIRN_SOLVER_H
 #define FIRN_SOLVER_H
@@ -35,6 +36,7 @@ enum {
     FIRN_SOLVER_MPM,
     FIRN_SOLVER_SPH,
     FIRN_SOLVER_PBD,
+    FIRN_SOLVER_FEM,
     FIRN_SOLVER_COUNT
 };
 

@@ -239,11 +239,13 @@ static int pbd_current(firn_world *w, firn_error *err)
  * frame [m/s]. */
 typedef struct {
     float c, v_particles, v_rigid, v_gravity;
-    int rigid;            /* the fastest coupled body, or -1 */
-    int tool;             /* 1: that is tools[rigid] */
-    float dt_mpm, dt_sph; /* each solver's limit [s] (INFINITY: no limit) */
-    float c_sph, v_sph;   /* SPH: sound speed, largest particle speed [m/s] */
-    float dt_pbd, v_pbd;  /* PBD: its limit [s], its largest particle speed [m/s] */
+    int rigid;                  /* the fastest coupled body, or -1 */
+    int tool;                   /* 1: that is tools[rigid] */
+    float dt_mpm, dt_sph;       /* each solver's limit [s] (INFINITY: no limit) */
+    float c_sph, v_sph;         /* SPH: sound speed, largest particle speed [m/s] */
+    float dt_pbd, v_pbd;        /* PBD: its limit [s], its largest particle speed [m/s] */
+    float dt_fem, c_fem, v_fem; /* FEM: its limit [s], P-wave speed and vertex speed [m/s] */
+    int fem_body;               /* FEM: the limiting body's scene index */
 } cfl_terms;
 
 /* The CFL step into *dt_out; 0, or -1 with err filled (a device failure). */
@@ -282,7 +284,9 @@ static int cfl_step(firn_world *w, cfl_terms *t, float *dt_out, firn_error *err)
     if (pbd_current(w, err))
         return -1;
     t->dt_pbd = firn_pbd_cfl_dt(&w->pbd, d->cfl, t->v_gravity, &t->v_pbd);
-    *dt_out = firn_minf(d->frame_dt, firn_minf(firn_minf(t->dt_mpm, t->dt_sph), t->dt_pbd));
+    t->dt_fem = firn_fem_cfl_dt(&w->fem, d->cfl, t->v_gravity, &t->c_fem, &t->v_fem, &t->fem_body);
+    *dt_out = firn_minf(
+        d->frame_dt, firn_minf(firn_minf(t->dt_mpm, t->dt_sph), firn_minf(t->dt_pbd, t->dt_fem)));
     return 0;
 }
 
@@ -300,7 +304,18 @@ static void cfl_cause(firn_world *w, const cfl_terms *t, char *why, size_t size)
     const firn_scene_def *d = &w->def;
     const float moving = firn_maxf(t->v_particles, t->v_rigid);
     firn_error ignored;
-    if (t->dt_pbd < t->dt_mpm && t->dt_pbd < t->dt_sph) {
+    if (w->fem.V.n > 0 &&
+        !(t->dt_fem >= t->dt_mpm && t->dt_fem >= t->dt_sph && t->dt_fem >= t->dt_pbd)) {
+        const int b = t->fem_body >= 0 ? t->fem_body : w->fem.scene_body[0];
+        float h = w->fem.h_min;
+        for (int k = 0; k < w->fem.bodies; k++)
+            if (w->fem.scene_body[k] == b)
+                h = w->fem.h_body[k];
+        snprintf(why, size,
+                 "the FEM body bodies[%d] (material '%s'): P-wave speed %g m/s and vertices at "
+                 "%g m/s over its shortest element altitude %g m",
+                 b, d->materials[d->bodies[b].material].name, t->c_fem, t->v_fem, h);
+    } else if (t->dt_pbd < t->dt_mpm && t->dt_pbd < t->dt_sph) {
         snprintf(why, size, "the PBD particles, %g m/s (pbd.particle_size = %g m)", t->v_pbd,
                  w->pbd.P.psize);
     } else if (t->dt_sph < t->dt_mpm) {
@@ -384,6 +399,20 @@ static int check_explicit_dt(firn_world *w, firn_error *err)
     float dt_cfl;
     if (cfl_step(w, &t, &dt_cfl, err))
         return -1;
+    /* FEM: explicit symplectic Euler on lumped-mass tets; Courant 1 on the
+     * shortest altitude (the step firn_fem_cfl_dt takes at time.cfl = 1). */
+    const float fem_limit = t.dt_fem / d->cfl;
+    if (w->fem.V.n > 0 && d->dt > fem_limit) {
+        const int b = t.fem_body >= 0 ? t.fem_body : 0;
+        firn_set_error(err, FIRN_E_NUMERIC,
+                       "%s: time.dt = %g s is unsafe for the FEM body bodies[%d]: above its "
+                       "stability limit h / c = %g s (shortest element altitude h = %g m, P-wave "
+                       "speed c = %.4g m/s of material '%s'); lower time.dt, remove it to use the "
+                       "CFL step, or set time.force_dt",
+                       prefix(d), d->dt, b, fem_limit, w->fem.h_min, t.c_fem,
+                       d->materials[d->bodies[b].material].name);
+        return -1;
+    }
     const float c = t.c, vmax = firn_maxf(t.v_particles, t.v_rigid);
     int which = fastest_material(w); /* the host state is current at creation */
     float limit_c = c > 0.0f ? FIRN_UNSAFE_COURANT * d->dx / c : INFINITY;
@@ -443,11 +472,20 @@ static firn_world *world_create(const firn_scene_def *def, firn_backend backend,
         goto fail;
     /* The backend first: a missing GPU is named before the particles of a
      * large scene are sampled. */
-    /* The MPM-PBD pair has no CUDA kernel yet: auto takes the CPU path for
-     * a scene with it (refused on cuda). */
+    /* The MPM-PBD pair and the FEM solver have no CUDA kernels yet: auto
+     * takes the CPU path for a scene with either (refused on cuda). */
     const int mpm_pbd = firn_scene_couples_mpm_pbd(def);
+    const int fem = firn_fem_in_scene(def);
+    if (backend == FIRN_BACKEND_CUDA && fem) {
+        firn_set_error(err, FIRN_E_DEVICE,
+                       "%s: --backend cuda: FEM bodies run on the CPU path only for now (--backend "
+                       "cpu or auto); the FEM solver's CUDA kernels are not written yet",
+                       prefix(def));
+        goto fail;
+    }
     if (backend == FIRN_BACKEND_AUTO)
-        backend = firn_cuda_device_count() > 0 && !mpm_pbd ? FIRN_BACKEND_CUDA : FIRN_BACKEND_CPU;
+        backend = firn_cuda_device_count() > 0 && !mpm_pbd && !fem ? FIRN_BACKEND_CUDA
+                                                                   : FIRN_BACKEND_CPU;
     w->backend = backend;
     if (backend == FIRN_BACKEND_CUDA && !firn_cuda_available()) {
         firn_set_error(err, FIRN_E_DEVICE,
@@ -463,7 +501,7 @@ static firn_world *world_create(const firn_scene_def *def, firn_backend backend,
     }
     if (firn_sample_bodies(def, w->mats, &w->p, err) || firn_rigids_init(w, err) ||
         firn_tools_init(w, err) || firn_sph_init(&w->sph, def, err) ||
-        firn_pbd_init(&w->pbd, def, err))
+        firn_pbd_init(&w->pbd, def, err) || firn_fem_init(&w->fem, &w->def, err))
         goto fail;
     if (firn_particles_sort_spatial(&w->p, &w->params)) {
         firn_set_error(err, FIRN_E_NOMEM, "out of host memory sorting %d particles", w->p.n);
@@ -528,6 +566,8 @@ void firn_world_destroy(firn_world *w)
     firn_particles_free(&w->p);
     firn_sph_free(&w->sph);
     firn_pbd_free(&w->pbd);
+    firn_fem_free(&w->fem);
+    free(w->fem_measures);
     free(w);
 }
 
@@ -653,6 +693,7 @@ void firn_world_memory(const firn_world *w, firn_memory *m)
     }
     host += (double)firn_sph_host_bytes(&w->sph); /* the SPH solver's, on either path */
     host += (double)firn_pbd_host_bytes(&w->pbd); /* the PBD solver's, on either path */
+    host += (double)firn_fem_host_bytes(&w->fem); /* the FEM solver's (CPU path only) */
     m->host = host;
     m->host_grid = w->backend == FIRN_BACKEND_CPU ? (double)w->grid.nodes * 16.0 : 0.0;
     m->host_grid_resident = w->backend == FIRN_BACKEND_CPU ? firn_cpu_grid_resident(w) : 0.0;
@@ -686,6 +727,20 @@ static int report_nonfinite(firn_world *w, int bad, long long substep, double t,
             snprintf(when, sizeof when, "substep %lld", substep);
     } else {
         snprintf(when, sizeof when, "substep %lld", substep);
+    }
+    if (w->bad_solver == FIRN_SOLVER_FEM) {
+        int b = 0;
+        while (b + 1 < w->fem.bodies && bad >= w->fem.v_first[b + 1])
+            b++;
+        firn_set_error(err, FIRN_E_NUMERIC,
+                       "%s: frame %d (t = %.6g s, %s): FEM vertex %d (vertex %d of bodies[%d], "
+                       "material '%s') has a non-finite position or velocity; the state is not "
+                       "written. Likely causes: a substep too large for the material (dt = %g s; "
+                       "time.dt beyond the FEM limit with time.force_dt), or extreme parameters",
+                       prefix(&w->def), w->frame + 1, t, when, bad, bad - w->fem.v_first[b],
+                       w->fem.scene_body[b], w->def.materials[w->fem.body_mat[b]].name,
+                       w->params.dt);
+        return -1;
     }
     if (w->bad_solver == FIRN_SOLVER_PBD) {
         firn_set_error(err, FIRN_E_NUMERIC,
@@ -897,6 +952,8 @@ int firn_world_stats(firn_world *w, firn_frame_stats *s, firn_error *err)
             return -1;
         firn_pbd_stats(&w->pbd, &s->pbd);
     }
+    if (w->fem.V.n > 0)
+        firn_fem_stats(&w->fem, &s->fem);
     s->n_tools = w->n_tools;
     for (int k = 0; k < w->n_tools; k++)
         firn_tool_fill_state(w, k, &s->tools[k]);
@@ -927,5 +984,40 @@ int firn_world_pbd_particles(firn_world *w, firn_pbd_particles_view *view, firn_
     view->mat = w->pbd.s.mat;
     view->triangles = w->pbd.triangles;
     view->tri = w->pbd.tri;
+    return 0;
+}
+
+int firn_world_fem_mesh(firn_world *w, firn_fem_mesh_view *view, firn_error *err)
+{
+    const firn_fem *S = &w->fem;
+    memset(view, 0, sizeof *view);
+    if (S->V.n == 0)
+        return 0;
+    const int ne = S->E.n;
+    if (!w->fem_measures) {
+        w->fem_measures = malloc(13 * (size_t)ne * sizeof(float));
+        if (!w->fem_measures) {
+            firn_set_error(err, FIRN_E_NOMEM,
+                           "out of host memory for the FEM stress and strain (%d elements)", ne);
+            return -1;
+        }
+    }
+    float *stress = w->fem_measures, *strain = stress + 6 * (size_t)ne,
+          *vm = strain + 6 * (size_t)ne;
+#pragma omp parallel for schedule(static)
+    for (int e = 0; e < ne; e++)
+        firn_fem_element_measures(S, e, stress + 6 * (size_t)e, strain + 6 * (size_t)e, &vm[e]);
+    view->n = S->V.n;
+    view->x = S->V.x;
+    view->v = S->V.v;
+    view->fixed = S->V.fixed;
+    view->elements = ne;
+    view->tet = S->E.v;
+    view->mat = S->E.mat;
+    view->stress = stress;
+    view->strain = strain;
+    view->von_mises = vm;
+    view->triangles = S->nf;
+    view->tri = S->face;
     return 0;
 }

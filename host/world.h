@@ -13,6 +13,7 @@
 #include "firn.h"
 #include "firn_coupling.h"
 #include "firn_material.h"
+#include "fem.h"
 #include "firn_mpm.h"
 #include "pbd.h"
 #include "solver_cpu.h"
@@ -37,6 +38,9 @@ struct firn_world {
     firn_coupler coupler;
     firn_sph sph;          /* the SPH solver (sph.n = 0: none) */
     firn_pbd pbd;          /* the PBD solver (pbd.n = 0: none) */
+    firn_fem fem;          /* the FEM solver (fem.V.n = 0: none; CPU path only) */
+    float *fem_measures;   /* firn_world_fem_mesh's per-element stress (6), strain (6) and
+                              von Mises stress (1), 13 floats an element; NULL until asked */
     double *pbd_chunk_acc; /* CPU, PBD-rigid: reaction per particle chunk [chunks][n_rigids][6] */
     long long pbd_chunks;
     /* CPU, MPM-PBD: the PBD particles sorted by the MPM node whose dx-box

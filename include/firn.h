@@ -85,6 +85,9 @@ typedef enum {
     FIRN_MODEL_PBD_PARTICLE, /* the PBD solver's free particles */
     FIRN_MODEL_PBD_LIQUID,   /* the PBD solver's liquid (position based fluids); the models above
                                 SPH's are MPM's */
+    FIRN_MODEL_FEM_LINEAR, /* the FEM solver's small-strain linear elasticity (Genesis's default) */
+    FIRN_MODEL_FEM_COROTATED,         /* FEM: linear elasticity in each element's rotated frame */
+    FIRN_MODEL_FEM_STABLE_NEOHOOKEAN, /* FEM: Smith, de Goes and Kim 2018 */
     FIRN_MODEL_COUNT
 } firn_model;
 
@@ -116,7 +119,7 @@ typedef struct {
     firn_model model;
     firn_elastic_law law; /* elastic, von_mises, fracture: stress law */
     float E;              /* Young's modulus [Pa] */
-    float nu;             /* Poisson's ratio [-], in [0, 0.5) */
+    float nu;             /* Poisson's ratio [-], in [0, 0.5); FEM materials: in (-1, 0.5) */
     float density;        /* [kg/m^3] */
     float theta_c;        /* snow: critical compression [-], default 2.5e-2 */
     float theta_s;        /* snow: critical stretch [-], default 4.5e-3 */
@@ -182,6 +185,9 @@ typedef struct {
     char file[FIRN_PATH_MAX]; /* mesh: Wavefront OBJ file, closed and manifold; the JSON
                                  loader resolves it against the scene file's folder */
     float scale;              /* mesh: factor on the file's coordinates [m per unit], default 1 */
+    int cells[3]; /* FEM box: cells along x, y, z, each cut into 6 tetrahedra (required; 0 =
+                     not given); vertex (i, j, k) of the lattice is number
+                     (k (cells[1] + 1) + j)(cells[0] + 1) + i */
 } firn_shape_def;
 
 /* The solver that simulates a body's particles. */
@@ -189,6 +195,7 @@ typedef enum {
     FIRN_SOLVER_KIND_MPM = 0,
     FIRN_SOLVER_KIND_SPH,
     FIRN_SOLVER_KIND_PBD,
+    FIRN_SOLVER_KIND_FEM, /* linear tetrahedra; needs an fem_* material (CPU path only for now) */
     FIRN_SOLVER_KIND_COUNT
 } firn_solver_kind;
 
@@ -204,7 +211,9 @@ typedef struct {
     float velocity[3];        /* initial velocity [m/s] */
     uint64_t seed;            /* sampling jitter seed; default: body index + 1 */
     /* PBD cloth: vertices pinned in place (inverse mass 0), by index in the
-     * body's vertex order and/or every vertex inside a box. */
+     * body's vertex order and/or every vertex inside a box. FEM: the
+     * vertices fixed (Dirichlet: they never move, v = 0), the same way (the
+     * JSON key is then "fixed"; the box is tested at rest). */
     int n_pins;
     int pins[FIRN_MAX_PINS];
     int pin_box;                      /* 1: pin_lower/pin_upper pin too */
@@ -354,7 +363,9 @@ typedef struct {
     int coupling_mpm_pbd;         /* coupling.mpm_pbd, default 1 */
     int n_tools;                  /* tools */
     firn_tool_def tools[FIRN_MAX_TOOLS];
-    int coupling_tool_mpm;       /* coupling.tool_mpm, default 1: tools act on the MPM grid */
+    int coupling_tool_mpm; /* coupling.tool_mpm, default 1: tools act on the MPM grid */
+    /* The FEM solver (bodies with solver fem; defaults Genesis's FEMOptions). */
+    float fem_damping;           /* explicit: v *= exp(-dt damping) each substep [1/s], default 0 */
     int gpu_p2g;                 /* the CUDA path's P2G, firn_p2g_variant (not part of the
                                     scene: the CLI's --p2g); default FIRN_P2G_AUTO */
     char out_dir[FIRN_PATH_MAX]; /* default "out" */
@@ -399,6 +410,9 @@ typedef struct {
      * (neighbour grid, density and viscosity iterations, contact); velocity
      * and box. */
     double pbd_constraints, pbd_particles, pbd_integrate;
+    /* FEM: the element forces; the vertices' velocity step (gather, gravity,
+     * damping); their position step (fixed vertices, walls). */
+    double fem_elements, fem_velocity, fem_position;
 } firn_profile;
 
 /* One rigid body's state at the end of a frame. */
@@ -461,6 +475,19 @@ typedef struct {
                                            last density iteration [-] (docs/PHYSICS.md s10.5) */
 } firn_pbd_frame_stats;
 
+/* The FEM solver's bodies at the end of a frame. */
+typedef struct {
+    long long vertices, elements, fixed;
+    long long surface_triangles;
+    double mass;                        /* [kg] */
+    double kinetic_energy;              /* [J] */
+    double elastic_energy;              /* sum of V Psi(F) over the elements [J] */
+    double momentum[3];                 /* [kg m/s] */
+    double center_of_mass[3];           /* [m] */
+    float bbox_lower[3], bbox_upper[3]; /* [m] */
+    double max_von_mises;               /* largest von Mises stress of an element [Pa] */
+} firn_fem_frame_stats;
+
 typedef struct {
     int frame;          /* frame index: 0 is the initial state, k is t = k frame_dt */
     double time;        /* simulated time at its end [s] */
@@ -481,13 +508,15 @@ typedef struct {
     firn_sph_frame_stats sph; /* the SPH solver's particles (particles = 0: none); the
                                  fields above are the MPM particles' */
     firn_pbd_frame_stats pbd; /* the PBD solver's particles (particles = 0: none) */
+    firn_fem_frame_stats fem; /* the FEM solver's bodies (vertices = 0: none) */
     int n_tools;
     firn_tool_state tools[FIRN_MAX_TOOLS];
 } firn_frame_stats;
 
-/* A world of def on backend. The MPM-PBD pair has no CUDA kernel yet: a
- * scene that couples MPM and PBD bodies is refused on FIRN_BACKEND_CUDA
- * (FIRN_E_DEVICE) and FIRN_BACKEND_AUTO takes the CPU path for it. */
+/* A world of def on backend. The FEM solver and the MPM-PBD pair have no
+ * CUDA kernels yet: a scene with FEM bodies or the pair is refused on
+ * FIRN_BACKEND_CUDA (FIRN_E_DEVICE) and FIRN_BACKEND_AUTO takes the CPU
+ * path for it. */
 firn_world *firn_world_create(const firn_scene_def *def, firn_backend backend, firn_error *err);
 void firn_world_destroy(firn_world *world);
 firn_backend firn_world_backend(const firn_world *world);
@@ -602,6 +631,28 @@ typedef struct {
 
 int firn_world_pbd_particles(firn_world *world, firn_pbd_particles_view *view, firn_error *err);
 
+/* Host copy of the FEM bodies' volume mesh (n = 0 when the scene has none),
+ * with per-element stress and strain computed from the current positions;
+ * valid until the next call on the world. Vertices and elements are the
+ * bodies' in scene order. Symmetric tensors are 6 components in VTK's
+ * order: xx, yy, zz, xy, yz, xz. */
+typedef struct {
+    long long n;            /* vertices */
+    const float *x;         /* 3n positions [m], component-major */
+    const float *v;         /* 3n velocities [m/s] */
+    const uint8_t *fixed;   /* n: 1 = fixed (Dirichlet) */
+    long long elements;     /* tetrahedra */
+    const int *tet;         /* 4 per element: vertex indices, positively oriented */
+    const uint8_t *mat;     /* per element: material index */
+    const float *stress;    /* 6 per element: Cauchy stress sigma = P F^T / J [Pa] */
+    const float *strain;    /* 6 per element: Green strain (F^T F - I) / 2 [-] */
+    const float *von_mises; /* per element: sqrt(3/2 s:s), s the deviator of sigma [Pa] */
+    long long triangles;    /* surface triangles */
+    const int *tri;         /* 3 per triangle: vertex indices, counter-clockwise from outside */
+} firn_fem_mesh_view;
+
+int firn_world_fem_mesh(firn_world *world, firn_fem_mesh_view *view, firn_error *err);
+
 /* ---- checkpoints ---------------------------------------------------------- */
 
 /* A checkpoint file holds the whole state a world needs to continue: every
@@ -663,6 +714,20 @@ int firn_write_sph_ply(const char *path, const firn_sph_particles_view *p, firn_
  * material, and the cloth triangles as faces (free particles are vertices
  * no face uses). */
 int firn_write_pbd_ply(const char *path, const firn_pbd_particles_view *p, firn_error *err);
+/* The FEM bodies' surface as a binary PLY mesh: every vertex (x y z vx vy vz
+ * fixed; interior vertices are used by no face) and the surface triangles. */
+int firn_write_fem_ply(const char *path, const firn_fem_mesh_view *m, firn_error *err);
+/* The FEM bodies' volume mesh as a VTK XML unstructured grid (.vtu, ASCII),
+ * for ParaView: points, tetrahedra (VTK cell type 10), per-point velocity
+ * and fixed flag, per-cell Cauchy stress, Green strain, von Mises stress
+ * and material. */
+int firn_write_fem_vtu(const char *path, const firn_fem_mesh_view *m, firn_error *err);
+/* As firn_write_preview_png_pbd, with the FEM bodies' surface vertices of fem
+ * (may be NULL) in their own colour. */
+int firn_write_preview_png_fem(const char *path, const firn_scene_def *def,
+                               const firn_particles_view *p, const firn_sph_particles_view *sph,
+                               const firn_pbd_particles_view *pbd, const firn_fem_mesh_view *fem,
+                               const firn_frame_stats *stats, firn_error *err);
 int firn_append_stats_jsonl(const char *path, const firn_scene_def *def, const firn_frame_stats *s,
                             firn_error *err);
 

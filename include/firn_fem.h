@@ -17,6 +17,7 @@
 #ifndef FIRN_FEM_H
 #define FIRN_FEM_H
 
+#include "firn_mpm.h"
 #include "firn_svd.h"
 
 /* Constitutive models (docs/PHYSICS.md, FEM). */
@@ -174,7 +175,80 @@ static inline FIRN_HD firn_mat3 firn_fem_stress(const firn_fem_material *m, firn
     return P;
 }
 
+/* Strain energy density Psi(F) [J/m^3] whose derivative is
+ * firn_fem_stress, zero at F = I:
+ *  linear:     mu |eps|^2 + lambda/2 tr(eps)^2, eps = (F + F^T)/2 - I
+ *  corotated:  mu |F - R|^2 + lambda/2 tr(R^T F - I)^2
+ *  stable Neo-Hookean (Smith et al. 2018, eq. 14): mu'/2 (I_C - 3) +
+ *  lambda'/2 (J - alpha)^2 - mu'/2 log(I_C + 1), less its value at F = I. */
+static inline FIRN_HD float firn_fem_energy(const firn_fem_material *m, firn_mat3 F)
+{
+    if (m->model == FIRN_FEM_COROTATED) {
+        const firn_mat3 R = firn_fem_rotation(F);
+        const firn_mat3 S = firn_m3_mul(firn_m3_transpose(R), F);
+        const float trs = S.m[0] + S.m[4] + S.m[8] - 3.0f;
+        float d2 = 0.0f;
+        for (int k = 0; k < 9; k++)
+            d2 += (F.m[k] - R.m[k]) * (F.m[k] - R.m[k]);
+        return m->mu * d2 + 0.5f * m->lambda * trs * trs;
+    }
+    if (m->model == FIRN_FEM_STABLE_NEOHOOKEAN) {
+        /* In H = F - I, so that float keeps the small strains: x = I_C - 3
+         * = 2 tr H + |H|^2, J - 1 = tr H + ((tr H)^2 - tr H^2) / 2 + det H;
+         * Psi - Psi(I) = mu'/2 (x - log(1 + x / 4)) + lambda'/2 (J - 1)
+         * (J - 1 + 2 (1 - alpha)). */
+        const float mu = m->mu * (4.0f / 3.0f), lam = m->lambda + m->mu * (5.0f / 6.0f);
+        const float alpha = 1.0f + 0.75f * mu / lam;
+        firn_mat3 H = F;
+        H.m[0] -= 1.0f, H.m[4] -= 1.0f, H.m[8] -= 1.0f;
+        const float tr = H.m[0] + H.m[4] + H.m[8];
+        float h2 = 0.0f, trhh = 0.0f;
+        for (int r = 0; r < 3; r++)
+            for (int c = 0; c < 3; c++) {
+                h2 += H.m[3 * r + c] * H.m[3 * r + c];
+                trhh += H.m[3 * r + c] * H.m[3 * c + r];
+            }
+        const float x = 2.0f * tr + h2;
+        const float jm1 = tr + 0.5f * (tr * tr - trhh) + firn_m3_det(H);
+        return 0.5f * mu * (x - log1pf(0.25f * x)) +
+               0.5f * lam * jm1 * (jm1 + 2.0f * (1.0f - alpha));
+    }
+    const float tr = F.m[0] + F.m[4] + F.m[8] - 3.0f;
+    float e2 = 0.0f;
+    for (int r = 0; r < 3; r++)
+        for (int c = 0; c < 3; c++) {
+            const float e = 0.5f * (F.m[3 * r + c] + F.m[3 * c + r]) - (r == c ? 1.0f : 0.0f);
+            e2 += e * e;
+        }
+    return m->mu * e2 + 0.5f * m->lambda * tr * tr;
+}
+
+/* P-wave speed sqrt((lambda + 2 mu) / rho) of a material [m/s], the
+ * fastest wave in it at small strain. Stable Neo-Hookean uses its
+ * reparametrised moduli mu' = 4/3 mu and lambda' = lambda + 5/6 mu: its
+ * tangent stiffness at rest is that of mu and lambda, but it stiffens under
+ * compression, and the larger moduli bound that. */
+static inline FIRN_HD float firn_fem_wave_speed(const firn_fem_material *m)
+{
+    float mu = m->mu, lam = m->lambda;
+    if (m->model == FIRN_FEM_STABLE_NEOHOOKEAN)
+        lam += 5.0f / 6.0f * mu, mu *= 4.0f / 3.0f;
+    return sqrtf((lam + 2.0f * mu) / m->rho);
+}
+
 /* ---- explicit substep --------------------------------------------------- */
+
+/* What a vertex's substep needs besides its state. The walls are the
+ * domain's faces (lower, upper), each with its scene wall type and
+ * friction (firn_fem_position). 88 bytes. */
+typedef struct {
+    float dt;         /* substep [s] */
+    float gravity[3]; /* [m/s^2] */
+    float damping;    /* fem.damping [1/s] */
+    float lower[3], upper[3];
+    int wall_type[6]; /* FIRN_W_*, faces x_lower, x_upper, y_lower, ... */
+    float wall_friction[6];
+} firn_fem_params;
 
 /* Element e's elastic forces on its 4 vertices into its slots: H = -V P
  * B^T, vertex k+1 gets column k of H, vertex 0 minus their sum. */
@@ -209,6 +283,63 @@ static inline FIRN_HD firn_vec3 firn_fem_gather_force(int i, const firn_fem_vert
         f = firn_add(f, firn_v3(E->fslot[s], E->fslot[ns + s], E->fslot[2 * ns + s]));
     }
     return f;
+}
+
+/* Vertex i's velocity step, after the element forces (Genesis's explicit
+ * order, docs/PHYSICS.md s11.3): x0 = x, f = its gathered elastic force, then
+ * v = (v + dt f / m) exp(-dt damping) + dt g. The force is divided by the
+ * vertex's lumped mass m (the sum of rho V / 4 over its elements), where
+ * Genesis divides each element's share by that element's mass rho V: its
+ * acceleration is then not force over mass, and the total momentum that
+ * internal forces exchange is not conserved (docs/PHYSICS.md, FEM). A fixed
+ * vertex keeps v = 0. */
+static inline FIRN_HD void firn_fem_velocity(int i, const firn_fem_params *P,
+                                             const firn_fem_vertices *V, const firn_fem_elements *E)
+{
+    const int n = V->n;
+    const firn_vec3 f = firn_fem_gather_force(i, V, E);
+    const float decay = expf(-P->dt * P->damping);
+    for (int c = 0; c < 3; c++) {
+        V->x0[c * n + i] = V->x[c * n + i];
+        V->f[c * n + i] = f.v[c];
+        const float v = V->v[c * n + i] + P->dt * f.v[c] / V->mass[i];
+        V->v[c * n + i] = V->fixed[i] ? 0.0f : v * decay + P->dt * P->gravity[c];
+    }
+}
+
+/* Vertex i's position step, after coupling: x = x0 + dt v; a fixed vertex
+ * stays where it is. A vertex past a face of the domain is put back on it
+ * and its velocity goes through that face's wall law (firn_wall_apply:
+ * separate walls stop the outward component, with Coulomb friction on the
+ * tangential one; sticky walls stop it; slip walls stop the normal
+ * component). Every vertex is tested, interior ones too (an interior vertex
+ * reaches a wall only through an inverted element, and then it must not
+ * leave the domain either). Returns 0 when the new x and v are not finite. */
+static inline FIRN_HD int firn_fem_position(int i, const firn_fem_params *P,
+                                            const firn_fem_vertices *V)
+{
+    const int n = V->n;
+    if (V->fixed[i])
+        return 1;
+    firn_vec3 x, v = firn_load3(V->v, n, i);
+    for (int c = 0; c < 3; c++)
+        x.v[c] = V->x0[c * n + i] + P->dt * v.v[c];
+    for (int a = 0; a < 3; a++) {
+        if (x.v[a] < P->lower[a]) {
+            x.v[a] = P->lower[a];
+            v = firn_wall_apply(v, a, 1.0f, P->wall_type[2 * a], P->wall_friction[2 * a]);
+        } else if (x.v[a] > P->upper[a]) {
+            x.v[a] = P->upper[a];
+            v = firn_wall_apply(v, a, -1.0f, P->wall_type[2 * a + 1], P->wall_friction[2 * a + 1]);
+        }
+    }
+    int ok = 1;
+    for (int c = 0; c < 3; c++) {
+        V->x[c * n + i] = x.v[c];
+        V->v[c * n + i] = v.v[c];
+        ok &= isfinite(x.v[c]) && isfinite(v.v[c]);
+    }
+    return ok;
 }
 
 #endif

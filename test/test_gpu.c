@@ -32,8 +32,9 @@ static firn_model base_model(firn_model m) { return m == SAND_MU_I ? FIRN_MODEL_
 static const char *model_label(firn_model m)
 {
     static const char *names[FIRN_MODEL_COUNT + 1] = {
-        "elastic", "liquid", "snow", "sand", "von_mises", "fracture", "sph_liquid", "sand_mu_i"};
-    return (int)m >= 0 && m <= FIRN_MODEL_COUNT ? names[m] : "?";
+        "elastic",   "liquid",   "snow",       "sand",
+        "von_mises", "fracture", "sph_liquid", [SAND_MU_I] = "sand_mu_i"};
+    return (int)m >= 0 && m <= FIRN_MODEL_COUNT && names[m] ? names[m] : "?";
 }
 
 /* ---- worlds --------------------------------------------------------------- */

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "firn.h"
+#include "test_util.h"
 
 /* ---- helpers ------------------------------------------------------------- */
 
@@ -460,4 +461,63 @@ Test(output, png_preview_is_deterministic)
     free(da);
     free(db);
     remove_tree(dir);
+}
+
+/* `firn run` writes per frame the surface PLY (vertices and triangles),
+ * the volume VTU (points, tets of type 10, stress, strain, von Mises,
+ * velocity) and a stats line with an "fem" block. */
+Test(output, fem_run_writes_ply_vtu_and_stats, .timeout = 120)
+{
+    char dir[96], path[256], out[8192];
+    test_mkdtemp(dir, sizeof dir, "fem_out");
+    snprintf(path, sizeof path, "%s/s.json", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert(f);
+    fprintf(f, "{\"domain\": {\"lower\": [0, 0, 0], \"upper\": [1, 1, 1], \"dx\": 0.1},"
+               " \"time\": {\"frames\": 2, \"frame_dt\": 0.005},"
+               " \"materials\": {\"j\": {\"model\": \"fem_corotated\", \"E\": 1e5}},"
+               " \"bodies\": [{\"material\": \"j\", \"solver\": \"fem\", \"shape\": {\"type\":"
+               " \"box\", \"center\": [0.5, 0.5, 0.5], \"size\": [0.2, 0.1, 0.1],"
+               " \"cells\": [2, 1, 1]}, \"fixed\": {\"indices\": [0]}}],"
+               " \"output\": {\"dir\": \"o\"}}\n");
+    fclose(f);
+    cr_assert_eq(test_run_firn(out, sizeof out, dir, "run s.json --quiet"), 0, "%s", out);
+    /* 3 x 2 x 2 vertices, 12 tets, 2 triangles per boundary cell face:
+     * 2 (2 + 2 + 1) faces of cells = 10, so 20 triangles */
+    snprintf(path, sizeof path, "%s/o/fem_00002.ply", dir);
+    f = fopen(path, "rb");
+    cr_assert(f, "no %s", path);
+    char head[1024] = "";
+    cr_assert_gt(fread(head, 1, sizeof head - 1, f), 0);
+    fclose(f);
+    cr_assert(strstr(head, "element vertex 12\n") && strstr(head, "element face 20\n") &&
+                  strstr(head, "property uchar fixed\n"),
+              "%s", head);
+    snprintf(path, sizeof path, "%s/o/fem_00002.vtu", dir);
+    f = fopen(path, "r");
+    cr_assert(f, "no %s", path);
+    static char vtu[1 << 16];
+    size_t len = fread(vtu, 1, sizeof vtu - 1, f);
+    vtu[len] = '\0';
+    fclose(f);
+    cr_assert(strstr(vtu, "NumberOfPoints=\"12\" NumberOfCells=\"12\""), "%.300s", vtu);
+    cr_assert(
+        strstr(vtu, "Name=\"types\" format=\"ascii\">\n10 10 10 10 10 10 10 10 10 10 10 10\n"),
+        "cell types");
+    cr_assert(strstr(vtu, "Name=\"stress\" NumberOfComponents=\"6\""));
+    cr_assert(strstr(vtu, "Name=\"green_strain\" NumberOfComponents=\"6\""));
+    cr_assert(strstr(vtu, "Name=\"von_mises\""));
+    cr_assert(strstr(vtu, "Name=\"velocity\" NumberOfComponents=\"3\""));
+    cr_assert(strstr(vtu, "</VTKFile>\n"));
+    snprintf(path, sizeof path, "%s/o/stats.jsonl", dir);
+    f = fopen(path, "r");
+    cr_assert(f);
+    len = fread(vtu, 1, sizeof vtu - 1, f);
+    vtu[len] = '\0';
+    fclose(f);
+    cr_assert(strstr(vtu, "\"fem\":{\"vertices\":12,\"elements\":12,\"fixed\":1,"), "%.600s", vtu);
+    cr_assert(strstr(vtu, "\"elastic_energy\":") && strstr(vtu, "\"max_von_mises\":"));
+    snprintf(path, sizeof path, "%s/o/frame_00002.png", dir);
+    cr_assert_eq(access(path, F_OK), 0, "no preview %s", path);
+    test_rmdir(dir);
 }

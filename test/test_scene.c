@@ -245,7 +245,7 @@ Test(scene_errors, unknown_keys_are_named_at_every_level)
         {"'domain': {'boundary': {'floor': 'sticky'}}", NULL, NULL, "domain.boundary.floor"},
         {NULL, "'m': {'model': 'elastic', 'Ee': 1}", NULL, "materials.m.Ee: unknown key"},
         {NULL, NULL, BODY ", " BODY ", {'material': 'm', 'shape': {'type': 'sphere', 'radus': 1}}",
-         "bodies[2].shape.radus: unknown key for a sphere (allowed: type, center, radius)"},
+         "bodies[2].shape.radus: unknown key for a sphere (allowed: type, center, radius, cells)"},
         {NULL, "'m': {'model': 'sand', 'theta_c': 0.1}", NULL, "materials.m.theta_c"},
         {"'output': {'dir': 'a', 'dir': 'b'}", NULL, NULL, "output.dir: duplicate key"},
     };

@@ -1,0 +1,59 @@
+/* fem_cpu.c - the FEM solver's explicit phases on the CPU path
+ * (docs/PHYSICS.md, FEM): a parallel loop per pass of include/firn_fem.h,
+ * in Genesis's substep order (docs/PHYSICS.md s11.3). Each element writes
+ * its own force slots and each vertex sums its slots in a fixed order, so
+ * the state is the same for any thread count. */
+#include <omp.h>
+
+#include "fem.h"
+#include "world.h"
+
+static int fem_active(const firn_world *w) { return w->fem.E.n > 0; }
+
+/* Element forces from the start-of-substep positions, then each vertex:
+ * x0 = x, v += dt f / m, damping, gravity. */
+static void fem_pre_coupling(firn_world *w)
+{
+    firn_fem *S = &w->fem;
+    const firn_fem_elements E = S->E;
+    const firn_fem_vertices V = S->V;
+    const firn_fem_material *mats = S->mats;
+    const int ne = E.n, nv = V.n;
+    S->P.dt = w->params.dt;
+    const firn_fem_params P = S->P;
+    double t0 = omp_get_wtime();
+#pragma omp parallel for schedule(static)
+    for (int e = 0; e < ne; e++)
+        firn_fem_element_forces(e, mats, &E, V.x, nv);
+    double t1 = omp_get_wtime();
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < nv; i++)
+        firn_fem_velocity(i, &P, &V, &E);
+    w->prof.fem_elements += t1 - t0;
+    w->prof.fem_velocity += omp_get_wtime() - t1;
+}
+
+/* x = x0 + dt v, fixed vertices, walls; the lowest non-finite vertex. */
+static int fem_post_coupling(firn_world *w)
+{
+    firn_fem *S = &w->fem;
+    const firn_fem_vertices V = S->V;
+    const firn_fem_params P = S->P;
+    const int n = V.n;
+    int bad = n;
+    double t0 = omp_get_wtime();
+#pragma omp parallel for schedule(static) reduction(min : bad)
+    for (int i = 0; i < n; i++)
+        if (!firn_fem_position(i, &P, &V) && i < bad)
+            bad = i;
+    w->prof.fem_position += omp_get_wtime() - t0;
+    return bad < n ? bad : -1;
+}
+
+const firn_solver firn_fem_solver = {
+    .name = "fem",
+    .is_active = fem_active,
+    .begin_substep = NULL,
+    .pre_coupling = fem_pre_coupling,
+    .post_coupling = fem_post_coupling,
+};
