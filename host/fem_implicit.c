@@ -20,7 +20,7 @@ firn_fem_implicit_params firn_fem_implicit_params_default(void)
 {
     firn_fem_implicit_params p = {
         .newton_max = 8,
-        .newton_tol = 1e-4f,
+        .newton_tol = 1e-3f,
         .newton_dx = 0.0f,
         .pcg_max = 2000,
         .pcg_tol = 1e-4f,
@@ -271,6 +271,12 @@ int firn_fem_implicit_step(firn_fem *S, int body, const firn_fem_implicit_params
     }
     for (int c = 0; c < 3; c++)
         memset(w->u + c * n + v0, 0, (size_t)(v1 - v0) * sizeof(float));
+    double e_round = 0.0;
+    for (int e = S->e_first[body]; e < S->e_first[body + 1]; e++) {
+        const firn_fem_material *m = &S->mats[S->E.mat[e]];
+        e_round += S->E.vol[e] * (2.0 * m->mu + 3.0 * fabs(m->lambda));
+    }
+    e_round *= FLT_EPSILON;
     double g0 = 0.0, step = INFINITY;
     for (int it = 0;; it++) {
         firn_fem_implicit_prepare(S, body, p, gravity, dt, w);
@@ -282,8 +288,20 @@ int firn_fem_implicit_step(firn_fem *S, int body, const firn_fem_implicit_params
                            body, it, dt);
             return -1;
         }
-        if (it == 0)
-            g0 = gn;
+        if (it == 0) {
+            /* The reference: the larger of the gradient at x_n and the
+             * external and inertial load |m (v_n/dt + g)|, so that a body
+             * that starts the step near equilibrium is not asked to reduce
+             * float noise by newton_tol. */
+            double load = 0.0;
+            for (int i = v0; i < v1; i++)
+                if (!V->fixed[i])
+                    for (int c = 0; c < 3; c++) {
+                        const double f = V->mass[i] * ((double)V->v[c * n + i] / dt + gravity[c]);
+                        load += f * f;
+                    }
+            g0 = fmax(gn, sqrt(load));
+        }
         st->grad0 = (float)g0;
         st->residual = g0 > 0.0 ? (float)(gn / g0) : 0.0f;
         if (gn <= p->newton_tol * g0) {
@@ -311,10 +329,14 @@ int firn_fem_implicit_step(firn_fem *S, int body, const firn_fem_implicit_params
         st->pcg_residual = res;
         float s = 1.0f;
         if (p->linesearch_max > 0) {
-            /* Backtracking on E (Armijo). If every trial fails (near the
-             * solution the energy change is below its float rounding), the
-             * trial of lowest energy is taken, not the last (Genesis's). */
-            const double e_0 = energy(S, body, p, gravity, dt, w, w->u);
+            /* Backtracking on E (Armijo), allowing E's float rounding:
+             * near F = I each Psi is a difference of first-order terms
+             * (I_C - 3, J - alpha) rounded to eps_f, so E carries an error
+             * up to eps_f sum V (2 mu + 3 lambda), which near the solution
+             * exceeds the decrease a Newton step can make. If every trial
+             * fails, the trial of lowest energy is taken (Genesis keeps the
+             * last one tried). */
+            const double e_0 = energy(S, body, p, gravity, dt, w, w->u) + e_round;
             const double slope = dot(w->g, w->du, n, v0, v1, w->part);
             double best = INFINITY;
             float sbest = 1.0f, t = 1.0f;
@@ -333,11 +355,13 @@ int firn_fem_implicit_step(firn_fem *S, int body, const firn_fem_implicit_params
                 st->linesearch_fails++;
             s = sbest;
         }
+        /* The stall test takes the full Newton step: a line search that
+         * cuts it short is no sign of convergence. */
         float m = 0.0f;
         for (int c = 0; c < 3; c++)
             for (int i = v0; i < v1; i++) {
                 w->u[c * n + i] += s * w->du[c * n + i];
-                m = firn_maxf(m, fabsf(s * w->du[c * n + i]));
+                m = firn_maxf(m, fabsf(w->du[c * n + i]));
             }
         step = m;
     }

@@ -18,7 +18,8 @@ extern "C" {
  * why these defaults and how they differ from Genesis's). */
 typedef struct {
     int newton_max;       /* most Newton iterations per step (Genesis: 1; firn: 8) */
-    float newton_tol;     /* stop when |grad E| <= newton_tol |grad E at x_n| (1e-4) */
+    float newton_tol;     /* stop when |grad E| <= newton_tol g_ref (1e-3), g_ref the larger of
+                             |grad E at x_n| and |m (v_n/dt + g)| [N] */
     float newton_dx;      /* ... or when no vertex moved more than this [m]; 0: 4 float ulps
                              of the body's largest coordinate (default 0) */
     int pcg_max;          /* most CG iterations per Newton iteration (Genesis: 500; firn: 2000) */
@@ -38,9 +39,10 @@ typedef struct {
     int pcg_iters;        /* CG iterations, summed over the Newton iterations */
     int pcg_iters_max;    /* the most CG iterations of one Newton iteration */
     float pcg_residual;   /* the last solve's |r| / |r_0| */
-    float residual;       /* final |grad E| / |grad E at x_n| (0 when that is 0) */
-    float grad0;          /* |grad E at x_n| [N] */
-    int converged;        /* 1: residual <= newton_tol; 2: the last step was below newton_dx;
+    float residual;       /* final |grad E| / g_ref (0 when g_ref is 0) */
+    float grad0;          /* g_ref (newton_tol) [N] */
+    int converged;        /* 1: residual <= newton_tol; 2: the last Newton step (before the line
+                             search) was below newton_dx;
                              0: neither within newton_max */
     int linesearch_fails; /* Newton steps whose Armijo test failed every halving */
 } firn_fem_implicit_stats;
