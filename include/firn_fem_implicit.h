@@ -93,12 +93,12 @@ static inline FIRN_HD void firn_fem_project_sym3(float a[6])
         firn_jacobi_rotate(&S, &Q, 1, 2);
     }
     const float d[3] = {firn_maxf(S.m[0], 0.0f), firn_maxf(S.m[4], 0.0f), firn_maxf(S.m[8], 0.0f)};
-    static const int ij[6][2] = {{0, 0}, {1, 1}, {2, 2}, {0, 1}, {0, 2}, {1, 2}};
-    for (int k = 0; k < 6; k++) {
-        const int i = ij[k][0], j = ij[k][1];
-        a[k] = Q.m[3 * i] * d[0] * Q.m[3 * j] + Q.m[3 * i + 1] * d[1] * Q.m[3 * j + 1] +
-               Q.m[3 * i + 2] * d[2] * Q.m[3 * j + 2];
-    }
+    float r[9];
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            r[3 * i + j] = Q.m[3 * i] * d[0] * Q.m[3 * j] + Q.m[3 * i + 1] * d[1] * Q.m[3 * j + 1] +
+                           Q.m[3 * i + 2] * d[2] * Q.m[3 * j + 2];
+    a[0] = r[0], a[1] = r[4], a[2] = r[8], a[3] = r[1], a[4] = r[2], a[5] = r[5];
 }
 
 /* d^2 Psi / dF^2 at F, in F's SVD basis. project: clamp negative
@@ -134,13 +134,12 @@ static inline FIRN_HD firn_fem_hess firn_fem_hessian(const firn_fem_material *m,
     firn_vec3 sv;
     firn_svd3(F, &h.U, &sv, &h.V);
     const float *s = sv.v;
-    static const int pair[3][2] = {{1, 2}, {0, 2}, {0, 1}};
     if (m->model == FIRN_FEM_COROTATED) {
         const float mu = m->mu, lam = m->lambda, tr = s[0] + s[1] + s[2] - 3.0f;
         h.A[0] = h.A[1] = h.A[2] = 2.0f * mu + lam;
         h.A[3] = h.A[4] = h.A[5] = lam;
         for (int k = 0; k < 3; k++) {
-            const float ss = s[pair[k][0]] + s[pair[k][1]];
+            const float ss = s[k == 0 ? 1 : 0] + s[k == 2 ? 1 : 2]; /* pair k */
             const float t = 2.0f * mu * (ss - 2.0f) + 2.0f * lam * tr;
             /* s_i + s_j -> 0 only for a nearly flat inverted element, where
              * the twist is unbounded; it is then treated as 0. */
@@ -180,9 +179,8 @@ static inline FIRN_HD firn_mat3 firn_fem_hess_apply(const firn_fem_hess *h, firn
     N.m[0] = a[0] * M.m[0] + a[3] * M.m[4] + a[4] * M.m[8];
     N.m[4] = a[3] * M.m[0] + a[1] * M.m[4] + a[5] * M.m[8];
     N.m[8] = a[4] * M.m[0] + a[5] * M.m[4] + a[2] * M.m[8];
-    static const int pair[3][2] = {{1, 2}, {0, 2}, {0, 1}};
     for (int k = 0; k < 3; k++) {
-        const int i = pair[k][0], j = pair[k][1];
+        const int i = k == 0 ? 1 : 0, j = k == 2 ? 1 : 2; /* pair k */
         const float sum = 0.5f * (h->twist[k] + h->flip[k]),
                     dif = 0.5f * (h->flip[k] - h->twist[k]);
         const float mij = M.m[3 * i + j], mji = M.m[3 * j + i];
