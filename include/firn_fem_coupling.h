@@ -1,6 +1,6 @@
 /* firn_fem_coupling.h - the FEM solver's coupling pairs, FEM-Rigid, FEM-MPM
  * and FEM-SPH, one body per unique surface vertex, shared by the CPU path
- * (host/coupler.c) and the CUDA kernels. docs/PHYSICS.md, FEM pairs.
+ * (host/fem_coupling.c) and the CUDA kernels. docs/PHYSICS.md, FEM pairs.
  *
  * In couple() (after the MPM grid update, before G2P) a surface vertex sits
  * at its start-of-substep position x0 and carries its end-of-substep
@@ -15,14 +15,18 @@
  *   firn_fem_mpm_weigh        every k (scatter)
  *   firn_fem_mpm_vertex       every k (gather)
  *   firn_fem_mpm_scatter      every k (scatter)
- *   firn_fem_mpm_node         every grid node (or those the stencils touch)
+ *   firn_fem_mpm_node         every grid node (the CPU visits the stencils'
+ *                             nodes in vertex order: the first visit
+ *                             clears a node's slot, later ones do nothing)
  *   firn_fem_sph_vertex       every k (gather)
  *   firn_fem_sph_scatter      every k (scatter)
  * A gather pass reads only what no concurrent body writes and writes only
  * its own vertex; a scatter pass adds through firn_atomic_add. On the GPU
  * scatters are atomics; the CPU runs scatter passes in vertex order on one
  * thread (27 adds per vertex), gathers in parallel: the same result for
- * any thread count. */
+ * any thread count. A GPU thread may run firn_fem_mpm_vertex and then
+ * firn_fem_mpm_scatter for its vertex in one kernel (the scatter reads only
+ * its own v* and W, which that kernel does not write). */
 #ifndef FIRN_FEM_COUPLING_H
 #define FIRN_FEM_COUPLING_H
 
@@ -56,8 +60,9 @@ static inline FIRN_HD void firn_fem_surface_normal(int k, const firn_fem_surface
     for (int a = S->vf_start[k]; a < S->vf_start[k + 1]; a++) {
         const int *t = S->face + 3 * S->vf[a];
         const firn_vec3 p0 = firn_load3(V.x0, V.n, t[0]);
-        sum = firn_add(sum, firn_cross(firn_sub(firn_load3(V.x0, V.n, t[1]), p0),
-                                       firn_sub(firn_load3(V.x0, V.n, t[2]), p0)));
+        const firn_vec3 c = firn_cross(firn_sub(firn_load3(V.x0, V.n, t[1]), p0),
+                                       firn_sub(firn_load3(V.x0, V.n, t[2]), p0));
+        sum = firn_add(sum, c);
     }
     const float len = firn_norm(sum);
     firn_store3(S->normal, S->ns, k, len > 0.0f ? firn_scale(sum, 1.0f / len) : sum);

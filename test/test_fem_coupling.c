@@ -233,6 +233,19 @@ Test(fem_coupling, mpm_one_vertex_one_node_reaches_the_common_velocity)
         cr_assert_eq(o.v[c], v.v[c], "vertex changed by a node beyond dx");
         cr_assert_eq(q2[c], u.v[c], "node beyond dx changed");
     }
+    /* A fixed vertex is an infinite mass: it keeps its velocity and the
+     * node's share w of its mass takes it, u' = (1 - w) u + w v. */
+    one_vertex_init(&o, x, v, m);
+    o.fixed = 1;
+    q[0] = u.v[0], q[1] = u.v[1], q[2] = u.v[2], q[3] = M;
+    memset(q2, 0, 4 * sizeof *q2);
+    firn_fem_mpm_cpu(&o.S, &G.P, G.g, G.D);
+    for (int c = 0; c < 3; c++) {
+        const double us = (1 - w) * u.v[c] + w * v.v[c];
+        cr_assert_eq(o.v[c], v.v[c], "fixed vertex moved");
+        cr_assert(fabs(q[c] - us) < 1e-6 * (1 + fabs(us)), "u'[%d] = %.9g, want %.9g", c, q[c], us);
+    }
+    memset(q, 0, 4 * sizeof *q);
     /* Below the vertex (inside the body) it does couple. */
     one_vertex_init(&o, x, v, m);
     memset(q2, 0, 4 * sizeof *q2);
@@ -452,6 +465,15 @@ Test(fem_coupling, rigid_leaves_a_vertex_moving_away_untouched)
     memcpy(before, V.v, 3 * (size_t)V.n * sizeof *before);
     firn_fem_rigid_cpu(&b.surf, &body, 1, chunk, acc);
     cr_assert_neq(memcmp(before, V.v, 3 * (size_t)V.n * sizeof *before), 0, "nothing hit");
+    /* Fixed vertices (Dirichlet) are left alone, with no reaction. */
+    box_velocities(&b, 2.0f, 7);
+    memcpy(before, V.v, 3 * (size_t)V.n * sizeof *before);
+    memset(V.fixed, 1, (size_t)V.n);
+    memset(acc, 0, sizeof acc);
+    firn_fem_rigid_cpu(&b.surf, &body, 1, chunk, acc);
+    cr_assert_eq(memcmp(before, V.v, 3 * (size_t)V.n * sizeof *before), 0, "a fixed vertex moved");
+    for (int c = 0; c < FIRN_RIGID_ACC; c++)
+        cr_assert_eq(acc[c], 0.0, "reaction %d = %g from fixed vertices", c, acc[c]);
     free(before), free(chunk);
     fem_box_free(&b);
 }
