@@ -257,8 +257,8 @@ static inline FIRN_HD void firn_fem_sph_box(firn_vec3 x, const firn_sph_view *W,
 {
     const float half = 0.5f * W->P.h;
     for (int a = 0; a < 3; a++) {
-        lo[a] = firn_sph_cell_axis(&W->P, x.v[a] - half, a);
-        hi[a] = firn_sph_cell_axis(&W->P, x.v[a] + half, a);
+        lo[a] = firn_nbr_cell_axis(&W->P.nb, x.v[a] - half, a);
+        hi[a] = firn_nbr_cell_axis(&W->P.nb, x.v[a] + half, a);
     }
 }
 
@@ -283,7 +283,7 @@ static inline FIRN_HD void firn_fem_sph_vertex(int k, const firn_fem_surface *S,
     for (int a = lo[0]; a <= hi[0]; a++)
         for (int b = lo[1]; b <= hi[1]; b++)
             for (int c = lo[2]; c <= hi[2]; c++) {
-                const int cell = (a * W->P.res[1] + b) * W->P.res[2] + c;
+                const int cell = (a * W->P.nb.res[1] + b) * W->P.nb.res[2] + c;
                 for (int q = W->G.start[cell]; q < W->G.end[cell]; q++) {
                     const int p = W->G.sorted[q];
                     const firn_vec3 d = firn_sub(firn_load3(s.x, s.n, p), x);
@@ -316,7 +316,7 @@ static inline FIRN_HD void firn_fem_sph_scatter(int k, const firn_fem_surface *S
     for (int a = lo[0]; a <= hi[0]; a++)
         for (int b = lo[1]; b <= hi[1]; b++)
             for (int c = lo[2]; c <= hi[2]; c++) {
-                const int cell = (a * W->P.res[1] + b) * W->P.res[2] + c;
+                const int cell = (a * W->P.nb.res[1] + b) * W->P.nb.res[2] + c;
                 for (int q = W->G.start[cell]; q < W->G.end[cell]; q++) {
                     const int p = W->G.sorted[q];
                     const firn_vec3 d = firn_sub(firn_load3(s.x, s.n, p), x);

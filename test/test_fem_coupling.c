@@ -497,7 +497,7 @@ static void sph_set_sort(sph_set *S)
     memset(W->G.start, 0, (size_t)cells * sizeof(int));
     memset(W->G.end, 0, (size_t)cells * sizeof(int));
     for (int i = 0; i < n; i++) {
-        S->key[i] = (int)firn_sph_cell_of(&W->P, firn_load3(W->s.x, n, i));
+        S->key[i] = (int)firn_nbr_cell_of(&W->P.nb, firn_load3(W->s.x, n, i));
         W->G.end[S->key[i]]++;
     }
     int sum = 0;
@@ -520,8 +520,8 @@ static void sph_set_init(sph_set *S, float p, float lower, int cells, int n, flo
     for (int a = 0; a < 3; a++) {
         P->lower[a] = lower;
         P->upper[a] = lower + (float)cells * P->h;
-        P->res[a] = cells;
     }
+    P->nb = firn_nbr_space_of(P->lower, P->upper, P->h);
     S->mat.rho0 = rho0;
     S->mat.mass = 0.8f * p * p * p * rho0;
     S->W.mats = &S->mat;
