@@ -35,6 +35,7 @@
 #include "coupler.h"
 #include "error.h"
 #include "fem.h"
+#include "fem_coupling.h"
 #include "rigid.h"
 #include "firn_pbd_coupling.h"
 #include "firn_sph_coupling.h"
@@ -75,6 +76,12 @@ static const pair_def pairs[] = {
      offsetof(firn_coupler, pbd_rigid)},
     {"mpm_pbd", FIRN_SOLVER_MPM, FIRN_SOLVER_PBD, offsetof(firn_scene_def, coupling_mpm_pbd),
      offsetof(firn_coupler, mpm_pbd)},
+    {"fem_rigid", FIRN_SOLVER_RIGID, FIRN_SOLVER_FEM, offsetof(firn_scene_def, coupling_fem_rigid),
+     offsetof(firn_coupler, fem_rigid)},
+    {"fem_mpm", FIRN_SOLVER_MPM, FIRN_SOLVER_FEM, offsetof(firn_scene_def, coupling_fem_mpm),
+     offsetof(firn_coupler, fem_mpm)},
+    {"fem_sph", FIRN_SOLVER_SPH, FIRN_SOLVER_FEM, offsetof(firn_scene_def, coupling_fem_sph),
+     offsetof(firn_coupler, fem_sph)},
 };
 
 void firn_coupler_build(firn_world *w)
@@ -95,8 +102,39 @@ void firn_coupler_build(firn_world *w)
         c->active[FIRN_SOLVER_TOOL] && c->active[FIRN_SOLVER_MPM] && w->def.coupling_tool_mpm;
 }
 
+/* The FEM pairs' scratch (CPU path; FEM runs on no other): the surface's
+ * vertex-to-triangle lists and normals, the rigid reactions per chunk of
+ * surface vertices, FEM-MPM's 4 floats per grid node, FEM-SPH's shares. */
+static int fem_alloc(firn_world *w, firn_error *err)
+{
+    const firn_coupler *c = &w->coupler;
+    firn_fem *S = &w->fem;
+    if (w->cuda || !(c->fem_rigid || c->fem_mpm || c->fem_sph))
+        return 0;
+    if (firn_fem_surface_faces(S, &w->fem_vf_start, &w->fem_vf, err))
+        return -1;
+    const size_t ns = S->ns > 0 ? (size_t)S->ns : 1;
+    w->fem_normal = malloc(3 * ns * sizeof(float));
+    if (c->fem_rigid)
+        w->fem_chunk_acc =
+            malloc((size_t)firn_fem_rigid_chunk_doubles(S->ns, w->n_rigids) * sizeof(double) + 1);
+    if (c->fem_mpm)
+        w->fem_mpm_D = calloc(4 * (size_t)w->grid.nodes, sizeof(float));
+    if (c->fem_sph)
+        w->fem_sph_share = malloc(3 * ns * sizeof(float));
+    if (!w->fem_normal || (c->fem_rigid && !w->fem_chunk_acc) || (c->fem_mpm && !w->fem_mpm_D) ||
+        (c->fem_sph && !w->fem_sph_share)) {
+        firn_set_error(err, FIRN_E_NOMEM, "out of host memory for the FEM pairs");
+        return -1;
+    }
+    return 0;
+}
+
 int firn_coupler_alloc(firn_world *w, firn_error *err)
 {
+    w->fem_vf_start = w->fem_vf = NULL;
+    w->fem_normal = w->fem_mpm_D = w->fem_sph_share = NULL;
+    w->fem_chunk_acc = NULL;
     w->chunks = w->cpic_chunks = w->sph_chunks = w->pbd_chunks = 0;
     w->chunk_acc = w->cpic_acc = w->sph_chunk_acc = w->pbd_chunk_acc = NULL;
     w->chunk_live = NULL;
@@ -127,6 +165,8 @@ int firn_coupler_alloc(firn_world *w, firn_error *err)
             return -1;
         }
     }
+    if (fem_alloc(w, err))
+        return -1;
     if (w->cuda || !(w->coupler.rigid_mpm || w->coupler.mpm_sph || w->coupler.tool_mpm))
         return 0;
     w->chunks = (w->grid.nodes + FIRN_COUPLE_CHUNK - 1) / FIRN_COUPLE_CHUNK;
@@ -157,6 +197,11 @@ void firn_coupler_free(firn_world *w)
     w->mpm_pbd_runs = NULL;
     w->chunk_acc = w->cpic_acc = w->sph_chunk_acc = w->pbd_chunk_acc = NULL;
     w->chunk_live = NULL;
+    free(w->fem_vf_start), free(w->fem_vf), free(w->fem_normal);
+    free(w->fem_chunk_acc), free(w->fem_mpm_D), free(w->fem_sph_share);
+    w->fem_vf_start = w->fem_vf = NULL;
+    w->fem_normal = w->fem_mpm_D = w->fem_sph_share = NULL;
+    w->fem_chunk_acc = NULL;
 }
 
 /* The SPH solver as the pairs see it. */
@@ -303,8 +348,28 @@ static void couple_mpm_pbd(firn_world *w)
     }
 }
 
+/* Genesis's FEM pass (its fem_surface_force), last in couple(): on each
+ * surface vertex, with the start-of-substep positions and the velocities
+ * of the FEM velocity step, FEM-Rigid, then FEM-MPM on the updated grid
+ * (before G2P), then FEM-SPH; the walls follow in the FEM position step. */
+static void couple_fem(firn_world *w)
+{
+    const firn_coupler *c = &w->coupler;
+    const firn_fem_surface S =
+        firn_fem_surface_of(&w->fem, w->fem_vf_start, w->fem_vf, w->fem_normal);
+    firn_fem_normals_cpu(&S);
+    if (c->fem_rigid)
+        firn_fem_rigid_cpu(&S, w->rigids, w->n_rigids, w->fem_chunk_acc, w->rigid_acc);
+    if (c->fem_mpm)
+        firn_fem_mpm_cpu(&S, &w->params, w->grid, w->fem_mpm_D);
+    if (c->fem_sph) {
+        const firn_sph_view V = sph_view(w);
+        firn_fem_sph_cpu(&S, &V, w->fem_sph_share);
+    }
+}
+
 /* Genesis's couple(): the MPM grid update with its pairs (MPM-PBD after
- * the rest), then SPH-rigid, then PBD-rigid. */
+ * the rest), then SPH-rigid, then PBD-rigid, then the FEM pairs. */
 void firn_coupler_couple(firn_world *w)
 {
     if (w->coupler.active[FIRN_SOLVER_MPM]) {
@@ -319,6 +384,8 @@ void firn_coupler_couple(firn_world *w)
         couple_sph_rigid(w);
     if (w->coupler.pbd_rigid)
         couple_pbd_rigid(w);
+    if (w->coupler.fem_rigid || w->coupler.fem_mpm || w->coupler.fem_sph)
+        couple_fem(w);
 }
 
 int firn_coupler_substep(firn_world *w)

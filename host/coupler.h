@@ -23,6 +23,9 @@ typedef struct {
     int pbd_rigid; /* pair active: coupling.pbd_rigid */
     int mpm_pbd;   /* pair active: coupling.mpm_pbd */
     int tool_mpm;  /* pair active: tools and MPM particles, coupling.tool_mpm */
+    int fem_rigid; /* pair active: coupling.fem_rigid */
+    int fem_mpm;   /* pair active: coupling.fem_mpm */
+    int fem_sph;   /* pair active: coupling.fem_sph */
 } firn_coupler;
 
 /* CPU path: the grid update sums the coupling force per fixed chunk of

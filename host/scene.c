@@ -28,10 +28,19 @@
 
 static const char *const face_names[6] = {"x_lower", "x_upper", "y_lower",
                                           "y_upper", "z_lower", "z_upper"};
-static const char *const model_names[FIRN_MODEL_COUNT] = {
-    "elastic",      "liquid",     "snow",          "sand",
-    "von_mises",    "fracture",   "sph_liquid",    "pbd_cloth",
-    "pbd_particle", "pbd_liquid", "fem_linear",    "fem_corotated", "fem_stable_neohookean"};
+static const char *const model_names[FIRN_MODEL_COUNT] = {"elastic",
+                                                          "liquid",
+                                                          "snow",
+                                                          "sand",
+                                                          "von_mises",
+                                                          "fracture",
+                                                          "sph_liquid",
+                                                          "pbd_cloth",
+                                                          "pbd_particle",
+                                                          "pbd_liquid",
+                                                          "fem_linear",
+                                                          "fem_corotated",
+                                                          "fem_stable_neohookean"};
 static const char *const solver_names[FIRN_SOLVER_KIND_COUNT] = {"mpm", "sph", "pbd", "fem"};
 static const char *const pressure_names[2] = {"wcsph", "dfsph"};
 static const char *const wall_names[3] = {"separate", "sticky", "slip"};
@@ -270,6 +279,9 @@ void firn_scene_default(firn_scene_def *def)
     def->pbd_viscosity_iterations = 1;
     def->coupling_pbd_rigid = 1;
     def->coupling_mpm_pbd = 1;
+    def->coupling_fem_rigid = 1;
+    def->coupling_fem_mpm = 1;
+    def->coupling_fem_sph = 1;
     for (int i = 0; i < FIRN_MAX_TOOLS; i++)
         firn_tool_default(&def->tools[i]);
     def->coupling_tool_mpm = 1;
@@ -885,13 +897,13 @@ static int validate_body(const ctx *c, const firn_scene_def *def, int i, double 
     if ((int)b->solver < 0 || b->solver >= FIRN_SOLVER_KIND_COUNT)
         return fail(c, join(p, base, "solver"), "unknown solver %d", (int)b->solver);
     const firn_model model = def->materials[b->material].model;
-    const firn_solver_kind want =
-        model == FIRN_MODEL_SPH_LIQUID ? FIRN_SOLVER_KIND_SPH
-        : model == FIRN_MODEL_PBD_CLOTH || model == FIRN_MODEL_PBD_PARTICLE ||
-                model == FIRN_MODEL_PBD_LIQUID
-            ? FIRN_SOLVER_KIND_PBD
-        : FIRN_MODEL_IS_FEM(model) ? FIRN_SOLVER_KIND_FEM
-                                   : FIRN_SOLVER_KIND_MPM;
+    const firn_solver_kind want = model == FIRN_MODEL_SPH_LIQUID ? FIRN_SOLVER_KIND_SPH
+                                  : model == FIRN_MODEL_PBD_CLOTH ||
+                                          model == FIRN_MODEL_PBD_PARTICLE ||
+                                          model == FIRN_MODEL_PBD_LIQUID
+                                      ? FIRN_SOLVER_KIND_PBD
+                                  : FIRN_MODEL_IS_FEM(model) ? FIRN_SOLVER_KIND_FEM
+                                                             : FIRN_SOLVER_KIND_MPM;
     static const char *const needs[FIRN_SOLVER_KIND_COUNT] = {
         "an MPM body needs an MPM material", "an SPH body needs an sph_liquid material",
         "a PBD body needs a pbd_cloth, pbd_particle or pbd_liquid material",
@@ -2175,7 +2187,8 @@ static int parse_tools(const ctx *c, const cJSON *j, firn_scene_def *def)
 static int parse_coupling(const ctx *c, const cJSON *j, firn_scene_def *def)
 {
     static const char *const keys[] = {"rigid_mpm", "cpic",    "mpm_sph",  "sph_rigid",
-                                       "pbd_rigid", "mpm_pbd", "tool_mpm", NULL};
+                                       "pbd_rigid", "mpm_pbd", "tool_mpm", "fem_rigid",
+                                       "fem_mpm",   "fem_sph", NULL};
     if (need_object(c, j, "coupling") || check_keys(c, j, "coupling", keys, NULL) ||
         get_bool(c, j, "coupling", "rigid_mpm", &def->coupling_rigid_mpm) ||
         get_bool(c, j, "coupling", "mpm_sph", &def->coupling_mpm_sph) ||
@@ -2183,7 +2196,10 @@ static int parse_coupling(const ctx *c, const cJSON *j, firn_scene_def *def)
         get_bool(c, j, "coupling", "pbd_rigid", &def->coupling_pbd_rigid) ||
         get_bool(c, j, "coupling", "mpm_pbd", &def->coupling_mpm_pbd) ||
         get_bool(c, j, "coupling", "cpic", &def->coupling_cpic) ||
-        get_bool(c, j, "coupling", "tool_mpm", &def->coupling_tool_mpm))
+        get_bool(c, j, "coupling", "tool_mpm", &def->coupling_tool_mpm) ||
+        get_bool(c, j, "coupling", "fem_rigid", &def->coupling_fem_rigid) ||
+        get_bool(c, j, "coupling", "fem_mpm", &def->coupling_fem_mpm) ||
+        get_bool(c, j, "coupling", "fem_sph", &def->coupling_fem_sph))
         return -1;
     return 0;
 }

@@ -42,6 +42,12 @@ struct firn_world {
     float *fem_measures;   /* firn_world_fem_mesh's per-element stress (6), strain (6) and
                               von Mises stress (1), 13 floats an element; NULL until asked */
     double *pbd_chunk_acc; /* CPU, PBD-rigid: reaction per particle chunk [chunks][n_rigids][6] */
+    /* CPU, the FEM pairs (host/fem_coupling.h): the surface's vertex-to-triangle lists
+     * and normals, rigid reactions per chunk of surface vertices, FEM-MPM's 4 floats
+     * per grid node, FEM-SPH's shares. */
+    int *fem_vf_start, *fem_vf;
+    float *fem_normal, *fem_mpm_D, *fem_sph_share;
+    double *fem_chunk_acc;
     long long pbd_chunks;
     /* CPU, MPM-PBD: the PBD particles sorted by the MPM node whose dx-box
      * holds them; then where each node's run starts (runs + 1 ints) and

@@ -366,6 +366,9 @@ typedef struct {
     int coupling_tool_mpm; /* coupling.tool_mpm, default 1: tools act on the MPM grid */
     /* The FEM solver (bodies with solver fem; defaults Genesis's FEMOptions). */
     float fem_damping;           /* explicit: v *= exp(-dt damping) each substep [1/s], default 0 */
+    int coupling_fem_rigid;      /* coupling.fem_rigid, default 1 */
+    int coupling_fem_mpm;        /* coupling.fem_mpm, default 1 */
+    int coupling_fem_sph;        /* coupling.fem_sph, default 1 */
     int gpu_p2g;                 /* the CUDA path's P2G, firn_p2g_variant (not part of the
                                     scene: the CLI's --p2g); default FIRN_P2G_AUTO */
     char out_dir[FIRN_PATH_MAX]; /* default "out" */
