@@ -8,6 +8,7 @@
 
 #include "error.h"
 #include "fem.h"
+#include "fem_implicit.h"
 
 void firn_fem_free(firn_fem *S)
 {
@@ -15,6 +16,10 @@ void firn_fem_free(firn_fem *S)
     free(S->V.adj_start), free(S->V.fixed), free(S->V.adj);
     free(S->E.v), free(S->E.B), free(S->E.vol), free(S->E.mat), free(S->E.fslot);
     free(S->face), free(S->face_tet), free(S->surf);
+    if (S->implicit_work) {
+        firn_fem_implicit_work_free(S->implicit_work);
+        free(S->implicit_work);
+    }
     firn_fem_material mats[FIRN_MAX_MATERIALS];
     memcpy(mats, S->mats, sizeof mats);
     memset(S, 0, sizeof *S);
@@ -268,6 +273,7 @@ int firn_fem_init(firn_fem *S, const firn_scene_def *def, firn_error *err)
         const firn_body_def *bd = &def->bodies[scene_body[k]];
         S->scene_body[k] = scene_body[k];
         S->body_mat[k] = mat[k];
+        S->implicit[k] = (uint8_t)(bd->fem_implicit != 0);
         const int v0 = S->v_first[k], v1 = S->v_first[k + 1];
         for (int i = v0; i < v1; i++)
             for (int c = 0; c < 3; c++)
@@ -289,6 +295,19 @@ int firn_fem_init(firn_fem *S, const firn_scene_def *def, firn_error *err)
         if (V->fixed[i])
             for (int c = 0; c < 3; c++)
                 V->v[c * V->n + i] = 0.0f;
+    }
+    S->implicit_failed = -1;
+    int any_implicit = 0;
+    for (int k = 0; k < nb; k++)
+        any_implicit |= S->implicit[k];
+    if (any_implicit) {
+        S->implicit_work = calloc(1, sizeof(firn_fem_implicit_work));
+        if (!S->implicit_work || firn_fem_implicit_work_init(S->implicit_work, S, err)) {
+            if (!S->implicit_work)
+                firn_set_error(err, FIRN_E_NOMEM, "FEM: out of memory for the implicit solver");
+            firn_fem_free(S);
+            return -1;
+        }
     }
     firn_fem_params *P = &S->P;
     memset(P, 0, sizeof *P);
@@ -324,7 +343,10 @@ float firn_fem_cfl_dt(const firn_fem *S, float cfl, float v_gravity, float *c_ou
     if (body)
         *body = -1;
     for (int b = 0; b < S->bodies; b++) {
-        const float c = firn_fem_wave_speed(&S->mats[S->body_mat[b]]);
+        /* Backward Euler needs no wave-speed limit: an implicit body's
+         * step only keeps its motion under cfl h_min per substep (for the
+         * walls and the pairs). */
+        const float c = S->implicit[b] ? 0.0f : firn_fem_wave_speed(&S->mats[S->body_mat[b]]);
         const float d = cfl * S->h_body[b] / (c + vmax + v_gravity);
         if (!(d >= dt)) { /* NaN too: it names the body */
             dt = d;

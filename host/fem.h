@@ -40,6 +40,14 @@ typedef struct {
     int scene_body[FIRN_FEM_MAX_BODIES]; /* body b's index in the scene's bodies */
     int body_mat[FIRN_FEM_MAX_BODIES];   /* body b's material index */
     long long fixed;                     /* fixed vertices */
+    /* Implicit bodies (host/fem_implicit.c): implicit[b] = 1 for body b's
+     * backward Euler; their solver's scratch (a firn_fem_implicit_work, NULL
+     * when no body is implicit); the first body whose solve failed this
+     * substep (-1: none), reported by post_coupling, and its message. */
+    uint8_t implicit[FIRN_FEM_MAX_BODIES];
+    void *implicit_work;
+    int implicit_failed;
+    firn_error implicit_error;
 } firn_fem;
 
 /* Builds S's vertices, elements and surfaces from nbodies checked meshes,

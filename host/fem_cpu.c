@@ -5,7 +5,10 @@
  * the state is the same for any thread count. */
 #include <omp.h>
 
+#include <math.h>
+
 #include "fem.h"
+#include "fem_implicit.h"
 #include "world.h"
 
 static int fem_active(const firn_world *w) { return w->fem.E.n > 0; }
@@ -26,9 +29,32 @@ static void fem_pre_coupling(firn_world *w)
     for (int e = 0; e < ne; e++)
         firn_fem_element_forces(e, mats, &E, V.x, nv);
     double t1 = omp_get_wtime();
+    (void)nv;
+    S->implicit_failed = -1;
+    for (int b = 0; b < S->bodies; b++) {
+        const int v0 = S->v_first[b], v1 = S->v_first[b + 1];
+        if (!S->implicit[b]) {
 #pragma omp parallel for schedule(static)
-    for (int i = 0; i < nv; i++)
-        firn_fem_velocity(i, &P, &V, &E);
+            for (int i = v0; i < v1; i++)
+                firn_fem_velocity(i, &P, &V, &E);
+            continue;
+        }
+        /* Backward Euler from x0 = x and v (host/fem_implicit.c); it
+         * leaves v = (x_{n+1} - x_n) / dt, and the position step follows
+         * after coupling as for explicit bodies. A failed solve leaves v
+         * NaN, so the position step reports the body, with the reason. */
+        for (int i = v0; i < v1; i++)
+            for (int c = 0; c < 3; c++)
+                V.x0[c * V.n + i] = V.x[c * V.n + i];
+        const firn_fem_implicit_params ip = firn_fem_implicit_params_default();
+        if (firn_fem_implicit_step(S, b, &ip, P.gravity, P.dt, S->implicit_work, NULL,
+                                   &S->implicit_error)) {
+            if (S->implicit_failed < 0)
+                S->implicit_failed = b;
+            for (int i = v0; i < v1; i++)
+                V.v[i] = NAN;
+        }
+    }
     w->prof.fem_elements += t1 - t0;
     w->prof.fem_velocity += omp_get_wtime() - t1;
 }

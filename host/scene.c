@@ -1907,9 +1907,10 @@ static int parse_pin(const ctx *c, const cJSON *j, const char *path, firn_body_d
 static int parse_body(const ctx *c, const cJSON *j, const char *path, const firn_scene_def *def,
                       int index, firn_body_def *b)
 {
-    static const char *const keys[] = {"material", "shape", "particles_per_cell",
-                                       "velocity", "seed",  "solver",
-                                       "pin",      "fixed", NULL};
+    static const char *const keys[] = {
+        "material", "shape", "particles_per_cell", "velocity", "seed", "solver",
+        "pin",      "fixed", "integrator",         NULL};
+    static const char *const integrators[] = {"explicit", "implicit"};
     char p[KEYPATH_MAX];
     const char *mat = NULL, *solver = "mpm";
     int solver_i = 0;
@@ -1960,6 +1961,14 @@ static int parse_body(const ctx *c, const cJSON *j, const char *path, const firn
         return -1;
     if (get(j, "fixed") && parse_pin(c, get(j, "fixed"), join(p, path, "fixed"), b))
         return -1;
+    if (get(j, "integrator")) {
+        const char *integrator = NULL;
+        if (b->solver != FIRN_SOLVER_KIND_FEM)
+            return fail(c, join(p, path, "integrator"), "applies only to an FEM body");
+        if (get_string(c, j, path, "integrator", 1, &integrator) ||
+            pick(c, join(p, path, "integrator"), integrator, integrators, 2, &b->fem_implicit))
+            return -1;
+    }
     seed = get(j, "seed");
     if (seed) {
         double v = 0;

@@ -484,8 +484,8 @@ static firn_world *world_create(const firn_scene_def *def, firn_backend backend,
         goto fail;
     }
     if (backend == FIRN_BACKEND_AUTO)
-        backend = firn_cuda_device_count() > 0 && !mpm_pbd && !fem ? FIRN_BACKEND_CUDA
-                                                                   : FIRN_BACKEND_CPU;
+        backend =
+            firn_cuda_device_count() > 0 && !mpm_pbd && !fem ? FIRN_BACKEND_CUDA : FIRN_BACKEND_CPU;
     w->backend = backend;
     if (backend == FIRN_BACKEND_CUDA && !firn_cuda_available()) {
         firn_set_error(err, FIRN_E_DEVICE,
@@ -732,14 +732,16 @@ static int report_nonfinite(firn_world *w, int bad, long long substep, double t,
         int b = 0;
         while (b + 1 < w->fem.bodies && bad >= w->fem.v_first[b + 1])
             b++;
-        firn_set_error(err, FIRN_E_NUMERIC,
-                       "%s: frame %d (t = %.6g s, %s): FEM vertex %d (vertex %d of bodies[%d], "
-                       "material '%s') has a non-finite position or velocity; the state is not "
-                       "written. Likely causes: a substep too large for the material (dt = %g s; "
-                       "time.dt beyond the FEM limit with time.force_dt), or extreme parameters",
-                       prefix(&w->def), w->frame + 1, t, when, bad, bad - w->fem.v_first[b],
-                       w->fem.scene_body[b], w->def.materials[w->fem.body_mat[b]].name,
-                       w->params.dt);
+        firn_set_error(
+            err, FIRN_E_NUMERIC,
+            "%s: frame %d (t = %.6g s, %s): FEM vertex %d (vertex %d of bodies[%d], "
+            "material '%s') has a non-finite position or velocity; the state is not "
+            "written. Likely causes: a substep too large for the material (dt = %g s; "
+            "time.dt beyond the FEM limit with time.force_dt), or extreme parameters%s%s",
+            prefix(&w->def), w->frame + 1, t, when, bad, bad - w->fem.v_first[b],
+            w->fem.scene_body[b], w->def.materials[w->fem.body_mat[b]].name, w->params.dt,
+            w->fem.implicit_failed == b ? "; its implicit solve failed: " : "",
+            w->fem.implicit_failed == b ? w->fem.implicit_error.msg : "");
         return -1;
     }
     if (w->bad_solver == FIRN_SOLVER_PBD) {

@@ -218,6 +218,8 @@ typedef struct {
     int pins[FIRN_MAX_PINS];
     int pin_box;                      /* 1: pin_lower/pin_upper pin too */
     float pin_lower[3], pin_upper[3]; /* [m] */
+    int fem_implicit; /* FEM: 1 = backward Euler ("integrator": "implicit"), 0 = explicit
+                         (default, Genesis's) */
 } firn_body_def;
 
 /* Rigid bodies (docs/PHYSICS.md s4). The shape's centre is the body's centre of
