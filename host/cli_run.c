@@ -568,7 +568,8 @@ static int write_checkpoint(firn_frame_writer *fw, firn_world *w, const char *di
     /* firn_world_save refuses FEM bodies: the run goes on */
     if (firn_fem_in_scene(firn_world_scene(w))) {
         if (!quiet)
-            fprintf(stderr, "%sfirn: no checkpoint at frame %d: FEM bodies are not in checkpoints yet\n",
+            fprintf(stderr,
+                    "%sfirn: no checkpoint at frame %d: FEM bodies are not in checkpoints yet\n",
                     tty ? "\n" : "", frame);
         return 0;
     }
