@@ -20,7 +20,10 @@
  * that pressure scale gives over a support radius, p / (rho h).
  * The PBD particles' x and v are compared the same way (the constraint
  * sweeps run colour by colour in the CPU's order, so only FMA contraction,
- * libm's last bits and the PBD-rigid reactions' atomic sums differ).
+ * libm's last bits and the PBD-rigid reactions' atomic sums differ), and
+ * so are the FEM vertices' x and v (each element writes its own force
+ * slots and each vertex sums them in one order on both paths: only FMA
+ * contraction, libm and the FEM pairs' atomic scatters differ).
  * After N frames chaotic flows diverge particle by particle, so only scene
  * statistics are compared, each within 1 percent of its scale (see
  * docs/CLI.md). */
@@ -177,6 +180,22 @@ static int compare_pbd_state(firn_world *cpu, firn_world *gpu, firn_error *err, 
     return 0;
 }
 
+/* The FEM vertices of the two worlds, element by element (none: nothing). */
+static int compare_fem_state(firn_world *cpu, firn_world *gpu, firn_error *err, int *ok)
+{
+    firn_fem_mesh_view a, b;
+    if (firn_world_fem_mesh(gpu, &a, err) || firn_world_fem_mesh(cpu, &b, err))
+        return -1;
+    if (b.n == 0)
+        return 0;
+    const long long n = b.n;
+    field_diff d[2] = {diff_field("fem x", a.x, b.x, 3 * n, 0.0),
+                       diff_field("fem v", a.v, b.v, 3 * n, 0.0)};
+    for (int k = 0; k < 2; k++)
+        *ok &= report(&d[k], STATE_TOL);
+    return 0;
+}
+
 /* One substep from the perturbed state (perturb), on a fresh pair of
  * worlds, so that the frames compared afterwards are the scene's own. */
 static int compare_perturbed(const firn_scene_def *def, float dt, int *ok, firn_error *err)
@@ -295,6 +314,35 @@ static void compare_pbd_stats(const firn_pbd_frame_stats *c, const firn_pbd_fram
     *ok &= stat_line("pbd max strain", c->max_strain, s->max_strain, 1.0);
 }
 
+/* The FEM bodies' statistics, scaled as the PBD particles'; the elastic
+ * energy by the kinetic energy's scale, the largest von Mises stress by
+ * the larger of the two. */
+static void compare_fem_stats(const firn_fem_frame_stats *c, const firn_fem_frame_stats *s,
+                              double L, double g, int *ok)
+{
+    static const char *ax = "xyz";
+    char name[32];
+    const double M = c->mass;
+    const double ke_scale =
+        fmax(fmax(c->kinetic_energy, s->kinetic_energy), 1e-3 * M * fmax(g, 1e-3) * L);
+    const double p_scale = M * speed_scale(M, c->kinetic_energy, s->kinetic_energy, L, g);
+    *ok &= stat_line("fem kinetic energy", c->kinetic_energy, s->kinetic_energy, ke_scale);
+    *ok &= stat_line("fem elastic energy", c->elastic_energy, s->elastic_energy,
+                     fmax(ke_scale, fmax(c->elastic_energy, s->elastic_energy)));
+    for (int k = 0; k < 3; k++) {
+        snprintf(name, sizeof name, "fem centre %c", ax[k]);
+        *ok &= stat_line(name, c->center_of_mass[k], s->center_of_mass[k], L);
+        snprintf(name, sizeof name, "fem momentum %c", ax[k]);
+        *ok &= stat_line(name, c->momentum[k], s->momentum[k], p_scale);
+        snprintf(name, sizeof name, "fem bbox lower %c", ax[k]);
+        *ok &= stat_line(name, c->bbox_lower[k], s->bbox_lower[k], L);
+        snprintf(name, sizeof name, "fem bbox upper %c", ax[k]);
+        *ok &= stat_line(name, c->bbox_upper[k], s->bbox_upper[k], L);
+    }
+    *ok &= stat_line("fem max von Mises", c->max_von_mises, s->max_von_mises,
+                     fmax(c->max_von_mises, s->max_von_mises));
+}
+
 /* Scene statistics of the two worlds after their frames (sc, sg), each
  * within STATS_TOL of its scale. */
 static int compare_stats(firn_world *cpu, firn_world *gpu, const firn_scene_def *def,
@@ -344,13 +392,17 @@ static int compare_stats(firn_world *cpu, firn_world *gpu, const firn_scene_def 
         return -1;
     if (sc->pbd.particles > 0)
         compare_pbd_stats(&sc->pbd, &sg->pbd, L, g, ok);
+    if (sc->fem.vertices > 0)
+        compare_fem_stats(&sc->fem, &sg->fem, L, g, ok);
     /* Rigid bodies: pose by the domain size, speed by the momentum scale's
      * speed (the SPH particles', else the PBD particles', without MPM
      * particles), angular speed by that speed over the domain size. */
-    double v_scale = M > 0.0                 ? p_scale / M
-                     : sc->sph.particles > 0 ? sph_speed_scale(&sc->sph, &sg->sph, L, g)
-                                             : speed_scale(sc->pbd.mass, sc->pbd.kinetic_energy,
-                                                           sg->pbd.kinetic_energy, L, g);
+    double v_scale =
+        M > 0.0                 ? p_scale / M
+        : sc->sph.particles > 0 ? sph_speed_scale(&sc->sph, &sg->sph, L, g)
+        : sc->pbd.particles > 0
+            ? speed_scale(sc->pbd.mass, sc->pbd.kinetic_energy, sg->pbd.kinetic_energy, L, g)
+            : speed_scale(sc->fem.mass, sc->fem.kinetic_energy, sg->fem.kinetic_energy, L, g);
     for (int r = 0; r < sc->n_rigids; r++) {
         const firn_rigid_stats *rc = &sc->rigids[r], *rg = &sg->rigids[r];
         const char *rn = def->rigids[r].name;
@@ -369,7 +421,7 @@ static int compare_stats(firn_world *cpu, firn_world *gpu, const firn_scene_def 
     for (int t = 0; t < sc->n_tools; t++) {
         const firn_tool_state *tc = &sc->tools[t], *tg = &sg->tools[t];
         const char *tn = def->tools[t].name;
-        double f_scale = (M + sc->sph.mass + sc->pbd.mass) * fmax(g, 1e-3);
+        double f_scale = (M + sc->sph.mass + sc->pbd.mass + sc->fem.mass) * fmax(g, 1e-3);
         for (int k = 0; k < 3; k++)
             f_scale = fmax(f_scale, fmax(fabs(tc->force_mean[k]), fabs(tg->force_mean[k])));
         for (int k = 0; k < 3; k++) {
@@ -426,12 +478,6 @@ int firn_cli_compare(int argc, char **argv)
         return firn_cli_fail(&err);
     if (p2g >= 0)
         def.gpu_p2g = p2g;
-    if (firn_scene_couples_mpm_pbd(&def)) {
-        printf("%s: the MPM-PBD pair has no CUDA kernel yet: compared with coupling.mpm_pbd "
-               "off on both paths\n",
-               scene);
-        def.coupling_mpm_pbd = 0;
-    }
     firn_world *cpu = firn_world_create(&def, FIRN_BACKEND_CPU, &err);
     if (!cpu)
         return firn_cli_fail(&err);
@@ -454,7 +500,8 @@ int firn_cli_compare(int argc, char **argv)
            STATE_TOL);
     if (firn_world_substep(cpu, dt, &err) || firn_world_substep(gpu, dt, &err) ||
         compare_state(cpu, gpu, &err, &ok) || compare_sph_state(cpu, gpu, dt, &err, &ok) ||
-        compare_pbd_state(cpu, gpu, &err, &ok) || compare_grid(cpu, gpu, &ok, &err))
+        compare_pbd_state(cpu, gpu, &err, &ok) || compare_fem_state(cpu, gpu, &err, &ok) ||
+        compare_grid(cpu, gpu, &ok, &err))
         goto error;
     if (compare_perturbed(&def, dt, &ok, &err))
         goto error;

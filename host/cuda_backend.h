@@ -59,6 +59,15 @@ int firn_cuda_pbd_init(firn_world *w, firn_error *err);
 void firn_cuda_pbd_free(firn_world *w);
 int firn_cuda_pbd_download(firn_world *w, firn_error *err);
 
+/* The FEM solver on the GPU (kernels/fem.cu): its device state, mesh
+ * and surface, made from the host state w->fem (explicit bodies only: an
+ * implicit body is refused); the download brings the mirror's x, v, x0
+ * and f up to date, the upload puts the mirror's x, v and x0 back. */
+int firn_cuda_fem_init(firn_world *w, firn_error *err);
+void firn_cuda_fem_free(firn_world *w);
+int firn_cuda_fem_download(firn_world *w, firn_error *err);
+int firn_cuda_fem_upload(firn_world *w, firn_error *err);
+
 /* Device memory a CUDA world allocated (firn_device_bytes plus CUB's
  * scratch); 0 without a CUDA state. */
 size_t firn_cuda_state_bytes(const firn_world *w);

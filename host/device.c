@@ -72,6 +72,26 @@ int firn_cuda_pbd_download(firn_world *w, firn_error *err)
     return no_cuda(err);
 }
 
+int firn_cuda_fem_init(firn_world *w, firn_error *err)
+{
+    (void)w;
+    return no_cuda(err);
+}
+
+void firn_cuda_fem_free(firn_world *w) { (void)w; }
+
+int firn_cuda_fem_download(firn_world *w, firn_error *err)
+{
+    (void)w;
+    return no_cuda(err);
+}
+
+int firn_cuda_fem_upload(firn_world *w, firn_error *err)
+{
+    (void)w;
+    return no_cuda(err);
+}
+
 int firn_cuda_download_parts(firn_world *w, int parts, firn_error *err)
 {
     (void)w, (void)parts;

@@ -9,6 +9,7 @@
 #include "error.h"
 #include "fem.h"
 #include "fem_implicit.h"
+#include "world.h"
 
 void firn_fem_free(firn_fem *S)
 {
@@ -171,6 +172,45 @@ int firn_fem_in_scene(const firn_scene_def *def)
 {
     for (int b = 0; b < def->n_bodies; b++)
         if (def->bodies[b].solver == FIRN_SOLVER_KIND_FEM)
+            return 1;
+    return 0;
+}
+
+size_t firn_fem_device_bytes(int nv, int ne, int nf, int ns, long long nodes, int share)
+{
+    const size_t v = (size_t)nv, e = (size_t)ne, f = (size_t)nf, s = (size_t)ns;
+    const size_t bytes[] = {3 * v * 4,
+                            3 * v * 4,
+                            3 * v * 4,
+                            v * 4,
+                            3 * v * 4,
+                            (v + 1) * 4,
+                            v,
+                            4 * e * 4, /* vertices */
+                            4 * e * 4,
+                            9 * e * 4,
+                            e * 4,
+                            e,
+                            12 * e * 4, /* elements */
+                            s * 4,
+                            3 * f * 4,
+                            (s + 1) * 4,
+                            3 * f * 4,
+                            3 * s * 4, /* surface */
+                            nodes > 0 ? 4 * (size_t)nodes * 4 : 0,
+                            share ? 3 * s * 4 : 0, /* pairs */
+                            FIRN_MAX_MATERIALS * sizeof(firn_fem_material),
+                            sizeof(unsigned long long)};
+    size_t total = 0;
+    for (size_t k = 0; k < sizeof bytes / sizeof bytes[0]; k++)
+        total += firn_align256(bytes[k]);
+    return total;
+}
+
+int firn_fem_scene_implicit(const firn_scene_def *def)
+{
+    for (int b = 0; b < def->n_bodies; b++)
+        if (def->bodies[b].solver == FIRN_SOLVER_KIND_FEM && def->bodies[b].fem_implicit)
             return 1;
     return 0;
 }

@@ -19,6 +19,8 @@ extern "C" {
 /* Most FEM bodies in a world. */
 #define FIRN_FEM_MAX_BODIES FIRN_MAX_BODIES
 
+struct firn_fem_cuda; /* kernels/fem.cu */
+
 typedef struct {
     firn_fem_vertices V;
     firn_fem_elements E;
@@ -48,6 +50,10 @@ typedef struct {
     void *implicit_work;
     int implicit_failed;
     firn_error implicit_error;
+    /* CUDA path (kernels/fem.cu): the device state, NULL on the CPU path;
+     * host_stale: the mirror's x, v, x0 and f are older than the device's. */
+    struct firn_fem_cuda *cuda;
+    int host_stale;
 } firn_fem;
 
 /* Builds S's vertices, elements and surfaces from nbodies checked meshes,
@@ -88,6 +94,15 @@ void firn_fem_element_measures(const firn_fem *S, int e, float stress[6], float 
 void firn_fem_stats(const firn_fem *S, firn_fem_frame_stats *st);
 /* Host memory of the solver's state [bytes]. */
 size_t firn_fem_host_bytes(const firn_fem *S);
+/* What the CUDA path allocates for the FEM state (kernels/fem.cu checks
+ * that its layout adds up to this): nv vertices, ne elements, nf surface
+ * triangles over ns surface vertices, the FEM-MPM scratch over `nodes` MPM
+ * nodes (0: the pair is off) and the FEM-SPH one (share set), each array
+ * 256-byte aligned [bytes]. */
+size_t firn_fem_device_bytes(int nv, int ne, int nf, int ns, long long nodes, int share);
+/* Whether a body of def is an FEM body with "integrator": "implicit" (its
+ * backward Euler runs on the CPU path only). */
+int firn_fem_scene_implicit(const firn_scene_def *def);
 
 /* The solver's phases (host/fem_cpu.c): pre_coupling computes the element
  * forces and the vertices' velocities, post_coupling their positions. */

@@ -234,6 +234,17 @@ static int pbd_current(firn_world *w, firn_error *err)
     return 0;
 }
 
+/* The FEM host state brought up to date (CUDA: downloaded when stale). */
+static int fem_current(firn_world *w, firn_error *err)
+{
+    if (!w->fem.cuda || !w->fem.host_stale)
+        return 0;
+    if (firn_cuda_fem_download(w, err))
+        return -1;
+    w->fem.host_stale = 0;
+    return 0;
+}
+
 /* What the CFL step is made of: the largest signal speed c, the particles'
  * and the rigid surfaces' largest speeds, and what gravity adds over a
  * frame [m/s]. */
@@ -284,6 +295,8 @@ static int cfl_step(firn_world *w, cfl_terms *t, float *dt_out, firn_error *err)
     if (pbd_current(w, err))
         return -1;
     t->dt_pbd = firn_pbd_cfl_dt(&w->pbd, d->cfl, t->v_gravity, &t->v_pbd);
+    if (fem_current(w, err))
+        return -1;
     t->dt_fem = firn_fem_cfl_dt(&w->fem, d->cfl, t->v_gravity, &t->c_fem, &t->v_fem, &t->fem_body);
     *dt_out = firn_minf(
         d->frame_dt, firn_minf(firn_minf(t->dt_mpm, t->dt_sph), firn_minf(t->dt_pbd, t->dt_fem)));
@@ -472,20 +485,20 @@ static firn_world *world_create(const firn_scene_def *def, firn_backend backend,
         goto fail;
     /* The backend first: a missing GPU is named before the particles of a
      * large scene are sampled. */
-    /* The MPM-PBD pair and the FEM solver have no CUDA kernels yet: auto
-     * takes the CPU path for a scene with either (refused on cuda). */
-    const int mpm_pbd = firn_scene_couples_mpm_pbd(def);
-    const int fem = firn_fem_in_scene(def);
-    if (backend == FIRN_BACKEND_CUDA && fem) {
+    /* Implicit FEM bodies have no CUDA kernels yet: auto takes the CPU path
+     * for a scene with one (refused on cuda). */
+    const int fem_implicit = firn_fem_scene_implicit(def);
+    if (backend == FIRN_BACKEND_CUDA && fem_implicit) {
         firn_set_error(err, FIRN_E_DEVICE,
-                       "%s: --backend cuda: FEM bodies run on the CPU path only for now (--backend "
-                       "cpu or auto); the FEM solver's CUDA kernels are not written yet",
+                       "%s: --backend cuda: implicit FEM bodies (\"integrator\": \"implicit\") run "
+                       "on the CPU path only for now (--backend cpu or auto, or the explicit "
+                       "integrator); their backward Euler solve has no CUDA kernels yet",
                        prefix(def));
         goto fail;
     }
     if (backend == FIRN_BACKEND_AUTO)
         backend =
-            firn_cuda_device_count() > 0 && !mpm_pbd && !fem ? FIRN_BACKEND_CUDA : FIRN_BACKEND_CPU;
+            firn_cuda_device_count() > 0 && !fem_implicit ? FIRN_BACKEND_CUDA : FIRN_BACKEND_CPU;
     w->backend = backend;
     if (backend == FIRN_BACKEND_CUDA && !firn_cuda_available()) {
         firn_set_error(err, FIRN_E_DEVICE,
@@ -514,17 +527,11 @@ static firn_world *world_create(const firn_scene_def *def, firn_backend backend,
         goto fail;
     }
 
-    if (backend == FIRN_BACKEND_CUDA && w->coupler.mpm_pbd) {
-        firn_set_error(err, FIRN_E_DEVICE,
-                       "%s: --backend cuda: the MPM-PBD pair runs on the CPU path only (--backend "
-                       "cpu, or coupling.mpm_pbd false); its CUDA kernel is not written yet",
-                       prefix(def));
-        goto fail;
-    }
     if (backend == FIRN_BACKEND_CUDA) {
         if ((checkpoint && firn_checkpoint_read(w, checkpoint, err)) || firn_cuda_init(w, err) ||
             (w->sph.n > 0 && firn_cuda_sph_init(w, err)) ||
-            (w->pbd.n > 0 && firn_cuda_pbd_init(w, err)))
+            (w->pbd.n > 0 && firn_cuda_pbd_init(w, err)) ||
+            (w->fem.V.n > 0 && firn_cuda_fem_init(w, err)))
             goto fail;
     } else {
         snprintf(w->device_name, sizeof w->device_name, "CPU, %d OpenMP threads",
@@ -559,6 +566,7 @@ void firn_world_destroy(firn_world *w)
         return;
     firn_cuda_sph_free(w); /* before the world's stream goes */
     firn_cuda_pbd_free(w);
+    firn_cuda_fem_free(w);
     if (w->cuda)
         firn_cuda_free(w);
     firn_cpu_free(w);
@@ -693,12 +701,13 @@ void firn_world_memory(const firn_world *w, firn_memory *m)
     }
     host += (double)firn_sph_host_bytes(&w->sph); /* the SPH solver's, on either path */
     host += (double)firn_pbd_host_bytes(&w->pbd); /* the PBD solver's, on either path */
-    host += (double)firn_fem_host_bytes(&w->fem); /* the FEM solver's (CPU path only) */
+    host += (double)firn_fem_host_bytes(&w->fem); /* the FEM solver's, on either path */
     m->host = host;
     m->host_grid = w->backend == FIRN_BACKEND_CPU ? (double)w->grid.nodes * 16.0 : 0.0;
     m->host_grid_resident = w->backend == FIRN_BACKEND_CPU ? firn_cpu_grid_resident(w) : 0.0;
     /* A CPU world's device figure: what the CUDA path would allocate (less
-     * CUB's scratch and the SPH and PBD materials, a few KiB). */
+     * CUB's scratch and the SPH and PBD materials, a few KiB; the MPM-PBD
+     * pair's sort is not counted). */
     m->device =
         w->backend == FIRN_BACKEND_CUDA
             ? (double)firn_cuda_state_bytes(w)
@@ -706,7 +715,13 @@ void firn_world_memory(const firn_world *w, firn_memory *m)
                   (double)firn_sph_device_bytes(w->sph.n, w->sph.P.nb.res[0] * w->sph.P.nb.res[1] *
                                                               w->sph.P.nb.res[2]) +
                   (double)firn_pbd_device_bytes(w->pbd.n, w->pbd.stretch.n, w->pbd.bend.n,
-                                                w->pbd.G.cells);
+                                                w->pbd.G.cells) +
+                  (double)firn_fem_device_bytes(w->fem.V.n, w->fem.E.n, w->fem.nf, w->fem.ns,
+                                                w->coupler.fem_mpm
+                                                    ? (long long)w->params.n[0] * w->params.n[1] *
+                                                          w->params.n[2]
+                                                    : 0,
+                                                w->coupler.fem_sph);
     const double own = w->backend == FIRN_BACKEND_CUDA ? m->device : m->host;
     const double all = n + (double)w->sph.n + (double)w->pbd.n; /* every solver's particles */
     m->per_particle = all > 0 ? own / all : 0.0;
@@ -795,6 +810,7 @@ int firn_world_run_substeps(firn_world *w, int nsub, float dt, firn_error *err)
         w->rigids_stale = 1;
         w->sph.host_stale = w->sph.cuda != NULL;
         w->pbd.host_stale = w->pbd.cuda != NULL;
+        w->fem.host_stale = w->fem.cuda != NULL;
         const double t0 = w->time;
         int k = 0, bad = firn_cuda_run(w, nsub, dt, &k, err);
         if (bad == -2)
@@ -857,7 +873,8 @@ static int current_state(firn_world *w, int need, firn_error *err)
 
 int firn_world_host_state(firn_world *w, firn_error *err)
 {
-    if (current_state(w, FIRN_STALE_ALL, err) || sph_current(w, err) || pbd_current(w, err))
+    if (current_state(w, FIRN_STALE_ALL, err) || sph_current(w, err) || pbd_current(w, err) ||
+        fem_current(w, err))
         return -1;
     if (w->cuda && w->rigids_stale) {
         if (firn_cuda_download_rigids(w, err))
@@ -954,8 +971,11 @@ int firn_world_stats(firn_world *w, firn_frame_stats *s, firn_error *err)
             return -1;
         firn_pbd_stats(&w->pbd, &s->pbd);
     }
-    if (w->fem.V.n > 0)
+    if (w->fem.V.n > 0) {
+        if (fem_current(w, err))
+            return -1;
         firn_fem_stats(&w->fem, &s->fem);
+    }
     s->n_tools = w->n_tools;
     for (int k = 0; k < w->n_tools; k++)
         firn_tool_fill_state(w, k, &s->tools[k]);
@@ -995,6 +1015,8 @@ int firn_world_fem_mesh(firn_world *w, firn_fem_mesh_view *view, firn_error *err
     memset(view, 0, sizeof *view);
     if (S->V.n == 0)
         return 0;
+    if (fem_current(w, err))
+        return -1;
     const int ne = S->E.n;
     if (!w->fem_measures) {
         w->fem_measures = malloc(13 * (size_t)ne * sizeof(float));

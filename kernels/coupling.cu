@@ -5,9 +5,10 @@
  * and g2p; and the SPH solver's pairs (include/firn_sph_coupling.h): the
  * grid update with MPM-SPH, and SPH-rigid (launchers in kernels/sph.cuh);
  * and the PBD solver's PBD-rigid (include/firn_pbd.h, launcher in
- * kernels/pbd.cuh); and the tool solver's phases with Tool-MPM
- * (include/firn_tool.h): advection, the grid update with the tools, the
- * records of their reaction.
+ * kernels/pbd.cuh); and the FEM solver's FEM-Rigid
+ * (include/firn_fem_coupling.h, launcher in kernels/fem.cuh); and the tool solver's phases with
+ * Tool-MPM (include/firn_tool.h): advection, the grid update with the tools, the records of their
+ * reaction.
  *
  * The per-node body is the CPU path's (firn_rigid_node_impulse); only the
  * force sum differs: on the CPU, fixed node chunks added in order; here a
@@ -17,6 +18,7 @@
 
 #include "coupling.cuh"
 #include "firn_cpic.h"
+#include "fem.cuh"
 #include "firn_tool.h"
 #include "pbd.cuh"
 #include "sph.cuh"
@@ -170,6 +172,39 @@ int firn_cuda_queue_pbd_rigid(const firn_pbd_view *V, const firn_rigid *bodies, 
 int firn_cuda_pbd_coupling_local_bytes(size_t *bytes, firn_error *err)
 {
     const void *const kernels[] = {(const void *)pbd_rigid};
+    return firn_cuda_local_bytes(kernels, 1, bytes, err);
+}
+
+/* ---- FEM-Rigid --------------------------------------------------------------- */
+
+/* One thread per surface vertex (firn_fem_rigid_vertex: its own vertex's
+ * velocity only), the reaction in local memory per thread. No early
+ * return: every lane reaches the shuffles. */
+static __global__ void fem_rigid(firn_fem_surface S, const firn_rigid *bodies, int nb, double *acc)
+{
+    int k = blockIdx.x * blockDim.x + threadIdx.x;
+    double a[FIRN_MAX_RIGIDS * FIRN_RIGID_ACC];
+    for (int c = 0; c < nb * FIRN_RIGID_ACC; c++)
+        a[c] = 0.0;
+    if (k < S.ns)
+        firn_fem_rigid_vertex(k, &S, bodies, nb, a);
+    warp_add_reaction(a, nb, acc);
+}
+
+int firn_cuda_queue_fem_rigid(const firn_fem_surface *S, const firn_rigid *bodies, int nb,
+                              double *acc, cudaStream_t st, firn_error *err)
+{
+    const unsigned blocks = (unsigned)((S->ns + FIRN_BLOCK - 1) / FIRN_BLOCK);
+    if (blocks == 0 || nb <= 0)
+        return 0;
+    FIRN_LAUNCH(fem_rigid, blocks, FIRN_BLOCK, 0, st, *S, bodies, nb, acc);
+    FIRN_CUDA_CHECK_LAUNCH("fem_rigid", st, err);
+    return 0;
+}
+
+int firn_cuda_fem_coupling_local_bytes(size_t *bytes, firn_error *err)
+{
+    const void *const kernels[] = {(const void *)fem_rigid};
     return firn_cuda_local_bytes(kernels, 1, bytes, err);
 }
 

@@ -29,6 +29,7 @@
 #include "cuda_backend.h"
 #include "cuda_check.cuh"
 #include "error.h"
+#include "fem.cuh"
 #include "pbd.cuh"
 #include "solver_cpu.h"
 #include "sph.cuh"
@@ -40,8 +41,9 @@
  * one) the substep's start, then after each phase in the Coupler's order:
  * the coupling steps (CPIC marking, rigid step), the clear, P2G, the SPH
  * sort, density and pressure phases, the PBD prediction and constraint
- * sweeps, the grid update (with the SPH-rigid and PBD-rigid pairs), G2P,
- * the SPH position step and the PBD velocities and box. A phase a world
+ * sweeps, the FEM element forces and vertex velocities, the grid update
+ * (with the SPH-rigid, PBD-rigid and FEM pairs), G2P, the SPH position
+ * step, the PBD velocities and box and the FEM position step. A phase a world
  * does not have gets its two events back to back. */
 enum {
     EV_START,
@@ -54,10 +56,13 @@ enum {
     EV_SPH_PRESSURE,
     EV_PBD_CONSTRAINTS,
     EV_PBD_PARTICLES,
+    EV_FEM_ELEMENTS,
+    EV_FEM_VELOCITY,
     EV_GRID,
     EV_G2P,
     EV_SPH_ADVECT,
     EV_PBD_FINISH,
+    EV_FEM_POSITION,
     EV_END,
     EV_COUNT
 };
@@ -100,15 +105,16 @@ struct firn_cuda_state {
     firn_rigid *rigids; /* device rigid state (n_rigids), resident */
     double *rigid_acc;  /* coupling force/torque for the next rigid step [n_rigids][6] */
     int n_rigids;
-    int rigid_mpm;              /* the Coupler's rigid_mpm pair is active */
-    int cpic;                   /* the Coupler's CPIC is on (p.cpic allocated) */
-    int mpm;                    /* the MPM solver is active (has particles) */
-    int mpm_sph;                /* the Coupler's mpm_sph pair is active */
-    int sph_rigid;              /* the Coupler's sph_rigid pair is active */
-    int pbd_rigid;              /* the Coupler's pbd_rigid pair is active */
-    firn_tool *tools;           /* device tool state (n_tools), resident */
-    double *tool_acc;           /* this substep's reaction [n_tools][6] */
-    firn_tool_record *tool_rec; /* the reaction's sums [n_tools] */
+    int rigid_mpm;                   /* the Coupler's rigid_mpm pair is active */
+    int cpic;                        /* the Coupler's CPIC is on (p.cpic allocated) */
+    int mpm;                         /* the MPM solver is active (has particles) */
+    int mpm_sph;                     /* the Coupler's mpm_sph pair is active */
+    int sph_rigid;                   /* the Coupler's sph_rigid pair is active */
+    int pbd_rigid;                   /* the Coupler's pbd_rigid pair is active */
+    int fem_rigid, fem_mpm, fem_sph; /* the Coupler's FEM pairs are active */
+    firn_tool *tools;                /* device tool state (n_tools), resident */
+    double *tool_acc;                /* this substep's reaction [n_tools][6] */
+    firn_tool_record *tool_rec;      /* the reaction's sums [n_tools] */
     int n_tools;
     int tool_mpm; /* the Coupler's tool_mpm pair is active */
     /* Device SDF grids, one per distinct mesh of the bodies and tools, and
@@ -622,6 +628,9 @@ static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
     s->mpm_sph = w->coupler.mpm_sph;
     s->sph_rigid = w->coupler.sph_rigid;
     s->pbd_rigid = w->coupler.pbd_rigid;
+    s->fem_rigid = w->coupler.fem_rigid;
+    s->fem_mpm = w->coupler.fem_mpm && s->mpm;
+    s->fem_sph = w->coupler.fem_sph;
     s->n_tools = w->n_tools;
     s->tool_mpm = w->coupler.tool_mpm;
     if (s->n_rigids > 0 && upload_rigids(w, s, r_bytes, a_bytes, err))
@@ -646,7 +655,7 @@ static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
 extern "C" size_t firn_cuda_state_bytes(const firn_world *w)
 {
     return w->cuda ? w->cuda->bytes + firn_cuda_sph_bytes(w->sph.cuda) +
-                         firn_cuda_pbd_bytes(w->pbd.cuda)
+                         firn_cuda_pbd_bytes(w->pbd.cuda) + firn_cuda_fem_bytes(w->fem.cuda)
                    : 0;
 }
 
@@ -771,8 +780,8 @@ static int queue_mpm_pre(firn_cuda_state *s, const firn_params *P, int timed, fi
     return 0;
 }
 
-/* The grid update with its pairs, then SPH-rigid, then PBD-rigid
- * (host/coupler.c firn_coupler_couple). */
+/* The grid update with its pairs, MPM-PBD, then SPH-rigid, then
+ * PBD-rigid, then the FEM pairs (host/coupler.c firn_coupler_couple). */
 static int queue_couple(firn_world *w, const firn_params *P, firn_error *err)
 {
     firn_cuda_state *s = w->cuda;
@@ -798,6 +807,9 @@ static int queue_couple(firn_world *w, const firn_params *P, firn_error *err)
         FIRN_LAUNCH(grid_update, gblocks, FIRN_BLOCK, 0, s->stream, *P, s->grid);
         FIRN_CUDA_CHECK_LAUNCH("grid_update", s->stream, err);
     }
+    if (s->mpm && w->coupler.mpm_pbd && w->pbd.cuda &&
+        firn_cuda_pbd_queue_mpm(w->pbd.cuda, P, s->grid, s->stream, err))
+        return FIRN_CUDA_FAILED;
     if (s->sph_rigid && w->sph.cuda &&
         firn_cuda_queue_sph_rigid(&V, s->rigids, s->n_rigids, s->rigid_acc, s->stream, err))
         return FIRN_CUDA_FAILED;
@@ -806,6 +818,11 @@ static int queue_couple(firn_world *w, const firn_params *P, firn_error *err)
         if (firn_cuda_queue_pbd_rigid(&B, s->rigids, s->n_rigids, s->rigid_acc, s->stream, err))
             return FIRN_CUDA_FAILED;
     }
+    if (w->fem.cuda && (s->fem_rigid || s->fem_mpm || s->fem_sph) &&
+        firn_cuda_fem_queue_couple(w->fem.cuda, s->rigids, s->fem_rigid ? s->n_rigids : 0,
+                                   s->rigid_acc, s->fem_mpm ? P : NULL, s->grid,
+                                   s->fem_sph && w->sph.cuda ? &V : NULL, s->stream, err))
+        return FIRN_CUDA_FAILED;
     return 0;
 }
 
@@ -843,6 +860,15 @@ static int queue_substep(firn_world *w, const firn_params *P, unsigned substep, 
     }
     if (timed)
         FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_PBD_PARTICLES], s->stream), err);
+    if (w->fem.cuda) {
+        if (firn_cuda_fem_queue_pre(w->fem.cuda, &w->fem, s->stream,
+                                    timed ? s->ev[EV_FEM_ELEMENTS] : NULL, err))
+            return FIRN_CUDA_FAILED;
+    } else if (timed) {
+        FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_FEM_ELEMENTS], s->stream), err);
+    }
+    if (timed)
+        FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_FEM_VELOCITY], s->stream), err);
     if (queue_couple(w, P, err))
         return FIRN_CUDA_FAILED;
     if (firn_cuda_queue_tool_record(s->tool_rec, s->tool_acc, s->n_tools, P->dt,
@@ -871,6 +897,10 @@ static int queue_substep(firn_world *w, const firn_params *P, unsigned substep, 
         return FIRN_CUDA_FAILED;
     if (timed)
         FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_PBD_FINISH], s->stream), err);
+    if (w->fem.cuda && firn_cuda_fem_queue_post(w->fem.cuda, &w->fem, substep, s->stream, err))
+        return FIRN_CUDA_FAILED;
+    if (timed)
+        FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_FEM_POSITION], s->stream), err);
     return 0;
 }
 
@@ -891,23 +921,17 @@ static float elapsed_ms(cudaEvent_t a, cudaEvent_t b)
  * Events per phase of every substep would add a record per phase to every
  * substep of a stream of short kernels. couple: CPIC side marking and the
  * rigid bodies' step (the impulse exchange on the grid, SPH-rigid and
- * PBD-rigid are part of grid, as on the CPU path). */
+ * PBD-rigid and the FEM pairs are part of grid, as on the CPU path). */
 static void account_time(firn_world *w, firn_cuda_state *s)
 {
-    const int phases = EV_PBD_FINISH - EV_SUB;
-    double *const into[EV_PBD_FINISH - EV_SUB] = {&w->prof.couple,
-                                                  &w->prof.clear,
-                                                  &w->prof.p2g,
-                                                  &w->prof.sph_sort,
-                                                  &w->prof.sph_density,
-                                                  &w->prof.sph_pressure,
-                                                  &w->prof.pbd_constraints,
-                                                  &w->prof.pbd_particles,
-                                                  &w->prof.grid,
-                                                  &w->prof.g2p,
-                                                  &w->prof.sph_integrate,
-                                                  &w->prof.pbd_integrate};
-    float t[EV_PBD_FINISH - EV_SUB], sub = 0.0f;
+    const int phases = EV_FEM_POSITION - EV_SUB;
+    double *const into[EV_FEM_POSITION - EV_SUB] = {
+        &w->prof.couple,          &w->prof.clear,         &w->prof.p2g,
+        &w->prof.sph_sort,        &w->prof.sph_density,   &w->prof.sph_pressure,
+        &w->prof.pbd_constraints, &w->prof.pbd_particles, &w->prof.fem_elements,
+        &w->prof.fem_velocity,    &w->prof.grid,          &w->prof.g2p,
+        &w->prof.sph_integrate,   &w->prof.pbd_integrate, &w->prof.fem_position};
+    float t[EV_FEM_POSITION - EV_SUB], sub = 0.0f;
     for (int k = 0; k < phases; k++) {
         t[k] = elapsed_ms(s->ev[EV_SUB + k], s->ev[EV_SUB + k + 1]);
         sub += t[k];
@@ -957,9 +981,11 @@ static int download_tools(firn_world *w, firn_cuda_state *s, firn_error *err)
 }
 
 /* Queues nsub substeps and reads the non-finite words back (MPM's, the
- * SPH solver's into *sph_bad, the PBD solver's into *pbd_bad); 0 or -2. */
+ * SPH solver's into *sph_bad, the PBD solver's into *pbd_bad, the FEM
+ * solver's into *fem_bad); 0 or -2. */
 static int run_substeps(firn_world *w, const firn_params *P, int nsub, unsigned long long *bad,
-                        unsigned long long *sph_bad, unsigned long long *pbd_bad, firn_error *err)
+                        unsigned long long *sph_bad, unsigned long long *pbd_bad,
+                        unsigned long long *fem_bad, firn_error *err)
 {
     firn_cuda_state *s = w->cuda;
     if (w->sph.cuda && firn_cuda_sph_begin_call(w->sph.cuda, s->stream, err))
@@ -977,6 +1003,8 @@ static int run_substeps(firn_world *w, const firn_params *P, int nsub, unsigned 
         return FIRN_CUDA_FAILED;
     if (w->pbd.cuda && firn_cuda_pbd_end_call(w, pbd_bad, err))
         return FIRN_CUDA_FAILED;
+    if (w->fem.cuda && firn_cuda_fem_end_call(w, fem_bad, err))
+        return FIRN_CUDA_FAILED;
     return 0;
 }
 
@@ -989,11 +1017,12 @@ extern "C" int firn_cuda_run(firn_world *w, int nsub, float dt, int *bad_substep
         return -1;
     firn_params P = w->params;
     P.dt = dt;
-    w->sph.P.dt = dt; /* the SPH and PBD solvers' substep, as on the CPU path */
+    w->sph.P.dt = dt; /* the SPH, PBD and FEM solvers' substep, as on the CPU path */
     w->pbd.P.dt = dt;
+    w->fem.P.dt = dt;
     unsigned long long bad = FIRN_CUDA_BAD_NONE, sph_bad = FIRN_CUDA_BAD_NONE,
-                       pbd_bad = FIRN_CUDA_BAD_NONE;
-    const int failed = run_substeps(w, &P, nsub, &bad, &sph_bad, &pbd_bad, err);
+                       pbd_bad = FIRN_CUDA_BAD_NONE, fem_bad = FIRN_CUDA_BAD_NONE;
+    const int failed = run_substeps(w, &P, nsub, &bad, &sph_bad, &pbd_bad, &fem_bad, err);
     w->tool_frame_reset = 0;
     if (failed) {
         discard_bad_word(s);
@@ -1001,13 +1030,17 @@ extern "C" int firn_cuda_run(firn_world *w, int nsub, float dt, int *bad_substep
             firn_cuda_sph_discard_bad_word(w);
         if (w->pbd.cuda)
             firn_cuda_pbd_discard_bad_word(w);
+        if (w->fem.cuda)
+            firn_cuda_fem_discard_bad_word(w);
         return FIRN_CUDA_FAILED;
     }
     w->host_stale = FIRN_STALE_ALL;
     account_time(w, s);
     /* The earliest substep's report; within one substep MPM's before the
-     * SPH solver's before the PBD solver's, the CPU path's solver order. */
-    if (bad == FIRN_CUDA_BAD_NONE && sph_bad == FIRN_CUDA_BAD_NONE && pbd_bad == FIRN_CUDA_BAD_NONE)
+     * SPH solver's before the PBD solver's before the FEM solver's, the CPU
+     * path's solver order. */
+    if (bad == FIRN_CUDA_BAD_NONE && sph_bad == FIRN_CUDA_BAD_NONE &&
+        pbd_bad == FIRN_CUDA_BAD_NONE && fem_bad == FIRN_CUDA_BAD_NONE)
         return -1;
     if (bad != FIRN_CUDA_BAD_NONE) {
         /* Reset on the world's stream (a legacy-stream copy would not order
@@ -1027,6 +1060,11 @@ extern "C" int firn_cuda_run(firn_world *w, int nsub, float dt, int *bad_substep
         (bad == FIRN_CUDA_BAD_NONE || (pbd_bad >> 32) < (bad >> 32))) {
         w->bad_solver = FIRN_SOLVER_PBD;
         bad = pbd_bad;
+    }
+    if (fem_bad != FIRN_CUDA_BAD_NONE &&
+        (bad == FIRN_CUDA_BAD_NONE || (fem_bad >> 32) < (bad >> 32))) {
+        w->bad_solver = FIRN_SOLVER_FEM;
+        bad = fem_bad;
     }
     if (bad_substep)
         *bad_substep = (int)(bad >> 32);

@@ -12,13 +12,18 @@
  * constraints share no particle, so its threads touch disjoint particles
  * and the colours run one after another in the stream - the CPU's
  * Gauss-Seidel order, so the state equals the CPU's to rounding. PBD-rigid
- * is in kernels/coupling.cu, with the other pairs. */
+ * is in kernels/coupling.cu, with the other pairs; MPM-PBD is here (it
+ * sorts the PBD particles by MPM node with CUB, as the CPU path sorts them
+ * with qsort, ties by index, and runs one node per run of equal keys). */
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
+#include <cub/device/device_radix_sort.cuh>
+
 #include "cuda_backend.h"
 #include "error.h"
+#include "firn_pbd_coupling.h"
 #include "firn_pbf.h"
 #include "neighbour.cuh"
 #include "pbd.cuh"
@@ -41,6 +46,14 @@ struct firn_pbd_cuda {
     firn_pbd_material *mats; /* FIRN_MAX_MATERIALS, by scene material index */
     unsigned long long *bad; /* first non-finite PBD particle (firn_cuda_bad_word) */
     void *small_block;       /* mats and bad */
+    /* MPM-PBD (NULL block: the pair is off): per particle its node key
+     * (firn_mpm_pbd_node_of) and index, both sorted by key (stable: ties
+     * by index), CUB's sort scratch and the key's bits. */
+    long long *mp_key, *mp_key_sorted;
+    int *mp_ids, *mp_order;
+    void *mp_block, *mp_temp;
+    size_t mp_temp_bytes;
+    int mp_end_bit;
     size_t bytes;
 };
 
@@ -121,6 +134,37 @@ static __global__ void pbd_finish(firn_pbd_params P, firn_pbd_particles s, unsig
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < s.n && !firn_pbd_finish(i, &P, s))
         atomicMin(bad, firn_cuda_bad_word(substep, i));
+}
+
+/* MPM-PBD's keys: particle i's node (at its start-of-substep position). */
+static __global__ void mpm_pbd_keys(firn_params P, firn_pbd_particles s, long long *key, int *ids)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < s.n) {
+        key[i] = firn_mpm_pbd_node_of(firn_load3(s.x0, s.n, i), P.lower, P.inv_dx, P.n);
+        ids[i] = i;
+    }
+}
+
+/* One thread per sorted position; the first of each run of equal keys
+ * runs its node (host/coupler.c couple_mpm_pbd's loop body) over the run's
+ * particles, in index order. Runs touch disjoint particles and nodes. */
+static __global__ void mpm_pbd_nodes(firn_params P, firn_grid g, firn_pbd_particles s,
+                                     const long long *key, const int *order)
+{
+    int k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= s.n || (k > 0 && key[k - 1] == key[k]))
+        return;
+    const long long node = key[k];
+    int count = 1;
+    while (k + count < s.n && key[k + count] == node)
+        count++;
+    const float m = g.node[4 * node + 3];
+    if (!(m > 0.0f))
+        return;
+    const float *q = g.node + 4 * node;
+    const firn_vec3 v = firn_mpm_pbd_node(firn_v3(q[0], q[1], q[2]), m, order + k, count, s, P.dt);
+    firn_grid_store_velocity(node, g, firn_grid_walls(node, &P, v));
 }
 
 /* ---- launchers ------------------------------------------------------------ */
@@ -208,6 +252,25 @@ int firn_cuda_pbd_queue_post(firn_pbd_cuda *S, const firn_pbd *H, unsigned subst
 {
     FIRN_LAUNCH(pbd_finish, blocks_for(S->s.n), FIRN_PBD_BLOCK, 0, st, H->P, S->s, S->bad, substep);
     FIRN_CUDA_CHECK_LAUNCH("pbd_finish", st, err);
+    return 0;
+}
+
+int firn_cuda_pbd_queue_mpm(firn_pbd_cuda *S, const firn_params *P, firn_grid g, cudaStream_t st,
+                            firn_error *err)
+{
+    if (!S->mp_block || S->s.n == 0)
+        return 0;
+    const unsigned b = blocks_for(S->s.n);
+    FIRN_LAUNCH(mpm_pbd_keys, b, FIRN_PBD_BLOCK, 0, st, *P, S->s, S->mp_key, S->mp_ids);
+    FIRN_CUDA_CHECK_LAUNCH("mpm_pbd_keys", st, err);
+    size_t bytes = S->mp_temp_bytes;
+    FIRN_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(S->mp_temp, bytes, S->mp_key, S->mp_key_sorted,
+                                                    S->mp_ids, S->mp_order, S->s.n, 0,
+                                                    S->mp_end_bit, st),
+                    err);
+    FIRN_LAUNCH(mpm_pbd_nodes, b, FIRN_PBD_BLOCK, 0, st, *P, g, S->s, S->mp_key_sorted,
+                S->mp_order);
+    FIRN_CUDA_CHECK_LAUNCH("mpm_pbd_nodes", st, err);
     return 0;
 }
 
@@ -437,6 +500,43 @@ static int state_init(firn_world *w, firn_pbd_cuda *S, firn_error *err)
     return 0;
 }
 
+/* MPM-PBD's keys, indices and CUB's scratch, sized for the world's grid:
+ * keys below its node count, so the sort runs over that many bits. */
+static int mpm_pbd_init(firn_world *w, firn_pbd_cuda *S, firn_error *err)
+{
+    const long long nodes = (long long)w->params.n[0] * w->params.n[1] * w->params.n[2];
+    const int n = S->s.n;
+    S->mp_end_bit = 1;
+    while (S->mp_end_bit < 63 && (1LL << S->mp_end_bit) < nodes)
+        S->mp_end_bit++;
+    size_t temp = 0;
+    FIRN_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(
+                        NULL, temp, (const long long *)NULL, (long long *)NULL, (const int *)NULL,
+                        (int *)NULL, n, 0, S->mp_end_bit, firn_cuda_world_stream(w)),
+                    err);
+    const size_t kb = firn_align256((size_t)n * sizeof(long long)),
+                 ib = firn_align256((size_t)n * sizeof(int)), want = 2 * kb + 2 * ib;
+    size_t free_b = 0, total_b = 0;
+    FIRN_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b), err);
+    if (want + firn_align256(temp) + ((size_t)2 << 20) > free_b) {
+        firn_set_error(err, FIRN_E_DEVICE,
+                       "not enough GPU memory on %s for the MPM-PBD pair's sort: %zu bytes "
+                       "requested for %d PBD particles, %zu free; use --backend cpu",
+                       w->device_name, want + temp, n, free_b);
+        return FIRN_CUDA_FAILED;
+    }
+    FIRN_CUDA_CHECK(cudaMalloc(&S->mp_block, want), err);
+    FIRN_CUDA_CHECK(cudaMalloc(&S->mp_temp, temp > 0 ? temp : 1), err);
+    char *base = (char *)S->mp_block;
+    S->mp_key = (long long *)base;
+    S->mp_key_sorted = (long long *)(base + kb);
+    S->mp_ids = (int *)(base + 2 * kb);
+    S->mp_order = (int *)(base + 2 * kb + ib);
+    S->mp_temp_bytes = temp;
+    S->bytes += want + firn_align256(temp);
+    return 0;
+}
+
 /* ---- launchers (extern "C", declared in host/cuda_backend.h) ---------- */
 
 extern "C" int firn_cuda_pbd_init(firn_world *w, firn_error *err)
@@ -454,7 +554,7 @@ extern "C" int firn_cuda_pbd_init(firn_world *w, firn_error *err)
         return FIRN_CUDA_FAILED;
     }
     w->pbd.cuda = S;
-    if (state_init(w, S, err)) {
+    if (state_init(w, S, err) || (w->coupler.mpm_pbd && mpm_pbd_init(w, S, err))) {
         firn_cuda_pbd_free(w);
         return FIRN_CUDA_FAILED;
     }
@@ -475,6 +575,8 @@ extern "C" void firn_cuda_pbd_free(firn_world *w)
     cudaFree(S->g_block);
     cudaFree(S->temp);
     cudaFree(S->small_block);
+    cudaFree(S->mp_block);
+    cudaFree(S->mp_temp);
     (void)cudaGetLastError();
     free(S);
     w->pbd.cuda = NULL;

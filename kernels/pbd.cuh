@@ -31,6 +31,12 @@ int firn_cuda_pbd_queue_pre(struct firn_pbd_cuda *S, const firn_pbd *H, cudaStre
  * recorded in the PBD word (substep of the call, particle index). */
 int firn_cuda_pbd_queue_post(struct firn_pbd_cuda *S, const firn_pbd *H, unsigned substep,
                              cudaStream_t st, firn_error *err);
+/* MPM-PBD (host/coupler.c couple_mpm_pbd) after the grid update on grid
+ * g: the particles' node keys, CUB's stable sort of them, one thread per
+ * run of equal keys (firn_mpm_pbd_node, then the node's walls). Nothing
+ * when the world's coupling.mpm_pbd is off. */
+int firn_cuda_pbd_queue_mpm(struct firn_pbd_cuda *S, const firn_params *P, firn_grid g,
+                            cudaStream_t st, firn_error *err);
 firn_pbd_view firn_cuda_pbd_view(const struct firn_pbd_cuda *S, const firn_pbd_params *P);
 
 /* At the end of a call, after the stream synchronised: the PBD non-finite

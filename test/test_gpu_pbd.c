@@ -23,7 +23,8 @@
  * ten substeps, with the same tolerance (the sums run in the neighbour
  * grid's one order on both paths).
  *
- * Scene level: 10 substeps of scenes/pbd_cloth_sphere.json with the ball
+ * Scene level: the MPM-PBD pair on scenes/pbd_cloth_snowball.json with the
+ * snowball on the cloth; 10 substeps of scenes/pbd_cloth_sphere.json with the ball
  * dynamic and the cloth thrown onto it (PBD-rigid's reaction summed in
  * double atomics on the device: the body's state to 1e-5 relative);
  * pinned vertices bitwise still on the GPU; a non-finite vertex reported as
@@ -31,6 +32,7 @@
  * figures. Every test skips, and only,
  * without a usable GPU (real or emulated). */
 #include <criterion/criterion.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -148,12 +150,12 @@ static void twin_worlds(firn_world **cpu, firn_world **gpu)
 /* ---- comparison ----------------------------------------------------------- */
 
 /* |gpu - cpu| <= 1e-5 scale + 1e-4 |cpu| over count values (component c
- * of item i at c n + i), scale the largest |cpu|; reports the worst element
- * and returns the largest |gpu - cpu| / scale. */
-static double expect_close(const char *label, const char *what, const float *gpu, const float *cpu,
-                           long long count, long long n)
+ * of item i at c n + i), scale the largest |cpu| and at least floor;
+ * reports the worst element and returns the largest |gpu - cpu| / scale. */
+static double expect_close_floor(const char *label, const char *what, const float *gpu,
+                                 const float *cpu, long long count, long long n, double floor)
 {
-    double scale = 0.0;
+    double scale = floor;
     for (long long k = 0; k < count; k++)
         scale = fmax(scale, fabs((double)cpu[k]));
     double worst = 0.0, worst_rel = 0.0;
@@ -181,6 +183,12 @@ static double expect_close(const char *label, const char *what, const float *gpu
               label, what, scale, at, at % n, at / n, (double)gpu[at], (double)cpu[at],
               fabs((double)gpu[at] - cpu[at]), worst);
     return worst_rel;
+}
+
+static double expect_close(const char *label, const char *what, const float *gpu, const float *cpu,
+                           long long count, long long n)
+{
+    return expect_close_floor(label, what, gpu, cpu, count, n, 0.0);
 }
 
 /* The emulated runtime runs the kernels' code as the CPU path does, without
@@ -451,6 +459,67 @@ Test(gpu_pbd, cloth_on_a_dynamic_ball_matches_cpu, .timeout = 300)
     cr_expect(
         fabs(sc.pbd.kinetic_energy - sg.pbd.kinetic_energy) <= 1e-5 * fabs(sc.pbd.kinetic_energy),
         "PBD kinetic energy: CPU %.9g J, GPU %.9g J", sc.pbd.kinetic_energy, sg.pbd.kinetic_energy);
+    firn_world_destroy(cpu);
+    firn_world_destroy(gpu);
+}
+
+/* ---- MPM-PBD ------------------------------------------------------------------ */
+
+/* scenes/pbd_cloth_snowball.json with the snowball already on the cloth
+ * (its bottom 1 cm below the cloth's plane) and thrown down at 1 m/s: 10
+ * substeps of the first frame's step. The pair's nodes run one per run of
+ * equal keys after CUB's stable sort, the CPU's qsort order, so the PBD and
+ * MPM particles agree element by element with firn compare's tolerance; the
+ * pair must have acted (the cloth's momentum differs from a run without
+ * it). */
+Test(gpu_pbd, mpm_pbd_pair_matches_cpu, .timeout = 300)
+{
+    require_gpu();
+    firn_scene_def def;
+    firn_error err = {0};
+    cr_assert_eq(firn_scene_load_json("scenes/pbd_cloth_snowball.json", &def, &err), 0, "%s",
+                 err.msg);
+    def.write_ply = def.write_preview = 0;
+    cr_assert_eq(def.n_bodies, 2);
+    def.bodies[1].shape.center[1] = 0.77f;
+    def.bodies[1].velocity[1] = -1.0f;
+    firn_world *cpu = make_world(&def, FIRN_BACKEND_CPU);
+    firn_world *gpu = make_world(&def, FIRN_BACKEND_CUDA);
+    cr_assert(gpu->coupler.mpm_pbd, "the MPM-PBD pair is not active");
+    def.coupling_mpm_pbd = 0;
+    firn_world *off = make_world(&def, FIRN_BACKEND_CPU);
+    float dt;
+    int nsub;
+    cr_assert_eq(firn_world_next_frame_step(cpu, &dt, &nsub, &err), 0, "%s", err.msg);
+    cr_assert_eq(firn_world_run_substeps(cpu, 10, dt, &err), 0, "CPU: %s", err.msg);
+    cr_assert_eq(firn_world_run_substeps(gpu, 10, dt, &err), 0, "GPU: %s", err.msg);
+    cr_assert_eq(firn_world_run_substeps(off, 10, dt, &err), 0, "CPU, pair off: %s", err.msg);
+    firn_frame_stats sc, sg, so;
+    cr_assert_eq(firn_world_stats(cpu, &sc, &err), 0, "%s", err.msg);
+    cr_assert_eq(firn_world_stats(gpu, &sg, &err), 0, "%s", err.msg);
+    cr_assert_eq(firn_world_stats(off, &so, &err), 0, "%s", err.msg);
+    const double pushed = so.pbd.momentum[1] - sc.pbd.momentum[1];
+    cr_log_info("MPM-PBD: the snow pushed the cloth by %.4g kg m/s in 10 substeps", pushed);
+    cr_expect_gt(pushed, 1e-4, "MPM-PBD did not act on the cloth (%g kg m/s)", pushed);
+    firn_world_destroy(off);
+    firn_pbd_particles_view a, b;
+    cr_assert_eq(firn_world_pbd_particles(gpu, &a, &err), 0, "%s", err.msg);
+    cr_assert_eq(firn_world_pbd_particles(cpu, &b, &err), 0, "%s", err.msg);
+    cr_assert_eq(a.n, b.n);
+    /* v = (x - x0) / dt: one float ulp of a position near 0.7 m (6e-8 m)
+     * is 6e-8 / dt of velocity, and the MPM grid's atomic sums move the
+     * pair's positions by an ulp or so; so v's tolerance is at least 4 ulps
+     * of the positions' scale over dt (the floor below is that over 1e-5). */
+    const double v_tol = 4.0 * FLT_EPSILON * 0.7 / dt;
+    cr_log_info("MPM-PBD: dt %.4g s, v tolerance at least %.3g m/s", dt, v_tol);
+    expect_close("MPM-PBD", "pbd x", a.x, b.x, 3 * (long long)b.n, b.n);
+    expect_close_floor("MPM-PBD", "pbd v", a.v, b.v, 3 * (long long)b.n, b.n, v_tol / 1e-5);
+    firn_particles_view pa, pb;
+    cr_assert_eq(firn_world_particles(gpu, &pa, &err), 0, "%s", err.msg);
+    cr_assert_eq(firn_world_particles(cpu, &pb, &err), 0, "%s", err.msg);
+    cr_assert_eq(pa.n, pb.n);
+    expect_close("MPM-PBD", "mpm x", pa.x, pb.x, 3 * (long long)pb.n, pb.n);
+    expect_close("MPM-PBD", "mpm v", pa.v, pb.v, 3 * (long long)pb.n, pb.n);
     firn_world_destroy(cpu);
     firn_world_destroy(gpu);
 }

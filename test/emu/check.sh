@@ -55,20 +55,7 @@ cub_selftest() {
         build/emu/cub_selftest
 }
 step "CUB stand-ins (test/emu/cub_selftest.cu)" cub_selftest
-# The FEM solver has no CUDA kernels yet: its scenes must be refused on the
-# device cleanly (exit 6, the reason named), not compared.
-fem_refused() { # SCENE
-    local out rc
-    out=$("$FIRN" compare "$1" --frames 1 2>&1)
-    rc=$?
-    echo "$out"
-    ((rc == 6)) && [[ $out == *"FEM bodies run on the CPU path only"* ]]
-}
 for scene in scenes/*.json; do
-    if grep -q '"solver": *"fem"' "$scene"; then
-        step "$(basename "$scene" .json) refused on the device (FEM: CPU path only)" fem_refused "$scene"
-        continue
-    fi
     step "compare $(basename "$scene" .json), $FRAMES frame(s)" "$FIRN" compare "$scene" --frames "$FRAMES"
 done
 # At the shipped scenes' sizes the default P2G (auto) is atomic; the binned one on the

@@ -1,0 +1,52 @@
+/* fem.cuh - launchers of kernels/fem.cu for kernels/mpm.cu and
+ * kernels/coupling.cu: the FEM solver's phases and its pairs on the GPU,
+ * queued on the world's stream. All int functions return 0 or
+ * FIRN_CUDA_FAILED with err filled. Physics: include/firn_fem.h and
+ * include/firn_fem_coupling.h; the CPU twins: host/fem_cpu.c and
+ * host/fem_coupling.c. */
+#ifndef FIRN_FEM_CUH
+#define FIRN_FEM_CUH
+
+#include "cuda_check.cuh"
+#include "fem.h"
+#include "firn_fem_coupling.h"
+
+struct firn_fem_cuda; /* kernels/fem.cu, held in firn_fem.cuda */
+
+/* Pre-coupling (host/fem_cpu.c fem_pre_coupling, explicit bodies): the
+ * element forces, one thread per element, then each vertex's velocity
+ * step, one thread per vertex; ev (when not NULL) recorded between them. H
+ * is the host solver (parameters, dt set). */
+int firn_cuda_fem_queue_pre(struct firn_fem_cuda *S, const firn_fem *H, cudaStream_t st,
+                            cudaEvent_t ev, firn_error *err);
+/* The FEM pairs (host/coupler.c couple_fem): the surface normals, then
+ * FEM-Rigid with the nb bodies (nb 0: off), its reaction into acc, then
+ * FEM-MPM on grid g (P NULL: off), then FEM-SPH with V (NULL: off). */
+int firn_cuda_fem_queue_couple(struct firn_fem_cuda *S, const firn_rigid *bodies, int nb,
+                               double *acc, const firn_params *P, firn_grid g,
+                               const firn_sph_view *V, cudaStream_t st, firn_error *err);
+/* Post-coupling: the position step and the walls; non-finite vertices
+ * recorded in the FEM word (substep of the call, vertex index). */
+int firn_cuda_fem_queue_post(struct firn_fem_cuda *S, const firn_fem *H, unsigned substep,
+                             cudaStream_t st, firn_error *err);
+
+/* At the end of a call, after the stream synchronised: the FEM non-finite
+ * word into *bad (FIRN_CUDA_BAD_NONE when none), which it resets. */
+int firn_cuda_fem_end_call(struct firn_world *w, unsigned long long *bad, firn_error *err);
+/* After a CUDA error part way through a call: lets the queued work finish
+ * and clears the FEM non-finite word (best effort). */
+void firn_cuda_fem_discard_bad_word(struct firn_world *w);
+
+/* Device memory the FEM state holds (0 without one). */
+size_t firn_cuda_fem_bytes(const struct firn_fem_cuda *S);
+
+/* FEM-Rigid (kernels/coupling.cu): one thread per surface vertex
+ * (firn_fem_rigid_vertex), the reaction reduced per warp, then double
+ * atomicAdd into acc. */
+int firn_cuda_queue_fem_rigid(const firn_fem_surface *S, const firn_rigid *bodies, int nb,
+                              double *acc, cudaStream_t st, firn_error *err);
+/* Raises *bytes to the most local memory one thread of the FEM-Rigid
+ * kernel uses (as firn_cuda_coupling_local_bytes). */
+int firn_cuda_fem_coupling_local_bytes(size_t *bytes, firn_error *err);
+
+#endif

@@ -1,0 +1,471 @@
+/* test_gpu_fem.c - the FEM solver on the CUDA path (kernels/fem.cu, the
+ * FEM-Rigid kernel of kernels/coupling.cu) against its CPU twin
+ * (host/fem_cpu.c, host/fem_coupling.c).
+ *
+ * Kernel level: one substep of a clamped block of each constitutive model
+ * from a perturbed state (every vertex moved by up to a tenth of an edge
+ * and given a random velocity), every field the substep writes (x, v, x0
+ * and the gathered force f) element by element. Each element writes its
+ * own force slots and each vertex sums its slots in the same adjacency
+ * order on both paths, so the only differences are nvcc's FMA contraction
+ * and the device's libm: the tolerance is firn compare's, |gpu - cpu| <=
+ * 1e-5 scale (scale the field's largest CPU magnitude) + 1e-4 |cpu|. The
+ * emulated runtime does neither, so there the fields agree bit for bit,
+ * which is checked too.
+ *
+ * Pairs: FEM-MPM, FEM-Rigid (a dynamic ball) and FEM-SPH, each on bodies
+ * already in contact, 20 substeps: the FEM vertices and the other solver's
+ * state with the same tolerance (the pairs' scatters are float atomics on
+ * the device, in another order than the CPU's), the ball's velocity to
+ * 1e-5 relative; each pair must have acted (the state differs from a run
+ * with the pair off). Then the non-finite report, and the refusal of
+ * implicit bodies. Every test skips, and only, without a usable GPU (real
+ * or emulated). */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_backend.h"
+#include "fem.h"
+#include "gpu_skip.h"
+#include "test_util.h"
+#include "world.h"
+
+/* ---- worlds --------------------------------------------------------------- */
+
+/* def from JSON written with single quotes. */
+static void scene_of(const char *single_quoted, firn_scene_def *def)
+{
+    static char buf[4096];
+    size_t n = strlen(single_quoted);
+    cr_assert_lt(n, sizeof buf);
+    for (size_t i = 0; i <= n; i++)
+        buf[i] = single_quoted[i] == '\'' ? '"' : single_quoted[i];
+    firn_error err = {0};
+    cr_assert_eq(firn_scene_parse_json(buf, "t.json", def, &err), 0, "%s", err.msg);
+    def->write_ply = def->write_preview = 0;
+}
+
+static firn_world *make_world(const firn_scene_def *def, firn_backend backend)
+{
+    firn_error err = {0};
+    firn_world *w = firn_world_create(def, backend, &err);
+    cr_assert(w, "firn_world_create (%s backend) failed: %s",
+              backend == FIRN_BACKEND_CUDA ? "cuda" : "cpu", err.msg);
+    return w;
+}
+
+static void run(firn_world *w, int substeps, float dt, const char *label)
+{
+    firn_error err = {0};
+    cr_assert_eq(firn_world_run_substeps(w, substeps, dt, &err), 0, "%s: %s", label, err.msg);
+}
+
+static uint64_t rng_state;
+static float frand(float lo, float hi)
+{
+    rng_state = rng_state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return lo + (hi - lo) * (float)(rng_state >> 40) / 16777216.0f;
+}
+
+/* A 0.2 x 0.1 x 0.1 m block of 8 x 4 x 4 cells (768 tets) of `model`,
+ * E = 1e5 Pa, its x = -0.1 face clamped, in a 1 m domain. */
+static void block_scene(firn_scene_def *def, const char *model)
+{
+    char json[2048];
+    snprintf(json, sizeof json,
+             "{'domain': {'lower': [-0.5, -0.5, -0.5], 'upper': [0.5, 0.5, 0.5], 'dx': 0.05},"
+             " 'materials': {'f': {'model': '%s', 'E': 1e5, 'nu': 0.3, 'density': 1000}},"
+             " 'fem': {'damping': 1},"
+             " 'bodies': [{'material': 'f', 'solver': 'fem',"
+             "   'shape': {'type': 'box', 'center': [0, 0, 0], 'size': [0.2, 0.1, 0.1],"
+             "             'cells': [8, 4, 4]},"
+             "   'fixed': {'box': {'lower': [-0.11, -1, -1], 'upper': [-0.09, 1, 1]}}}]}",
+             model);
+    scene_of(json, def);
+}
+
+/* The GPU world's state set to the CPU world's (host mirror, then upload). */
+static void copy_fem_state(firn_world *gpu, const firn_world *cpu)
+{
+    const size_t n3 = 3 * (size_t)cpu->fem.V.n * sizeof(float);
+    cr_assert_eq(gpu->fem.V.n, cpu->fem.V.n, "both worlds build the same vertices");
+    memcpy(gpu->fem.V.x, cpu->fem.V.x, n3);
+    memcpy(gpu->fem.V.v, cpu->fem.V.v, n3);
+    memcpy(gpu->fem.V.x0, cpu->fem.V.x0, n3);
+    firn_error err = {0};
+    cr_assert_eq(firn_cuda_fem_upload(gpu, &err), 0, "firn_cuda_fem_upload: %s", err.msg);
+}
+
+/* Every vertex moved by up to 0.1 of an edge (2.5 cm) per axis, fixed ones
+ * too (they stay wherever they are), the free ones given a velocity up to
+ * 0.5 m/s per axis. */
+static void perturb(firn_fem *S, uint64_t seed)
+{
+    const int n = S->V.n;
+    const float h = 0.1f * 0.025f;
+    rng_state = seed;
+    for (int i = 0; i < n; i++)
+        for (int a = 0; a < 3; a++) {
+            S->V.x[a * n + i] += frand(-h, h);
+            S->V.v[a * n + i] = S->V.fixed[i] ? 0.0f : frand(-0.5f, 0.5f);
+        }
+}
+
+/* ---- comparison ----------------------------------------------------------- */
+
+/* |gpu - cpu| <= 1e-5 scale + 1e-4 |cpu| over count values (component c
+ * of item i at c n + i), scale the largest |cpu|; reports the worst. */
+static void expect_close(const char *label, const char *what, const float *gpu, const float *cpu,
+                         long long count, long long n)
+{
+    double scale = 0.0;
+    for (long long k = 0; k < count; k++)
+        scale = fmax(scale, fabs((double)cpu[k]));
+    double worst = 0.0, worst_rel = 0.0;
+    long long at = -1;
+    for (long long k = 0; k < count; k++) {
+        double d = fabs((double)gpu[k] - (double)cpu[k]);
+        double r = d == 0.0 ? 0.0 : d / (1e-5 * scale + 1e-4 * fabs((double)cpu[k]));
+        if (isnan(r)) /* a NaN on either side is a failure, not a pass */
+            r = INFINITY;
+        if (at < 0 || r > worst) {
+            worst = r;
+            at = k;
+        }
+        if (scale > 0.0)
+            worst_rel = fmax(worst_rel, d / scale);
+    }
+    if (at < 0)
+        return;
+    cr_log_info("%s: %-3s max |gpu - cpu| / scale %.3g (scale %.4g)", label, what, worst_rel,
+                scale);
+    cr_expect(worst <= 1.0,
+              "%s: %s differs beyond 1e-5 scale + 1e-4 |cpu| (scale %g): worst at element %lld "
+              "(item %lld, component %lld): gpu %.9g, cpu %.9g (%.3g x the tolerance)",
+              label, what, scale, at, at % n, at / n, (double)gpu[at], (double)cpu[at], worst);
+}
+
+static void expect_bitwise_on_emulation(const char *label, const char *what, const float *gpu,
+                                        const float *cpu, long long count)
+{
+#ifdef FIRN_EMU_BUILD
+    long long first = -1;
+    for (long long k = 0; k < count && first < 0; k++)
+        if (memcmp(&gpu[k], &cpu[k], sizeof(float)) != 0)
+            first = k;
+    cr_expect_eq(first, -1, "%s: %s differs from the CPU's on the emulated runtime at element %lld",
+                 label, what, first);
+#else
+    (void)label, (void)what, (void)gpu, (void)cpu, (void)count;
+#endif
+}
+
+/* The FEM vertices of both worlds (the GPU's downloaded through the
+ * world's accessor): x, v, x0, and with bitwise set f and the bitwise
+ * check on the emulated runtime. Without it (the pairs: their atomics
+ * leave x a few ulps apart) f is left out: it is the stiffness times
+ * position, so a position difference of 1e-7 of the scale becomes E h dx,
+ * ~1e-3 N on the blocks here, far above f's own 1e-5 scale. */
+static void expect_fem_close(const char *label, firn_world *gpu, firn_world *cpu, int bitwise)
+{
+    firn_frame_stats sg, sc;
+    firn_error err = {0};
+    cr_assert_eq(firn_world_stats(gpu, &sg, &err), 0, "%s", err.msg); /* downloads */
+    cr_assert_eq(firn_world_stats(cpu, &sc, &err), 0, "%s", err.msg);
+    const firn_fem *g = &gpu->fem, *c = &cpu->fem;
+    const long long n = c->V.n;
+    cr_assert_eq(g->V.n, n);
+    const struct {
+        const char *name;
+        const float *a, *b;
+    } f[4] = {{"x", g->V.x, c->V.x},
+              {"v", g->V.v, c->V.v},
+              {"x0", g->V.x0, c->V.x0},
+              {"f", g->V.f, c->V.f}};
+    for (int k = 0; k < (bitwise ? 4 : 3); k++) {
+        expect_close(label, f[k].name, f[k].a, f[k].b, 3 * n, n);
+        if (bitwise)
+            expect_bitwise_on_emulation(label, f[k].name, f[k].a, f[k].b, 3 * n);
+    }
+}
+
+/* ---- one substep from a perturbed state ----------------------------------- */
+
+static void substep_matches(const char *model)
+{
+    require_gpu();
+    firn_scene_def def;
+    block_scene(&def, model);
+    firn_world *cpu = make_world(&def, FIRN_BACKEND_CPU);
+    firn_world *gpu = make_world(&def, FIRN_BACKEND_CUDA);
+    cr_assert(gpu->fem.cuda, "the FEM state is on the device");
+    cr_assert_eq(cpu->fem.E.n, 8 * 4 * 4 * 6, "%d elements", cpu->fem.E.n);
+    cr_assert_eq(cpu->fem.fixed, 5 * 5, "%lld fixed vertices", cpu->fem.fixed);
+    perturb(&cpu->fem, 0x5eedfe3ULL);
+    copy_fem_state(gpu, cpu);
+    run(cpu, 1, 1e-4f, "CPU");
+    run(gpu, 1, 1e-4f, "GPU");
+    /* The forces are those of a strained block: not all zero. */
+    const firn_fem *c = &cpu->fem;
+    float fmax = 0.0f;
+    for (long long k = 0; k < 3LL * c->V.n; k++)
+        fmax = fmaxf(fmax, fabsf(c->V.f[k]));
+    cr_assert_gt(fmax, 1e-3f, "%s: the perturbed block has no elastic force (%g N)", model, fmax);
+    expect_fem_close(model, gpu, cpu, 1);
+    firn_world_destroy(cpu);
+    firn_world_destroy(gpu);
+}
+
+Test(gpu_fem, linear_substep_matches_cpu_field_by_field, .timeout = 300)
+{
+    substep_matches("fem_linear");
+}
+
+Test(gpu_fem, corotated_substep_matches_cpu_field_by_field, .timeout = 300)
+{
+    substep_matches("fem_corotated");
+}
+
+Test(gpu_fem, stable_neohookean_substep_matches_cpu_field_by_field, .timeout = 300)
+{
+    substep_matches("fem_stable_neohookean");
+}
+
+/* 50 substeps of the block hanging from its clamp under gravity (the
+ * walls out of reach): every step's forces, velocities and positions, as
+ * a run; fixed vertices bitwise still on the GPU. */
+Test(gpu_fem, clamped_block_over_fifty_substeps_matches_cpu, .timeout = 300)
+{
+    require_gpu();
+    firn_scene_def def;
+    block_scene(&def, "fem_corotated");
+    firn_world *cpu = make_world(&def, FIRN_BACKEND_CPU);
+    firn_world *gpu = make_world(&def, FIRN_BACKEND_CUDA);
+    const int n = gpu->fem.V.n;
+    float *x_start = malloc(3 * (size_t)n * sizeof(float));
+    cr_assert(x_start);
+    memcpy(x_start, gpu->fem.V.x, 3 * (size_t)n * sizeof(float));
+    run(cpu, 50, 2e-4f, "CPU");
+    run(gpu, 50, 2e-4f, "GPU");
+    expect_fem_close("clamped block", gpu, cpu, 1);
+    int moved_fixed = -1;
+    float sag = 0.0f;
+    for (int i = 0; i < n; i++) {
+        if (!gpu->fem.V.fixed[i]) {
+            sag = fmaxf(sag, x_start[n + i] - gpu->fem.V.x[n + i]);
+            continue;
+        }
+        for (int a = 0; a < 3; a++)
+            if (memcmp(&gpu->fem.V.x[a * n + i], &x_start[a * n + i], sizeof(float)) &&
+                moved_fixed < 0)
+                moved_fixed = i;
+    }
+    cr_expect_eq(moved_fixed, -1, "fixed vertex %d moved on the GPU", moved_fixed);
+    cr_expect_gt(sag, 1e-5f, "the free end did not fall (%g m)", sag);
+    free(x_start);
+    firn_world_destroy(cpu);
+    firn_world_destroy(gpu);
+}
+
+/* ---- pairs ---------------------------------------------------------------- */
+
+/* Runs def on both paths and with the pair off (flag zeroed) on the CPU
+ * for 20 substeps of dt; compares the FEM state, returns the worlds. */
+static void pair_worlds(firn_scene_def *def, int *flag, float dt, firn_world **cpu,
+                        firn_world **gpu, firn_world **off)
+{
+    *cpu = make_world(def, FIRN_BACKEND_CPU);
+    *gpu = make_world(def, FIRN_BACKEND_CUDA);
+    *flag = 0;
+    *off = make_world(def, FIRN_BACKEND_CPU);
+    *flag = 1;
+    run(*cpu, 20, dt, "CPU");
+    run(*gpu, 20, dt, "GPU");
+    run(*off, 20, dt, "CPU, pair off");
+}
+
+/* An FEM block at 1 m/s into an MPM elastic block whose grid nodes it
+ * reaches at once, without gravity. */
+Test(gpu_fem, fem_mpm_pair_matches_cpu, .timeout = 300)
+{
+    require_gpu();
+    firn_scene_def def;
+    scene_of("{'domain': {'lower': [-0.5, -0.5, -0.5], 'upper': [0.5, 0.5, 0.5], 'dx': 0.02},"
+             " 'gravity': [0, 0, 0],"
+             " 'materials': {'f': {'model': 'fem_corotated', 'E': 2e5, 'nu': 0.3, 'density': 1000},"
+             "               'm': {'model': 'elastic', 'E': 2e5, 'nu': 0.3, 'density': 1000}},"
+             " 'bodies': [{'material': 'f', 'solver': 'fem',"
+             "   'shape': {'type': 'box', 'center': [-0.035, 0, 0], 'size': [0.08, 0.08, 0.08],"
+             "             'cells': [4, 4, 4]}, 'velocity': [1, 0, 0]},"
+             "  {'material': 'm', 'shape': {'type': 'box', 'center': [0.05, 0, 0],"
+             "   'size': [0.08, 0.08, 0.08]}}]}",
+             &def);
+    firn_world *cpu, *gpu, *off;
+    pair_worlds(&def, &def.coupling_fem_mpm, 2e-4f, &cpu, &gpu, &off);
+    firn_frame_stats sc, sg, so;
+    firn_error err = {0};
+    cr_assert_eq(firn_world_stats(cpu, &sc, &err), 0, "%s", err.msg);
+    cr_assert_eq(firn_world_stats(gpu, &sg, &err), 0, "%s", err.msg);
+    cr_assert_eq(firn_world_stats(off, &so, &err), 0, "%s", err.msg);
+    const double moved = sc.momentum[0] - so.momentum[0];
+    cr_log_info("FEM-MPM: the MPM block gained %.4g kg m/s over the uncoupled run (FEM %.4g)",
+                moved, sc.fem.momentum[0]);
+    cr_expect_gt(moved, 1e-3, "FEM-MPM did not act (%g kg m/s)", moved);
+    const double p0 = 0.08 * 0.08 * 0.08 * 1000.0; /* the FEM block's kg x 1 m/s */
+    const double pg = sg.momentum[0] + sg.fem.momentum[0];
+    cr_expect(fabs(pg - p0) < 1e-4 * p0, "GPU: total momentum %.7g of %.7g", pg, p0);
+    expect_fem_close("FEM-MPM", gpu, cpu, 0);
+    firn_particles_view a, b;
+    cr_assert_eq(firn_world_particles(gpu, &a, &err), 0, "%s", err.msg);
+    cr_assert_eq(firn_world_particles(cpu, &b, &err), 0, "%s", err.msg);
+    cr_assert_eq(a.n, b.n);
+    expect_close("FEM-MPM", "MPM x", a.x, b.x, 3LL * b.n, b.n);
+    expect_close("FEM-MPM", "MPM v", a.v, b.v, 3LL * b.n, b.n);
+    firn_world_destroy(cpu);
+    firn_world_destroy(gpu);
+    firn_world_destroy(off);
+}
+
+/* A dynamic ball at 1 m/s onto an FEM block it touches, without gravity:
+ * FEM-Rigid's reaction is a double atomic sum on the device. */
+Test(gpu_fem, fem_rigid_pair_on_a_dynamic_ball_matches_cpu, .timeout = 300)
+{
+    require_gpu();
+    firn_scene_def def;
+    scene_of("{'domain': {'lower': [-0.5, -0.5, -0.5], 'upper': [0.5, 0.5, 0.5], 'dx': 0.05},"
+             " 'gravity': [0, 0, 0],"
+             " 'materials': {'f': {'model': 'fem_linear', 'E': 1e5, 'nu': 0.3, 'density': 1000}},"
+             " 'bodies': [{'material': 'f', 'solver': 'fem',"
+             "   'shape': {'type': 'box', 'center': [0, 0, 0], 'size': [0.1, 0.1, 0.1],"
+             "             'cells': [5, 5, 5]}}],"
+             " 'rigids': [{'name': 'ball', 'shape': {'type': 'sphere', 'center': [0, 0.085, 0.01],"
+             "   'radius': 0.04}, 'motion': 'dynamic', 'density': 1000, 'velocity': [0, -1, 0]}]}",
+             &def);
+    firn_world *cpu, *gpu, *off;
+    pair_worlds(&def, &def.coupling_fem_rigid, 2e-4f, &cpu, &gpu, &off);
+    firn_frame_stats sc, sg, so;
+    firn_error err = {0};
+    cr_assert_eq(firn_world_stats(cpu, &sc, &err), 0, "%s", err.msg);
+    cr_assert_eq(firn_world_stats(gpu, &sg, &err), 0, "%s", err.msg);
+    cr_assert_eq(firn_world_stats(off, &so, &err), 0, "%s", err.msg);
+    const double pushed = fabs((double)sc.rigids[0].velocity[1] - so.rigids[0].velocity[1]);
+    cr_log_info("FEM-Rigid: the block changed the ball's velocity by %.3g m/s", pushed);
+    cr_expect_gt(pushed, 1e-3, "FEM-Rigid did not act on the ball (|dv| %g m/s)", pushed);
+    for (int q = 0; q < 3; q++) {
+        const float vc = sc.rigids[0].velocity[q], vg = sg.rigids[0].velocity[q];
+        cr_expect(fabsf(vc - vg) <= 1e-5f * (1.0f + fabsf(vc)),
+                  "ball velocity[%d]: CPU %.9g, GPU %.9g", q, vc, vg);
+        const float wc = sc.rigids[0].angular_velocity[q], wg = sg.rigids[0].angular_velocity[q];
+        cr_expect(fabsf(wc - wg) <= 1e-5f * (1.0f + fabsf(wc)),
+                  "ball angular velocity[%d]: CPU %.9g, GPU %.9g", q, wc, wg);
+        const float fc = sc.rigids[0].force[q], fg = sg.rigids[0].force[q];
+        cr_expect(fabsf(fc - fg) <= 1e-4f * (1.0f + fabsf(fc)),
+                  "ball force[%d]: CPU %.9g, GPU %.9g", q, fc, fg);
+    }
+    expect_fem_close("FEM-Rigid", gpu, cpu, 0);
+    firn_world_destroy(cpu);
+    firn_world_destroy(gpu);
+    firn_world_destroy(off);
+}
+
+/* An FEM block at 1 m/s down into a resting SPH pool, its bottom face
+ * already among the particles. */
+Test(gpu_fem, fem_sph_pair_matches_cpu, .timeout = 300)
+{
+    require_gpu();
+    firn_scene_def def;
+    scene_of("{'domain': {'lower': [0, 0, 0], 'upper': [0.3, 0.3, 0.3], 'dx': 0.02},"
+             " 'gravity': [0, -9.81, 0],"
+             " 'sph': {'particle_size': 0.015},"
+             " 'materials': {'water': {'model': 'sph_liquid', 'density': 1000},"
+             "               'f': {'model': 'fem_corotated', 'E': 1e5, 'nu': 0.3, 'density': 500}},"
+             " 'bodies': [{'material': 'water', 'solver': 'sph', 'shape': {'type': 'box',"
+             "   'lower': [0, 0, 0], 'upper': [0.3, 0.09, 0.3]}},"
+             "  {'material': 'f', 'solver': 'fem', 'shape': {'type': 'box',"
+             "   'center': [0.15, 0.125, 0.15], 'size': [0.1, 0.06, 0.1], 'cells': [5, 3, 5]},"
+             "   'velocity': [0, -1, 0]}]}",
+             &def);
+    firn_world *cpu, *gpu, *off;
+    pair_worlds(&def, &def.coupling_fem_sph, 2e-4f, &cpu, &gpu, &off);
+    firn_frame_stats sc, so;
+    firn_error err = {0};
+    cr_assert_eq(firn_world_stats(cpu, &sc, &err), 0, "%s", err.msg);
+    cr_assert_eq(firn_world_stats(off, &so, &err), 0, "%s", err.msg);
+    const double slowed = sc.fem.momentum[1] - so.fem.momentum[1];
+    cr_log_info("FEM-SPH: the pool changed the block's momentum by %.4g kg m/s", slowed);
+    cr_expect_gt(slowed, 1e-4, "FEM-SPH did not act (%g kg m/s)", slowed);
+    expect_fem_close("FEM-SPH", gpu, cpu, 0);
+    firn_sph_particles_view a, b;
+    cr_assert_eq(firn_world_sph_particles(gpu, &a, &err), 0, "%s", err.msg);
+    cr_assert_eq(firn_world_sph_particles(cpu, &b, &err), 0, "%s", err.msg);
+    cr_assert_eq(a.n, b.n);
+    expect_close("FEM-SPH", "SPH x", a.x, b.x, 3LL * b.n, b.n);
+    expect_close("FEM-SPH", "SPH v", a.v, b.v, 3LL * b.n, b.n);
+    firn_world_destroy(cpu);
+    firn_world_destroy(gpu);
+    firn_world_destroy(off);
+}
+
+/* ---- errors ----------------------------------------------------------------- */
+
+/* NaN planted in the velocity of two free vertices (the higher index
+ * first): the position step makes exactly those two non-finite in substep
+ * 1 (their elements' forces come from the finite positions and reach the
+ * neighbours only in substep 2). Both paths run 3 substeps in one call and
+ * must name an FEM vertex, substep 1 and the lower index. */
+Test(gpu_fem, nonfinite_vertex_is_reported_as_the_cpu_does, .timeout = 120)
+{
+    require_gpu();
+    firn_scene_def def;
+    block_scene(&def, "fem_corotated");
+    firn_world *cpu = make_world(&def, FIRN_BACKEND_CPU);
+    firn_world *gpu = make_world(&def, FIRN_BACKEND_CUDA);
+    const int n = cpu->fem.V.n, lo = 100, hi = 200;
+    cr_assert_eq(n, 9 * 5 * 5, "%d vertices", n);
+    cr_assert(!cpu->fem.V.fixed[lo] && !cpu->fem.V.fixed[hi], "both vertices are free");
+    cpu->fem.V.v[n + hi] = NAN;
+    cpu->fem.V.v[lo] = NAN;
+    copy_fem_state(gpu, cpu);
+    firn_error ec = {0}, eg = {0};
+    cr_assert_neq(firn_world_run_substeps(cpu, 3, 1e-4f, &ec), 0, "the CPU path ran through a NaN");
+    cr_assert_neq(firn_world_run_substeps(gpu, 3, 1e-4f, &eg), 0, "the GPU ran through a NaN");
+    cr_expect_eq(ec.code, FIRN_E_NUMERIC, "%s", ec.msg);
+    cr_expect_eq(eg.code, FIRN_E_NUMERIC, "%s", eg.msg);
+    cr_expect(strstr(ec.msg, "FEM vertex 100 ") != NULL, "CPU: %s", ec.msg);
+    cr_expect(strstr(eg.msg, "FEM vertex 100 ") != NULL, "GPU: %s", eg.msg);
+    cr_expect(strstr(ec.msg, "substep 1)") != NULL, "CPU: %s", ec.msg);
+    cr_expect(strstr(eg.msg, "substep 1; the GPU ran on to substep 3)") != NULL, "GPU: %s", eg.msg);
+    firn_world_destroy(gpu);
+    firn_world_destroy(cpu);
+}
+
+/* An implicit body: --backend cuda refuses the scene naming why; auto runs
+ * it on the CPU path. */
+Test(gpu_fem, implicit_body_is_refused_on_cuda_and_auto_takes_the_cpu, .timeout = 120)
+{
+    require_gpu();
+    firn_scene_def def;
+    block_scene(&def, "fem_linear");
+    def.bodies[0].fem_implicit = 1;
+    firn_error err = {0};
+    firn_world *w = firn_world_create(&def, FIRN_BACKEND_CUDA, &err);
+    cr_expect_null(w, "an implicit FEM body was accepted on the CUDA path");
+    firn_world_destroy(w);
+    cr_expect_eq(err.code, FIRN_E_DEVICE, "%s", err.msg);
+    cr_expect(strstr(err.msg, "implicit FEM bodies") && strstr(err.msg, "CPU path only"), "%s",
+              err.msg);
+    w = firn_world_create(&def, FIRN_BACKEND_AUTO, &err);
+    cr_assert(w, "auto: %s", err.msg);
+    cr_expect_eq(w->backend, FIRN_BACKEND_CPU, "auto put an implicit FEM body on the GPU");
+    cr_expect_null(w->fem.cuda);
+    firn_world_destroy(w);
+    def.bodies[0].fem_implicit = 0;
+    w = firn_world_create(&def, FIRN_BACKEND_AUTO, &err);
+    cr_assert(w, "auto: %s", err.msg);
+    cr_expect_eq(w->backend, FIRN_BACKEND_CUDA, "auto kept an explicit FEM body off the GPU");
+    cr_expect(w->fem.cuda != NULL);
+    firn_world_destroy(w);
+}
