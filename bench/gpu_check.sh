@@ -260,11 +260,13 @@ if section correct; then
 
     # memcheck: between them these launch every kernel - each MPM material
     # (mixed), MPM-rigid (ball_in_sand), MPM-SPH (sph_snowball_pool),
-    # SPH-rigid (sph_floating_box) and DFSPH (the bench's dam break).
+    # SPH-rigid (sph_floating_box), MPM-PBD (pbd_cloth_snowball), the FEM
+    # solver with FEM-MPM (fem_ball_sand) and DFSPH (the bench's dam break).
     if [[ -z $SAN ]]; then
         record "memcheck" "FAIL (compute-sanitizer not found)" 0
     else
-        for name in mixed ball_in_sand sph_snowball_pool sph_floating_box; do
+        for name in mixed ball_in_sand sph_snowball_pool sph_floating_box pbd_cloth_snowball \
+            fem_ball_sand; do
             run_step "memcheck $name (1 frame)" 60 3 "$SAN" --tool memcheck --leak-check full \
                 --error-exitcode 1 "$FIRN" run "scenes/$name.json" --backend cuda --frames 1 \
                 --quiet --out "$TMP/memcheck-$name"
@@ -333,6 +335,10 @@ if section heavy; then
     run_step "bench SPH dam break WCSPH 1M (cuda)" 120 10 "$FIRN" bench --backend cuda \
         --scenes sph_dam_break --layout dense --particles 1m --substeps 20 --warmup 100 \
         --json "$TMP/sph1m.json" --csv "$TMP/sph1m.csv"
+    # PBD cloth and liquid, and the explicit FEM beam (elements), never timed on a GPU yet.
+    run_step "bench pbd_cloth, pbd_liquid, fem_beam 100k and 1M (cuda)" 150 10 "$FIRN" bench \
+        --backend cuda --scenes pbd_cloth,pbd_liquid,fem_beam --layout dense --particles 100k,1m \
+        --substeps 20 --warmup 50 --json "$RES/h200-$DATE-pbd-fem.json" --csv "$TMP/pbd-fem.csv"
     # The large scene runs and writes its frames (1.06 GB of PLY each); the
     # log keeps the memory line and the simulate / write split.
     run_step "large scene: sand_slump_32m, 2 frames (cuda)" 120 6 bash -c \

@@ -13,8 +13,9 @@
 
 const char *firn_bench_scene_name(firn_bench_scene s)
 {
-    static const char *names[] = {"sand_block",          "snowball",  "dam_break", "sph_dam_break",
-                                  "sph_dam_break_dfsph", "pbd_cloth", "pbd_liquid"};
+    static const char *names[] = {"sand_block",          "snowball",  "dam_break",  "sph_dam_break",
+                                  "sph_dam_break_dfsph", "pbd_cloth", "pbd_liquid", "fem_beam",
+                                  "fem_beam_implicit"};
     return s < FIRN_BENCH_SCENES ? names[s] : "?";
 }
 
@@ -26,6 +27,48 @@ int firn_bench_scene_is_sph(firn_bench_scene s)
 int firn_bench_scene_is_pbd(firn_bench_scene s)
 {
     return s == FIRN_BENCH_PBD_CLOTH || s == FIRN_BENCH_PBD_LIQUID;
+}
+
+int firn_bench_scene_is_fem(firn_bench_scene s)
+{
+    return s == FIRN_BENCH_FEM || s == FIRN_BENCH_FEM_IMPLICIT;
+}
+
+/* fem_beam (bench.h): nx x k x k cells of 6 tets, k = cbrt(count / 24)
+ * rounded, nx the count over 6 k^2 rounded (about 4 k). */
+static int make_fem_scene(firn_bench_scene scene, firn_bench_layout layout, long long elements,
+                          firn_scene_def *def, firn_error *err)
+{
+    const int k = (int)fmax(2.0, round(cbrt((double)elements / 24.0)));
+    const int nx = (int)fmax(2.0, round((double)elements / (6.0 * k * k)));
+    if (k > 200) {
+        firn_set_error(err, FIRN_E_USAGE,
+                       "bench: %s: %lld elements need %d x %d x %d cells; at most about 800 x 200 "
+                       "x 200 (192M elements) are allowed",
+                       firn_bench_scene_name(scene), elements, nx, k, k);
+        return -1;
+    }
+    const float L = layout == FIRN_BENCH_DENSE ? 0.8f : 0.4f;
+    firn_material_def *m = &def->materials[0];
+    firn_material_default(m, FIRN_MODEL_FEM_STABLE_NEOHOOKEAN);
+    snprintf(m->name, FIRN_NAME_MAX, "jelly");
+    m->E = 1e5f;
+    m->nu = 0.3f;
+    m->density = 1000.0f;
+    firn_body_def *b = &def->bodies[0];
+    b->solver = FIRN_SOLVER_KIND_FEM;
+    b->fem_implicit = scene == FIRN_BENCH_FEM_IMPLICIT;
+    b->shape.type = FIRN_SHAPE_BOX;
+    b->shape.size[0] = L, b->shape.size[1] = b->shape.size[2] = 0.25f * L;
+    b->shape.center[0] = 0.1f + 0.5f * L, b->shape.center[1] = 0.7f, b->shape.center[2] = 0.5f;
+    b->shape.cells[0] = nx, b->shape.cells[1] = b->shape.cells[2] = k;
+    b->pin_box = 1; /* an FEM body's "fixed" box */
+    b->pin_lower[0] = 0.0f, b->pin_lower[1] = 0.0f, b->pin_lower[2] = 0.0f;
+    b->pin_upper[0] = 0.1f + 1e-3f * L, b->pin_upper[1] = 1.0f, b->pin_upper[2] = 1.0f;
+    def->dx = 0.05f; /* no MPM particles: the MPM grid only has to exist */
+    def->frames = 1;
+    def->write_ply = def->write_preview = 0;
+    return firn_scene_validate(def, err) ? -1 : 0;
 }
 
 /* The PBD cloth (bench.h). */
@@ -235,6 +278,8 @@ int firn_bench_make_scene(firn_bench_scene scene, firn_bench_layout layout, long
         return make_pbd_liquid_scene(layout, s, particles, def, err);
     if (firn_bench_scene_is_pbd(scene))
         return make_pbd_scene(layout, particles, def, err);
+    if (firn_bench_scene_is_fem(scene))
+        return make_fem_scene(scene, layout, particles, def, err);
     float volume;
     switch (scene) {
     case FIRN_BENCH_SNOW:
@@ -309,6 +354,17 @@ void firn_bench_world_info_get(const firn_world *w, firn_bench_world_info *info)
     info->iters[0] = S->iters_total[0];
     info->iters[1] = S->iters_total[1];
     info->solves = S->solves;
+    const firn_fem *F = &w->fem;
+    info->elements = F->E.n;
+    if (F->E.n > 0 && w->p.n == 0 && S->n == 0 && w->pbd.n == 0) {
+        const firn_body_def *b = &w->def.bodies[F->scene_body[0]];
+        for (int a = 0; a < 3; a++)
+            info->grid[a] = b->shape.cells[a];
+        info->nodes = F->V.n;
+        info->iters[0] = F->newton_iters;
+        info->iters[1] = F->pcg_iters;
+        info->solves = F->implicit_solves;
+    }
 }
 
 double firn_bench_throughput(long long particles, long long substeps, double seconds)

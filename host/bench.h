@@ -25,6 +25,8 @@ typedef enum {
     FIRN_BENCH_SPH_DAM_DFSPH, /* the same, DFSPH */
     FIRN_BENCH_PBD_CLOTH,     /* a PBD cloth falling onto a rigid sphere */
     FIRN_BENCH_PBD_LIQUID,    /* a PBD liquid (position based fluids) dam break */
+    FIRN_BENCH_FEM,           /* an FEM beam swinging from its clamp, explicit */
+    FIRN_BENCH_FEM_IMPLICIT,  /* the same, implicit (backward Euler; CPU path only) */
     FIRN_BENCH_SCENES
 } firn_bench_scene;
 #define FIRN_BENCH_MPM_SCENES FIRN_BENCH_SPH_DAM
@@ -34,6 +36,8 @@ const char *firn_bench_scene_name(firn_bench_scene s);
 /* 1 for the SPH scenes; 1 for the PBD scenes. */
 int firn_bench_scene_is_sph(firn_bench_scene s);
 int firn_bench_scene_is_pbd(firn_bench_scene s);
+/* 1 for the FEM scenes (their count is elements, not particles). */
+int firn_bench_scene_is_fem(firn_bench_scene s);
 
 /* Most particles a benchmark case asks for. */
 #define FIRN_BENCH_MAX_PARTICLES (FIRN_MAX_PARTICLES - FIRN_MAX_PARTICLES / 100)
@@ -67,22 +71,33 @@ int firn_bench_scene_is_pbd(firn_bench_scene s);
  * pbd_liquid, on a lattice of spacing p = the particle size, a whole
  * number of spacings on each axis (the last chosen to match the count):
  * the neighbour grid (cells of 1.25 p over the 1 m cube) may hold at most
- * 2^27 cells, about 64M particles dense, 8M sparse. */
+ * 2^27 cells, about 64M particles dense, 8M sparse.
+ *
+ * The FEM scenes (fem_beam, fem_beam_implicit) count elements: a stable
+ * Neo-Hookean beam (E = 1e5 Pa, nu = 0.3, 1000 kg/m^3) of nx x k x k
+ * cells (6 tets each, k the nearest to cbrt(count / 24), at least 2, nx
+ * the nearest to count / (6 k^2): the count within a few percent),
+ * 0.8 x 0.2 x 0.2 m (dense) or 0.4 x 0.1 x 0.1 m (sparse), clamped at its
+ * x-lower end and released straight under gravity, so that it swings and
+ * rings; explicit, or implicit (backward Euler, whose CFL step keeps only
+ * the motion term). The MPM grid is an unused 5 cm one. */
 int firn_bench_make_scene(firn_bench_scene scene, firn_bench_layout layout, long long particles,
                           firn_scene_def *def, firn_error *err);
 
 /* What a case reports of its world beyond the public API (read from the
  * world's internals, host/world.h). grid/nodes: the MPM grid, or for a
  * world without MPM particles, the SPH (else the PBD) neighbour grid's
- * cells. iters,
- * solves: DFSPH's divergence and
- * density iterations and the substeps solved since the world was made (0
- * for WCSPH). */
+ * cells; for an FEM world the first body's cells and its vertices. iters,
+ * solves: DFSPH's divergence and density iterations and the substeps
+ * solved since the world was made (0 for WCSPH); for an FEM world with an
+ * implicit body its Newton and CG iterations and implicit solves.
+ * elements: the FEM elements (0: none). */
 typedef struct {
     int grid[3];
     long long nodes;
     long long sph_particles;
     long long iters[2], solves;
+    long long elements;
 } firn_bench_world_info;
 void firn_bench_world_info_get(const firn_world *w, firn_bench_world_info *info);
 

@@ -9,11 +9,10 @@
  * and pending coupling impulse, the SPH particles (every field), the SPH
  * solver's iteration counters, the tools (pose, commanded velocities,
  * clock and whether they follow their keyframes, and the sums of their
- * reaction), the clocks (frame, substeps, time) and the last substep's
- * length. The grid is not: every substep clears it before
- * P2G fills it, so nothing a substep computes reads it. Materials,
- * parameters, rigid shapes and keyframes come from the scene, whose hash
- * the header holds.
+ * reaction), the FEM vertices' positions and velocities, the clocks (frame, substeps, time) and the
+ * last substep's length. The grid is not: every substep clears it before P2G fills it, so nothing a
+ * substep computes reads it. Materials, parameters, rigid shapes and keyframes come from the scene,
+ * whose hash the header holds.
  *
  * Particles are saved in the scene's order, as both backends present them,
  * so a checkpoint of one backend resumes on the other. The CPU path keeps
@@ -36,10 +35,11 @@
 #include "output.h"
 #include "world.h"
 
-_Static_assert(FIRN_CHECKPOINT_VERSION == 2, "the sections below are version 2's");
+_Static_assert(FIRN_CHECKPOINT_VERSION == 3, "the sections below are version 3's");
 #define VERSION FIRN_CHECKPOINT_VERSION
-/* Version 1 is version 2 without the tool section (it saved no world with
- * tools), so it is read as is. */
+/* Version 1 is version 3 without the tool and FEM sections, version 2
+ * without the FEM section (they saved no world with tools, with FEM
+ * bodies), so both are read as they are. */
 #define OLDEST_VERSION  1
 #define BYTE_ORDER_MARK 0x01020304u
 #define TRAILER_BYTES   8
@@ -59,6 +59,7 @@ _Static_assert(FIRN_CHECKPOINT_VERSION == 2, "the sections below are version 2's
 #define MPM_BYTES   109 /* per particle: 27 floats and the material byte */
 #define SPH_BYTES   53  /* per particle: 13 floats and the material byte */
 #define PBD_BYTES   24  /* per particle: x and v; masses, pins and topology come from the scene */
+#define FEM_BYTES   24 /* per vertex: x and v; the mesh, masses and fixed set come from the scene */
 #define CHUNK       (1 << 20)
 
 /* ---- CRC-32C (slicing by 8) ------------------------------------------------ */
@@ -205,6 +206,7 @@ uint64_t firn_scene_hash(const firn_scene_def *d)
         }
         if (b->solver == FIRN_SOLVER_KIND_FEM) { /* only FEM bodies, as PBD's */
             MIX(&h, b->shape.cells), MIX(&h, b->n_pins), MIX(&h, b->pin_box);
+            MIX(&h, b->fem_implicit);
             for (int q = 0; q < b->n_pins && q < FIRN_MAX_PINS; q++)
                 MIX(&h, b->pins[q]);
             if (b->pin_box)
@@ -229,8 +231,10 @@ uint64_t firn_scene_hash(const firn_scene_def *d)
         if (!d->coupling_mpm_pbd) /* only when off: scenes before the pair keep their hashes */
             MIX(&h, d->coupling_mpm_pbd);
     }
-    if (firn_fem_in_scene(d)) /* only with FEM bodies: scenes without them keep their hashes */
-        MIX(&h, d->fem_damping);
+    if (firn_fem_in_scene(d)) { /* only with FEM bodies: scenes without them keep their hashes */
+        MIX(&h, d->fem_damping), MIX(&h, d->coupling_fem_rigid);
+        MIX(&h, d->coupling_fem_mpm), MIX(&h, d->coupling_fem_sph);
+    }
     if (d->n_tools > 0) { /* only with tools: scenes without them keep their hashes */
         MIX(&h, d->n_tools), MIX(&h, d->coupling_tool_mpm);
         for (int k = 0; k < d->n_tools && k < FIRN_MAX_TOOLS; k++) {
@@ -303,9 +307,20 @@ static void unpack_header(const unsigned char *b, header *h)
 
 /* ---- sections -------------------------------------------------------------------- */
 
-enum { SEC_WORLD, SEC_MPM, SEC_CPIC, SEC_LAYOUT, SEC_RIGID, SEC_SPH, SEC_PBD, SEC_TOOL, SEC_COUNT };
-static const char section_tag[SEC_COUNT][5] = {"WRLD", "MPMP", "CPIC", "CPUL",
-                                               "RIGD", "SPHP", "PBDP", "TOOL"};
+enum {
+    SEC_WORLD,
+    SEC_MPM,
+    SEC_CPIC,
+    SEC_LAYOUT,
+    SEC_RIGID,
+    SEC_SPH,
+    SEC_PBD,
+    SEC_TOOL,
+    SEC_FEM,
+    SEC_COUNT
+};
+static const char section_tag[SEC_COUNT][5] = {"WRLD", "MPMP", "CPIC", "CPUL", "RIGD",
+                                               "SPHP", "PBDP", "TOOL", "FEMV"};
 
 /* Payload bytes of each section of w's checkpoint; 0: not in the file.
  * The world section is always there. */
@@ -320,6 +335,7 @@ static void section_sizes(const firn_world *w, uint64_t size[SEC_COUNT])
     size[SEC_SPH] = SPH_BYTES * (uint64_t)w->sph.n;
     size[SEC_PBD] = PBD_BYTES * (uint64_t)w->pbd.n;
     size[SEC_TOOL] = w->n_tools > 0 ? 8 + TOOL_RECORD * (uint64_t)w->n_tools : 0;
+    size[SEC_FEM] = FEM_BYTES * (uint64_t)w->fem.V.n;
 }
 
 /* The arrays of a particle section, in file order: pointer and bytes. */
@@ -353,6 +369,14 @@ static int pbd_spans(const firn_world *w, span s[8])
     const size_t n = (size_t)w->pbd.n, f = sizeof(float);
     s[0] = (span){w->pbd.s.x, 3 * n * f};
     s[1] = (span){w->pbd.s.v, 3 * n * f};
+    return 2;
+}
+
+static int fem_spans(const firn_world *w, span s[8])
+{
+    const size_t n = (size_t)w->fem.V.n, f = sizeof(float);
+    s[0] = (span){w->fem.V.x, 3 * n * f};
+    s[1] = (span){w->fem.V.v, 3 * n * f};
     return 2;
 }
 
@@ -515,6 +539,11 @@ static int emit_checkpoint(FILE *f, void *arg)
             for (int j = 0, m = tool_fields(&w->tools[k], &w->tool_rec[k], tp); j < m; j++)
                 put(&s, tp[j].data, tp[j].bytes);
     }
+    if (size[SEC_FEM] > 0) {
+        put_section(&s, SEC_FEM, size[SEC_FEM]);
+        for (int k = 0, m = fem_spans(w, sp); k < m; k++)
+            put(&s, sp[k].data, sp[k].bytes);
+    }
     put(&s, "FEND", 4);
     const uint32_t crc = s.crc;
     put(&s, &crc, 4);
@@ -547,15 +576,6 @@ static void sync_folder(const char *path)
 
 int firn_world_save(firn_world *w, const char *path, firn_error *err)
 {
-    /* The FEM bodies' vertices (positions, velocities) are not in the
-     * format yet: a resumed run would put them back at their start. */
-    if (w->fem.V.n > 0) {
-        firn_set_error(err, FIRN_E_USAGE,
-                       "%s: a world with FEM bodies cannot be saved yet (their vertices are not "
-                       "in checkpoint version %d); nothing was written",
-                       path, FIRN_CHECKPOINT_VERSION);
-        return -1;
-    }
     if (firn_world_host_state(w, err))
         return -1;
     save_ctx c = {w, path};
@@ -789,6 +809,11 @@ static int read_section(firn_world *w, source *s, int sec, uint64_t bytes, firn_
         return 0;
     case SEC_TOOL:
         return read_tools(w, s, err);
+    case SEC_FEM:
+        for (int k = 0, m = fem_spans(w, sp); k < m; k++)
+            if (get(s, sp[k].data, sp[k].bytes, err))
+                return -1;
+        return 0;
     default:
         for (int k = 0, m = sph_spans(w, sp); k < m; k++)
             if (get(s, sp[k].data, sp[k].bytes, err))
@@ -812,6 +837,11 @@ static int read_body(firn_world *w, source *s, const header *h, firn_error *err)
                       "is of format version %u, which holds no tools; the scene has %d (no "
                       "firn saved a world with tools in that version)",
                       (unsigned)h->version, w->n_tools);
+    if (h->version < 3 && w->fem.V.n > 0)
+        return refuse(err, path,
+                      "is of format version %u, which holds no FEM vertices; the scene has %d "
+                      "(no firn saved a world with FEM bodies in that version)",
+                      (unsigned)h->version, w->fem.V.n);
     uint64_t size[SEC_COUNT];
     section_sizes(w, size);
     size[SEC_LAYOUT] = 16 + 4 * (uint64_t)w->p.n; /* whichever backend wrote it */

@@ -27,7 +27,8 @@ static const char *bench_usage =
     "                  [--threads LIST] [--p2g LIST] [--json FILE] [--csv FILE]\n"
     "  --particles   comma list with k/m suffixes (default cpu 20k,100k; cuda 100k,1m,8m)\n"
     "  --scenes      sand_block,snowball,dam_break,sph_dam_break,sph_dam_break_dfsph,\n"
-    "                pbd_cloth,pbd_liquid or all\n"
+    "                pbd_cloth,pbd_liquid,fem_beam,fem_beam_implicit or all (the FEM\n"
+    "                cases count elements; fem_beam_implicit runs on the CPU only)\n"
     "                (default the three MPM scenes)\n"
     "  --substeps    substeps per timed repeat (default cpu 10, cuda 100)\n"
     "  --repeats     timed repeats; the median is reported (default 3)\n"
@@ -56,6 +57,11 @@ typedef struct {
     int pbd;
     double pbd_ms[3]; /* constraints (with the prediction), particle passes, integrate per
                          substep */
+    /* FEM scenes (particles: the elements; n: the beam's cells; nodes: its
+     * vertices): */
+    int fem, fem_implicit;
+    double fem_ms[3];    /* element forces, vertex velocities (implicit: the solve), positions */
+    double fem_iters[2]; /* implicit: Newton and CG iterations per substep */
     /* SPH scenes: */
     int sph, dfsph;
     float psize;         /* particle diameter [m] */
@@ -81,6 +87,10 @@ static int run_case(bench_result *r, const bench_opts *o, double copy_bw, firn_e
     r->particles = firn_world_particle_count(w);
     firn_bench_world_info info0, info1;
     firn_bench_world_info_get(w, &info0);
+    r->fem = firn_bench_scene_is_fem(r->scene);
+    r->fem_implicit = r->scene == FIRN_BENCH_FEM_IMPLICIT;
+    if (r->fem)
+        r->particles = info0.elements;
     for (int a = 0; a < 3; a++)
         r->n[a] = info0.grid[a];
     r->nodes = info0.nodes;
@@ -93,7 +103,7 @@ static int run_case(bench_result *r, const bench_opts *o, double copy_bw, firn_e
     } else {
         firn_memory m;
         firn_world_memory(w, &m);
-        r->memory_bytes = m.host; /* with the SPH and PBD solvers' state */
+        r->memory_bytes = m.host; /* with the SPH, PBD and FEM solvers' state */
     }
     r->bytes_per_particle = r->memory_bytes / (double)r->particles;
     r->substeps = o->substeps;
@@ -136,14 +146,22 @@ static int run_case(bench_result *r, const bench_opts *o, double copy_bw, firn_e
     r->sph_ms[1] = 1e3 * (p1.sph_density - p0.sph_density) / (double)total;
     r->sph_ms[2] = 1e3 * (p1.sph_pressure - p0.sph_pressure) / (double)total;
     r->sph_ms[3] = 1e3 * (p1.sph_integrate - p0.sph_integrate) / (double)total;
+    r->fem_ms[0] = 1e3 * (p1.fem_elements - p0.fem_elements) / (double)total;
+    r->fem_ms[1] = 1e3 * (p1.fem_velocity - p0.fem_velocity) / (double)total;
+    r->fem_ms[2] = 1e3 * (p1.fem_position - p0.fem_position) / (double)total;
     const long long solves = info1.solves - info0.solves;
-    for (int k = 0; k < 2; k++)
-        r->sph_iters[k] =
+    for (int k = 0; k < 2; k++) {
+        const double per =
             solves > 0 ? (double)(info1.iters[k] - info0.iters[k]) / (double)solves : 0.0;
+        if (r->fem)
+            r->fem_iters[k] = per;
+        else
+            r->sph_iters[k] = per;
+    }
     /* The 200-byte state model is MPM's; an SPH substep's traffic is its
      * neighbour gathers (docs/BENCH.md): no bandwidth, no roofline. */
-    r->bandwidth = r->sph ? 0.0 : firn_bench_bandwidth(r->throughput);
-    r->roofline = !r->sph && copy_bw > 0.0 ? r->bandwidth / copy_bw : 0.0;
+    r->bandwidth = r->sph || r->fem ? 0.0 : firn_bench_bandwidth(r->throughput);
+    r->roofline = !r->sph && !r->fem && copy_bw > 0.0 ? r->bandwidth / copy_bw : 0.0;
     return 0;
 }
 
@@ -158,6 +176,8 @@ static const char *p2g_name(int v)
 
 static const char *solver_name(const bench_result *r)
 {
+    if (r->fem)
+        return r->fem_implicit ? "fem_implicit" : "fem";
     return r->pbd ? "pbd" : !r->sph ? "mpm" : r->dfsph ? "dfsph" : "wcsph";
 }
 
@@ -209,9 +229,9 @@ static void write_json(FILE *f, const bench_result *r, int nr, double cpu_bw, do
                 "\"bandwidth_Bps\": ",
                 x->median, x->throughput, x->phase_ms[0], x->phase_ms[1], x->phase_ms[2],
                 x->phase_ms[3], x->phase_ms[4], x->memory_bytes, x->bytes_per_particle);
-        put_num(f, !x->sph && !x->pbd, x->bandwidth, 1);
+        put_num(f, !x->sph && !x->pbd && !x->fem, x->bandwidth, 1);
         fputs(", \"roofline_fraction\": ", f);
-        put_num(f, !x->sph && !x->pbd, x->roofline, 1);
+        put_num(f, !x->sph && !x->pbd && !x->fem, x->roofline, 1);
         fprintf(f,
                 ", \"solver\": \"%s\", \"sph_particle_size\": %.6g, \"sph_phase_ms\": "
                 "{\"sort\": %.6g, \"density\": %.6g, \"pressure\": %.6g, \"integrate\": %.6g}, "
@@ -226,6 +246,14 @@ static void write_json(FILE *f, const bench_result *r, int nr, double cpu_bw, do
                 ", \"pbd_phase_ms\": {\"constraints\": %.6g, \"particles\": %.6g, \"integrate\": "
                 "%.6g}",
                 x->pbd_ms[0], x->pbd_ms[1], x->pbd_ms[2]);
+        fprintf(f,
+                ", \"fem_phase_ms\": {\"elements\": %.6g, \"velocity\": %.6g, \"position\": "
+                "%.6g}, \"fem_iterations_per_substep\": ",
+                x->fem_ms[0], x->fem_ms[1], x->fem_ms[2]);
+        if (x->fem_implicit)
+            fprintf(f, "{\"newton\": %.6g, \"cg\": %.6g}", x->fem_iters[0], x->fem_iters[1]);
+        else
+            fputs("null", f);
         fputs(", \"p2g\": ", f);
         if (x->p2g >= 0)
             fprintf(f, "\"%s\"", p2g_name(x->p2g));
@@ -243,7 +271,8 @@ static void write_csv(FILE *f, const bench_result *r, int nr)
                "bytes_per_particle,bandwidth_Bps,roofline_fraction,threads,solver,"
                "sph_particle_size,sort_ms,density_ms,pressure_ms,integrate_ms,"
                "divergence_iterations,density_iterations,p2g,pbd_constraints_ms,pbd_integrate_ms,"
-               "pbd_particles_ms\n");
+               "pbd_particles_ms,fem_elements_ms,fem_velocity_ms,fem_position_ms,"
+               "newton_iterations,cg_iterations\n");
     for (int k = 0; k < nr; k++) {
         const bench_result *x = &r[k];
         fprintf(f, "%s,%s,%s,%lld,%d,%d,%d,%d,%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,",
@@ -252,16 +281,20 @@ static void write_csv(FILE *f, const bench_result *r, int nr)
                 x->repeats, x->median, x->throughput, x->phase_ms[0], x->phase_ms[1],
                 x->phase_ms[2], x->phase_ms[3], x->phase_ms[4], x->memory_bytes,
                 x->bytes_per_particle);
-        put_num(f, !x->sph && !x->pbd, x->bandwidth, 0);
+        put_num(f, !x->sph && !x->pbd && !x->fem, x->bandwidth, 0);
         fputc(',', f);
-        put_num(f, !x->sph && !x->pbd, x->roofline, 0);
+        put_num(f, !x->sph && !x->pbd && !x->fem, x->roofline, 0);
         fprintf(f, ",%d,%s,%.6g,%.6g,%.6g,%.6g,%.6g,", x->threads, solver_name(x), x->psize,
                 x->sph_ms[0], x->sph_ms[1], x->sph_ms[2], x->sph_ms[3]);
         put_num(f, x->dfsph, x->sph_iters[0], 0);
         fputc(',', f);
         put_num(f, x->dfsph, x->sph_iters[1], 0);
-        fprintf(f, ",%s,%.6g,%.6g,%.6g\n", x->p2g >= 0 ? p2g_name(x->p2g) : "", x->pbd_ms[0],
-                x->pbd_ms[2], x->pbd_ms[1]);
+        fprintf(f, ",%s,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,", x->p2g >= 0 ? p2g_name(x->p2g) : "",
+                x->pbd_ms[0], x->pbd_ms[2], x->pbd_ms[1], x->fem_ms[0], x->fem_ms[1], x->fem_ms[2]);
+        put_num(f, x->fem_implicit, x->fem_iters[0], 0);
+        fputc(',', f);
+        put_num(f, x->fem_implicit, x->fem_iters[1], 0);
+        fputc('\n', f);
     }
 }
 
@@ -279,10 +312,16 @@ static void shown_phases(const bench_result *r, double out[4])
         out[2] = r->phase_ms[2];
         out[3] = r->pbd_ms[2];
     }
+    if (r->fem) { /* element forces, velocities (or the solve), the Coupler's pass, positions */
+        out[0] = r->fem_ms[0];
+        out[1] = r->fem_ms[1];
+        out[2] = r->phase_ms[2];
+        out[3] = r->fem_ms[2];
+    }
 }
 
-/* The table a case's row belongs to: 0 MPM, 1 SPH, 2 PBD. */
-static int row_kind(const bench_result *r) { return r->pbd ? 2 : r->sph; }
+/* The table a case's row belongs to: 0 MPM, 1 SPH, 2 PBD, 3 FEM. */
+static int row_kind(const bench_result *r) { return r->fem ? 3 : r->pbd ? 2 : r->sph; }
 
 /* After a thread sweep: each CPU case's time per substep, and that of each
  * phase, at the first thread count over that at each other count. */
@@ -301,7 +340,10 @@ static void print_scaling(const bench_result *r, int nr, int nthreads)
             continue;
         if (row_kind(b) != kind) {
             kind = row_kind(b);
-            if (kind == 2)
+            if (kind == 3)
+                printf("%-17s %-6s %10s %7s %7s %7s %7s %7s %7s\n", "scene", "layout", "elements",
+                       "threads", "total", "forces", "veloc", "couple", "posit");
+            else if (kind == 2)
                 printf("%-10s %-6s %10s %7s %7s %7s %7s %7s %7s\n", "scene", "layout", "vertices",
                        "threads", "total", "constr", "couple", "integr", "-");
             else if (kind)
@@ -319,9 +361,12 @@ static void print_scaling(const bench_result *r, int nr, int nthreads)
             for (int q = 0; q < 4; q++)
                 sp[q] = xp[q] > 0.0 ? bp[q] / xp[q] : 0.0;
             printf("%-*s %-6s %10lld %3d/%-3d %6.2fx %6.2fx %6.2fx %6.2fx %6.2fx\n",
-                   x->sph ? 19 : 10, firn_bench_scene_name(x->scene),
-                   x->layout ? "sparse" : "dense", x->particles, x->threads, b->threads,
-                   x->median > 0.0 ? b->median / x->median : 0.0, sp[0], sp[1], sp[2], sp[3]);
+                   x->sph   ? 19
+                   : x->fem ? 17
+                            : 10,
+                   firn_bench_scene_name(x->scene), x->layout ? "sparse" : "dense", x->particles,
+                   x->threads, b->threads, x->median > 0.0 ? b->median / x->median : 0.0, sp[0],
+                   sp[1], sp[2], sp[3]);
         }
         k += nthreads - 1;
     }
@@ -427,8 +472,8 @@ static int parse_list(const char *s, const char *const *names, int n, int *mask)
 }
 
 static const char *const scene_names[] = {
-    "sand_block",          "snowball",  "dam_break",  "sph_dam_break",
-    "sph_dam_break_dfsph", "pbd_cloth", "pbd_liquid", "all"};
+    "sand_block", "snowball",   "dam_break", "sph_dam_break",     "sph_dam_break_dfsph",
+    "pbd_cloth",  "pbd_liquid", "fem_beam",  "fem_beam_implicit", "all"};
 static const char *const layout_names[] = {"dense", "sparse", "both"};
 static const char *const p2g_names[] = {"atomic", "binned", "warp", "all"}; /* p2g_variants' */
 
@@ -473,7 +518,8 @@ static int parse_bench_option(const char *a, const char *v, bench_args *g)
     } else if (!strcmp(a, "--scenes")) {
         if (parse_list(v, scene_names, FIRN_BENCH_SCENES + 1, &g->scenes)) {
             fprintf(stderr, "firn bench: --scenes takes sand_block,snowball,dam_break,"
-                            "sph_dam_break,sph_dam_break_dfsph,pbd_cloth,pbd_liquid or all\n");
+                            "sph_dam_break,sph_dam_break_dfsph,pbd_cloth,pbd_liquid,fem_beam,"
+                            "fem_beam_implicit or all\n");
             return FIRN_E_USAGE;
         }
         if (g->scenes & (1 << FIRN_BENCH_SCENES))
@@ -624,7 +670,11 @@ static int prepare_outputs(const char *json, const char *csv)
  * in the roofline's place it has DFSPH's iterations per substep. */
 static void print_header(int kind)
 {
-    if (kind == 2)
+    if (kind == 3)
+        printf("%-17s %-6s %-4s %3s %10s %-13s %9s %11s %8s %8s %8s %8s %6s %11s\n", "scene",
+               "layout", "dev", "thr", "elements", "cells", "median_s", "e-substep/s", "forces",
+               "veloc", "couple", "posit", "B/e", "newton/cg");
+    else if (kind == 2)
         printf("%-10s %-6s %-4s %3s %10s %-13s %9s %11s %8s %8s %8s %8s %6s\n", "scene", "layout",
                "dev", "thr", "vertices", "grid", "median_s", "v-substep/s", "constr", "partic",
                "couple", "integr", "B/p");
@@ -649,7 +699,11 @@ static void print_result_row(const bench_result *r)
         char it[32];
         snprintf(it, sizeof it, "%.1f/%.1f", r->sph_iters[0], r->sph_iters[1]);
         snprintf(tail, sizeof tail, "%11s", it);
-    } else if (r->sph) {
+    } else if (r->fem_implicit) {
+        char it[32];
+        snprintf(it, sizeof it, "%.1f/%.0f", r->fem_iters[0], r->fem_iters[1]);
+        snprintf(tail, sizeof tail, "%11s", it);
+    } else if (r->sph || r->fem) {
         snprintf(tail, sizeof tail, "%11s", "-");
     } else if (r->pbd) {
         tail[0] = '\0';
@@ -658,10 +712,13 @@ static void print_result_row(const bench_result *r)
     double ph[4];
     shown_phases(r, ph);
     char variant[16] = "";
-    if (!r->sph && !r->pbd)
+    if (!r->sph && !r->pbd && !r->fem)
         snprintf(variant, sizeof variant, "%-6s ", r->p2g >= 0 ? p2g_name(r->p2g) : "-");
     printf("%-*s %-6s %-4s %3d %s%10lld %-13s %9.4f %11.4g %8.3f %8.3f %8.3f %8.3f %6.0f %s\n",
-           r->sph ? 19 : 10, firn_bench_scene_name(r->scene), r->layout ? "sparse" : "dense",
+           r->sph   ? 19
+           : r->fem ? 17
+                    : 10,
+           firn_bench_scene_name(r->scene), r->layout ? "sparse" : "dense",
            backend_name(r->backend), r->threads, variant, r->particles, grid, r->median,
            r->throughput, ph[0], ph[1], ph[2], ph[3], r->bytes_per_particle, tail);
     fflush(stdout);
@@ -687,7 +744,11 @@ static int run_backend(int b, const bench_args *g, const long long *counts, int 
                 for (int t = 0; t < (b ? N_P2G : g->nthreads); t++) {
                     /* CUDA: t indexes p2g_variants, for MPM scenes only */
                     const int variants = b && !firn_bench_scene_is_sph((firn_bench_scene)s) &&
-                                         !firn_bench_scene_is_pbd((firn_bench_scene)s);
+                                         !firn_bench_scene_is_pbd((firn_bench_scene)s) &&
+                                         !firn_bench_scene_is_fem((firn_bench_scene)s);
+                    /* implicit FEM bodies run on the CPU path only */
+                    if (b && s == FIRN_BENCH_FEM_IMPLICIT)
+                        continue;
                     if (!(g->scenes & (1 << s)) || !(g->layouts & (1 << l)) ||
                         (variants && !(g->p2gs & (1 << t))) || (b && !variants && t > 0))
                         continue;

@@ -565,14 +565,6 @@ static int write_checkpoint(firn_frame_writer *fw, firn_world *w, const char *di
                             int quiet, int tty, firn_error *err)
 {
     char path[FIRN_PATH_MAX + 64];
-    /* firn_world_save refuses FEM bodies: the run goes on */
-    if (firn_fem_in_scene(firn_world_scene(w))) {
-        if (!quiet)
-            fprintf(stderr,
-                    "%sfirn: no checkpoint at frame %d: FEM bodies are not in checkpoints yet\n",
-                    tty ? "\n" : "", frame);
-        return 0;
-    }
     checkpoint_path(path, sizeof path, dir, frame);
     double t0 = firn_now();
     if (firn_frame_writer_flush(fw, err) || firn_world_save(w, path, err))

@@ -50,6 +50,9 @@ typedef struct {
     void *implicit_work;
     int implicit_failed;
     firn_error implicit_error;
+    /* Since the world was made: implicit solves (a body's substep), their
+     * Newton and CG iterations (firn_fem_implicit_stats). */
+    long long implicit_solves, newton_iters, pcg_iters;
     /* CUDA path (kernels/fem.cu): the device state, NULL on the CPU path;
      * host_stale: the mirror's x, v, x0 and f are older than the device's. */
     struct firn_fem_cuda *cuda;

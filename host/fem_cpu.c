@@ -47,8 +47,13 @@ static void fem_pre_coupling(firn_world *w)
             for (int c = 0; c < 3; c++)
                 V.x0[c * V.n + i] = V.x[c * V.n + i];
         const firn_fem_implicit_params ip = firn_fem_implicit_params_default();
-        if (firn_fem_implicit_step(S, b, &ip, P.gravity, P.dt, S->implicit_work, NULL,
-                                   &S->implicit_error)) {
+        firn_fem_implicit_stats st = {0};
+        const int failed = firn_fem_implicit_step(S, b, &ip, P.gravity, P.dt, S->implicit_work, &st,
+                                                  &S->implicit_error);
+        S->implicit_solves++;
+        S->newton_iters += st.newton_iters;
+        S->pcg_iters += st.pcg_iters;
+        if (failed) {
             if (S->implicit_failed < 0)
                 S->implicit_failed = b;
             for (int i = v0; i < v1; i++)

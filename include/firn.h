@@ -666,9 +666,9 @@ int firn_world_fem_mesh(firn_world *world, firn_fem_mesh_view *view, firn_error 
  * next step), the tools (pose, commanded velocities, keyframe clock, the
  * sums of their reaction), the clocks (frame, substeps, time) and a hash of
  * the scene. Format (versioned, with a CRC-32C): docs/CLI.md,
- * "Checkpoints". Version of the format this firn writes (it reads version
- * 1 too, which has no tools): */
-#define FIRN_CHECKPOINT_VERSION 2
+ * "Checkpoints". Version of the format this firn writes (it reads versions
+ * 1, which has no tools, and 2, which has no FEM vertices, too): */
+#define FIRN_CHECKPOINT_VERSION 3
 
 /* Writes world's current state to path. The file is written whole or not at
  * all: into "<path>.tmp.<pid>", flushed, fsync'ed and renamed over path; on

@@ -134,7 +134,13 @@ static built build(firn_bench_scene s, firn_bench_layout l, long long want)
     firn_bench_world_info info;
     firn_bench_world_info_get(w, &info);
     built b = {firn_world_particle_count(w), info.nodes};
-    if (s == FIRN_BENCH_PBD_LIQUID)
+    if (firn_bench_scene_is_fem(s)) { /* elements; the beam's cells and vertices */
+        b.particles = info.elements;
+        cr_expect_eq(info.elements, w->fem.E.n);
+        cr_expect_eq(info.nodes, w->fem.V.n, "an FEM case reports its vertices");
+        cr_expect_eq(6LL * info.grid[0] * info.grid[1] * info.grid[2], w->fem.E.n,
+                     "an FEM case reports its beam's cells");
+    } else if (s == FIRN_BENCH_PBD_LIQUID)
         cr_expect_eq(info.nodes, w->pbd.G.cells, "the PBD liquid reports its neighbour grid");
     else if (!firn_bench_scene_is_sph(s))
         cr_expect_eq(info.nodes, firn_inspect_grid_nodes(w), "an MPM case reports the MPM grid");
@@ -144,7 +150,8 @@ static built build(firn_bench_scene s, firn_bench_layout l, long long want)
 }
 
 /* Every scene and layout holds the requested count to within 10%, and the
- * sparse layout spreads the same count over a larger grid. */
+ * sparse layout spreads the same count over a larger grid (the FEM beam:
+ * the same mesh, half the size). */
 static void check_counts(long long want)
 {
     for (int s = 0; s < FIRN_BENCH_SCENES; s++) {
@@ -155,8 +162,11 @@ static void check_counts(long long want)
                   d.particles, want);
         cr_expect(llabs(sp.particles - want) <= want / 10, "%s sparse: %lld particles for %lld",
                   name, sp.particles, want);
-        cr_expect_gt(sp.nodes, d.nodes, "%s at %lld: sparse grid %lld nodes, dense %lld", name,
-                     want, sp.nodes, d.nodes);
+        if (firn_bench_scene_is_fem((firn_bench_scene)s))
+            cr_expect_eq(sp.nodes, d.nodes, "%s: the same mesh in both layouts", name);
+        else
+            cr_expect_gt(sp.nodes, d.nodes, "%s at %lld: sparse grid %lld nodes, dense %lld", name,
+                         want, sp.nodes, d.nodes);
     }
 }
 
@@ -190,7 +200,11 @@ Test(bench_scene, scene_names_are_the_cli_names)
     cr_expect_str_eq(firn_bench_scene_name(FIRN_BENCH_SPH_DAM_DFSPH), "sph_dam_break_dfsph");
     cr_expect_str_eq(firn_bench_scene_name(FIRN_BENCH_PBD_CLOTH), "pbd_cloth");
     cr_expect_str_eq(firn_bench_scene_name(FIRN_BENCH_PBD_LIQUID), "pbd_liquid");
+    cr_expect_str_eq(firn_bench_scene_name(FIRN_BENCH_FEM), "fem_beam");
+    cr_expect_str_eq(firn_bench_scene_name(FIRN_BENCH_FEM_IMPLICIT), "fem_beam_implicit");
     for (int s = 0; s < FIRN_BENCH_SCENES; s++) {
+        cr_expect_eq(firn_bench_scene_is_fem((firn_bench_scene)s),
+                     s == FIRN_BENCH_FEM || s == FIRN_BENCH_FEM_IMPLICIT);
         cr_expect_eq(firn_bench_scene_is_sph((firn_bench_scene)s),
                      s == FIRN_BENCH_SPH_DAM || s == FIRN_BENCH_SPH_DAM_DFSPH);
         cr_expect_eq(firn_bench_scene_is_pbd((firn_bench_scene)s),
@@ -658,6 +672,55 @@ Test(bench_cli, pbd_case_reports_its_phases)
     cr_expect(cJSON_IsNull(item(r, "bandwidth_Bps")));
     cr_expect(cJSON_IsNull(item(r, "roofline_fraction")));
     cr_expect(cJSON_IsNull(item(r, "p2g")));
+    cJSON_Delete(doc);
+    free(text);
+}
+
+/* Tiny CPU benches of the FEM beam, explicit and implicit: the elements
+ * are the count (6 per cell of nx x k x k cells, k = 4 and nx = 21 for
+ * 2k: 2016), the
+ * beam's cells as the grid and its vertices as the nodes, solver "fem" and
+ * "fem_implicit", positive element-force and position times and all
+ * phases within the substep; the implicit case's Newton iterations per
+ * substep at least 1 and its CG iterations at least as many, the explicit
+ * one's null; no bandwidth or roofline; the FEM table on standard output. */
+Test(bench_cli, fem_cases_report_their_phases_and_iterations)
+{
+    run_bench("f", "--particles 2k --scenes fem_beam,fem_beam_implicit --layout dense "
+                   "--repeats 1 --substeps 2 --warmup 2");
+    cr_expect(strstr(out, "e-substep/s") && strstr(out, "newton/cg") &&
+                  strstr(out, "fem_beam_implicit"),
+              "no FEM table:\n%s", out);
+    char *text;
+    cJSON *doc = read_json("f.json", &text);
+    const cJSON *results = item(doc, "results");
+    cr_assert_eq(cJSON_GetArraySize(results), 2);
+    for (int k = 0; k < 2; k++) {
+        const cJSON *r = cJSON_GetArrayItem(results, k);
+        cr_expect_str_eq(str(r, "scene"), k ? "fem_beam_implicit" : "fem_beam");
+        cr_expect_str_eq(str(r, "solver"), k ? "fem_implicit" : "fem");
+        cr_expect_eq(num(r, "particles"), 21 * 4 * 4 * 6, "elements %g", num(r, "particles"));
+        cr_expect_eq(cJSON_GetArrayItem(item(r, "grid"), 0)->valuedouble, 21.0);
+        cr_expect_eq(num(r, "nodes"), 22 * 5 * 5, "vertices %g", num(r, "nodes"));
+        const cJSON *ph = item(r, "fem_phase_ms");
+        const double e = num(ph, "elements"), v = num(ph, "velocity"), x = num(ph, "position");
+        cr_expect_gt(e, 0.0, "fem_phase_ms.elements");
+        cr_expect_gt(x, 0.0, "fem_phase_ms.position");
+        const double per_substep_ms = 1e3 * num(r, "median_seconds") / 2.0;
+        cr_expect(e + v + x <= 1.05 * per_substep_ms + 0.05, "phases %g ms, substep %g ms",
+                  e + v + x, per_substep_ms);
+        cr_expect(cJSON_IsNull(item(r, "bandwidth_Bps")));
+        cr_expect(cJSON_IsNull(item(r, "roofline_fraction")));
+        const cJSON *it = item(r, "fem_iterations_per_substep");
+        if (!k) {
+            cr_expect(cJSON_IsNull(it), "explicit FEM has no iterations");
+            continue;
+        }
+        const double newton = num(it, "newton"), cg = num(it, "cg");
+        cr_expect_geq(newton, 1.0, "Newton iterations per substep %g", newton);
+        cr_expect_geq(cg, newton, "CG iterations per substep %g (Newton %g)", cg, newton);
+        cr_expect_gt(v, e, "the implicit solve outweighs the element forces (%g, %g ms)", v, e);
+    }
     cJSON_Delete(doc);
     free(text);
 }

@@ -409,6 +409,41 @@ Test(gpu_fem, fem_sph_pair_matches_cpu, .timeout = 300)
     firn_world_destroy(off);
 }
 
+/* ---- checkpoints ------------------------------------------------------------ */
+
+/* A checkpoint written by a CUDA world after 30 substeps of the hanging
+ * block holds the device's vertices (the mirror is downloaded first): a CPU
+ * world loaded from it has the GPU's x and v bit for bit, and a CUDA world
+ * loaded from it uploads them, so one more substep on each agrees as one
+ * substep does. */
+Test(gpu_fem, checkpoint_of_the_gpu_state_resumes_on_either_path, .timeout = 300)
+{
+    require_gpu();
+    char dir[64], path[128];
+    test_mkdtemp(dir, sizeof dir, "gpu_fem_ckpt");
+    snprintf(path, sizeof path, "%s/at.firn", dir);
+    firn_scene_def def;
+    block_scene(&def, "fem_corotated");
+    firn_world *gpu = make_world(&def, FIRN_BACKEND_CUDA);
+    run(gpu, 30, 2e-4f, "GPU");
+    firn_error err = {0};
+    cr_assert_eq(firn_world_save(gpu, path, &err), 0, "%s", err.msg);
+    firn_world *cpu = firn_world_load(&def, FIRN_BACKEND_CPU, path, &err);
+    cr_assert(cpu, "%s", err.msg);
+    firn_world *back = firn_world_load(&def, FIRN_BACKEND_CUDA, path, &err);
+    cr_assert(back, "%s", err.msg);
+    const size_t n3 = 3 * (size_t)cpu->fem.V.n * sizeof(float);
+    cr_expect_eq(memcmp(cpu->fem.V.x, gpu->fem.V.x, n3), 0, "x differs from the GPU's");
+    cr_expect_eq(memcmp(cpu->fem.V.v, gpu->fem.V.v, n3), 0, "v differs from the GPU's");
+    run(cpu, 1, 2e-4f, "CPU");
+    run(back, 1, 2e-4f, "GPU, loaded");
+    expect_fem_close("resumed", back, cpu, 1);
+    firn_world_destroy(cpu);
+    firn_world_destroy(back);
+    firn_world_destroy(gpu);
+    test_rmdir(dir);
+}
+
 /* ---- errors ----------------------------------------------------------------- */
 
 /* NaN planted in the velocity of two free vertices (the higher index
