@@ -17,6 +17,25 @@ Cases (a = H0 / L0 or H0 / R0):
 The column's smaller side is 0.08 m and RES cells (8 coarse, 16 fine;
 --res takes any list). The floor is at y = 2 dx.
 
+Friction angle (--phi): a number [deg] for every case (default 35, the
+shipped sand scenes' dry quartz sand, not taken from the papers), or the
+angle that the experiments behind each case report for their material:
+  repose     the angle of repose,
+  avalanche  the avalanche (maximum stable) angle, the one Rousseau et al.
+             2023 (J. Fluid Mech. 975) set a constant-friction
+             Drucker-Prager continuum to.
+The only material angles retrieved (EXPERIMENT_PHI) are those of the glass
+beads (d = 1.15 mm) of Lajeunesse, Mangeney-Castelnau and Vilotte 2004
+(Phys. Fluids 16, 2371): repose 22 +- 0.5 deg, avalanche 27.4 +- 0.5 deg
+(wall friction 24.8 +- 0.2 deg), as tabulated by Kumar 2015 (PhD thesis,
+Cambridge, chapter 4). Lajeunesse et al.'s collapses of glass beads
+(2004; Lajeunesse, Monnier and Homsy 2005, Phys. Fluids 17, 103302: in a
+channel and a half tube) are the companions of Lube et al.'s; Kumar 2015
+gives the planar law printed here (1.2 a, 1.9 a^(2/3)) as Lajeunesse et
+al. 2005's. Lube et al. 2004, 2005 used sands, sugar, rice and couscous
+and report the runout independent of the material; their angles were
+not retrieved, so both geometries take the beads' angles.
+
 Measures (from particles, each of equal volume):
   runout  the 99th percentile of the distance from the back wall (planar)
           or the axis (axisym). The single outermost particle is one
@@ -42,6 +61,12 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 D = 0.08  # the column's smaller dimension [m]
+# The material angles [deg] of the experiments behind each case (--phi repose,
+# --phi avalanche): (repose, avalanche, material and source).
+EXPERIMENT_PHI = {
+    "planar": (22.0, 27.4, "glass beads 1.15 mm, Lajeunesse et al. 2004 (Kumar 2015)"),
+    "axisym": (22.0, 27.4, "glass beads 1.15 mm, Lajeunesse et al. 2004 (Kumar 2015)"),
+}
 RHO, E, NU = 1600.0, 3.5e5, 0.3  # the shipped sand scenes' sand
 
 
@@ -57,6 +82,16 @@ def lube_axisym(a):
     run = 1.24 * a if a < 1.7 else 1.6 * math.sqrt(a)
     h = a if a < 0.74 else 0.88 * a ** (1.0 / 6.0)
     return run, h
+
+
+def case_phi(case, spec):
+    """The friction angle of a case: --phi as a number, or the repose or
+    avalanche angle of the case's reference material (EXPERIMENT_PHI)."""
+    if spec == "repose":
+        return EXPERIMENT_PHI[case][0]
+    if spec == "avalanche":
+        return EXPERIMENT_PHI[case][1]
+    return float(spec)
 
 
 def floor_wall(spec):
@@ -111,12 +146,13 @@ def build(case, a, res, opt, out):
     else:
         L0, H0 = D, a * D  # R0 = D for every a here
         run, _ = lube_axisym(a)
-    reach = L0 * (1.0 + 1.6 * run) + 0.5 * L0  # room past the expected runout
+    reach = L0 * (1.0 + opt.room * run) + 0.5 * L0  # room past the expected runout
     upper_x = lo + reach + 3.0 * dx
     upper_y = lo + H0 + 4.0 * dx
     slip = "slip"
     bnd = {"x_lower": slip, "y_lower": floor_wall(opt.floor)}
-    mat = {"model": "sand", "E": E, "nu": NU, "density": RHO, "friction_angle": opt.phi}
+    mat = {"model": "sand", "E": E, "nu": NU, "density": RHO,
+           "friction_angle": case_phi(case, opt.phi)}
     if opt.cone_fit != "default":
         mat["cone_fit"] = opt.cone_fit
     if opt.rheology != "default":
@@ -246,7 +282,8 @@ def main():
     ap.add_argument("--res", default="8", help="cells across the column's smaller side, "
                     "comma-separated (8 coarse, 16 fine)")
     ap.add_argument("--cases", default="planar,axisym")
-    ap.add_argument("--phi", type=float, default=35.0, help="friction angle [deg]")
+    ap.add_argument("--phi", default="35", help="friction angle [deg], or repose or avalanche: "
+                    "each case's reference material's angle (EXPERIMENT_PHI)")
     ap.add_argument("--cone-fit", default="default",
                     help="compression, extension, plane_strain, inscribed (default: the scene "
                     "default)")
@@ -260,6 +297,9 @@ def main():
                     "scene default, 5e-4)")
     ap.add_argument("--grain-rho", type=float, help="mu_i: grain_density [kg/m^3] (default: "
                     "the scene default, 2450)")
+    ap.add_argument("--room", type=float, default=1.6, help="the domain reaches this many "
+                    "times the law's runout past the column, plus L0 / 2 (a run marked far "
+                    "wall needs more)")
     ap.add_argument("--jobs", type=int, default=1, help="cases run at once")
     ap.add_argument("--threads", type=int, default=2, help="OpenMP threads per case")
     opt = ap.parse_args()
@@ -277,7 +317,18 @@ def main():
     mu_i_opts = (opt.phi2, opt.I0, opt.grain_d, opt.grain_rho)
     if opt.rheology != "mu_i" and any(v is not None for v in mu_i_opts):
         sys.exit("validate_sand: --phi2, --I0, --grain-d and --grain-rho need --rheology mu_i")
-    tag = "phi %g, cone %s, floor %s" % (opt.phi, opt.cone_fit, opt.floor)
+    if opt.phi not in ("repose", "avalanche"):
+        try:
+            float(opt.phi)
+        except ValueError:
+            sys.exit("validate_sand: --phi: %r is not a number, repose or avalanche" % opt.phi)
+    if opt.phi in ("repose", "avalanche"):
+        phis = sorted(set((case_phi(c, opt.phi), EXPERIMENT_PHI[c][2])
+                          for c in opt.cases.split(",")))
+        tag = "phi %s (%s)" % (opt.phi, "; ".join("%g: %s" % p for p in phis))
+    else:
+        tag = "phi %g" % float(opt.phi)
+    tag += ", cone %s, floor %s" % (opt.cone_fit, opt.floor)
     if opt.rheology != "default":
         tag += ", rheology %s" % opt.rheology
         if opt.rheology == "mu_i":
