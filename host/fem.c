@@ -178,6 +178,8 @@ int firn_fem_in_scene(const firn_scene_def *def)
 
 size_t firn_fem_device_bytes(int nv, int ne, int nf, int ns, long long nodes, int share)
 {
+    if (nv <= 0) /* no FEM bodies: kernels/fem.cu allocates nothing */
+        return 0;
     const size_t v = (size_t)nv, e = (size_t)ne, f = (size_t)nf, s = (size_t)ns;
     const size_t bytes[] = {3 * v * 4,
                             3 * v * 4,
