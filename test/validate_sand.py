@@ -22,7 +22,7 @@ shipped sand scenes' dry quartz sand, not taken from the papers), or the
 angle that the experiments behind each case report for their material:
   repose     the angle of repose,
   avalanche  the avalanche (maximum stable) angle, the one Rousseau et al.
-             2023 (J. Fluid Mech. 975) set a constant-friction
+             2023 (J. Fluid Mech.) set a constant-friction
              Drucker-Prager continuum to.
 The only material angles retrieved (EXPERIMENT_PHI) are those of the glass
 beads (d = 1.15 mm) of Lajeunesse, Mangeney-Castelnau and Vilotte 2004
