@@ -304,7 +304,10 @@ extern "C" int firn_cuda_grid_tools_once(const firn_params *P, float *node, cons
                                          int nt, double *tacc, const firn_rigid *bodies, int nb,
                                          double *acc, firn_error *err)
 {
+    /* Zeroed whole: the 4 bytes of padding after n[] travel to the kernel
+     * too, and stack garbage there can read as a host address. */
     firn_grid g;
+    memset(&g, 0, sizeof g);
     for (int a = 0; a < 3; a++)
         g.n[a] = P->n[a];
     g.nodes = (long long)g.n[0] * g.n[1] * g.n[2];
