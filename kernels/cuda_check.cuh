@@ -96,6 +96,43 @@ static inline __device__ unsigned long long firn_cuda_bad_word(unsigned substep,
     return ((unsigned long long)substep << 32) | (unsigned)i;
 }
 
+/* Clears the device's non-finite word (back to FIRN_CUDA_BAD_NONE), in
+ * stream order, and waits for it. 0 or FIRN_CUDA_FAILED. */
+static inline int firn_cuda_clear_bad_word(unsigned long long *word, cudaStream_t st,
+                                           firn_error *err)
+{
+    static const unsigned long long none = FIRN_CUDA_BAD_NONE;
+    FIRN_CUDA_CHECK(cudaMemcpyAsync(word, &none, sizeof none, cudaMemcpyHostToDevice, st), err);
+    FIRN_CUDA_CHECK(cudaStreamSynchronize(st), err);
+    return 0;
+}
+
+/* At the end of a call: the device's non-finite word into *bad (after all
+ * queued work), cleared on the device when it was set so that the next
+ * call starts clean. 0 or FIRN_CUDA_FAILED. */
+static inline int firn_cuda_take_bad_word(unsigned long long *word, cudaStream_t st,
+                                          unsigned long long *bad, firn_error *err)
+{
+    unsigned long long b = FIRN_CUDA_BAD_NONE;
+    FIRN_CUDA_CHECK(cudaMemcpyAsync(&b, word, sizeof b, cudaMemcpyDeviceToHost, st), err);
+    FIRN_CUDA_CHECK(cudaStreamSynchronize(st), err);
+    *bad = b;
+    return b != FIRN_CUDA_BAD_NONE ? firn_cuda_clear_bad_word(word, st, err) : 0;
+}
+
+/* After a CUDA error part way through a call: lets what was queued finish,
+ * then clears the non-finite word it may have set, so that no later call
+ * reports this call's substep as its own. Best effort: after a sticky error
+ * these calls fail too, and the world is unusable anyway. */
+static inline void firn_cuda_discard_bad_word(unsigned long long *word, cudaStream_t st)
+{
+    static const unsigned long long none = FIRN_CUDA_BAD_NONE;
+    (void)cudaStreamSynchronize(st);
+    (void)cudaMemcpyAsync(word, &none, sizeof none, cudaMemcpyHostToDevice, st);
+    (void)cudaStreamSynchronize(st);
+    (void)cudaGetLastError();
+}
+
 /* Raises *bytes to the most local memory (stack) one thread of any of the
  * n kernels uses. 0, or FIRN_CUDA_FAILED with err filled. */
 static inline int firn_cuda_local_bytes(const void *const *kernels, int n, size_t *bytes,
@@ -106,6 +143,36 @@ static inline int firn_cuda_local_bytes(const void *const *kernels, int n, size_
         FIRN_CUDA_CHECK(cudaFuncGetAttributes(&a, kernels[k]), err);
         *bytes = a.localSizeBytes > *bytes ? a.localSizeBytes : *bytes;
     }
+    return 0;
+}
+
+/* What a solver's allocation is checked against: the driver reserves local
+ * memory (stack) for every thread the GPU can hold, cudaLimitStackSize per
+ * thread with the context (already out of the free figure) and more at the
+ * first launch of a kernel that uses more per thread; reserve is that
+ * excess for the solver's kernels, whose largest per-thread local memory is
+ * local bytes. */
+typedef struct {
+    size_t extra;   /* local bytes beyond the default stack, per thread */
+    size_t reserve; /* extra for every thread the GPU holds */
+    size_t free_b, total_b;
+    int sms, threads_per_sm;
+} firn_cuda_room;
+
+/* Fills r for the current device. 0 or FIRN_CUDA_FAILED. */
+static inline int firn_cuda_room_for(size_t local, firn_cuda_room *r, firn_error *err)
+{
+    int dev = 0;
+    cudaDeviceProp prop;
+    size_t stack = 0;
+    FIRN_CUDA_CHECK(cudaGetDevice(&dev), err);
+    FIRN_CUDA_CHECK(cudaGetDeviceProperties(&prop, dev), err);
+    FIRN_CUDA_CHECK(cudaDeviceGetLimit(&stack, cudaLimitStackSize), err);
+    r->extra = local > stack ? local - stack : 0;
+    r->sms = prop.multiProcessorCount;
+    r->threads_per_sm = prop.maxThreadsPerMultiProcessor;
+    r->reserve = r->extra * (size_t)r->sms * (size_t)r->threads_per_sm;
+    FIRN_CUDA_CHECK(cudaMemGetInfo(&r->free_b, &r->total_b), err);
     return 0;
 }
 

@@ -171,29 +171,12 @@ int firn_cuda_fem_queue_post(firn_fem_cuda *S, const firn_fem *H, unsigned subst
 
 int firn_cuda_fem_end_call(firn_world *w, unsigned long long *bad, firn_error *err)
 {
-    firn_fem_cuda *S = w->fem.cuda;
-    const cudaStream_t st = firn_cuda_world_stream(w);
-    unsigned long long b = FIRN_CUDA_BAD_NONE;
-    FIRN_CUDA_CHECK(cudaMemcpyAsync(&b, S->bad, sizeof b, cudaMemcpyDeviceToHost, st), err);
-    FIRN_CUDA_CHECK(cudaStreamSynchronize(st), err);
-    *bad = b;
-    if (b != FIRN_CUDA_BAD_NONE) {
-        static const unsigned long long none = FIRN_CUDA_BAD_NONE;
-        FIRN_CUDA_CHECK(cudaMemcpyAsync(S->bad, &none, sizeof none, cudaMemcpyHostToDevice, st),
-                        err);
-        FIRN_CUDA_CHECK(cudaStreamSynchronize(st), err);
-    }
-    return 0;
+    return firn_cuda_take_bad_word(w->fem.cuda->bad, firn_cuda_world_stream(w), bad, err);
 }
 
 void firn_cuda_fem_discard_bad_word(firn_world *w)
 {
-    static const unsigned long long none = FIRN_CUDA_BAD_NONE;
-    const cudaStream_t st = firn_cuda_world_stream(w);
-    (void)cudaStreamSynchronize(st);
-    (void)cudaMemcpyAsync(w->fem.cuda->bad, &none, sizeof none, cudaMemcpyHostToDevice, st);
-    (void)cudaStreamSynchronize(st);
-    (void)cudaGetLastError();
+    firn_cuda_discard_bad_word(w->fem.cuda->bad, firn_cuda_world_stream(w));
 }
 
 size_t firn_cuda_fem_bytes(const firn_fem_cuda *S) { return S ? S->bytes : 0; }
@@ -264,16 +247,11 @@ static size_t layout(const fem_sizes *z, char *base, firn_fem_cuda *S)
 }
 
 /* Checks that the FEM state (want bytes) fits in the free device memory
- * with the FEM-Rigid kernel's extra stack and the driver's rounding, as
- * kernels/pbd.cu's check_memory does. */
+ * with its kernels' and the FEM-Rigid kernel's extra stack
+ * (firn_cuda_room) and the driver's rounding. */
 static int check_memory(const firn_world *w, size_t want, firn_error *err)
 {
-    int dev = 0;
-    cudaDeviceProp prop;
-    FIRN_CUDA_CHECK(cudaGetDevice(&dev), err);
-    FIRN_CUDA_CHECK(cudaGetDeviceProperties(&prop, dev), err);
-    size_t local = 0, stack = 0;
-    FIRN_CUDA_CHECK(cudaDeviceGetLimit(&stack, cudaLimitStackSize), err);
+    size_t local = 0;
     const void *const kernels[] = {
         (const void *)fem_forces,     (const void *)fem_velocity,     (const void *)fem_normals,
         (const void *)fem_mpm_weigh,  (const void *)fem_mpm_exchange, (const void *)fem_mpm_node,
@@ -281,21 +259,19 @@ static int check_memory(const firn_world *w, size_t want, firn_error *err)
     if (firn_cuda_local_bytes(kernels, 9, &local, err) ||
         firn_cuda_fem_coupling_local_bytes(&local, err))
         return FIRN_CUDA_FAILED;
-    const size_t extra = local > stack ? local - stack : 0;
-    const size_t reserve =
-        extra * (size_t)prop.multiProcessorCount * (size_t)prop.maxThreadsPerMultiProcessor;
+    firn_cuda_room r;
+    if (firn_cuda_room_for(local, &r, err))
+        return FIRN_CUDA_FAILED;
     const size_t rounding = (size_t)2 << 20;
-    size_t free_b = 0, total_b = 0;
-    FIRN_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b), err);
-    if (want + reserve + rounding > free_b) {
+    if (want + r.reserve + rounding > r.free_b) {
         firn_set_error(err, FIRN_E_DEVICE,
                        "not enough GPU memory on %s for the FEM solver: %zu bytes (%.1f MiB) "
                        "requested for %d FEM vertices and %d elements, %.1f MiB of kernel stack; "
                        "%zu bytes (%.1f MiB) free of %zu (%.1f MiB); use coarser meshes, or "
                        "--backend cpu",
                        w->device_name, want, (double)want / (1 << 20), w->fem.V.n, w->fem.E.n,
-                       (double)reserve / (1 << 20), free_b, (double)free_b / (1 << 20), total_b,
-                       (double)total_b / (1 << 20));
+                       (double)r.reserve / (1 << 20), r.free_b, (double)r.free_b / (1 << 20),
+                       r.total_b, (double)r.total_b / (1 << 20));
         return FIRN_CUDA_FAILED;
     }
     return 0;

@@ -404,26 +404,23 @@ static int copy_particles(const firn_particles *dst, const firn_particles *src, 
 /* Checks that the device state (want bytes) fits in the free device memory
  * before anything is allocated, with the kernels' stack and the driver's
  * allocation rounding. 0, or FIRN_CUDA_FAILED with err filled. */
-static int check_device_memory(const firn_world *w, const firn_cuda_state *s,
-                               const cudaDeviceProp &prop, size_t want, firn_error *err)
+static int check_device_memory(const firn_world *w, const firn_cuda_state *s, size_t want,
+                               firn_error *err)
 {
     const int n = w->p.n;
-    /* The driver reserves local memory (stack) for every thread the GPU can
-     * hold: cudaLimitStackSize per thread with the context, already out of
-     * the free figure, and more at the first launch of a kernel that uses
-     * more per thread. That excess is counted here, so that a scene that
-     * passes this check does not fail at that launch. */
-    size_t local = 0, stack = 0;
-    FIRN_CUDA_CHECK(cudaDeviceGetLimit(&stack, cudaLimitStackSize), err);
+    /* The kernels' stack beyond the default (firn_cuda_room) is counted, so
+     * that a scene that passes this check does not fail at their first
+     * launch. */
+    size_t local = 0;
     const void *const kernels[] = {(const void *)p2g, (const void *)grid_update, (const void *)g2p,
                                    (const void *)p2g_binned, (const void *)p2g_warp};
     if (firn_cuda_local_bytes(kernels, 5, &local, err) ||
         (w->n_rigids > 0 && firn_cuda_coupling_local_bytes(w->coupler.cpic, &local, err)) ||
         (w->n_tools > 0 && firn_cuda_tool_local_bytes(&local, err)))
         return FIRN_CUDA_FAILED;
-    const size_t extra = local > stack ? local - stack : 0;
-    const size_t reserve =
-        extra * (size_t)prop.multiProcessorCount * (size_t)prop.maxThreadsPerMultiProcessor;
+    firn_cuda_room r;
+    if (firn_cuda_room_for(local, &r, err))
+        return FIRN_CUDA_FAILED;
     /* The large allocations below (the particles, the grid and each mesh
      * grid) may each be rounded up to the driver's 2 MiB granularity; the
      * small ones together take at most another 2 MiB. */
@@ -433,9 +430,7 @@ static int check_device_memory(const firn_world *w, const firn_cuda_state *s,
     for (int k = 0; k < w->n_tools; k++)
         large += w->tools[k].body.shape.type == FIRN_SDF_MESH && w->tools[k].body.shape.grid;
     const size_t rounding = (size_t)(large + 1) << 21;
-    size_t free_b = 0, total_b = 0;
-    FIRN_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b), err);
-    if (want + reserve + rounding > free_b) {
+    if (want + r.reserve + rounding > r.free_b) {
         firn_set_error(err, FIRN_E_DEVICE,
                        "not enough GPU memory on %s: %zu bytes (%.1f MiB) requested for %d "
                        "particles and a %d x %d x %d grid, %.1f MiB of kernel stack (%zu B "
@@ -443,10 +438,9 @@ static int check_device_memory(const firn_world *w, const firn_cuda_state *s,
                        "allocation rounding; %zu bytes (%.1f MiB) free of %zu (%.1f MiB); use "
                        "fewer particles, a coarser dx, or --backend cpu",
                        w->device_name, want, (double)want / (1 << 20), n, s->grid.n[0],
-                       s->grid.n[1], s->grid.n[2], (double)reserve / (1 << 20), extra,
-                       prop.multiProcessorCount, prop.maxThreadsPerMultiProcessor,
-                       (double)rounding / (1 << 20), free_b, (double)free_b / (1 << 20), total_b,
-                       (double)total_b / (1 << 20));
+                       s->grid.n[1], s->grid.n[2], (double)r.reserve / (1 << 20), r.extra, r.sms,
+                       r.threads_per_sm, (double)rounding / (1 << 20), r.free_b,
+                       (double)r.free_b / (1 << 20), r.total_b, (double)r.total_b / (1 << 20));
         return FIRN_CUDA_FAILED;
     }
     return 0;
@@ -594,7 +588,7 @@ static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
     }
     const size_t want =
         firn_device_bytes(w) + firn_align256(temp_bytes) + firn_align256(sort_bytes);
-    if (check_device_memory(w, s, prop, want, err))
+    if (check_device_memory(w, s, want, err))
         return FIRN_CUDA_FAILED;
     FIRN_CUDA_CHECK(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking), err);
     for (int k = 0; k < EV_COUNT; k++)
@@ -943,19 +937,6 @@ static void account_time(firn_world *w, firn_cuda_state *s)
     w->prof.total += 1e-3 * total;
 }
 
-/* After a CUDA error part way through a call (err holds it): let what was
- * queued finish, then clear the non-finite word it may have set, so that no
- * later call reports this call's substep as its own. Best effort: after a
- * sticky error both fail too, and the world is unusable anyway. */
-static void discard_bad_word(firn_cuda_state *s)
-{
-    static const unsigned long long none = FIRN_CUDA_BAD_NONE;
-    (void)cudaStreamSynchronize(s->stream);
-    (void)cudaMemcpyAsync(s->bad, &none, sizeof none, cudaMemcpyHostToDevice, s->stream);
-    (void)cudaStreamSynchronize(s->stream);
-    (void)cudaGetLastError();
-}
-
 /* The tools and their records into the host mirror with the call's
  * synchronisation; the mirror's mesh shapes point at their host grids
  * again on every way out, the failed ones included. */
@@ -1025,7 +1006,7 @@ extern "C" int firn_cuda_run(firn_world *w, int nsub, float dt, int *bad_substep
     const int failed = run_substeps(w, &P, nsub, &bad, &sph_bad, &pbd_bad, &fem_bad, err);
     w->tool_frame_reset = 0;
     if (failed) {
-        discard_bad_word(s);
+        firn_cuda_discard_bad_word(s->bad, s->stream);
         if (w->sph.cuda)
             firn_cuda_sph_discard_bad_word(w);
         if (w->pbd.cuda)
@@ -1042,14 +1023,10 @@ extern "C" int firn_cuda_run(firn_world *w, int nsub, float dt, int *bad_substep
     if (bad == FIRN_CUDA_BAD_NONE && sph_bad == FIRN_CUDA_BAD_NONE &&
         pbd_bad == FIRN_CUDA_BAD_NONE && fem_bad == FIRN_CUDA_BAD_NONE)
         return -1;
-    if (bad != FIRN_CUDA_BAD_NONE) {
-        /* Reset on the world's stream (a legacy-stream copy would not order
-         * with this non-blocking stream), and wait for it. */
-        static const unsigned long long none = FIRN_CUDA_BAD_NONE;
-        FIRN_CUDA_CHECK(
-            cudaMemcpyAsync(s->bad, &none, sizeof none, cudaMemcpyHostToDevice, s->stream), err);
-        FIRN_CUDA_CHECK(cudaStreamSynchronize(s->stream), err);
-    }
+    /* Reset on the world's stream (a legacy-stream copy would not order
+     * with this non-blocking stream). */
+    if (bad != FIRN_CUDA_BAD_NONE && firn_cuda_clear_bad_word(s->bad, s->stream, err))
+        return FIRN_CUDA_FAILED;
     w->bad_solver = FIRN_SOLVER_MPM;
     if (sph_bad != FIRN_CUDA_BAD_NONE &&
         (bad == FIRN_CUDA_BAD_NONE || (sph_bad >> 32) < (bad >> 32))) {

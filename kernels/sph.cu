@@ -281,23 +281,12 @@ int firn_cuda_sph_end_call(firn_world *w, int nsub, unsigned long long *bad, fir
         w->sph.solves += nsub;
     }
     *bad = f.bad;
-    if (f.bad != FIRN_CUDA_BAD_NONE) {
-        static const unsigned long long none = FIRN_CUDA_BAD_NONE;
-        FIRN_CUDA_CHECK(
-            cudaMemcpyAsync(&S->flags->bad, &none, sizeof none, cudaMemcpyHostToDevice, st), err);
-        FIRN_CUDA_CHECK(cudaStreamSynchronize(st), err);
-    }
-    return 0;
+    return f.bad != FIRN_CUDA_BAD_NONE ? firn_cuda_clear_bad_word(&S->flags->bad, st, err) : 0;
 }
 
 void firn_cuda_sph_discard_bad_word(firn_world *w)
 {
-    static const unsigned long long none = FIRN_CUDA_BAD_NONE;
-    const cudaStream_t st = firn_cuda_world_stream(w);
-    (void)cudaStreamSynchronize(st);
-    (void)cudaMemcpyAsync(&w->sph.cuda->flags->bad, &none, sizeof none, cudaMemcpyHostToDevice, st);
-    (void)cudaStreamSynchronize(st);
-    (void)cudaGetLastError();
+    firn_cuda_discard_bad_word(&w->sph.cuda->flags->bad, firn_cuda_world_stream(w));
 }
 
 size_t firn_cuda_sph_bytes(const firn_sph_cuda *S) { return S ? S->bytes : 0; }
@@ -338,29 +327,22 @@ static const size_t small_bytes =
     ((FIRN_MAX_MATERIALS * sizeof(firn_sph_material) + 255) & ~(size_t)255) + sizeof(sph_flags);
 
 /* Checks that the SPH state (want bytes) fits in the free device memory
- * with its kernels' extra stack and the driver's rounding of the three
- * large allocations, as mpm.cu's check_device_memory does. */
+ * with its kernels' extra stack (firn_cuda_room) and the driver's rounding
+ * of the three large allocations. */
 static int check_memory(const firn_world *w, size_t want, firn_error *err)
 {
-    int dev = 0;
-    cudaDeviceProp prop;
-    FIRN_CUDA_CHECK(cudaGetDevice(&dev), err);
-    FIRN_CUDA_CHECK(cudaGetDeviceProperties(&prop, dev), err);
-    size_t local = 0, stack = 0;
-    FIRN_CUDA_CHECK(cudaDeviceGetLimit(&stack, cudaLimitStackSize), err);
+    size_t local = 0;
     const void *const kernels[] = {(const void *)sph_density, (const void *)sph_nonpressure,
                                    (const void *)sph_pressure_step, (const void *)sph_df_iterate,
                                    (const void *)sph_df_source};
     if (firn_cuda_local_bytes(kernels, 5, &local, err) ||
         firn_cuda_sph_coupling_local_bytes(&local, err))
         return FIRN_CUDA_FAILED;
-    const size_t extra = local > stack ? local - stack : 0;
-    const size_t reserve =
-        extra * (size_t)prop.multiProcessorCount * (size_t)prop.maxThreadsPerMultiProcessor;
+    firn_cuda_room r;
+    if (firn_cuda_room_for(local, &r, err))
+        return FIRN_CUDA_FAILED;
     const size_t rounding = (size_t)4 << 21;
-    size_t free_b = 0, total_b = 0;
-    FIRN_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b), err);
-    if (want + reserve + rounding > free_b) {
+    if (want + r.reserve + rounding > r.free_b) {
         firn_set_error(err, FIRN_E_DEVICE,
                        "not enough GPU memory on %s for the SPH solver: %zu bytes (%.1f MiB) "
                        "requested for %d SPH particles and %d neighbour cells, %.1f MiB of kernel "
@@ -368,8 +350,8 @@ static int check_memory(const firn_world *w, size_t want, firn_error *err)
                        "free of %zu (%.1f MiB); use fewer particles, a larger sph.particle_size, "
                        "or --backend cpu",
                        w->device_name, want, (double)want / (1 << 20), w->sph.n, w->sph.G.cells,
-                       (double)reserve / (1 << 20), (double)rounding / (1 << 20), free_b,
-                       (double)free_b / (1 << 20), total_b, (double)total_b / (1 << 20));
+                       (double)r.reserve / (1 << 20), (double)rounding / (1 << 20), r.free_b,
+                       (double)r.free_b / (1 << 20), r.total_b, (double)r.total_b / (1 << 20));
         return FIRN_CUDA_FAILED;
     }
     return 0;
