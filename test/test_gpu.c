@@ -20,6 +20,7 @@
 #include "bench.h"
 #include "cuda_backend.h"
 #include "firn_cpic.h"
+#include "gpu_compare.h"
 #include "solver_cpu.h"
 #include "world.h"
 
@@ -67,23 +68,7 @@ static void small_scene(firn_scene_def *def, firn_model model, float box)
     b->seed = 7;
 }
 
-static firn_world *make_world(const firn_scene_def *def, firn_backend backend)
-{
-    firn_error err = {0};
-    firn_world *w = firn_world_create(def, backend, &err);
-    cr_assert(w, "firn_world_create (%s backend) failed: %s",
-              backend == FIRN_BACKEND_CUDA ? "cuda" : "cpu", err.msg);
-    return w;
-}
-
 /* ---- random particle state ------------------------------------------------ */
-
-static uint64_t rng_state;
-static float frand(float lo, float hi)
-{
-    rng_state = rng_state * 6364136223846793005ULL + 1442695040888963407ULL;
-    return lo + (hi - lo) * (float)(rng_state >> 40) / 16777216.0f;
-}
 
 /* Overwrites x, v, C, F, Jp, damage with random values (vol and mat stay as
  * sampled): F = I + perturbation, positions in a central cluster, away from
@@ -158,8 +143,8 @@ static const char *const p2g_labels[] = {"atomic P2G", "binned P2G", "warp-reduc
 /* Checks |gpu - cpu| <= 1e-5 + 1e-4 |cpu| for count values laid out
  * component-major with stride n, each divided by unit first; reports the
  * worst element. */
-static void expect_close(const char *model, const char *what, const float *gpu, const float *cpu,
-                         long long count, long long n, double unit)
+static void expect_close_unit(const char *model, const char *what, const float *gpu,
+                              const float *cpu, long long count, long long n, double unit)
 {
     double worst = 0.0;
     long long at = -1;
@@ -218,14 +203,14 @@ static void substep_case(firn_model model, int variant)
                  bad_cpu);
 
     const long long n = cpu->p.n;
-    expect_close(name, "x", gpu->p.x, cpu->p.x, 3 * n, n, 1.0);
-    expect_close(name, "v", gpu->p.v, cpu->p.v, 3 * n, n, 1.0);
+    expect_close_unit(name, "x", gpu->p.x, cpu->p.x, 3 * n, n, 1.0);
+    expect_close_unit(name, "v", gpu->p.v, cpu->p.v, 3 * n, n, 1.0);
     /* C = 4 inv_dx^2 sum w v_grid dpos amplifies the rounding of the grid
      * velocities by about 4 inv_dx: compared as C dx / 4, a velocity. */
-    expect_close(name, "C", gpu->p.C, cpu->p.C, 9 * n, n, 4.0 * cpu->params.inv_dx);
-    expect_close(name, "F", gpu->p.F, cpu->p.F, 9 * n, n, 1.0);
-    expect_close(name, "Jp", gpu->p.Jp, cpu->p.Jp, n, n, 1.0);
-    expect_close(name, "damage", gpu->p.damage, cpu->p.damage, n, n, 1.0);
+    expect_close_unit(name, "C", gpu->p.C, cpu->p.C, 9 * n, n, 4.0 * cpu->params.inv_dx);
+    expect_close_unit(name, "F", gpu->p.F, cpu->p.F, 9 * n, n, 1.0);
+    expect_close_unit(name, "Jp", gpu->p.Jp, cpu->p.Jp, n, n, 1.0);
+    expect_close_unit(name, "damage", gpu->p.damage, cpu->p.damage, n, n, 1.0);
 
     /* The grid after the update, in units of one particle's mass m0 (the
      * same tolerance for every density): mass, and mass x velocity. The
@@ -249,8 +234,8 @@ static void substep_case(firn_model model, int variant)
         mv_cpu[k] = cmass[k % nodes] * cvel[k];
     }
     const double m0 = (double)cpu->p.vol[0] * cpu->mats[cpu->p.mat[0]].rho;
-    expect_close(name, "grid mass", mass, cmass, nodes, nodes, m0);
-    expect_close(name, "grid mass x velocity", mv_gpu, mv_cpu, 3 * nodes, nodes, m0);
+    expect_close_unit(name, "grid mass", mass, cmass, nodes, nodes, m0);
+    expect_close_unit(name, "grid mass x velocity", mv_gpu, mv_cpu, 3 * nodes, nodes, m0);
     free(mass);
     free(vel);
     free(mv_gpu);

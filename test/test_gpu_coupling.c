@@ -14,6 +14,7 @@
 #include "gpu_skip.h"
 #include "cuda_backend.h"
 #include "firn_cpic.h"
+#include "gpu_compare.h"
 #include "world.h"
 
 /* Sand bed, a dynamic tilted box falling into it and a kinematic spinning
@@ -53,14 +54,6 @@ static void coupled_scene(firn_scene_def *def, int free)
     k->shape.center[0] = 0.65f, k->shape.center[1] = c[1] + 0.1f, k->shape.center[2] = 0.5f;
     k->shape.axis = 2;
     k->angular_velocity[2] = -5.0f;
-}
-
-static firn_world *make_world(const firn_scene_def *def, firn_backend backend)
-{
-    firn_error err = {0};
-    firn_world *w = firn_world_create(def, backend, &err);
-    cr_assert(w, "firn_world_create failed: %s", err.msg);
-    return w;
 }
 
 Test(gpu_coupling, rigid_state_and_particles_match_the_cpu_path, .timeout = 120)

@@ -29,6 +29,7 @@
 
 #include "cuda_backend.h"
 #include "fem.h"
+#include "gpu_compare.h"
 #include "gpu_skip.h"
 #include "test_util.h"
 #include "world.h"
@@ -48,26 +49,10 @@ static void scene_of(const char *single_quoted, firn_scene_def *def)
     def->write_ply = def->write_preview = 0;
 }
 
-static firn_world *make_world(const firn_scene_def *def, firn_backend backend)
-{
-    firn_error err = {0};
-    firn_world *w = firn_world_create(def, backend, &err);
-    cr_assert(w, "firn_world_create (%s backend) failed: %s",
-              backend == FIRN_BACKEND_CUDA ? "cuda" : "cpu", err.msg);
-    return w;
-}
-
 static void run(firn_world *w, int substeps, float dt, const char *label)
 {
     firn_error err = {0};
     cr_assert_eq(firn_world_run_substeps(w, substeps, dt, &err), 0, "%s: %s", label, err.msg);
-}
-
-static uint64_t rng_state;
-static float frand(float lo, float hi)
-{
-    rng_state = rng_state * 6364136223846793005ULL + 1442695040888963407ULL;
-    return lo + (hi - lo) * (float)(rng_state >> 40) / 16777216.0f;
 }
 
 /* A 0.2 x 0.1 x 0.1 m block of 8 x 4 x 4 cells (768 tets) of `model`,
@@ -115,53 +100,6 @@ static void perturb(firn_fem *S, uint64_t seed)
 }
 
 /* ---- comparison ----------------------------------------------------------- */
-
-/* |gpu - cpu| <= 1e-5 scale + 1e-4 |cpu| over count values (component c
- * of item i at c n + i), scale the largest |cpu|; reports the worst. */
-static void expect_close(const char *label, const char *what, const float *gpu, const float *cpu,
-                         long long count, long long n)
-{
-    double scale = 0.0;
-    for (long long k = 0; k < count; k++)
-        scale = fmax(scale, fabs((double)cpu[k]));
-    double worst = 0.0, worst_rel = 0.0;
-    long long at = -1;
-    for (long long k = 0; k < count; k++) {
-        double d = fabs((double)gpu[k] - (double)cpu[k]);
-        double r = d == 0.0 ? 0.0 : d / (1e-5 * scale + 1e-4 * fabs((double)cpu[k]));
-        if (isnan(r)) /* a NaN on either side is a failure, not a pass */
-            r = INFINITY;
-        if (at < 0 || r > worst) {
-            worst = r;
-            at = k;
-        }
-        if (scale > 0.0)
-            worst_rel = fmax(worst_rel, d / scale);
-    }
-    if (at < 0)
-        return;
-    cr_log_info("%s: %-3s max |gpu - cpu| / scale %.3g (scale %.4g)", label, what, worst_rel,
-                scale);
-    cr_expect(worst <= 1.0,
-              "%s: %s differs beyond 1e-5 scale + 1e-4 |cpu| (scale %g): worst at element %lld "
-              "(item %lld, component %lld): gpu %.9g, cpu %.9g (%.3g x the tolerance)",
-              label, what, scale, at, at % n, at / n, (double)gpu[at], (double)cpu[at], worst);
-}
-
-static void expect_bitwise_on_emulation(const char *label, const char *what, const float *gpu,
-                                        const float *cpu, long long count)
-{
-#ifdef FIRN_EMU_BUILD
-    long long first = -1;
-    for (long long k = 0; k < count && first < 0; k++)
-        if (memcmp(&gpu[k], &cpu[k], sizeof(float)) != 0)
-            first = k;
-    cr_expect_eq(first, -1, "%s: %s differs from the CPU's on the emulated runtime at element %lld",
-                 label, what, first);
-#else
-    (void)label, (void)what, (void)gpu, (void)cpu, (void)count;
-#endif
-}
 
 /* The FEM vertices of both worlds (the GPU's downloaded through the
  * world's accessor): x, v, x0, and with bitwise set f and the bitwise

@@ -39,6 +39,7 @@
 #include <string.h>
 
 #include "cuda_backend.h"
+#include "gpu_compare.h"
 #include "gpu_skip.h"
 #include "pbd.h"
 #include "test_util.h"
@@ -94,22 +95,6 @@ static void cloth_scene(firn_scene_def *def)
     memcpy(b->shape.size, (const float[3]){0.1f, 0.1f, 0.1f}, 3 * sizeof(float));
 }
 
-static firn_world *make_world(const firn_scene_def *def, firn_backend backend)
-{
-    firn_error err = {0};
-    firn_world *w = firn_world_create(def, backend, &err);
-    cr_assert(w, "firn_world_create (%s backend) failed: %s",
-              backend == FIRN_BACKEND_CUDA ? "cuda" : "cpu", err.msg);
-    return w;
-}
-
-static uint64_t rng_state;
-static float frand(float lo, float hi)
-{
-    rng_state = rng_state * 6364136223846793005ULL + 1442695040888963407ULL;
-    return lo + (hi - lo) * (float)(rng_state >> 40) / 16777216.0f;
-}
-
 /* Every particle moved by up to 0.1 of the cloth's vertex spacing per axis
  * (pinned ones too: they stay wherever they are; hinge angles of order 0.2
  * rad), and every free one given a random velocity up to 1 m/s per axis. */
@@ -148,65 +133,6 @@ static void twin_worlds(firn_world **cpu, firn_world **gpu)
 }
 
 /* ---- comparison ----------------------------------------------------------- */
-
-/* |gpu - cpu| <= 1e-5 scale + 1e-4 |cpu| over count values (component c
- * of item i at c n + i), scale the largest |cpu| and at least floor;
- * reports the worst element and returns the largest |gpu - cpu| / scale. */
-static double expect_close_floor(const char *label, const char *what, const float *gpu,
-                                 const float *cpu, long long count, long long n, double floor)
-{
-    double scale = floor;
-    for (long long k = 0; k < count; k++)
-        scale = fmax(scale, fabs((double)cpu[k]));
-    double worst = 0.0, worst_rel = 0.0;
-    long long at = -1;
-    for (long long k = 0; k < count; k++) {
-        double d = fabs((double)gpu[k] - (double)cpu[k]);
-        double r = d == 0.0 ? 0.0 : d / (1e-5 * scale + 1e-4 * fabs((double)cpu[k]));
-        if (isnan(r)) /* a NaN on either side is a failure, not a pass */
-            r = INFINITY;
-        if (at < 0 || r > worst) {
-            worst = r;
-            at = k;
-        }
-        if (scale > 0.0)
-            worst_rel = fmax(worst_rel, d / scale);
-    }
-    if (at < 0)
-        return 0.0;
-    cr_log_info("%s: %-14s max |gpu - cpu| / scale %.3g (scale %.4g)", label, what, worst_rel,
-                scale);
-    cr_expect(worst <= 1.0,
-              "%s: %s differs beyond 1e-5 scale + 1e-4 |cpu| (scale %g): worst at element %lld "
-              "(item %lld, component %lld): gpu %.9g, cpu %.9g, |diff| %.3g (%.3g x the "
-              "tolerance)",
-              label, what, scale, at, at % n, at / n, (double)gpu[at], (double)cpu[at],
-              fabs((double)gpu[at] - cpu[at]), worst);
-    return worst_rel;
-}
-
-static double expect_close(const char *label, const char *what, const float *gpu, const float *cpu,
-                           long long count, long long n)
-{
-    return expect_close_floor(label, what, gpu, cpu, count, n, 0.0);
-}
-
-/* The emulated runtime runs the kernels' code as the CPU path does, without
- * FMA contraction: the state must be the CPU's bit for bit. */
-static void expect_bitwise_on_emulation(const char *label, const char *what, const float *gpu,
-                                        const float *cpu, long long count)
-{
-#ifdef FIRN_EMU_BUILD
-    long long first = -1;
-    for (long long k = 0; k < count && first < 0; k++)
-        if (memcmp(&gpu[k], &cpu[k], sizeof(float)) != 0)
-            first = k;
-    cr_expect_eq(first, -1, "%s: %s differs from the CPU's on the emulated runtime at element %lld",
-                 label, what, first);
-#else
-    (void)label, (void)what, (void)gpu, (void)cpu, (void)count;
-#endif
-}
 
 static void expect_field(const char *label, const char *what, const float *gpu, const float *cpu,
                          long long count, long long n)

@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "cuda_backend.h"
+#include "gpu_compare.h"
 #include "gpu_skip.h"
 #include "sph.h"
 #include "world.h"
@@ -63,22 +64,6 @@ static void sph_scene(firn_scene_def *def, firn_pressure_solver solver)
     const float c[3] = {0.2f, 0.15f, 0.2f}, s[3] = {0.2f, 0.2f, 0.2f};
     memcpy(def->bodies[0].shape.center, c, sizeof c);
     memcpy(def->bodies[0].shape.size, s, sizeof s);
-}
-
-static firn_world *make_world(const firn_scene_def *def, firn_backend backend)
-{
-    firn_error err = {0};
-    firn_world *w = firn_world_create(def, backend, &err);
-    cr_assert(w, "firn_world_create (%s backend) failed: %s",
-              backend == FIRN_BACKEND_CUDA ? "cuda" : "cpu", err.msg);
-    return w;
-}
-
-static uint64_t rng_state;
-static float frand(float lo, float hi)
-{
-    rng_state = rng_state * 6364136223846793005ULL + 1442695040888963407ULL;
-    return lo + (hi - lo) * (float)(rng_state >> 40) / 16777216.0f;
 }
 
 /* Jitters the lattice by up to 0.3 p per axis and gives random velocities
@@ -120,50 +105,6 @@ static void twin_worlds(firn_pressure_solver solver, firn_world **cpu, firn_worl
 }
 
 /* ---- comparison ----------------------------------------------------------- */
-
-/* |gpu - cpu| <= 1e-5 scale + 1e-4 |cpu| over count values (component c
- * of item i at c n + i), scale the largest |cpu| and at least floor;
- * reports the worst element and returns the largest |gpu - cpu| / scale. */
-static double expect_close_floor(const char *label, const char *what, const float *gpu,
-                                 const float *cpu, long long count, long long n, double floor)
-{
-    double scale = floor;
-    for (long long k = 0; k < count; k++)
-        scale = fmax(scale, fabs((double)cpu[k]));
-    double worst = 0.0, worst_rel = 0.0;
-    long long at = -1;
-    for (long long k = 0; k < count; k++) {
-        double d = fabs((double)gpu[k] - (double)cpu[k]);
-        double r = d / (1e-5 * scale + 1e-4 * fabs((double)cpu[k]));
-        if (d == 0.0)
-            r = 0.0;
-        if (isnan(r)) /* a NaN on either side is a failure, not a pass */
-            r = INFINITY;
-        if (at < 0 || r > worst) {
-            worst = r;
-            at = k;
-        }
-        if (scale > 0.0)
-            worst_rel = fmax(worst_rel, d / scale);
-    }
-    if (at < 0)
-        return 0.0;
-    cr_log_info("%s: %-6s max |gpu - cpu| / scale %.3g (scale %.4g)", label, what, worst_rel,
-                scale);
-    cr_expect(worst <= 1.0,
-              "%s: %s differs beyond 1e-5 scale + 1e-4 |cpu| (scale %g): worst at element %lld "
-              "(particle %lld, component %lld): gpu %.9g, cpu %.9g, |diff| %.3g (%.3g x the "
-              "tolerance)",
-              label, what, scale, at, at % n, at / n, (double)gpu[at], (double)cpu[at],
-              fabs((double)gpu[at] - cpu[at]), worst);
-    return worst_rel;
-}
-
-static double expect_close(const char *label, const char *what, const float *gpu, const float *cpu,
-                           long long count, long long n)
-{
-    return expect_close_floor(label, what, gpu, cpu, count, n, 0.0);
-}
 
 /* Every field of the two SPH states, with the density's tolerance carried
  * through the pressure law into p, acc and v (the file's head). */

@@ -15,6 +15,7 @@
 
 #include "cuda_backend.h"
 #include "firn_tool.h"
+#include "gpu_compare.h"
 #include "gpu_skip.h"
 #include "world.h"
 
@@ -57,14 +58,6 @@ static firn_tool_def *add_tool(firn_scene_def *def, const char *name, firn_rigid
     t->shape.radius = 0.5f * size[0];
     t->shape.height = size[1];
     return t;
-}
-
-static firn_world *make_world(const firn_scene_def *def, firn_backend backend)
-{
-    firn_error err = {0};
-    firn_world *w = firn_world_create(def, backend, &err);
-    cr_assert(w, "firn_world_create failed: %s", err.msg);
-    return w;
 }
 
 /* ---- the kernel against its CPU twin on random input --------------------- */
