@@ -164,35 +164,34 @@ static int compare_sph_state(firn_world *cpu, firn_world *gpu, float dt, firn_er
     return 0;
 }
 
-/* The PBD particles of the two worlds, element by element (none: nothing). */
-static int compare_pbd_state(firn_world *cpu, firn_world *gpu, firn_error *err, int *ok)
+/* Positions and velocities (3 n floats each) of n points of a solver
+ * (`solver` names it), the GPU's (gx, gv) against the CPU's, element by
+ * element. */
+static void compare_points(const char *solver, const float *gx, const float *gv, const float *cx,
+                           const float *cv, long long n, int *ok)
+{
+    char xn[16], vn[16];
+    snprintf(xn, sizeof xn, "%s x", solver);
+    snprintf(vn, sizeof vn, "%s v", solver);
+    field_diff d[2] = {diff_field(xn, gx, cx, 3 * n, 0.0), diff_field(vn, gv, cv, 3 * n, 0.0)};
+    for (int k = 0; k < 2; k++)
+        *ok &= report(&d[k], STATE_TOL);
+}
+
+/* The PBD particles and the FEM vertices of the two worlds (none:
+ * nothing). */
+static int compare_pbd_fem_state(firn_world *cpu, firn_world *gpu, firn_error *err, int *ok)
 {
     firn_pbd_particles_view a, b;
     if (firn_world_pbd_particles(gpu, &a, err) || firn_world_pbd_particles(cpu, &b, err))
         return -1;
-    if (b.n == 0)
-        return 0;
-    const long long n = b.n;
-    field_diff d[2] = {diff_field("pbd x", a.x, b.x, 3 * n, 0.0),
-                       diff_field("pbd v", a.v, b.v, 3 * n, 0.0)};
-    for (int k = 0; k < 2; k++)
-        *ok &= report(&d[k], STATE_TOL);
-    return 0;
-}
-
-/* The FEM vertices of the two worlds, element by element (none: nothing). */
-static int compare_fem_state(firn_world *cpu, firn_world *gpu, firn_error *err, int *ok)
-{
-    firn_fem_mesh_view a, b;
-    if (firn_world_fem_mesh(gpu, &a, err) || firn_world_fem_mesh(cpu, &b, err))
+    if (b.n > 0)
+        compare_points("pbd", a.x, a.v, b.x, b.v, b.n, ok);
+    firn_fem_mesh_view fa, fb;
+    if (firn_world_fem_mesh(gpu, &fa, err) || firn_world_fem_mesh(cpu, &fb, err))
         return -1;
-    if (b.n == 0)
-        return 0;
-    const long long n = b.n;
-    field_diff d[2] = {diff_field("fem x", a.x, b.x, 3 * n, 0.0),
-                       diff_field("fem v", a.v, b.v, 3 * n, 0.0)};
-    for (int k = 0; k < 2; k++)
-        *ok &= report(&d[k], STATE_TOL);
+    if (fb.n > 0)
+        compare_points("fem", fa.x, fa.v, fb.x, fb.v, fb.n, ok);
     return 0;
 }
 
@@ -289,56 +288,61 @@ static int compare_sph_stats(const firn_sph_frame_stats *c, const firn_sph_frame
     return 0;
 }
 
-/* The PBD particles' statistics, scaled as the SPH particles'; the largest
- * edge strain (a ratio already) within STATS_TOL of 1. */
+/* What the PBD and FEM statistics have in common, one side's. */
+typedef struct {
+    double mass, kinetic_energy;
+    const double *momentum, *center_of_mass;
+    const float *bbox_lower, *bbox_upper;
+} body_stats;
+
+#define BODY_STATS(st)                                                                             \
+    ((body_stats){(st)->mass, (st)->kinetic_energy, (st)->momentum, (st)->center_of_mass,          \
+                  (st)->bbox_lower, (st)->bbox_upper})
+
+/* A solver's kinetic energy, centre of mass, momentum and bounding box
+ * (`solver` names it), scaled as the SPH particles'. Returns the kinetic
+ * energy's scale. */
+static double compare_body_stats(const char *solver, body_stats c, body_stats s, double L, double g,
+                                 int *ok)
+{
+    static const char *ax = "xyz";
+    char name[40];
+    const double M = c.mass;
+    const double ke_scale =
+        fmax(fmax(c.kinetic_energy, s.kinetic_energy), 1e-3 * M * fmax(g, 1e-3) * L);
+    const double p_scale = M * speed_scale(M, c.kinetic_energy, s.kinetic_energy, L, g);
+    snprintf(name, sizeof name, "%s kinetic energy", solver);
+    *ok &= stat_line(name, c.kinetic_energy, s.kinetic_energy, ke_scale);
+    for (int k = 0; k < 3; k++) {
+        snprintf(name, sizeof name, "%s centre %c", solver, ax[k]);
+        *ok &= stat_line(name, c.center_of_mass[k], s.center_of_mass[k], L);
+        snprintf(name, sizeof name, "%s momentum %c", solver, ax[k]);
+        *ok &= stat_line(name, c.momentum[k], s.momentum[k], p_scale);
+        snprintf(name, sizeof name, "%s bbox lower %c", solver, ax[k]);
+        *ok &= stat_line(name, c.bbox_lower[k], s.bbox_lower[k], L);
+        snprintf(name, sizeof name, "%s bbox upper %c", solver, ax[k]);
+        *ok &= stat_line(name, c.bbox_upper[k], s.bbox_upper[k], L);
+    }
+    return ke_scale;
+}
+
+/* The PBD particles' statistics; the largest edge strain (a ratio already)
+ * within STATS_TOL of 1. */
 static void compare_pbd_stats(const firn_pbd_frame_stats *c, const firn_pbd_frame_stats *s,
                               double L, double g, int *ok)
 {
-    static const char *ax = "xyz";
-    char name[32];
-    const double M = c->mass;
-    const double ke_scale =
-        fmax(fmax(c->kinetic_energy, s->kinetic_energy), 1e-3 * M * fmax(g, 1e-3) * L);
-    const double p_scale = M * speed_scale(M, c->kinetic_energy, s->kinetic_energy, L, g);
-    *ok &= stat_line("pbd kinetic energy", c->kinetic_energy, s->kinetic_energy, ke_scale);
-    for (int k = 0; k < 3; k++) {
-        snprintf(name, sizeof name, "pbd centre %c", ax[k]);
-        *ok &= stat_line(name, c->center_of_mass[k], s->center_of_mass[k], L);
-        snprintf(name, sizeof name, "pbd momentum %c", ax[k]);
-        *ok &= stat_line(name, c->momentum[k], s->momentum[k], p_scale);
-        snprintf(name, sizeof name, "pbd bbox lower %c", ax[k]);
-        *ok &= stat_line(name, c->bbox_lower[k], s->bbox_lower[k], L);
-        snprintf(name, sizeof name, "pbd bbox upper %c", ax[k]);
-        *ok &= stat_line(name, c->bbox_upper[k], s->bbox_upper[k], L);
-    }
+    compare_body_stats("pbd", BODY_STATS(c), BODY_STATS(s), L, g, ok);
     *ok &= stat_line("pbd max strain", c->max_strain, s->max_strain, 1.0);
 }
 
-/* The FEM bodies' statistics, scaled as the PBD particles'; the elastic
- * energy by the kinetic energy's scale, the largest von Mises stress by
- * the larger of the two. */
+/* The FEM bodies' statistics; the elastic energy by the kinetic energy's
+ * scale, the largest von Mises stress by the larger of the two. */
 static void compare_fem_stats(const firn_fem_frame_stats *c, const firn_fem_frame_stats *s,
                               double L, double g, int *ok)
 {
-    static const char *ax = "xyz";
-    char name[32];
-    const double M = c->mass;
-    const double ke_scale =
-        fmax(fmax(c->kinetic_energy, s->kinetic_energy), 1e-3 * M * fmax(g, 1e-3) * L);
-    const double p_scale = M * speed_scale(M, c->kinetic_energy, s->kinetic_energy, L, g);
-    *ok &= stat_line("fem kinetic energy", c->kinetic_energy, s->kinetic_energy, ke_scale);
+    const double ke_scale = compare_body_stats("fem", BODY_STATS(c), BODY_STATS(s), L, g, ok);
     *ok &= stat_line("fem elastic energy", c->elastic_energy, s->elastic_energy,
                      fmax(ke_scale, fmax(c->elastic_energy, s->elastic_energy)));
-    for (int k = 0; k < 3; k++) {
-        snprintf(name, sizeof name, "fem centre %c", ax[k]);
-        *ok &= stat_line(name, c->center_of_mass[k], s->center_of_mass[k], L);
-        snprintf(name, sizeof name, "fem momentum %c", ax[k]);
-        *ok &= stat_line(name, c->momentum[k], s->momentum[k], p_scale);
-        snprintf(name, sizeof name, "fem bbox lower %c", ax[k]);
-        *ok &= stat_line(name, c->bbox_lower[k], s->bbox_lower[k], L);
-        snprintf(name, sizeof name, "fem bbox upper %c", ax[k]);
-        *ok &= stat_line(name, c->bbox_upper[k], s->bbox_upper[k], L);
-    }
     *ok &= stat_line("fem max von Mises", c->max_von_mises, s->max_von_mises,
                      fmax(c->max_von_mises, s->max_von_mises));
 }
@@ -500,8 +504,7 @@ int firn_cli_compare(int argc, char **argv)
            STATE_TOL);
     if (firn_world_substep(cpu, dt, &err) || firn_world_substep(gpu, dt, &err) ||
         compare_state(cpu, gpu, &err, &ok) || compare_sph_state(cpu, gpu, dt, &err, &ok) ||
-        compare_pbd_state(cpu, gpu, &err, &ok) || compare_fem_state(cpu, gpu, &err, &ok) ||
-        compare_grid(cpu, gpu, &ok, &err))
+        compare_pbd_fem_state(cpu, gpu, &err, &ok) || compare_grid(cpu, gpu, &ok, &err))
         goto error;
     if (compare_perturbed(&def, dt, &ok, &err))
         goto error;

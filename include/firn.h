@@ -518,10 +518,9 @@ typedef struct {
     firn_tool_state tools[FIRN_MAX_TOOLS];
 } firn_frame_stats;
 
-/* A world of def on backend. The FEM solver and the MPM-PBD pair have no
- * CUDA kernels yet: a scene with FEM bodies or the pair is refused on
- * FIRN_BACKEND_CUDA (FIRN_E_DEVICE) and FIRN_BACKEND_AUTO takes the CPU
- * path for it. */
+/* A world of def on backend. Implicit FEM bodies have no CUDA kernels: a
+ * scene with one is refused on FIRN_BACKEND_CUDA (FIRN_E_DEVICE) and
+ * FIRN_BACKEND_AUTO takes the CPU path for it. */
 firn_world *firn_world_create(const firn_scene_def *def, firn_backend backend, firn_error *err);
 void firn_world_destroy(firn_world *world);
 firn_backend firn_world_backend(const firn_world *world);
