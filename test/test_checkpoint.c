@@ -147,44 +147,65 @@ Test(checkpoint, scene_hash_ignores_frames_and_output_only)
 
 /* ---- continuation ------------------------------------------------------------- */
 
+/* The resume the bitwise tests share, after a world a (and its twin plain,
+ * never saved) ran to frame 3: a saved to dir/at3.firn and loaded back as
+ * the returned world. */
+static firn_world *save_and_resume(firn_world *a, const firn_scene_def *def, const char *dir)
+{
+    char p3[128];
+    snprintf(p3, sizeof p3, "%s/at3.firn", dir);
+    save(a, p3);
+    return load_world(def, p3);
+}
+
+/* Then a, the resumed b and plain run 3 frames more, their statistics equal
+ * field by field (timing aside) each frame, the last into *last; and the
+ * checkpoints of a and b at frame 6, which hold every field of the state,
+ * equal byte for byte. */
+static void run_on_together(firn_world *a, firn_world *b, firn_world *plain, const char *dir,
+                            firn_frame_stats *last)
+{
+    char p6a[128], p6b[128];
+    snprintf(p6a, sizeof p6a, "%s/at6a.firn", dir);
+    snprintf(p6b, sizeof p6b, "%s/at6b.firn", dir);
+    firn_frame_stats sb, sp;
+    for (int f = 0; f < 3; f++) {
+        step(a, last);
+        step(b, &sb);
+        step(plain, &sp);
+        cr_assert_eq(memcmp(last, &sb, sizeof sb), 0,
+                     "frame %d: the resumed run's statistics differ", last->frame);
+        cr_assert_eq(memcmp(last, &sp, sizeof sp), 0,
+                     "frame %d: saving changed the run's statistics", last->frame);
+    }
+    save(a, p6a);
+    save(b, p6b);
+    assert_same_file(p6a, p6b);
+}
+
 /* A run saved at frame 3 and resumed from the file computes frames 4 to 6
  * exactly as the run that went on, and as a run never saved: statistics
  * equal field by field (timing aside), and the checkpoints of both at
  * frame 6, which hold every field of the state, equal byte for byte. */
 Test(checkpoint, resumed_run_continues_bitwise)
 {
-    char dir[64], p3[128], p6a[128], p6b[128];
+    char dir[64];
     test_mkdtemp(dir, sizeof dir, "ckpt_bitwise");
-    snprintf(p3, sizeof p3, "%s/at3.firn", dir);
-    snprintf(p6a, sizeof p6a, "%s/at6a.firn", dir);
-    snprintf(p6b, sizeof p6b, "%s/at6b.firn", dir);
     firn_scene_def def;
     load_scene(&def);
     firn_world *a = make_world(&def), *plain = make_world(&def);
-    firn_frame_stats sa, sb, sp;
+    firn_frame_stats sa, sp;
     for (int f = 0; f < 3; f++) {
         step(a, &sa);
         step(plain, &sp);
     }
     cr_assert_gt(a->bins.reorders, 0, "the CPU layout is still the scene's order");
     cr_assert_gt(a->n_rigids, 1);
-    save(a, p3);
-    firn_world *b = load_world(&def, p3);
+    firn_world *b = save_and_resume(a, &def, dir);
     cr_assert_eq(b->frame, 3);
-    for (int f = 0; f < 3; f++) {
-        step(a, &sa);
-        step(b, &sb);
-        step(plain, &sp);
-        cr_assert_eq(memcmp(&sa, &sb, sizeof sa), 0,
-                     "frame %d: the resumed run's statistics differ", sa.frame);
-        cr_assert_eq(memcmp(&sa, &sp, sizeof sa), 0,
-                     "frame %d: saving changed the run's statistics", sa.frame);
-    }
+    run_on_together(a, b, plain, dir, &sa);
     cr_assert_gt(sa.sph.particles, 0);
     cr_assert_gt(sa.sph.divergence_iterations, 0);
-    save(a, p6a);
-    save(b, p6b);
-    assert_same_file(p6a, p6b);
     firn_world_destroy(a);
     firn_world_destroy(b);
     firn_world_destroy(plain);
@@ -321,11 +342,9 @@ Test(checkpoint, version_1_files_load_and_hold_no_tools)
  * this scene, naming why. */
 Test(checkpoint, fem_world_resumes_bitwise, .timeout = 120)
 {
-    char dir[64], p3[128], p6a[128], p6b[128], probe[128];
+    char dir[64], p3[128], probe[128];
     test_mkdtemp(dir, sizeof dir, "ckpt_fem");
     snprintf(p3, sizeof p3, "%s/at3.firn", dir);
-    snprintf(p6a, sizeof p6a, "%s/at6a.firn", dir);
-    snprintf(p6b, sizeof p6b, "%s/at6b.firn", dir);
     snprintf(probe, sizeof probe, "%s/v2.firn", dir);
     static const char *json =
         "{\"domain\": {\"lower\": [0, 0, 0], \"upper\": [0.5, 0.5, 0.5], \"dx\": 0.02},"
@@ -345,30 +364,18 @@ Test(checkpoint, fem_world_resumes_bitwise, .timeout = 120)
     cr_assert_eq(firn_scene_parse_json(json, "fem.json", &def, &err), 0, "%s", err.msg);
     def.write_ply = def.write_preview = 0;
     firn_world *a = make_world(&def), *plain = make_world(&def);
-    firn_frame_stats sa, sb, sp;
+    firn_frame_stats sa, sp;
     for (int f = 0; f < 3; f++) {
         step(a, &sa);
         step(plain, &sp);
     }
     cr_assert_gt(sa.fem.vertices, 0);
-    save(a, p3);
-    firn_world *b = load_world(&def, p3);
+    firn_world *b = save_and_resume(a, &def, dir);
     firn_frame_stats s3;
     cr_assert_eq(firn_world_stats(b, &s3, &err), 0, "%s", err.msg);
     cr_assert_eq(memcmp(&sa.fem, &s3.fem, sizeof sa.fem), 0,
                  "the loaded FEM bodies differ from the saved ones");
-    for (int f = 0; f < 3; f++) {
-        step(a, &sa);
-        step(b, &sb);
-        step(plain, &sp);
-        cr_assert_eq(memcmp(&sa, &sb, sizeof sa), 0,
-                     "frame %d: the resumed run's statistics differ", sa.frame);
-        cr_assert_eq(memcmp(&sa, &sp, sizeof sa), 0,
-                     "frame %d: saving changed the run's statistics", sa.frame);
-    }
-    save(a, p6a);
-    save(b, p6b);
-    assert_same_file(p6a, p6b);
+    run_on_together(a, b, plain, dir, &sa);
     static unsigned char buf[4 << 20];
     const size_t n = slurp(p3, buf, sizeof buf);
     const uint32_t two = 2;
@@ -390,11 +397,8 @@ Test(checkpoint, fem_world_resumes_bitwise, .timeout = 120)
  * frame 6 byte for byte. */
 Test(checkpoint, tool_world_resumes_bitwise, .timeout = 120)
 {
-    char dir[64], p3[128], p6a[128], p6b[128];
+    char dir[64];
     test_mkdtemp(dir, sizeof dir, "ckpt_tools");
-    snprintf(p3, sizeof p3, "%s/at3.firn", dir);
-    snprintf(p6a, sizeof p6a, "%s/at6a.firn", dir);
-    snprintf(p6b, sizeof p6b, "%s/at6b.firn", dir);
     firn_scene_def def;
     firn_scene_default(&def);
     def.dx = 1.0f / 32.0f;
@@ -429,7 +433,7 @@ Test(checkpoint, tool_world_resumes_bitwise, .timeout = 120)
         d->keyframes[1].rotation[2] = 20.0f;
     }
     firn_world *a = make_world(&def), *plain = make_world(&def);
-    firn_frame_stats sa, sb, sp;
+    firn_frame_stats sa, sp;
     firn_error err;
     const float v[3] = {0.5f, -0.2f, 0.0f}, om[3] = {0.0f, 1.0f, 0.0f};
     for (int f = 0; f < 3; f++) {
@@ -442,26 +446,14 @@ Test(checkpoint, tool_world_resumes_bitwise, .timeout = 120)
     }
     cr_assert(fabsf(sa.tools[0].force_mean[0]) > 0.1f, "the blade met no sand: %g N",
               sa.tools[0].force_mean[0]);
-    save(a, p3);
-    firn_world *b = load_world(&def, p3);
+    firn_world *b = save_and_resume(a, &def, dir);
     cr_assert_eq(b->tools[0].body.n_keys, 2, "the blade's keyframes were lost");
     cr_assert_eq(b->tools[1].body.n_keys, 0, "the command did not survive the checkpoint");
     firn_frame_stats s3;
     cr_assert_eq(firn_world_stats(b, &s3, &err), 0, "%s", err.msg);
     cr_assert_eq(memcmp(sa.tools, s3.tools, sizeof sa.tools), 0,
                  "the loaded tools differ from the saved ones");
-    for (int f = 0; f < 3; f++) {
-        step(a, &sa);
-        step(b, &sb);
-        step(plain, &sp);
-        cr_assert_eq(memcmp(&sa, &sb, sizeof sa), 0,
-                     "frame %d: the resumed run's statistics differ", sa.frame);
-        cr_assert_eq(memcmp(&sa, &sp, sizeof sa), 0,
-                     "frame %d: saving changed the run's statistics", sa.frame);
-    }
-    save(a, p6a);
-    save(b, p6b);
-    assert_same_file(p6a, p6b);
+    run_on_together(a, b, plain, dir, &sa);
     firn_world_destroy(a);
     firn_world_destroy(b);
     firn_world_destroy(plain);
