@@ -33,7 +33,7 @@ static long indexed_name(const char *name, const char *prefix, const char *suffi
 }
 
 /* A frame file's index (frame_K.ply, frame_K.png, sph_K.ply, pbd_K.ply,
- * fem_K.ply, fem_K.vtu), else -1. */
+ * fem_K.ply, fem_K.vtu, rigids_K.ply, tools_K.ply), else -1. */
 static long frame_file_index(const char *name)
 {
     long k = indexed_name(name, "frame_", ".ply");
@@ -47,6 +47,10 @@ static long frame_file_index(const char *name)
         k = indexed_name(name, "fem_", ".ply");
     if (k < 0)
         k = indexed_name(name, "fem_", ".vtu");
+    if (k < 0)
+        k = indexed_name(name, "rigids_", ".ply");
+    if (k < 0)
+        k = indexed_name(name, "tools_", ".ply");
     return k;
 }
 

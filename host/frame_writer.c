@@ -70,6 +70,16 @@ static int write_one(struct firn_frame_writer *fw, firn_error *err)
         if (firn_write_fem_vtu(path, &fw->fem, err))
             return -1;
     }
+    if (fw->with_particles && def->write_ply && def->n_rigids > 0) {
+        snprintf(path, sizeof path, "%s/rigids_%05d.ply", fw->out, s->frame);
+        if (firn_write_rigids_ply(path, def, s, err))
+            return -1;
+    }
+    if (fw->with_particles && def->write_ply && def->n_tools > 0) {
+        snprintf(path, sizeof path, "%s/tools_%05d.ply", fw->out, s->frame);
+        if (firn_write_tools_ply(path, def, s, err))
+            return -1;
+    }
     if (fw->with_particles && def->write_preview) {
         snprintf(path, sizeof path, "%s/frame_%05d.png", fw->out, s->frame);
         if (firn_write_preview_png_fem(path, def, &fw->view, &fw->sph, &fw->pbd, &fw->fem, s, err))

@@ -23,6 +23,7 @@
 #include "firn.h"
 #include "output.h"
 #include "rigid.h"
+#include "surface.h"
 
 /* ---- atomic file writing ------------------------------------------------- */
 
@@ -273,6 +274,7 @@ typedef struct {
     const int *tri;
     const char *comment; /* what the file holds */
     const char *flag_name;
+    const char *mat_name; /* the material byte's name; NULL: "material" */
 } mesh_ply;
 
 static unsigned char *pack_mesh_vertex(unsigned char *d, const void *ctx, long long i)
@@ -314,11 +316,12 @@ static int emit_mesh_ply(FILE *f, void *ctx)
                 "property float x\nproperty float y\nproperty float z\n"
                 "property float vx\nproperty float vy\nproperty float vz\n"
                 "property uchar %s\n"
-                "property uchar material\n"
+                "property uchar %s\n"
                 "element face %lld\n"
                 "property list uchar int vertex_indices\n"
                 "end_header\n",
-                p->comment, p->n, p->flag_name, p->triangles) < 0)
+                p->comment, p->n, p->flag_name, p->mat_name ? p->mat_name : "material",
+                p->triangles) < 0)
         return -1;
     return write_records(f, p->n, pack_mesh_vertex, p) ||
                    write_records(f, p->triangles, pack_face, p)
@@ -348,7 +351,7 @@ int firn_write_pbd_ply(const char *path, const firn_pbd_particles_view *p, firn_
     const mesh_ply m = {p->n,         p->x,   p->v,
                         p->w,         NULL,   p->mat,
                         p->triangles, p->tri, "PBD particles and cloth triangles",
-                        "pinned"};
+                        "pinned",     NULL};
     return write_mesh_ply(path, &m, err);
 }
 
@@ -362,8 +365,106 @@ int firn_write_fem_ply(const char *path, const firn_fem_mesh_view *p, firn_error
     const mesh_ply m = {p->n,         p->x,     p->v,
                         NULL,         p->fixed, NULL,
                         p->triangles, p->tri,   "FEM vertices and surface triangles",
-                        "fixed"};
+                        "fixed",      NULL};
     return write_mesh_ply(path, &m, err);
+}
+
+/* The rigid bodies (tools 0) or the tools (tools 1) of def posed as stats
+ * has them: every shape's surface (firn_shape_surface) moved to world
+ * coordinates, x = p + R(q) y, its vertices' velocity v + omega x (x - p),
+ * flag set where the body takes part in coupling (a tool: collides), and
+ * the body's index. */
+static int write_shapes_ply(const char *path, const firn_scene_def *def,
+                            const firn_frame_stats *stats, int tools, firn_error *err)
+{
+    const int nb = tools ? def->n_tools : def->n_rigids;
+    if ((tools ? stats->n_tools : stats->n_rigids) != nb || nb > 255) {
+        firn_set_error(err, FIRN_E_IO,
+                       "cannot write '%s': the statistics hold %d %s, the scene %d (at most 255)",
+                       path, tools ? stats->n_tools : stats->n_rigids,
+                       tools ? "tools" : "rigid bodies", nb);
+        return FIRN_E_IO;
+    }
+    float plane_half = 0.0f;
+    for (int a = 0; a < 3; a++)
+        plane_half = fmaxf(plane_half, def->upper[a] - def->lower[a]);
+    firn_surface s[FIRN_MAX_RIGIDS > FIRN_MAX_TOOLS ? FIRN_MAX_RIGIDS : FIRN_MAX_TOOLS];
+    memset(s, 0, sizeof s);
+    long long nv = 0, nt = 0;
+    int rc = 0;
+    for (int b = 0; b < nb && !rc; b++) {
+        const firn_rigid_shape_def *sh = tools ? &def->tools[b].shape : &def->rigids[b].shape;
+        rc = firn_shape_surface(sh, plane_half, &s[b], err);
+        nv += s[b].nv;
+        nt += s[b].nt;
+    }
+    float *x = rc ? NULL : malloc((size_t)6 * nv * sizeof(float) + 1);
+    uint8_t *flag = rc ? NULL : malloc((size_t)2 * nv + 1);
+    int *tri = rc ? NULL : malloc((size_t)3 * nt * sizeof(int) + 1);
+    if (!rc && (!x || !flag || !tri)) {
+        firn_set_error(err, FIRN_E_NOMEM, "out of memory writing '%s' (%lld vertices)", path, nv);
+        rc = FIRN_E_NOMEM;
+    }
+    if (!rc) {
+        float *v = x + 3 * nv;
+        long long i = 0, t = 0;
+        for (int b = 0; b < nb; b++) {
+            const float *p, *q4, *lv, *om;
+            int on;
+            if (tools) {
+                const firn_tool_state *ts = &stats->tools[b];
+                p = ts->position, q4 = ts->orientation, lv = ts->velocity;
+                om = ts->angular_velocity, on = def->tools[b].collision;
+            } else {
+                const firn_rigid_stats *rs = &stats->rigids[b];
+                p = rs->position, q4 = rs->orientation, lv = rs->velocity;
+                om = rs->angular_velocity, on = def->rigids[b].couple;
+            }
+            const firn_quat q = {{q4[0], q4[1], q4[2], q4[3]}};
+            for (int k = 0; k < 3 * s[b].nt; k++)
+                tri[3 * t + k] = (int)i + s[b].tri[k];
+            t += s[b].nt;
+            for (int k = 0; k < s[b].nv; k++, i++) {
+                const firn_vec3 r = firn_quat_rotate(
+                    q, firn_v3(s[b].v[3 * k], s[b].v[3 * k + 1], s[b].v[3 * k + 2]));
+                const firn_vec3 w = firn_cross(firn_v3(om[0], om[1], om[2]), r);
+                for (int a = 0; a < 3; a++) {
+                    x[a * nv + i] = p[a] + r.v[a];
+                    v[a * nv + i] = lv[a] + w.v[a];
+                }
+                flag[i] = on != 0;
+                flag[nv + i] = (uint8_t)b;
+            }
+        }
+        const mesh_ply m = {nv,
+                            x,
+                            v,
+                            NULL,
+                            flag,
+                            flag + nv,
+                            nt,
+                            tri,
+                            tools ? "tool surfaces" : "rigid body surfaces",
+                            tools ? "collides" : "couples",
+                            tools ? "tool" : "body"};
+        rc = write_mesh_ply(path, &m, err);
+    }
+    free(x), free(flag), free(tri);
+    for (int b = 0; b < nb; b++)
+        firn_surface_free(&s[b]);
+    return rc;
+}
+
+int firn_write_rigids_ply(const char *path, const firn_scene_def *def,
+                          const firn_frame_stats *stats, firn_error *err)
+{
+    return write_shapes_ply(path, def, stats, 0, err);
+}
+
+int firn_write_tools_ply(const char *path, const firn_scene_def *def, const firn_frame_stats *stats,
+                         firn_error *err)
+{
+    return write_shapes_ply(path, def, stats, 1, err);
 }
 
 /* ---- VTK unstructured grid (.vtu) ------------------------------------------ */

@@ -721,6 +721,19 @@ int firn_write_pbd_ply(const char *path, const firn_pbd_particles_view *p, firn_
 /* The FEM bodies' surface as a binary PLY mesh: every vertex (x y z vx vy vz
  * fixed; interior vertices are used by no face) and the surface triangles. */
 int firn_write_fem_ply(const char *path, const firn_fem_mesh_view *m, firn_error *err);
+/* The surfaces of the rigid bodies (the tools) of def, posed as stats
+ * holds them, as one binary PLY mesh: vertices x y z vx vy vz, a flag byte
+ * ("couples": the body takes part in coupling; "collides": the tool acts
+ * on the material) and the body's (tool's) index in def ("body", "tool"),
+ * then the triangles, counter-clockwise seen from outside. Boxes are their
+ * 12 triangles; spheres, capsules and cylinders polygons of 32 segments
+ * (16 rings pole to pole) with every vertex on the exact surface; meshes
+ * their OBJ's triangles; a plane the square of half side the domain's
+ * largest extent about its point. */
+int firn_write_rigids_ply(const char *path, const firn_scene_def *def,
+                          const firn_frame_stats *stats, firn_error *err);
+int firn_write_tools_ply(const char *path, const firn_scene_def *def, const firn_frame_stats *stats,
+                         firn_error *err);
 /* The FEM bodies' volume mesh as a VTK XML unstructured grid (.vtu, ASCII),
  * for ParaView: points, tetrahedra (VTK cell type 10), per-point velocity
  * and fixed flag, per-cell Cauchy stress, Green strain, von Mises stress
