@@ -244,10 +244,7 @@ static void couple_grid_pairs(firn_world *w)
         if (end > g.nodes)
             end = g.nodes;
         for (long long node = ch * FIRN_COUPLE_CHUNK; node < end; node++)
-            if (nt > 0)
-                firn_grid_node_tools(node, P, g, tools, nt, acc + rstride, bodies, nb, acc, V);
-            else
-                firn_grid_node_pairs(node, P, g, bodies, nb, acc, V);
+            firn_grid_node_tools(node, P, g, tools, nt, acc + rstride, bodies, nb, acc, V);
     }
     for (long long ch = 0; ch < chunks; ch++) {
         for (int k = 0; k < rstride; k++)

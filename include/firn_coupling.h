@@ -268,21 +268,4 @@ static inline FIRN_HD firn_vec3 firn_node_position(long long node, const firn_pa
                    P->lower[2] + (float)k * P->dx);
 }
 
-/* Grid update of one node with rigid coupling: velocity + gravity, every
- * coupled body in turn, walls. acc is [nb][6], private to the caller (a
- * CPU chunk or a GPU thread's registers before its warp reduction). */
-static inline FIRN_HD void firn_grid_node_rigid(long long node, const firn_params *P, firn_grid g,
-                                                const firn_rigid *bodies, int nb, double *acc)
-{
-    firn_vec3 v;
-    if (!firn_grid_velocity(node, P, g, &v))
-        return;
-    float m = g.node[4 * node + 3];
-    firn_vec3 xn = firn_node_position(node, P);
-    for (int k = 0; k < nb; k++)
-        if (bodies[k].couple)
-            v = firn_rigid_node_impulse(&bodies[k], xn, v, m, acc + FIRN_RIGID_ACC * k);
-    firn_grid_store_velocity(node, g, firn_grid_walls(node, P, v));
-}
-
 #endif

@@ -109,24 +109,4 @@ static inline FIRN_HD void firn_sph_rigid_particle(int i, const firn_sph_view *V
     firn_store3(s.v, s.n, i, v);
 }
 
-/* Grid update of one MPM node with every active pair: velocity + gravity,
- * the rigid bodies (nb = 0 when rigid-MPM is off), MPM-SPH (V NULL when
- * off), the walls. acc as in firn_grid_node_rigid. */
-static inline FIRN_HD void firn_grid_node_pairs(long long node, const firn_params *P, firn_grid g,
-                                                const firn_rigid *bodies, int nb, double *acc,
-                                                const firn_sph_view *V)
-{
-    firn_vec3 v;
-    if (!firn_grid_velocity(node, P, g, &v))
-        return;
-    float m = g.node[4 * node + 3];
-    firn_vec3 xn = firn_node_position(node, P);
-    for (int k = 0; k < nb; k++)
-        if (bodies[k].couple)
-            v = firn_rigid_node_impulse(&bodies[k], xn, v, m, acc + FIRN_RIGID_ACC * k);
-    if (V)
-        v = firn_mpm_sph_node(xn, v, m, P->dx, V);
-    firn_grid_store_velocity(node, g, firn_grid_walls(node, P, v));
-}
-
 #endif

@@ -132,10 +132,12 @@ static inline FIRN_HD firn_vec3 firn_tool_node(const firn_tool *t, firn_vec3 xn,
     return v2;
 }
 
-/* Grid update of one node with the tools and the pairs of
- * firn_grid_node_pairs, in Genesis's order: velocity + gravity, every
- * tool, every coupled rigid body, MPM-SPH (V may be NULL), walls. tacc is
- * [nt][6], acc [nb][6], both private to the caller. */
+/* Grid update of one MPM node with the tools and every active pair, in
+ * Genesis's order: velocity + gravity, every tool (nt 0: none; tools and
+ * tacc may then be NULL), every coupled rigid body (nb 0 when rigid-MPM is
+ * off), MPM-SPH (V NULL when off), walls. tacc is [nt][6], acc [nb][6],
+ * both private to the caller (a CPU chunk's, or a GPU thread's registers
+ * before its warp reduction). */
 static inline FIRN_HD void firn_grid_node_tools(long long node, const firn_params *P, firn_grid g,
                                                 const firn_tool *tools, int nt, double *tacc,
                                                 const firn_rigid *bodies, int nb, double *acc,

@@ -87,7 +87,7 @@ static __device__ void warp_add_reaction(const double *a, int nb, double *acc)
 /* ---- SPH pairs --------------------------------------------------------------- */
 
 /* The grid update with MPM-SPH (and the rigid bodies when nb > 0): the
- * CPU's per-node body, firn_grid_node_pairs, with the reaction in local
+ * CPU's per-node body, firn_grid_node_tools without tools, with the reaction in local
  * memory per thread. No early return: every lane reaches the shuffles. */
 static __global__ void grid_update_pairs(firn_params P, firn_grid g, const firn_rigid *bodies,
                                          int nb, double *acc, firn_sph_view V)
@@ -97,7 +97,7 @@ static __global__ void grid_update_pairs(firn_params P, firn_grid g, const firn_
     for (int k = 0; k < nb * FIRN_RIGID_ACC; k++)
         a[k] = 0.0;
     if (node < g.nodes)
-        firn_grid_node_pairs(node, &P, g, bodies, nb, a, &V);
+        firn_grid_node_tools(node, &P, g, NULL, 0, NULL, bodies, nb, a, &V);
     warp_add_reaction(a, nb, acc);
 }
 

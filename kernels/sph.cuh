@@ -48,7 +48,7 @@ void firn_cuda_sph_discard_bad_word(struct firn_world *w);
 size_t firn_cuda_sph_bytes(const struct firn_sph_cuda *S);
 
 /* Coupling kernels (kernels/coupling.cu). The grid update with every
- * active pair (firn_grid_node_pairs: the rigid impulse of nb bodies, then
+ * active pair (firn_grid_node_tools without tools: the rigid impulse of nb bodies, then
  * MPM-SPH with V), the bodies' reaction reduced per warp into acc. */
 int firn_cuda_queue_grid_pairs(const firn_params *P, firn_grid g, const firn_rigid *bodies, int nb,
                                double *acc, const firn_sph_view *V, cudaStream_t st,

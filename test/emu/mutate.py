@@ -8,7 +8,10 @@ exits non-zero when a bug went unseen or a plant did not apply.
 The data race (a plain += where an atomic is needed) is invisible to ASan;
 it is checked in a second emulated build under ThreadSanitizer
 (EMU_SAN=-fsanitize=thread), with the CPU path held to one thread so that
-only the emulator's block pool runs in parallel."""
+only the emulator's block pool runs in parallel.
+
+EMU_MUTATE_ONLY="id1 id2" plants only those bugs (and builds the TSan
+backend only when one of them needs it)."""
 import os
 import re
 import shutil
@@ -90,6 +93,16 @@ PLANTS = [
      "    w->host_stale = FIRN_STALE_ALL;\n    account_time(w, s);\n"
      "    cudaFree(s->grid.node);",
      "compare:sand_column"),
+    ("fem-mpm-no-scatter", "the FEM-MPM exchange kernel computes each vertex's common "
+     "velocity but never scatters it back to the grid", "kernels/fem.cu",
+     "        firn_fem_mpm_vertex(k, &S, &P, g, D);\n        firn_fem_mpm_scatter(k, &S, &P, g, D);",
+     "        firn_fem_mpm_vertex(k, &S, &P, g, D);",
+     "compare:fem_ball_sand"),
+    ("run-past-end", "the MPM-PBD node kernel's run scan reads one sorted key past the end "
+     "(<= for <)", "kernels/pbd.cu",
+     "    while (k + count < s.n && key[k + count] == node)",
+     "    while (k + count <= s.n && key[k + count] == node)",
+     "compare:pbd_liquid_sand"),
 ]
 
 CAUGHT_BY = [
@@ -162,25 +175,31 @@ def build(tree, tsan):
 
 def main():
     t_start = time.time()
+    only = os.environ.get("EMU_MUTATE_ONLY", "").split()
+    plants = [p for p in PLANTS if not only or p[0] in only]
+    if not plants:
+        print(f"emu-mutate: no plant named {' '.join(only)}")
+        return 2
     tree = tempfile.mkdtemp(prefix="firn-emu-mutate.")
     copy_tree(tree)
     print(f"emu-mutate: a copy of the tree in {tree}; building the ASan and TSan emulated "
           "backends", flush=True)
-    for tsan in (False, True):
+    sans = (False, True) if any(p[5].startswith("tsan") for p in plants) else (False,)
+    for tsan in sans:
         rc, out = build(tree, tsan)
         if rc:
             print(out[-4000:])
             print("emu-mutate: the unplanted tree does not build")
             return 2
     # Every check must pass on the unplanted tree, or a "catch" means nothing.
-    for check in sorted({p[5] for p in PLANTS}):
+    for check in sorted({p[5] for p in plants}):
         rc, out = run_check(check, tree)
         if rc != 0 or caught(rc, out):
             print(out[-4000:])
             print(f"emu-mutate: the check {check} fails without a planted bug")
             return 2
     rows, bad = [], 0
-    for pid, bug, path, old, new, check in PLANTS:
+    for pid, bug, path, old, new, check in plants:
         t0 = time.time()
         full = os.path.join(tree, path)
         text = open(full).read()
@@ -203,7 +222,7 @@ def main():
         open(full, "w").write(text)
         rows.append((pid, bug, verdict, time.time() - t0))
         print(f"  {pid}: {verdict}", flush=True)
-    for tsan in (False, True):  # leave the copy's builds unplanted
+    for tsan in sans:  # leave the copy's builds unplanted
         build(tree, tsan)
     print()
     print("| planted bug | what | caught by | seconds |")
