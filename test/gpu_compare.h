@@ -79,8 +79,7 @@ static inline double expect_close(const char *label, const char *what, const flo
  * FMA contraction: there the state must be the CPU's bit for bit. On a GPU
  * this checks nothing (expect_close does). */
 static inline void expect_bitwise_on_emulation(const char *label, const char *what,
-                                               const float *gpu, const float *cpu,
-                                               long long count)
+                                               const float *gpu, const float *cpu, long long count)
 {
 #ifdef FIRN_EMU_BUILD
     long long first = -1;
