@@ -120,10 +120,12 @@ static int fem_alloc(firn_world *w, firn_error *err)
             malloc((size_t)firn_fem_rigid_chunk_doubles(S->ns, w->n_rigids) * sizeof(double) + 1);
     if (c->fem_mpm)
         w->fem_mpm_D = calloc(4 * (size_t)w->grid.nodes, sizeof(float));
-    if (c->fem_sph)
+    if (c->fem_sph) {
         w->fem_sph_share = malloc(3 * ns * sizeof(float));
+        w->fem_sph_count = malloc((size_t)w->sph.n * sizeof(float) + 1);
+    }
     if (!w->fem_normal || (c->fem_rigid && !w->fem_chunk_acc) || (c->fem_mpm && !w->fem_mpm_D) ||
-        (c->fem_sph && !w->fem_sph_share)) {
+        (c->fem_sph && (!w->fem_sph_share || !w->fem_sph_count))) {
         firn_set_error(err, FIRN_E_NOMEM, "out of host memory for the FEM pairs");
         return -1;
     }
@@ -133,7 +135,7 @@ static int fem_alloc(firn_world *w, firn_error *err)
 int firn_coupler_alloc(firn_world *w, firn_error *err)
 {
     w->fem_vf_start = w->fem_vf = NULL;
-    w->fem_normal = w->fem_mpm_D = w->fem_sph_share = NULL;
+    w->fem_normal = w->fem_mpm_D = w->fem_sph_share = w->fem_sph_count = NULL;
     w->fem_chunk_acc = NULL;
     w->chunks = w->cpic_chunks = w->sph_chunks = w->pbd_chunks = 0;
     w->chunk_acc = w->cpic_acc = w->sph_chunk_acc = w->pbd_chunk_acc = NULL;
@@ -198,9 +200,9 @@ void firn_coupler_free(firn_world *w)
     w->chunk_acc = w->cpic_acc = w->sph_chunk_acc = w->pbd_chunk_acc = NULL;
     w->chunk_live = NULL;
     free(w->fem_vf_start), free(w->fem_vf), free(w->fem_normal);
-    free(w->fem_chunk_acc), free(w->fem_mpm_D), free(w->fem_sph_share);
+    free(w->fem_chunk_acc), free(w->fem_mpm_D), free(w->fem_sph_share), free(w->fem_sph_count);
     w->fem_vf_start = w->fem_vf = NULL;
-    w->fem_normal = w->fem_mpm_D = w->fem_sph_share = NULL;
+    w->fem_normal = w->fem_mpm_D = w->fem_sph_share = w->fem_sph_count = NULL;
     w->fem_chunk_acc = NULL;
 }
 
@@ -361,7 +363,7 @@ static void couple_fem(firn_world *w)
         firn_fem_mpm_cpu(&S, &w->params, w->grid, w->fem_mpm_D);
     if (c->fem_sph) {
         const firn_sph_view V = sph_view(w);
-        firn_fem_sph_cpu(&S, &V, w->fem_sph_share);
+        firn_fem_sph_cpu(&S, &V, w->fem_sph_share, w->fem_sph_count);
     }
 }
 

@@ -100,9 +100,9 @@ size_t firn_fem_host_bytes(const firn_fem *S);
 /* What the CUDA path allocates for the FEM state (kernels/fem.cu checks
  * that its layout adds up to this): nv vertices, ne elements, nf surface
  * triangles over ns surface vertices, the FEM-MPM scratch over `nodes` MPM
- * nodes (0: the pair is off) and the FEM-SPH one (share set), each array
- * 256-byte aligned [bytes]. */
-size_t firn_fem_device_bytes(int nv, int ne, int nf, int ns, long long nodes, int share);
+ * nodes (0: the pair is off) and the FEM-SPH ones (share set; a counter per
+ * each of sph_n SPH particles), each array 256-byte aligned [bytes]. */
+size_t firn_fem_device_bytes(int nv, int ne, int nf, int ns, long long nodes, int share, int sph_n);
 /* Whether a body of def is an FEM body with "integrator": "implicit" (its
  * backward Euler runs on the CPU path only). */
 int firn_fem_scene_implicit(const firn_scene_def *def);

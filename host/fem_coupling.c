@@ -6,6 +6,7 @@
 #include "fem_coupling.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "error.h"
 
@@ -125,12 +126,15 @@ void firn_fem_mpm_cpu(const firn_fem_surface *S, const firn_params *P, firn_grid
     }
 }
 
-void firn_fem_sph_cpu(const firn_fem_surface *S, const firn_sph_view *W, float *share)
+void firn_fem_sph_cpu(const firn_fem_surface *S, const firn_sph_view *W, float *share, float *count)
 {
     const int ns = S->ns;
+    memset(count, 0, (size_t)W->s.n * sizeof(float));
+    for (int k = 0; k < ns; k++)
+        firn_fem_sph_count(k, S, W, count);
 #pragma omp parallel for schedule(static)
     for (int k = 0; k < ns; k++)
-        firn_fem_sph_vertex(k, S, W, share);
+        firn_fem_sph_vertex(k, S, W, count, share);
     for (int k = 0; k < ns; k++)
-        firn_fem_sph_scatter(k, S, W, share);
+        firn_fem_sph_scatter(k, S, W, count, share);
 }

@@ -43,8 +43,9 @@ void firn_fem_rigid_cpu(const firn_fem_surface *S, const firn_rigid *bodies, int
  * stencils are visited. */
 void firn_fem_mpm_cpu(const firn_fem_surface *S, const firn_params *P, firn_grid g, float *D);
 
-/* FEM-SPH: share holds 3 S->ns floats (scratch). */
-void firn_fem_sph_cpu(const firn_fem_surface *S, const firn_sph_view *W, float *share);
+/* FEM-SPH: share holds 3 S->ns floats, count W->s.n floats (scratch). */
+void firn_fem_sph_cpu(const firn_fem_surface *S, const firn_sph_view *W, float *share,
+                      float *count);
 
 #ifdef __cplusplus
 }

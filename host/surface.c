@@ -182,7 +182,7 @@ int firn_shape_surface(const firn_rigid_shape_def *s, float plane_half, firn_sur
                 prof[c++][1] = y + (capsule ? (k < R / 2 ? hh : -hh) : 0.0f);
             }
         }
-        return lathe((const float (*)[2])prof, c, capsule ? s->axis : 1, out, err);
+        return lathe((const float(*)[2])prof, c, capsule ? s->axis : 1, out, err);
     }
     case FIRN_RSHAPE_CYLINDER: {
         const float cyl[4][2] = {{0.0f, hh}, {r, hh}, {r, -hh}, {0.0f, -hh}};

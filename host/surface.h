@@ -13,7 +13,7 @@ extern "C" {
  * polygon), and rings from pole to pole of a sphere (half that per
  * hemisphere of a capsule). */
 #define FIRN_SURFACE_SEGMENTS 32
-#define FIRN_SURFACE_RINGS 16
+#define FIRN_SURFACE_RINGS    16
 
 /* A triangle mesh: nv vertices (x y z each, interleaved) and nt triangles,
  * counter-clockwise seen from outside. */

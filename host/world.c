@@ -721,7 +721,7 @@ void firn_world_memory(const firn_world *w, firn_memory *m)
                                                     ? (long long)w->params.n[0] * w->params.n[1] *
                                                           w->params.n[2]
                                                     : 0,
-                                                w->coupler.fem_sph);
+                                                w->coupler.fem_sph, w->sph.n);
     const double own = w->backend == FIRN_BACKEND_CUDA ? m->device : m->host;
     const double all = n + (double)w->sph.n + (double)w->pbd.n; /* every solver's particles */
     m->per_particle = all > 0 ? own / all : 0.0;

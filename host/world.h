@@ -46,7 +46,7 @@ struct firn_world {
      * and normals, rigid reactions per chunk of surface vertices, FEM-MPM's 4 floats
      * per grid node, FEM-SPH's shares. */
     int *fem_vf_start, *fem_vf;
-    float *fem_normal, *fem_mpm_D, *fem_sph_share;
+    float *fem_normal, *fem_mpm_D, *fem_sph_share, *fem_sph_count;
     double *fem_chunk_acc;
     long long pbd_chunks;
     /* CPU, MPM-PBD: the PBD particles sorted by the MPM node whose dx-box

@@ -18,6 +18,7 @@
  *   firn_fem_mpm_node         every grid node (the CPU visits the stencils'
  *                             nodes in vertex order: the first visit
  *                             clears a node's slot, later ones do nothing)
+ *   firn_fem_sph_count        every k (scatter; a counter per SPH particle)
  *   firn_fem_sph_vertex       every k (gather)
  *   firn_fem_sph_scatter      every k (scatter)
  * A gather pass reads only what no concurrent body writes and writes only
@@ -244,14 +245,29 @@ static inline FIRN_HD void firn_fem_mpm_node(long long j, const firn_params *P, 
 
 /* ---- FEM-SPH -------------------------------------------------------------- */
 
-/* Genesis's experimental normal projection at surface vertex k: the SPH
- * particles in the box |x_p - x|_inf < h / 2 around the vertex (h the SPH
- * support, Genesis's cell size), N of them with mean velocity u, set the
- * vertex's velocity to (u . n) n. Its momentum change dp = m ((u . n) n - v)
- * is taken from those particles in equal shares, v_p -= dp / (N m_p)
- * (firn_fem_sph_scatter), so the pair conserves momentum; Genesis gives each
- * particle all of -dp. The cells around the box come from SPH's neighbour
- * grid, particles in sorted order. */
+/* Genesis's experimental normal projection, made momentum- and energy-safe.
+ * Genesis sets a surface vertex's velocity to (u . n) n, u the mean velocity
+ * of the SPH particles in the box |x_p - x|_inf < h / 2 around it (h the
+ * SPH support, Genesis's cell size), and gives each of them all of the
+ * vertex's momentum change: momentum is created, and a vertex's tangential
+ * velocity is stopped against still water, which pumps energy into the
+ * particles when the vertices outweigh them (a jelly resting on a pool
+ * blows up within a second). firn keeps the rule's normal matching and
+ * makes it an inelastic contact along n:
+ *   - particle p, in the boxes of C_p vertices, lends each of them m_p / C_p
+ *     (firn_fem_sph_count counts C_p);
+ *   - vertex i (mass m) sees the lent mass M = sum m_p / C_p with mean
+ *     velocity u = sum (m_p / C_p) u_p / M, and the normal relative
+ *     velocity d = ((u - v) . n) n; the impulse J = mu d, mu = m M / (m + M)
+ *     the reduced mass, leaves both with the same normal velocity
+ *     (firn_fem_sph_vertex: v += J / m);
+ *   - each particle's lent parts lose J / M each, averaged over its C_p
+ *     boxes: v_p -= sum_i (J_i / M_i) / C_p (firn_fem_sph_scatter).
+ * Momentum is conserved exactly; kinetic energy falls by mu |d|^2 / 2 per
+ * vertex, less what averaging a particle's parts takes, so the pair never
+ * adds energy. The tangential velocities are left alone (slip). A fixed
+ * vertex is left alone. The cells around the box come from SPH's
+ * neighbour grid, particles in sorted order. */
 static inline FIRN_HD void firn_fem_sph_box(firn_vec3 x, const firn_sph_view *W, int lo[3],
                                             int hi[3])
 {
@@ -262,71 +278,83 @@ static inline FIRN_HD void firn_fem_sph_box(firn_vec3 x, const firn_sph_view *W,
     }
 }
 
-/* Pass 1: the vertex's new velocity, and its share dp / N stored in
- * share[3 ns] (component-major; zero where no particle is near). Reads SPH
- * velocities, which no body of this pass writes. A fixed vertex is left
- * alone. */
-static inline FIRN_HD void firn_fem_sph_vertex(int k, const firn_fem_surface *S,
-                                               const firn_sph_view *W, float *share)
+/* Runs the statements given last with p, the index of each SPH particle in
+ * the box of surface vertex k, in the neighbour grid's order (none for a
+ * fixed vertex). */
+#define FIRN_FEM_SPH_EACH_IN_BOX(k, S, W, ...)                                                     \
+    do {                                                                                           \
+        const int i_ = (S)->surf[k];                                                               \
+        if ((S)->V.fixed[i_])                                                                      \
+            break;                                                                                 \
+        const firn_vec3 x_ = firn_load3((S)->V.x0, (S)->V.n, i_);                                  \
+        const float half_ = 0.5f * (W)->P.h;                                                       \
+        int lo_[3], hi_[3];                                                                        \
+        firn_fem_sph_box(x_, W, lo_, hi_);                                                         \
+        for (int a_ = lo_[0]; a_ <= hi_[0]; a_++)                                                  \
+            for (int b_ = lo_[1]; b_ <= hi_[1]; b_++)                                              \
+                for (int c_ = lo_[2]; c_ <= hi_[2]; c_++) {                                        \
+                    const int cell_ = (a_ * (W)->P.nb.res[1] + b_) * (W)->P.nb.res[2] + c_;        \
+                    for (int q_ = (W)->G.start[cell_]; q_ < (W)->G.end[cell_]; q_++) {             \
+                        const int p = (W)->G.sorted[q_];                                           \
+                        const firn_vec3 d_ = firn_sub(firn_load3((W)->s.x, (W)->s.n, p), x_);      \
+                        if (fabsf(d_.v[0]) < half_ && fabsf(d_.v[1]) < half_ &&                    \
+                            fabsf(d_.v[2]) < half_) {                                              \
+                            __VA_ARGS__;                                                           \
+                        }                                                                          \
+                    }                                                                              \
+                }                                                                                  \
+    } while (0)
+
+/* Pass 0 (scatter): count[p] += 1 for every particle in vertex k's box;
+ * count[] (one float per SPH particle) starts at 0. */
+static inline FIRN_HD void firn_fem_sph_count(int k, const firn_fem_surface *S,
+                                              const firn_sph_view *W, float *count)
 {
-    const firn_fem_vertices V = S->V;
-    const firn_sph_particles s = W->s;
-    const int i = S->surf[k];
-    const firn_vec3 x = firn_load3(V.x0, V.n, i), v = firn_load3(V.v, V.n, i);
-    const float half = 0.5f * W->P.h;
-    int lo[3], hi[3], count = 0;
-    firn_vec3 sum = firn_v3(0.0f, 0.0f, 0.0f);
-    firn_store3(share, S->ns, k, sum);
-    if (V.fixed[i])
-        return;
-    firn_fem_sph_box(x, W, lo, hi);
-    for (int a = lo[0]; a <= hi[0]; a++)
-        for (int b = lo[1]; b <= hi[1]; b++)
-            for (int c = lo[2]; c <= hi[2]; c++) {
-                const int cell = (a * W->P.nb.res[1] + b) * W->P.nb.res[2] + c;
-                for (int q = W->G.start[cell]; q < W->G.end[cell]; q++) {
-                    const int p = W->G.sorted[q];
-                    const firn_vec3 d = firn_sub(firn_load3(s.x, s.n, p), x);
-                    if (fabsf(d.v[0]) < half && fabsf(d.v[1]) < half && fabsf(d.v[2]) < half) {
-                        sum = firn_add(sum, firn_load3(s.v, s.n, p));
-                        count++;
-                    }
-                }
-            }
-    if (count == 0)
-        return;
-    const firn_vec3 n = firn_load3(S->normal, S->ns, k);
-    const firn_vec3 v2 = firn_scale(n, firn_dot(sum, n) / (float)count);
-    firn_store3(share, S->ns, k, firn_scale(firn_sub(v2, v), V.mass[i] / (float)count));
-    firn_store3(V.v, V.n, i, v2);
+    FIRN_FEM_SPH_EACH_IN_BOX(k, S, W, firn_atomic_add(count + p, 1.0f));
 }
 
-/* Pass 2: each particle in vertex k's box loses its share, v_p -= share / m_p. */
-static inline FIRN_HD void firn_fem_sph_scatter(int k, const firn_fem_surface *S,
-                                                const firn_sph_view *W, const float *share)
+/* Pass 1 (gather): the vertex's impulse J, its velocity v += J / m, and
+ * J / M stored in share[3 ns] (component-major; zero where no particle is
+ * near). Reads SPH velocities and count, which no body of this pass
+ * writes. */
+static inline FIRN_HD void firn_fem_sph_vertex(int k, const firn_fem_surface *S,
+                                               const firn_sph_view *W, const float *count,
+                                               float *share)
 {
-    const firn_vec3 dp = firn_load3(share, S->ns, k);
-    if (dp.v[0] == 0.0f && dp.v[1] == 0.0f && dp.v[2] == 0.0f)
+    const firn_fem_vertices V = S->V;
+    const int i = S->surf[k];
+    float M = 0.0f;
+    firn_vec3 mom = firn_v3(0.0f, 0.0f, 0.0f);
+    firn_store3(share, S->ns, k, mom);
+    FIRN_FEM_SPH_EACH_IN_BOX(k, S, W, {
+        const float lent = W->mats[W->s.mat[p]].mass / count[p];
+        M += lent;
+        mom = firn_add(mom, firn_scale(firn_load3(W->s.v, W->s.n, p), lent));
+    });
+    if (!(M > 0.0f))
         return;
-    const firn_sph_particles s = W->s;
-    const firn_vec3 x = firn_load3(S->V.x0, S->V.n, S->surf[k]);
-    const float half = 0.5f * W->P.h;
-    int lo[3], hi[3];
-    firn_fem_sph_box(x, W, lo, hi);
-    for (int a = lo[0]; a <= hi[0]; a++)
-        for (int b = lo[1]; b <= hi[1]; b++)
-            for (int c = lo[2]; c <= hi[2]; c++) {
-                const int cell = (a * W->P.nb.res[1] + b) * W->P.nb.res[2] + c;
-                for (int q = W->G.start[cell]; q < W->G.end[cell]; q++) {
-                    const int p = W->G.sorted[q];
-                    const firn_vec3 d = firn_sub(firn_load3(s.x, s.n, p), x);
-                    if (!(fabsf(d.v[0]) < half && fabsf(d.v[1]) < half && fabsf(d.v[2]) < half))
-                        continue;
-                    const float inv = -1.0f / W->mats[s.mat[p]].mass;
-                    for (int e = 0; e < 3; e++)
-                        firn_atomic_add(s.v + e * s.n + p, inv * dp.v[e]);
-                }
-            }
+    const firn_vec3 n = firn_load3(S->normal, S->ns, k), v = firn_load3(V.v, V.n, i);
+    const float m = V.mass[i];
+    const float dn = firn_dot(firn_sub(firn_scale(mom, 1.0f / M), v), n);
+    const firn_vec3 J = firn_scale(n, m * M / (m + M) * dn);
+    firn_store3(share, S->ns, k, firn_scale(J, 1.0f / M));
+    firn_store3(V.v, V.n, i, firn_add(v, firn_scale(J, 1.0f / m)));
+}
+
+/* Pass 2 (scatter): each particle in vertex k's box loses share / C_p,
+ * v_p -= share / count[p]. */
+static inline FIRN_HD void firn_fem_sph_scatter(int k, const firn_fem_surface *S,
+                                                const firn_sph_view *W, const float *count,
+                                                const float *share)
+{
+    const firn_vec3 dv = firn_load3(share, S->ns, k);
+    if (dv.v[0] == 0.0f && dv.v[1] == 0.0f && dv.v[2] == 0.0f)
+        return;
+    FIRN_FEM_SPH_EACH_IN_BOX(k, S, W, {
+        const float inv = -1.0f / count[p];
+        for (int e = 0; e < 3; e++)
+            firn_atomic_add(W->s.v + e * W->s.n + p, inv * dv.v[e]);
+    });
 }
 
 #endif

@@ -32,6 +32,7 @@ struct firn_fem_cuda {
     firn_fem_surface surf;   /* device surface (V as above): surf, face, vf_start, vf, normal */
     float *mpm_D;            /* FEM-MPM scratch, 4 per MPM node (NULL: the pair is off) */
     float *sph_share;        /* FEM-SPH scratch, 3 per surface vertex (NULL: off) */
+    float *sph_count;        /* FEM-SPH: boxes holding each SPH particle (firn_fem_sph_count) */
     firn_fem_material *mats; /* FIRN_MAX_MATERIALS, by material index */
     unsigned long long *bad; /* first non-finite FEM vertex (firn_cuda_bad_word) */
     void *block;             /* the one allocation of all of the above */
@@ -93,18 +94,27 @@ static __global__ void fem_mpm_node(firn_params P, firn_grid g, float *D)
         firn_fem_mpm_node(j, &P, g, D);
 }
 
-static __global__ void fem_sph_vertex(firn_fem_surface S, firn_sph_view W, float *share)
+static __global__ void fem_sph_count(firn_fem_surface S, firn_sph_view W, float *count)
 {
     int k = blockIdx.x * blockDim.x + threadIdx.x;
     if (k < S.ns)
-        firn_fem_sph_vertex(k, &S, &W, share);
+        firn_fem_sph_count(k, &S, &W, count);
 }
 
-static __global__ void fem_sph_scatter(firn_fem_surface S, firn_sph_view W, const float *share)
+static __global__ void fem_sph_vertex(firn_fem_surface S, firn_sph_view W, const float *count,
+                                      float *share)
 {
     int k = blockIdx.x * blockDim.x + threadIdx.x;
     if (k < S.ns)
-        firn_fem_sph_scatter(k, &S, &W, share);
+        firn_fem_sph_vertex(k, &S, &W, count, share);
+}
+
+static __global__ void fem_sph_scatter(firn_fem_surface S, firn_sph_view W, const float *count,
+                                       const float *share)
+{
+    int k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k < S.ns)
+        firn_fem_sph_scatter(k, &S, &W, count, share);
 }
 
 static __global__ void fem_position(firn_fem_params P, firn_fem_vertices V, unsigned long long *bad,
@@ -152,9 +162,16 @@ int firn_cuda_fem_queue_couple(firn_fem_cuda *S, const firn_rigid *bodies, int n
         FIRN_CUDA_CHECK_LAUNCH("fem_mpm_node", st, err);
     }
     if (V && S->sph_share) {
-        FIRN_LAUNCH(fem_sph_vertex, b, FIRN_FEM_BLOCK, 0, st, S->surf, *V, S->sph_share);
+        if (V->s.n > 0)
+            FIRN_CUDA_CHECK(cudaMemsetAsync(S->sph_count, 0, (size_t)V->s.n * sizeof(float), st),
+                            err);
+        FIRN_LAUNCH(fem_sph_count, b, FIRN_FEM_BLOCK, 0, st, S->surf, *V, S->sph_count);
+        FIRN_CUDA_CHECK_LAUNCH("fem_sph_count", st, err);
+        FIRN_LAUNCH(fem_sph_vertex, b, FIRN_FEM_BLOCK, 0, st, S->surf, *V, S->sph_count,
+                    S->sph_share);
         FIRN_CUDA_CHECK_LAUNCH("fem_sph_vertex", st, err);
-        FIRN_LAUNCH(fem_sph_scatter, b, FIRN_FEM_BLOCK, 0, st, S->surf, *V, S->sph_share);
+        FIRN_LAUNCH(fem_sph_scatter, b, FIRN_FEM_BLOCK, 0, st, S->surf, *V, S->sph_count,
+                    S->sph_share);
         FIRN_CUDA_CHECK_LAUNCH("fem_sph_scatter", st, err);
     }
     return 0;
@@ -188,6 +205,7 @@ typedef struct {
     int nv, ne, nf, ns;
     long long nodes; /* mpm_D's nodes (0: FEM-MPM off) */
     int share;       /* FEM-SPH on */
+    int sph_n;       /* SPH particles (FEM-SPH's counters) */
 } fem_sizes;
 
 /* Carves the state out of one block at base (NULL: only sizes it), each
@@ -227,8 +245,10 @@ static size_t layout(const fem_sizes *z, char *base, firn_fem_cuda *S)
     CARVE(normal, float, 3 * ns);
     if (z->nodes > 0)
         CARVE(S->mpm_D, float, 4 * (size_t)z->nodes);
-    if (z->share)
+    if (z->share) {
         CARVE(S->sph_share, float, 3 * ns);
+        CARVE(S->sph_count, float, (size_t)z->sph_n);
+    }
     CARVE(S->mats, firn_fem_material, FIRN_MAX_MATERIALS);
     CARVE(S->bad, unsigned long long, 1);
 #undef CARVE
@@ -252,11 +272,12 @@ static size_t layout(const fem_sizes *z, char *base, firn_fem_cuda *S)
 static int check_memory(const firn_world *w, size_t want, firn_error *err)
 {
     size_t local = 0;
-    const void *const kernels[] = {
-        (const void *)fem_forces,     (const void *)fem_velocity,     (const void *)fem_normals,
-        (const void *)fem_mpm_weigh,  (const void *)fem_mpm_exchange, (const void *)fem_mpm_node,
-        (const void *)fem_sph_vertex, (const void *)fem_sph_scatter,  (const void *)fem_position};
-    if (firn_cuda_local_bytes(kernels, 9, &local, err) ||
+    const void *const kernels[] = {(const void *)fem_forces,       (const void *)fem_velocity,
+                                   (const void *)fem_normals,      (const void *)fem_mpm_weigh,
+                                   (const void *)fem_mpm_exchange, (const void *)fem_mpm_node,
+                                   (const void *)fem_sph_vertex,   (const void *)fem_sph_scatter,
+                                   (const void *)fem_position,     (const void *)fem_sph_count};
+    if (firn_cuda_local_bytes(kernels, 10, &local, err) ||
         firn_cuda_fem_coupling_local_bytes(&local, err))
         return FIRN_CUDA_FAILED;
     firn_cuda_room r;
@@ -290,12 +311,14 @@ static int state_init(firn_world *w, firn_fem_cuda *S, const int *vf_start, cons
     const long long nodes = (long long)w->params.n[0] * w->params.n[1] * w->params.n[2];
     z.nodes = w->coupler.fem_mpm ? nodes : 0; /* the device grid's (kernels/mpm.cu) */
     z.share = w->coupler.fem_sph;
+    z.sph_n = w->sph.n;
     const size_t want = layout(&z, NULL, S);
-    if (want != firn_fem_device_bytes(z.nv, z.ne, z.nf, z.ns, z.nodes, z.share)) {
+    if (want != firn_fem_device_bytes(z.nv, z.ne, z.nf, z.ns, z.nodes, z.share, z.sph_n)) {
         firn_set_error(err, FIRN_E_DEVICE,
                        "internal: the FEM device layout (%zu B) differs from firn_fem_device_bytes "
                        "(%zu B)",
-                       want, firn_fem_device_bytes(z.nv, z.ne, z.nf, z.ns, z.nodes, z.share));
+                       want,
+                       firn_fem_device_bytes(z.nv, z.ne, z.nf, z.ns, z.nodes, z.share, z.sph_n));
         return FIRN_CUDA_FAILED;
     }
     if (check_memory(w, want, err))

@@ -155,8 +155,9 @@ Test(surface, sphere_and_capsule_are_inscribed_polyhedra)
         }
         const double want = 4.0 / 3.0 * M_PI * r * r * r + M_PI * r * r * 2.0 * h,
                      got = signed_volume(&m), short_by = (want - got) / want;
-        cr_expect(short_by > 0.0 && short_by < 0.02, "%s axis %d: volume %.6g, solid %.6g (%.3g %%)",
-                  capsule ? "capsule" : "sphere", axis, got, want, 100 * short_by);
+        cr_expect(short_by > 0.0 && short_by < 0.02,
+                  "%s axis %d: volume %.6g, solid %.6g (%.3g %%)", capsule ? "capsule" : "sphere",
+                  axis, got, want, 100 * short_by);
         firn_surface_free(&m);
     }
 }
@@ -182,9 +183,10 @@ Test(surface, mesh_is_its_obj_about_the_centroid)
     for (int t = 0; t < m.nt; t++) {
         const float *p[3] = {m.v + 3 * m.tri[3 * t], m.v + 3 * m.tri[3 * t + 1],
                              m.v + 3 * m.tri[3 * t + 2]};
-        const double v6 = (double)p[0][0] * ((double)p[1][1] * p[2][2] - (double)p[1][2] * p[2][1]) -
-                          (double)p[0][1] * ((double)p[1][0] * p[2][2] - (double)p[1][2] * p[2][0]) +
-                          (double)p[0][2] * ((double)p[1][0] * p[2][1] - (double)p[1][1] * p[2][0]);
+        const double v6 =
+            (double)p[0][0] * ((double)p[1][1] * p[2][2] - (double)p[1][2] * p[2][1]) -
+            (double)p[0][1] * ((double)p[1][0] * p[2][2] - (double)p[1][2] * p[2][0]) +
+            (double)p[0][2] * ((double)p[1][0] * p[2][1] - (double)p[1][1] * p[2][0]);
         tv += v6;
         for (int a = 0; a < 3; a++)
             c[a] += v6 * (p[0][a] + p[1][a] + p[2][a]) / 4.0;
