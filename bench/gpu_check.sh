@@ -261,12 +261,13 @@ if section correct; then
     # memcheck: between them these launch every kernel - each MPM material
     # (mixed), MPM-rigid (ball_in_sand), MPM-SPH (sph_snowball_pool),
     # SPH-rigid (sph_floating_box), MPM-PBD (pbd_cloth_snowball), the FEM
-    # solver with FEM-MPM (fem_ball_sand) and DFSPH (the bench's dam break).
+    # solver with FEM-MPM (fem_ball_sand), the implicit FEM solve
+    # (fem_rubber_cantilever) and DFSPH (the bench's dam break).
     if [[ -z $SAN ]]; then
         record "memcheck" "FAIL (compute-sanitizer not found)" 0
     else
         for name in mixed ball_in_sand sph_snowball_pool sph_floating_box pbd_cloth_snowball \
-            fem_ball_sand; do
+            fem_ball_sand fem_rubber_cantilever; do
             run_step "memcheck $name (1 frame)" 60 3 "$SAN" --tool memcheck --leak-check full \
                 --error-exitcode 1 "$FIRN" run "scenes/$name.json" --backend cuda --frames 1 \
                 --quiet --out "$TMP/memcheck-$name"
@@ -339,6 +340,11 @@ if section heavy; then
     run_step "bench pbd_cloth, pbd_liquid, fem_beam 100k and 1M (cuda)" 150 10 "$FIRN" bench \
         --backend cuda --scenes pbd_cloth,pbd_liquid,fem_beam --layout dense --particles 100k,1m \
         --substeps 20 --warmup 50 --json "$RES/h200-$DATE-pbd-fem.json" --csv "$TMP/pbd-fem.csv"
+    # The implicit beam: Newton and CG per substep, one host round trip per CG batch.
+    run_step "bench fem_beam_implicit 20k and 100k elements (cuda)" 120 10 "$FIRN" bench \
+        --backend cuda --scenes fem_beam_implicit --layout dense --particles 20k,100k \
+        --substeps 5 --warmup 5 --json "$RES/h200-$DATE-fem-implicit.json" \
+        --csv "$TMP/fem-implicit.csv"
     # The large scene runs and writes its frames (1.06 GB of PLY each); the
     # log keeps the memory line and the simulate / write split.
     run_step "large scene: sand_slump_32m, 2 frames (cuda)" 120 6 bash -c \

@@ -26,7 +26,7 @@ typedef enum {
     FIRN_BENCH_PBD_CLOTH,     /* a PBD cloth falling onto a rigid sphere */
     FIRN_BENCH_PBD_LIQUID,    /* a PBD liquid (position based fluids) dam break */
     FIRN_BENCH_FEM,           /* an FEM beam swinging from its clamp, explicit */
-    FIRN_BENCH_FEM_IMPLICIT,  /* the same, implicit (backward Euler; CPU path only) */
+    FIRN_BENCH_FEM_IMPLICIT,  /* the same, implicit (backward Euler) */
     FIRN_BENCH_SCENES
 } firn_bench_scene;
 #define FIRN_BENCH_MPM_SCENES FIRN_BENCH_SPH_DAM

@@ -28,7 +28,7 @@ static const char *bench_usage =
     "  --particles   comma list with k/m suffixes (default cpu 20k,100k; cuda 100k,1m,8m)\n"
     "  --scenes      sand_block,snowball,dam_break,sph_dam_break,sph_dam_break_dfsph,\n"
     "                pbd_cloth,pbd_liquid,fem_beam,fem_beam_implicit or all (the FEM\n"
-    "                cases count elements; fem_beam_implicit runs on the CPU only)\n"
+    "                cases count elements)\n"
     "                (default the three MPM scenes)\n"
     "  --substeps    substeps per timed repeat (default cpu 10, cuda 100)\n"
     "  --repeats     timed repeats; the median is reported (default 3)\n"
@@ -746,9 +746,6 @@ static int run_backend(int b, const bench_args *g, const long long *counts, int 
                     const int variants = b && !firn_bench_scene_is_sph((firn_bench_scene)s) &&
                                          !firn_bench_scene_is_pbd((firn_bench_scene)s) &&
                                          !firn_bench_scene_is_fem((firn_bench_scene)s);
-                    /* implicit FEM bodies run on the CPU path only */
-                    if (b && s == FIRN_BENCH_FEM_IMPLICIT)
-                        continue;
                     if (!(g->scenes & (1 << s)) || !(g->layouts & (1 << l)) ||
                         (variants && !(g->p2gs & (1 << t))) || (b && !variants && t > 0))
                         continue;

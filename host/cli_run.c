@@ -795,10 +795,6 @@ int firn_cli_run(int argc, char **argv)
     if (!o.quiet) {
         if (o.backend == FIRN_BACKEND_AUTO && gpus == 0)
             fprintf(stderr, "firn: no CUDA GPU found; running on the CPU path\n");
-        else if (o.backend == FIRN_BACKEND_AUTO && firn_world_backend(w) == FIRN_BACKEND_CPU &&
-                 firn_fem_scene_implicit(&def))
-            fprintf(stderr, "firn: note: the scene has implicit FEM bodies, which run on the CPU "
-                            "path only; running on the CPU path\n");
         firn_memory m;
         firn_world_memory(w, &m);
         fprintf(stderr, "firn: %s: %lld particles on %s (%.1f MiB, %.0f B/particle) -> %s/\n",

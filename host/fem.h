@@ -103,8 +103,7 @@ size_t firn_fem_host_bytes(const firn_fem *S);
  * nodes (0: the pair is off) and the FEM-SPH ones (share set; a counter per
  * each of sph_n SPH particles), each array 256-byte aligned [bytes]. */
 size_t firn_fem_device_bytes(int nv, int ne, int nf, int ns, long long nodes, int share, int sph_n);
-/* Whether a body of def is an FEM body with "integrator": "implicit" (its
- * backward Euler runs on the CPU path only). */
+/* Whether a body of def is an FEM body with "integrator": "implicit". */
 int firn_fem_scene_implicit(const firn_scene_def *def);
 
 /* The solver's phases (host/fem_cpu.c): pre_coupling computes the element

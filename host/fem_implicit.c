@@ -12,6 +12,7 @@
 
 #include "error.h"
 #include "fem_implicit.h"
+#include "world.h" /* firn_align256 */
 
 /* Vertices (or elements) per partial sum of a dot product. */
 #define CHUNK 256
@@ -31,6 +32,16 @@ firn_fem_implicit_params firn_fem_implicit_params_default(void)
         .damping_beta = 0.0f,
     };
     return p;
+}
+
+size_t firn_fem_implicit_device_bytes(int nv, int ne)
+{
+    const size_t v = nv > 0 ? (size_t)nv : 0, e = ne > 0 ? (size_t)ne : 0;
+    /* The control block: 17 doubles (one pair of them), 8 floats, 6 ints. */
+    const size_t control = 17 * 8 + 8 * 4 + 6 * 4;
+    return 8 * firn_align256(3 * v * 4) + firn_align256(9 * v * 4) +
+           firn_align256(FIRN_FEM_HESS_FLOATS * e * 4) + firn_align256(12 * e * 4) +
+           firn_align256(control);
 }
 
 void firn_fem_implicit_work_free(firn_fem_implicit_work *w)

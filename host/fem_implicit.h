@@ -73,6 +73,12 @@ int firn_fem_implicit_step(firn_fem *S, int body, const firn_fem_implicit_params
                            const float gravity[3], float dt, firn_fem_implicit_work *w,
                            firn_fem_implicit_stats *st, firn_error *err);
 
+/* The device vectors of the CUDA path's solver (kernels/fem_implicit.cu)
+ * for nv vertices and ne elements: u, g, r, z, p, Ap, du, ut, the inverse
+ * diagonal blocks, the element Hessians and slots and its control block,
+ * each 256-byte aligned (CUB's scratch not counted). */
+size_t firn_fem_implicit_device_bytes(int nv, int ne);
+
 /* ---- the pieces of a step, exposed for the tests ------------------------ */
 
 /* Element pass at x = x0 + w->u: gradient slots and element Hessians

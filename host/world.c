@@ -12,6 +12,7 @@
 #include "coupler.h"
 #include "cuda_backend.h"
 #include "error.h"
+#include "fem_implicit.h"
 #include "rigid.h"
 #include "sample.h"
 #include "solver_cpu.h"
@@ -485,20 +486,8 @@ static firn_world *world_create(const firn_scene_def *def, firn_backend backend,
         goto fail;
     /* The backend first: a missing GPU is named before the particles of a
      * large scene are sampled. */
-    /* Implicit FEM bodies have no CUDA kernels yet: auto takes the CPU path
-     * for a scene with one (refused on cuda). */
-    const int fem_implicit = firn_fem_scene_implicit(def);
-    if (backend == FIRN_BACKEND_CUDA && fem_implicit) {
-        firn_set_error(err, FIRN_E_DEVICE,
-                       "%s: --backend cuda: implicit FEM bodies (\"integrator\": \"implicit\") run "
-                       "on the CPU path only for now (--backend cpu or auto, or the explicit "
-                       "integrator); their backward Euler solve has no CUDA kernels yet",
-                       prefix(def));
-        goto fail;
-    }
     if (backend == FIRN_BACKEND_AUTO)
-        backend =
-            firn_cuda_device_count() > 0 && !fem_implicit ? FIRN_BACKEND_CUDA : FIRN_BACKEND_CPU;
+        backend = firn_cuda_device_count() > 0 ? FIRN_BACKEND_CUDA : FIRN_BACKEND_CPU;
     w->backend = backend;
     if (backend == FIRN_BACKEND_CUDA && !firn_cuda_available()) {
         firn_set_error(err, FIRN_E_DEVICE,
@@ -721,7 +710,10 @@ void firn_world_memory(const firn_world *w, firn_memory *m)
                                                     ? (long long)w->params.n[0] * w->params.n[1] *
                                                           w->params.n[2]
                                                     : 0,
-                                                w->coupler.fem_sph, w->sph.n);
+                                                w->coupler.fem_sph, w->sph.n) +
+                  (w->fem.implicit_work
+                       ? (double)firn_fem_implicit_device_bytes(w->fem.V.n, w->fem.E.n)
+                       : 0.0);
     const double own = w->backend == FIRN_BACKEND_CUDA ? m->device : m->host;
     const double all = n + (double)w->sph.n + (double)w->pbd.n; /* every solver's particles */
     m->per_particle = all > 0 ? own / all : 0.0;

@@ -38,7 +38,7 @@ struct firn_world {
     firn_coupler coupler;
     firn_sph sph;          /* the SPH solver (sph.n = 0: none) */
     firn_pbd pbd;          /* the PBD solver (pbd.n = 0: none) */
-    firn_fem fem;          /* the FEM solver (fem.V.n = 0: none; CPU path only) */
+    firn_fem fem;          /* the FEM solver (fem.V.n = 0: none) */
     float *fem_measures;   /* firn_world_fem_mesh's per-element stress (6), strain (6) and
                               von Mises stress (1), 13 floats an element; NULL until asked */
     double *pbd_chunk_acc; /* CPU, PBD-rigid: reaction per particle chunk [chunks][n_rigids][6] */

@@ -195,7 +195,7 @@ typedef enum {
     FIRN_SOLVER_KIND_MPM = 0,
     FIRN_SOLVER_KIND_SPH,
     FIRN_SOLVER_KIND_PBD,
-    FIRN_SOLVER_KIND_FEM, /* linear tetrahedra; needs an fem_* material (CPU path only for now) */
+    FIRN_SOLVER_KIND_FEM, /* linear tetrahedra; needs an fem_* material */
     FIRN_SOLVER_KIND_COUNT
 } firn_solver_kind;
 
@@ -518,9 +518,7 @@ typedef struct {
     firn_tool_state tools[FIRN_MAX_TOOLS];
 } firn_frame_stats;
 
-/* A world of def on backend. Implicit FEM bodies have no CUDA kernels: a
- * scene with one is refused on FIRN_BACKEND_CUDA (FIRN_E_DEVICE) and
- * FIRN_BACKEND_AUTO takes the CPU path for it. */
+/* A world of def on backend (FIRN_BACKEND_AUTO: the GPU when one answers). */
 firn_world *firn_world_create(const firn_scene_def *def, firn_backend backend, firn_error *err);
 void firn_world_destroy(firn_world *world);
 firn_backend firn_world_backend(const firn_world *world);

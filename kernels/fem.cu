@@ -11,8 +11,8 @@
  * emulated runtime). The pairs' scatters are float atomics here, in
  * whatever order the threads reach them; FEM-Rigid's reaction is a warp
  * sum and double atomics (kernels/coupling.cu). Implicit bodies (backward
- * Euler, host/fem_implicit.c) run on the CPU path only: a world with one
- * is refused on this path (host/world.c). */
+ * Euler) are solved by kernels/fem_implicit.cu between the forces and the
+ * coupling. */
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -34,6 +34,7 @@ struct firn_fem_cuda {
     float *sph_share;        /* FEM-SPH scratch, 3 per surface vertex (NULL: off) */
     float *sph_count;        /* FEM-SPH: boxes holding each SPH particle (firn_fem_sph_count) */
     firn_fem_material *mats; /* FIRN_MAX_MATERIALS, by material index */
+    firn_fem_icuda *imp;     /* implicit bodies' solver (NULL: none) */
     unsigned long long *bad; /* first non-finite FEM vertex (firn_cuda_bad_word) */
     void *block;             /* the one allocation of all of the above */
     long long nodes;         /* MPM nodes mpm_D covers */
@@ -55,10 +56,13 @@ static __global__ void fem_forces(const firn_fem_material *mats, firn_fem_elemen
         firn_fem_element_forces(e, mats, &E, x, nv);
 }
 
-static __global__ void fem_velocity(firn_fem_params P, firn_fem_vertices V, firn_fem_elements E)
+/* Vertices [first, last): one explicit body, or all when none is
+ * implicit. */
+static __global__ void fem_velocity(firn_fem_params P, firn_fem_vertices V, firn_fem_elements E,
+                                    int first, int last)
 {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < V.n)
+    int i = first + (int)(blockIdx.x * blockDim.x + threadIdx.x);
+    if (i < last)
         firn_fem_velocity(i, &P, &V, &E);
 }
 
@@ -127,8 +131,8 @@ static __global__ void fem_position(firn_fem_params P, firn_fem_vertices V, unsi
 
 /* ---- launchers ------------------------------------------------------------ */
 
-int firn_cuda_fem_queue_pre(firn_fem_cuda *S, const firn_fem *H, cudaStream_t st, cudaEvent_t ev,
-                            firn_error *err)
+int firn_cuda_fem_queue_pre(firn_fem_cuda *S, firn_fem *H, unsigned substep, cudaStream_t st,
+                            cudaEvent_t ev, firn_error *err)
 {
     if (S->E.n > 0) {
         FIRN_LAUNCH(fem_forces, blocks_for(S->E.n), FIRN_FEM_BLOCK, 0, st, S->mats, S->E, S->V.x,
@@ -137,8 +141,25 @@ int firn_cuda_fem_queue_pre(firn_fem_cuda *S, const firn_fem *H, cudaStream_t st
     }
     if (ev)
         FIRN_CUDA_CHECK(cudaEventRecord(ev, st), err);
-    FIRN_LAUNCH(fem_velocity, blocks_for(S->V.n), FIRN_FEM_BLOCK, 0, st, H->P, S->V, S->E);
-    FIRN_CUDA_CHECK_LAUNCH("fem_velocity", st, err);
+    if (!S->imp) {
+        FIRN_LAUNCH(fem_velocity, blocks_for(S->V.n), FIRN_FEM_BLOCK, 0, st, H->P, S->V, S->E, 0,
+                    S->V.n);
+        FIRN_CUDA_CHECK_LAUNCH("fem_velocity", st, err);
+        return 0;
+    }
+    if (substep == 0)
+        H->implicit_failed = -1;
+    for (int b = 0; b < H->bodies; b++) {
+        const int v0 = H->v_first[b], v1 = H->v_first[b + 1];
+        if (H->implicit[b]) {
+            if (firn_cuda_fem_implicit_step(S->imp, S->V, S->E, S->mats, H, b, st, err))
+                return FIRN_CUDA_FAILED;
+        } else if (v1 > v0) {
+            FIRN_LAUNCH(fem_velocity, blocks_for(v1 - v0), FIRN_FEM_BLOCK, 0, st, H->P, S->V, S->E,
+                        v0, v1);
+            FIRN_CUDA_CHECK_LAUNCH("fem_velocity", st, err);
+        }
+    }
     return 0;
 }
 
@@ -196,7 +217,10 @@ void firn_cuda_fem_discard_bad_word(firn_world *w)
     firn_cuda_discard_bad_word(w->fem.cuda->bad, firn_cuda_world_stream(w));
 }
 
-size_t firn_cuda_fem_bytes(const firn_fem_cuda *S) { return S ? S->bytes : 0; }
+size_t firn_cuda_fem_bytes(const firn_fem_cuda *S)
+{
+    return S ? S->bytes + firn_cuda_fem_implicit_bytes(S->imp) : 0;
+}
 
 /* ---- device state --------------------------------------------------------- */
 
@@ -373,14 +397,6 @@ extern "C" int firn_cuda_fem_init(firn_world *w, firn_error *err)
                        "firn_cuda_fem_init: the CUDA backend of this world is not initialised");
         return FIRN_CUDA_FAILED;
     }
-    for (int b = 0; b < w->fem.bodies; b++)
-        if (w->fem.implicit[b]) {
-            firn_set_error(err, FIRN_E_DEVICE,
-                           "the FEM body bodies[%d] is implicit (\"integrator\": \"implicit\"), "
-                           "which runs on the CPU path only",
-                           w->fem.scene_body[b]);
-            return FIRN_CUDA_FAILED;
-        }
     int *vf_start = NULL, *vf = NULL;
     if (firn_fem_surface_faces(&w->fem, &vf_start, &vf, err))
         return FIRN_CUDA_FAILED;
@@ -391,8 +407,14 @@ extern "C" int firn_cuda_fem_init(firn_world *w, firn_error *err)
         return FIRN_CUDA_FAILED;
     }
     w->fem.cuda = S;
-    const int failed = state_init(w, S, vf_start, vf, err);
+    int failed = state_init(w, S, vf_start, vf, err);
     free(vf_start), free(vf);
+    int implicit = 0;
+    for (int b = 0; b < w->fem.bodies; b++)
+        implicit |= w->fem.implicit[b];
+    if (!failed && implicit)
+        failed = firn_cuda_fem_implicit_init(&S->imp, &w->fem, S->V, S->E, S->mats, w->device_name,
+                                             firn_cuda_world_stream(w), err);
     if (failed) {
         firn_cuda_fem_free(w);
         return FIRN_CUDA_FAILED;
@@ -409,6 +431,7 @@ extern "C" void firn_cuda_fem_free(firn_world *w)
         return;
     if (w->cuda)
         (void)cudaStreamSynchronize(firn_cuda_world_stream(w));
+    firn_cuda_fem_implicit_free(S->imp);
     cudaFree(S->block);
     (void)cudaGetLastError();
     free(S);

@@ -13,11 +13,13 @@
 
 struct firn_fem_cuda; /* kernels/fem.cu, held in firn_fem.cuda */
 
-/* Pre-coupling (host/fem_cpu.c fem_pre_coupling, explicit bodies): the
- * element forces, one thread per element, then each vertex's velocity
- * step, one thread per vertex; ev (when not NULL) recorded between them. H
- * is the host solver (parameters, dt set). */
-int firn_cuda_fem_queue_pre(struct firn_fem_cuda *S, const firn_fem *H, cudaStream_t st,
+/* Pre-coupling (host/fem_cpu.c fem_pre_coupling): the element forces, one
+ * thread per element, then each explicit body's velocity step, one thread
+ * per vertex, and each implicit body's backward Euler solve
+ * (firn_cuda_fem_implicit_step); ev (when not NULL) recorded after the
+ * forces. H is the host solver (parameters, dt set; the implicit solves'
+ * counts and first failure, reset at substep 0 of a call). */
+int firn_cuda_fem_queue_pre(struct firn_fem_cuda *S, firn_fem *H, unsigned substep, cudaStream_t st,
                             cudaEvent_t ev, firn_error *err);
 /* The FEM pairs (host/coupler.c couple_fem): the surface normals, then
  * FEM-Rigid with the nb bodies (nb 0: off), its reaction into acc, then
@@ -39,6 +41,27 @@ void firn_cuda_fem_discard_bad_word(struct firn_world *w);
 
 /* Device memory the FEM state holds (0 without one). */
 size_t firn_cuda_fem_bytes(const struct firn_fem_cuda *S);
+
+/* Implicit bodies (kernels/fem_implicit.cu): the solver's device vectors
+ * for all of a world's vertices V and elements E (whose device arrays they
+ * use), allocated once when a body is implicit. */
+struct firn_fem_icuda;
+int firn_cuda_fem_implicit_init(struct firn_fem_icuda **out, const firn_fem *H,
+                                const firn_fem_vertices &V, const firn_fem_elements &E,
+                                const firn_fem_material *mats, const char *device_name,
+                                cudaStream_t st, firn_error *err);
+void firn_cuda_fem_implicit_free(struct firn_fem_icuda *I);
+size_t firn_cuda_fem_implicit_bytes(const struct firn_fem_icuda *I);
+/* One backward Euler step of body `body` (host/fem_implicit.c's
+ * firn_fem_implicit_step, firn_fem_implicit_params_default): x0 = x, then
+ * v = (x_{n+1} - x_n) / dt, the post-coupling phase moving x. Reads the
+ * device's stop flags once per batch of CG iterations (a host round trip).
+ * A failed solve leaves v NaN and, for the first failure since
+ * H->implicit_failed was reset, sets it and H->implicit_error; H's
+ * implicit_solves, newton_iters and pcg_iters count as the CPU's. */
+int firn_cuda_fem_implicit_step(struct firn_fem_icuda *I, const firn_fem_vertices &V,
+                                const firn_fem_elements &E, const firn_fem_material *mats,
+                                firn_fem *H, int body, cudaStream_t st, firn_error *err);
 
 /* FEM-Rigid (kernels/coupling.cu): one thread per surface vertex
  * (firn_fem_rigid_vertex), the reaction reduced per warp, then double

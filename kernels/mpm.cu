@@ -855,7 +855,7 @@ static int queue_substep(firn_world *w, const firn_params *P, unsigned substep, 
     if (timed)
         FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_PBD_PARTICLES], s->stream), err);
     if (w->fem.cuda) {
-        if (firn_cuda_fem_queue_pre(w->fem.cuda, &w->fem, s->stream,
+        if (firn_cuda_fem_queue_pre(w->fem.cuda, &w->fem, substep, s->stream,
                                     timed ? s->ev[EV_FEM_ELEMENTS] : NULL, err))
             return FIRN_CUDA_FAILED;
     } else if (timed) {

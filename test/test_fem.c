@@ -428,13 +428,6 @@ Test(fem_refusals, implicit_on_cuda_and_non_finite_state)
     firn_scene_def def;
     firn_error err;
     cr_assert_eq(parse(json, &def, &err), 0, "%s", err.msg);
-    /* Implicit bodies run on the CPU path only: refused on cuda (whether
-     * or not a GPU answers, the reason is named first). */
-    def.bodies[0].fem_implicit = 1;
-    cr_assert_null(firn_world_create(&def, FIRN_BACKEND_CUDA, &err));
-    cr_assert_eq(err.code, FIRN_E_DEVICE);
-    cr_assert(strstr(err.msg, "implicit FEM bodies"), "%s", err.msg);
-    def.bodies[0].fem_implicit = 0;
     firn_world *w = firn_world_create(&def, FIRN_BACKEND_CPU, &err);
     cr_assert(w, "%s", err.msg);
     cr_assert_eq(firn_world_backend(w), FIRN_BACKEND_CPU);

@@ -18,8 +18,11 @@
  * state with the same tolerance (the pairs' scatters are float atomics on
  * the device, in another order than the CPU's), the ball's velocity to
  * 1e-5 relative; each pair must have acted (the state differs from a run
- * with the pair off). Then the non-finite report, and the refusal of
- * implicit bodies. Every test skips, and only, without a usable GPU (real
+ * with the pair off). Then the non-finite report. Implicit bodies
+ * (kernels/fem_implicit.cu): one backward Euler substep of each model from
+ * a perturbed state, an explicit and an implicit body together over 20
+ * substeps, with the Newton and CG counts as the CPU's, and a failed
+ * solve's report. Every test skips, and only, without a usable GPU (real
  * or emulated). */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -415,30 +418,148 @@ Test(gpu_fem, nonfinite_vertex_is_reported_as_the_cpu_does, .timeout = 120)
     firn_world_destroy(cpu);
 }
 
-/* An implicit body: --backend cuda refuses the scene naming why; auto runs
- * it on the CPU path. */
-Test(gpu_fem, implicit_body_is_refused_on_cuda_and_auto_takes_the_cpu, .timeout = 120)
+/* ---- implicit bodies (kernels/fem_implicit.cu) ----------------------------- */
+
+/* The implicit solve's counters of both worlds: the same Newton
+ * iterations, and CG iterations within 1 % + 1 (each solve stops when
+ * |r| <= 1e-4 |r_0|, and the two paths add the dot products in another
+ * order, so a solve may end one iteration apart). */
+static void expect_same_iterations(const char *label, const firn_world *gpu, const firn_world *cpu)
+{
+    const firn_fem *g = &gpu->fem, *c = &cpu->fem;
+    cr_log_info("%s: %lld solves; Newton %lld (GPU %lld), CG %lld (GPU %lld)", label,
+                c->implicit_solves, c->newton_iters, g->newton_iters, c->pcg_iters, g->pcg_iters);
+    cr_expect_eq(g->implicit_solves, c->implicit_solves, "%s: solves", label);
+    cr_expect_eq(g->newton_iters, c->newton_iters, "%s: Newton iterations", label);
+    cr_expect_gt(c->pcg_iters, 0, "%s: no CG iteration ran", label);
+    cr_expect_leq(llabs(g->pcg_iters - c->pcg_iters), c->pcg_iters / 100 + 1,
+                  "%s: CG iterations GPU %lld, CPU %lld", label, g->pcg_iters, c->pcg_iters);
+}
+
+/* One backward Euler substep of the clamped block of `model` from the
+ * perturbed state, at 1e-2 s (about 4.5 times the explicit limit of these
+ * elements, h / c = 2.5 cm / 11.6 m/s): CG runs tens of iterations, and
+ * Newton several for the nonlinear models (one for the linear one, whose
+ * energy is quadratic). x, v and x0 with the tolerance of the explicit step: the
+ * solve is the CPU's sequence of float operations, its dot products in
+ * double, so a path difference comes only from the sums' order (1e-16
+ * relative) and, on a GPU, FMA contraction, not from the solver's
+ * tolerances. */
+static void implicit_substep_matches(const char *model)
 {
     require_gpu();
     firn_scene_def def;
-    block_scene(&def, "fem_linear");
+    block_scene(&def, model);
     def.bodies[0].fem_implicit = 1;
+    firn_world *cpu = make_world(&def, FIRN_BACKEND_CPU);
+    firn_world *gpu = make_world(&def, FIRN_BACKEND_CUDA);
+    cr_assert(gpu->fem.cuda, "the FEM state is on the device");
+    perturb(&cpu->fem, 0x1dea11c17ULL);
+    copy_fem_state(gpu, cpu);
+    run(cpu, 1, 1e-2f, "CPU");
+    run(gpu, 1, 1e-2f, "GPU");
+    const int linear = strcmp(model, "fem_linear") == 0;
+    cr_assert_geq(cpu->fem.newton_iters, linear ? 1 : 2, "%s: %lld Newton iterations", model,
+                  cpu->fem.newton_iters);
+    expect_same_iterations(model, gpu, cpu);
+    expect_fem_close(model, gpu, cpu, 0);
+    firn_world_destroy(cpu);
+    firn_world_destroy(gpu);
+}
+
+Test(gpu_fem, implicit_linear_substep_matches_cpu, .timeout = 300)
+{
+    implicit_substep_matches("fem_linear");
+}
+
+Test(gpu_fem, implicit_corotated_substep_matches_cpu, .timeout = 300)
+{
+    implicit_substep_matches("fem_corotated");
+}
+
+Test(gpu_fem, implicit_stable_neohookean_substep_matches_cpu, .timeout = 300)
+{
+    implicit_substep_matches("fem_stable_neohookean");
+}
+
+/* Two blocks in one world, the first explicit and the second implicit, both
+ * clamped, 20 substeps at 4e-4 s under gravity: each body takes its own
+ * integrator on the device (the explicit one the vertex kernel over its
+ * range only), the implicit one's counters as the CPU's, and auto now puts
+ * such a world on the GPU. */
+Test(gpu_fem, explicit_and_implicit_bodies_together_match_cpu, .timeout = 300)
+{
+    require_gpu();
+    firn_scene_def def;
+    scene_of("{'domain': {'lower': [-0.5, -0.5, -0.5], 'upper': [0.5, 0.5, 0.5], 'dx': 0.05},"
+             " 'materials': {'f': {'model': 'fem_stable_neohookean', 'E': 1e5, 'nu': 0.3,"
+             "                     'density': 1000}},"
+             " 'bodies': [{'material': 'f', 'solver': 'fem',"
+             "   'shape': {'type': 'box', 'center': [0, 0.2, 0], 'size': [0.2, 0.1, 0.1],"
+             "             'cells': [8, 4, 4]},"
+             "   'fixed': {'box': {'lower': [-0.11, -1, -1], 'upper': [-0.09, 1, 1]}}},"
+             "  {'material': 'f', 'solver': 'fem', 'integrator': 'implicit',"
+             "   'shape': {'type': 'box', 'center': [0, -0.2, 0], 'size': [0.2, 0.1, 0.1],"
+             "             'cells': [8, 4, 4]},"
+             "   'fixed': {'box': {'lower': [-0.11, -1, -1], 'upper': [-0.09, 1, 1]}}}]}",
+             &def);
+    firn_world *cpu = make_world(&def, FIRN_BACKEND_CPU);
+    firn_world *gpu = make_world(&def, FIRN_BACKEND_CUDA);
+    cr_assert_eq(cpu->fem.bodies, 2);
+    cr_assert(!cpu->fem.implicit[0] && cpu->fem.implicit[1], "one explicit, one implicit body");
+    run(cpu, 20, 4e-4f, "CPU");
+    run(gpu, 20, 4e-4f, "GPU");
+    cr_expect_eq(cpu->fem.implicit_solves, 20, "%lld implicit solves", cpu->fem.implicit_solves);
+    expect_same_iterations("two bodies", gpu, cpu);
+    expect_fem_close("two bodies", gpu, cpu, 0);
+    /* Both ends fell: each integrator acted. */
+    const int n = gpu->fem.V.n, half = n / 2;
+    float sag[2] = {0.0f, 0.0f};
+    for (int i = 0; i < n; i++)
+        if (!gpu->fem.V.fixed[i])
+            sag[i >= half] = fmaxf(sag[i >= half], gpu->fem.V.x0[n + i] - gpu->fem.V.x[n + i]);
+    cr_expect(sag[0] > 0.0f && sag[1] > 0.0f, "a body did not fall (%g, %g m in the last step)",
+              sag[0], sag[1]);
+    firn_world_destroy(cpu);
+    firn_world_destroy(gpu);
     firn_error err = {0};
-    firn_world *w = firn_world_create(&def, FIRN_BACKEND_CUDA, &err);
-    cr_expect_null(w, "an implicit FEM body was accepted on the CUDA path");
-    firn_world_destroy(w);
-    cr_expect_eq(err.code, FIRN_E_DEVICE, "%s", err.msg);
-    cr_expect(strstr(err.msg, "implicit FEM bodies") && strstr(err.msg, "CPU path only"), "%s",
-              err.msg);
-    w = firn_world_create(&def, FIRN_BACKEND_AUTO, &err);
+    firn_world *w = firn_world_create(&def, FIRN_BACKEND_AUTO, &err);
     cr_assert(w, "auto: %s", err.msg);
-    cr_expect_eq(w->backend, FIRN_BACKEND_CPU, "auto put an implicit FEM body on the GPU");
-    cr_expect_null(w->fem.cuda);
-    firn_world_destroy(w);
-    def.bodies[0].fem_implicit = 0;
-    w = firn_world_create(&def, FIRN_BACKEND_AUTO, &err);
-    cr_assert(w, "auto: %s", err.msg);
-    cr_expect_eq(w->backend, FIRN_BACKEND_CUDA, "auto kept an explicit FEM body off the GPU");
+    cr_expect_eq(w->backend, FIRN_BACKEND_CUDA, "auto kept an implicit FEM body off the GPU");
     cr_expect(w->fem.cuda != NULL);
     firn_world_destroy(w);
+}
+
+/* A NaN velocity in an implicit body: the solve's gradient is not finite
+ * at its first iteration. Both paths fail the run with FIRN_E_NUMERIC,
+ * naming the body's solve and why, and the same vertex (the body's first
+ * free one: a failed solve leaves the body's velocities NaN). */
+Test(gpu_fem, failed_implicit_solve_is_reported_as_the_cpu_does, .timeout = 120)
+{
+    require_gpu();
+    firn_scene_def def;
+    block_scene(&def, "fem_corotated");
+    def.bodies[0].fem_implicit = 1;
+    firn_world *cpu = make_world(&def, FIRN_BACKEND_CPU);
+    firn_world *gpu = make_world(&def, FIRN_BACKEND_CUDA);
+    cpu->fem.V.v[2 * cpu->fem.V.n + 100] = NAN;
+    copy_fem_state(gpu, cpu);
+    firn_error ec = {0}, eg = {0};
+    cr_assert_neq(firn_world_run_substeps(cpu, 3, 1e-3f, &ec), 0, "the CPU path ran through a NaN");
+    cr_assert_neq(firn_world_run_substeps(gpu, 3, 1e-3f, &eg), 0, "the GPU ran through a NaN");
+    cr_expect_eq(ec.code, FIRN_E_NUMERIC, "%s", ec.msg);
+    cr_expect_eq(eg.code, FIRN_E_NUMERIC, "%s", eg.msg);
+    const char *why = "its implicit solve failed: FEM implicit: body 0's energy gradient is not "
+                      "finite after 0 Newton iterations";
+    cr_expect(strstr(ec.msg, why) != NULL, "CPU: %s", ec.msg);
+    cr_expect(strstr(eg.msg, why) != NULL, "GPU: %s", eg.msg);
+    int first = 0;
+    while (cpu->fem.V.fixed[first])
+        first++;
+    char vertex[32];
+    snprintf(vertex, sizeof vertex, "FEM vertex %d ", first);
+    cr_expect(strstr(ec.msg, vertex) != NULL, "CPU: %s (want %s)", ec.msg, vertex);
+    cr_expect(strstr(eg.msg, vertex) != NULL, "GPU: %s (want %s)", eg.msg, vertex);
+    firn_world_destroy(cpu);
+    firn_world_destroy(gpu);
 }
