@@ -41,18 +41,18 @@ struct fem_dd {
 /* The solve's scalars and flags, on the device (one per world: bodies
  * are solved one after another). */
 typedef struct {
-    double gn2, load2, xmax;      /* |g|^2; |m (v/dt + g)|^2 and max |x0| (first iteration) */
-    fem_dd pair;                  /* (r.z, r.r) */
-    double pAp, slope, dumax;     /* p.Ap; g.du; max |du| */
-    double en_el, en_in, en_k;    /* energy parts: elastic, inertial, u.K u */
-    double g0, rz, r0, step;      /* reference gradient; r.z; |r_0|; the last Newton step */
-    double e0, best;              /* line search: E(u) + rounding allowance; lowest trial */
-    float dx, a, b, s, t, sbest;  /* stall length; CG's alpha, beta; the step taken; trial */
-    float res, residual;          /* |r|/|r_0|; |g|/g0 */
-    int newton_done;              /* 0 going; 1 converged; 2 stalled; 3 newton_max; -1 failed */
-    int pcg_done, pcg_it, ok;     /* CG stopped; its iterations; a trial passed */
-    int failed;                   /* 0; 1 non-finite gradient; 2 CG breakdown */
-    int ls_fails;                 /* trials that all failed Armijo's test */
+    double gn2, load2, xmax;     /* |g|^2; |m (v/dt + g)|^2 and max |x0| (first iteration) */
+    fem_dd pair;                 /* (r.z, r.r) */
+    double pAp, slope, dumax;    /* p.Ap; g.du; max |du| */
+    double en_el, en_in, en_k;   /* energy parts: elastic, inertial, u.K u */
+    double g0, rz, r0, step;     /* reference gradient; r.z; |r_0|; the last Newton step */
+    double e0, best;             /* line search: E(u) + rounding allowance; lowest trial */
+    float dx, a, b, s, t, sbest; /* stall length; CG's alpha, beta; the step taken; trial */
+    float res, residual;         /* |r|/|r_0|; |g|/g0 */
+    int newton_done;             /* 0 going; 1 converged; 2 stalled; 3 newton_max; -1 failed */
+    int pcg_done, pcg_it, ok;    /* CG stopped; its iterations; a trial passed */
+    int failed;                  /* 0; 1 non-finite gradient; 2 CG breakdown */
+    int ls_fails;                /* trials that all failed Armijo's test */
 } fem_ictl;
 
 struct firn_fem_icuda {
@@ -68,7 +68,10 @@ struct firn_fem_icuda {
     double e_round[FIRN_FEM_MAX_BODIES]; /* each body's energy rounding allowance [J] */
 };
 
-static unsigned blocks_for(int n) { return (unsigned)((n + FIRN_FEM_IBLOCK - 1) / FIRN_FEM_IBLOCK); }
+static unsigned blocks_for(int n)
+{
+    return (unsigned)((n + FIRN_FEM_IBLOCK - 1) / FIRN_FEM_IBLOCK);
+}
 
 /* ---- kernels: per element or vertex in [first, last), skipping when
  * *skip (when given) is set --------------------------------------------- */
@@ -133,9 +136,9 @@ static __global__ void imp_preconditioner(firn_fem_vertices V, firn_fem_elements
                                           const int *skip)
 {
     RANGE_INDEX(i);
-    const firn_mat3 M = V.fixed[i] ? firn_m3_diag(0.0f, 0.0f, 0.0f)
-                                   : firn_fem_inverse3(firn_fem_implicit_diag_block(i, &V, &E, H,
-                                                                                    cm, ck));
+    const firn_mat3 M = V.fixed[i]
+                            ? firn_m3_diag(0.0f, 0.0f, 0.0f)
+                            : firn_fem_inverse3(firn_fem_implicit_diag_block(i, &V, &E, H, cm, ck));
     for (int k = 0; k < 9; k++)
         Minv[k * V.n + i] = M.m[k];
 }
@@ -503,8 +506,7 @@ static int temp_need(firn_fem_icuda *I, const firn_fem_vertices &V, const firn_f
     /* Sizing only: CUB reads no operand (the outputs are host stand-ins). */
     double d = 0.0;
     fem_dd d2 = zero2;
-    FIRN_CUDA_CHECK(reduce(I, bytes, dot_of(NULL, NULL, 0, NULL), sum_op(), 0.0, 0, nmax,
-                           &d, 0),
+    FIRN_CUDA_CHECK(reduce(I, bytes, dot_of(NULL, NULL, 0, NULL), sum_op(), 0.0, 0, nmax, &d, 0),
                     err);
     FIRN_CUDA_CHECK(reduce(I, bytes, rt, sum2_op(), zero2, 0, nmax, &d2, 0), err);
     FIRN_CUDA_CHECK(reduce(I, bytes, lt, sum_op(), 0.0, 0, nmax, &d, 0), err);
@@ -512,9 +514,9 @@ static int temp_need(firn_fem_icuda *I, const firn_fem_vertices &V, const firn_f
     FIRN_CUDA_CHECK(reduce(I, bytes, energy_of_elements(mats, E, NULL, NULL, 0, NULL), sum_op(),
                            0.0, 0, nmax, &d, 0),
                     err);
-    FIRN_CUDA_CHECK(reduce(I, bytes, inertia_of(V, NULL, g, 1.0f, 0.0f, NULL), sum_op(), 0.0, 0,
-                           nmax, &d, 0),
-                    err);
+    FIRN_CUDA_CHECK(
+        reduce(I, bytes, inertia_of(V, NULL, g, 1.0f, 0.0f, NULL), sum_op(), 0.0, 0, nmax, &d, 0),
+        err);
     return 0;
 }
 
@@ -535,17 +537,16 @@ static size_t layout(int nv, int ne, char *base, firn_fem_icuda *I)
     for (size_t k = 0; k < sizeof vec / sizeof *vec; k++)
         CARVE(*vec[k], float, 3 * (size_t)nv);
     CARVE(I->Minv, float, 9 * (size_t)nv);
-    CARVE(I->H, float, (size_t)FIRN_FEM_HESS_FLOATS * ne);
+    CARVE(I->H, float, (size_t)FIRN_FEM_HESS_FLOATS *ne);
     CARVE(I->slot, float, 12 * (size_t)ne);
     CARVE(I->ctl, fem_ictl, 1);
 #undef CARVE
     return off;
 }
 
-int firn_cuda_fem_implicit_init(firn_fem_icuda **out, const firn_fem *H,
-                                const firn_fem_vertices &V, const firn_fem_elements &E,
-                                const firn_fem_material *mats, const char *device_name,
-                                cudaStream_t st, firn_error *err)
+int firn_cuda_fem_implicit_init(firn_fem_icuda **out, const firn_fem *H, const firn_fem_vertices &V,
+                                const firn_fem_elements &E, const firn_fem_material *mats,
+                                const char *device_name, cudaStream_t st, firn_error *err)
 {
     *out = NULL;
     firn_fem_icuda *I = (firn_fem_icuda *)calloc(1, sizeof *I);
@@ -695,8 +696,8 @@ static int queue_prepare(const imp_body *B, int it, firn_error *err)
     const cudaStream_t st = B->st;
     const firn_fem_vertices &V = B->V;
     const int nv = B->v1 - B->v0;
-    LAUNCH(imp_elements, B->e1 - B->e0, B->mats, B->E, V.x0, I->u, V.n, I->slot, I->H, B->e0,
-           B->e1, (const int *)NULL);
+    LAUNCH(imp_elements, B->e1 - B->e0, B->mats, B->E, V.x0, I->u, V.n, I->slot, I->H, B->e0, B->e1,
+           (const int *)NULL);
     LAUNCH(imp_gradient, nv, V, I->slot, B->E.n, I->u,
            firn_v3(B->gravity[0], B->gravity[1], B->gravity[2]), B->dt, B->P.damping_alpha, I->g,
            B->v0, B->v1, (const int *)NULL);
@@ -743,8 +744,8 @@ static int queue_pcg(const imp_body *B, int k, firn_error *err)
             return FIRN_CUDA_FAILED;
         REDUCE(dot_of(I->p, I->Ap, n, done), sum_op(), 0.0, B->v0, nv, &I->ctl->pAp);
         LAUNCH1(imp_pcg_alpha, I->ctl);
-        LAUNCH(imp_pcg_update, nv, I->ctl, I->p, I->Ap, I->Minv, I->du, I->r, I->z, n, B->v0,
-               B->v1, done);
+        LAUNCH(imp_pcg_update, nv, I->ctl, I->p, I->Ap, I->Minv, I->du, I->r, I->z, n, B->v0, B->v1,
+               done);
         REDUCE(rt, sum2_op(), zero2, B->v0, nv, &I->ctl->pair);
         LAUNCH1(imp_pcg_beta, I->ctl, B->P);
         LAUNCH(imp_pcg_direction, nv, I->ctl, I->z, I->p, n, B->v0, B->v1, done);
