@@ -35,8 +35,8 @@ static const char *bench_usage =
     "  --warmup      untimed substeps first, into motion (default 300)\n"
     "  --threads     CPU: comma list of OpenMP thread counts to run each case with, and\n"
     "                the speedup of each phase over the first (default: OMP_NUM_THREADS)\n"
-    "  --p2g         CUDA MPM cases: comma list of atomic, binned, warp, or all;\n"
-    "                each case runs with each (default all)\n"
+    "  --p2g         CUDA MPM cases: comma list of atomic, binned, warp, ordered (the\n"
+    "                deterministic one), or all; each case runs with each (default all)\n"
     "  --json/--csv  write the results (default out/bench/bench.json and .csv)\n";
 
 typedef struct {
@@ -167,11 +167,15 @@ static int run_case(bench_result *r, const bench_opts *o, double copy_bw, firn_e
 
 static const char *backend_name(firn_backend b) { return b == FIRN_BACKEND_CUDA ? "cuda" : "cpu"; }
 /* The P2G variants a CUDA MPM case can run, in the order bench runs them. */
-static const int p2g_variants[] = {FIRN_P2G_ATOMIC, FIRN_P2G_BINNED, FIRN_P2G_WARP};
+static const int p2g_variants[] = {FIRN_P2G_ATOMIC, FIRN_P2G_BINNED, FIRN_P2G_WARP,
+                                   FIRN_P2G_ORDERED};
 #define N_P2G ((int)(sizeof p2g_variants / sizeof p2g_variants[0]))
 static const char *p2g_name(int v)
 {
-    return v == FIRN_P2G_BINNED ? "binned" : v == FIRN_P2G_WARP ? "warp" : "atomic";
+    return v == FIRN_P2G_BINNED    ? "binned"
+           : v == FIRN_P2G_WARP    ? "warp"
+           : v == FIRN_P2G_ORDERED ? "ordered"
+                                   : "atomic";
 }
 
 static const char *solver_name(const bench_result *r)
@@ -475,7 +479,8 @@ static const char *const scene_names[] = {
     "sand_block", "snowball",   "dam_break", "sph_dam_break",     "sph_dam_break_dfsph",
     "pbd_cloth",  "pbd_liquid", "fem_beam",  "fem_beam_implicit", "all"};
 static const char *const layout_names[] = {"dense", "sparse", "both"};
-static const char *const p2g_names[] = {"atomic", "binned", "warp", "all"}; /* p2g_variants' */
+static const char *const p2g_names[] = {"atomic", "binned", "warp", "ordered",
+                                        "all"}; /* p2g_variants' */
 
 /* `firn bench`'s command line. */
 typedef struct {
@@ -533,7 +538,8 @@ static int parse_bench_option(const char *a, const char *v, bench_args *g)
             g->layouts = 3;
     } else if (!strcmp(a, "--p2g")) {
         if (parse_list(v, p2g_names, N_P2G + 1, &g->p2gs)) {
-            fprintf(stderr, "firn bench: --p2g takes a list of atomic, binned, warp or all\n");
+            fprintf(stderr,
+                    "firn bench: --p2g takes a list of atomic, binned, warp, ordered or all\n");
             return FIRN_E_USAGE;
         }
         if (g->p2gs & (1 << N_P2G))

@@ -450,9 +450,10 @@ static int parse_compare_args(int argc, char **argv, const char **scene, int *fr
         } else if (!strcmp(argv[i], "--p2g")) {
             const char *v = i + 1 < argc ? argv[++i] : NULL;
             if (firn_cli_p2g(v, p2g)) {
-                fprintf(stderr,
-                        "firn compare: --p2g must be auto, atomic, binned or warp, got '%s'\n",
-                        v ? v : "");
+                fprintf(
+                    stderr,
+                    "firn compare: --p2g must be auto, atomic, binned, warp or ordered, got '%s'\n",
+                    v ? v : "");
                 return FIRN_E_USAGE;
             }
         } else if (argv[i][0] == '-' || *scene) {

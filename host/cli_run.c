@@ -164,6 +164,8 @@ int firn_cli_p2g(const char *name, int *out)
         *out = FIRN_P2G_AUTO;
     else if (!strcmp(name, "warp"))
         *out = FIRN_P2G_WARP;
+    else if (!strcmp(name, "ordered"))
+        *out = FIRN_P2G_ORDERED;
     else
         return -1;
     return 0;
@@ -291,6 +293,7 @@ typedef struct {
     firn_backend backend;
     int frames, every, quiet;
     int p2g;               /* --p2g (firn_p2g_variant), -1: the scene default's */
+    int deterministic;     /* --deterministic: --p2g ordered, and the scene must allow it */
     int ckpt_frames;       /* checkpoint every this many frames (0: by time or never) */
     double ckpt_seconds;   /* checkpoint when this much wall time has passed (0: never) */
     int resume;            /* --resume given */
@@ -341,10 +344,13 @@ static int parse_run_args(int argc, char **argv, run_opts *o)
         } else if (!strcmp(a, "--p2g")) {
             const char *v = i + 1 < argc ? argv[++i] : NULL;
             if (firn_cli_p2g(v, &o->p2g)) {
-                fprintf(stderr, "firn run: --p2g must be auto, atomic, binned or warp, got '%s'\n",
+                fprintf(stderr,
+                        "firn run: --p2g must be auto, atomic, binned, warp or ordered, got '%s'\n",
                         v ? v : "");
                 return FIRN_E_USAGE;
             }
+        } else if (!strcmp(a, "--deterministic")) {
+            o->deterministic = 1;
         } else if (!strcmp(a, "--every")) {
             if (firn_cli_int("--every", i + 1 < argc ? argv[++i] : NULL, &o->every))
                 return FIRN_E_USAGE;
@@ -391,6 +397,16 @@ static int parse_run_args(int argc, char **argv, run_opts *o)
     if (o->ckpt_path && (!o->ckpt_path[0] || strlen(o->ckpt_path) >= FIRN_PATH_MAX)) {
         fprintf(stderr, "firn run: --resume needs a checkpoint path of 1 to %d characters\n",
                 FIRN_PATH_MAX - 1);
+        return FIRN_E_USAGE;
+    }
+    if (o->deterministic && o->p2g >= 0 && o->p2g != FIRN_P2G_ORDERED) {
+        fprintf(stderr,
+                "firn run: --deterministic takes the ordered P2G; it cannot be combined "
+                "with --p2g %s\n",
+                o->p2g == FIRN_P2G_ATOMIC   ? "atomic"
+                : o->p2g == FIRN_P2G_BINNED ? "binned"
+                : o->p2g == FIRN_P2G_WARP   ? "warp"
+                                            : "auto");
         return FIRN_E_USAGE;
     }
     return 0;
@@ -780,6 +796,8 @@ int firn_cli_run(int argc, char **argv)
         def.frames = o.frames;
     if (o.every)
         def.out_every = o.every;
+    if (o.deterministic)
+        o.p2g = FIRN_P2G_ORDERED;
     if (o.p2g >= 0)
         def.gpu_p2g = o.p2g;
     if (o.out)
@@ -792,6 +810,17 @@ int firn_cli_run(int argc, char **argv)
     firn_world *w = start_world(&def, &o, &first, &err);
     if (!w)
         return firn_cli_fail(&err);
+    const char *why = o.deterministic && firn_world_backend(w) == FIRN_BACKEND_CUDA
+                          ? firn_world_gpu_nondeterminism(w)
+                          : NULL;
+    if (why) {
+        fprintf(stderr,
+                "firn: error: %s: --deterministic: on the GPU %s, so two runs of this scene may "
+                "differ in the last bits (the CPU path, --backend cpu, is deterministic)\n",
+                o.scene, why);
+        firn_world_destroy(w);
+        return FIRN_E_USAGE;
+    }
     if (!o.quiet) {
         if (o.backend == FIRN_BACKEND_AUTO && gpus == 0)
             fprintf(stderr, "firn: no CUDA GPU found; running on the CPU path\n");

@@ -569,6 +569,28 @@ void firn_world_destroy(firn_world *w)
 }
 
 firn_backend firn_world_backend(const firn_world *w) { return w->backend; }
+
+const char *firn_world_gpu_nondeterminism(const firn_world *w)
+{
+    const firn_coupler *c = &w->coupler;
+    if (w->p.n > 0 && c->active[FIRN_SOLVER_MPM]) {
+        if (c->cpic && w->p.cpic_slots > 0)
+            return "MPM's P2G with CPIC scatters with float atomics (CPIC has no ordered P2G)";
+        if (w->def.gpu_p2g != FIRN_P2G_ORDERED)
+            return "MPM's P2G scatters with float atomics (--p2g ordered gathers in a fixed "
+                   "order)";
+    }
+    int dynamic = 0;
+    for (int k = 0; k < w->n_rigids; k++)
+        dynamic |= w->rigids[k].motion == FIRN_MOTION_DYNAMIC;
+    if (dynamic && (c->rigid_mpm || c->sph_rigid || c->pbd_rigid || c->fem_rigid))
+        return "the coupling reaction on dynamic rigid bodies is summed with double atomics";
+    if (w->n_tools > 0 && c->tool_mpm)
+        return "the tools' reaction (their reported force) is summed with double atomics";
+    if (c->fem_mpm || c->fem_sph)
+        return "the FEM-MPM and FEM-SPH pairs scatter with float atomics";
+    return NULL;
+}
 const char *firn_world_device_name(const firn_world *w) { return w->device_name; }
 long long firn_world_particle_count(const firn_world *w)
 {
@@ -639,7 +661,7 @@ size_t firn_mesh_grid_bytes(const firn_world *w, size_t (*align)(size_t))
 int firn_device_binned(const firn_world *w)
 {
     const int v = w->def.gpu_p2g;
-    return (v == FIRN_P2G_BINNED || v == FIRN_P2G_WARP ||
+    return (v == FIRN_P2G_BINNED || v == FIRN_P2G_WARP || v == FIRN_P2G_ORDERED ||
             (v == FIRN_P2G_AUTO && w->p.n >= FIRN_P2G_BINNED_MIN)) &&
            w->p.n > 0 && w->coupler.active[FIRN_SOLVER_MPM] &&
            !(w->coupler.cpic && w->p.cpic_slots > 0);
@@ -654,7 +676,12 @@ static size_t binned_bytes(const firn_world *w)
     size_t bins = 1;
     for (int a = 0; a < 3; a++)
         bins *= (size_t)((w->params.n[a] - 3) / 4 + 1);
-    return 4 * firn_align256((size_t)w->p.n * sizeof(int)) + 2 * firn_align256(bins * sizeof(int));
+    size_t ordered = 0; /* ordered P2G: each cell's range, each particle's scatter state */
+    if (w->def.gpu_p2g == FIRN_P2G_ORDERED)
+        ordered = 2 * firn_align256(bins * 64 * sizeof(int)) +
+                  firn_align256(16 * (size_t)w->p.n * sizeof(float));
+    return 4 * firn_align256((size_t)w->p.n * sizeof(int)) + 2 * firn_align256(bins * sizeof(int)) +
+           ordered;
 }
 
 size_t firn_device_bytes(const firn_world *w)

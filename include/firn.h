@@ -309,13 +309,17 @@ typedef struct {
  * or auto: binned from FIRN_P2G_BINNED_MIN MPM particles, where it was
  * measured faster (on an H200: 1.5x at 1M, 1.9-2.2x at 8M and 32M), atomic
  * below (2x faster at 100k, where a bin's block is mostly idle and the
- * sort's launches cost more than the scatter saves). The CPU path has one
- * P2G (coloured blocks). */
+ * sort's launches cost more than the scatter saves); or ordered, the
+ * deterministic one: particles sorted as binned, each node gathering what
+ * the particles of its 27 stencil-corner cells scatter to it in a fixed
+ * order, without atomics, so that two runs give the same bits (docs/BENCH.md,
+ * "Deterministic mode"). The CPU path has one P2G (coloured blocks). */
 typedef enum {
     FIRN_P2G_ATOMIC = 0,
     FIRN_P2G_BINNED = 1,
     FIRN_P2G_AUTO = 2,
-    FIRN_P2G_WARP = 3
+    FIRN_P2G_WARP = 3,
+    FIRN_P2G_ORDERED = 4
 } firn_p2g_variant;
 #define FIRN_P2G_BINNED_MIN 300000
 
@@ -522,6 +526,12 @@ typedef struct {
 firn_world *firn_world_create(const firn_scene_def *def, firn_backend backend, firn_error *err);
 void firn_world_destroy(firn_world *world);
 firn_backend firn_world_backend(const firn_world *world);
+/* NULL when a run of world on the CUDA path gives the same bits every time
+ * (--deterministic: MPM with --p2g ordered; SPH, PBD and explicit or
+ * implicit FEM bodies on their own; kinematic and static rigid bodies);
+ * otherwise the first phase whose float sums depend on the GPU threads'
+ * timing, in words. The CPU path is deterministic for any world. */
+const char *firn_world_gpu_nondeterminism(const firn_world *world);
 const char *firn_world_device_name(const firn_world *world);
 /* Particles of every particle solver (MPM, SPH and PBD). */
 long long firn_world_particle_count(const firn_world *world);

@@ -88,7 +88,16 @@ struct firn_mpm_bins {
     int *start, *end; /* per bin: its range in order (start = end: empty) */
     void *temp;       /* CUB's radix sort storage */
     size_t temp_bytes;
+    /* Ordered P2G (--p2g ordered, p2g_ordered): per key (count FIRN_BIN^3
+     * cells) its range in order; per sorted particle its scatter state. */
+    int ordered;
+    int *cstart, *cend;
+    float *ps; /* FIRN_ORDERED_FLOATS per particle, component-major by sorted position */
 };
+
+/* What ordered P2G keeps of a particle's scatter state (firn_p2g_state,
+ * less the stencil, rebuilt from x): affine 9, m v 3, mass 1, x 3. */
+#define FIRN_ORDERED_FLOATS 16
 
 struct firn_cuda_state {
     firn_particles p;    /* device SoA, same layout as the host mirror w->p */
@@ -167,6 +176,91 @@ static __global__ void bin_ranges(int n, firn_mpm_bins b)
         b.start[bin] = k;
     if (k == n - 1 || b.key_sorted[k + 1] / cells != bin)
         b.end[bin] = k + 1;
+}
+
+/* Ordered P2G, step 3: each key's (cell's) range in the sorted order;
+ * keys no particle has keep the memset's start = end = 0. */
+static __global__ void cell_ranges(int n, firn_mpm_bins b)
+{
+    int k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= n)
+        return;
+    const int key = b.key_sorted[k];
+    if (k == 0 || b.key_sorted[k - 1] != key)
+        b.cstart[key] = k;
+    if (k == n - 1 || b.key_sorted[k + 1] != key)
+        b.cend[key] = k + 1;
+}
+
+/* Step 4: the constitutive update of the particle at sorted position k (as
+ * p2g) and its scatter state, stored at k. */
+static __global__ void p2g_order_prepare(firn_params P, const firn_material *mats, firn_particles p,
+                                         firn_mpm_bins b)
+{
+    int k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= p.n)
+        return;
+    const int i = b.order[k], n = p.n;
+    const firn_p2g_state st = firn_p2g_prepare(i, &P, mats, p);
+    float *q = b.ps + k;
+    for (int c = 0; c < 9; c++)
+        q[c * n] = st.affine.m[c];
+    for (int c = 0; c < 3; c++)
+        q[(9 + c) * n] = st.mv.v[c], q[(13 + c) * n] = p.x[c * n + i];
+    q[12 * n] = st.mass;
+}
+
+/* Ordered P2G (--p2g ordered, the deterministic mode): one thread per grid
+ * node gathers what the particles whose stencils reach it scatter - the
+ * particles of the 27 cells whose stencil corner is the node minus (a, b,
+ * c), a, b, c in 0..2 - in a fixed order (a, b, c, then the stable sorted
+ * order, which is by particle index within a cell), and writes the node
+ * without atomics. So a run gives the same bits every time, whatever the
+ * threads' timing; the node's sum is added in another order than the
+ * atomic variants' (and the CPU's), so it differs from them by float
+ * rounding. Cost: the sort of the binned variants, 64 bytes a particle
+ * written and read back 27 times (from cache), 27 range lookups a node. */
+static __global__ void p2g_ordered(firn_params P, firn_particles p, firn_grid g, firn_mpm_bins b)
+{
+    const long long node = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (node >= g.nodes)
+        return;
+    const int n = p.n;
+    const int x[3] = {(int)(node / ((long long)g.n[1] * g.n[2])), (int)(node / g.n[2] % g.n[1]),
+                      (int)(node % g.n[2])};
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int a = 0; a < 3; a++)
+        for (int bb = 0; bb < 3; bb++)
+            for (int c = 0; c < 3; c++) {
+                const int o[3] = {x[0] - a, x[1] - bb, x[2] - c};
+                int inside = 1;
+                for (int d = 0; d < 3; d++)
+                    inside &= o[d] >= 0 && o[d] <= g.n[d] - 3;
+                if (!inside)
+                    continue;
+                const int bin =
+                    ((o[0] / FIRN_BIN) * b.n[1] + o[1] / FIRN_BIN) * b.n[2] + o[2] / FIRN_BIN;
+                const int cell =
+                    ((o[0] % FIRN_BIN) * FIRN_BIN + o[1] % FIRN_BIN) * FIRN_BIN + o[2] % FIRN_BIN;
+                const int key = bin * FIRN_BIN * FIRN_BIN * FIRN_BIN + cell;
+                for (int k = b.cstart[key]; k < b.cend[key]; k++) {
+                    const float *q = b.ps + k;
+                    firn_p2g_state st;
+                    for (int e = 0; e < 9; e++)
+                        st.affine.m[e] = q[e * n];
+                    st.mv = firn_v3(q[9 * n], q[10 * n], q[11 * n]);
+                    st.mass = q[12 * n];
+                    st.s = firn_make_stencil(&P, firn_v3(q[13 * n], q[14 * n], q[15 * n]));
+                    firn_vec3 col[3];
+                    const firn_vec3 m0 = firn_p2g_middle(&P, &st, col);
+                    float v[4];
+                    firn_p2g_node_value(&st, m0, col, a, bb, c, v);
+                    for (int e = 0; e < 4; e++)
+                        acc[e] += v[e];
+                }
+            }
+    for (int e = 0; e < 4; e++)
+        g.node[4 * node + e] = acc[e];
 }
 
 /* The bin's tile, shared by p2g_binned and p2g_warp: its first node
@@ -412,9 +506,11 @@ static int check_device_memory(const firn_world *w, const firn_cuda_state *s, si
      * that a scene that passes this check does not fail at their first
      * launch. */
     size_t local = 0;
-    const void *const kernels[] = {(const void *)p2g, (const void *)grid_update, (const void *)g2p,
-                                   (const void *)p2g_binned, (const void *)p2g_warp};
-    if (firn_cuda_local_bytes(kernels, 5, &local, err) ||
+    const void *const kernels[] = {(const void *)p2g,        (const void *)grid_update,
+                                   (const void *)g2p,        (const void *)p2g_binned,
+                                   (const void *)p2g_warp,   (const void *)p2g_order_prepare,
+                                   (const void *)p2g_ordered};
+    if (firn_cuda_local_bytes(kernels, 7, &local, err) ||
         (w->n_rigids > 0 && firn_cuda_coupling_local_bytes(w->coupler.cpic, &local, err)) ||
         (w->n_tools > 0 && firn_cuda_tool_local_bytes(&local, err)))
         return FIRN_CUDA_FAILED;
@@ -581,6 +677,7 @@ static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
     /* Binned P2G: its arrays (in firn_device_bytes) and CUB's sort storage. */
     s->bins.on = firn_device_binned(w);
     s->bins.warp = s->bins.on && w->def.gpu_p2g == FIRN_P2G_WARP;
+    s->bins.ordered = s->bins.on && w->def.gpu_p2g == FIRN_P2G_ORDERED;
     size_t sort_bytes = 0;
     if (s->bins.on) {
         bins_layout(w, &s->bins);
@@ -613,6 +710,13 @@ static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
         FIRN_CUDA_CHECK(cudaMalloc(&b.end, bb), err);
         FIRN_CUDA_CHECK(cudaMalloc(&b.temp, sort_bytes), err);
         b.temp_bytes = sort_bytes;
+        if (b.ordered) {
+            const size_t cb = bb * FIRN_BIN * FIRN_BIN * FIRN_BIN;
+            FIRN_CUDA_CHECK(cudaMalloc(&b.cstart, cb), err);
+            FIRN_CUDA_CHECK(cudaMalloc(&b.cend, cb), err);
+            FIRN_CUDA_CHECK(cudaMalloc(&b.ps, FIRN_ORDERED_FLOATS * (size_t)n * sizeof(float)),
+                            err);
+        }
     }
     s->bytes = want;
     s->n_rigids = w->n_rigids;
@@ -692,6 +796,9 @@ extern "C" void firn_cuda_free(firn_world *w)
     cudaFree(s->bins.start);
     cudaFree(s->bins.end);
     cudaFree(s->bins.temp);
+    cudaFree(s->bins.cstart);
+    cudaFree(s->bins.cend);
+    cudaFree(s->bins.ps);
     cudaFree(s->rigids);
     cudaFree(s->rigid_acc);
     cudaFree(s->tools);
@@ -737,6 +844,19 @@ static int queue_binned_p2g(firn_cuda_state *s, const firn_params *P, unsigned p
     FIRN_CUDA_CHECK(cudaMemsetAsync(b.end, 0, (size_t)b.count * sizeof(int), s->stream), err);
     FIRN_LAUNCH(bin_ranges, pblocks, FIRN_BLOCK, 0, s->stream, s->p.n, b);
     FIRN_CUDA_CHECK_LAUNCH("bin_ranges", s->stream, err);
+    if (b.ordered) {
+        const size_t cells = (size_t)b.count * FIRN_BIN * FIRN_BIN * FIRN_BIN * sizeof(int);
+        FIRN_CUDA_CHECK(cudaMemsetAsync(b.cstart, 0, cells, s->stream), err);
+        FIRN_CUDA_CHECK(cudaMemsetAsync(b.cend, 0, cells, s->stream), err);
+        FIRN_LAUNCH(cell_ranges, pblocks, FIRN_BLOCK, 0, s->stream, s->p.n, b);
+        FIRN_CUDA_CHECK_LAUNCH("cell_ranges", s->stream, err);
+        FIRN_LAUNCH(p2g_order_prepare, pblocks, FIRN_BLOCK, 0, s->stream, *P, s->mats, s->p, b);
+        FIRN_CUDA_CHECK_LAUNCH("p2g_order_prepare", s->stream, err);
+        const unsigned gblocks = (unsigned)((s->grid.nodes + FIRN_BLOCK - 1) / FIRN_BLOCK);
+        FIRN_LAUNCH(p2g_ordered, gblocks, FIRN_BLOCK, 0, s->stream, *P, s->p, s->grid, b);
+        FIRN_CUDA_CHECK_LAUNCH("p2g_ordered", s->stream, err);
+        return 0;
+    }
     if (b.warp) {
         FIRN_LAUNCH(p2g_warp, (unsigned)b.count, FIRN_BIN_THREADS, 0, s->stream, *P, s->mats, s->p,
                     s->grid, b);

@@ -134,8 +134,10 @@ static void twin_worlds(firn_model model, int free_space, firn_world **cpu, firn
     twin_worlds_p2g(model, free_space, FIRN_P2G_BINNED, cpu, gpu);
 }
 
-static const int p2g_variants[] = {FIRN_P2G_ATOMIC, FIRN_P2G_BINNED, FIRN_P2G_WARP};
-static const char *const p2g_labels[] = {"atomic P2G", "binned P2G", "warp-reduced P2G"};
+static const int p2g_variants[] = {FIRN_P2G_ATOMIC, FIRN_P2G_BINNED, FIRN_P2G_WARP,
+                                   FIRN_P2G_ORDERED};
+static const char *const p2g_labels[] = {"atomic P2G", "binned P2G", "warp-reduced P2G",
+                                         "ordered P2G"};
 #define N_P2G ((int)(sizeof p2g_variants / sizeof p2g_variants[0]))
 
 /* ---- comparison ----------------------------------------------------------- */
@@ -484,6 +486,99 @@ Test(gpu, p2g_variant_follows_the_request_and_auto_threshold)
     w->p.cpic_slots = slots;
     w->coupler.cpic = 0;
     firn_world_destroy(w);
+}
+
+/* Two runs of 30 substeps of the same sand block on the GPU; returns
+ * whether every particle field came out bit for bit the same. */
+static int two_runs_agree(int p2g)
+{
+    firn_scene_def def;
+    firn_error err = {0};
+    small_scene(&def, FIRN_MODEL_SAND, 0.15f);
+    def.gpu_p2g = p2g;
+    firn_world *w[2];
+    for (int r = 0; r < 2; r++) {
+        w[r] = make_world(&def, FIRN_BACKEND_CUDA);
+        cr_assert_eq(firn_world_run_substeps(w[r], 30, 2e-4f, &err), 0, "%s", err.msg);
+        cr_assert_eq(firn_cuda_download(w[r], &err), 0, "%s", err.msg);
+    }
+    const size_t n = (size_t)w[0]->p.n, f = sizeof(float);
+    const firn_particles *a = &w[0]->p, *b = &w[1]->p;
+    const int same = !memcmp(a->x, b->x, 3 * n * f) && !memcmp(a->v, b->v, 3 * n * f) &&
+                     !memcmp(a->C, b->C, 9 * n * f) && !memcmp(a->F, b->F, 9 * n * f) &&
+                     !memcmp(a->Jp, b->Jp, n * f);
+    float fall = 0.0f; /* the block moved: a frozen state would agree trivially */
+    for (size_t i = 0; i < n; i++)
+        fall = fmaxf(fall, fabsf(a->v[n + i]));
+    cr_assert_gt(fall, 1e-3f, "the sand did not move (%g m/s)", fall);
+    firn_world_destroy(w[0]);
+    firn_world_destroy(w[1]);
+    return same;
+}
+
+/* The deterministic mode: ordered P2G gives the same bits run after run.
+ * On the emulated runtime the blocks run on a pool of threads, so the
+ * atomic variants' sums may come out in another order each run (logged,
+ * not required: two runs may happen to agree). */
+Test(gpu, ordered_p2g_gives_the_same_bits_every_run, .timeout = 300)
+{
+    require_gpu();
+    cr_expect(two_runs_agree(FIRN_P2G_ORDERED), "two runs with ordered P2G differ");
+    cr_log_info("two runs with atomic P2G: %s",
+                two_runs_agree(FIRN_P2G_ATOMIC) ? "the same bits" : "different bits");
+}
+
+/* What firn_world_gpu_nondeterminism names (host code: no GPU needed): an
+ * MPM world is deterministic on the GPU only with ordered P2G and without
+ * CPIC; dynamic rigid bodies, tools and the FEM scatter pairs are not. */
+Test(gpu, nondeterminism_is_named_by_phase)
+{
+    firn_scene_def def;
+    small_scene(&def, FIRN_MODEL_SAND, 0.15f);
+    firn_world *w = make_world(&def, FIRN_BACKEND_CPU);
+    const char *why = firn_world_gpu_nondeterminism(w);
+    cr_expect(why && strstr(why, "P2G"), "auto P2G: %s", why ? why : "(deterministic)");
+    w->def.gpu_p2g = FIRN_P2G_ORDERED;
+    why = firn_world_gpu_nondeterminism(w);
+    cr_expect_null(why, "ordered P2G, MPM only: %s", why);
+    w->coupler.cpic = 1;
+    const int slots = w->p.cpic_slots;
+    w->p.cpic_slots = 1;
+    why = firn_world_gpu_nondeterminism(w);
+    cr_expect(why && strstr(why, "CPIC"), "CPIC: %s", why ? why : "(deterministic)");
+    w->p.cpic_slots = slots;
+    w->coupler.cpic = 0;
+    w->coupler.fem_mpm = 1;
+    why = firn_world_gpu_nondeterminism(w);
+    cr_expect(why && strstr(why, "FEM-MPM"), "FEM-MPM: %s", why ? why : "(deterministic)");
+    w->coupler.fem_mpm = 0;
+    firn_world_destroy(w);
+    /* A dynamic rigid ball in the sand: its reaction. A kinematic one: none. */
+    char json[1024];
+    for (int dyn = 0; dyn < 2; dyn++) {
+        snprintf(json, sizeof json,
+                 "{'domain': {'lower': [0, 0, 0], 'upper': [0.4, 0.4, 0.4], 'dx': 0.02},"
+                 " 'materials': {'s': {'model': 'sand'}},"
+                 " 'bodies': [{'material': 's', 'shape': {'type': 'box',"
+                 "   'lower': [0.1, 0.05, 0.1], 'upper': [0.3, 0.15, 0.3]}}],"
+                 " 'rigids': [{'shape': {'type': 'sphere', 'center': [0.2, 0.25, 0.2],"
+                 "   'radius': 0.04}, 'motion': '%s', 'density': 3000}]}",
+                 dyn ? "dynamic" : "kinematic");
+        for (char *c = json; *c; c++)
+            *c = *c == '\'' ? '"' : *c;
+        firn_error err = {0};
+        cr_assert_eq(firn_scene_parse_json(json, "t.json", &def, &err), 0, "%s", err.msg);
+        def.gpu_p2g = FIRN_P2G_ORDERED;
+        w = make_world(&def, FIRN_BACKEND_CPU);
+        cr_assert_gt(w->n_rigids, 0);
+        why = firn_world_gpu_nondeterminism(w);
+        if (dyn)
+            cr_expect(why && strstr(why, "rigid"), "dynamic ball: %s",
+                      why ? why : "(deterministic)");
+        else
+            cr_expect_null(why, "kinematic ball: %s", why);
+        firn_world_destroy(w);
+    }
 }
 
 #ifdef FIRN_WITH_CUDA

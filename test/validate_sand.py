@@ -282,6 +282,8 @@ def main():
     ap.add_argument("--res", default="8", help="cells across the column's smaller side, "
                     "comma-separated (8 coarse, 16 fine)")
     ap.add_argument("--cases", default="planar,axisym")
+    ap.add_argument("--aspect", help="only these aspect ratios a, comma-separated (default: "
+                    "0.5, 1, 2, 4, 8 planar; 0.5, 1, 3, 6 axisym)")
     ap.add_argument("--phi", default="35", help="friction angle [deg], or repose or avalanche: "
                     "each case's reference material's angle (EXPERIMENT_PHI)")
     ap.add_argument("--cone-fit", default="default",
@@ -311,7 +313,8 @@ def main():
             if case not in ("planar", "axisym"):
                 sys.exit("validate_sand: --cases: %r is not planar or axisym" % case)
             for a in ([0.5, 1, 2, 4, 8] if case == "planar" else [0.5, 1, 3, 6]):
-                plan.append((case, a, res))
+                if opt.aspect is None or a in [float(x) for x in opt.aspect.split(",")]:
+                    plan.append((case, a, res))
     if opt.rheology not in ("default", "cone", "mu_i"):
         sys.exit("validate_sand: --rheology: %r is not cone or mu_i" % opt.rheology)
     mu_i_opts = (opt.phi2, opt.I0, opt.grain_d, opt.grain_rho)
