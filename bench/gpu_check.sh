@@ -290,8 +290,20 @@ if section correct; then
                 --p2g "$v" --quiet --out "$TMP/racecheck-$name-$v"
         done
     fi
-    # The shipped scenes are below auto's threshold (atomic P2G): binned and warp too.
-    for v in binned warp; do
+    # The deterministic mode on hardware: two runs of a sand scene with
+    # --deterministic write the same bytes (the PLY of the last frame);
+    # two runs with the default P2G are reported, not required to differ.
+    run_step "deterministic: two runs of sand_column (5 frames) byte-identical" 60 4 bash -c \
+        "for r in 1 2; do '$FIRN' run scenes/sand_column.json --backend cuda --deterministic \
+             --frames 5 --quiet --out '$TMP/det\$r' || exit 1; done &&
+         cmp '$TMP/det1/frame_00005.ply' '$TMP/det2/frame_00005.ply' && echo identical &&
+         for r in 1 2; do '$FIRN' run scenes/sand_column.json --backend cuda --frames 5 --quiet \
+             --out '$TMP/atomic\$r' || exit 1; done;
+         cmp -s '$TMP/atomic1/frame_00005.ply' '$TMP/atomic2/frame_00005.ply' &&
+             echo 'atomic P2G: identical too' || echo 'atomic P2G: the two runs differ'"
+    # The shipped scenes are below auto's threshold (atomic P2G): binned, warp and
+    # ordered too.
+    for v in binned warp ordered; do
         for name in mixed ball_in_sand sand_column; do
             run_step "compare $name (3 frames), $v P2G" 60 25 "$FIRN" compare \
                 "scenes/$name.json" --frames 3 --p2g "$v"
