@@ -357,6 +357,13 @@ if section heavy; then
         --backend cuda --scenes fem_beam_implicit --layout dense --particles 20k,100k \
         --substeps 5 --warmup 5 --json "$RES/h200-$DATE-fem-implicit.json" \
         --csv "$TMP/fem-implicit.csv"
+    # The open domain (1025^3 nodes, 1M particles): the sparse grid against
+    # the dense one, 2 frames each (the log's simulate time and phases).
+    for g in sparse dense; do
+        run_step "large open domain: sand_open_1024, 2 frames, --grid $g (cuda)" 90 8 \
+            "$FIRN" run scenes/large/sand_open_1024.json --backend cuda --grid "$g" --frames 2 \
+            --every 100 --out "$TMP/open-$g"
+    done
     # The large scene runs and writes its frames (1.06 GB of PLY each); the
     # log keeps the memory line and the simulate / write split.
     run_step "large scene: sand_slump_32m, 2 frames (cuda)" 120 6 bash -c \

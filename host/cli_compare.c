@@ -440,7 +440,8 @@ static int compare_stats(firn_world *cpu, firn_world *gpu, const firn_scene_def 
 
 /* The command line: the scene, --frames and --p2g; 0, or FIRN_E_USAGE
  * after printing why. */
-static int parse_compare_args(int argc, char **argv, const char **scene, int *frames, int *p2g)
+static int parse_compare_args(int argc, char **argv, const char **scene, int *frames, int *p2g,
+                              int *grid)
 {
     *scene = NULL;
     for (int i = 0; i < argc; i++) {
@@ -454,6 +455,13 @@ static int parse_compare_args(int argc, char **argv, const char **scene, int *fr
                     stderr,
                     "firn compare: --p2g must be auto, atomic, binned, warp or ordered, got '%s'\n",
                     v ? v : "");
+                return FIRN_E_USAGE;
+            }
+        } else if (!strcmp(argv[i], "--grid")) {
+            const char *v = i + 1 < argc ? argv[++i] : NULL;
+            if (firn_cli_grid(v, grid)) {
+                fprintf(stderr, "firn compare: --grid must be auto, dense or sparse, got '%s'\n",
+                        v ? v : "");
                 return FIRN_E_USAGE;
             }
         } else if (argv[i][0] == '-' || *scene) {
@@ -473,8 +481,8 @@ static int parse_compare_args(int argc, char **argv, const char **scene, int *fr
 int firn_cli_compare(int argc, char **argv)
 {
     const char *scene;
-    int frames = 10, p2g = -1;
-    int rc = parse_compare_args(argc, argv, &scene, &frames, &p2g);
+    int frames = 10, p2g = -1, grid = -1;
+    int rc = parse_compare_args(argc, argv, &scene, &frames, &p2g, &grid);
     if (rc)
         return rc;
     firn_scene_def def;
@@ -483,6 +491,8 @@ int firn_cli_compare(int argc, char **argv)
         return firn_cli_fail(&err);
     if (p2g >= 0)
         def.gpu_p2g = p2g;
+    if (grid >= 0)
+        def.gpu_grid = grid;
     firn_world *cpu = firn_world_create(&def, FIRN_BACKEND_CPU, &err);
     if (!cpu)
         return firn_cli_fail(&err);

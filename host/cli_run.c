@@ -171,6 +171,21 @@ int firn_cli_p2g(const char *name, int *out)
     return 0;
 }
 
+int firn_cli_grid(const char *name, int *out)
+{
+    if (!name)
+        return -1;
+    if (!strcmp(name, "auto"))
+        *out = FIRN_GRID_AUTO;
+    else if (!strcmp(name, "dense"))
+        *out = FIRN_GRID_DENSE;
+    else if (!strcmp(name, "sparse"))
+        *out = FIRN_GRID_SPARSE;
+    else
+        return -1;
+    return 0;
+}
+
 int firn_cli_backend(const char *name, firn_backend *out)
 {
     if (!strcmp(name, "auto"))
@@ -294,6 +309,7 @@ typedef struct {
     int frames, every, quiet;
     int p2g;               /* --p2g (firn_p2g_variant), -1: the scene default's */
     int deterministic;     /* --deterministic: --p2g ordered, and the scene must allow it */
+    int grid;              /* --grid (firn_grid_mode), -1: auto */
     int ckpt_frames;       /* checkpoint every this many frames (0: by time or never) */
     double ckpt_seconds;   /* checkpoint when this much wall time has passed (0: never) */
     int resume;            /* --resume given */
@@ -329,6 +345,7 @@ static int parse_run_args(int argc, char **argv, run_opts *o)
     memset(o, 0, sizeof *o);
     o->backend = FIRN_BACKEND_AUTO;
     o->p2g = -1;
+    o->grid = -1;
     o->ckpt_seconds = DEFAULT_CHECKPOINT_SECONDS;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
@@ -346,6 +363,13 @@ static int parse_run_args(int argc, char **argv, run_opts *o)
             if (firn_cli_p2g(v, &o->p2g)) {
                 fprintf(stderr,
                         "firn run: --p2g must be auto, atomic, binned, warp or ordered, got '%s'\n",
+                        v ? v : "");
+                return FIRN_E_USAGE;
+            }
+        } else if (!strcmp(a, "--grid")) {
+            const char *v = i + 1 < argc ? argv[++i] : NULL;
+            if (firn_cli_grid(v, &o->grid)) {
+                fprintf(stderr, "firn run: --grid must be auto, dense or sparse, got '%s'\n",
                         v ? v : "");
                 return FIRN_E_USAGE;
             }
@@ -800,6 +824,8 @@ int firn_cli_run(int argc, char **argv)
         o.p2g = FIRN_P2G_ORDERED;
     if (o.p2g >= 0)
         def.gpu_p2g = o.p2g;
+    if (o.grid >= 0)
+        def.gpu_grid = o.grid;
     if (o.out)
         snprintf(def.out_dir, sizeof def.out_dir, "%s", o.out);
     if (firn_mkdirs(def.out_dir, &err))

@@ -667,6 +667,20 @@ int firn_device_binned(const firn_world *w)
            !(w->coupler.cpic && w->p.cpic_slots > 0);
 }
 
+int firn_device_sparse(const firn_world *w)
+{
+    const firn_coupler *c = &w->coupler;
+    if (!firn_device_binned(w) || w->def.gpu_grid == FIRN_GRID_DENSE)
+        return 0;
+    const int grid_pairs = (c->rigid_mpm && w->n_rigids > 0) || (c->tool_mpm && w->n_tools > 0) ||
+                           c->mpm_sph || c->mpm_pbd || c->fem_mpm;
+    if (grid_pairs)
+        return 0;
+    const double nodes = (double)w->params.n[0] * w->params.n[1] * w->params.n[2];
+    return w->def.gpu_grid == FIRN_GRID_SPARSE ||
+           nodes > (double)FIRN_GRID_SPARSE_RATIO * (double)w->p.n;
+}
+
 /* Binned P2G's arrays besides CUB's sort storage: four ints a particle
  * (key, sorted key, ids, order) and two a bin of 4^3 cells (kernels/mpm.cu). */
 static size_t binned_bytes(const firn_world *w)
@@ -680,8 +694,15 @@ static size_t binned_bytes(const firn_world *w)
     if (w->def.gpu_p2g == FIRN_P2G_ORDERED)
         ordered = 2 * firn_align256(bins * 64 * sizeof(int)) +
                   firn_align256(16 * (size_t)w->p.n * sizeof(float));
+    size_t sparse = 0; /* sparse grid: a flag, an offset and a list entry per 4^3-node block */
+    if (firn_device_sparse(w)) {
+        size_t blocks = 1;
+        for (int a = 0; a < 3; a++)
+            blocks *= (size_t)((w->params.n[a] - 1) / 4 + 1);
+        sparse = 3 * firn_align256(blocks * sizeof(int)) + firn_align256(sizeof(int));
+    }
     return 4 * firn_align256((size_t)w->p.n * sizeof(int)) + 2 * firn_align256(bins * sizeof(int)) +
-           ordered;
+           ordered + sparse;
 }
 
 size_t firn_device_bytes(const firn_world *w)

@@ -112,6 +112,10 @@ size_t firn_device_bytes(const firn_world *w);
  * particles outside CPIC (whose P2G skips nodes per particle and stays
  * atomic). */
 int firn_device_binned(const firn_world *w);
+/* Whether w's CUDA grid is sparse (firn_grid_mode): binned P2G, no pair
+ * that works on the whole grid, and def.gpu_grid sparse, or auto with more
+ * than FIRN_GRID_SPARSE_RATIO nodes per MPM particle. */
+int firn_device_sparse(const firn_world *w);
 
 #ifdef __cplusplus
 }

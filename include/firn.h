@@ -323,6 +323,16 @@ typedef enum {
 } firn_p2g_variant;
 #define FIRN_P2G_BINNED_MIN 300000
 
+/* How the CUDA path clears and updates its grid (docs/BENCH.md, "Sparse
+ * grid"): every node every substep (dense), or only the blocks of 4^3
+ * nodes the particles' stencils can reach this substep, found from binned
+ * P2G's bins (sparse: the cost follows the particles, not the domain's
+ * volume); auto: sparse when binned P2G is on, no pair works on the whole
+ * grid (rigid bodies, tools, SPH, PBD, FEM-MPM), and the grid has more than
+ * FIRN_GRID_SPARSE_RATIO nodes per MPM particle. Both give the same bits. */
+typedef enum { FIRN_GRID_AUTO = 0, FIRN_GRID_DENSE = 1, FIRN_GRID_SPARSE = 2 } firn_grid_mode;
+#define FIRN_GRID_SPARSE_RATIO 4
+
 typedef struct {
     float lower[3], upper[3]; /* domain box [m] */
     float dx;                 /* grid spacing [m] */
@@ -377,6 +387,8 @@ typedef struct {
     int coupling_fem_sph;        /* coupling.fem_sph, default 1 */
     int gpu_p2g;                 /* the CUDA path's P2G, firn_p2g_variant (not part of the
                                     scene: the CLI's --p2g); default FIRN_P2G_AUTO */
+    int gpu_grid;                /* the CUDA path's grid, firn_grid_mode (not part of the
+                                    scene: the CLI's --grid); default FIRN_GRID_AUTO */
     char out_dir[FIRN_PATH_MAX]; /* default "out" */
     int out_every;               /* write every Nth frame, default 1 */
     int write_ply;               /* default 1 */

@@ -23,6 +23,7 @@
 
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_reduce.cuh>
+#include <cub/device/device_scan.cuh>
 #include <thrust/iterator/counting_iterator.h>
 
 #include "coupling.cuh"
@@ -93,7 +94,19 @@ struct firn_mpm_bins {
     int ordered;
     int *cstart, *cend;
     float *ps; /* FIRN_ORDERED_FLOATS per particle, component-major by sorted position */
+    /* Sparse grid (firn_device_sparse): blocks of 4^3 nodes (nb per axis,
+     * nblocks in all); per block whether this substep's stencils can reach
+     * it and its place in the list of those; the list and its length (the
+     * previous substep's until the new one is built). */
+    int sparse;
+    int nb[3], nblocks;
+    int *flag, *offset, *list, *nlisted;
+    void *scan_temp; /* CUB's exclusive scan storage */
+    size_t scan_temp_bytes;
 };
+
+/* Threads of a sparse grid kernel's block: one per node of a 4^3 block. */
+#define FIRN_SPARSE_THREADS 64
 
 /* What ordered P2G keeps of a particle's scatter state (firn_p2g_state,
  * less the stencil, rebuilt from x): affine 9, m v 3, mass 1, x 3. */
@@ -220,11 +233,9 @@ static __global__ void p2g_order_prepare(firn_params P, const firn_material *mat
  * atomic variants' (and the CPU's), so it differs from them by float
  * rounding. Cost: the sort of the binned variants, 64 bytes a particle
  * written and read back 27 times (from cache), 27 range lookups a node. */
-static __global__ void p2g_ordered(firn_params P, firn_particles p, firn_grid g, firn_mpm_bins b)
+static __device__ void ordered_node(const firn_params &P, const firn_particles &p,
+                                    const firn_grid &g, const firn_mpm_bins &b, long long node)
 {
-    const long long node = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (node >= g.nodes)
-        return;
     const int n = p.n;
     const int x[3] = {(int)(node / ((long long)g.n[1] * g.n[2])), (int)(node / g.n[2] % g.n[1]),
                       (int)(node % g.n[2])};
@@ -261,6 +272,93 @@ static __global__ void p2g_ordered(firn_params P, firn_particles p, firn_grid g,
             }
     for (int e = 0; e < 4; e++)
         g.node[4 * node + e] = acc[e];
+}
+
+static __global__ void p2g_ordered(firn_params P, firn_particles p, firn_grid g, firn_mpm_bins b)
+{
+    const long long node = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (node < g.nodes)
+        ordered_node(P, p, g, b, node);
+}
+
+/* ---- sparse grid ---------------------------------------------------------- */
+
+/* Node block t (4^3 nodes from 4 t per axis) is reached this substep when
+ * a bin t - d, d in {0, 1}^3, has particles: a bin's stencil corners are its
+ * 4^3 cells, and a stencil reaches two nodes past its corner. */
+static __global__ void block_touched(firn_mpm_bins b)
+{
+    const int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= b.nblocks)
+        return;
+    const int x = t / (b.nb[1] * b.nb[2]), y = t / b.nb[2] % b.nb[1], z = t % b.nb[2];
+    int touched = 0;
+    for (int d = 0; d < 8; d++) {
+        const int bx = x - (d >> 2 & 1), by = y - (d >> 1 & 1), bz = z - (d & 1);
+        if (bx < 0 || by < 0 || bz < 0 || bx >= b.n[0] || by >= b.n[1] || bz >= b.n[2])
+            continue;
+        const int bin = (bx * b.n[1] + by) * b.n[2] + bz;
+        touched |= b.start[bin] < b.end[bin];
+    }
+    b.flag[t] = touched;
+}
+
+/* After CUB's exclusive scan of the flags: the list of reached blocks, in
+ * block order, and its length. */
+static __global__ void block_list(firn_mpm_bins b)
+{
+    const int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= b.nblocks)
+        return;
+    if (b.flag[t])
+        b.list[b.offset[t]] = t;
+    if (t == b.nblocks - 1)
+        *b.nlisted = b.offset[t] + b.flag[t];
+}
+
+/* Node `lane` (0 .. 63) of the listed block `item`, or -1 past the grid's
+ * end. */
+static __device__ long long block_node(const firn_mpm_bins &b, const firn_grid &g, int item,
+                                       int lane)
+{
+    const int t = b.list[item];
+    const int x = t / (b.nb[1] * b.nb[2]) * 4 + lane / 16,
+              y = t / b.nb[2] % b.nb[1] * 4 + lane / 4 % 4, z = t % b.nb[2] * 4 + lane % 4;
+    if (x >= g.n[0] || y >= g.n[1] || z >= g.n[2])
+        return -1;
+    return firn_node_index(g.n, x, y, z);
+}
+
+/* The listed blocks' nodes zeroed (run on the previous substep's list:
+ * the grid is then zero everywhere, as a dense clear leaves it). */
+static __global__ void sparse_clear(firn_mpm_bins b, firn_grid g)
+{
+    for (int item = blockIdx.x; item < *b.nlisted; item += gridDim.x) {
+        const long long node = block_node(b, g, item, threadIdx.x);
+        if (node >= 0)
+            for (int c = 0; c < 4; c++)
+                g.node[4 * node + c] = 0.0f;
+    }
+}
+
+static __global__ void sparse_update(firn_params P, firn_mpm_bins b, firn_grid g)
+{
+    for (int item = blockIdx.x; item < *b.nlisted; item += gridDim.x) {
+        const long long node = block_node(b, g, item, threadIdx.x);
+        if (node >= 0)
+            firn_grid_node(node, &P, g);
+    }
+}
+
+/* Ordered P2G over the listed blocks only. */
+static __global__ void p2g_ordered_sparse(firn_params P, firn_particles p, firn_grid g,
+                                          firn_mpm_bins b)
+{
+    for (int item = blockIdx.x; item < *b.nlisted; item += gridDim.x) {
+        const long long node = block_node(b, g, item, threadIdx.x);
+        if (node >= 0)
+            ordered_node(P, p, g, b, node);
+    }
 }
 
 /* The bin's tile, shared by p2g_binned and p2g_warp: its first node
@@ -451,6 +549,19 @@ static cudaError_t bin_sort(firn_cuda_state *s, void *temp, size_t &temp_bytes)
                                            s->p.n, 0, b.end_bit, s->stream);
 }
 
+static cudaError_t block_scan(firn_cuda_state *s, void *temp, size_t &temp_bytes)
+{
+    firn_mpm_bins &b = s->bins;
+    return cub::DeviceScan::ExclusiveSum(temp, temp_bytes, b.flag, b.offset, b.nblocks, s->stream);
+}
+
+/* Blocks of a sparse kernel: enough for the listed blocks on any GPU
+ * (each loops over the list), few enough that a short list costs little. */
+static unsigned sparse_blocks(const firn_mpm_bins &b)
+{
+    return (unsigned)(b.nblocks < 4096 ? b.nblocks : 4096);
+}
+
 /* Binned P2G's layout: bins of FIRN_BIN^3 cells over the stencil corners
  * (0 .. n - 3 per axis). */
 static void bins_layout(const firn_world *w, firn_mpm_bins *b)
@@ -459,6 +570,11 @@ static void bins_layout(const firn_world *w, firn_mpm_bins *b)
     for (int a = 0; a < 3; a++) {
         b->n[a] = (w->params.n[a] - 3) / FIRN_BIN + 1;
         b->count *= b->n[a];
+    }
+    b->nblocks = 1; /* the sparse grid's blocks of 4^3 nodes, over every node */
+    for (int a = 0; a < 3; a++) {
+        b->nb[a] = (w->params.n[a] - 1) / 4 + 1;
+        b->nblocks *= b->nb[a];
     }
     const long long keys = (long long)b->count * FIRN_BIN * FIRN_BIN * FIRN_BIN;
     b->end_bit = 1;
@@ -506,11 +622,12 @@ static int check_device_memory(const firn_world *w, const firn_cuda_state *s, si
      * that a scene that passes this check does not fail at their first
      * launch. */
     size_t local = 0;
-    const void *const kernels[] = {(const void *)p2g,        (const void *)grid_update,
-                                   (const void *)g2p,        (const void *)p2g_binned,
-                                   (const void *)p2g_warp,   (const void *)p2g_order_prepare,
-                                   (const void *)p2g_ordered};
-    if (firn_cuda_local_bytes(kernels, 7, &local, err) ||
+    const void *const kernels[] = {(const void *)p2g,          (const void *)grid_update,
+                                   (const void *)g2p,          (const void *)p2g_binned,
+                                   (const void *)p2g_warp,     (const void *)p2g_order_prepare,
+                                   (const void *)p2g_ordered,  (const void *)p2g_ordered_sparse,
+                                   (const void *)sparse_update};
+    if (firn_cuda_local_bytes(kernels, 9, &local, err) ||
         (w->n_rigids > 0 && firn_cuda_coupling_local_bytes(w->coupler.cpic, &local, err)) ||
         (w->n_tools > 0 && firn_cuda_tool_local_bytes(&local, err)))
         return FIRN_CUDA_FAILED;
@@ -678,13 +795,16 @@ static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
     s->bins.on = firn_device_binned(w);
     s->bins.warp = s->bins.on && w->def.gpu_p2g == FIRN_P2G_WARP;
     s->bins.ordered = s->bins.on && w->def.gpu_p2g == FIRN_P2G_ORDERED;
-    size_t sort_bytes = 0;
+    s->bins.sparse = firn_device_sparse(w);
+    size_t sort_bytes = 0, scan_bytes = 0;
     if (s->bins.on) {
         bins_layout(w, &s->bins);
         FIRN_CUDA_CHECK(bin_sort(s, NULL, sort_bytes), err);
     }
-    const size_t want =
-        firn_device_bytes(w) + firn_align256(temp_bytes) + firn_align256(sort_bytes);
+    if (s->bins.sparse)
+        FIRN_CUDA_CHECK(block_scan(s, NULL, scan_bytes), err);
+    const size_t want = firn_device_bytes(w) + firn_align256(temp_bytes) +
+                        firn_align256(sort_bytes) + firn_align256(scan_bytes);
     if (check_device_memory(w, s, want, err))
         return FIRN_CUDA_FAILED;
     FIRN_CUDA_CHECK(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking), err);
@@ -693,6 +813,8 @@ static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
     FIRN_CUDA_CHECK(cudaMalloc(&s->p_block, p_bytes), err);
     firn_particle_layout(n, w->p.cpic_slots, (char *)s->p_block, &s->p);
     FIRN_CUDA_CHECK(cudaMalloc(&s->grid.node, g_bytes), err);
+    /* Zero once: a sparse grid clears only the blocks it wrote since. */
+    FIRN_CUDA_CHECK(cudaMemsetAsync(s->grid.node, 0, g_bytes, s->stream), err);
     FIRN_CUDA_CHECK(cudaMalloc(&s->mats, m_bytes), err);
     FIRN_CUDA_CHECK(cudaMalloc(&s->bad, sizeof(unsigned long long)), err);
     FIRN_CUDA_CHECK(cudaMalloc(&s->red_out, sizeof(float2)), err);
@@ -710,6 +832,17 @@ static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
         FIRN_CUDA_CHECK(cudaMalloc(&b.end, bb), err);
         FIRN_CUDA_CHECK(cudaMalloc(&b.temp, sort_bytes), err);
         b.temp_bytes = sort_bytes;
+        if (b.sparse) {
+            const size_t tb = (size_t)b.nblocks * sizeof(int);
+            FIRN_CUDA_CHECK(cudaMalloc(&b.flag, tb), err);
+            FIRN_CUDA_CHECK(cudaMalloc(&b.offset, tb), err);
+            FIRN_CUDA_CHECK(cudaMalloc(&b.list, tb), err);
+            FIRN_CUDA_CHECK(cudaMalloc(&b.nlisted, sizeof(int)), err);
+            FIRN_CUDA_CHECK(cudaMemsetAsync(b.nlisted, 0, sizeof(int), s->stream), err);
+            if (scan_bytes > 0)
+                FIRN_CUDA_CHECK(cudaMalloc(&b.scan_temp, scan_bytes), err);
+            b.scan_temp_bytes = scan_bytes;
+        }
         if (b.ordered) {
             const size_t cb = bb * FIRN_BIN * FIRN_BIN * FIRN_BIN;
             FIRN_CUDA_CHECK(cudaMalloc(&b.cstart, cb), err);
@@ -796,6 +929,11 @@ extern "C" void firn_cuda_free(firn_world *w)
     cudaFree(s->bins.start);
     cudaFree(s->bins.end);
     cudaFree(s->bins.temp);
+    cudaFree(s->bins.flag);
+    cudaFree(s->bins.offset);
+    cudaFree(s->bins.list);
+    cudaFree(s->bins.nlisted);
+    cudaFree(s->bins.scan_temp);
     cudaFree(s->bins.cstart);
     cudaFree(s->bins.cend);
     cudaFree(s->bins.ps);
@@ -830,10 +968,10 @@ static int not_initialised(const char *fn, firn_error *err)
  * PBD-rigid, g2p, the SPH position step, the PBD velocities and box - p2g
  * and g2p in their CPIC variants when CPIC is on. Phases of a solver the
  * world does not have are left out. Returns 0 or -2. */
-/* Binned P2G (p2g_binned): the particles' bins, CUB's stable sort of them,
- * each bin's range, then one thread block per bin. */
-static int queue_binned_p2g(firn_cuda_state *s, const firn_params *P, unsigned pblocks,
-                            firn_error *err)
+/* Binned P2G's binning: the particles' bins, CUB's stable sort of them,
+ * each bin's range; with a sparse grid, the blocks this substep reaches. */
+static int queue_binning(firn_cuda_state *s, const firn_params *P, unsigned pblocks,
+                         firn_error *err)
 {
     firn_mpm_bins &b = s->bins;
     FIRN_LAUNCH(bin_keys, pblocks, FIRN_BLOCK, 0, s->stream, *P, s->p, b);
@@ -844,6 +982,25 @@ static int queue_binned_p2g(firn_cuda_state *s, const firn_params *P, unsigned p
     FIRN_CUDA_CHECK(cudaMemsetAsync(b.end, 0, (size_t)b.count * sizeof(int), s->stream), err);
     FIRN_LAUNCH(bin_ranges, pblocks, FIRN_BLOCK, 0, s->stream, s->p.n, b);
     FIRN_CUDA_CHECK_LAUNCH("bin_ranges", s->stream, err);
+    if (!b.sparse)
+        return 0;
+    const unsigned tblocks = (unsigned)((b.nblocks + FIRN_BLOCK - 1) / FIRN_BLOCK);
+    FIRN_LAUNCH(block_touched, tblocks, FIRN_BLOCK, 0, s->stream, b);
+    FIRN_CUDA_CHECK_LAUNCH("block_touched", s->stream, err);
+    bytes = b.scan_temp_bytes;
+    FIRN_CUDA_CHECK(block_scan(s, b.scan_temp, bytes), err);
+    FIRN_LAUNCH(block_list, tblocks, FIRN_BLOCK, 0, s->stream, b);
+    FIRN_CUDA_CHECK_LAUNCH("block_list", s->stream, err);
+    return 0;
+}
+
+/* Binned P2G's scatter: one thread block per bin (p2g_binned, p2g_warp),
+ * or ordered P2G (its cell ranges, the particles' scatter states, then the
+ * gather over every node, or over the listed blocks of a sparse grid). */
+static int queue_binned_scatter(firn_cuda_state *s, const firn_params *P, unsigned pblocks,
+                                firn_error *err)
+{
+    firn_mpm_bins &b = s->bins;
     if (b.ordered) {
         const size_t cells = (size_t)b.count * FIRN_BIN * FIRN_BIN * FIRN_BIN * sizeof(int);
         FIRN_CUDA_CHECK(cudaMemsetAsync(b.cstart, 0, cells, s->stream), err);
@@ -852,6 +1009,12 @@ static int queue_binned_p2g(firn_cuda_state *s, const firn_params *P, unsigned p
         FIRN_CUDA_CHECK_LAUNCH("cell_ranges", s->stream, err);
         FIRN_LAUNCH(p2g_order_prepare, pblocks, FIRN_BLOCK, 0, s->stream, *P, s->mats, s->p, b);
         FIRN_CUDA_CHECK_LAUNCH("p2g_order_prepare", s->stream, err);
+        if (b.sparse) {
+            FIRN_LAUNCH(p2g_ordered_sparse, sparse_blocks(b), FIRN_SPARSE_THREADS, 0, s->stream, *P,
+                        s->p, s->grid, b);
+            FIRN_CUDA_CHECK_LAUNCH("p2g_ordered_sparse", s->stream, err);
+            return 0;
+        }
         const unsigned gblocks = (unsigned)((s->grid.nodes + FIRN_BLOCK - 1) / FIRN_BLOCK);
         FIRN_LAUNCH(p2g_ordered, gblocks, FIRN_BLOCK, 0, s->stream, *P, s->p, s->grid, b);
         FIRN_CUDA_CHECK_LAUNCH("p2g_ordered", s->stream, err);
@@ -872,10 +1035,19 @@ static int queue_binned_p2g(firn_cuda_state *s, const firn_params *P, unsigned p
 static int queue_mpm_pre(firn_cuda_state *s, const firn_params *P, int timed, firn_error *err)
 {
     const unsigned pblocks = (unsigned)((s->p.n + FIRN_BLOCK - 1) / FIRN_BLOCK);
-    if (s->mpm)
+    if (s->mpm && s->bins.sparse) {
+        /* The clear of the blocks the last substep wrote, then the new
+         * list; the grid is zero outside it, as after a dense clear. */
+        FIRN_LAUNCH(sparse_clear, sparse_blocks(s->bins), FIRN_SPARSE_THREADS, 0, s->stream,
+                    s->bins, s->grid);
+        FIRN_CUDA_CHECK_LAUNCH("sparse_clear", s->stream, err);
+        if (queue_binning(s, P, pblocks, err))
+            return FIRN_CUDA_FAILED;
+    } else if (s->mpm) {
         FIRN_CUDA_CHECK(
             cudaMemsetAsync(s->grid.node, 0, 4 * (size_t)s->grid.nodes * sizeof(float), s->stream),
             err);
+    }
     if (timed)
         FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_CLEAR], s->stream), err);
     if (s->mpm && s->cpic) {
@@ -883,7 +1055,8 @@ static int queue_mpm_pre(firn_cuda_state *s, const firn_params *P, int timed, fi
                                      err))
             return FIRN_CUDA_FAILED;
     } else if (s->mpm && s->bins.on) {
-        if (queue_binned_p2g(s, P, pblocks, err))
+        if ((!s->bins.sparse && queue_binning(s, P, pblocks, err)) ||
+            queue_binned_scatter(s, P, pblocks, err))
             return FIRN_CUDA_FAILED;
     } else if (s->mpm && pblocks > 0) {
         FIRN_LAUNCH(p2g, pblocks, FIRN_BLOCK, 0, s->stream, *P, s->mats, s->p, s->grid);
@@ -917,6 +1090,10 @@ static int queue_couple(firn_world *w, const firn_params *P, firn_error *err)
         if (firn_cuda_queue_grid_rigid(P, s->grid, s->rigids, s->n_rigids, s->rigid_acc, s->stream,
                                        err))
             return FIRN_CUDA_FAILED;
+    } else if (s->mpm && s->bins.sparse) {
+        FIRN_LAUNCH(sparse_update, sparse_blocks(s->bins), FIRN_SPARSE_THREADS, 0, s->stream, *P,
+                    s->bins, s->grid);
+        FIRN_CUDA_CHECK_LAUNCH("sparse_update", s->stream, err);
     } else if (s->mpm && gblocks > 0) {
         FIRN_LAUNCH(grid_update, gblocks, FIRN_BLOCK, 0, s->stream, *P, s->grid);
         FIRN_CUDA_CHECK_LAUNCH("grid_update", s->stream, err);

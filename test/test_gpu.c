@@ -528,6 +528,107 @@ Test(gpu, ordered_p2g_gives_the_same_bits_every_run, .timeout = 300)
                 two_runs_agree(FIRN_P2G_ATOMIC) ? "the same bits" : "different bits");
 }
 
+/* The sparse grid (firn_grid_mode): a cluster of sand 0.3 m across in the
+ * 1 m domain with random velocities, one particle in 97 thrown at 60 m/s
+ * along a random axis (0.19 cell a substep: over the 40 substeps they
+ * cross two blocks of 4 cells, entering blocks no particle was in the
+ * substep before): with ordered P2G every particle field bit for bit the
+ * dense grid's, and the grid too (the sparse clear leaves it zero outside
+ * the blocks written); with binned P2G, whose atomics make any two runs
+ * differ by rounding, x and v within the compare tolerance. */
+static void sparse_matches_dense(int p2g, int bitwise)
+{
+    firn_scene_def def;
+    firn_error err = {0};
+    small_scene(&def, FIRN_MODEL_SAND, 0.15f);
+    def.gpu_p2g = p2g;
+    firn_world *w[2];
+    for (int r = 0; r < 2; r++) {
+        def.gpu_grid = r ? FIRN_GRID_SPARSE : FIRN_GRID_DENSE;
+        w[r] = make_world(&def, FIRN_BACKEND_CUDA);
+        cr_assert_eq(firn_device_sparse(w[r]), r, "the grid is %s", r ? "dense" : "sparse");
+        firn_particles *q = &w[r]->p;
+        randomise(q, &w[r]->params, FIRN_MODEL_SAND, 0, 0x5ba75eULL);
+        for (int i = 0; i < q->n; i += 97)
+            q->v[(i / 97 % 3) * q->n + i] = i / 97 % 2 ? 60.0f : -60.0f;
+        firn_cuda_free(w[r]);
+        cr_assert_eq(firn_cuda_init(w[r], &err), 0, "firn_cuda_init: %s", err.msg);
+        cr_assert_eq(firn_world_run_substeps(w[r], 40, 1e-4f, &err), 0, "%s", err.msg);
+        cr_assert_eq(firn_cuda_download(w[r], &err), 0, "%s", err.msg);
+    }
+    const size_t n = (size_t)w[0]->p.n, f = sizeof(float);
+    const firn_particles *a = &w[0]->p, *b = &w[1]->p;
+    if (!bitwise) { /* binned P2G's atomics: two runs differ by rounding, sparse or not */
+        expect_close("sparse grid", "x", b->x, a->x, 3 * (long long)n, (long long)n);
+        expect_close("sparse grid", "v", b->v, a->v, 3 * (long long)n, (long long)n);
+        for (int r = 0; r < 2; r++)
+            firn_world_destroy(w[r]);
+        return;
+    }
+    cr_expect(!memcmp(a->x, b->x, 3 * n * f), "x differs from the dense grid's");
+    cr_expect(!memcmp(a->v, b->v, 3 * n * f), "v differs from the dense grid's");
+    cr_expect(!memcmp(a->C, b->C, 9 * n * f), "C differs from the dense grid's");
+    cr_expect(!memcmp(a->F, b->F, 9 * n * f), "F differs from the dense grid's");
+    const long long nodes = (long long)w[0]->params.n[0] * w[0]->params.n[1] * w[0]->params.n[2];
+    float *m[2], *v[2];
+    for (int r = 0; r < 2; r++) {
+        m[r] = malloc((size_t)nodes * f);
+        v[r] = malloc(3 * (size_t)nodes * f);
+        cr_assert(m[r] && v[r]);
+        cr_assert_eq(firn_cuda_download_grid(w[r], m[r], v[r], &err), 0, "%s", err.msg);
+    }
+    long long with_mass = 0;
+    for (long long k = 0; k < nodes; k++)
+        with_mass += m[0][k] > 0.0f;
+    cr_log_info("sparse grid: %lld of %lld nodes hold mass", with_mass, nodes);
+    cr_expect_lt(with_mass, nodes / 2, "the block fills the domain: the test proves nothing");
+    cr_expect(!memcmp(m[0], m[1], (size_t)nodes * f), "the grid's mass differs");
+    cr_expect(!memcmp(v[0], v[1], 3 * (size_t)nodes * f), "the grid's velocity differs");
+    for (int r = 0; r < 2; r++) {
+        free(m[r]);
+        free(v[r]);
+        firn_world_destroy(w[r]);
+    }
+}
+
+Test(gpu, sparse_grid_equals_dense_with_binned_p2g, .timeout = 300)
+{
+    require_gpu();
+    sparse_matches_dense(FIRN_P2G_BINNED, 0);
+}
+
+Test(gpu, sparse_grid_equals_dense_with_ordered_p2g, .timeout = 300)
+{
+    require_gpu();
+    sparse_matches_dense(FIRN_P2G_ORDERED, 1);
+}
+
+/* firn_device_sparse (host code): auto takes the sparse grid only above
+ * FIRN_GRID_SPARSE_RATIO nodes a particle and with binned P2G; never with a
+ * pair that works on the whole grid. */
+Test(gpu, sparse_grid_follows_the_request_and_the_pairs)
+{
+    firn_scene_def def;
+    small_scene(&def, FIRN_MODEL_SAND, 0.15f);
+    def.gpu_p2g = FIRN_P2G_BINNED;
+    firn_world *w = make_world(&def, FIRN_BACKEND_CPU);
+    const double nodes = (double)w->params.n[0] * w->params.n[1] * w->params.n[2];
+    const int n = w->p.n;
+    w->p.n = (int)(nodes / FIRN_GRID_SPARSE_RATIO) - 1;
+    cr_expect_eq(firn_device_sparse(w), 1, "auto, few particles: sparse");
+    w->p.n = (int)(nodes / FIRN_GRID_SPARSE_RATIO) + 1;
+    cr_expect_eq(firn_device_sparse(w), 0, "auto, many particles: dense");
+    w->def.gpu_grid = FIRN_GRID_SPARSE;
+    cr_expect_eq(firn_device_sparse(w), 1, "sparse asked for");
+    w->coupler.mpm_sph = 1;
+    cr_expect_eq(firn_device_sparse(w), 0, "MPM-SPH works on the whole grid");
+    w->coupler.mpm_sph = 0;
+    w->def.gpu_p2g = FIRN_P2G_ATOMIC;
+    cr_expect_eq(firn_device_sparse(w), 0, "atomic P2G has no bins");
+    w->p.n = n;
+    firn_world_destroy(w);
+}
+
 /* What firn_world_gpu_nondeterminism names (host code: no GPU needed): an
  * MPM world is deterministic on the GPU only with ordered P2G and without
  * CPIC; dynamic rigid bodies, tools and the FEM scatter pairs are not. */

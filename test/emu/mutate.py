@@ -112,6 +112,11 @@ PLANTS = [
      "        b.cend[key] = k + 1;",
      "        b.cend[key] = k;",
      "compare_ordered:sand_column"),
+    ("sparse-no-halo", "the sparse grid lists only the blocks that hold particles' stencil "
+     "corners, not the blocks one past them that the stencils also reach", "kernels/mpm.cu",
+     "    for (int d = 0; d < 8; d++) {\n        const int bx = x - (d >> 2 & 1)",
+     "    for (int d = 0; d < 1; d++) {\n        const int bx = x - (d >> 2 & 1)",
+     "test:gpu/sparse_grid_equals_dense_with_ordered_p2g"),
     ("pcg-past-stop", "the implicit FEM solve's CG update kernel ignores the device's stop flag, "
      "so the iterations queued after convergence keep moving du", "kernels/fem_implicit.cu",
      "        LAUNCH(imp_pcg_update, nv, I->ctl, I->p, I->Ap, I->Minv, I->du, I->r, I->z, n, B->v0, B->v1,\n"
