@@ -67,6 +67,8 @@ for run in mixed:binned ball_in_sand:binned mixed:warp mixed:ordered ball_in_san
     step "compare $scene, $FRAMES frame(s), $variant P2G" "$FIRN" compare "scenes/$scene.json" \
         --frames "$FRAMES" --p2g "$variant"
 done
+step "compare sand_column, $FRAMES frame(s), binned P2G, sparse grid" "$FIRN" compare \
+    scenes/sand_column.json --frames "$FRAMES" --p2g binned --grid sparse
 step "bench --backend cuda (sand_block, 2000 particles)" "$FIRN" bench --backend cuda \
     --particles 2000 --scenes sand_block --layout dense --substeps 5 --repeats 1 --warmup 5 \
     --json "$LOG/bench.json" --csv "$LOG/bench.csv"
