@@ -13,14 +13,19 @@
 #            compute-sanitizer memcheck on one frame of four scenes that
 #            between them launch every MPM, SPH and coupling kernel, plus a
 #            short DFSPH bench and the binned and warp P2G, racecheck on
-#            three, and firn compare with the binned and warp P2G;
-#   speed:   firn bench on every MPM scene (100k, 1M, 8M) and the 32M sand
-#            block, each with every P2G variant (atomic, binned, warp);
+#            three, firn compare with the binned, warp and ordered P2G, and
+#            two --deterministic runs compared byte for byte;
+#   speed:   firn bench on every MPM scene (100k, 1M, 8M) with the atomic,
+#            binned and warp P2G, the ordered (deterministic) one beside
+#            binned on the sand block (1M, 8M), and the 32M sand block with
+#            all four;
 #   profile: Nsight Compute's counters for binned P2G's kernels and the
 #            warp-reduced P2G at 8M;
-#   heavy:   the SPH dam break (WCSPH and DFSPH 100k, WCSPH 1M), and the
-#            32M-particle scene of scenes/large/ run for two frames with its
-#            output written.
+#   heavy:   the SPH dam break (WCSPH and DFSPH 100k, WCSPH 1M), PBD and
+#            FEM benches (the implicit beam's in the logs only), the open
+#            1025^3-node domain of scenes/large/ with the sparse and the
+#            dense grid, and the 32M-particle scene run for two frames with
+#            its output written.
 # A compare that fails is rerun with device code built without FMA. With the
 # variants bench/pack_gpu.sh built for this commit in .gpu/: the GPU tests,
 # when they fail, are rerun without FMA and synchronised after every
@@ -315,11 +320,15 @@ if section speed; then
     # Throughput of both P2G variants, kept as JSON. Written straight to
     # $OUT when set: firn bench rewrites its files after every case, so a
     # timeout keeps the cases that finished.
-    run_step "bench MPM scenes 100k-8M, every P2G variant (cuda)" 240 60 "$FIRN" bench \
-        --backend cuda --particles 100k,1m,8m --p2g all --json "$RES/h200-$DATE.json" \
-        --csv "$RES/h200-$DATE.csv"
+    run_step "bench MPM scenes 100k-8M, atomic, binned and warp P2G (cuda)" 240 60 "$FIRN" bench \
+        --backend cuda --particles 100k,1m,8m --p2g atomic,binned,warp \
+        --json "$RES/h200-$DATE.json" --csv "$RES/h200-$DATE.csv"
+    # The deterministic (ordered) P2G beside binned, on the sand block.
+    run_step "bench sand 1M and 8M, binned and ordered P2G (cuda)" 120 12 "$FIRN" bench \
+        --backend cuda --scenes sand_block --layout dense --particles 1m,8m \
+        --p2g binned,ordered --json "$TMP/ordered.json" --csv "$TMP/ordered.csv"
     run_step "bench sand 32M, every P2G variant (cuda)" 150 12 "$FIRN" bench --backend cuda \
-        --scenes sand_block --layout dense --particles 32m --p2g all \
+        --scenes sand_block --layout dense --particles 32m --p2g atomic,binned,warp,ordered \
         --json "$RES/h200-$DATE-sand32.json" --csv "$TMP/sand32.csv"
 fi
 
@@ -355,7 +364,7 @@ if section heavy; then
     # The implicit beam: Newton and CG per substep, one host round trip per CG batch.
     run_step "bench fem_beam_implicit 20k and 100k elements (cuda)" 120 10 "$FIRN" bench \
         --backend cuda --scenes fem_beam_implicit --layout dense --particles 20k,100k \
-        --substeps 5 --warmup 5 --json "$RES/h200-$DATE-fem-implicit.json" \
+        --substeps 5 --warmup 5 --json "$TMP/fem-implicit.json" \
         --csv "$TMP/fem-implicit.csv"
     # The open domain (1025^3 nodes, 1M particles): the sparse grid against
     # the dense one, 2 frames each (the log's simulate time and phases).
