@@ -40,7 +40,8 @@ static __device__ double warp_sum(double x)
 }
 
 /* Every thread of a warp reaches the reductions (no early return), so the
- * full-mask shuffles are safe; empty or out-of-range nodes add zeros. */
+ * full-mask vote and shuffles are safe; empty or out-of-range nodes add
+ * zeros. */
 static __global__ void grid_update_rigid(firn_params P, firn_grid g, const firn_rigid *bodies,
                                          int nb, double *acc)
 {
@@ -52,8 +53,16 @@ static __global__ void grid_update_rigid(firn_params P, firn_grid g, const firn_
     const int lane = threadIdx.x & 31;
     for (int k = 0; k < nb; k++) {
         double a[FIRN_RIGID_ACC] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
-        if (has && bodies[k].couple)
+        int touched = 0;
+        if (has && bodies[k].couple) {
             v = firn_rigid_node_impulse(&bodies[k], xn, v, m, a);
+            for (int c = 0; c < FIRN_RIGID_ACC; c++)
+                touched |= a[c] != 0.0;
+        }
+        /* A warp none of whose nodes this body reached (most of a domain:
+         * empty nodes, or far from the body) skips its six reductions. */
+        if (!__any_sync(0xffffffffu, touched))
+            continue;
         for (int c = 0; c < FIRN_RIGID_ACC; c++) {
             double s = warp_sum(a[c]);
             if (lane == 0 && s != 0.0)
