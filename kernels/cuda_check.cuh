@@ -56,6 +56,16 @@ static inline int firn_cuda_check(cudaError_t e, const char *call, const char *f
 
 #define FIRN_CUDA_CHECK(call, err) FIRN_CUDA_CHECK_RET(call, err, FIRN_CUDA_FAILED)
 
+/* Carves count items of type for ptr out of a block at base, at the running
+ * offset off, 256-byte aligned (firn_align256); with base NULL only sizes
+ * it. Both FEM device layouts (kernels/fem.cu, kernels/fem_implicit.cu). */
+#define FIRN_CARVE(base, off, ptr, type, count)                                                    \
+    do {                                                                                           \
+        if (base)                                                                                  \
+            ptr = (type *)((base) + (off));                                                        \
+        (off) += firn_align256((count) * sizeof(type));                                            \
+    } while (0)
+
 /* The check as an expression, 1 on failure (err filled), for code that must
  * clean up before it returns. */
 #define FIRN_CUDA_CALL(call, err) firn_cuda_check((call), #call, __FILE__, __LINE__, (err))

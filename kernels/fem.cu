@@ -238,12 +238,7 @@ static size_t layout(const fem_sizes *z, char *base, firn_fem_cuda *S)
 {
     const size_t nv = (size_t)z->nv, ne = (size_t)z->ne, nf = (size_t)z->nf, ns = (size_t)z->ns;
     size_t off = 0;
-#define CARVE(ptr, type, count)                                                                    \
-    do {                                                                                           \
-        if (base)                                                                                  \
-            ptr = (type *)(base + off);                                                            \
-        off += firn_align256((count) * sizeof(type));                                              \
-    } while (0)
+#define CARVE(ptr, type, count) FIRN_CARVE(base, off, ptr, type, count)
     firn_fem_vertices *V = &S->V;
     firn_fem_elements *E = &S->E;
     firn_fem_surface *F = &S->surf;

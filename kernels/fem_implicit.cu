@@ -527,12 +527,7 @@ static int temp_need(firn_fem_icuda *I, const firn_fem_vertices &V, const firn_f
 static size_t layout(int nv, int ne, char *base, firn_fem_icuda *I)
 {
     size_t off = 0;
-#define CARVE(ptr, type, count)                                                                    \
-    do {                                                                                           \
-        if (base)                                                                                  \
-            ptr = (type *)(base + off);                                                            \
-        off += firn_align256((count) * sizeof(type));                                              \
-    } while (0)
+#define CARVE(ptr, type, count) FIRN_CARVE(base, off, ptr, type, count)
     float **vec[] = {&I->u, &I->g, &I->r, &I->z, &I->p, &I->Ap, &I->du, &I->ut};
     for (size_t k = 0; k < sizeof vec / sizeof *vec; k++)
         CARVE(*vec[k], float, 3 * (size_t)nv);

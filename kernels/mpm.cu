@@ -1043,7 +1043,7 @@ static int queue_mpm_pre(firn_cuda_state *s, const firn_params *P, int timed, fi
         FIRN_CUDA_CHECK_LAUNCH("sparse_clear", s->stream, err);
         if (queue_binning(s, P, pblocks, err))
             return FIRN_CUDA_FAILED;
-    } else if (s->mpm) {
+    } else if (s->mpm && !s->bins.ordered) { /* ordered P2G writes every node itself */
         FIRN_CUDA_CHECK(
             cudaMemsetAsync(s->grid.node, 0, 4 * (size_t)s->grid.nodes * sizeof(float), s->stream),
             err);
