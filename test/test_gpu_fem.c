@@ -135,20 +135,31 @@ static void expect_fem_close(const char *label, firn_world *gpu, firn_world *cpu
 
 /* ---- one substep from a perturbed state ----------------------------------- */
 
+/* The clamped block of `model` (implicit: backward Euler) on both paths,
+ * the GPU's state set to the CPU's perturbed one (seed), after one
+ * substep of dt on each. */
+static void perturbed_substep(const char *model, int implicit, uint64_t seed, float dt,
+                              firn_world **cpu, firn_world **gpu)
+{
+    firn_scene_def def;
+    block_scene(&def, model);
+    def.bodies[0].fem_implicit = implicit;
+    *cpu = make_world(&def, FIRN_BACKEND_CPU);
+    *gpu = make_world(&def, FIRN_BACKEND_CUDA);
+    cr_assert((*gpu)->fem.cuda, "the FEM state is on the device");
+    cr_assert_eq((*cpu)->fem.E.n, 8 * 4 * 4 * 6, "%d elements", (*cpu)->fem.E.n);
+    cr_assert_eq((*cpu)->fem.fixed, 5 * 5, "%lld fixed vertices", (*cpu)->fem.fixed);
+    perturb(&(*cpu)->fem, seed);
+    copy_fem_state(*gpu, *cpu);
+    run(*cpu, 1, dt, "CPU");
+    run(*gpu, 1, dt, "GPU");
+}
+
 static void substep_matches(const char *model)
 {
     require_gpu();
-    firn_scene_def def;
-    block_scene(&def, model);
-    firn_world *cpu = make_world(&def, FIRN_BACKEND_CPU);
-    firn_world *gpu = make_world(&def, FIRN_BACKEND_CUDA);
-    cr_assert(gpu->fem.cuda, "the FEM state is on the device");
-    cr_assert_eq(cpu->fem.E.n, 8 * 4 * 4 * 6, "%d elements", cpu->fem.E.n);
-    cr_assert_eq(cpu->fem.fixed, 5 * 5, "%lld fixed vertices", cpu->fem.fixed);
-    perturb(&cpu->fem, 0x5eedfe3ULL);
-    copy_fem_state(gpu, cpu);
-    run(cpu, 1, 1e-4f, "CPU");
-    run(gpu, 1, 1e-4f, "GPU");
+    firn_world *cpu, *gpu;
+    perturbed_substep(model, 0, 0x5eedfe3ULL, 1e-4f, &cpu, &gpu);
     /* The forces are those of a strained block: not all zero. */
     const firn_fem *c = &cpu->fem;
     float fmax = 0.0f;
@@ -448,16 +459,8 @@ static void expect_same_iterations(const char *label, const firn_world *gpu, con
 static void implicit_substep_matches(const char *model)
 {
     require_gpu();
-    firn_scene_def def;
-    block_scene(&def, model);
-    def.bodies[0].fem_implicit = 1;
-    firn_world *cpu = make_world(&def, FIRN_BACKEND_CPU);
-    firn_world *gpu = make_world(&def, FIRN_BACKEND_CUDA);
-    cr_assert(gpu->fem.cuda, "the FEM state is on the device");
-    perturb(&cpu->fem, 0x1dea11c17ULL);
-    copy_fem_state(gpu, cpu);
-    run(cpu, 1, 1e-2f, "CPU");
-    run(gpu, 1, 1e-2f, "GPU");
+    firn_world *cpu, *gpu;
+    perturbed_substep(model, 1, 0x1dea11c17ULL, 1e-2f, &cpu, &gpu);
     const int linear = strcmp(model, "fem_linear") == 0;
     cr_assert_geq(cpu->fem.newton_iters, linear ? 1 : 2, "%s: %lld Newton iterations", model,
                   cpu->fem.newton_iters);
