@@ -327,6 +327,14 @@ if section speed; then
     run_step "bench sand 1M and 8M, binned and ordered P2G (cuda)" 120 12 "$FIRN" bench \
         --backend cuda --scenes sand_block --layout dense --particles 1m,8m \
         --p2g binned,ordered --json "$TMP/ordered.json" --csv "$TMP/ordered.csv"
+    # CUDA graphs against kernel-by-kernel launches where launches cost the
+    # most (small scenes), off and on interleaved twice.
+    run_step "bench sand and SPH 20k, 100k, --graphs off / on interleaved (cuda)" 150 40 bash -c \
+        "for r in 1 2; do for g in off on; do echo \"--- graphs \$g (round \$r)\";
+             '$FIRN' bench --backend cuda --scenes sand_block,sph_dam_break --layout dense \
+                 --particles 20k,100k --p2g atomic --graphs \$g --substeps 100 --warmup 100 \
+                 --json '$TMP/graphs-\$g-\$r.json' --csv '$TMP/graphs-\$g-\$r.csv' || exit 1;
+         done; done"
     run_step "bench sand 32M, every P2G variant (cuda)" 150 12 "$FIRN" bench --backend cuda \
         --scenes sand_block --layout dense --particles 32m --p2g atomic,binned,warp,ordered \
         --json "$RES/h200-$DATE-sand32.json" --csv "$TMP/sand32.csv"

@@ -24,7 +24,8 @@
 static const char *bench_usage =
     "usage: firn bench [--backend cpu|cuda|both] [--particles LIST] [--scenes LIST]\n"
     "                  [--layout dense|sparse|both] [--substeps N] [--repeats N] [--warmup N]\n"
-    "                  [--threads LIST] [--p2g LIST] [--json FILE] [--csv FILE]\n"
+    "                  [--threads LIST] [--p2g LIST] [--graphs auto|on|off]\n"
+    "                  [--json FILE] [--csv FILE]\n"
     "  --particles   comma list with k/m suffixes (default cpu 20k,100k; cuda 100k,1m,8m)\n"
     "  --scenes      sand_block,snowball,dam_break,sph_dam_break,sph_dam_break_dfsph,\n"
     "                pbd_cloth,pbd_liquid,fem_beam,fem_beam_implicit or all (the FEM\n"
@@ -37,6 +38,8 @@ static const char *bench_usage =
     "                the speedup of each phase over the first (default: OMP_NUM_THREADS)\n"
     "  --p2g         CUDA MPM cases: comma list of atomic, binned, warp, ordered (the\n"
     "                deterministic one), or all; each case runs with each (default all)\n"
+    "  --graphs      CUDA: a call's substeps as CUDA graphs (default auto: where the\n"
+    "                world allows; the middle substep is still timed phase by phase)\n"
     "  --json/--csv  write the results (default out/bench/bench.json and .csv)\n";
 
 typedef struct {
@@ -71,6 +74,7 @@ typedef struct {
 
 typedef struct {
     int substeps, repeats, warmup;
+    int graphs; /* CUDA: --graphs (firn_graph_mode), -1: auto */
 } bench_opts;
 
 static int run_case(bench_result *r, const bench_opts *o, double copy_bw, firn_error *err)
@@ -80,6 +84,8 @@ static int run_case(bench_result *r, const bench_opts *o, double copy_bw, firn_e
         return -1;
     if (r->p2g >= 0)
         def.gpu_p2g = r->p2g;
+    if (o->graphs >= 0)
+        def.gpu_graphs = o->graphs;
     size_t used0 = r->backend == FIRN_BACKEND_CUDA ? firn_cuda_used_bytes() : 0;
     firn_world *w = firn_world_create(&def, r->backend, err);
     if (!w)
@@ -544,6 +550,11 @@ static int parse_bench_option(const char *a, const char *v, bench_args *g)
         }
         if (g->p2gs & (1 << N_P2G))
             g->p2gs = (1 << N_P2G) - 1;
+    } else if (!strcmp(a, "--graphs")) {
+        if (firn_cli_graphs(v, &g->o.graphs)) {
+            fprintf(stderr, "firn bench: --graphs must be auto, on or off, got '%s'\n", v);
+            return FIRN_E_USAGE;
+        }
     } else if (!strcmp(a, "--substeps")) {
         if (firn_cli_int(a, v, &g->o.substeps))
             return FIRN_E_USAGE;
@@ -591,7 +602,7 @@ static int parse_bench_args(int argc, char **argv, bench_args *g)
                       .scenes = 7,
                       .layouts = 3,
                       .p2gs = (1 << N_P2G) - 1,
-                      .o = {0, 3, -1}};
+                      .o = {0, 3, -1, -1}};
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {

@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cuda_backend.h"
 #include "error.h"
 #include "inspect.h"
 
@@ -438,10 +439,10 @@ static int compare_stats(firn_world *cpu, firn_world *gpu, const firn_scene_def 
     return 0;
 }
 
-/* The command line: the scene, --frames and --p2g; 0, or FIRN_E_USAGE
- * after printing why. */
+/* The command line: the scene, --frames, --p2g, --grid and --graphs; 0,
+ * or FIRN_E_USAGE after printing why. */
 static int parse_compare_args(int argc, char **argv, const char **scene, int *frames, int *p2g,
-                              int *grid)
+                              int *grid, int *graphs)
 {
     *scene = NULL;
     for (int i = 0; i < argc; i++) {
@@ -464,6 +465,13 @@ static int parse_compare_args(int argc, char **argv, const char **scene, int *fr
                         v ? v : "");
                 return FIRN_E_USAGE;
             }
+        } else if (!strcmp(argv[i], "--graphs")) {
+            const char *v = i + 1 < argc ? argv[++i] : NULL;
+            if (firn_cli_graphs(v, graphs)) {
+                fprintf(stderr, "firn compare: --graphs must be auto, on or off, got '%s'\n",
+                        v ? v : "");
+                return FIRN_E_USAGE;
+            }
         } else if (argv[i][0] == '-' || *scene) {
             fprintf(stderr, "firn compare: unexpected argument '%s'\n", argv[i]);
             return FIRN_E_USAGE;
@@ -481,8 +489,8 @@ static int parse_compare_args(int argc, char **argv, const char **scene, int *fr
 int firn_cli_compare(int argc, char **argv)
 {
     const char *scene;
-    int frames = 10, p2g = -1, grid = -1;
-    int rc = parse_compare_args(argc, argv, &scene, &frames, &p2g, &grid);
+    int frames = 10, p2g = -1, grid = -1, graphs = -1;
+    int rc = parse_compare_args(argc, argv, &scene, &frames, &p2g, &grid, &graphs);
     if (rc)
         return rc;
     firn_scene_def def;
@@ -493,6 +501,8 @@ int firn_cli_compare(int argc, char **argv)
         def.gpu_p2g = p2g;
     if (grid >= 0)
         def.gpu_grid = grid;
+    if (graphs >= 0)
+        def.gpu_graphs = graphs;
     firn_world *cpu = firn_world_create(&def, FIRN_BACKEND_CPU, &err);
     if (!cpu)
         return firn_cli_fail(&err);
@@ -525,6 +535,12 @@ int firn_cli_compare(int argc, char **argv)
             goto error;
     if (compare_stats(cpu, gpu, &def, &sc, &sg, frames, &ok, &err))
         goto error;
+    firn_cuda_graph_stats gs;
+    firn_cuda_graph_stats_get(gpu, &gs);
+    if (gs.fell_back)
+        printf("CUDA graphs: a capture failed, so the GPU ran kernel by kernel: %s\n", gs.why);
+    else
+        printf("CUDA graphs: %lld captured, %lld launched\n", gs.captures, gs.launches);
     printf("%s\n", ok ? "compare: PASS" : "compare: FAIL");
     firn_world_destroy(cpu);
     firn_world_destroy(gpu);

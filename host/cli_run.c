@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cuda_backend.h"
 #include "error.h"
 #include "fem.h"
 #include "frame_writer.h"
@@ -186,6 +187,21 @@ int firn_cli_grid(const char *name, int *out)
     return 0;
 }
 
+int firn_cli_graphs(const char *name, int *out)
+{
+    if (!name)
+        return -1;
+    if (!strcmp(name, "auto"))
+        *out = FIRN_GRAPHS_AUTO;
+    else if (!strcmp(name, "on"))
+        *out = FIRN_GRAPHS_ON;
+    else if (!strcmp(name, "off"))
+        *out = FIRN_GRAPHS_OFF;
+    else
+        return -1;
+    return 0;
+}
+
 int firn_cli_backend(const char *name, firn_backend *out)
 {
     if (!strcmp(name, "auto"))
@@ -310,6 +326,7 @@ typedef struct {
     int p2g;               /* --p2g (firn_p2g_variant), -1: the scene default's */
     int deterministic;     /* --deterministic: --p2g ordered, and the scene must allow it */
     int grid;              /* --grid (firn_grid_mode), -1: auto */
+    int graphs;            /* --graphs (firn_graph_mode), -1: auto */
     int ckpt_frames;       /* checkpoint every this many frames (0: by time or never) */
     double ckpt_seconds;   /* checkpoint when this much wall time has passed (0: never) */
     int resume;            /* --resume given */
@@ -346,6 +363,7 @@ static int parse_run_args(int argc, char **argv, run_opts *o)
     o->backend = FIRN_BACKEND_AUTO;
     o->p2g = -1;
     o->grid = -1;
+    o->graphs = -1;
     o->ckpt_seconds = DEFAULT_CHECKPOINT_SECONDS;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
@@ -370,6 +388,13 @@ static int parse_run_args(int argc, char **argv, run_opts *o)
             const char *v = i + 1 < argc ? argv[++i] : NULL;
             if (firn_cli_grid(v, &o->grid)) {
                 fprintf(stderr, "firn run: --grid must be auto, dense or sparse, got '%s'\n",
+                        v ? v : "");
+                return FIRN_E_USAGE;
+            }
+        } else if (!strcmp(a, "--graphs")) {
+            const char *v = i + 1 < argc ? argv[++i] : NULL;
+            if (firn_cli_graphs(v, &o->graphs)) {
+                fprintf(stderr, "firn run: --graphs must be auto, on or off, got '%s'\n",
                         v ? v : "");
                 return FIRN_E_USAGE;
             }
@@ -763,6 +788,16 @@ static void print_summary(firn_world *w, const firn_scene_def *def, const run_to
                 "and walls %.1f%%\n",
                 100 * pr.fem_elements / pr.total, 100 * pr.fem_velocity / pr.total,
                 100 * pr.fem_position / pr.total);
+    firn_cuda_graph_stats gs;
+    firn_cuda_graph_stats_get(w, &gs);
+    if (gs.fell_back)
+        fprintf(stderr,
+                "firn: warning: a CUDA graph capture failed, so the GPU ran the substeps kernel "
+                "by kernel (--graphs off does so from the start): %s\n",
+                gs.why);
+    else if (gs.launches > 0)
+        fprintf(stderr, "firn: CUDA graphs: %lld captured, %lld launched\n", gs.captures,
+                gs.launches);
     firn_memory m;
     firn_world_memory(w, &m);
     if (m.host_grid > 0.0 && m.host_grid_resident >= 0.0)
@@ -826,6 +861,8 @@ int firn_cli_run(int argc, char **argv)
         def.gpu_p2g = o.p2g;
     if (o.grid >= 0)
         def.gpu_grid = o.grid;
+    if (o.graphs >= 0)
+        def.gpu_graphs = o.graphs;
     if (o.out)
         snprintf(def.out_dir, sizeof def.out_dir, "%s", o.out);
     if (firn_mkdirs(def.out_dir, &err))

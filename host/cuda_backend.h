@@ -72,6 +72,16 @@ int firn_cuda_fem_upload(firn_world *w, firn_error *err);
  * scratch); 0 without a CUDA state. */
 size_t firn_cuda_state_bytes(const firn_world *w);
 
+/* Since the CUDA state was made (firn_graph_mode): graphs captured, graphs
+ * launched, and whether a capture failed and auto fell back to launches
+ * (why: the failure's message). */
+typedef struct {
+    long long captures, launches;
+    int fell_back;
+    char why[FIRN_ERRMSG_MAX];
+} firn_cuda_graph_stats;
+void firn_cuda_graph_stats_get(const firn_world *w, firn_cuda_graph_stats *out);
+
 #ifdef __cplusplus
 }
 #endif

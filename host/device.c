@@ -1,6 +1,7 @@
 /* device.c - what a build without CUDA answers about GPUs: none is usable.
  * With CUDA these functions live in kernels/device.cu and kernels/mpm.cu. */
 #include <stdio.h>
+#include <string.h>
 
 #include "bench.h"
 #include "cuda_backend.h"
@@ -134,6 +135,12 @@ size_t firn_cuda_state_bytes(const firn_world *w)
 {
     (void)w;
     return 0;
+}
+
+void firn_cuda_graph_stats_get(const firn_world *w, firn_cuda_graph_stats *out)
+{
+    (void)w;
+    memset(out, 0, sizeof *out);
 }
 
 #else

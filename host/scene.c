@@ -291,6 +291,7 @@ void firn_scene_default(firn_scene_def *def)
     def->write_preview = 1;
     def->gpu_p2g = FIRN_P2G_AUTO;
     def->gpu_grid = FIRN_GRID_AUTO;
+    def->gpu_graphs = FIRN_GRAPHS_AUTO;
 }
 
 /* ---- validation ----------------------------------------------------------- */

@@ -522,6 +522,14 @@ static firn_world *world_create(const firn_scene_def *def, firn_backend backend,
             (w->pbd.n > 0 && firn_cuda_pbd_init(w, err)) ||
             (w->fem.V.n > 0 && firn_cuda_fem_init(w, err)))
             goto fail;
+        const char *why = firn_world_gpu_graph_obstacle(w);
+        if (def->gpu_graphs == FIRN_GRAPHS_ON && why) {
+            firn_set_error(err, FIRN_E_USAGE,
+                           "%s: --graphs on: %s, so its substeps cannot be captured as a CUDA "
+                           "graph (--graphs auto launches them kernel by kernel)",
+                           prefix(def), why);
+            goto fail;
+        }
     } else {
         snprintf(w->device_name, sizeof w->device_name, "CPU, %d OpenMP threads",
                  omp_get_max_threads());
@@ -591,6 +599,14 @@ const char *firn_world_gpu_nondeterminism(const firn_world *w)
         return "the FEM-MPM and FEM-SPH pairs scatter with float atomics";
     return NULL;
 }
+const char *firn_world_gpu_graph_obstacle(const firn_world *w)
+{
+    for (int b = 0; b < w->fem.bodies; b++)
+        if (w->fem.implicit[b])
+            return "an implicit FEM body's Newton loop reads the device between its kernels";
+    return NULL;
+}
+
 const char *firn_world_device_name(const firn_world *w) { return w->device_name; }
 long long firn_world_particle_count(const firn_world *w)
 {

@@ -333,6 +333,17 @@ typedef enum {
 typedef enum { FIRN_GRID_AUTO = 0, FIRN_GRID_DENSE = 1, FIRN_GRID_SPARSE = 2 } firn_grid_mode;
 #define FIRN_GRID_SPARSE_RATIO 4
 
+/* Whether the CUDA path launches a call's substeps as CUDA graphs
+ * (docs/BENCH.md, "CUDA graphs"): captured once per distinct call (the
+ * substep count, the substep and every solver's parameters), then launched
+ * whole, so the host's per-kernel launch cost does not limit small scenes.
+ * The middle substep of each call is launched kernel by kernel, as it is
+ * timed phase by phase (firn_world_profile). auto: graphs where the world
+ * allows them (no implicit FEM body, whose Newton loop reads the device
+ * between kernels), falling back to launches if a capture fails; on: the
+ * same, a failed capture an error; off: launches. All give the same bits. */
+typedef enum { FIRN_GRAPHS_AUTO = 0, FIRN_GRAPHS_OFF = 1, FIRN_GRAPHS_ON = 2 } firn_graph_mode;
+
 typedef struct {
     float lower[3], upper[3]; /* domain box [m] */
     float dx;                 /* grid spacing [m] */
@@ -389,6 +400,8 @@ typedef struct {
                                     scene: the CLI's --p2g); default FIRN_P2G_AUTO */
     int gpu_grid;                /* the CUDA path's grid, firn_grid_mode (not part of the
                                     scene: the CLI's --grid); default FIRN_GRID_AUTO */
+    int gpu_graphs;              /* the CUDA path's graphs, firn_graph_mode (not part of the
+                                    scene: the CLI's --graphs); default FIRN_GRAPHS_AUTO */
     char out_dir[FIRN_PATH_MAX]; /* default "out" */
     int out_every;               /* write every Nth frame, default 1 */
     int write_ply;               /* default 1 */

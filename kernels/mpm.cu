@@ -105,6 +105,34 @@ struct firn_mpm_bins {
     size_t scan_temp_bytes;
 };
 
+/* CUDA graphs (firn_graph_mode): what a captured call's work depends on
+ * besides device memory - the substep count, the tools' frame reset, and
+ * the parameters every queued kernel gets by value (the world's, with the
+ * call's dt, and the SPH, PBD and FEM solvers', with the PBD iteration
+ * counts that shape its launches). The rest of what the launches bake in
+ * (device pointers, particle, body and constraint counts, which phases the
+ * world has) is fixed for the life of the device state, whose freeing
+ * destroys the graphs. Filled by memcpy from the host structs (padding
+ * included) over a zeroed key, compared by memcmp. */
+struct graph_key {
+    int nsub, tool_reset;
+    firn_params P;
+    firn_sph_params sph;
+    firn_pbd_params pbd;
+    int pbd_counts[5];
+    firn_fem_params fem;
+};
+
+/* A call is two graphs around its middle substep, which is queued launch
+ * by launch and timed phase by phase (account_time): substeps [0, m) and
+ * (m, nsub), m = nsub / 2; either may be empty (NULL). */
+#define FIRN_GRAPH_SLOTS 4
+struct graph_slot {
+    graph_key key;
+    cudaGraphExec_t before, after;
+    unsigned long long used; /* the call that last launched it, for reuse order */
+};
+
 /* Threads of a sparse grid kernel's block: one per node of a 4^3 block. */
 #define FIRN_SPARSE_THREADS 64
 
@@ -148,7 +176,15 @@ struct firn_cuda_state {
     const float *tool_grid_host[FIRN_MAX_TOOLS];   /* per tool: its host grid, or NULL */
     firn_mpm_bins bins;                            /* binned P2G (p2g_binned); bins.on 0: atomic */
     size_t bytes;                                  /* device memory allocated */
+    /* CUDA graphs: the world's mode (0 when it cannot use them), the
+     * captured calls (key.nsub 0: a free slot), the calls so far, counts. */
+    int graphs;
+    graph_slot slot[FIRN_GRAPH_SLOTS];
+    unsigned long long calls;
+    firn_cuda_graph_stats gstats;
 };
+
+static void graph_release(graph_slot *g);
 
 /* ---- GPU kernels ---------------------------------------------------------- */
 
@@ -796,6 +832,13 @@ static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
     s->bins.warp = s->bins.on && w->def.gpu_p2g == FIRN_P2G_WARP;
     s->bins.ordered = s->bins.on && w->def.gpu_p2g == FIRN_P2G_ORDERED;
     s->bins.sparse = firn_device_sparse(w);
+#ifdef FIRN_DEBUG_SYNC
+    s->graphs = 0; /* each launch synchronises, which a capture cannot */
+#else
+    s->graphs = w->def.gpu_graphs == FIRN_GRAPHS_OFF  ? 0
+                : w->def.gpu_graphs == FIRN_GRAPHS_ON ? FIRN_GRAPHS_ON
+                                                      : FIRN_GRAPHS_AUTO;
+#endif
     size_t sort_bytes = 0, scan_bytes = 0;
     if (s->bins.on) {
         bins_layout(w, &s->bins);
@@ -916,6 +959,8 @@ extern "C" void firn_cuda_free(firn_world *w)
         return;
     if (s->stream)
         (void)cudaStreamSynchronize(s->stream);
+    for (int k = 0; k < FIRN_GRAPH_SLOTS; k++)
+        graph_release(&s->slot[k]);
     cudaFree(s->p_block);
     cudaFree(s->grid.node);
     cudaFree(s->mats);
@@ -1258,6 +1303,149 @@ static int download_tools(firn_world *w, firn_cuda_state *s, firn_error *err)
     return failed ? FIRN_CUDA_FAILED : 0;
 }
 
+/* ---- CUDA graphs ---------------------------------------------------------- */
+
+static void graph_release(graph_slot *g)
+{
+    if (g->before)
+        (void)cudaGraphExecDestroy(g->before);
+    if (g->after)
+        (void)cudaGraphExecDestroy(g->after);
+    memset(g, 0, sizeof *g);
+}
+
+static void graph_key_of(const firn_world *w, int nsub, float dt, graph_key *k)
+{
+    memset(k, 0, sizeof *k);
+    k->nsub = nsub;
+    k->tool_reset = w->tool_frame_reset;
+    memcpy(&k->P, &w->params, sizeof k->P);
+    k->P.dt = dt;
+    memcpy(&k->sph, &w->sph.P, sizeof k->sph);
+    memcpy(&k->pbd, &w->pbd.P, sizeof k->pbd);
+    const int counts[5] = {w->pbd.stretch_iterations, w->pbd.bending_iterations,
+                           w->pbd.density_iterations, w->pbd.viscosity_iterations,
+                           w->pbd.particle_passes};
+    memcpy(k->pbd_counts, counts, sizeof counts);
+    memcpy(&k->fem, &w->fem.P, sizeof k->fem);
+}
+
+/* Substeps [k0, k1) of the call, launch by launch; substep `timed` (-1:
+ * none) with its phase events. */
+static int queue_substeps(firn_world *w, const firn_params *P, int k0, int k1, int timed,
+                          firn_error *err)
+{
+    for (int k = k0; k < k1; k++)
+        if (queue_substep(w, P, (unsigned)k, k == timed, err))
+            return FIRN_CUDA_FAILED;
+    return 0;
+}
+
+/* Substeps [k0, k1) captured and instantiated into *exec (NULL when the
+ * range is empty). Nothing runs: the stream only records. */
+static int graph_capture(firn_world *w, const firn_params *P, int k0, int k1, cudaGraphExec_t *exec,
+                         firn_error *err)
+{
+    const cudaStream_t st = w->cuda->stream;
+    *exec = NULL;
+    if (k1 <= k0)
+        return 0;
+    FIRN_CUDA_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal), err);
+    const int failed = queue_substeps(w, P, k0, k1, -1, err);
+    cudaGraph_t g = NULL;
+    const cudaError_t end = cudaStreamEndCapture(st, &g);
+    if (failed || firn_cuda_check(end, "cudaStreamEndCapture", __FILE__, __LINE__, err)) {
+        if (g)
+            (void)cudaGraphDestroy(g);
+        return FIRN_CUDA_FAILED;
+    }
+    const int bad = FIRN_CUDA_CALL(cudaGraphInstantiate(exec, g, 0), err);
+    (void)cudaGraphDestroy(g);
+    return bad ? FIRN_CUDA_FAILED : 0;
+}
+
+/* The captured graphs of this call, captured now if no slot has its key
+ * (into a free slot, or the one launched longest ago); NULL when the world
+ * does not use graphs, or auto's capture failed (then it stops trying). */
+static graph_slot *graph_for(firn_world *w, const firn_params *P, int nsub, firn_error *err,
+                             int *failed)
+{
+    firn_cuda_state *s = w->cuda;
+    *failed = 0;
+    if (!s->graphs || firn_world_gpu_graph_obstacle(w))
+        return NULL;
+    graph_key k;
+    graph_key_of(w, nsub, P->dt, &k);
+    graph_slot *g = &s->slot[0];
+    for (int i = 0; i < FIRN_GRAPH_SLOTS; i++) {
+        graph_slot *c = &s->slot[i];
+        if (c->key.nsub && !memcmp(&c->key, &k, sizeof k))
+            return c;
+        if (c->used < g->used)
+            g = c;
+    }
+    graph_release(g);
+    const int m = nsub / 2;
+    if (graph_capture(w, P, 0, m, &g->before, err) ||
+        graph_capture(w, P, m + 1, nsub, &g->after, err)) {
+        graph_release(g);
+        if (s->graphs == FIRN_GRAPHS_ON) {
+            *failed = 1;
+            return NULL;
+        }
+        /* auto: the failure kept for the record, the call launched as
+         * without graphs. */
+        snprintf(s->gstats.why, sizeof s->gstats.why, "%s", err->msg);
+        memset(err, 0, sizeof *err);
+        (void)cudaGetLastError();
+        s->graphs = 0;
+        s->gstats.fell_back = 1;
+        return NULL;
+    }
+    g->key = k;
+    s->gstats.captures += (g->before != NULL) + (g->after != NULL);
+    return g;
+}
+
+/* The call's substeps: two graphs around the middle substep, or every
+ * substep launch by launch; the middle one timed in both. */
+static int queue_call(firn_world *w, const firn_params *P, int nsub, firn_error *err)
+{
+    firn_cuda_state *s = w->cuda;
+    const int m = nsub / 2;
+    int failed;
+    graph_slot *g = graph_for(w, P, nsub, err, &failed);
+    if (failed)
+        return FIRN_CUDA_FAILED;
+    FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_START], s->stream), err);
+    if (!g) {
+        if (queue_substeps(w, P, 0, nsub, m, err))
+            return FIRN_CUDA_FAILED;
+    } else {
+        g->used = ++s->calls;
+        if (g->before) {
+            FIRN_CUDA_CHECK(cudaGraphLaunch(g->before, s->stream), err);
+            s->gstats.launches++;
+        }
+        if (queue_substep(w, P, (unsigned)m, 1, err))
+            return FIRN_CUDA_FAILED;
+        if (g->after) {
+            FIRN_CUDA_CHECK(cudaGraphLaunch(g->after, s->stream), err);
+            s->gstats.launches++;
+        }
+    }
+    FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_END], s->stream), err);
+    return 0;
+}
+
+extern "C" void firn_cuda_graph_stats_get(const firn_world *w, firn_cuda_graph_stats *out)
+{
+    if (w->cuda)
+        *out = w->cuda->gstats;
+    else
+        memset(out, 0, sizeof *out);
+}
+
 /* Queues nsub substeps and reads the non-finite words back (MPM's, the
  * SPH solver's into *sph_bad, the PBD solver's into *pbd_bad, the FEM
  * solver's into *fem_bad); 0 or -2. */
@@ -1268,11 +1456,8 @@ static int run_substeps(firn_world *w, const firn_params *P, int nsub, unsigned 
     firn_cuda_state *s = w->cuda;
     if (w->sph.cuda && firn_cuda_sph_begin_call(w->sph.cuda, s->stream, err))
         return FIRN_CUDA_FAILED;
-    FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_START], s->stream), err);
-    for (int k = 0; k < nsub; k++)
-        if (queue_substep(w, P, (unsigned)k, k == nsub / 2, err))
-            return FIRN_CUDA_FAILED;
-    FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_END], s->stream), err);
+    if (queue_call(w, P, nsub, err))
+        return FIRN_CUDA_FAILED;
     FIRN_CUDA_CHECK(cudaMemcpyAsync(bad, s->bad, sizeof *bad, cudaMemcpyDeviceToHost, s->stream),
                     err);
     if (download_tools(w, s, err))

@@ -542,6 +542,47 @@ Test(gpu, ordered_p2g_gives_the_same_bits_every_run, .timeout = 300)
                 two_runs_agree(FIRN_P2G_ATOMIC) ? "the same bits" : "different bits");
 }
 
+/* CUDA graphs (firn_graph_mode): a sand block with ordered P2G (the same
+ * bits every run) over five calls of 7 substeps, the third at twice the
+ * dt, the last at the first dt again, launched as graphs and kernel by
+ * kernel: every particle field the same bits. Two graphs are captured per
+ * distinct call (substeps [0, 3) and [4, 7) around the timed fourth), the
+ * first call's reused by the second and the fifth (a graph replaying the
+ * wrong dt would differ), two launched per call. */
+Test(gpu, graphs_give_the_bits_of_launches, .timeout = 300)
+{
+    require_gpu();
+    firn_scene_def def;
+    firn_error err = {0};
+    small_scene(&def, FIRN_MODEL_SAND, 0.15f);
+    def.gpu_p2g = FIRN_P2G_ORDERED;
+    const float dts[5] = {1e-4f, 1e-4f, 2e-4f, 2e-4f, 1e-4f};
+    firn_world *w[2];
+    for (int r = 0; r < 2; r++) {
+        def.gpu_graphs = r ? FIRN_GRAPHS_ON : FIRN_GRAPHS_OFF;
+        w[r] = make_world(&def, FIRN_BACKEND_CUDA);
+        for (int c = 0; c < 5; c++)
+            cr_assert_eq(firn_world_run_substeps(w[r], 7, dts[c], &err), 0, "%s", err.msg);
+        cr_assert_eq(firn_cuda_download(w[r], &err), 0, "%s", err.msg);
+    }
+    firn_cuda_graph_stats gs[2];
+    for (int r = 0; r < 2; r++)
+        firn_cuda_graph_stats_get(w[r], &gs[r]);
+    cr_expect_eq(gs[0].captures + gs[0].launches, 0, "--graphs off captured");
+    cr_expect_eq(gs[1].captures, 4, "%lld graphs captured, not 2 per distinct call",
+                 gs[1].captures);
+    cr_expect_eq(gs[1].launches, 10, "%lld graphs launched, not 2 per call", gs[1].launches);
+    cr_expect_eq(gs[1].fell_back, 0, "%s", gs[1].why);
+    const char *field = first_different_field(&w[0]->p, &w[1]->p);
+    cr_expect_null(field, "%s differs between graphs and launches", field);
+    /* The profile still has its phases: the middle substep is timed. */
+    const firn_profile pr = firn_world_profile(w[1]);
+    cr_expect(pr.p2g > 0.0 && pr.g2p > 0.0 && pr.grid > 0.0, "phases p2g %g, grid %g, g2p %g s",
+              pr.p2g, pr.grid, pr.g2p);
+    for (int r = 0; r < 2; r++)
+        firn_world_destroy(w[r]);
+}
+
 /* The sparse grid (firn_grid_mode): a cluster of sand 0.3 m across in the
  * 1 m domain with random velocities, one particle in 97 thrown at 60 m/s
  * along a random axis (0.19 cell a substep: over the 40 substeps they

@@ -566,3 +566,58 @@ Test(gpu_fem, failed_implicit_solve_is_reported_as_the_cpu_does, .timeout = 120)
     firn_world_destroy(cpu);
     firn_world_destroy(gpu);
 }
+
+/* CUDA graphs (firn_graph_mode) with FEM: an explicit block (no atomics on
+ * its own: every run gives the same bits) over four calls of 6 substeps,
+ * the third at another dt, launched as graphs and kernel by kernel: the
+ * vertices' x, v and x0 the same bits, two graphs captured per distinct
+ * call (substeps [0, 3) and [4, 6) around the timed third) and launched
+ * per call. An implicit body reads the device inside its substep: --graphs
+ * on refuses it by name, auto launches it kernel by kernel. */
+Test(gpu_fem, graphs_give_the_bits_of_launches_and_refuse_implicit_bodies, .timeout = 300)
+{
+    require_gpu();
+    firn_scene_def def;
+    block_scene(&def, "fem_corotated");
+    firn_world *w[2];
+    const float dts[4] = {4e-4f, 4e-4f, 2e-4f, 4e-4f};
+    for (int r = 0; r < 2; r++) {
+        def.gpu_graphs = r ? FIRN_GRAPHS_ON : FIRN_GRAPHS_OFF;
+        w[r] = make_world(&def, FIRN_BACKEND_CUDA);
+        for (int c = 0; c < 4; c++)
+            run(w[r], 6, dts[c], r ? "graphs" : "launches");
+        firn_error err = {0};
+        cr_assert_eq(firn_cuda_fem_download(w[r], &err), 0, "%s", err.msg);
+    }
+    firn_cuda_graph_stats gs[2];
+    for (int r = 0; r < 2; r++)
+        firn_cuda_graph_stats_get(w[r], &gs[r]);
+    cr_expect_eq(gs[0].captures + gs[0].launches, 0, "--graphs off captured");
+    cr_expect_eq(gs[1].captures, 4, "%lld graphs captured, not 2 per distinct call",
+                 gs[1].captures);
+    cr_expect_eq(gs[1].launches, 8, "%lld graphs launched, not 2 per call", gs[1].launches);
+    cr_expect_eq(gs[1].fell_back, 0, "%s", gs[1].why);
+    const firn_fem_vertices *a = &w[0]->fem.V, *b = &w[1]->fem.V;
+    const size_t n3 = 3 * (size_t)a->n * sizeof(float);
+    cr_expect(!memcmp(a->x, b->x, n3), "x differs between graphs and launches");
+    cr_expect(!memcmp(a->v, b->v, n3), "v differs between graphs and launches");
+    cr_expect(!memcmp(a->x0, b->x0, n3), "x0 differs between graphs and launches");
+    for (int r = 0; r < 2; r++)
+        firn_world_destroy(w[r]);
+
+    def.bodies[0].fem_implicit = 1;
+    def.gpu_graphs = FIRN_GRAPHS_ON;
+    firn_error err = {0};
+    cr_expect_null(firn_world_create(&def, FIRN_BACKEND_CUDA, &err), "--graphs on took an "
+                                                                     "implicit body");
+    cr_expect_eq(err.code, FIRN_E_USAGE, "%s", err.msg);
+    cr_expect(strstr(err.msg, "--graphs on: an implicit FEM body's Newton loop") != NULL, "%s",
+              err.msg);
+    def.gpu_graphs = FIRN_GRAPHS_AUTO;
+    firn_world *im = make_world(&def, FIRN_BACKEND_CUDA);
+    run(im, 4, 1e-3f, "implicit, auto");
+    firn_cuda_graph_stats_get(im, &gs[0]);
+    cr_expect_eq(gs[0].captures + gs[0].launches + gs[0].fell_back, 0,
+                 "auto captured an implicit body's substeps");
+    firn_world_destroy(im);
+}

@@ -2,7 +2,8 @@
  * MPM reductions) through the public CUB API only: cub::DeviceRadixSort::
  * SortPairs (stable, bit ranges, 0 and 1 items, int / unsigned / 64-bit
  * keys), cub::DeviceScan::ExclusiveSum and InclusiveSum against serial
- * loops, cub::DeviceReduce::Sum for float and double.
+ * loops, cub::DeviceReduce::Sum for float and double; and stream capture
+ * into a CUDA graph, as firn's --graphs uses it.
  *
  * test/emu/check.sh builds it against the emulated runtime (make
  * emu-check), where it also checks the emulation's errors: a temporary
@@ -310,6 +311,54 @@ template <typename T> static void check_sum(const char *what, int n, cudaStream_
     CU(cudaFree(d_out));
 }
 
+/* Stream capture, as firn's CUDA graphs use it: a captured ExclusiveSum
+ * does not run at capture, runs at each launch on the input the device
+ * holds then; a synchronisation inside a capture fails and invalidates it. */
+static void test_graphs(cudaStream_t s)
+{
+    const int n = 1000;
+    std::vector<int> a(n), b(n), want(n);
+    for (int i = 0; i < n; i++) {
+        a[i] = rand() % 7;
+        b[i] = rand() % 5 - 2;
+    }
+    int *d_in = to_device(a, s), *d_out = to_device(std::vector<int>(n, -1), s);
+    size_t tb = 0;
+    CU(cub::DeviceScan::ExclusiveSum(nullptr, tb, d_in, d_out, n, s));
+    void *temp = nullptr;
+    CU(cudaMalloc(&temp, tb));
+    CU(cudaStreamSynchronize(s));
+    cudaGraph_t g = nullptr;
+    cudaGraphExec_t e = nullptr;
+    CU(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    CU(cub::DeviceScan::ExclusiveSum(temp, tb, d_in, d_out, n, s));
+    CU(cudaStreamEndCapture(s, &g));
+    CU(cudaGraphInstantiate(&e, g, 0));
+    CU(cudaGraphDestroy(g));
+    check(to_host(d_out, n, s) == std::vector<int>(n, -1), "a captured scan does not run");
+    for (const std::vector<int> *in : {&a, &b}) {
+        CU(cudaMemcpyAsync(d_in, in->data(), n * sizeof(int), cudaMemcpyHostToDevice, s));
+        CU(cudaGraphLaunch(e, s));
+        std::exclusive_scan(in->begin(), in->end(), want.begin(), 0);
+        check(to_host(d_out, n, s) == want,
+              in == &a ? "a graph's launch runs the captured scan"
+                       : "a second launch scans the input the device holds then");
+    }
+    CU(cudaGraphExecDestroy(e));
+    CU(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    CU(cub::DeviceScan::ExclusiveSum(temp, tb, d_in, d_out, n, s));
+    const cudaError_t sync = cudaStreamSynchronize(s);
+    g = nullptr;
+    const cudaError_t end = cudaStreamEndCapture(s, &g);
+    (void)cudaGetLastError();
+    check(sync == cudaErrorStreamCaptureUnsupported && end == cudaErrorStreamCaptureInvalidated &&
+              g == nullptr,
+          "a synchronisation in a capture fails and invalidates the capture");
+    CU(cudaFree(temp));
+    CU(cudaFree(d_in));
+    CU(cudaFree(d_out));
+}
+
 #ifdef FIRN_EMU
 /* The emulation's own errors. */
 static void test_emulated_errors(cudaStream_t s, const char *self)
@@ -420,6 +469,7 @@ int main(int argc, char **argv)
         check_sum<float>("float", n, s);
         check_sum<double>("double", n, s);
     }
+    test_graphs(s);
 #ifdef FIRN_EMU
     test_emulated_errors(s, "/proc/self/exe");
 #endif

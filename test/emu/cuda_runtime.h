@@ -45,6 +45,8 @@ enum cudaError_t {
     cudaErrorNotReady = 600,
     cudaErrorIllegalAddress = 700,
     cudaErrorLaunchFailure = 719,
+    cudaErrorStreamCaptureUnsupported = 900,
+    cudaErrorStreamCaptureInvalidated = 901,
 };
 typedef enum cudaError_t cudaError;
 
@@ -63,6 +65,19 @@ enum cudaLimit { cudaLimitStackSize = 0, cudaLimitPrintfFifoSize = 1, cudaLimitM
 
 typedef struct firn_emu_stream *cudaStream_t;
 typedef struct firn_emu_event *cudaEvent_t;
+typedef struct firn_emu_graph *cudaGraph_t;
+typedef struct firn_emu_graph_exec *cudaGraphExec_t;
+
+enum cudaStreamCaptureMode {
+    cudaStreamCaptureModeGlobal = 0,
+    cudaStreamCaptureModeThreadLocal = 1,
+    cudaStreamCaptureModeRelaxed = 2,
+};
+enum cudaStreamCaptureStatus {
+    cudaStreamCaptureStatusNone = 0,
+    cudaStreamCaptureStatusActive = 1,
+    cudaStreamCaptureStatusInvalidated = 2,
+};
 
 struct uint3 {
     unsigned x, y, z;
@@ -154,6 +169,23 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream = 0);
 cudaError_t cudaEventSynchronize(cudaEvent_t event);
 cudaError_t cudaEventQuery(cudaEvent_t event);
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end);
+
+/* Stream capture and graphs: the work queued on a capturing stream is
+ * recorded, not run; a launched graph runs it again, in capture order, as
+ * one job of the stream it is launched on. A call that would wait on the
+ * device during a capture (a synchronisation, a synchronous copy or
+ * memset, cudaMalloc, cudaFree), a copy to or from host memory and an
+ * event record on the capturing stream fail with
+ * cudaErrorStreamCaptureUnsupported and invalidate the capture: its end
+ * returns cudaErrorStreamCaptureInvalidated. */
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode);
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *graph);
+cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus *status);
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t graph,
+                                 unsigned long long flags = 0);
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream);
+cudaError_t cudaGraphDestroy(cudaGraph_t graph);
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec);
 
 /* ---- what kernels see ------------------------------------------------------ */
 

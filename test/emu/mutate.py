@@ -117,6 +117,17 @@ PLANTS = [
      "    for (int d = 0; d < 8; d++) {\n        const int bx = x - (d >> 2 & 1)",
      "    for (int d = 0; d < 1; d++) {\n        const int bx = x - (d >> 2 & 1)",
      "test:gpu/sparse_grid_equals_dense_with_ordered_p2g"),
+    ("graph-key-count-only", "a call reuses the CUDA graphs captured for any call of the same "
+     "substep count, whatever its dt and parameters", "kernels/mpm.cu",
+     "        if (c->key.nsub && !memcmp(&c->key, &k, sizeof k))",
+     "        if (c->key.nsub && c->key.nsub == k.nsub)",
+     "test:gpu*/graphs*"),
+    ("graph-skips-middle", "with CUDA graphs the timed middle substep of a call is not run",
+     "kernels/mpm.cu",
+     "        if (queue_substep(w, P, (unsigned)m, 1, err))\n            return FIRN_CUDA_FAILED;\n"
+     "        if (g->after) {",
+     "        if (g->after) {",
+     "test:gpu*/graphs*"),
     ("pcg-past-stop", "the implicit FEM solve's CG update kernel ignores the device's stop flag, "
      "so the iterations queued after convergence keep moving du", "kernels/fem_implicit.cu",
      "        LAUNCH(imp_pcg_update, nv, I->ctl, I->p, I->Ap, I->Minv, I->du, I->r, I->z, n, B->v0, B->v1,\n"

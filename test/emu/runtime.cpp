@@ -36,6 +36,7 @@
 #include <cstdlib>
 #include <deque>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -225,9 +226,26 @@ struct job {
 
 } // namespace firn_emu
 
+struct firn_emu_graph;
 struct firn_emu_stream {
     bool nonblocking = false;
     std::deque<firn_emu::job *> queue;
+    /* While capturing: the graph its work goes to, instead of queue. */
+    firn_emu_graph *capture = nullptr;
+    cudaStreamCaptureMode capture_mode = cudaStreamCaptureModeGlobal;
+    bool capture_invalid = false;
+};
+/* A captured graph and its instantiations share the recorded jobs, which
+ * run again at each launch. Destroyed ones are kept, marked, so that a
+ * later use is named. */
+typedef std::vector<std::unique_ptr<firn_emu::job>> firn_emu_jobs;
+struct firn_emu_graph {
+    std::shared_ptr<firn_emu_jobs> jobs;
+    bool live = true;
+};
+struct firn_emu_graph_exec {
+    std::shared_ptr<firn_emu_jobs> jobs;
+    bool live = true;
 };
 struct firn_emu_event {
     bool live = true, recorded = false, done = false;
@@ -241,11 +259,13 @@ namespace firn_emu
 static std::recursive_mutex g_api; /* one runtime call at a time */
 static firn_emu_stream g_legacy;   /* stream 0 */
 /* The live streams, which flushes and the ordering check walk, and the
- * destroyed ones, kept so that a later use is named; with the events, never
- * destroyed (reachable at exit). */
+ * destroyed ones, kept so that a later use is named; with the events and
+ * graphs, never destroyed (reachable at exit). */
 static std::vector<firn_emu_stream *> &g_streams = *new std::vector<firn_emu_stream *>{&g_legacy};
 static std::vector<firn_emu_stream *> &g_dead_streams = *new std::vector<firn_emu_stream *>;
 static std::vector<firn_emu_event *> &g_events = *new std::vector<firn_emu_event *>;
+static std::vector<firn_emu_graph *> &g_graphs = *new std::vector<firn_emu_graph *>;
+static std::vector<firn_emu_graph_exec *> &g_graph_execs = *new std::vector<firn_emu_graph_exec *>;
 
 static firn_emu_stream *stream_of(cudaStream_t s, const char *call)
 {
@@ -336,7 +356,34 @@ static void flush_all()
         run_queue(t);
 }
 
-static void enqueue(job *j, firn_emu_stream *s) { s->queue.push_back(j); }
+static void enqueue(job *j, firn_emu_stream *s)
+{
+    if (!s->capture) {
+        s->queue.push_back(j);
+    } else if (s->capture_invalid) {
+        delete j;
+    } else {
+        s->capture->jobs->emplace_back(j);
+    }
+}
+
+/* A call that cannot be captured: with s, one on s (its capture, or every
+ * capture when s is the legacy stream, which synchronises with them);
+ * without, a device-wide call, which only a relaxed capture allows. Each
+ * capture it meets is invalidated; true when there was one. */
+static bool capture_refuses(const firn_emu_stream *s)
+{
+    bool any = false;
+    for (firn_emu_stream *t : g_streams) {
+        if (!t->capture)
+            continue;
+        if (s ? (t == s || s == &g_legacy) : t->capture_mode != cudaStreamCaptureModeRelaxed) {
+            t->capture_invalid = true;
+            any = true;
+        }
+    }
+    return any;
+}
 
 /* ---- pointers in arguments ------------------------------------------------- */
 
@@ -925,6 +972,9 @@ void enqueue_kernel(kernel_job *k, dim3 grid, dim3 block, size_t shared_bytes, c
         grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.x > 0x7fffffffu || grid.y > 65535 ||
         grid.z > 65535 || shared_bytes > 48 * 1024) {
         delete k;
+        firn_emu_stream *s = stream_of(st, "kernel launch");
+        if (s->capture)
+            s->capture_invalid = true;      /* a failed launch invalidates a capture */
         ret(cudaErrorInvalidConfiguration); /* reported by cudaGetLastError, as CUDA does */
         return;
     }
@@ -1018,6 +1068,8 @@ cudaError_t cudaMalloc(void **ptr, size_t bytes)
     *ptr = NULL;
     if (g_sticky)
         return ret(g_sticky);
+    if (capture_refuses(NULL))
+        return ret(cudaErrorStreamCaptureUnsupported);
     if (bytes == 0)
         return ret(cudaSuccess);
     size_t span = (bytes + RED_ZONE + 255) / 256 * 256 + RED_ZONE;
@@ -1060,6 +1112,8 @@ cudaError_t cudaFree(void *ptr)
     std::lock_guard<std::recursive_mutex> lk(g_api);
     if (!ptr)
         return ret(cudaSuccess);
+    if (capture_refuses(NULL))
+        return ret(cudaErrorStreamCaptureUnsupported);
     flush_all(); /* cudaFree synchronises the device */
     std::lock_guard<std::mutex> ml(g_mem_lock);
     uintptr_t start;
@@ -1147,6 +1201,12 @@ static cudaError_t copy(const char *call, void *dst, const void *src, size_t byt
         return ret(g_sticky);
     }
     const bool dd = in_region(dst), sd = in_region(src);
+    /* Synchronous, or host memory in a capture (firn-emu has no pinned
+     * memory, and a captured copy would read or write it at each launch). */
+    if ((sync || (s->capture && (!dd || !sd))) && capture_refuses(s)) {
+        t_api = NULL;
+        return ret(cudaErrorStreamCaptureUnsupported);
+    }
     cudaMemcpyKind k = kind;
     if (k == cudaMemcpyDefault)
         k = (cudaMemcpyKind)((sd ? 2 : 0) + (dd ? 1 : 0));
@@ -1204,6 +1264,8 @@ static cudaError_t set(const char *call, void *p, int value, size_t bytes, cudaS
     firn_emu_stream *s = stream_of(st, call);
     if (g_sticky)
         return ret(g_sticky);
+    if (sync && capture_refuses(s))
+        return ret(cudaErrorStreamCaptureUnsupported);
     memset_job *j = new memset_job;
     j->name = call;
     j->p = p;
@@ -1268,7 +1330,10 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream)
 {
     ensure_init();
     std::lock_guard<std::recursive_mutex> lk(g_api);
-    flush(stream_of(stream, "cudaStreamSynchronize"));
+    firn_emu_stream *s = stream_of(stream, "cudaStreamSynchronize");
+    if (capture_refuses(s))
+        return ret(cudaErrorStreamCaptureUnsupported);
+    flush(s);
     return ret(cudaSuccess);
 }
 
@@ -1291,6 +1356,8 @@ cudaError_t cudaDeviceSynchronize(void)
 {
     ensure_init();
     std::lock_guard<std::recursive_mutex> lk(g_api);
+    if (capture_refuses(NULL))
+        return ret(cudaErrorStreamCaptureUnsupported);
     flush_all();
     return ret(cudaSuccess);
 }
@@ -1334,6 +1401,8 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
     firn_emu_stream *s = stream_of(stream, "cudaEventRecord");
     if (!event || !event->live)
         return ret(cudaErrorInvalidResourceHandle);
+    if (s->capture && capture_refuses(s)) /* firn times outside its graphs */
+        return ret(cudaErrorStreamCaptureUnsupported);
     event->recorded = true;
     event->done = false;
     event->stream = s;
@@ -1364,6 +1433,138 @@ cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
     if (!start->done || !end->done)
         return ret(cudaErrorNotReady); /* not yet run: the host did not synchronise */
     *ms = (float)(end->t - start->t);
+    return ret(cudaSuccess);
+}
+
+/* ---- stream capture and graphs --------------------------------------------- */
+
+namespace firn_emu
+{
+/* A graph's launch: its jobs in capture order, as one job of the stream
+ * (their allocations its own, for the ordering check between streams). */
+struct graph_run : job {
+    std::shared_ptr<firn_emu_jobs> jobs;
+    void execute() override
+    {
+        for (const std::unique_ptr<job> &j : *jobs)
+            if (g_sticky == cudaSuccess) /* after a fault, the rest does not run */
+                j->execute();
+    }
+};
+} // namespace firn_emu
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode)
+{
+    ensure_init();
+    std::lock_guard<std::recursive_mutex> lk(g_api);
+    firn_emu_stream *s = stream_of(stream, "cudaStreamBeginCapture");
+    if (s == &g_legacy || s->capture) /* the legacy stream cannot be captured */
+        return ret(cudaErrorStreamCaptureUnsupported);
+    if (g_sticky)
+        return ret(g_sticky);
+    s->capture = new firn_emu_graph;
+    g_graphs.push_back(s->capture);
+    s->capture->jobs = std::make_shared<firn_emu_jobs>();
+    s->capture_mode = mode;
+    s->capture_invalid = false;
+    return ret(cudaSuccess);
+}
+
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *graph)
+{
+    std::lock_guard<std::recursive_mutex> lk(g_api);
+    firn_emu_stream *s = stream_of(stream, "cudaStreamEndCapture");
+    *graph = NULL;
+    if (!s->capture)
+        return ret(cudaErrorInvalidValue);
+    firn_emu_graph *g = s->capture;
+    s->capture = nullptr;
+    if (s->capture_invalid) {
+        g->live = false;
+        g->jobs.reset();
+        return ret(cudaErrorStreamCaptureInvalidated);
+    }
+    *graph = g;
+    return ret(cudaSuccess);
+}
+
+cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus *status)
+{
+    std::lock_guard<std::recursive_mutex> lk(g_api);
+    firn_emu_stream *s = stream_of(stream, "cudaStreamIsCapturing");
+    *status = !s->capture          ? cudaStreamCaptureStatusNone
+              : s->capture_invalid ? cudaStreamCaptureStatusInvalidated
+                                   : cudaStreamCaptureStatusActive;
+    return ret(cudaSuccess);
+}
+
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t graph, unsigned long long flags)
+{
+    std::lock_guard<std::recursive_mutex> lk(g_api);
+    *exec = NULL;
+    if (!graph || !graph->live || flags != 0)
+        return ret(cudaErrorInvalidValue);
+    firn_emu_graph_exec *e = new firn_emu_graph_exec;
+    g_graph_execs.push_back(e);
+    e->jobs = graph->jobs;
+    *exec = e;
+    return ret(cudaSuccess);
+}
+
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream)
+{
+    ensure_init();
+    std::lock_guard<std::recursive_mutex> lk(g_api);
+    if (!exec)
+        return ret(cudaErrorInvalidValue);
+    if (!exec->live)
+        fatal("cudaGraphLaunch of a graph instantiation already destroyed");
+    firn_emu_stream *s = stream_of(stream, "cudaGraphLaunch");
+    if (g_sticky)
+        return ret(g_sticky);
+    if (s->capture) /* a graph in a graph: firn does not */
+        return ret(cudaErrorStreamCaptureUnsupported);
+    graph_run *r = new graph_run;
+    r->name = "cudaGraphLaunch";
+    r->jobs = exec->jobs;
+    {
+        std::lock_guard<std::mutex> ml(g_mem_lock);
+        for (const std::unique_ptr<job> &j : *exec->jobs)
+            for (uintptr_t a : j->allocs) {
+                auto it = g_allocs.find(a);
+                if (it == g_allocs.end() || !it->second.live) {
+                    char dj[256], da[128];
+                    j->describe(dj, sizeof dj);
+                    describe_alloc(a, da, sizeof da);
+                    fatal("cudaGraphLaunch: the graph's %s uses %s, freed since the capture", dj,
+                          da);
+                }
+                if (std::find(r->allocs.begin(), r->allocs.end(), a) == r->allocs.end())
+                    r->allocs.push_back(a);
+            }
+    }
+    enqueue(r, s);
+    return ret(cudaSuccess);
+}
+
+cudaError_t cudaGraphDestroy(cudaGraph_t graph)
+{
+    std::lock_guard<std::recursive_mutex> lk(g_api);
+    if (!graph || !graph->live)
+        return ret(cudaErrorInvalidValue);
+    graph->live = false;
+    graph->jobs.reset();
+    return ret(cudaSuccess);
+}
+
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec)
+{
+    std::lock_guard<std::recursive_mutex> lk(g_api);
+    if (!exec || !exec->live)
+        return ret(cudaErrorInvalidValue);
+    /* A launch still queued holds the jobs; they go with it. */
+    exec->live = false;
+    exec->jobs.reset();
     return ret(cudaSuccess);
 }
 
@@ -1479,6 +1680,10 @@ const char *cudaGetErrorName(cudaError_t e)
         return "cudaErrorIllegalAddress";
     case cudaErrorLaunchFailure:
         return "cudaErrorLaunchFailure";
+    case cudaErrorStreamCaptureUnsupported:
+        return "cudaErrorStreamCaptureUnsupported";
+    case cudaErrorStreamCaptureInvalidated:
+        return "cudaErrorStreamCaptureInvalidated";
     }
     return "cudaErrorUnknown";
 }
@@ -1514,6 +1719,10 @@ const char *cudaGetErrorString(cudaError_t e)
         return "an illegal memory access was encountered";
     case cudaErrorLaunchFailure:
         return "unspecified launch failure";
+    case cudaErrorStreamCaptureUnsupported:
+        return "operation not permitted when stream is capturing";
+    case cudaErrorStreamCaptureInvalidated:
+        return "operation failed due to a previous error during capture";
     }
     return "unknown error";
 }
