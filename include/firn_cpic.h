@@ -118,6 +118,16 @@ typedef struct {
     firn_vec3 n[FIRN_CPIC_MAX]; /* recorded outward normal where near */
 } firn_cpic_ctx;
 
+/* Whether particle i has a record of any body (then its transfers are
+ * CPIC's; without, plain). */
+static inline FIRN_HD int firn_cpic_any(firn_particles p, int i, int nb)
+{
+    for (int k = 0; k < nb; k++)
+        if (p.cpic[(long long)k * p.n + i])
+            return 1;
+    return 0;
+}
+
 /* Loads particle i's records; returns the near mask (0: plain transfer). */
 static inline FIRN_HD unsigned firn_cpic_load(firn_cpic_ctx *c, firn_particles p, int i, int nb)
 {

@@ -370,12 +370,22 @@ static __global__ void p2g_cpic(firn_params P, const firn_material *mats, firn_p
 
 /* The bodies' reaction: per thread in local memory, then, for each body
  * some lane of the warp touched, a warp sum and one double atomicAdd per
- * component. No early return: every lane reaches the shuffles. */
+ * component. Only a whole warp returns early: every lane of a warp with a
+ * particle near a body reaches the shuffles. */
 static __global__ void g2p_cpic(firn_params P, const firn_material *mats, firn_particles p,
                                 firn_grid g, const firn_rigid *bodies, int nb, double *acc,
                                 unsigned long long *bad, unsigned substep)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
+    /* A warp none of whose particles has a record (most of them, away from
+     * the bodies): plain G2P, and no reaction array to clear and sum. The
+     * branch is the whole warp's, so the shuffles below stay converged. */
+    const int near = i < p.n && firn_cpic_any(p, i, nb);
+    if (!__any_sync(0xffffffffu, near)) {
+        if (i < p.n && firn_g2p_particle(i, &P, p, g))
+            atomicMin(bad, firn_cuda_bad_word(substep, i));
+        return;
+    }
     double a[FIRN_CPIC_MAX * FIRN_RIGID_ACC];
     for (int k = 0; k < nb * FIRN_RIGID_ACC; k++)
         a[k] = 0.0;

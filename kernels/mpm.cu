@@ -176,9 +176,10 @@ struct firn_cuda_state {
     const float *tool_grid_host[FIRN_MAX_TOOLS];   /* per tool: its host grid, or NULL */
     firn_mpm_bins bins;                            /* binned P2G (p2g_binned); bins.on 0: atomic */
     size_t bytes;                                  /* device memory allocated */
-    /* CUDA graphs: the world's mode (0 when it cannot use them), the
+    /* CUDA graphs: whether the world uses them, and whether a failed
+     * capture is an error (--graphs on) or ends their use (auto); the
      * captured calls (key.nsub 0: a free slot), the calls so far, counts. */
-    int graphs;
+    int graphs, graphs_required;
     graph_slot slot[FIRN_GRAPH_SLOTS];
     unsigned long long calls;
     firn_cuda_graph_stats gstats;
@@ -835,9 +836,8 @@ static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
 #ifdef FIRN_DEBUG_SYNC
     s->graphs = 0; /* each launch synchronises, which a capture cannot */
 #else
-    s->graphs = w->def.gpu_graphs == FIRN_GRAPHS_OFF  ? 0
-                : w->def.gpu_graphs == FIRN_GRAPHS_ON ? FIRN_GRAPHS_ON
-                                                      : FIRN_GRAPHS_AUTO;
+    s->graphs = w->def.gpu_graphs != FIRN_GRAPHS_OFF;
+    s->graphs_required = w->def.gpu_graphs == FIRN_GRAPHS_ON;
 #endif
     size_t sort_bytes = 0, scan_bytes = 0;
     if (s->bins.on) {
@@ -1389,7 +1389,7 @@ static graph_slot *graph_for(firn_world *w, const firn_params *P, int nsub, firn
     if (graph_capture(w, P, 0, m, &g->before, err) ||
         graph_capture(w, P, m + 1, nsub, &g->after, err)) {
         graph_release(g);
-        if (s->graphs == FIRN_GRAPHS_ON) {
+        if (s->graphs_required) {
             *failed = 1;
             return NULL;
         }

@@ -581,6 +581,15 @@ Test(gpu, graphs_give_the_bits_of_launches, .timeout = 300)
               pr.p2g, pr.grid, pr.g2p);
     for (int r = 0; r < 2; r++)
         firn_world_destroy(w[r]);
+    /* auto, the default, uses them as on does. */
+    firn_scene_default(&def);
+    cr_expect_eq(def.gpu_graphs, FIRN_GRAPHS_AUTO, "the default is not auto");
+    small_scene(&def, FIRN_MODEL_SAND, 0.15f);
+    firn_world *a = make_world(&def, FIRN_BACKEND_CUDA);
+    cr_assert_eq(firn_world_run_substeps(a, 7, 1e-4f, &err), 0, "%s", err.msg);
+    firn_cuda_graph_stats_get(a, &gs[0]);
+    cr_expect_eq(gs[0].captures, 2, "auto captured %lld graphs", gs[0].captures);
+    firn_world_destroy(a);
 }
 
 /* The sparse grid (firn_grid_mode): a cluster of sand 0.3 m across in the
