@@ -225,8 +225,8 @@ Test(gpu_fem, clamped_block_over_fifty_substeps_matches_cpu, .timeout = 300)
 /* ---- pairs ---------------------------------------------------------------- */
 
 /* Runs def on both paths and with the pair off (flag zeroed) on the CPU
- * for 20 substeps of dt; compares the FEM state, returns the worlds. */
-static void pair_worlds(firn_scene_def *def, int *flag, float dt, firn_world **cpu,
+ * for `substeps` substeps of dt; returns the worlds. */
+static void pair_worlds(firn_scene_def *def, int *flag, int substeps, float dt, firn_world **cpu,
                         firn_world **gpu, firn_world **off)
 {
     *cpu = make_world(def, FIRN_BACKEND_CPU);
@@ -234,9 +234,9 @@ static void pair_worlds(firn_scene_def *def, int *flag, float dt, firn_world **c
     *flag = 0;
     *off = make_world(def, FIRN_BACKEND_CPU);
     *flag = 1;
-    run(*cpu, 20, dt, "CPU");
-    run(*gpu, 20, dt, "GPU");
-    run(*off, 20, dt, "CPU, pair off");
+    run(*cpu, substeps, dt, "CPU");
+    run(*gpu, substeps, dt, "GPU");
+    run(*off, substeps, dt, "CPU, pair off");
 }
 
 /* An FEM block at 1 m/s into an MPM elastic block whose grid nodes it
@@ -256,7 +256,12 @@ Test(gpu_fem, fem_mpm_pair_matches_cpu, .timeout = 300)
              "   'size': [0.08, 0.08, 0.08]}}]}",
              &def);
     firn_world *cpu, *gpu, *off;
-    pair_worlds(&def, &def.coupling_fem_mpm, 2e-4f, &cpu, &gpu, &off);
+    /* 10 substeps: the pair scatters with float atomics, whose order (and
+     * the sums' last bits) changes run to run; over 20 substeps of contact
+     * that spread reached 1.14 times the one-substep tolerance of
+     * expect_close in about 1 run in 25 on the emulator; over 10, v's worst
+     * was 3.4e-6 to 5.0e-6 of its scale in 30 runs, and no run failed. */
+    pair_worlds(&def, &def.coupling_fem_mpm, 10, 2e-4f, &cpu, &gpu, &off);
     firn_frame_stats sc, sg, so;
     firn_error err = {0};
     cr_assert_eq(firn_world_stats(cpu, &sc, &err), 0, "%s", err.msg);
@@ -297,7 +302,7 @@ Test(gpu_fem, fem_rigid_pair_on_a_dynamic_ball_matches_cpu, .timeout = 300)
              "   'radius': 0.04}, 'motion': 'dynamic', 'density': 1000, 'velocity': [0, -1, 0]}]}",
              &def);
     firn_world *cpu, *gpu, *off;
-    pair_worlds(&def, &def.coupling_fem_rigid, 2e-4f, &cpu, &gpu, &off);
+    pair_worlds(&def, &def.coupling_fem_rigid, 20, 2e-4f, &cpu, &gpu, &off);
     firn_frame_stats sc, sg, so;
     firn_error err = {0};
     cr_assert_eq(firn_world_stats(cpu, &sc, &err), 0, "%s", err.msg);
@@ -341,7 +346,7 @@ Test(gpu_fem, fem_sph_pair_matches_cpu, .timeout = 300)
              "   'velocity': [0, -1, 0]}]}",
              &def);
     firn_world *cpu, *gpu, *off;
-    pair_worlds(&def, &def.coupling_fem_sph, 2e-4f, &cpu, &gpu, &off);
+    pair_worlds(&def, &def.coupling_fem_sph, 20, 2e-4f, &cpu, &gpu, &off);
     firn_frame_stats sc, so;
     firn_error err = {0};
     cr_assert_eq(firn_world_stats(cpu, &sc, &err), 0, "%s", err.msg);
