@@ -302,7 +302,9 @@ static inline FIRN_HD int firn_g2p_near_cpic(int i, const firn_params *P, const 
                 if (k < 0) {
                     const float *nd = g.node + 4 * firn_node_index(P->n, s.base[0] + a,
                                                                    s.base[1] + b, s.base[2] + cc);
-                    gv = firn_v3(nd[0], nd[1], nd[2]);
+                    float q[4];
+                    firn_load_node(nd, q);
+                    gv = firn_v3(q[0], q[1], q[2]);
                 } else {
                     if (!((have >> k) & 1u)) {
                         const firn_rigid *body = &bodies[k];

@@ -28,6 +28,46 @@ static inline FIRN_HD void firn_atomic_add(float *addr, float value)
 #endif
 }
 
+/* A grid node's four floats (mass-weighted momentum and mass, 16-byte
+ * aligned) added at once. Into global memory on sm_90 and later (and on the
+ * emulated runtime, which checks the address): one vector atomic, each
+ * component atomic on its own as four scalar ones are, a quarter of the
+ * atomic instructions. Into shared memory (a GPU block's tile), or before
+ * sm_90, four scalar atomics: the vector atomics take global addresses
+ * only. A plain add on the host. */
+enum { FIRN_NODE_SHARED = 0, FIRN_NODE_GLOBAL = 1 };
+static inline FIRN_HD void firn_atomic_add_node(float *q, const float v[4], int global)
+{
+#if (defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900) || defined(FIRN_EMU)
+    if (global) {
+        atomicAdd((float4 *)q, make_float4(v[0], v[1], v[2], v[3]));
+        return;
+    }
+#else
+    (void)global;
+#endif
+    for (int k = 0; k < 4; k++)
+        firn_atomic_add(q + k, v[k]);
+}
+
+/* A grid node's four floats read at once: on the device one 16-byte load
+ * through the read-only cache (the node must be 16-byte aligned and not
+ * written by the kernel that reads it), instead of three or four scalar
+ * loads; plain loads on the host. */
+static inline FIRN_HD void firn_load_node(const float *q, float out[4])
+{
+#if defined(__CUDA_ARCH__) || defined(FIRN_EMU)
+    const float4 t = __ldg((const float4 *)q);
+    out[0] = t.x;
+    out[1] = t.y;
+    out[2] = t.z;
+    out[3] = t.w;
+#else
+    for (int k = 0; k < 4; k++)
+        out[k] = q[k];
+#endif
+}
+
 /* The same for the double sums of the coupling's reactions (the force and
  * torque on rigid bodies and tools), which kernels add once per warp. */
 static inline FIRN_HD void firn_atomic_add_double(double *sum, double x)

@@ -194,7 +194,8 @@ static inline FIRN_HD long long firn_stencil_corner(const firn_params *P, const 
  * keep the terms as small as the per-node products were.) q0 is the first
  * float of the stencil's corner node in a node array of four floats per
  * node (the grid, or a GPU block's tile of it), sx and sy the steps in
- * floats to the next node along x and y; z steps 4. */
+ * floats to the next node along x and y; z steps 4; global says whether q0
+ * is in global memory (firn_atomic_add_node). */
 /* What the scatter adds at stencil node (a, b, c) (m0 and col from
  * firn_p2g_middle): out = w (m v + affine dpos), w m. Also for scatters
  * that combine several particles' values before adding them
@@ -215,7 +216,7 @@ static inline FIRN_HD void firn_p2g_node_value(const firn_p2g_state *st, firn_ve
 
 static inline FIRN_HD void firn_p2g_scatter_into(const firn_params *P, float *q0, long long sx,
                                                  long long sy, const firn_p2g_state *st,
-                                                 unsigned skip)
+                                                 unsigned skip, int global)
 {
     firn_vec3 col[3];
     const firn_vec3 m0 = firn_p2g_middle(P, st, col);
@@ -226,9 +227,7 @@ static inline FIRN_HD void firn_p2g_scatter_into(const firn_params *P, float *q0
                     continue;
                 float v[4];
                 firn_p2g_node_value(st, m0, col, a, b, c, v);
-                float *q = q0 + a * sx + b * sy + 4 * c;
-                for (int k = 0; k < 4; k++)
-                    firn_atomic_add(q + k, v[k]);
+                firn_atomic_add_node(q0 + a * sx + b * sy + 4 * c, v, global);
             }
 }
 
@@ -238,7 +237,7 @@ static inline FIRN_HD void firn_p2g_scatter_nodes(const firn_params *P, firn_gri
 {
     long long sx, sy;
     const long long corner = firn_stencil_corner(P, &st->s, &sx, &sy);
-    firn_p2g_scatter_into(P, g.node + corner, sx, sy, st, skip);
+    firn_p2g_scatter_into(P, g.node + corner, sx, sy, st, skip, FIRN_NODE_GLOBAL);
 }
 
 /* Scatter to all 27 stencil nodes. */
@@ -403,10 +402,14 @@ static inline FIRN_HD int firn_g2p_particle(int i, const firn_params *P, firn_pa
              * r = sum_c w_c gv and moment rc = sum_c (c - 1) w_c gv, then
              * the row's weight w_a w_b. */
             const float *nd = q0 + a * sx + b * sy;
+            float n0[4], n1[4], n2[4];
+            firn_load_node(nd, n0);
+            firn_load_node(nd + 4, n1);
+            firn_load_node(nd + 8, n2);
             const float wab = s.w[a][0] * s.w[b][1];
             for (int k = 0; k < 3; k++) {
-                float t0 = wc0 * nd[k], t2 = wc2 * nd[8 + k];
-                float r = wab * (t0 + wc1 * nd[4 + k] + t2), rc = wab * (t2 - t0);
+                float t0 = wc0 * n0[k], t2 = wc2 * n2[k];
+                float r = wab * (t0 + wc1 * n1[k] + t2), rc = wab * (t2 - t0);
                 acc.v.v[k] += r;
                 acc.m[0].v[k] += (float)(a - 1) * r;
                 acc.m[1].v[k] += (float)(b - 1) * r;

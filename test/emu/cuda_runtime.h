@@ -86,13 +86,14 @@ struct dim3 {
     unsigned x, y, z;
     dim3(unsigned a = 1, unsigned b = 1, unsigned c = 1) : x(a), y(b), z(c) {}
 };
-struct float2 {
+/* Aligned as CUDA's are: a vector load or atomic needs its full alignment. */
+struct alignas(8) float2 {
     float x, y;
 };
 struct float3 {
     float x, y, z;
 };
-struct float4 {
+struct alignas(16) float4 {
     float x, y, z, w;
 };
 static inline float2 make_float2(float x, float y) { return float2{x, y}; }
@@ -233,6 +234,20 @@ template <typename T> static inline T atomicAdd(T *addr, T value)
     return firn_emu_atomic_rmw(
         addr, [value](T a) { return a + value; }, "atomicAdd");
 }
+/* sm_90's vector atomic: each component added atomically on its own (as
+ * CUDA documents it, not one 16-byte transaction), on global memory only,
+ * at a 16-byte aligned address; anything else stops the process. */
+void firn_emu_check_global_vector(const void *p, size_t bytes, const char *what);
+static inline float4 atomicAdd(float4 *addr, float4 value)
+{
+    firn_emu_check_global_vector(addr, sizeof(float4), "atomicAdd(float4)");
+    float4 old;
+    old.x = atomicAdd(&addr->x, value.x);
+    old.y = atomicAdd(&addr->y, value.y);
+    old.z = atomicAdd(&addr->z, value.z);
+    old.w = atomicAdd(&addr->w, value.w);
+    return old;
+}
 template <typename T> static inline T atomicMin(T *addr, T value)
 {
     return firn_emu_atomic_rmw(
@@ -252,6 +267,15 @@ template <typename T> static inline T atomicCAS(T *addr, T compare, T value)
 {
     return firn_emu_atomic_rmw(
         addr, [compare, value](T a) { return a == compare ? value : a; }, "atomicCAS");
+}
+
+/* A load through the read-only data cache: device memory only, aligned to
+ * the loaded type's alignment (16 bytes for a float4). */
+void firn_emu_check_ldg(const void *p, size_t bytes, size_t align);
+template <typename T> static inline T __ldg(const T *p)
+{
+    firn_emu_check_ldg(p, sizeof(T), alignof(T));
+    return *p;
 }
 
 /* Barriers: the calling thread's fiber waits until the others arrive. */

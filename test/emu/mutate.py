@@ -128,6 +128,16 @@ PLANTS = [
      "        if (g->after) {",
      "        if (g->after) {",
      "test:gpu*/graphs*"),
+    ("tile-vector-atomic", "binned P2G scatters into its shared-memory tile with sm_90's vector "
+     "atomic, which takes global memory only", "kernels/mpm.cu",
+     "&st, 0u,\n                              FIRN_NODE_SHARED);",
+     "&st, 0u,\n                              FIRN_NODE_GLOBAL);",
+     "test:gpu/*"),
+    ("node-load-stride", "G2P reads a stencil row's nodes 3 floats apart, not 4",
+     "include/firn_mpm.h",
+     "            firn_load_node(nd + 4, n1);\n            firn_load_node(nd + 8, n2);",
+     "            firn_load_node(nd + 3, n1);\n            firn_load_node(nd + 6, n2);",
+     "test:gpu/*"),
     ("pcg-past-stop", "the implicit FEM solve's CG update kernel ignores the device's stop flag, "
      "so the iterations queued after convergence keep moving du", "kernels/fem_implicit.cu",
      "        LAUNCH(imp_pcg_update, nv, I->ctl, I->p, I->Ap, I->Minv, I->du, I->r, I->z, n, B->v0, B->v1,\n"

@@ -1028,6 +1028,25 @@ void firn_emu_check_device_pointer(const void *p, size_t bytes, const char *what
         fatal("%s on %p, which is neither device memory nor the block's shared memory", what, p);
 }
 
+void firn_emu_check_global_vector(const void *p, size_t bytes, const char *what)
+{
+    if ((uintptr_t)p % bytes)
+        fatal("%s on %p, which is not aligned to %zu bytes", what, p, bytes);
+    if (in_shared(p, bytes))
+        fatal("%s on %p, in the block's shared memory: vector atomics take global memory only",
+              what, p);
+    if (!in_region(p) || !in_region((const char *)p + bytes - 1))
+        fatal("%s on %p, which is not device memory", what, p);
+}
+
+void firn_emu_check_ldg(const void *p, size_t bytes, size_t align)
+{
+    if ((uintptr_t)p % align)
+        fatal("__ldg of %zu bytes at %p, which is not aligned to %zu bytes", bytes, p, align);
+    if (!in_region(p) || !in_region((const char *)p + bytes - 1))
+        fatal("__ldg of %zu bytes at %p, which is not device memory", bytes, p);
+}
+
 /* ---- CUB stand-ins' jobs --------------------------------------------------- */
 
 namespace firn_emu
