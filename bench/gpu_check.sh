@@ -281,14 +281,14 @@ if section correct; then
             --error-exitcode 1 "$FIRN" bench --backend cuda --scenes sph_dam_break_dfsph \
             --layout dense --particles 100k --substeps 5 --warmup 5 --repeats 1 \
             --json "$TMP/memcheck-dfsph.json" --csv "$TMP/memcheck-dfsph.csv"
-        for v in binned warp; do
+        for v in binned warp g2p2g; do
             run_step "memcheck ball_in_sand, $v P2G (1 frame)" 60 3 "$SAN" --tool memcheck \
                 --error-exitcode 1 "$FIRN" run scenes/ball_in_sand.json --backend cuda --frames 1 \
                 --p2g "$v" --quiet --out "$TMP/memcheck-$v"
         done
         # racecheck: binned P2G's shared-memory tile (its zeroing, scatter and flush
         # between barriers), the warp-reduced one's, and the SPH kernels.
-        for run in ball_in_sand:binned ball_in_sand:warp sph_snowball_pool:binned; do
+        for run in ball_in_sand:binned ball_in_sand:warp ball_in_sand:g2p2g sph_snowball_pool:binned; do
             name=${run%%:*} v=${run##*:}
             run_step "racecheck $name (1 frame, $v P2G)" 90 3 "$SAN" --tool racecheck \
                 --error-exitcode 1 "$FIRN" run "scenes/$name.json" --backend cuda --frames 1 \
@@ -308,7 +308,7 @@ if section correct; then
              echo 'atomic P2G: identical too' || echo 'atomic P2G: the two runs differ'"
     # The shipped scenes are below auto's threshold (atomic P2G): binned, warp and
     # ordered too.
-    for v in binned warp ordered; do
+    for v in binned warp ordered g2p2g; do
         for name in mixed ball_in_sand sand_column; do
             run_step "compare $name (3 frames), $v P2G" 60 25 "$FIRN" compare \
                 "scenes/$name.json" --frames 3 --p2g "$v"
@@ -320,8 +320,8 @@ if section speed; then
     # Throughput of both P2G variants, kept as JSON. Written straight to
     # $OUT when set: firn bench rewrites its files after every case, so a
     # timeout keeps the cases that finished.
-    run_step "bench MPM scenes 100k-8M, atomic, binned and warp P2G (cuda)" 240 60 "$FIRN" bench \
-        --backend cuda --particles 100k,1m,8m --p2g atomic,binned,warp \
+    run_step "bench MPM scenes 100k-8M, atomic, binned, warp and g2p2g P2G (cuda)" 240 60 "$FIRN" bench \
+        --backend cuda --particles 100k,1m,8m --p2g atomic,binned,warp,g2p2g \
         --json "$RES/h200-$DATE.json" --csv "$RES/h200-$DATE.csv"
     # The deterministic (ordered) P2G beside binned, on the sand block.
     run_step "bench sand 1M and 8M, binned and ordered P2G (cuda)" 120 12 "$FIRN" bench \
@@ -336,7 +336,7 @@ if section speed; then
                  --json '$TMP/graphs-\$g-\$r.json' --csv '$TMP/graphs-\$g-\$r.csv' || exit 1;
          done; done"
     run_step "bench sand 32M, every P2G variant (cuda)" 150 12 "$FIRN" bench --backend cuda \
-        --scenes sand_block --layout dense --particles 32m --p2g atomic,binned,warp,ordered \
+        --scenes sand_block --layout dense --particles 32m --p2g atomic,binned,warp,ordered,g2p2g \
         --json "$RES/h200-$DATE-sand32.json" --csv "$TMP/sand32.csv"
 fi
 

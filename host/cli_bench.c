@@ -37,7 +37,8 @@ static const char *bench_usage =
     "  --threads     CPU: comma list of OpenMP thread counts to run each case with, and\n"
     "                the speedup of each phase over the first (default: OMP_NUM_THREADS)\n"
     "  --p2g         CUDA MPM cases: comma list of atomic, binned, warp, ordered (the\n"
-    "                deterministic one), or all; each case runs with each (default all)\n"
+    "                deterministic one), g2p2g (binned, G2P fused into the next P2G),\n"
+    "                or all; each case runs with each (default all)\n"
     "  --graphs      CUDA: a call's substeps as CUDA graphs (default auto: where the\n"
     "                world allows; the middle substep is still timed phase by phase)\n"
     "  --json/--csv  write the results (default out/bench/bench.json and .csv)\n";
@@ -174,13 +175,14 @@ static int run_case(bench_result *r, const bench_opts *o, double copy_bw, firn_e
 static const char *backend_name(firn_backend b) { return b == FIRN_BACKEND_CUDA ? "cuda" : "cpu"; }
 /* The P2G variants a CUDA MPM case can run, in the order bench runs them. */
 static const int p2g_variants[] = {FIRN_P2G_ATOMIC, FIRN_P2G_BINNED, FIRN_P2G_WARP,
-                                   FIRN_P2G_ORDERED};
+                                   FIRN_P2G_ORDERED, FIRN_P2G_G2P2G};
 #define N_P2G ((int)(sizeof p2g_variants / sizeof p2g_variants[0]))
 static const char *p2g_name(int v)
 {
     return v == FIRN_P2G_BINNED    ? "binned"
            : v == FIRN_P2G_WARP    ? "warp"
            : v == FIRN_P2G_ORDERED ? "ordered"
+           : v == FIRN_P2G_G2P2G   ? "g2p2g"
                                    : "atomic";
 }
 
@@ -485,8 +487,8 @@ static const char *const scene_names[] = {
     "sand_block", "snowball",   "dam_break", "sph_dam_break",     "sph_dam_break_dfsph",
     "pbd_cloth",  "pbd_liquid", "fem_beam",  "fem_beam_implicit", "all"};
 static const char *const layout_names[] = {"dense", "sparse", "both"};
-static const char *const p2g_names[] = {"atomic", "binned", "warp", "ordered",
-                                        "all"}; /* p2g_variants' */
+static const char *const p2g_names[] = {"atomic",  "binned", "warp",
+                                        "ordered", "g2p2g",  "all"}; /* p2g_variants' */
 
 /* `firn bench`'s command line. */
 typedef struct {
@@ -544,8 +546,9 @@ static int parse_bench_option(const char *a, const char *v, bench_args *g)
             g->layouts = 3;
     } else if (!strcmp(a, "--p2g")) {
         if (parse_list(v, p2g_names, N_P2G + 1, &g->p2gs)) {
-            fprintf(stderr,
-                    "firn bench: --p2g takes a list of atomic, binned, warp, ordered or all\n");
+            fprintf(
+                stderr,
+                "firn bench: --p2g takes a list of atomic, binned, warp, ordered, g2p2g or all\n");
             return FIRN_E_USAGE;
         }
         if (g->p2gs & (1 << N_P2G))

@@ -454,7 +454,8 @@ static int parse_compare_args(int argc, char **argv, const char **scene, int *fr
             if (firn_cli_p2g(v, p2g)) {
                 fprintf(
                     stderr,
-                    "firn compare: --p2g must be auto, atomic, binned, warp or ordered, got '%s'\n",
+                    "firn compare: --p2g must be auto, atomic, binned, warp, ordered or g2p2g, got "
+                    "'%s'\n",
                     v ? v : "");
                 return FIRN_E_USAGE;
             }

@@ -167,6 +167,8 @@ int firn_cli_p2g(const char *name, int *out)
         *out = FIRN_P2G_WARP;
     else if (!strcmp(name, "ordered"))
         *out = FIRN_P2G_ORDERED;
+    else if (!strcmp(name, "g2p2g"))
+        *out = FIRN_P2G_G2P2G;
     else
         return -1;
     return 0;
@@ -380,7 +382,8 @@ static int parse_run_args(int argc, char **argv, run_opts *o)
             const char *v = i + 1 < argc ? argv[++i] : NULL;
             if (firn_cli_p2g(v, &o->p2g)) {
                 fprintf(stderr,
-                        "firn run: --p2g must be auto, atomic, binned, warp or ordered, got '%s'\n",
+                        "firn run: --p2g must be auto, atomic, binned, warp, ordered or g2p2g, got "
+                        "'%s'\n",
                         v ? v : "");
                 return FIRN_E_USAGE;
             }
@@ -455,6 +458,7 @@ static int parse_run_args(int argc, char **argv, run_opts *o)
                 o->p2g == FIRN_P2G_ATOMIC   ? "atomic"
                 : o->p2g == FIRN_P2G_BINNED ? "binned"
                 : o->p2g == FIRN_P2G_WARP   ? "warp"
+                : o->p2g == FIRN_P2G_G2P2G  ? "g2p2g"
                                             : "auto");
         return FIRN_E_USAGE;
     }

@@ -344,8 +344,9 @@ static inline __attribute__((always_inline)) void p2g_block(firn_world *w, int k
             firn_mat3 tau = firn_needs_svd(m) ? firn_constitutive_svd(m, &F[l], &Jp, &dmg, U[l],
                                                                       sig[l], V[l], P->dt)
                                               : firn_constitutive_direct(m, &F[l]);
-            firn_p2g_state st = firn_p2g_finish(i, P, m, p, C[l], F[l], Jp, dmg, tau,
-                                                firn_cpu_make_stencil(P, firn_load3(p.x, p.n, i)));
+            firn_p2g_state st =
+                firn_p2g_finish(i, P, m, p, C[l], F[l], Jp, dmg, tau, firn_load3(p.v, p.n, i),
+                                firn_cpu_make_stencil(P, firn_load3(p.x, p.n, i)));
             const unsigned skip =
                 cpic ? firn_p2g_cpic_skip(i, P, p, w->rigids, w->n_rigids, &st) : 0u;
             firn_cpu_scatter_nodes(P, w->grid, &st, skip);

@@ -678,7 +678,7 @@ int firn_device_binned(const firn_world *w)
 {
     const int v = w->def.gpu_p2g;
     return (v == FIRN_P2G_BINNED || v == FIRN_P2G_WARP || v == FIRN_P2G_ORDERED ||
-            (v == FIRN_P2G_AUTO && w->p.n >= FIRN_P2G_BINNED_MIN)) &&
+            v == FIRN_P2G_G2P2G || (v == FIRN_P2G_AUTO && w->p.n >= FIRN_P2G_BINNED_MIN)) &&
            w->p.n > 0 && w->coupler.active[FIRN_SOLVER_MPM] &&
            !(w->coupler.cpic && w->p.cpic_slots > 0);
 }
@@ -686,7 +686,10 @@ int firn_device_binned(const firn_world *w)
 int firn_device_sparse(const firn_world *w)
 {
     const firn_coupler *c = &w->coupler;
-    if (!firn_device_binned(w) || w->def.gpu_grid == FIRN_GRID_DENSE)
+    /* G2P2G's P2G runs in the fused kernel, after the clear: no list of the
+     * blocks it reaches can be built before it. */
+    if (!firn_device_binned(w) || w->def.gpu_grid == FIRN_GRID_DENSE ||
+        w->def.gpu_p2g == FIRN_P2G_G2P2G)
         return 0;
     const int grid_pairs = (c->rigid_mpm && w->n_rigids > 0) || (c->tool_mpm && w->n_tools > 0) ||
                            c->mpm_sph || c->mpm_pbd || c->fem_mpm;
@@ -726,7 +729,8 @@ size_t firn_device_bytes(const firn_world *w)
     const size_t nodes = (size_t)w->params.n[0] * w->params.n[1] * w->params.n[2];
     return binned_bytes(w) +
            firn_align256(firn_particle_layout(w->p.n, w->p.cpic_slots, NULL, NULL)) +
-           firn_align256(4 * nodes * sizeof(float)) +                  /* grid */
+           (firn_device_binned(w) && w->def.gpu_p2g == FIRN_P2G_G2P2G ? 2 : 1) *
+               firn_align256(4 * nodes * sizeof(float)) +              /* grid (G2P2G: two) */
            firn_align256(FIRN_MAX_MATERIALS * sizeof(firn_material)) + /* materials */
            firn_align256(sizeof(unsigned long long)) +                 /* non-finite word */
            firn_align256(2 * sizeof(float)) +                          /* reduction */

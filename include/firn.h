@@ -313,13 +313,16 @@ typedef struct {
  * deterministic one: particles sorted as binned, each node gathering what
  * the particles of its 27 stencil-corner cells scatter to it in a fixed
  * order, without atomics, so that two runs give the same bits (docs/BENCH.md,
- * "Deterministic mode"). The CPU path has one P2G (coloured blocks). */
+ * "Deterministic mode"); or g2p2g: binned, with each substep's G2P fused into
+ * the next substep's P2G within a call (one kernel per bin; docs/BENCH.md,
+ * "G2P2G"). The CPU path has one P2G (coloured blocks). */
 typedef enum {
     FIRN_P2G_ATOMIC = 0,
     FIRN_P2G_BINNED = 1,
     FIRN_P2G_AUTO = 2,
     FIRN_P2G_WARP = 3,
-    FIRN_P2G_ORDERED = 4
+    FIRN_P2G_ORDERED = 4,
+    FIRN_P2G_G2P2G = 5
 } firn_p2g_variant;
 #define FIRN_P2G_BINNED_MIN 300000
 

@@ -123,12 +123,12 @@ static inline FIRN_HD firn_mat3 firn_p2g_trial_F(const firn_params *P, firn_mat3
 }
 
 /* After the constitutive update: store the particle's F, Jp and damage, and
- * return its scatter state for the Kirchhoff stress tau (C: its affine
- * velocity, as loaded for the trial F) and its stencil s. */
+ * return its scatter state for the Kirchhoff stress tau (C and v: its
+ * affine velocity, as for the trial F, and its velocity) and its stencil s. */
 static inline FIRN_HD firn_p2g_state firn_p2g_finish(int i, const firn_params *P,
                                                      const firn_material *m, firn_particles p,
                                                      firn_mat3 C, firn_mat3 F, float Jp, float dmg,
-                                                     firn_mat3 tau, firn_stencil s)
+                                                     firn_mat3 tau, firn_vec3 v, firn_stencil s)
 {
     const int n = p.n;
     firn_store9(p.F, n, i, F);
@@ -141,23 +141,31 @@ static inline FIRN_HD firn_p2g_state firn_p2g_finish(int i, const firn_params *P
     float k = -P->dt * vol * 4.0f * P->inv_dx * P->inv_dx;
     for (int c = 0; c < 9; c++)
         st.affine.m[c] = k * tau.m[c] + st.mass * C.m[c];
-    st.mv = firn_scale(firn_load3(p.v, n, i), st.mass);
+    st.mv = firn_scale(v, st.mass);
     st.s = s;
     return st;
 }
 
 /* Trial deformation gradient, constitutive update (F, Jp and damage written
- * back), and the particle's scatter state. */
-static inline FIRN_HD firn_p2g_state firn_p2g_prepare(int i, const firn_params *P,
-                                                      const firn_material *mats, firn_particles p)
+ * back), and the particle's scatter state, from its position x, velocity v
+ * and affine velocity C (as in memory, or as G2P just left them). */
+static inline FIRN_HD firn_p2g_state firn_p2g_prepare_from(int i, const firn_params *P,
+                                                           const firn_material *mats,
+                                                           firn_particles p, firn_vec3 x,
+                                                           firn_vec3 v, firn_mat3 C)
 {
     const firn_material *m = &mats[p.mat[i]];
-    firn_mat3 C = firn_load9(p.C, p.n, i);
     firn_mat3 F = firn_p2g_trial_F(P, C, firn_load9(p.F, p.n, i));
     float Jp = p.Jp[i], dmg = p.damage[i];
     firn_mat3 tau = firn_constitutive(m, &F, &Jp, &dmg, P->dt);
-    return firn_p2g_finish(i, P, m, p, C, F, Jp, dmg, tau,
-                           firn_make_stencil(P, firn_load3(p.x, p.n, i)));
+    return firn_p2g_finish(i, P, m, p, C, F, Jp, dmg, tau, v, firn_make_stencil(P, x));
+}
+
+static inline FIRN_HD firn_p2g_state firn_p2g_prepare(int i, const firn_params *P,
+                                                      const firn_material *mats, firn_particles p)
+{
+    return firn_p2g_prepare_from(i, P, mats, p, firn_load3(p.x, p.n, i), firn_load3(p.v, p.n, i),
+                                 firn_load9(p.C, p.n, i));
 }
 
 /* The scatter's momentum m v + affine dpos at the stencil's middle node
@@ -366,29 +374,38 @@ static inline FIRN_HD firn_mat3 firn_g2p_affine(const firn_params *P, const firn
     return C;
 }
 
-/* Advect with the gathered v, keep the particle inside the domain, store.
- * Returns 1 if the new state is not finite. */
-static inline FIRN_HD int firn_g2p_finish(int i, const firn_params *P, firn_particles p,
-                                          firn_vec3 x, firn_vec3 v, firn_mat3 C)
+/* Advect *x with the gathered v, keep the particle inside the domain, store
+ * x, v and C (*x is left the new position). Returns 1 if the new state is
+ * not finite. */
+static inline FIRN_HD int firn_g2p_store(int i, const firn_params *P, firn_particles p,
+                                         firn_vec3 *x, firn_vec3 v, firn_mat3 C)
 {
     const int n = p.n;
-    x = firn_add(x, firn_scale(v, P->dt));
+    *x = firn_add(*x, firn_scale(v, P->dt));
     int bad = 0;
     for (int a = 0; a < 3; a++) {
-        if (!isfinite(x.v[a]) || !isfinite(v.v[a]))
+        if (!isfinite(x->v[a]) || !isfinite(v.v[a]))
             bad = 1;
-        x.v[a] = firn_clampf(x.v[a], P->x_min[a], P->x_max[a]);
+        x->v[a] = firn_clampf(x->v[a], P->x_min[a], P->x_max[a]);
     }
-    firn_store3(p.x, n, i, x);
+    firn_store3(p.x, n, i, *x);
     firn_store3(p.v, n, i, v);
     firn_store9(p.C, n, i, C);
     return bad;
 }
 
-/* Gather v and C from the grid, advect, keep the particle inside the domain.
- * Returns 1 if the new state is not finite. */
-static inline FIRN_HD int firn_g2p_particle(int i, const firn_params *P, firn_particles p,
-                                            firn_grid g)
+static inline FIRN_HD int firn_g2p_finish(int i, const firn_params *P, firn_particles p,
+                                          firn_vec3 x, firn_vec3 v, firn_mat3 C)
+{
+    return firn_g2p_store(i, P, p, &x, v, C);
+}
+
+/* Gather v and C from the grid, advect, keep the particle inside the domain,
+ * store; the new x, v and C are also left in *xo, *vo and *Co. Returns 1 if
+ * the new state is not finite. */
+static inline FIRN_HD int firn_g2p_particle_keep(int i, const firn_params *P, firn_particles p,
+                                                 firn_grid g, firn_vec3 *xo, firn_vec3 *vo,
+                                                 firn_mat3 *Co)
 {
     firn_vec3 x = firn_load3(p.x, p.n, i);
     firn_stencil s = firn_make_stencil(P, x);
@@ -416,7 +433,33 @@ static inline FIRN_HD int firn_g2p_particle(int i, const firn_params *P, firn_pa
                 acc.m[2].v[k] += rc;
             }
         }
-    return firn_g2p_finish(i, P, p, x, acc.v, firn_g2p_affine(P, &s, &acc));
+    *xo = x;
+    *vo = acc.v;
+    *Co = firn_g2p_affine(P, &s, &acc);
+    return firn_g2p_store(i, P, p, xo, *vo, *Co);
+}
+
+static inline FIRN_HD int firn_g2p_particle(int i, const firn_params *P, firn_particles p,
+                                            firn_grid g)
+{
+    firn_vec3 x, v;
+    firn_mat3 C;
+    return firn_g2p_particle_keep(i, P, p, g, &x, &v, &C);
+}
+
+/* G2P2G (kernels/mpm.cu, --p2g g2p2g): particle i's G2P of one substep from
+ * grid `from`, then its constitutive update and scatter state for the next
+ * substep's P2G, from the x, v and C G2P left in registers: the arithmetic
+ * of firn_g2p_particle followed by firn_p2g_prepare, without reading them
+ * back. *bad: G2P's non-finite flag. */
+static inline FIRN_HD firn_p2g_state firn_g2p2g_particle(int i, const firn_params *P,
+                                                         const firn_material *mats,
+                                                         firn_particles p, firn_grid from, int *bad)
+{
+    firn_vec3 x, v;
+    firn_mat3 C;
+    *bad = firn_g2p_particle_keep(i, P, p, from, &x, &v, &C);
+    return firn_p2g_prepare_from(i, P, mats, p, x, v, C);
 }
 
 #endif

@@ -75,10 +75,16 @@ enum {
 #define FIRN_BIN         4
 #define FIRN_TILE        (FIRN_BIN + 2) /* a bin's stencils span its cells and two more per axis */
 #define FIRN_BIN_THREADS 128
+/* G2P2G's tile: the bins are those of the positions before G2P, and a
+ * particle's stencil corner moves by at most one cell in a substep that
+ * keeps the CFL condition (|v| dt < dx), so the stencils span the bin's
+ * cells, one more below and three more above per axis. */
+#define FIRN_FTILE (FIRN_BIN + 4)
 
 struct firn_mpm_bins {
     int on;           /* the world's P2G is binned (def.gpu_p2g, and not CPIC's) */
     int warp;         /* ... and sums each warp's lanes of one cell first (p2g_warp) */
+    int fused;        /* ... and fuses each G2P with the next substep's P2G (g2p2g) */
     int n[3];         /* bins per axis */
     int count;        /* n[0] n[1] n[2] */
     int end_bit;      /* bits of the largest key, for the radix sort */
@@ -106,7 +112,8 @@ struct firn_mpm_bins {
 };
 
 /* CUDA graphs (firn_graph_mode): what a captured call's work depends on
- * besides device memory - the substep count, the tools' frame reset, and
+ * besides device memory - the substep count, the tools' frame reset, with
+ * G2P2G which of its two grids the call starts on, and
  * the parameters every queued kernel gets by value (the world's, with the
  * call's dt, and the SPH, PBD and FEM solvers', with the PBD iteration
  * counts that shape its launches). The rest of what the launches bake in
@@ -115,7 +122,7 @@ struct firn_mpm_bins {
  * destroys the graphs. Filled by memcpy from the host structs (padding
  * included) over a zeroed key, compared by memcmp. */
 struct graph_key {
-    int nsub, tool_reset;
+    int nsub, tool_reset, gbase;
     firn_params P;
     firn_sph_params sph;
     firn_pbd_params pbd;
@@ -141,9 +148,15 @@ struct graph_slot {
 #define FIRN_ORDERED_FLOATS 16
 
 struct firn_cuda_state {
-    firn_particles p;    /* device SoA, same layout as the host mirror w->p */
-    void *p_block;       /* one allocation holding all particle arrays */
-    firn_grid grid;      /* device grid: mass (nodes), then mom (3 nodes), contiguous */
+    firn_particles p; /* device SoA, same layout as the host mirror w->p */
+    void *p_block;    /* one allocation holding all particle arrays */
+    firn_grid grid;   /* device grid: mass (nodes), then mom (3 nodes), contiguous */
+    /* The grid's buffers: one, or with G2P2G two (substep k of a call uses
+     * gbuf[(gbase + k) & 1], the previous substep's is read by its fused
+     * G2P); grid.node is the one in use, after a call its last substep's. */
+    float *gbuf[2];
+    int gbase;
+    int nsub;            /* substeps of the call being queued */
     firn_material *mats; /* device copy of w->mats (FIRN_MAX_MATERIALS) */
     unsigned long long
         *bad;        /* first non-finite particle (firn_cuda_bad_word), or FIRN_CUDA_BAD_NONE */
@@ -408,26 +421,25 @@ static __device__ void bin_origin(const firn_mpm_bins &b, int bin, int o[3])
     o[2] = bin % b.n[2] * FIRN_BIN;
 }
 
-static __device__ void tile_clear(float *tile)
+template <int T> static __device__ void tile_clear(float *tile)
 {
-    for (int k = threadIdx.x; k < 4 * FIRN_TILE * FIRN_TILE * FIRN_TILE; k += blockDim.x)
+    for (int k = threadIdx.x; k < 4 * T * T * T; k += blockDim.x)
         tile[k] = 0.0f;
 }
 
-static __device__ int tile_corner(const firn_stencil &s, const int o[3])
+template <int T> static __device__ int tile_corner(const firn_stencil &s, const int o[3])
 {
-    return ((s.base[0] - o[0]) * FIRN_TILE + s.base[1] - o[1]) * FIRN_TILE + s.base[2] - o[2];
+    return ((s.base[0] - o[0]) * T + s.base[1] - o[1]) * T + s.base[2] - o[2];
 }
 
-static __device__ void tile_flush(const float *tile, const int o[3], firn_grid g)
+template <int T> static __device__ void tile_flush(const float *tile, const int o[3], firn_grid g)
 {
-    for (int t = threadIdx.x; t < FIRN_TILE * FIRN_TILE * FIRN_TILE; t += blockDim.x) {
+    for (int t = threadIdx.x; t < T * T * T; t += blockDim.x) {
         const float *q = tile + 4 * t;
         if (q[3] == 0.0f) /* no particle's stencil reached it (or outside the grid) */
             continue;
         float *d =
-            g.node + 4 * firn_node_index(g.n, o[0] + t / (FIRN_TILE * FIRN_TILE),
-                                         o[1] + t / FIRN_TILE % FIRN_TILE, o[2] + t % FIRN_TILE);
+            g.node + 4 * firn_node_index(g.n, o[0] + t / (T * T), o[1] + t / T % T, o[2] + t % T);
         firn_atomic_add_node(d, q, FIRN_NODE_GLOBAL);
     }
 }
@@ -453,16 +465,16 @@ static __global__ void __launch_bounds__(FIRN_BIN_THREADS)
         return;
     int o[3];
     bin_origin(b, bin, o);
-    tile_clear(tile);
+    tile_clear<FIRN_TILE>(tile);
     __syncthreads();
     for (int k = lo + threadIdx.x; k < hi; k += blockDim.x) {
         const firn_p2g_state st = firn_p2g_prepare(b.order[k], &P, mats, p);
-        const int t = tile_corner(st.s, o);
+        const int t = tile_corner<FIRN_TILE>(st.s, o);
         firn_p2g_scatter_into(&P, tile + 4 * t, 4 * FIRN_TILE * FIRN_TILE, 4 * FIRN_TILE, &st, 0u,
                               FIRN_NODE_SHARED);
     }
     __syncthreads();
-    tile_flush(tile, o, g);
+    tile_flush<FIRN_TILE>(tile, o, g);
 }
 
 /* P2G with a warp reduction (--p2g warp): as p2g_binned, but the lanes of a
@@ -487,7 +499,7 @@ static __global__ void __launch_bounds__(FIRN_BIN_THREADS)
     bin_origin(b, bin, o);
     const unsigned all = 0xffffffffu;
     const int lane = threadIdx.x & 31;
-    tile_clear(tile);
+    tile_clear<FIRN_TILE>(tile);
     __syncthreads();
     for (int first = lo; first < hi; first += blockDim.x) {
         if (first + (int)(threadIdx.x & ~31u) >= hi)
@@ -500,7 +512,7 @@ static __global__ void __launch_bounds__(FIRN_BIN_THREADS)
         if (valid) {
             st = firn_p2g_prepare(b.order[k], &P, mats, p);
             m0 = firn_p2g_middle(&P, &st, col);
-            t = tile_corner(st.s, o);
+            t = tile_corner<FIRN_TILE>(st.s, o);
         }
         /* This lane's run of equal keys: it ends at the lowest lane at or
          * above this one whose successor differs; it starts where the
@@ -533,7 +545,54 @@ static __global__ void __launch_bounds__(FIRN_BIN_THREADS)
                 }
     }
     __syncthreads();
-    tile_flush(tile, o, g);
+    tile_flush<FIRN_TILE>(tile, o, g);
+}
+
+/* G2P2G (--p2g g2p2g): substep k's G2P and substep k + 1's P2G in one
+ * kernel, as Claymore fuses them (Wang et al. 2020). One thread block per
+ * bin of the positions before G2P (the bins substep k's P2G used, or built
+ * after the last fused kernel): each thread gathers its particle's velocity
+ * and affine velocity from grid `from` (substep k's, updated), advects it,
+ * stores x, v and C, runs the constitutive update from those values in
+ * registers (firn_g2p2g_particle) and scatters into an FIRN_FTILE^3 tile
+ * one cell wider than p2g_binned's on each side, which the particle's new
+ * stencil lies in when it moved at most a cell; a particle that moved
+ * further (a substep beyond the CFL limit) scatters straight into the grid.
+ * The tile is then added to grid `to` (substep k + 1's, cleared) as in
+ * p2g_binned. What fusion saves: the launch, and P2G's reads of x, v and C
+ * (72 of the about 230 bytes a particle moves in a substep). */
+static __global__ void __launch_bounds__(FIRN_BIN_THREADS)
+    g2p2g(firn_params P, const firn_material *mats, firn_particles p, firn_grid from, firn_grid to,
+          firn_mpm_bins b, unsigned long long *bad, unsigned substep)
+{
+    __shared__ float tile[4 * FIRN_FTILE * FIRN_FTILE * FIRN_FTILE];
+    const int bin = blockIdx.x, lo = b.start[bin], hi = b.end[bin];
+    if (lo >= hi)
+        return;
+    int o[3];
+    bin_origin(b, bin, o);
+    for (int a = 0; a < 3; a++)
+        o[a] -= 1; /* the tile starts a cell below the bin */
+    tile_clear<FIRN_FTILE>(tile);
+    __syncthreads();
+    for (int k = lo + threadIdx.x; k < hi; k += blockDim.x) {
+        const int i = b.order[k];
+        int nonfinite;
+        const firn_p2g_state st = firn_g2p2g_particle(i, &P, mats, p, from, &nonfinite);
+        if (nonfinite)
+            atomicMin(bad, firn_cuda_bad_word(substep, i));
+        int inside = 1;
+        for (int a = 0; a < 3; a++)
+            inside &= st.s.base[a] >= o[a] && st.s.base[a] <= o[a] + FIRN_FTILE - 3;
+        if (inside)
+            firn_p2g_scatter_into(&P, tile + 4 * tile_corner<FIRN_FTILE>(st.s, o),
+                                  4 * FIRN_FTILE * FIRN_FTILE, 4 * FIRN_FTILE, &st, 0u,
+                                  FIRN_NODE_SHARED);
+        else
+            firn_p2g_scatter_nodes(&P, to, &st, 0u);
+    }
+    __syncthreads();
+    tile_flush<FIRN_FTILE>(tile, o, to);
 }
 
 static __global__ void grid_update(firn_params P, firn_grid g)
@@ -834,6 +893,7 @@ static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
     s->bins.on = firn_device_binned(w);
     s->bins.warp = s->bins.on && w->def.gpu_p2g == FIRN_P2G_WARP;
     s->bins.ordered = s->bins.on && w->def.gpu_p2g == FIRN_P2G_ORDERED;
+    s->bins.fused = s->bins.on && w->def.gpu_p2g == FIRN_P2G_G2P2G;
     s->bins.sparse = firn_device_sparse(w);
 #ifdef FIRN_DEBUG_SYNC
     s->graphs = 0; /* each launch synchronises, which a capture cannot */
@@ -857,9 +917,12 @@ static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
         FIRN_CUDA_CHECK(cudaEventCreate(&s->ev[k]), err);
     FIRN_CUDA_CHECK(cudaMalloc(&s->p_block, p_bytes), err);
     firn_particle_layout(n, w->p.cpic_slots, (char *)s->p_block, &s->p);
-    FIRN_CUDA_CHECK(cudaMalloc(&s->grid.node, g_bytes), err);
-    /* Zero once: a sparse grid clears only the blocks it wrote since. */
-    FIRN_CUDA_CHECK(cudaMemsetAsync(s->grid.node, 0, g_bytes, s->stream), err);
+    for (int k = 0; k < 1 + s->bins.fused; k++) {
+        FIRN_CUDA_CHECK(cudaMalloc(&s->gbuf[k], g_bytes), err);
+        /* Zero once: a sparse grid clears only the blocks it wrote since. */
+        FIRN_CUDA_CHECK(cudaMemsetAsync(s->gbuf[k], 0, g_bytes, s->stream), err);
+    }
+    s->grid.node = s->gbuf[0];
     FIRN_CUDA_CHECK(cudaMalloc(&s->mats, m_bytes), err);
     FIRN_CUDA_CHECK(cudaMalloc(&s->bad, sizeof(unsigned long long)), err);
     FIRN_CUDA_CHECK(cudaMalloc(&s->red_out, sizeof(float2)), err);
@@ -964,7 +1027,8 @@ extern "C" void firn_cuda_free(firn_world *w)
     for (int k = 0; k < FIRN_GRAPH_SLOTS; k++)
         graph_release(&s->slot[k]);
     cudaFree(s->p_block);
-    cudaFree(s->grid.node);
+    cudaFree(s->gbuf[0]);
+    cudaFree(s->gbuf[1]);
     cudaFree(s->mats);
     cudaFree(s->bad);
     cudaFree(s->red_out);
@@ -1079,9 +1143,44 @@ static int queue_binned_scatter(firn_cuda_state *s, const firn_params *P, unsign
     return 0;
 }
 
-static int queue_mpm_pre(firn_cuda_state *s, const firn_params *P, int timed, firn_error *err)
+/* G2P2G's pre-coupling phase for substep k > 0 of a call: the clear of
+ * substep k's grid, the fused G2P of substep k - 1 (from its grid) and P2G
+ * of substep k, then the bins of the new positions for the next fused
+ * kernel (none after the call's last). */
+static int queue_fused(firn_cuda_state *s, const firn_params *P, unsigned k, int timed,
+                       firn_error *err)
 {
     const unsigned pblocks = (unsigned)((s->p.n + FIRN_BLOCK - 1) / FIRN_BLOCK);
+    FIRN_CUDA_CHECK(
+        cudaMemsetAsync(s->grid.node, 0, 4 * (size_t)s->grid.nodes * sizeof(float), s->stream),
+        err);
+    if (timed)
+        FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_CLEAR], s->stream), err);
+    firn_grid from = s->grid;
+    from.node = s->gbuf[(s->gbase + k - 1) & 1];
+    FIRN_LAUNCH(g2p2g, (unsigned)s->bins.count, FIRN_BIN_THREADS, 0, s->stream, *P, s->mats, s->p,
+                from, s->grid, s->bins, s->bad, k - 1);
+    FIRN_CUDA_CHECK_LAUNCH("g2p2g", s->stream, err);
+    if ((int)k + 1 < s->nsub && queue_binning(s, P, pblocks, err))
+        return FIRN_CUDA_FAILED;
+    if (timed)
+        FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_P2G], s->stream), err);
+    return 0;
+}
+
+/* Whether substep k of the call ends with G2P: always, but with G2P2G only
+ * the call's last (the others' G2P is fused into the next P2G). */
+static int ends_with_g2p(const firn_cuda_state *s, unsigned k)
+{
+    return !(s->mpm && s->bins.fused) || (int)k + 1 == s->nsub;
+}
+
+static int queue_mpm_pre(firn_cuda_state *s, const firn_params *P, unsigned k, int timed,
+                         firn_error *err)
+{
+    const unsigned pblocks = (unsigned)((s->p.n + FIRN_BLOCK - 1) / FIRN_BLOCK);
+    if (s->mpm && s->bins.fused && k > 0)
+        return queue_fused(s, P, k, timed, err);
     if (s->mpm && s->bins.sparse) {
         /* The clear of the blocks the last substep wrote, then the new
          * list; the grid is zero outside it, as after a dense clear. */
@@ -1169,6 +1268,8 @@ static int queue_substep(firn_world *w, const firn_params *P, unsigned substep, 
 {
     firn_cuda_state *s = w->cuda;
     const unsigned pblocks = (unsigned)((s->p.n + FIRN_BLOCK - 1) / FIRN_BLOCK);
+    if (s->bins.fused) /* every phase of substep k works on its grid */
+        s->grid.node = s->gbuf[(s->gbase + substep) & 1];
     if (timed)
         FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_SUB], s->stream), err);
     if (s->cpic && firn_cuda_queue_cpic_mark(P, s->p, s->rigids, s->n_rigids, s->stream, err))
@@ -1179,7 +1280,7 @@ static int queue_substep(firn_world *w, const firn_params *P, unsigned substep, 
         return FIRN_CUDA_FAILED;
     if (timed)
         FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_COUPLE], s->stream), err);
-    if (queue_mpm_pre(s, P, timed, err))
+    if (queue_mpm_pre(s, P, substep, timed, err))
         return FIRN_CUDA_FAILED;
     if (w->sph.cuda) {
         if (firn_cuda_sph_queue_pre(w->sph.cuda, &w->sph.P, s->stream,
@@ -1218,7 +1319,7 @@ static int queue_substep(firn_world *w, const firn_params *P, unsigned substep, 
         if (firn_cuda_queue_g2p_cpic(P, s->mats, s->p, s->grid, s->rigids, s->n_rigids,
                                      s->rigid_acc, s->bad, substep, s->stream, err))
             return FIRN_CUDA_FAILED;
-    } else if (s->mpm && pblocks > 0) {
+    } else if (s->mpm && pblocks > 0 && ends_with_g2p(s, substep)) {
         /* In storage order, binned or not: on an H200 (8M sand) G2P in the
          * binned order took 0.36 ms against 0.30 - its particle reads
          * become gathers, and the sampled order is coherent already. */
@@ -1321,6 +1422,7 @@ static void graph_key_of(const firn_world *w, int nsub, float dt, graph_key *k)
     memset(k, 0, sizeof *k);
     k->nsub = nsub;
     k->tool_reset = w->tool_frame_reset;
+    k->gbase = w->cuda->gbase;
     memcpy(&k->P, &w->params, sizeof k->P);
     k->P.dt = dt;
     memcpy(&k->sph, &w->sph.P, sizeof k->sph);
@@ -1416,6 +1518,7 @@ static int queue_call(firn_world *w, const firn_params *P, int nsub, firn_error 
     firn_cuda_state *s = w->cuda;
     const int m = nsub / 2;
     int failed;
+    s->nsub = nsub;
     graph_slot *g = graph_for(w, P, nsub, err, &failed);
     if (failed)
         return FIRN_CUDA_FAILED;
@@ -1437,6 +1540,10 @@ static int queue_call(firn_world *w, const firn_params *P, int nsub, firn_error 
         }
     }
     FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_END], s->stream), err);
+    if (s->bins.fused) { /* the next call starts on the grid this one ended on */
+        s->gbase = (s->gbase + nsub - 1) & 1;
+        s->grid.node = s->gbuf[s->gbase];
+    }
     return 0;
 }
 

@@ -85,13 +85,14 @@ Test(cli, usage_errors_exit_2)
            "negative frames");
     expect(firn("run x.json --backend gpu"), FIRN_E_USAGE, "--backend must be", "bad backend");
     expect(firn("run x.json --p2g shared"), FIRN_E_USAGE,
-           "--p2g must be auto, atomic, binned, warp or ordered", "bad P2G variant");
+           "--p2g must be auto, atomic, binned, warp, ordered or g2p2g", "bad P2G variant");
     expect(firn("run x.json --deterministic --p2g warp"), FIRN_E_USAGE,
            "--deterministic takes the ordered P2G", "--deterministic with another P2G");
     expect(firn("compare x.json --p2g"), FIRN_E_USAGE,
-           "--p2g must be auto, atomic, binned, warp or ordered", "P2G variant missing");
+           "--p2g must be auto, atomic, binned, warp, ordered or g2p2g", "P2G variant missing");
     expect(firn("bench --p2g fast"), FIRN_E_USAGE,
-           "--p2g takes a list of atomic, binned, warp, ordered or all", "bad bench P2G list");
+           "--p2g takes a list of atomic, binned, warp, ordered, g2p2g or all",
+           "bad bench P2G list");
     expect(firn("run x.json --every 0"), FIRN_E_USAGE, "--every expects a positive integer",
            "zero output interval");
     expect(firn("info extra"), FIRN_E_USAGE, "unexpected argument 'extra'",

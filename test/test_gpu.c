@@ -182,6 +182,8 @@ ParameterizedTestParameters(gpu, substep_matches_cpu)
     return cr_make_param_array(firn_model, (void *)all_models, N_MODELS);
 }
 
+static void expect_grid_close(const char *name, firn_world *cpu, firn_world *gpu, double vunit);
+
 /* One substep of each P2G variant (firn_p2g_variant) against the CPU. */
 static void substep_case(firn_model model, int variant)
 {
@@ -214,12 +216,21 @@ static void substep_case(firn_model model, int variant)
     expect_close_unit(name, "Jp", gpu->p.Jp, cpu->p.Jp, n, n, 1.0);
     expect_close_unit(name, "damage", gpu->p.damage, cpu->p.damage, n, n, 1.0);
 
-    /* The grid after the update, in units of one particle's mass m0 (the
-     * same tolerance for every density): mass, and mass x velocity. The
-     * velocity alone is compared weighted by mass because at a node that
-     * only the tail of a stencil reaches (mass ~1e-6 m0) it is a ratio of
-     * two tiny sums, exact to a few ulps of the momenta summed there rather
-     * than of itself, and such a node hardly moves any particle. */
+    expect_grid_close(name, cpu, gpu, 1.0);
+    firn_world_destroy(cpu);
+    firn_world_destroy(gpu);
+}
+
+/* The grid after the update, in units of one particle's mass m0 (the
+ * same tolerance for every density): mass, and mass x velocity (in units
+ * of m0 vunit, vunit the velocities' scale). The
+ * velocity alone is compared weighted by mass because at a node that
+ * only the tail of a stencil reaches (mass ~1e-6 m0) it is a ratio of
+ * two tiny sums, exact to a few ulps of the momenta summed there rather
+ * than of itself, and such a node hardly moves any particle. */
+static void expect_grid_close(const char *name, firn_world *cpu, firn_world *gpu, double vunit)
+{
+    firn_error err = {0};
     const long long nodes = cpu->grid.nodes;
     float *mass = malloc((size_t)nodes * sizeof(float));
     float *vel = malloc(3 * (size_t)nodes * sizeof(float));
@@ -237,15 +248,13 @@ static void substep_case(firn_model model, int variant)
     }
     const double m0 = (double)cpu->p.vol[0] * cpu->mats[cpu->p.mat[0]].rho;
     expect_close_unit(name, "grid mass", mass, cmass, nodes, nodes, m0);
-    expect_close_unit(name, "grid mass x velocity", mv_gpu, mv_cpu, 3 * nodes, nodes, m0);
+    expect_close_unit(name, "grid mass x velocity", mv_gpu, mv_cpu, 3 * nodes, nodes, m0 * vunit);
     free(mass);
     free(vel);
     free(mv_gpu);
     free(mv_cpu);
     free(cmass);
     free(cvel);
-    firn_world_destroy(cpu);
-    firn_world_destroy(gpu);
 }
 
 ParameterizedTest(firn_model *model, gpu, substep_matches_cpu)
@@ -356,6 +365,102 @@ ParameterizedTest(firn_model *model, gpu, reduce_matches_cpu)
               name, wave, sqrtf(c2));
     firn_world_destroy(cpu);
     firn_world_destroy(gpu);
+}
+
+/* G2P2G (--p2g g2p2g) fuses each substep's G2P with the next one's P2G
+ * within a call, on two grids taken in turn: calls of several substeps
+ * against as many CPU substeps (clear, P2G, grid update, G2P each), every
+ * particle field and the last substep's grid, within 1e-5 of each field's
+ * scale plus 1e-4 of the value (expect_close; the fused arithmetic is the
+ * unfused one's, only the order of the float atomic sums differs, and the
+ * plastic models amplify that over substeps: unfused binned P2G reached 5x
+ * the one-substep tolerance of the absolute units on the jumps case, 2.5e-6
+ * of the scale). Two calls
+ * (2 then 3 substeps; 2 and 2 with jumps): the second starts on the grid
+ * the first ended on, the other of the two.
+ * With jump, dt is long enough for some particles to move more than a cell
+ * in a substep (their new stencil leaves the bin's tile and scatters
+ * straight into the grid); the test checks that some did. */
+static void g2p2g_case(firn_model model, int jump)
+{
+    char name[64];
+    snprintf(name, sizeof name, "%s, g2p2g%s", model_label(model), jump ? ", jumps" : "");
+    firn_world *cpu, *gpu;
+    firn_error err = {0};
+    twin_worlds_p2g(model, 0, FIRN_P2G_G2P2G, &cpu, &gpu);
+    const long long n = cpu->p.n;
+    const float dt = jump ? 1e-3f : 1e-4f;
+    const int calls[2] = {2, jump ? 2 : 3};
+    if (jump) { /* 60 m/s along x: 1.9 cells a substep */
+        for (long long i = 0; i < n; i++)
+            cpu->p.v[i] += 60.0f;
+        copy_state(&gpu->p, &cpu->p);
+        firn_cuda_free(gpu);
+        cr_assert_eq(firn_cuda_init(gpu, &err), 0, "firn_cuda_init: %s", err.msg);
+    }
+    long long jumped = 0; /* particle-substeps whose stencil corner moved more than a cell */
+    firn_stencil *corner = malloc((size_t)n * sizeof *corner);
+    cr_assert(corner, "out of host memory");
+    for (int c = 0; c < 2; c++) {
+        cpu->params.dt = dt;
+        for (int k = 0; k < calls[c]; k++) {
+            for (long long i = 0; i < n; i++)
+                corner[i] = firn_make_stencil(&cpu->params, firn_load3(cpu->p.x, (int)n, (int)i));
+            firn_cpu_repermute(cpu);
+            firn_cpu_clear(cpu);
+            firn_cpu_p2g(cpu);
+            firn_cpu_grid(cpu);
+            cr_assert_eq(firn_cpu_g2p(cpu), -1, "%s: the CPU state went non-finite", name);
+            firn_cpu_unpermute(cpu);
+            for (long long i = 0; i < n; i++) {
+                const firn_stencil after =
+                    firn_make_stencil(&cpu->params, firn_load3(cpu->p.x, (int)n, (int)i));
+                int far = 0;
+                for (int a = 0; a < 3; a++)
+                    far |= abs(after.base[a] - corner[i].base[a]) > 1;
+                jumped += far;
+            }
+        }
+        cr_assert_eq(firn_cuda_run(gpu, calls[c], dt, NULL, &err), -1,
+                     "%s: firn_cuda_run: %s (or a non-finite particle)", name, err.msg);
+        cr_assert_eq(firn_cuda_download(gpu, &err), 0, "%s: firn_cuda_download: %s", name, err.msg);
+        char label[96];
+        snprintf(label, sizeof label, "%s, call %d", name, c + 1);
+        double vmax = 1.0;
+        for (long long k = 0; k < 3 * n; k++)
+            vmax = fmax(vmax, fabs((double)cpu->p.v[k]));
+        expect_close(label, "x", gpu->p.x, cpu->p.x, 3 * n, n);
+        expect_close(label, "v", gpu->p.v, cpu->p.v, 3 * n, n);
+        /* C is a difference quotient of grid velocities over dx / 4: its
+         * rounding is theirs times 4 inv_dx. */
+        expect_close_floor(label, "C", gpu->p.C, cpu->p.C, 9 * n, n,
+                           4.0 * cpu->params.inv_dx * vmax);
+        expect_close(label, "F", gpu->p.F, cpu->p.F, 9 * n, n);
+        expect_close_floor(label, "Jp", gpu->p.Jp, cpu->p.Jp, n, n, 1.0);
+        expect_close_floor(label, "damage", gpu->p.damage, cpu->p.damage, n, n, 1.0);
+        expect_grid_close(label, cpu, gpu, vmax);
+    }
+    cr_log_info("%s: %lld of %lld particle-substeps moved more than a cell", name, jumped,
+                n * (calls[0] + calls[1]));
+    if (jump)
+        cr_expect(jumped > 0, "%s: no particle moved more than a cell in a substep", name);
+    else
+        cr_expect_eq(jumped, 0, "%s: a particle moved more than a cell at dt %g", name, dt);
+    free(corner);
+    firn_world_destroy(cpu);
+    firn_world_destroy(gpu);
+}
+
+ParameterizedTestParameters(gpu, g2p2g_matches_cpu_over_substeps)
+{
+    return cr_make_param_array(firn_model, (void *)all_models, N_MODELS);
+}
+
+ParameterizedTest(firn_model *model, gpu, g2p2g_matches_cpu_over_substeps, .timeout = 120)
+{
+    require_gpu();
+    g2p2g_case(*model, 0);
+    g2p2g_case(*model, 1);
 }
 
 /* ---- scenes --------------------------------------------------------------- */
@@ -485,6 +590,20 @@ Test(gpu, p2g_variant_follows_the_request_and_auto_threshold)
     cr_expect_eq(firn_device_binned(w), 0, "CPIC's P2G stays atomic");
     w->p.cpic_slots = slots;
     w->coupler.cpic = 0;
+    /* G2P2G is binned, on a dense grid whatever --grid asks (its P2G runs
+     * after the clear, in the fused kernel), with a second grid. */
+    w->def.gpu_grid = FIRN_GRID_SPARSE;
+    cr_expect_eq(firn_device_sparse(w), 1, "binned, --grid sparse: sparse");
+    w->def.gpu_p2g = FIRN_P2G_G2P2G;
+    cr_expect_eq(firn_device_binned(w), 1, "g2p2g asked for: binned");
+    cr_expect_eq(firn_device_sparse(w), 0, "g2p2g, --grid sparse: dense");
+    w->def.gpu_grid = FIRN_GRID_DENSE;
+    const size_t fused_bytes = firn_device_bytes(w);
+    w->def.gpu_p2g = FIRN_P2G_BINNED;
+    const size_t grid =
+        4 * sizeof(float) * (size_t)w->params.n[0] * w->params.n[1] * w->params.n[2];
+    cr_expect_eq(fused_bytes, firn_device_bytes(w) + firn_align256(grid),
+                 "g2p2g's device state holds a second grid");
     firn_world_destroy(w);
 }
 
@@ -846,11 +965,11 @@ Test(gpu, device_describe)
  * 1 MiB together) may come from a pool the driver already counts, so only
  * the rest must show in the rise. The body (0.24 m box at y 0.2) lies clear
  * of the 2 dx wall margin. */
-Test(gpu, memory_figure_is_what_the_device_allocates, .timeout = 60)
+static void memory_case(int p2g)
 {
-    require_gpu();
     firn_scene_def def;
     small_scene(&def, FIRN_MODEL_SAND, 0.24f);
+    def.gpu_p2g = p2g;
     firn_world *cpu = make_world(&def, FIRN_BACKEND_CPU);
     size_t used0 = firn_cuda_used_bytes();
     firn_world *gpu = make_world(&def, FIRN_BACKEND_CUDA);
@@ -871,15 +990,22 @@ Test(gpu, memory_figure_is_what_the_device_allocates, .timeout = 60)
     firn_world_destroy(cpu);
 }
 
+/* The default P2G, and G2P2G with its second grid. */
+Test(gpu, memory_figure_is_what_the_device_allocates, .timeout = 60)
+{
+    require_gpu();
+    memory_case(FIRN_P2G_AUTO);
+    memory_case(FIRN_P2G_G2P2G);
+}
+
 /* A NaN planted in one particle's C spreads through its 27 nodes to its
  * neighbours in the first substep. Both paths run 4 substeps in one call;
  * both must name substep 1, its time and the same (lowest) particle, though
  * the GPU only learns of it after the fourth. */
-Test(gpu, nonfinite_report_names_the_substep_and_particle_of_the_cpu, .timeout = 60)
+static void nonfinite_case(int p2g)
 {
-    require_gpu();
     firn_world *cpu, *gpu;
-    twin_worlds(FIRN_MODEL_ELASTIC, 1, &cpu, &gpu);
+    twin_worlds_p2g(FIRN_MODEL_ELASTIC, 1, p2g, &cpu, &gpu);
     const int n = cpu->p.n, j = n / 2;
     cpu->p.C[4 * n + j] = NAN;
     gpu->p.C[4 * n + j] = NAN;
@@ -904,6 +1030,14 @@ Test(gpu, nonfinite_report_names_the_substep_and_particle_of_the_cpu, .timeout =
     cr_expect_eq(strtod(tc + 5, NULL), strtod(tg + 5, NULL), "CPU: %s\nGPU: %s", ec.msg, eg.msg);
     firn_world_destroy(gpu);
     firn_world_destroy(cpu);
+}
+
+/* Binned, and G2P2G, whose substep-1 G2P runs fused into substep 2's P2G. */
+Test(gpu, nonfinite_report_names_the_substep_and_particle_of_the_cpu, .timeout = 60)
+{
+    require_gpu();
+    nonfinite_case(FIRN_P2G_BINNED);
+    nonfinite_case(FIRN_P2G_G2P2G);
 }
 
 #ifdef FIRN_EMU_BUILD

@@ -73,8 +73,9 @@ done
 # At the shipped scenes' sizes the default P2G (auto) is atomic; the binned one on the
 # scenes of every MPM material and of the MPM-rigid pair, the warp-reduced one (its
 # shuffles are slow to emulate: about two minutes) on the first, the ordered
-# (deterministic) one on both.
-for run in mixed:binned ball_in_sand:binned mixed:warp mixed:ordered ball_in_sand:ordered; do
+# (deterministic) one and G2P2G on both.
+for run in mixed:binned ball_in_sand:binned mixed:warp mixed:ordered ball_in_sand:ordered \
+    mixed:g2p2g ball_in_sand:g2p2g; do
     scene=${run%%:*} variant=${run##*:}
     step "compare $scene, $FRAMES frame(s), $variant P2G" "$FIRN" compare "scenes/$scene.json" \
         --frames "$FRAMES" --p2g "$variant"

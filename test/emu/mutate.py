@@ -138,6 +138,16 @@ PLANTS = [
      "            firn_load_node(nd + 4, n1);\n            firn_load_node(nd + 8, n2);",
      "            firn_load_node(nd + 3, n1);\n            firn_load_node(nd + 6, n2);",
      "test:gpu/*"),
+    ("g2p2g-drops-far", "G2P2G drops the scatter of a particle that moved more than a cell "
+     "(outside its bin's tile)", "kernels/mpm.cu",
+     "        else\n            firn_p2g_scatter_nodes(&P, to, &st, 0u);",
+     "        else\n            (void)to;",
+     "test:gpu/g2p2g*"),
+    ("g2p2g-grid-turn", "G2P2G's next call starts on the wrong one of its two grids",
+     "kernels/mpm.cu",
+     "        s->gbase = (s->gbase + nsub - 1) & 1;",
+     "        s->gbase = (s->gbase + nsub) & 1;",
+     "test:gpu/g2p2g*"),
     ("pcg-past-stop", "the implicit FEM solve's CG update kernel ignores the device's stop flag, "
      "so the iterations queued after convergence keep moving du", "kernels/fem_implicit.cu",
      "        LAUNCH(imp_pcg_update, nv, I->ctl, I->p, I->Ap, I->Minv, I->du, I->r, I->z, n, B->v0, B->v1,\n"
