@@ -372,7 +372,17 @@ double firn_bench_throughput(long long particles, long long substeps, double sec
     return seconds > 0.0 ? (double)particles * (double)substeps / seconds : 0.0;
 }
 
-double firn_bench_bandwidth(double throughput) { return throughput * FIRN_BENCH_STATE_BYTES; }
+double firn_bench_traffic(long long particles, long long nodes, int substeps, int fused)
+{
+    if (particles <= 0 || substeps <= 0)
+        return 0.0;
+    double state = FIRN_BENCH_STATE_BYTES;
+    if (fused)
+        state -= FIRN_BENCH_FUSED_SAVES * (double)(substeps - 1) / (double)substeps;
+    return state + FIRN_BENCH_NODE_BYTES * (double)nodes / (double)particles;
+}
+
+double firn_bench_bandwidth(double throughput, double traffic) { return throughput * traffic; }
 
 static int cmp_double(const void *a, const void *b)
 {

@@ -11,9 +11,21 @@
 extern "C" {
 #endif
 
-/* Model traffic of one particle-substep: the state x, v, C, F, Jp (25
- * floats) read once and written once. */
-#define FIRN_BENCH_STATE_BYTES (2.0 * 25.0 * 4.0)
+/* The traffic model (docs/BENCH.md): what an MPM substep's kernels must
+ * read and write of each particle's arrays, each once. P2G reads x, v, C,
+ * F, Jp, damage, vol (27 floats) and the material index (1 byte), and
+ * writes F, Jp, damage (11 floats); G2P reads x and writes x, v, C (3 + 15
+ * floats): 109 + 44 + 72 = 225 bytes. G2P2G (--p2g g2p2g) does not read x,
+ * v and C back in a fused substep's P2G: 60 bytes fewer. A dense grid adds
+ * 80 bytes a node: written by the clear and by P2G (at least once), read
+ * and written by the grid update, read by G2P, 16 bytes each. */
+#define FIRN_BENCH_P2G_READ_BYTES  (27.0 * 4.0 + 1.0)
+#define FIRN_BENCH_P2G_WRITE_BYTES (11.0 * 4.0)
+#define FIRN_BENCH_G2P_BYTES       (18.0 * 4.0)
+#define FIRN_BENCH_STATE_BYTES                                                                     \
+    (FIRN_BENCH_P2G_READ_BYTES + FIRN_BENCH_P2G_WRITE_BYTES + FIRN_BENCH_G2P_BYTES)
+#define FIRN_BENCH_FUSED_SAVES (15.0 * 4.0)
+#define FIRN_BENCH_NODE_BYTES  (5.0 * 16.0)
 
 /* The MPM scenes first, then the SPH ones (FIRN_BENCH_MPM_SCENES marks
  * where they start). */
@@ -103,8 +115,13 @@ void firn_bench_world_info_get(const firn_world *w, firn_bench_world_info *info)
 
 /* Particle-substeps per second. */
 double firn_bench_throughput(long long particles, long long substeps, double seconds);
-/* Achieved bandwidth [bytes/s] of the state-traffic model at a throughput. */
-double firn_bench_bandwidth(double throughput);
+/* The model's bytes per particle-substep: the particles', in calls of
+ * `substeps` (fused: G2P2G, whose calls fuse all but their first P2G),
+ * and a dense grid's `nodes` over the particles (0 nodes: a grid whose
+ * touched nodes the host does not know, the CPU's or a sparse one). */
+double firn_bench_traffic(long long particles, long long nodes, int substeps, int fused);
+/* Achieved bandwidth [bytes/s] at a throughput of the model's traffic. */
+double firn_bench_bandwidth(double throughput, double traffic);
 /* Median of n values (n >= 1); sorts a copy. */
 double firn_bench_median(const double *v, int n);
 /* Parses "100k,1m,8m,32m" (k = 1e3, m = 1e6, g = 1e9, case-insensitive);

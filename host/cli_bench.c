@@ -16,6 +16,7 @@
 #include "bench.h"
 #include "cli.h"
 #include "output.h"
+#include "world.h"
 
 #define MAX_COUNTS       16
 #define MAX_THREADS_LIST 8
@@ -57,6 +58,7 @@ typedef struct {
     double seconds[64], median, throughput;
     double phase_ms[5]; /* clear, p2g, grid, couple, g2p per substep */
     double memory_bytes, bytes_per_particle, bandwidth, roofline;
+    double traffic; /* MPM: the traffic model's bytes per particle-substep (firn_bench_traffic) */
     /* PBD scene (particles: the cloth's vertices): */
     int pbd;
     double pbd_ms[3]; /* constraints (with the prediction), particle passes, integrate per
@@ -135,6 +137,12 @@ static int run_case(bench_result *r, const bench_opts *o, double copy_bw, firn_e
     }
     firn_profile p1 = firn_world_profile(w);
     firn_bench_world_info_get(w, &info1);
+    /* The dense grid's nodes for the traffic model: the GPU's, unless sparse
+     * (which blocks it touches the host does not see); the CPU's clear and
+     * update skip untouched blocks, so it has none either. */
+    const int cuda = r->backend == FIRN_BACKEND_CUDA;
+    const long long model_nodes = cuda && !firn_device_sparse(w) ? r->nodes : 0;
+    const int fused = cuda && firn_device_binned(w) && def.gpu_p2g == FIRN_P2G_G2P2G;
     firn_world_destroy(w);
     if (rc)
         return -1;
@@ -165,9 +173,12 @@ static int run_case(bench_result *r, const bench_opts *o, double copy_bw, firn_e
         else
             r->sph_iters[k] = per;
     }
-    /* The 200-byte state model is MPM's; an SPH substep's traffic is its
+    /* The traffic model is MPM's; an SPH substep's traffic is its
      * neighbour gathers (docs/BENCH.md): no bandwidth, no roofline. */
-    r->bandwidth = r->sph || r->fem ? 0.0 : firn_bench_bandwidth(r->throughput);
+    r->traffic = r->sph || r->fem || r->pbd
+                     ? 0.0
+                     : firn_bench_traffic(r->particles, model_nodes, o->substeps, fused);
+    r->bandwidth = firn_bench_bandwidth(r->throughput, r->traffic);
     r->roofline = !r->sph && !r->fem && copy_bw > 0.0 ? r->bandwidth / copy_bw : 0.0;
     return 0;
 }
@@ -242,6 +253,8 @@ static void write_json(FILE *f, const bench_result *r, int nr, double cpu_bw, do
                 x->median, x->throughput, x->phase_ms[0], x->phase_ms[1], x->phase_ms[2],
                 x->phase_ms[3], x->phase_ms[4], x->memory_bytes, x->bytes_per_particle);
         put_num(f, !x->sph && !x->pbd && !x->fem, x->bandwidth, 1);
+        fputs(", \"traffic_bytes_per_particle_substep\": ", f);
+        put_num(f, !x->sph && !x->pbd && !x->fem, x->traffic, 1);
         fputs(", \"roofline_fraction\": ", f);
         put_num(f, !x->sph && !x->pbd && !x->fem, x->roofline, 1);
         fprintf(f,
@@ -284,7 +297,7 @@ static void write_csv(FILE *f, const bench_result *r, int nr)
                "sph_particle_size,sort_ms,density_ms,pressure_ms,integrate_ms,"
                "divergence_iterations,density_iterations,p2g,pbd_constraints_ms,pbd_integrate_ms,"
                "pbd_particles_ms,fem_elements_ms,fem_velocity_ms,fem_position_ms,"
-               "newton_iterations,cg_iterations\n");
+               "newton_iterations,cg_iterations,traffic_bytes\n");
     for (int k = 0; k < nr; k++) {
         const bench_result *x = &r[k];
         fprintf(f, "%s,%s,%s,%lld,%d,%d,%d,%d,%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,",
@@ -306,6 +319,8 @@ static void write_csv(FILE *f, const bench_result *r, int nr)
         put_num(f, x->fem_implicit, x->fem_iters[0], 0);
         fputc(',', f);
         put_num(f, x->fem_implicit, x->fem_iters[1], 0);
+        fputc(',', f);
+        put_num(f, !x->sph && !x->pbd && !x->fem, x->traffic, 0);
         fputc('\n', f);
     }
 }
@@ -703,9 +718,9 @@ static void print_header(int kind)
                "layout", "dev", "thr", "particles", "sph grid", "median_s", "p-substep/s", "sort",
                "density", "pressure", "integr", "B/p", "iters d/rho");
     else
-        printf("%-10s %-6s %-4s %3s %-6s %10s %-13s %9s %11s %8s %8s %8s %8s %6s %8s\n", "scene",
-               "layout", "dev", "thr", "p2g", "particles", "grid", "median_s", "p-substep/s",
-               "clear", "p2g", "grid", "g2p", "B/p", "roofline");
+        printf("%-10s %-6s %-4s %3s %-6s %10s %-13s %9s %11s %8s %8s %8s %8s %6s %6s %8s\n",
+               "scene", "layout", "dev", "thr", "p2g", "particles", "grid", "median_s",
+               "p-substep/s", "clear", "p2g", "grid", "g2p", "B/p", "B/p-s", "roofline");
 }
 
 static void print_result_row(const bench_result *r)
@@ -728,7 +743,7 @@ static void print_result_row(const bench_result *r)
     } else if (r->pbd) {
         tail[0] = '\0';
     } else
-        snprintf(tail, sizeof tail, "%7.2f%%", 100.0 * r->roofline);
+        snprintf(tail, sizeof tail, "%6.0f %7.2f%%", r->traffic, 100.0 * r->roofline);
     double ph[4];
     shown_phases(r, ph);
     char variant[16] = "";
@@ -836,13 +851,15 @@ int firn_cli_bench(int argc, char **argv)
             rc = run_backend(b, &g, counts[b], ncounts[b], b ? gpu_bw : cpu_bw, cpu_bw, gpu_bw, res,
                              &nr);
     if (g.scenes & ((1 << FIRN_BENCH_MPM_SCENES) - 1))
-        printf("(phase columns: ms per substep; roofline: %g bytes per particle-substep at the "
-               "throughput, over the measured copy bandwidth)\n",
-               FIRN_BENCH_STATE_BYTES);
+        printf("(phase columns: ms per substep; B/p: device or host memory per particle; B/p-s: "
+               "the traffic model's bytes per particle-substep, %g of particle state plus %g per "
+               "dense GPU grid node; roofline: B/p-s at the throughput over the measured copy "
+               "bandwidth)\n",
+               FIRN_BENCH_STATE_BYTES, FIRN_BENCH_NODE_BYTES);
     if (g.scenes & ((1 << FIRN_BENCH_SPH_DAM) | (1 << FIRN_BENCH_SPH_DAM_DFSPH)))
         printf("(SPH: sph grid = neighbour cells of h = 2p; pressure includes DFSPH's solves; "
                "iters d/rho: DFSPH's divergence/density iterations per substep; no roofline: the "
-               "200-byte state model is MPM's)\n");
+               "traffic model is MPM's)\n");
     if (g.scenes & (1 << FIRN_BENCH_PBD_CLOTH))
         printf("(PBD: vertices of the cloth; constr: prediction and constraint iterations; "
                "couple: the Coupler's pass (PBD-rigid); integr: velocities and the box)\n");

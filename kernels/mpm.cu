@@ -560,7 +560,7 @@ static __global__ void __launch_bounds__(FIRN_BIN_THREADS)
  * further (a substep beyond the CFL limit) scatters straight into the grid.
  * The tile is then added to grid `to` (substep k + 1's, cleared) as in
  * p2g_binned. What fusion saves: the launch, and P2G's reads of x, v and C
- * (72 of the about 230 bytes a particle moves in a substep). */
+ * (60 of the 225 bytes a particle moves in a substep, docs/BENCH.md). */
 static __global__ void __launch_bounds__(FIRN_BIN_THREADS)
     g2p2g(firn_params P, const firn_material *mats, firn_particles p, firn_grid from, firn_grid to,
           firn_mpm_bins b, unsigned long long *bad, unsigned substep)

@@ -37,20 +37,41 @@ Test(bench_math, throughput_is_zero_for_zero_seconds)
     cr_expect_eq(firn_bench_throughput(1000, 10, -1.0), 0.0, "a negative time is no time either");
 }
 
-Test(bench_math, state_traffic_is_200_bytes_per_particle_substep)
+/* The traffic model against a count of what the kernels of
+ * include/firn_mpm.h read and write of each particle array (firn_particles'
+ * element types): P2G (firn_p2g_prepare, firn_p2g_finish) reads x, v, C, F,
+ * Jp, damage, vol and mat and writes F, Jp and damage; G2P
+ * (firn_g2p_particle) reads x and writes x, v and C. */
+Test(bench_math, state_traffic_counts_each_array_p2g_and_g2p_touch)
 {
-    /* x (3) + v (3) + C (9) + F (9) + Jp (1) = 25 floats, read and written once. */
-    const double floats = 3 + 3 + 9 + 9 + 1;
-    cr_expect_eq(FIRN_BENCH_STATE_BYTES, 2.0 * floats * sizeof(float));
-    cr_expect_eq(FIRN_BENCH_STATE_BYTES, 200.0);
+    const firn_particles p = {0};
+    const double f = sizeof *p.x, x = 3 * f, v = 3 * f, C = 9 * f, F = 9 * f, Jp = sizeof *p.Jp,
+                 dmg = sizeof *p.damage, vol = sizeof *p.vol, mat = sizeof *p.mat;
+    const double p2g = (x + v + C + F + Jp + dmg + vol + mat) + (F + Jp + dmg);
+    const double g2p = x + (x + v + C);
+    cr_expect_eq(FIRN_BENCH_STATE_BYTES, p2g + g2p);
+    cr_expect_eq(FIRN_BENCH_STATE_BYTES, 225.0);
+    /* G2P2G: a fused substep's P2G takes x, v and C from its G2P. */
+    cr_expect_eq(FIRN_BENCH_FUSED_SAVES, x + v + C);
 }
 
-Test(bench_math, bandwidth_is_200_bytes_times_throughput)
+/* Per particle-substep: the state, less what a call's fused substeps save,
+ * plus 80 bytes per dense grid node shared out over the particles. */
+Test(bench_math, traffic_per_particle_substep)
 {
-    cr_expect_float_eq(firn_bench_bandwidth(1.0), 200.0, 1e-12);
-    cr_expect_float_eq(firn_bench_bandwidth(1e6), 2e8, 1e-3);
-    cr_expect_float_eq(firn_bench_bandwidth(3.4e6), 6.8e8, 1e-3);
-    cr_expect_eq(firn_bench_bandwidth(0.0), 0.0);
+    cr_expect_float_eq(firn_bench_traffic(1000, 0, 10, 0), 225.0, 1e-12);
+    cr_expect_float_eq(firn_bench_traffic(1000, 125, 10, 0), 225.0 + 80.0 * 125 / 1000, 1e-12);
+    /* 10 substeps a call, 9 of them fused: 225 - 0.9 x 60. */
+    cr_expect_float_eq(firn_bench_traffic(1000, 0, 10, 1), 171.0, 1e-12);
+    cr_expect_float_eq(firn_bench_traffic(1000, 0, 1, 1), 225.0, 1e-12);
+    cr_expect_eq(firn_bench_traffic(0, 100, 10, 0), 0.0);
+}
+
+Test(bench_math, bandwidth_is_traffic_times_throughput)
+{
+    cr_expect_float_eq(firn_bench_bandwidth(1.0, 225.0), 225.0, 1e-12);
+    cr_expect_float_eq(firn_bench_bandwidth(1e6, 235.0), 2.35e8, 1e-3);
+    cr_expect_eq(firn_bench_bandwidth(0.0, 225.0), 0.0);
 }
 
 Test(bench_math, median_of_an_odd_count_is_the_middle_value)
@@ -410,7 +431,7 @@ Test(bench_cli, json_and_csv_carry_every_documented_key)
     double cpu_bw = num(bw, "cpu");
     cr_expect_gt(cpu_bw, 0.0, "measured host copy bandwidth");
     (void)num(bw, "cuda");
-    cr_expect_eq(num(doc, "state_bytes_per_particle_substep"), 200.0);
+    cr_expect_eq(num(doc, "state_bytes_per_particle_substep"), 225.0);
     cr_expect(cJSON_IsTrue(item(doc, "complete")), "a run that finished is complete");
 
     const cJSON *results = item(doc, "results");
@@ -473,8 +494,11 @@ Test(bench_cli, json_and_csv_carry_every_documented_key)
     double mem = num(r, "memory_bytes");
     cr_expect_gt(mem, 0.0);
     expect_rel(num(r, "bytes_per_particle"), mem / particles, "bytes_per_particle");
+    /* A CPU case: the particle state only (its grid phases skip untouched
+     * blocks, which the traffic model does not count). */
+    expect_rel(num(r, "traffic_bytes_per_particle_substep"), 225.0, "traffic on the CPU");
     double bwp = num(r, "bandwidth_Bps");
-    expect_rel(bwp, 200.0 * tp, "bandwidth_Bps = 200 B x throughput");
+    expect_rel(bwp, 225.0 * tp, "bandwidth_Bps = 225 B x throughput");
     expect_rel(num(r, "roofline_fraction"), bwp / cpu_bw, "roofline_fraction");
 
     /* The CSV: a header and one row for the same case. */
@@ -484,7 +508,7 @@ Test(bench_cli, json_and_csv_carry_every_documented_key)
     *nl = '\0';
     cr_expect(!strncmp(csv, "scene,layout,backend,particles,", 31), "header: %s", csv);
     cr_expect(strstr(csv, "particle_substeps_per_second") && strstr(csv, "roofline_fraction") &&
-                  strstr(csv, ",threads"),
+                  strstr(csv, ",threads") && strstr(csv, ",traffic_bytes"),
               "header: %s", csv);
     char *row = nl + 1, *end = strchr(row, '\n');
     cr_assert(end, "b.csv has no data row");
