@@ -275,6 +275,62 @@ def run_case(firn, case, a, res, opt, root):
     return case, a, res, m
 
 
+def review_scene(opt):
+    """--scene: a shipped axisymmetric collapse (a cylinder of sand standing
+    on the floor, axis y) run as it is (or at --scene-dx), its last frame
+    measured as the axisym cases are, about its own axis and floor."""
+    with open(opt.scene) as f:
+        sc = json.load(f)
+    body = next((b for b in sc.get("bodies", []) if b.get("shape", {}).get("type") == "cylinder"
+                 and b["shape"].get("axis", "y") == "y"), None)
+    if body is None:
+        sys.exit("validate_sand: --scene %s: no body is a cylinder with axis y" % opt.scene)
+    shape = body["shape"]
+    R0, H0 = shape["radius"], shape["height"]
+    cx, cy, cz = shape["center"]
+    floor = cy - 0.5 * H0
+    dx = opt.scene_dx or sc["domain"]["dx"]
+    frames = sc["time"]["frames"]
+    mats = sc.get("materials", {})
+    mat = mats.get(body.get("material"), {})
+    if opt.scene_phi is not None:
+        mat["friction_angle"] = opt.scene_phi
+    phi = mat.get("friction_angle", "?")
+    name = os.path.splitext(os.path.basename(opt.scene))[0]
+    out = os.path.join(opt.out, "scene_%s_dx%g_phi%s" % (name, dx, phi))
+    os.makedirs(out, exist_ok=True)
+    sc["domain"]["dx"] = dx
+    sc["output"] = {"dir": os.path.join(out, "run"), "every": frames}
+    path = os.path.join(out, "scene.json")
+    with open(path, "w") as f:
+        json.dump(sc, f, indent=1)
+    env = dict(os.environ, OMP_WAIT_POLICY="passive", OMP_NUM_THREADS=str(opt.threads))
+    t0 = time.time()
+    r = subprocess.run([opt.firn, "run", path, "--backend", "cpu", "--quiet"], env=env,
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit("validate_sand: --scene %s: firn run failed (%d): %s" %
+                 (opt.scene, r.returncode, r.stderr.strip()))
+    pts = read_ply(os.path.join(out, "run", "frame_%05d.ply" % frames))
+    # Radial distance from the column's axis as x, height above its base as y.
+    rel = [(math.hypot(p[0] - cx, p[2] - cz), p[1] - floor, 0.0) for p in pts]
+    m = measure("planar", {"lo": 0.0, "dx": dx, "L0": R0}, rel)
+    with open(os.path.join(out, "run", "stats.jsonl")) as f:
+        last = [json.loads(line) for line in f][-1]
+    a = H0 / R0
+    run_ref, h_ref = lube_axisym(a)
+    run = (m["p99"] - R0) / R0
+    print("\n### %s (a = %.2f, friction angle %s, %.1f cells across R0, t = %.2f s)\n" %
+          (opt.scene, a, phi, R0 / dx, last["time"]))
+    print("| (R-R0)/R0 p99 | max | Lube | ratio | H/R0 | Lube | flank [deg] | rms speed [m/s] "
+          "| particles | wall [s] |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.1f | %.3f | %d | %.0f |" %
+          (run, (m["max"] - R0) / R0, run_ref, run / run_ref, m["h"] / R0, h_ref, m["flank"],
+           math.sqrt(2.0 * last["kinetic_energy"] / last["mass"]), last["particles"],
+           time.time() - t0))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--firn", default="build/firn")
@@ -304,9 +360,18 @@ def main():
                     "wall needs more)")
     ap.add_argument("--jobs", type=int, default=1, help="cases run at once")
     ap.add_argument("--threads", type=int, default=2, help="OpenMP threads per case")
+    ap.add_argument("--scene", help="instead of the cases: run this axisymmetric scene (a "
+                    "cylinder of sand, axis y, on the floor) and measure its deposit")
+    ap.add_argument("--scene-dx", type=float, help="--scene at this grid spacing [m] instead "
+                    "of the scene's")
+    ap.add_argument("--scene-phi", type=float, help="--scene with this friction angle [deg] "
+                    "instead of its material's")
     opt = ap.parse_args()
     if not os.access(opt.firn, os.X_OK):
         sys.exit("validate_sand: %s: no firn binary (make all, or --firn PATH)" % opt.firn)
+    if opt.scene:
+        review_scene(opt)
+        return
     plan = []
     for res in [int(r) for r in opt.res.split(",")]:
         for case in opt.cases.split(","):

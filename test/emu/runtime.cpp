@@ -1030,11 +1030,11 @@ void firn_emu_check_device_pointer(const void *p, size_t bytes, const char *what
 
 void firn_emu_check_global_vector(const void *p, size_t bytes, const char *what)
 {
-    if ((uintptr_t)p % bytes)
-        fatal("%s on %p, which is not aligned to %zu bytes", what, p, bytes);
     if (in_shared(p, bytes))
         fatal("%s on %p, in the block's shared memory: vector atomics take global memory only",
               what, p);
+    if ((uintptr_t)p % bytes)
+        fatal("%s on %p, which is not aligned to %zu bytes", what, p, bytes);
     if (!in_region(p) || !in_region((const char *)p + bytes - 1))
         fatal("%s on %p, which is not device memory", what, p);
 }
