@@ -17,13 +17,15 @@ Cases (a = H0 / L0 or H0 / R0):
 The column's smaller side is 0.08 m and RES cells (8 coarse, 16 fine;
 --res takes any list). The floor is at y = 2 dx.
 
-Friction angle (--phi): a number [deg] for every case (default 35, the
-shipped sand scenes' dry quartz sand, not taken from the papers), or the
-angle that the experiments behind each case report for their material:
-  repose     the angle of repose,
+Friction angle (--phi): the angle that the experiments behind each case
+report for their material:
   avalanche  the avalanche (maximum stable) angle, the one Rousseau et al.
              2023 (J. Fluid Mech.) set a constant-friction
-             Drucker-Prager continuum to.
+             Drucker-Prager continuum to (the default);
+  repose     the angle of repose;
+or a number [deg] for every case (35, the shipped sand scenes' dry quartz
+sand, reproduces the tables measured before 2026-12-06, when it was the
+default).
 The only material angles retrieved (EXPERIMENT_PHI) are those of the glass
 beads (d = 1.15 mm) of Lajeunesse, Mangeney-Castelnau and Vilotte 2004
 (Phys. Fluids 16, 2371): repose 22 +- 0.5 deg, avalanche 27.4 +- 0.5 deg
@@ -340,8 +342,8 @@ def main():
     ap.add_argument("--cases", default="planar,axisym")
     ap.add_argument("--aspect", help="only these aspect ratios a, comma-separated (default: "
                     "0.5, 1, 2, 4, 8 planar; 0.5, 1, 3, 6 axisym)")
-    ap.add_argument("--phi", default="35", help="friction angle [deg], or repose or avalanche: "
-                    "each case's reference material's angle (EXPERIMENT_PHI)")
+    ap.add_argument("--phi", default="avalanche", help="avalanche (default) or repose: each "
+                    "case's reference material's angle (EXPERIMENT_PHI); or an angle [deg]")
     ap.add_argument("--cone-fit", default="default",
                     help="compression, extension, plane_strain, inscribed (default: the scene "
                     "default)")
