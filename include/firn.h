@@ -39,9 +39,10 @@ extern "C" {
 /* Largest scene file read (its counts are bounded, so a real one is far
  * smaller). */
 #define FIRN_SCENE_MAX_BYTES (16 << 20)
-/* Most particles one world holds. Particle arrays are component-major and
- * indexed with 32-bit ints (component c of particle i at c*n + i, c < 9), so
- * 9 n must fit in an int. */
+/* Most particles one world holds. Particle arrays are component-major
+ * (component c of particle i at c*n + i, c < 9); the shared per-particle
+ * functions and the kernels index them in 64 bits (firn_soa_index), but
+ * host code also indexes them with 32-bit ints, so 9 n must fit in an int. */
 #define FIRN_MAX_PARTICLES 238609294 /* (2^31 - 1) / 9 */
 
 /* Status codes; the command-line tool exits with these. */

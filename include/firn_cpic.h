@@ -88,7 +88,7 @@ static inline FIRN_HD void firn_cpic_mark(int i, const firn_params *P, firn_part
     const firn_vec3 x = firn_load3(p.x, n, i);
     const float reach = FIRN_CPIC_REACH * P->dx;
     for (int k = 0; k < nb; k++) {
-        uint32_t *word = p.cpic + (long long)k * n + i;
+        uint32_t *word = p.cpic + firn_soa_index(k, n, i);
         const firn_rigid *b = &bodies[k];
         if (!b->couple || b->shape.type == FIRN_SDF_PLANE) {
             *word = 0;
@@ -123,7 +123,7 @@ typedef struct {
 static inline FIRN_HD int firn_cpic_any(firn_particles p, int i, int nb)
 {
     for (int k = 0; k < nb; k++)
-        if (p.cpic[(long long)k * p.n + i])
+        if (p.cpic[firn_soa_index(k, p.n, i)])
             return 1;
     return 0;
 }
@@ -133,7 +133,7 @@ static inline FIRN_HD unsigned firn_cpic_load(firn_cpic_ctx *c, firn_particles p
 {
     c->near = 0;
     for (int k = 0; k < nb; k++) {
-        uint32_t word = p.cpic[(long long)k * p.n + i];
+        uint32_t word = p.cpic[firn_soa_index(k, p.n, i)];
         if (word) {
             c->near |= 1u << k;
             c->n[k] = firn_cpic_unpack(word);
@@ -219,7 +219,7 @@ static inline FIRN_HD unsigned firn_p2g_cpic_skip(int i, const firn_params *P, f
     unsigned mask[FIRN_CPIC_MAX], across = 0;
     if (firn_cpic_load(&c, p, i, nb))
         across = firn_cpic_across(P, &st->s, firn_load3(p.x, p.n, i), &c, bodies, mask);
-    p.cpic[(long long)nb * p.n + i] = across;
+    p.cpic[firn_soa_index(nb, p.n, i)] = across;
     return across;
 }
 
@@ -286,7 +286,7 @@ static inline FIRN_HD int firn_g2p_near_cpic(int i, const firn_params *P, const 
     float W[FIRN_CPIC_MAX];
     unsigned mask[FIRN_CPIC_MAX], have = 0;
     const unsigned across =
-        p.cpic[(long long)nb * n + i] ? firn_cpic_across(P, &s, x, c, bodies, mask) : 0u;
+        p.cpic[firn_soa_index(nb, n, i)] ? firn_cpic_across(P, &s, x, c, bodies, mask) : 0u;
     for (int a = 0; a < 3; a++)
         for (int b = 0; b < 3; b++)
             for (int cc = 0; cc < 3; cc++) {

@@ -96,7 +96,7 @@ static inline FIRN_HD firn_mat3 firn_fem_load_B(const firn_fem_elements *E, int 
 {
     firn_mat3 B;
     for (int k = 0; k < 9; k++)
-        B.m[k] = E->B[k * E->n + e];
+        B.m[k] = E->B[firn_soa_index(k, E->n, e)];
     return B;
 }
 
@@ -265,11 +265,11 @@ static inline FIRN_HD void firn_fem_element_forces(int e, const firn_fem_materia
     for (int k = 0; k < 3; k++)
         for (int r = 0; r < 3; r++) {
             const float fk = s * H.m[3 * r + k];
-            E->fslot[r * ns + 4 * e + k + 1] = fk;
+            E->fslot[firn_soa_index(r, ns, 4 * e + k + 1)] = fk;
             f0[r] -= fk;
         }
     for (int r = 0; r < 3; r++)
-        E->fslot[r * ns + 4 * e] = f0[r];
+        E->fslot[firn_soa_index(r, ns, 4 * e)] = f0[r];
 }
 
 /* Vertex i's elastic force: the sum of its slots, in adjacency order. */
@@ -280,7 +280,8 @@ static inline FIRN_HD firn_vec3 firn_fem_gather_force(int i, const firn_fem_vert
     firn_vec3 f = firn_v3(0.0f, 0.0f, 0.0f);
     for (int a = V->adj_start[i]; a < V->adj_start[i + 1]; a++) {
         const int s = V->adj[a];
-        f = firn_add(f, firn_v3(E->fslot[s], E->fslot[ns + s], E->fslot[2 * ns + s]));
+        f = firn_add(f, firn_v3(E->fslot[s], E->fslot[firn_soa_index(1, ns, s)],
+                                E->fslot[firn_soa_index(2, ns, s)]));
     }
     return f;
 }
@@ -300,10 +301,11 @@ static inline FIRN_HD void firn_fem_velocity(int i, const firn_fem_params *P,
     const firn_vec3 f = firn_fem_gather_force(i, V, E);
     const float decay = expf(-P->dt * P->damping);
     for (int c = 0; c < 3; c++) {
-        V->x0[c * n + i] = V->x[c * n + i];
-        V->f[c * n + i] = f.v[c];
-        const float v = V->v[c * n + i] + P->dt * f.v[c] / V->mass[i];
-        V->v[c * n + i] = V->fixed[i] ? 0.0f : v * decay + P->dt * P->gravity[c];
+        const long long ci = firn_soa_index(c, n, i);
+        V->x0[ci] = V->x[ci];
+        V->f[ci] = f.v[c];
+        const float v = V->v[ci] + P->dt * f.v[c] / V->mass[i];
+        V->v[ci] = V->fixed[i] ? 0.0f : v * decay + P->dt * P->gravity[c];
     }
 }
 
@@ -323,7 +325,7 @@ static inline FIRN_HD int firn_fem_position(int i, const firn_fem_params *P,
         return 1;
     firn_vec3 x, v = firn_load3(V->v, n, i);
     for (int c = 0; c < 3; c++)
-        x.v[c] = V->x0[c * n + i] + P->dt * v.v[c];
+        x.v[c] = V->x0[firn_soa_index(c, n, i)] + P->dt * v.v[c];
     for (int a = 0; a < 3; a++) {
         if (x.v[a] < P->lower[a]) {
             x.v[a] = P->lower[a];
@@ -335,8 +337,8 @@ static inline FIRN_HD int firn_fem_position(int i, const firn_fem_params *P,
     }
     int ok = 1;
     for (int c = 0; c < 3; c++) {
-        V->x[c * n + i] = x.v[c];
-        V->v[c * n + i] = v.v[c];
+        V->x[firn_soa_index(c, n, i)] = x.v[c];
+        V->v[firn_soa_index(c, n, i)] = v.v[c];
         ok &= isfinite(x.v[c]) && isfinite(v.v[c]);
     }
     return ok;

@@ -353,7 +353,7 @@ static inline FIRN_HD void firn_fem_sph_scatter(int k, const firn_fem_surface *S
     FIRN_FEM_SPH_EACH_IN_BOX(k, S, W, {
         const float inv = -1.0f / count[p];
         for (int e = 0; e < 3; e++)
-            firn_atomic_add(W->s.v + e * W->s.n + p, inv * dv.v[e]);
+            firn_atomic_add(W->s.v + firn_soa_index(e, W->s.n, p), inv * dv.v[e]);
     });
 }
 

@@ -193,22 +193,24 @@ static inline FIRN_HD firn_mat3 firn_fem_hess_apply(const firn_fem_hess *h, firn
 static inline FIRN_HD void firn_fem_hess_store(float *H, int ne, int e, const firn_fem_hess *h)
 {
     for (int k = 0; k < 9; k++)
-        H[k * ne + e] = h->U.m[k], H[(9 + k) * ne + e] = h->V.m[k];
+        H[firn_soa_index(k, ne, e)] = h->U.m[k], H[firn_soa_index(9 + k, ne, e)] = h->V.m[k];
     for (int k = 0; k < 6; k++)
-        H[(18 + k) * ne + e] = h->A[k];
-    for (int k = 0; k < 3; k++)
-        H[(24 + k) * ne + e] = h->twist[k], H[(27 + k) * ne + e] = h->flip[k];
+        H[firn_soa_index(18 + k, ne, e)] = h->A[k];
+    for (int k = 0; k < 3; k++) {
+        H[firn_soa_index(24 + k, ne, e)] = h->twist[k];
+        H[firn_soa_index(27 + k, ne, e)] = h->flip[k];
+    }
 }
 
 static inline FIRN_HD firn_fem_hess firn_fem_hess_load(const float *H, int ne, int e)
 {
     firn_fem_hess h;
     for (int k = 0; k < 9; k++)
-        h.U.m[k] = H[k * ne + e], h.V.m[k] = H[(9 + k) * ne + e];
+        h.U.m[k] = H[firn_soa_index(k, ne, e)], h.V.m[k] = H[firn_soa_index(9 + k, ne, e)];
     for (int k = 0; k < 6; k++)
-        h.A[k] = H[(18 + k) * ne + e];
+        h.A[k] = H[firn_soa_index(18 + k, ne, e)];
     for (int k = 0; k < 3; k++)
-        h.twist[k] = H[(24 + k) * ne + e], h.flip[k] = H[(27 + k) * ne + e];
+        h.twist[k] = H[firn_soa_index(24 + k, ne, e)], h.flip[k] = H[firn_soa_index(27 + k, ne, e)];
     return h;
 }
 
@@ -254,10 +256,10 @@ static inline FIRN_HD void firn_fem_slots_store(float *slot, int ne, int e, floa
         float s0 = 0.0f;
         for (int k = 0; k < 3; k++) {
             const float h = vol * H.m[3 * r + k];
-            slot[r * ns + 4 * e + k + 1] = h;
+            slot[firn_soa_index(r, ns, 4 * e + k + 1)] = h;
             s0 += h;
         }
-        slot[r * ns + 4 * e] = -s0;
+        slot[firn_soa_index(r, ns, 4 * e)] = -s0;
     }
 }
 
@@ -304,7 +306,8 @@ static inline FIRN_HD firn_vec3 firn_fem_gather_slots(int i, const firn_fem_vert
     firn_vec3 f = firn_v3(0.0f, 0.0f, 0.0f);
     for (int a = V->adj_start[i]; a < V->adj_start[i + 1]; a++) {
         const int s = V->adj[a];
-        f = firn_add(f, firn_v3(slot[s], slot[ns + s], slot[2 * ns + s]));
+        f = firn_add(
+            f, firn_v3(slot[s], slot[firn_soa_index(1, ns, s)], slot[firn_soa_index(2, ns, s)]));
     }
     return f;
 }

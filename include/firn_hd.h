@@ -79,6 +79,14 @@ static inline FIRN_HD void firn_atomic_add_double(double *sum, double x)
 #endif
 }
 
+/* Index of component c of item i in a component-major array of n items
+ * (particles, vertices, elements, slots): c n + i, in 64 bits. In int,
+ * c n passes 2^31 - 1 at n = 2^31 / c: a 3x3 matrix's last component at
+ * 268M particles, ordered P2G's 16 floats a particle at 143M, the implicit
+ * FEM's 30 floats an element at 72M. Every component stride times a count
+ * goes through this. */
+static inline FIRN_HD long long firn_soa_index(int c, int n, int i) { return (long long)c * n + i; }
+
 static inline FIRN_HD float firn_minf(float a, float b) { return a < b ? a : b; }
 static inline FIRN_HD float firn_maxf(float a, float b) { return a > b ? a : b; }
 static inline FIRN_HD float firn_clampf(float x, float lo, float hi)

@@ -111,17 +111,18 @@ static inline FIRN_HD firn_mat3 firn_m3_usv(firn_mat3 u, firn_vec3 s, firn_mat3 
     return r;
 }
 
-/* Vector i of a component-major array of n vectors (component c at c*n + i). */
+/* Vector i of a component-major array of n vectors (component c at c*n + i,
+ * firn_soa_index). */
 static inline FIRN_HD firn_vec3 firn_load3(const float *a, int n, int i)
 {
-    return firn_v3(a[i], a[n + i], a[2 * n + i]);
+    return firn_v3(a[i], a[firn_soa_index(1, n, i)], a[firn_soa_index(2, n, i)]);
 }
 
 static inline FIRN_HD void firn_store3(float *a, int n, int i, firn_vec3 v)
 {
     a[i] = v.v[0];
-    a[n + i] = v.v[1];
-    a[2 * n + i] = v.v[2];
+    a[firn_soa_index(1, n, i)] = v.v[1];
+    a[firn_soa_index(2, n, i)] = v.v[2];
 }
 
 #endif

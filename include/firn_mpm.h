@@ -7,9 +7,9 @@
 #include "firn_material.h"
 
 /* Particle state, structure of arrays, component-major: component c of
- * particle i is at [c*n + i]; matrices are row-major (component 3r+c).
- * 4 * (3+3+9+9+1+1+1) + 1 = 109 bytes per particle, plus 4 per rigid body
- * and 4 with CPIC on. */
+ * particle i is at [c*n + i] (firn_soa_index); matrices are row-major
+ * (component 3r+c). 4 * (3+3+9+9+1+1+1) + 1 = 109 bytes per particle, plus
+ * 4 per rigid body and 4 with CPIC on. */
 typedef struct {
     int n;
     float *x;       /* 3n positions [m] */
@@ -59,14 +59,14 @@ static inline FIRN_HD firn_mat3 firn_load9(const float *a, int n, int i)
 {
     firn_mat3 m;
     for (int c = 0; c < 9; c++)
-        m.m[c] = a[c * n + i];
+        m.m[c] = a[firn_soa_index(c, n, i)];
     return m;
 }
 
 static inline FIRN_HD void firn_store9(float *a, int n, int i, firn_mat3 m)
 {
     for (int c = 0; c < 9; c++)
-        a[c * n + i] = m.m[c];
+        a[firn_soa_index(c, n, i)] = m.m[c];
 }
 
 /* Quadratic B-spline stencil of a particle: corner node base and the
@@ -79,20 +79,59 @@ typedef struct {
     float w[3][3];
 } firn_stencil;
 
+/* Axis a of stencil s: corner b, fx = f, and the three weights at f. */
+static inline FIRN_HD void firn_stencil_axis(firn_stencil *s, int a, int b, float f)
+{
+    s->base[a] = b;
+    s->fx[a] = f;
+    s->w[0][a] = 0.5f * (1.5f - f) * (1.5f - f);
+    s->w[1][a] = 0.75f - (f - 1.0f) * (f - 1.0f);
+    s->w[2][a] = 0.5f * (f - 0.5f) * (f - 0.5f);
+}
+
 static inline FIRN_HD firn_stencil firn_make_stencil(const firn_params *P, firn_vec3 x)
 {
     firn_stencil s;
     for (int a = 0; a < 3; a++) {
         float xg = (x.v[a] - P->lower[a]) * P->inv_dx;
         int b = firn_floor_index(xg - 0.5f, P->n[a] - 3);
-        float f = xg - (float)b;
-        s.base[a] = b;
-        s.fx[a] = f;
-        s.w[0][a] = 0.5f * (1.5f - f) * (1.5f - f);
-        s.w[1][a] = 0.75f - (f - 1.0f) * (f - 1.0f);
-        s.w[2][a] = 0.5f * (f - 0.5f) * (f - 0.5f);
+        firn_stencil_axis(&s, a, b, xg - (float)b);
     }
     return s;
+}
+
+/* The stencil of x with its corner given (base), for a kernel that took the
+ * corner from elsewhere: ordered P2G takes it from the particle's binning
+ * key, so that a floor rounded the other way in another kernel (nvcc may
+ * contract xg - 0.5 differently in each) cannot move the particle's
+ * contribution a cell. Where that happens x lies on a cell face, fx is 0.5
+ * or 1.5 within rounding, and the weights are those of the other corner's
+ * stencil (the quadratic B-spline is continuous there); where base is
+ * firn_make_stencil's, the result is the same to the bit. */
+static inline FIRN_HD firn_stencil firn_stencil_at(const firn_params *P, firn_vec3 x,
+                                                   const int base[3])
+{
+    firn_stencil s;
+    for (int a = 0; a < 3; a++) {
+        float xg = (x.v[a] - P->lower[a]) * P->inv_dx;
+        firn_stencil_axis(&s, a, base[a], xg - (float)base[a]);
+    }
+    return s;
+}
+
+/* The slot of stencil s's corner node in a tile of T^3 nodes (node (x, y, z)
+ * of the tile at (x T + y) T + z) whose first node is grid node o, or -1
+ * when the tile does not hold all 27 of the stencil's nodes. Binned P2G
+ * (kernels/mpm.cu) scatters a particle into its bin's tile at this slot, and
+ * straight into the grid at -1: the bin comes from a key computed in
+ * another kernel, which on a GPU may round the stencil corner's floor to
+ * the next cell (another FMA contraction of the same expression). */
+static inline FIRN_HD int firn_tile_slot(const firn_stencil *s, const int o[3], int T)
+{
+    int inside = 1;
+    for (int a = 0; a < 3; a++)
+        inside &= s->base[a] >= o[a] && s->base[a] <= o[a] + T - 3;
+    return inside ? ((s->base[0] - o[0]) * T + s->base[1] - o[1]) * T + s->base[2] - o[2] : -1;
 }
 
 static inline FIRN_HD long long firn_node_index(const int n[3], int i, int j, int k)

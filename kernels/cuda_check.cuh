@@ -11,8 +11,9 @@
  *
  * A launch check is cheap (cudaGetLastError: bad configuration, missing
  * kernel image). Errors inside a kernel only surface at the next
- * synchronisation; build with -DFIRN_DEBUG_SYNC (make DEBUG_SYNC=1) to
- * synchronise after every launch and have them reported at that launch. */
+ * synchronisation; set FIRN_DEBUG_SYNC=1 in the environment (or build with
+ * -DFIRN_DEBUG_SYNC, make DEBUG_SYNC=1) to synchronise after every launch
+ * and have them reported at that launch. */
 #ifndef FIRN_CUDA_CHECK_CUH
 #define FIRN_CUDA_CHECK_CUH
 
@@ -71,29 +72,30 @@ static inline int firn_cuda_check(cudaError_t e, const char *call, const char *f
 #define FIRN_CUDA_CALL(call, err) firn_cuda_check((call), #call, __FILE__, __LINE__, (err))
 
 /* After a kernel launch; name is the kernel, for the message. */
-#ifdef FIRN_DEBUG_SYNC
-#define FIRN_CUDA_CHECK_LAUNCH(name, stream, err)                                                  \
-    do {                                                                                           \
-        if (firn_cuda_check(cudaGetLastError(), "launch of kernel " name, __FILE__, __LINE__,      \
-                            (err)) ||                                                              \
-            firn_cuda_check(cudaStreamSynchronize(stream),                                         \
-                            "kernel " name " (synchronised by FIRN_DEBUG_SYNC)", __FILE__,         \
-                            __LINE__, (err)))                                                      \
-            return FIRN_CUDA_FAILED;                                                               \
-    } while (0)
-#else
+/* Whether every launch is synchronised and checked at once
+ * (kernels/device.cu): FIRN_DEBUG_SYNC=1 in the environment, read once, or a
+ * build with -DFIRN_DEBUG_SYNC. The world then captures no CUDA graphs (a
+ * capture cannot synchronise). */
+int firn_cuda_debug_sync(void);
+
 /* cudaGetLastError also returns a fault inside an earlier kernel of the
- * stream, so the message says that it may not be this launch's. */
+ * stream, so without FIRN_DEBUG_SYNC the message says that it may not be
+ * this launch's. */
 #define FIRN_CUDA_CHECK_LAUNCH(name, stream, err)                                                  \
     do {                                                                                           \
-        (void)(stream);                                                                            \
-        if (firn_cuda_check(cudaGetLastError(),                                                    \
-                            "launch of kernel " name " (or an earlier kernel of the stream; "      \
-                            "make DEBUG_SYNC=1 names the one)",                                    \
-                            __FILE__, __LINE__, (err)))                                            \
+        if (firn_cuda_debug_sync()) {                                                              \
+            if (firn_cuda_check(cudaGetLastError(), "launch of kernel " name, __FILE__, __LINE__,  \
+                                (err)) ||                                                          \
+                firn_cuda_check(cudaStreamSynchronize(stream),                                     \
+                                "kernel " name " (synchronised by FIRN_DEBUG_SYNC)", __FILE__,     \
+                                __LINE__, (err)))                                                  \
+                return FIRN_CUDA_FAILED;                                                           \
+        } else if (firn_cuda_check(cudaGetLastError(),                                             \
+                                   "launch of kernel " name " (or an earlier kernel of the "       \
+                                   "stream; FIRN_DEBUG_SYNC=1 names the one)",                     \
+                                   __FILE__, __LINE__, (err)))                                     \
             return FIRN_CUDA_FAILED;                                                               \
     } while (0)
-#endif
 
 /* The non-finite report of a call of firn_cuda_run: G2P kernels atomicMin
  * this word of (substep within the call, particle index) into one device

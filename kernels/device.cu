@@ -4,12 +4,28 @@
  * the runtime this was built against, the count is 0 and the description
  * says why. The build without CUDA answers from host/device.c instead. */
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 
 #include <cuda_runtime.h>
 
+#include "cuda_check.cuh"
 #include "firn.h"
 
 extern "C" int firn_cuda_available(void) { return 1; }
+
+int firn_cuda_debug_sync(void)
+{
+#ifdef FIRN_DEBUG_SYNC
+    return 1;
+#else
+    static const int on = [] {
+        const char *e = getenv("FIRN_DEBUG_SYNC");
+        return e && *e && strcmp(e, "0") != 0;
+    }();
+    return on;
+#endif
+}
 
 extern "C" int firn_cuda_device_count(void)
 {

@@ -128,7 +128,7 @@ static __global__ void imp_add(float *g, const float *Ap, int n, int first, int 
 {
     RANGE_INDEX(i);
     for (int c = 0; c < 3; c++)
-        g[c * n + i] += Ap[c * n + i];
+        g[firn_soa_index(c, n, i)] += Ap[firn_soa_index(c, n, i)];
 }
 
 static __global__ void imp_preconditioner(firn_fem_vertices V, firn_fem_elements E, const float *H,
@@ -147,7 +147,7 @@ static __device__ void apply_minv(const float *Minv, const float *r, float *z, i
 {
     firn_mat3 M;
     for (int k = 0; k < 9; k++)
-        M.m[k] = Minv[k * n + i];
+        M.m[k] = Minv[firn_soa_index(k, n, i)];
     firn_store3(z, n, i, firn_m3_apply(M, firn_load3(r, n, i)));
 }
 
@@ -157,10 +157,11 @@ static __global__ void imp_pcg_init(const float *g, const float *Minv, float *r,
 {
     RANGE_INDEX(i);
     for (int c = 0; c < 3; c++)
-        r[c * n + i] = -g[c * n + i], du[c * n + i] = 0.0f;
+        r[firn_soa_index(c, n, i)] = -g[firn_soa_index(c, n, i)],
+                               du[firn_soa_index(c, n, i)] = 0.0f;
     apply_minv(Minv, r, z, n, i);
     for (int c = 0; c < 3; c++)
-        p[c * n + i] = z[c * n + i];
+        p[firn_soa_index(c, n, i)] = z[firn_soa_index(c, n, i)];
 }
 
 /* du += a p, r -= a Ap, z = Minv r. */
@@ -171,8 +172,8 @@ static __global__ void imp_pcg_update(const fem_ictl *ctl, const float *p, const
     RANGE_INDEX(i);
     const float a = ctl->a;
     for (int c = 0; c < 3; c++) {
-        du[c * n + i] += a * p[c * n + i];
-        r[c * n + i] -= a * Ap[c * n + i];
+        du[firn_soa_index(c, n, i)] += a * p[firn_soa_index(c, n, i)];
+        r[firn_soa_index(c, n, i)] -= a * Ap[firn_soa_index(c, n, i)];
     }
     apply_minv(Minv, r, z, n, i);
 }
@@ -184,7 +185,7 @@ static __global__ void imp_pcg_direction(const fem_ictl *ctl, const float *z, fl
     RANGE_INDEX(i);
     const float b = ctl->b;
     for (int c = 0; c < 3; c++)
-        p[c * n + i] = z[c * n + i] + b * p[c * n + i];
+        p[firn_soa_index(c, n, i)] = z[firn_soa_index(c, n, i)] + b * p[firn_soa_index(c, n, i)];
 }
 
 /* ut = u + t du (a line search trial). */
@@ -194,7 +195,7 @@ static __global__ void imp_trial(const fem_ictl *ctl, const float *u, const floa
     RANGE_INDEX(i);
     const float t = ctl->t;
     for (int c = 0; c < 3; c++)
-        ut[c * n + i] = u[c * n + i] + t * du[c * n + i];
+        ut[firn_soa_index(c, n, i)] = u[firn_soa_index(c, n, i)] + t * du[firn_soa_index(c, n, i)];
 }
 
 /* u += s du. */
@@ -204,7 +205,7 @@ static __global__ void imp_advance(const fem_ictl *ctl, const float *du, float *
     RANGE_INDEX(i);
     const float s = ctl->s;
     for (int c = 0; c < 3; c++)
-        u[c * n + i] += s * du[c * n + i];
+        u[firn_soa_index(c, n, i)] += s * du[firn_soa_index(c, n, i)];
 }
 
 /* v = u / dt (0 on fixed vertices), or NaN after a failed solve. */
@@ -347,7 +348,7 @@ struct dot_tr {
             return 0.0;
         double s = 0.0;
         for (int c = 0; c < 3; c++)
-            s += (double)a[c * n + i] * b[c * n + i];
+            s += (double)a[firn_soa_index(c, n, i)] * b[firn_soa_index(c, n, i)];
         return s;
     }
 };
@@ -364,8 +365,8 @@ struct rz_rr_tr {
         if (skip && *skip)
             return d;
         for (int c = 0; c < 3; c++) {
-            d.x += (double)r[c * n + i] * z[c * n + i];
-            d.y += (double)r[c * n + i] * r[c * n + i];
+            d.x += (double)r[firn_soa_index(c, n, i)] * z[firn_soa_index(c, n, i)];
+            d.y += (double)r[firn_soa_index(c, n, i)] * r[firn_soa_index(c, n, i)];
         }
         return d;
     }
@@ -397,7 +398,7 @@ struct absmax_tr {
     {
         float m = 0.0f;
         for (int c = 0; c < 3; c++)
-            m = firn_maxf(m, fabsf(y[c * n + i]));
+            m = firn_maxf(m, fabsf(y[firn_soa_index(c, n, i)]));
         return m;
     }
 };
@@ -822,6 +823,17 @@ int firn_cuda_fem_implicit_step(firn_fem_icuda *I, const firn_fem_vertices &V,
         }
         if (c.newton_done)
             break;
+        /* imp_newton_check stops the loop at it == newton_max at the
+         * latest: a control block still going there is wrong, and the
+         * host stops rather than queue iterations for ever. */
+        if (it >= B.P.newton_max) {
+            firn_set_error(err, FIRN_E_DEVICE,
+                           "FEM implicit on the GPU: body %d's Newton loop ran %d iterations "
+                           "and did not stop at newton_max (%d): the device's control block "
+                           "never set its stop flag (residual %g)",
+                           body, it, B.P.newton_max, (double)c.residual);
+            return FIRN_CUDA_FAILED;
+        }
         H->newton_iters++;
         H->pcg_iters += c.pcg_it;
         if (queue_line_search(&B, body, err))

@@ -109,6 +109,7 @@ struct firn_mpm_bins {
     int *flag, *offset, *list, *nlisted;
     void *scan_temp; /* CUB's exclusive scan storage */
     size_t scan_temp_bytes;
+    int skew; /* the GPU tests' key skew (firn_cuda_skew_bin_keys, skew_keys); 0: off */
 };
 
 /* CUDA graphs (firn_graph_mode): what a captured call's work depends on
@@ -119,8 +120,12 @@ struct firn_mpm_bins {
  * counts that shape its launches). The rest of what the launches bake in
  * (device pointers, particle, body and constraint counts, which phases the
  * world has) is fixed for the life of the device state, whose freeing
- * destroys the graphs. Filled by memcpy from the host structs (padding
- * included) over a zeroed key, compared by memcmp. */
+ * destroys the graphs. Filled by memcpy from the host structs over a zeroed
+ * key, compared by memcmp: so every byte of the key must be a field's value.
+ * The key and the structs it copies hold 4-byte fields only and so no
+ * padding (whose bytes memcpy would copy as they are, garbage included);
+ * the sizes below check it: a field added to one of them fails the build
+ * until it is listed here, and one that brings padding fails it for good. */
 struct graph_key {
     int nsub, tool_reset, gbase;
     firn_params P;
@@ -129,6 +134,54 @@ struct graph_key {
     int pbd_counts[5];
     firn_fem_params fem;
 };
+
+#define FIELD_BYTES(T, f) sizeof(((T *)0)->f)
+static_assert(sizeof(firn_nbr_space) ==
+                  FIELD_BYTES(firn_nbr_space, lower) + FIELD_BYTES(firn_nbr_space, h) +
+                      FIELD_BYTES(firn_nbr_space, inv_h) + FIELD_BYTES(firn_nbr_space, res),
+              "firn_nbr_space has padding or a field graph_key's check does not list");
+static_assert(sizeof(firn_params) ==
+                  FIELD_BYTES(firn_params, dt) + FIELD_BYTES(firn_params, dx) +
+                      FIELD_BYTES(firn_params, inv_dx) + FIELD_BYTES(firn_params, lower) +
+                      FIELD_BYTES(firn_params, n) + FIELD_BYTES(firn_params, gravity) +
+                      FIELD_BYTES(firn_params, wall_type) +
+                      FIELD_BYTES(firn_params, wall_friction) + FIELD_BYTES(firn_params, bound) +
+                      FIELD_BYTES(firn_params, x_min) + FIELD_BYTES(firn_params, x_max),
+              "firn_params has padding or a field graph_key's check does not list");
+static_assert(
+    sizeof(firn_sph_params) ==
+        FIELD_BYTES(firn_sph_params, dt) + FIELD_BYTES(firn_sph_params, psize) +
+            FIELD_BYTES(firn_sph_params, h) + FIELD_BYTES(firn_sph_params, inv_h) +
+            FIELD_BYTES(firn_sph_params, kw) + FIELD_BYTES(firn_sph_params, vol) +
+            FIELD_BYTES(firn_sph_params, lower) + FIELD_BYTES(firn_sph_params, upper) +
+            FIELD_BYTES(firn_sph_params, nb) + FIELD_BYTES(firn_sph_params, gravity) +
+            FIELD_BYTES(firn_sph_params, solver) + FIELD_BYTES(firn_sph_params, div_tol) +
+            FIELD_BYTES(firn_sph_params, dens_tol) + FIELD_BYTES(firn_sph_params, div_iters) +
+            FIELD_BYTES(firn_sph_params, dens_iters) + FIELD_BYTES(firn_sph_params, walls) +
+            FIELD_BYTES(firn_sph_params, full_count) + FIELD_BYTES(firn_sph_params, wall_visc_t) +
+            FIELD_BYTES(firn_sph_params, wall_visc_n),
+    "firn_sph_params has padding or a field graph_key's check does not list");
+static_assert(sizeof(firn_pbd_params) ==
+                  FIELD_BYTES(firn_pbd_params, dt) + FIELD_BYTES(firn_pbd_params, psize) +
+                      FIELD_BYTES(firn_pbd_params, gravity) + FIELD_BYTES(firn_pbd_params, lower) +
+                      FIELD_BYTES(firn_pbd_params, upper) + FIELD_BYTES(firn_pbd_params, nb) +
+                      FIELD_BYTES(firn_pbd_params, kw) + FIELD_BYTES(firn_pbd_params, kg) +
+                      FIELD_BYTES(firn_pbd_params, pbf_eps),
+              "firn_pbd_params has padding or a field graph_key's check does not list");
+static_assert(sizeof(firn_fem_params) ==
+                  FIELD_BYTES(firn_fem_params, dt) + FIELD_BYTES(firn_fem_params, gravity) +
+                      FIELD_BYTES(firn_fem_params, damping) + FIELD_BYTES(firn_fem_params, lower) +
+                      FIELD_BYTES(firn_fem_params, upper) +
+                      FIELD_BYTES(firn_fem_params, wall_type) +
+                      FIELD_BYTES(firn_fem_params, wall_friction),
+              "firn_fem_params has padding or a field graph_key's check does not list");
+static_assert(sizeof(graph_key) ==
+                  FIELD_BYTES(graph_key, nsub) + FIELD_BYTES(graph_key, tool_reset) +
+                      FIELD_BYTES(graph_key, gbase) + FIELD_BYTES(graph_key, P) +
+                      FIELD_BYTES(graph_key, sph) + FIELD_BYTES(graph_key, pbd) +
+                      FIELD_BYTES(graph_key, pbd_counts) + FIELD_BYTES(graph_key, fem),
+              "graph_key has padding or a field its check does not list");
+#undef FIELD_BYTES
 
 /* A call is two graphs around its middle substep, which is queued launch
  * by launch and timed phase by phase (account_time): substeps [0, m) and
@@ -210,8 +263,9 @@ static __global__ void p2g(firn_params P, const firn_material *mats, firn_partic
 }
 
 /* Binned P2G, step 1: each particle's bin, the bin of its stencil corner
- * (the same firn_make_stencil that P2G uses, so a particle's 27 nodes lie
- * in its bin's tile). */
+ * (the same firn_make_stencil that P2G uses; on a GPU the two kernels may
+ * contract it to FMA differently and floor it to neighbouring cells, so P2G
+ * checks that its bin's tile holds the stencil, firn_tile_slot). */
 static __global__ void bin_keys(firn_params P, firn_particles p, firn_mpm_bins b)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -224,6 +278,27 @@ static __global__ void bin_keys(firn_params P, firn_particles p, firn_mpm_bins b
                      st.base[2] % FIRN_BIN;
     b.key[i] = bin * FIRN_BIN * FIRN_BIN * FIRN_BIN + cell;
     b.ids[i] = i;
+}
+
+/* For the GPU tests only (firn_cuda_skew_bin_keys): after bin_keys, the key
+ * of every b.skew-th particle names a neighbouring cell of its stencil
+ * corner's (one up or down along one axis, in turn; kept within the bins),
+ * as a corner floored differently in bin_keys than in P2G would. */
+static __global__ void skew_keys(int n, firn_mpm_bins b)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n || i % b.skew != 0)
+        return;
+    const int cells = FIRN_BIN * FIRN_BIN * FIRN_BIN, bin = b.key[i] / cells,
+              cell = b.key[i] % cells;
+    int c[3] = {bin / (b.n[1] * b.n[2]) * FIRN_BIN + cell / (FIRN_BIN * FIRN_BIN),
+                bin / b.n[2] % b.n[1] * FIRN_BIN + cell / FIRN_BIN % FIRN_BIN,
+                bin % b.n[2] * FIRN_BIN + cell % FIRN_BIN};
+    const int j = i / b.skew, a = j % 3;
+    c[a] += j / 3 % 2 ? -1 : 1;
+    c[a] = c[a] < 0 ? 0 : (c[a] > FIRN_BIN * b.n[a] - 1 ? FIRN_BIN * b.n[a] - 1 : c[a]);
+    b.key[i] = (((c[0] / FIRN_BIN) * b.n[1] + c[1] / FIRN_BIN) * b.n[2] + c[2] / FIRN_BIN) * cells +
+               ((c[0] % FIRN_BIN) * FIRN_BIN + c[1] % FIRN_BIN) * FIRN_BIN + c[2] % FIRN_BIN;
 }
 
 /* Step 3 (after CUB's stable radix sort): each bin's range in the order,
@@ -265,12 +340,14 @@ static __global__ void p2g_order_prepare(firn_params P, const firn_material *mat
         return;
     const int i = b.order[k], n = p.n;
     const firn_p2g_state st = firn_p2g_prepare(i, &P, mats, p);
-    float *q = b.ps + k;
+    float *q = b.ps;
     for (int c = 0; c < 9; c++)
-        q[c * n] = st.affine.m[c];
-    for (int c = 0; c < 3; c++)
-        q[(9 + c) * n] = st.mv.v[c], q[(13 + c) * n] = p.x[c * n + i];
-    q[12 * n] = st.mass;
+        q[firn_soa_index(c, n, k)] = st.affine.m[c];
+    for (int c = 0; c < 3; c++) {
+        q[firn_soa_index(9 + c, n, k)] = st.mv.v[c];
+        q[firn_soa_index(13 + c, n, k)] = p.x[firn_soa_index(c, n, i)];
+    }
+    q[firn_soa_index(12, n, k)] = st.mass;
 }
 
 /* Ordered P2G (--p2g ordered, the deterministic mode): one thread per grid
@@ -305,13 +382,14 @@ static __device__ void ordered_node(const firn_params &P, const firn_particles &
                     ((o[0] % FIRN_BIN) * FIRN_BIN + o[1] % FIRN_BIN) * FIRN_BIN + o[2] % FIRN_BIN;
                 const int key = bin * FIRN_BIN * FIRN_BIN * FIRN_BIN + cell;
                 for (int k = b.cstart[key]; k < b.cend[key]; k++) {
-                    const float *q = b.ps + k;
+                    const float *q = b.ps;
                     firn_p2g_state st;
                     for (int e = 0; e < 9; e++)
-                        st.affine.m[e] = q[e * n];
-                    st.mv = firn_v3(q[9 * n], q[10 * n], q[11 * n]);
-                    st.mass = q[12 * n];
-                    st.s = firn_make_stencil(&P, firn_v3(q[13 * n], q[14 * n], q[15 * n]));
+                        st.affine.m[e] = q[firn_soa_index(e, n, k)];
+                    st.mv = firn_load3(q + firn_soa_index(9, n, 0), n, k);
+                    st.mass = q[firn_soa_index(12, n, k)];
+                    /* The corner is the key's cell (firn_stencil_at). */
+                    st.s = firn_stencil_at(&P, firn_load3(q + firn_soa_index(13, n, 0), n, k), o);
                     firn_vec3 col[3];
                     const firn_vec3 m0 = firn_p2g_middle(&P, &st, col);
                     float v[4];
@@ -334,8 +412,10 @@ static __global__ void p2g_ordered(firn_params P, firn_particles p, firn_grid g,
 /* ---- sparse grid ---------------------------------------------------------- */
 
 /* Node block t (4^3 nodes from 4 t per axis) is reached this substep when
- * a bin t - d, d in {0, 1}^3, has particles: a bin's stencil corners are its
- * 4^3 cells, and a stencil reaches two nodes past its corner. */
+ * a bin t + d, d in {-1, 0, 1}^3, has particles: a bin's stencil corners are
+ * its 4^3 cells, or on a GPU a cell beyond them (P2G may floor a corner at a
+ * cell face to the next cell from the one bin_keys found, firn_tile_slot),
+ * and a stencil reaches two nodes past its corner. */
 static __global__ void block_touched(firn_mpm_bins b)
 {
     const int t = blockIdx.x * blockDim.x + threadIdx.x;
@@ -343,8 +423,8 @@ static __global__ void block_touched(firn_mpm_bins b)
         return;
     const int x = t / (b.nb[1] * b.nb[2]), y = t / b.nb[2] % b.nb[1], z = t % b.nb[2];
     int touched = 0;
-    for (int d = 0; d < 8; d++) {
-        const int bx = x - (d >> 2 & 1), by = y - (d >> 1 & 1), bz = z - (d & 1);
+    for (int d = 0; d < 27; d++) {
+        const int bx = x + d / 9 - 1, by = y + d / 3 % 3 - 1, bz = z + d % 3 - 1;
         if (bx < 0 || by < 0 || bz < 0 || bx >= b.n[0] || by >= b.n[1] || bz >= b.n[2])
             continue;
         const int bin = (bx * b.n[1] + by) * b.n[2] + bz;
@@ -412,8 +492,9 @@ static __global__ void p2g_ordered_sparse(firn_params P, firn_particles p, firn_
 }
 
 /* The bin's tile, shared by p2g_binned and p2g_warp: its first node
- * (the bin's first cell), zeroing, the tile index of a stencil's corner,
- * and the flush of the nodes that received mass into the grid. */
+ * (the bin's first cell), zeroing, the tile slot of the cell a key names
+ * (firn_tile_slot gives a stencil's), and the flush of the nodes that
+ * received mass into the grid. */
 static __device__ void bin_origin(const firn_mpm_bins &b, int bin, int o[3])
 {
     o[0] = bin / (b.n[1] * b.n[2]) * FIRN_BIN;
@@ -427,9 +508,11 @@ template <int T> static __device__ void tile_clear(float *tile)
         tile[k] = 0.0f;
 }
 
-template <int T> static __device__ int tile_corner(const firn_stencil &s, const int o[3])
+static __device__ int key_tile_slot(int key)
 {
-    return ((s.base[0] - o[0]) * T + s.base[1] - o[1]) * T + s.base[2] - o[2];
+    const int cell = key % (FIRN_BIN * FIRN_BIN * FIRN_BIN);
+    return (cell / (FIRN_BIN * FIRN_BIN) * FIRN_TILE + cell / FIRN_BIN % FIRN_BIN) * FIRN_TILE +
+           cell % FIRN_BIN;
 }
 
 template <int T> static __device__ void tile_flush(const float *tile, const int o[3], firn_grid g)
@@ -469,9 +552,12 @@ static __global__ void __launch_bounds__(FIRN_BIN_THREADS)
     __syncthreads();
     for (int k = lo + threadIdx.x; k < hi; k += blockDim.x) {
         const firn_p2g_state st = firn_p2g_prepare(b.order[k], &P, mats, p);
-        const int t = tile_corner<FIRN_TILE>(st.s, o);
-        firn_p2g_scatter_into(&P, tile + 4 * t, 4 * FIRN_TILE * FIRN_TILE, 4 * FIRN_TILE, &st, 0u,
-                              FIRN_NODE_SHARED);
+        const int t = firn_tile_slot(&st.s, o, FIRN_TILE);
+        if (t >= 0)
+            firn_p2g_scatter_into(&P, tile + 4 * t, 4 * FIRN_TILE * FIRN_TILE, 4 * FIRN_TILE, &st,
+                                  0u, FIRN_NODE_SHARED);
+        else /* a stencil corner outside the bin its key names (bin_keys) */
+            firn_p2g_scatter_nodes(&P, g, &st, 0u);
     }
     __syncthreads();
     tile_flush<FIRN_TILE>(tile, o, g);
@@ -486,7 +572,10 @@ static __global__ void __launch_bounds__(FIRN_BIN_THREADS)
  * p2g_binned's shared-memory atomics, each free of the other lanes of its
  * cell, at the cost of a few shuffles per value. The block's loop runs the
  * same number of rounds in every warp; lanes past the bin's end take part
- * in the shuffles with zeros, each a run of its own. */
+ * in the shuffles with zeros, each a run of its own. So does a lane whose
+ * stencil corner is not in the cell its key names (bin_keys): it adds its
+ * own values to the tile, or when the tile does not hold its stencil
+ * scatters straight into the grid and shuffles zeros. */
 static __global__ void __launch_bounds__(FIRN_BIN_THREADS)
     p2g_warp(firn_params P, const firn_material *mats, firn_particles p, firn_grid g,
              firn_mpm_bins b)
@@ -505,15 +594,20 @@ static __global__ void __launch_bounds__(FIRN_BIN_THREADS)
         if (first + (int)(threadIdx.x & ~31u) >= hi)
             continue; /* the whole warp is past the bin's end */
         const int k = first + threadIdx.x, valid = k < hi;
-        const int key = valid ? b.key_sorted[k] : -1 - lane;
+        int key = valid ? b.key_sorted[k] : -1 - lane;
         firn_p2g_state st;
         firn_vec3 col[3], m0 = firn_v3(0.0f, 0.0f, 0.0f);
-        int t = 0;
+        int t = -1;
         if (valid) {
             st = firn_p2g_prepare(b.order[k], &P, mats, p);
             m0 = firn_p2g_middle(&P, &st, col);
-            t = tile_corner<FIRN_TILE>(st.s, o);
+            t = firn_tile_slot(&st.s, o, FIRN_TILE);
+            if (t != key_tile_slot(key))
+                key = -1 - lane; /* not its key's cell: a run of its own */
+            if (t < 0)
+                firn_p2g_scatter_nodes(&P, g, &st, 0u);
         }
+        const int into = t >= 0; /* this lane's values go into the tile */
         /* This lane's run of equal keys: it ends at the lowest lane at or
          * above this one whose successor differs; it starts where the
          * predecessor differs. The longest run bounds the shuffle steps. */
@@ -530,7 +624,7 @@ static __global__ void __launch_bounds__(FIRN_BIN_THREADS)
             for (int bb = 0; bb < 3; bb++)
                 for (int c = 0; c < 3; c++) {
                     float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-                    if (valid)
+                    if (into)
                         firn_p2g_node_value(&st, m0, col, a, bb, c, v);
                     for (int q = 0; q < 4; q++) {
                         for (int d = 1; d < span; d *= 2) {
@@ -538,7 +632,7 @@ static __global__ void __launch_bounds__(FIRN_BIN_THREADS)
                             if (lane + d <= last)
                                 v[q] += w;
                         }
-                        if (head && valid)
+                        if (head && into)
                             atomicAdd(tile + 4 * (t + (a * FIRN_TILE + bb) * FIRN_TILE + c) + q,
                                       v[q]);
                     }
@@ -581,13 +675,10 @@ static __global__ void __launch_bounds__(FIRN_BIN_THREADS)
         const firn_p2g_state st = firn_g2p2g_particle(i, &P, mats, p, from, &nonfinite);
         if (nonfinite)
             atomicMin(bad, firn_cuda_bad_word(substep, i));
-        int inside = 1;
-        for (int a = 0; a < 3; a++)
-            inside &= st.s.base[a] >= o[a] && st.s.base[a] <= o[a] + FIRN_FTILE - 3;
-        if (inside)
-            firn_p2g_scatter_into(&P, tile + 4 * tile_corner<FIRN_FTILE>(st.s, o),
-                                  4 * FIRN_FTILE * FIRN_FTILE, 4 * FIRN_FTILE, &st, 0u,
-                                  FIRN_NODE_SHARED);
+        const int t = firn_tile_slot(&st.s, o, FIRN_FTILE);
+        if (t >= 0)
+            firn_p2g_scatter_into(&P, tile + 4 * t, 4 * FIRN_FTILE * FIRN_FTILE, 4 * FIRN_FTILE,
+                                  &st, 0u, FIRN_NODE_SHARED);
         else
             firn_p2g_scatter_nodes(&P, to, &st, 0u);
     }
@@ -617,7 +708,8 @@ struct speed_wave {
     __device__ float2 operator()(int i) const
     {
         const int n = p.n;
-        float vx = p.v[i], vy = p.v[n + i], vz = p.v[2 * n + i];
+        const firn_vec3 v = firn_load3(p.v, n, i);
+        const float vx = v.v[0], vy = v.v[1], vz = v.v[2];
         return make_float2(vx * vx + vy * vy + vz * vz, firn_wave_speed2(&mats[p.mat[i]], p.Jp[i]));
     }
 };
@@ -680,6 +772,33 @@ static void bins_layout(const firn_world *w, firn_mpm_bins *b)
         b->end_bit++;
 }
 
+/* Every kernel this file defines, for check_device_memory's stack sizing:
+ * the driver reserves a kernel's stack for every thread the GPU holds at
+ * its first launch, whichever kernel it is. A kernel added to the file is
+ * added here; the GPU tests count the file's __global__ functions against
+ * firn_cuda_mpm_kernel_count. */
+static const void *const mpm_kernels[] = {(const void *)p2g,
+                                          (const void *)bin_keys,
+                                          (const void *)skew_keys,
+                                          (const void *)bin_ranges,
+                                          (const void *)cell_ranges,
+                                          (const void *)p2g_order_prepare,
+                                          (const void *)p2g_ordered,
+                                          (const void *)block_touched,
+                                          (const void *)block_list,
+                                          (const void *)sparse_clear,
+                                          (const void *)sparse_update,
+                                          (const void *)p2g_ordered_sparse,
+                                          (const void *)p2g_binned,
+                                          (const void *)p2g_warp,
+                                          (const void *)g2p2g,
+                                          (const void *)grid_update,
+                                          (const void *)g2p};
+#define FIRN_MPM_KERNELS ((int)(sizeof mpm_kernels / sizeof mpm_kernels[0]))
+
+/* For the GPU tests only (declared there). */
+extern "C" int firn_cuda_mpm_kernel_count(void) { return FIRN_MPM_KERNELS; }
+
 /* ---- device state --------------------------------------------------------- */
 
 /* Copies the particle arrays of `parts` (FIRN_STALE_*: x and v; the rest,
@@ -720,12 +839,7 @@ static int check_device_memory(const firn_world *w, const firn_cuda_state *s, si
      * that a scene that passes this check does not fail at their first
      * launch. */
     size_t local = 0;
-    const void *const kernels[] = {(const void *)p2g,          (const void *)grid_update,
-                                   (const void *)g2p,          (const void *)p2g_binned,
-                                   (const void *)p2g_warp,     (const void *)p2g_order_prepare,
-                                   (const void *)p2g_ordered,  (const void *)p2g_ordered_sparse,
-                                   (const void *)sparse_update};
-    if (firn_cuda_local_bytes(kernels, 9, &local, err) ||
+    if (firn_cuda_local_bytes(mpm_kernels, FIRN_MPM_KERNELS, &local, err) ||
         (w->n_rigids > 0 && firn_cuda_coupling_local_bytes(w->coupler.cpic, &local, err)) ||
         (w->n_tools > 0 && firn_cuda_tool_local_bytes(&local, err)))
         return FIRN_CUDA_FAILED;
@@ -895,12 +1009,9 @@ static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
     s->bins.ordered = s->bins.on && w->def.gpu_p2g == FIRN_P2G_ORDERED;
     s->bins.fused = s->bins.on && w->def.gpu_p2g == FIRN_P2G_G2P2G;
     s->bins.sparse = firn_device_sparse(w);
-#ifdef FIRN_DEBUG_SYNC
-    s->graphs = 0; /* each launch synchronises, which a capture cannot */
-#else
-    s->graphs = w->def.gpu_graphs != FIRN_GRAPHS_OFF;
-    s->graphs_required = w->def.gpu_graphs == FIRN_GRAPHS_ON;
-#endif
+    /* Under FIRN_DEBUG_SYNC each launch synchronises, which a capture cannot. */
+    s->graphs = !firn_cuda_debug_sync() && w->def.gpu_graphs != FIRN_GRAPHS_OFF;
+    s->graphs_required = s->graphs && w->def.gpu_graphs == FIRN_GRAPHS_ON;
     size_t sort_bytes = 0, scan_bytes = 0;
     if (s->bins.on) {
         bins_layout(w, &s->bins);
@@ -1087,6 +1198,10 @@ static int queue_binning(firn_cuda_state *s, const firn_params *P, unsigned pblo
     firn_mpm_bins &b = s->bins;
     FIRN_LAUNCH(bin_keys, pblocks, FIRN_BLOCK, 0, s->stream, *P, s->p, b);
     FIRN_CUDA_CHECK_LAUNCH("bin_keys", s->stream, err);
+    if (b.skew > 0) {
+        FIRN_LAUNCH(skew_keys, pblocks, FIRN_BLOCK, 0, s->stream, s->p.n, b);
+        FIRN_CUDA_CHECK_LAUNCH("skew_keys", s->stream, err);
+    }
     size_t bytes = b.temp_bytes;
     FIRN_CUDA_CHECK(bin_sort(s, b.temp, bytes), err);
     FIRN_CUDA_CHECK(cudaMemsetAsync(b.start, 0, (size_t)b.count * sizeof(int), s->stream), err);
@@ -1158,6 +1273,16 @@ static int queue_fused(firn_cuda_state *s, const firn_params *P, unsigned k, int
         FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_CLEAR], s->stream), err);
     firn_grid from = s->grid;
     from.node = s->gbuf[(s->gbase + k - 1) & 1];
+    /* g2p2g reads `from` through the read-only cache (__ldg, firn_load_node),
+     * which does not see the kernel's own writes: it scatters into the
+     * other grid, or the loads are stale. */
+    if (!from.node || from.node == s->grid.node) {
+        firn_set_error(err, FIRN_E_DEVICE,
+                       "g2p2g: substep %u of the call would gather from the grid it scatters "
+                       "into (grid %p; G2P2G's two grids are %p and %p)",
+                       k, (void *)s->grid.node, (void *)s->gbuf[0], (void *)s->gbuf[1]);
+        return FIRN_CUDA_FAILED;
+    }
     FIRN_LAUNCH(g2p2g, (unsigned)s->bins.count, FIRN_BIN_THREADS, 0, s->stream, *P, s->mats, s->p,
                 from, s->grid, s->bins, s->bad, k - 1);
     FIRN_CUDA_CHECK_LAUNCH("g2p2g", s->stream, err);
@@ -1774,5 +1899,24 @@ extern "C" int firn_cuda_download_bins(firn_world *w, int *order, int *start, in
                                     cudaMemcpyDeviceToHost, s->stream),
                     err);
     FIRN_CUDA_CHECK(cudaStreamSynchronize(s->stream), err);
+    return 0;
+}
+
+/* For the GPU tests only (declared there): from the next call on, the
+ * binning gives every `every`-th particle the key of a cell next to its
+ * stencil corner's (skew_keys; 0: off), as a GPU whose two kernels round
+ * the corner differently would. The captured graphs are dropped. Returns
+ * 0, -1 when the world's P2G is not binned, or -2. */
+extern "C" int firn_cuda_skew_bin_keys(firn_world *w, int every, firn_error *err)
+{
+    firn_cuda_state *s = w->cuda;
+    if (!s)
+        return not_initialised("firn_cuda_skew_bin_keys", err);
+    if (!s->bins.on)
+        return -1;
+    FIRN_CUDA_CHECK(cudaStreamSynchronize(s->stream), err);
+    for (int k = 0; k < FIRN_GRAPH_SLOTS; k++)
+        graph_release(&s->slot[k]);
+    s->bins.skew = every > 0 ? every : 0;
     return 0;
 }

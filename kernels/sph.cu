@@ -3,17 +3,22 @@
  * one thin kernel per pass of include/firn_sph.h, one thread per particle
  * running the body the CPU path (host/sph_cpu.c) loops over.
  *
- * A DFSPH solve is queued as `cap` iterations with no host round trip:
- * iterate, source (which writes each particle's error term), a CUB sum of
- * the terms, and a one-thread check that compares the mean with the
- * tolerance and sets a device flag; every kernel of a later iteration
- * returns at once when the flag is set. The iteration counts are read back
- * once per firn_cuda_run. */
+ * A DFSPH solve is queued as `cap` iterations with no host round trip, two
+ * launches each: iterate, then source-and-sum, which writes each
+ * particle's source term, sums the error terms of its block in a fixed
+ * tree into a per-block partial sum, and whose last block to finish adds
+ * the partial sums in block order, counts the iteration and sets a device
+ * flag when the mean is within the tolerance. Every block of a later
+ * iteration reads the flag and returns at once: an iteration queued after
+ * convergence costs two launches of blocks_for(n) blocks, each block
+ * loading the flag and nothing else (no per-particle work, no reduction;
+ * the scenes' default cap is 100 iterations a solve, and solves converge in
+ * a few). The sums' order is fixed, so the iteration counts do not depend
+ * on the block schedule. The iteration counts are read back once per
+ * firn_cuda_run. */
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-
-#include <cub/device/device_reduce.cuh>
 
 #include "cuda_backend.h"
 #include "error.h"
@@ -25,23 +30,27 @@
 
 /* Device scalars of the solver. */
 struct sph_flags {
-    double err_sum;         /* CUB's sum of the error terms of the current iteration */
     unsigned long long bad; /* first non-finite SPH particle (firn_cuda_bad_word) */
-    int done;               /* the current DFSPH solve has converged */
-    int last[2];            /* iterations of the latest divergence / density solve */
-    int total[2];           /* iterations since the start of the call */
+    /* Blocks of the solves' iterate and source-and-sum launches that did
+     * their particles' work (divergence / density), since the state was
+     * made: 2 blocks_for(n) per iteration run, none per converged one. */
+    unsigned long long work[2];
+    unsigned ticket; /* blocks of the running source-and-sum done with their partial sum */
+    int done;        /* the current DFSPH solve has converged */
+    int last[2];     /* iterations of the latest divergence / density solve */
+    int total[2];    /* iterations since the start of the call */
 };
 
 struct firn_sph_cuda {
     firn_sph_particles s; /* device SoA: x, v, acc, rho, p, alpha, drho as on the host, then mat */
     void *p_block;        /* the allocation of s */
     firn_nbr_cuda N;      /* device neighbour grid */
-    double *err;          /* per-particle DFSPH error term (n) */
-    void *g_block;        /* the allocation of N's arrays and err */
+    double *part;  /* per-block partial sums of the DFSPH error terms (blocks_for(n) used of n) */
+    void *g_block; /* the allocation of N's arrays and part */
     firn_sph_material *mats; /* FIRN_MAX_MATERIALS, by scene material index */
     sph_flags *flags;
     void *small_block; /* mats and flags */
-    void *temp;        /* CUB temporary storage, the largest of sort, scan and sum */
+    void *temp;        /* CUB temporary storage, the larger of sort and scan */
     size_t temp_bytes;
     size_t bytes;
 };
@@ -93,15 +102,11 @@ static __global__ void sph_df_factor(firn_sph_params P, firn_sph_particles s, fi
         firn_sph_df_factor(i, &P, s, G);
 }
 
-/* A solve's source (divergence: density = 0; density: 1). Inside a solve
- * (done not NULL) it returns at once once the solve has converged, and
- * writes the particle's error term into err. */
+/* A solve's first source (divergence: density = 0; density: 1), before
+ * its iterations. */
 static __global__ void sph_df_source(firn_sph_params P, const firn_sph_material *mats,
-                                     firn_sph_particles s, firn_nbr_grid G, int density,
-                                     const int *done, double *err)
+                                     firn_sph_particles s, firn_nbr_grid G, int density)
 {
-    if (done && *done)
-        return;
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= s.n)
         return;
@@ -109,31 +114,79 @@ static __global__ void sph_df_source(firn_sph_params P, const firn_sph_material 
         firn_sph_df_density_source(i, &P, mats, s, G);
     else
         firn_sph_df_div_source(i, &P, s, G);
-    if (err)
-        err[i] = firn_sph_df_error(i, s, density);
 }
 
+/* The first launch of a solve's iteration. */
 static __global__ void sph_df_iterate(firn_sph_params P, const firn_sph_material *mats,
                                       firn_sph_particles s, firn_nbr_grid G, int density,
-                                      const int *done)
+                                      sph_flags *f)
 {
-    if (*done)
+    if (f->done)
         return;
+    if (threadIdx.x == 0)
+        atomicAdd(&f->work[density], 1ULL);
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < s.n)
         firn_sph_df_iterate(i, &P, mats, s, G, density);
 }
 
-/* One thread: counts the iteration, and ends the solve when the mean error
- * is within the tolerance (host/sph_cpu.c df_solve). */
-static __global__ void sph_df_check(sph_flags *f, int density, int n, float tol)
+/* The sum of v over the block's threads into sum[0], in a fixed tree
+ * (blockDim.x == FIRN_SPH_BLOCK, a power of two). */
+static __device__ void block_sum(double *sum, double v)
 {
+    sum[threadIdx.x] = v;
+    __syncthreads();
+    for (unsigned k = FIRN_SPH_BLOCK / 2; k > 0; k >>= 1) {
+        if (threadIdx.x < k)
+            sum[threadIdx.x] += sum[threadIdx.x + k];
+        __syncthreads();
+    }
+}
+
+/* The second launch of a solve's iteration: the source terms, the block's
+ * sum of the error terms into part[blockIdx.x], and in the last block to
+ * finish (the ticket) the sum of part in block order, the iteration's count
+ * and the convergence check of host/sph_cpu.c df_solve. Every block reads
+ * done before the last one writes it, so all of a launch see one value. */
+static __global__ void sph_df_source_sum(firn_sph_params P, const firn_sph_material *mats,
+                                         firn_sph_particles s, firn_nbr_grid G, int density,
+                                         sph_flags *f, double *part, float tol)
+{
+    __shared__ double sum[FIRN_SPH_BLOCK];
+    __shared__ int last;
     if (f->done)
         return;
-    f->last[density]++;
-    f->total[density]++;
-    if (f->err_sum / (double)n <= (double)tol)
-        f->done = 1;
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    double e = 0.0;
+    if (i < s.n) {
+        if (density)
+            firn_sph_df_density_source(i, &P, mats, s, G);
+        else
+            firn_sph_df_div_source(i, &P, s, G);
+        e = firn_sph_df_error(i, s, density);
+    }
+    block_sum(sum, e);
+    if (threadIdx.x == 0) {
+        part[blockIdx.x] = sum[0];
+        atomicAdd(&f->work[density], 1ULL);
+        __threadfence(); /* part written before the ticket is taken */
+        last = atomicAdd(&f->ticket, 1u) == gridDim.x - 1;
+        __threadfence(); /* and the other blocks' parts read after it */
+    }
+    __syncthreads();
+    if (!last)
+        return;
+    double acc = 0.0;
+    for (unsigned b = threadIdx.x; b < gridDim.x; b += blockDim.x)
+        acc += ((volatile const double *)part)[b];
+    block_sum(sum, acc);
+    if (threadIdx.x == 0) {
+        f->ticket = 0;
+        f->last[density]++;
+        f->total[density]++;
+        if (sum[0] / (double)s.n <= (double)tol)
+            f->done = 1;
+    }
 }
 
 static __global__ void sph_advect(firn_sph_params P, firn_sph_particles s, unsigned long long *bad,
@@ -144,7 +197,9 @@ static __global__ void sph_advect(firn_sph_params P, firn_sph_particles s, unsig
         return;
     firn_sph_advect(i, &P, s);
     const int n = s.n;
-    float sum = s.x[i] + s.x[n + i] + s.x[2 * n + i] + s.v[i] + s.v[n + i] + s.v[2 * n + i];
+    float sum = 0.0f;
+    for (int c = 0; c < 3; c++)
+        sum += s.x[firn_soa_index(c, n, i)] + s.v[firn_soa_index(c, n, i)];
     if (!isfinite(sum))
         atomicMin(bad, firn_cuda_bad_word(substep, i));
 }
@@ -156,34 +211,23 @@ static unsigned blocks_for(long long n)
     return (unsigned)((n + FIRN_SPH_BLOCK - 1) / FIRN_SPH_BLOCK);
 }
 
-static cudaError_t sum_call(firn_sph_cuda *S, void *temp, size_t &bytes, cudaStream_t st)
-{
-    double *out = S->flags ? &S->flags->err_sum : NULL; /* NULL: the size query at init */
-    return cub::DeviceReduce::Sum(temp, bytes, S->err, out, S->s.n, st);
-}
-
-/* One DFSPH solve: `cap` iterations queued, all but the first converged
- * ones returning at once. */
+/* One DFSPH solve: `cap` iterations queued, two launches each, all but
+ * the first converged ones returning at once (the file's head). */
 static int queue_solve(firn_sph_cuda *S, const firn_sph_params *P, int density, cudaStream_t st,
                        firn_error *err)
 {
-    const int n = S->s.n, cap = density ? P->dens_iters : P->div_iters;
-    const unsigned b = blocks_for(n);
+    const int cap = density ? P->dens_iters : P->div_iters;
+    const unsigned b = blocks_for(S->s.n);
     const float tol = firn_sph_df_threshold(P, density);
-    int *done = &S->flags->done;
-    FIRN_CUDA_CHECK(cudaMemsetAsync(done, 0, sizeof(int), st), err);
+    FIRN_CUDA_CHECK(cudaMemsetAsync(&S->flags->done, 0, sizeof(int), st), err);
     FIRN_CUDA_CHECK(cudaMemsetAsync(&S->flags->last[density], 0, sizeof(int), st), err);
     for (int it = 0; it < cap; it++) {
         FIRN_LAUNCH(sph_df_iterate, b, FIRN_SPH_BLOCK, 0, st, *P, S->mats, S->s, S->N.G, density,
-                    (const int *)done);
+                    S->flags);
         FIRN_CUDA_CHECK_LAUNCH("sph_df_iterate", st, err);
-        FIRN_LAUNCH(sph_df_source, b, FIRN_SPH_BLOCK, 0, st, *P, S->mats, S->s, S->N.G, density,
-                    (const int *)done, S->err);
-        FIRN_CUDA_CHECK_LAUNCH("sph_df_source", st, err);
-        size_t bytes = S->temp_bytes;
-        FIRN_CUDA_CHECK(sum_call(S, S->temp, bytes, st), err);
-        FIRN_LAUNCH(sph_df_check, 1, 1, 0, st, S->flags, density, n, tol);
-        FIRN_CUDA_CHECK_LAUNCH("sph_df_check", st, err);
+        FIRN_LAUNCH(sph_df_source_sum, b, FIRN_SPH_BLOCK, 0, st, *P, S->mats, S->s, S->N.G, density,
+                    S->flags, S->part, tol);
+        FIRN_CUDA_CHECK_LAUNCH("sph_df_source_sum", st, err);
     }
     return 0;
 }
@@ -206,8 +250,7 @@ static int queue_dfsph(firn_sph_cuda *S, const firn_sph_params *P, cudaStream_t 
     const unsigned b = blocks_for(S->s.n);
     FIRN_LAUNCH(sph_df_factor, b, FIRN_SPH_BLOCK, 0, st, *P, S->s, S->N.G);
     FIRN_CUDA_CHECK_LAUNCH("sph_df_factor", st, err);
-    FIRN_LAUNCH(sph_df_source, b, FIRN_SPH_BLOCK, 0, st, *P, S->mats, S->s, S->N.G, 0,
-                (const int *)NULL, (double *)NULL);
+    FIRN_LAUNCH(sph_df_source, b, FIRN_SPH_BLOCK, 0, st, *P, S->mats, S->s, S->N.G, 0);
     FIRN_CUDA_CHECK_LAUNCH("sph_df_source", st, err);
     if (queue_solve(S, P, 0, st, err))
         return FIRN_CUDA_FAILED;
@@ -215,8 +258,7 @@ static int queue_dfsph(firn_sph_cuda *S, const firn_sph_params *P, cudaStream_t 
     FIRN_CUDA_CHECK_LAUNCH("sph_nonpressure", st, err);
     FIRN_LAUNCH(sph_kick, b, FIRN_SPH_BLOCK, 0, st, *P, S->s);
     FIRN_CUDA_CHECK_LAUNCH("sph_kick", st, err);
-    FIRN_LAUNCH(sph_df_source, b, FIRN_SPH_BLOCK, 0, st, *P, S->mats, S->s, S->N.G, 1,
-                (const int *)NULL, (double *)NULL);
+    FIRN_LAUNCH(sph_df_source, b, FIRN_SPH_BLOCK, 0, st, *P, S->mats, S->s, S->N.G, 1);
     FIRN_CUDA_CHECK_LAUNCH("sph_df_source", st, err);
     return queue_solve(S, P, 1, st, err);
 }
@@ -314,12 +356,13 @@ static size_t particle_layout(int n, char *base, firn_sph_particles *s)
 }
 
 /* The grid block: the neighbour grid's arrays (kernels/neighbour.cu),
- * then err. */
+ * then part (n doubles, firn_sph_device_bytes' figure, of which the solves
+ * use blocks_for(n)). */
 static size_t grid_layout(int n, int cells, char *base, firn_sph_cuda *S)
 {
     const size_t nbr = firn_cuda_nbr_layout(n, cells, base, &S->N);
     if (base)
-        S->err = (double *)(base + nbr);
+        S->part = (double *)(base + nbr);
     return nbr + firn_align256((size_t)n * sizeof(double));
 }
 
@@ -332,10 +375,11 @@ static const size_t small_bytes =
 static int check_memory(const firn_world *w, size_t want, firn_error *err)
 {
     size_t local = 0;
-    const void *const kernels[] = {(const void *)sph_density, (const void *)sph_nonpressure,
-                                   (const void *)sph_pressure_step, (const void *)sph_df_iterate,
-                                   (const void *)sph_df_source};
-    if (firn_cuda_local_bytes(kernels, 5, &local, err) ||
+    const void *const kernels[] = {
+        (const void *)sph_density,       (const void *)sph_nonpressure,
+        (const void *)sph_pressure_step, (const void *)sph_df_iterate,
+        (const void *)sph_df_source,     (const void *)sph_df_source_sum};
+    if (firn_cuda_local_bytes(kernels, 6, &local, err) ||
         firn_cuda_sph_coupling_local_bytes(&local, err))
         return FIRN_CUDA_FAILED;
     firn_cuda_room r;
@@ -362,12 +406,11 @@ static int state_init(firn_world *w, firn_sph_cuda *S, firn_error *err)
     const int n = w->sph.n, cells = w->sph.G.cells;
     const cudaStream_t st = firn_cuda_world_stream(w);
     S->s.n = n;
-    /* CUB's scratch, sized once for the largest of its three calls. */
-    size_t grid_b = 0, sum_b = 0;
+    /* CUB's scratch, sized once for the neighbour grid's calls. */
+    size_t grid_b = 0;
     if (firn_cuda_nbr_scratch(&S->N, n, cells, &grid_b, err))
         return FIRN_CUDA_FAILED;
-    FIRN_CUDA_CHECK(sum_call(S, NULL, sum_b, st), err);
-    S->temp_bytes = sum_b > grid_b ? sum_b : grid_b;
+    S->temp_bytes = grid_b;
     const size_t p_bytes = particle_layout(n, NULL, NULL), g_bytes = grid_layout(n, cells, NULL, S);
     if (p_bytes + g_bytes != firn_sph_device_bytes(n, cells)) { /* firn_world_memory's figure */
         firn_set_error(err, FIRN_E_DEVICE,
@@ -482,4 +525,27 @@ extern "C" int firn_cuda_sph_download_grid(firn_world *w, int *sorted, int *star
         return FIRN_CUDA_FAILED;
     }
     return firn_cuda_nbr_download(&S->N, sorted, start, end, firn_cuda_world_stream(w), err);
+}
+
+/* For the GPU tests (test/test_gpu_sph.c): the blocks of the DFSPH solves'
+ * iterate and source-and-sum launches that did their particles' work since
+ * the state was made (work[0] divergence, work[1] density), and the blocks
+ * of each such launch. */
+extern "C" int firn_cuda_sph_solve_work(firn_world *w, unsigned long long work[2], int *blocks,
+                                        firn_error *err)
+{
+    firn_sph_cuda *S = w->sph.cuda;
+    if (!S || !w->cuda) {
+        firn_set_error(err, FIRN_E_DEVICE,
+                       "firn_cuda_sph_solve_work: the SPH solver of this world is not on the GPU");
+        return FIRN_CUDA_FAILED;
+    }
+    const cudaStream_t st = firn_cuda_world_stream(w);
+    sph_flags f;
+    FIRN_CUDA_CHECK(cudaMemcpyAsync(&f, S->flags, sizeof f, cudaMemcpyDeviceToHost, st), err);
+    FIRN_CUDA_CHECK(cudaStreamSynchronize(st), err);
+    work[0] = f.work[0];
+    work[1] = f.work[1];
+    *blocks = (int)blocks_for(S->s.n);
+    return 0;
 }

@@ -22,6 +22,7 @@
 #include "firn_cpic.h"
 #include "gpu_compare.h"
 #include "solver_cpu.h"
+#include "test_util.h"
 #include "world.h"
 
 /* The per-model tests also run sand with the mu(I) rheology, as a model
@@ -111,13 +112,14 @@ static void copy_state(firn_particles *dst, const firn_particles *src)
  * world's device copy is rebuilt from the host arrays by re-initialising.
  * free_space: no gravity and no particle near a wall, so that nothing but
  * the transfers changes the momentum. */
-static void twin_worlds_p2g(firn_model model, int free_space, int p2g, firn_world **cpu,
-                            firn_world **gpu)
+static void twin_worlds_grid(firn_model model, int free_space, int p2g, int grid, firn_world **cpu,
+                             firn_world **gpu)
 {
     firn_scene_def def;
     firn_error err = {0};
     small_scene(&def, model, 0.15f);
     def.gpu_p2g = p2g;
+    def.gpu_grid = grid;
     if (free_space)
         def.gravity[0] = def.gravity[1] = def.gravity[2] = 0.0f;
     *cpu = make_world(&def, FIRN_BACKEND_CPU);
@@ -127,6 +129,12 @@ static void twin_worlds_p2g(firn_model model, int free_space, int p2g, firn_worl
     copy_state(&(*gpu)->p, &(*cpu)->p);
     firn_cuda_free(*gpu);
     cr_assert_eq(firn_cuda_init(*gpu, &err), 0, "firn_cuda_init: %s", err.msg);
+}
+
+static void twin_worlds_p2g(firn_model model, int free_space, int p2g, firn_world **cpu,
+                            firn_world **gpu)
+{
+    twin_worlds_grid(model, free_space, p2g, FIRN_GRID_AUTO, cpu, gpu);
 }
 
 static void twin_worlds(firn_model model, int free_space, firn_world **cpu, firn_world **gpu)
@@ -184,15 +192,32 @@ ParameterizedTestParameters(gpu, substep_matches_cpu)
 
 static void expect_grid_close(const char *name, firn_world *cpu, firn_world *gpu, double vunit);
 
-/* One substep of each P2G variant (firn_p2g_variant) against the CPU. */
-static void substep_case(firn_model model, int variant)
+#ifdef FIRN_WITH_CUDA
+/* kernels/mpm.cu, for these tests only. */
+int firn_cuda_skew_bin_keys(firn_world *w, int every, firn_error *err);
+int firn_cuda_mpm_kernel_count(void);
+#endif
+
+/* One substep of P2G variant `variant` (firn_p2g_variant) on grid `grid`
+ * (firn_grid_mode) against the CPU; with skew > 0 (binned and warp P2G),
+ * every skew-th particle's bin key names a cell next to its stencil
+ * corner's (firn_cuda_skew_bin_keys). */
+static void substep_case_keys(firn_model model, int variant, int grid, int skew)
 {
-    char name[64];
-    snprintf(name, sizeof name, "%s, %s", model_label(model), p2g_labels[variant]);
+    char name[128];
+    snprintf(name, sizeof name, "%s, %s%s%s", model_label(model), p2g_labels[variant],
+             grid == FIRN_GRID_SPARSE  ? ", sparse grid"
+             : grid == FIRN_GRID_DENSE ? ", dense grid"
+                                       : "",
+             skew ? ", keys a cell off" : "");
     const float dt = 1e-4f;
     firn_world *cpu, *gpu;
     firn_error err = {0};
-    twin_worlds_p2g(model, 0, p2g_variants[variant], &cpu, &gpu);
+    twin_worlds_grid(model, 0, p2g_variants[variant], grid, &cpu, &gpu);
+#ifdef FIRN_WITH_CUDA
+    if (skew)
+        cr_assert_eq(firn_cuda_skew_bin_keys(gpu, skew, &err), 0, "%s: %s", name, err.msg);
+#endif
 
     cpu->params.dt = dt;
     firn_cpu_clear(cpu);
@@ -219,6 +244,66 @@ static void substep_case(firn_model model, int variant)
     expect_grid_close(name, cpu, gpu, 1.0);
     firn_world_destroy(cpu);
     firn_world_destroy(gpu);
+}
+
+static void substep_case(firn_model model, int variant)
+{
+    substep_case_keys(model, variant, FIRN_GRID_AUTO, 0);
+}
+
+/* The bin of a particle comes from bin_keys, its stencil from P2G's own
+ * firn_make_stencil: on a GPU the two kernels may contract the corner's
+ * arithmetic to FMA differently and floor it a cell apart. Binned and warp
+ * P2G with a third of the keys a cell off their stencil corner (along each
+ * axis, up and down, into the next bin or within the bin) against the CPU:
+ * a particle whose stencil its bin's tile does not hold scatters straight
+ * into the grid, in warp P2G one whose corner is not its key's cell does
+ * not join that cell's run, and the sparse grid lists the blocks such a
+ * stencil reaches. */
+Test(gpu, binned_p2g_with_keys_a_cell_off_matches_cpu, .timeout = 300)
+{
+    require_gpu();
+    const firn_model models[] = {FIRN_MODEL_SAND, FIRN_MODEL_ELASTIC};
+    const int grids[] = {FIRN_GRID_DENSE, FIRN_GRID_SPARSE};
+    for (int m = 0; m < 2; m++)
+        for (int v = 0; v < N_P2G; v++)
+            for (int g = 0; g < 2; g++)
+                if (p2g_variants[v] == FIRN_P2G_BINNED || p2g_variants[v] == FIRN_P2G_WARP)
+                    substep_case_keys(models[m], v, grids[g], 3);
+}
+
+/* check_device_memory sizes the stack of every kernel of kernels/mpm.cu:
+ * its table holds as many kernels as the file defines. */
+Test(gpu, every_mpm_kernel_is_in_the_stack_sizing_table)
+{
+    require_gpu();
+#ifdef FIRN_WITH_CUDA
+    FILE *f = fopen("kernels/mpm.cu", "r");
+    cr_assert_not_null(f, "kernels/mpm.cu (the tests run from the repository's root)");
+    char line[1024];
+    int defined = 0, in_comment = 0;
+    while (fgets(line, sizeof line, f)) {
+        /* __global__ outside comments */
+        for (const char *c = line; *c; c++) {
+            if (in_comment) {
+                if (c[0] == '*' && c[1] == '/')
+                    in_comment = 0, c++;
+            } else if (c[0] == '/' && c[1] == '*') {
+                in_comment = 1, c++;
+            } else if (c[0] == '/' && c[1] == '/') {
+                break;
+            } else if (!strncmp(c, "__global__", 10)) {
+                defined++;
+                c += 9;
+            }
+        }
+    }
+    fclose(f);
+    cr_expect_gt(defined, 10, "only %d kernels found in kernels/mpm.cu", defined);
+    cr_expect_eq(firn_cuda_mpm_kernel_count(), defined,
+                 "kernels/mpm.cu defines %d kernels, its stack sizing table (mpm_kernels) lists %d",
+                 defined, firn_cuda_mpm_kernel_count());
+#endif
 }
 
 /* The grid after the update, in units of one particle's mass m0 (the
@@ -1063,5 +1148,32 @@ Test(gpu, a_device_fault_is_reported_and_sticks, .timeout = 60)
     unsetenv("FIRN_EMU_FAULT");
     firn_world_destroy(gpu);
     firn_world_destroy(cpu);
+}
+
+/* FIRN_DEBUG_SYNC=1 (the environment, read once per process, so through the
+ * command line): a run synchronises after every launch, so a fault in the
+ * fourth grid_update is reported at that kernel, by name; without it the
+ * report can only say it came from some kernel of the stream. */
+Test(gpu, debug_sync_from_the_environment_names_the_faulting_kernel, .timeout = 120)
+{
+    require_gpu();
+    char dir[64], out[8192];
+    test_mkdtemp(dir, sizeof dir, "debugsync");
+    char args[512];
+    snprintf(args, sizeof args,
+             "run scenes/sand_column.json --backend cuda --frames 1 --quiet --out %s/run", dir);
+    const char *bin = getenv("FIRN_BIN") ? getenv("FIRN_BIN") : "build/firn";
+    char cmd[1400];
+    snprintf(cmd, sizeof cmd, "env FIRN_EMU_FAULT=grid_update:4 FIRN_DEBUG_SYNC=1 %s %s", bin,
+             args);
+    int rc = test_run(out, sizeof out, cmd);
+    cr_expect_eq(rc, 6, "exit %d: %s", rc, out);
+    cr_expect(strstr(out, "kernel grid_update (synchronised by FIRN_DEBUG_SYNC)") != NULL, "%s",
+              out);
+    snprintf(cmd, sizeof cmd, "env FIRN_EMU_FAULT=grid_update:4 %s %s", bin, args);
+    rc = test_run(out, sizeof out, cmd);
+    cr_expect_eq(rc, 6, "exit %d: %s", rc, out);
+    cr_expect(strstr(out, "synchronised by FIRN_DEBUG_SYNC") == NULL, "%s", out);
+    test_rmdir(dir);
 }
 #endif

@@ -21,8 +21,9 @@
  * with the pair off). Then the non-finite report. Implicit bodies
  * (kernels/fem_implicit.cu): one backward Euler substep of each model from
  * a perturbed state, an explicit and an implicit body together over 20
- * substeps, with the Newton and CG counts as the CPU's, and a failed
- * solve's report. Every test skips, and only, without a usable GPU (real
+ * substeps, with the Newton and CG counts as the CPU's, a solve that
+ * Newton's cap ends (newton_max iterations on both paths, no more), and a
+ * failed solve's report. Every test skips, and only, without a usable GPU (real
  * or emulated). */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -32,6 +33,7 @@
 
 #include "cuda_backend.h"
 #include "fem.h"
+#include "fem_implicit.h"
 #include "gpu_compare.h"
 #include "gpu_skip.h"
 #include "test_util.h"
@@ -87,20 +89,23 @@ static void copy_fem_state(firn_world *gpu, const firn_world *cpu)
     cr_assert_eq(firn_cuda_fem_upload(gpu, &err), 0, "firn_cuda_fem_upload: %s", err.msg);
 }
 
-/* Every vertex moved by up to 0.1 of an edge (2.5 cm) per axis, fixed ones
- * too (they stay wherever they are), the free ones given a velocity up to
- * 0.5 m/s per axis. */
-static void perturb(firn_fem *S, uint64_t seed)
+/* Every vertex moved by up to `edges` of an edge (2.5 cm) per axis, fixed
+ * ones too (they stay wherever they are), the free ones given a velocity up
+ * to `speed` per axis. */
+static void perturb_by(firn_fem *S, uint64_t seed, float edges, float speed)
 {
     const int n = S->V.n;
-    const float h = 0.1f * 0.025f;
+    const float h = edges * 0.025f;
     rng_state = seed;
     for (int i = 0; i < n; i++)
         for (int a = 0; a < 3; a++) {
             S->V.x[a * n + i] += frand(-h, h);
-            S->V.v[a * n + i] = S->V.fixed[i] ? 0.0f : frand(-0.5f, 0.5f);
+            S->V.v[a * n + i] = S->V.fixed[i] ? 0.0f : frand(-speed, speed);
         }
 }
+
+/* By up to 0.1 of an edge and 0.5 m/s. */
+static void perturb(firn_fem *S, uint64_t seed) { perturb_by(S, seed, 0.1f, 0.5f); }
 
 /* ---- comparison ----------------------------------------------------------- */
 
@@ -488,6 +493,55 @@ Test(gpu_fem, implicit_corotated_substep_matches_cpu, .timeout = 300)
 Test(gpu_fem, implicit_stable_neohookean_substep_matches_cpu, .timeout = 300)
 {
     implicit_substep_matches("fem_stable_neohookean");
+}
+
+/* A solve that Newton's cap ends: the clamped corotated block thrown out of
+ * shape (every vertex moved by up to two edges, speeds up to 2 m/s) and
+ * stepped at 5e-2 s is still above newton_tol after newton_max iterations
+ * (firn_fem_implicit_step's own report on a third world from the same
+ * state). One substep on each path runs newton_max Newton iterations and
+ * no more: the device's check stops its loop there, and should it not, the
+ * host stops it with an error naming the body instead of looping. */
+Test(gpu_fem, implicit_solve_stops_at_newton_max_as_on_the_cpu, .timeout = 300)
+{
+    require_gpu();
+    firn_scene_def def;
+    block_scene(&def, "fem_corotated");
+    def.bodies[0].fem_implicit = 1;
+    const uint64_t seed = 0xca9ca9ULL;
+    const float dt = 5e-2f;
+    firn_world *probe = make_world(&def, FIRN_BACKEND_CPU);
+    firn_fem *S = &probe->fem;
+    perturb_by(S, seed, 2.0f, 2.0f);
+    memcpy(S->V.x0, S->V.x, 3 * (size_t)S->V.n * sizeof(float));
+    const firn_fem_implicit_params ip = firn_fem_implicit_params_default();
+    firn_fem_implicit_stats st;
+    firn_error err = {0};
+    cr_assert_eq(firn_fem_implicit_step(S, 0, &ip, S->P.gravity, dt, S->implicit_work, &st, &err),
+                 0, "%s", err.msg);
+    cr_log_info("the solve: %d Newton iterations (newton_max %d), residual %g, converged %d",
+                st.newton_iters, ip.newton_max, st.residual, st.converged);
+    cr_assert_eq(st.converged, 0, "Newton converged (%d) at residual %g: nothing tested",
+                 st.converged, st.residual);
+    cr_assert_eq(st.newton_iters, ip.newton_max);
+    firn_world_destroy(probe);
+
+    firn_world *cpu = make_world(&def, FIRN_BACKEND_CPU);
+    firn_world *gpu = make_world(&def, FIRN_BACKEND_CUDA);
+    perturb_by(&cpu->fem, seed, 2.0f, 2.0f);
+    copy_fem_state(gpu, cpu);
+    run(cpu, 1, dt, "CPU");
+    run(gpu, 1, dt, "GPU");
+    for (int k = 0; k < 2; k++) {
+        const firn_fem *H = k ? &gpu->fem : &cpu->fem;
+        cr_expect_eq(H->implicit_solves, 1, "%s: %lld solves", k ? "GPU" : "CPU",
+                     H->implicit_solves);
+        cr_expect_eq(H->newton_iters, ip.newton_max, "%s: %lld Newton iterations, newton_max %d",
+                     k ? "GPU" : "CPU", H->newton_iters, ip.newton_max);
+    }
+    cr_log_info("CG iterations: CPU %lld, GPU %lld", cpu->fem.pcg_iters, gpu->fem.pcg_iters);
+    firn_world_destroy(cpu);
+    firn_world_destroy(gpu);
 }
 
 /* Two blocks in one world, the first explicit and the second implicit, both

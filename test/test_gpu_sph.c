@@ -18,7 +18,9 @@
  * least that pressure over rho h (a pressure difference across a support
  * radius), v's at least dt times acc's, as in firn compare. The
  * sort's keys come from the same initial positions on both paths, so the
- * grids must be identical even on a GPU.
+ * grids must be identical even on a GPU. DFSPH's solves stop on the
+ * device: over a call launched as CUDA graphs, only the iterations the CPU
+ * runs do per-particle work or sum the error terms.
  *
  * Scene level: frames of scenes/sph_dam_break.json, the coupling pairs'
  * scenes for a few substeps, and a non-finite SPH particle reported as the
@@ -37,8 +39,16 @@
 
 #ifdef FIRN_WITH_CUDA
 /* kernels/sph.cu, for this test only: the neighbour grid of the last
- * substep (sorted: n; start, end: cells). */
+ * substep (sorted: n; start, end: cells); the blocks of the DFSPH solves'
+ * launches that did their particles' work (divergence, density), and the
+ * blocks of one launch. */
 int firn_cuda_sph_download_grid(firn_world *w, int *sorted, int *start, int *end, firn_error *err);
+int firn_cuda_sph_solve_work(firn_world *w, unsigned long long work[2], int *blocks,
+                             firn_error *err);
+#endif
+#ifdef FIRN_EMU_BUILD
+/* test/emu/runtime.cpp: the runs of a kernel or a CUB call by name. */
+unsigned long long firn_emu_runs(const char *name);
 #endif
 
 /* ---- worlds --------------------------------------------------------------- */
@@ -87,13 +97,16 @@ static void randomise(firn_sph *S, uint64_t seed)
     }
 }
 
-/* A CPU world and a CUDA world holding the same random SPH state; the
- * CUDA world's device copy is rebuilt from its host mirror. */
-static void twin_worlds(firn_pressure_solver solver, firn_world **cpu, firn_world **gpu)
+/* A CPU world and a CUDA world (graphs: firn_graph_mode) holding the same
+ * random SPH state; the CUDA world's device copy is rebuilt from its host
+ * mirror. */
+static void twin_worlds(firn_pressure_solver solver, firn_graph_mode graphs, firn_world **cpu,
+                        firn_world **gpu)
 {
     firn_scene_def def;
     firn_error err = {0};
     sph_scene(&def, solver);
+    def.gpu_graphs = graphs;
     *cpu = make_world(&def, FIRN_BACKEND_CPU);
     *gpu = make_world(&def, FIRN_BACKEND_CUDA);
     cr_assert_eq((*cpu)->sph.n, (*gpu)->sph.n, "both worlds sample the same particles");
@@ -132,7 +145,7 @@ static void substep_matches_cpu(firn_pressure_solver solver)
     require_gpu();
     const char *label = solver == FIRN_PRESSURE_DFSPH ? "DFSPH" : "WCSPH";
     firn_world *cpu, *gpu;
-    twin_worlds(solver, &cpu, &gpu);
+    twin_worlds(solver, FIRN_GRAPHS_AUTO, &cpu, &gpu);
     const float dt = 2e-4f;
     firn_error err = {0};
     cr_assert_eq(firn_world_substep(cpu, dt, &err), 0, "%s: CPU substep: %s", label, err.msg);
@@ -191,6 +204,75 @@ Test(gpu_sph, wcsph_substep_and_neighbour_grid_match_cpu, .timeout = 120)
 Test(gpu_sph, dfsph_substep_iterations_and_neighbour_grid_match_cpu, .timeout = 300)
 {
     substep_matches_cpu(FIRN_PRESSURE_DFSPH);
+}
+
+/* The DFSPH solves stop on the device. Three substeps in one call, launched
+ * as CUDA graphs, each solve queued at the scene's cap (100 iterations),
+ * run the CPU's iterations, and only those do work: the blocks of the
+ * solves' launches that did their particles' work are two launches' worth
+ * (iterate, source-and-sum) per iteration run, so every block of a
+ * converged iteration returned at once. On the emulated runtime also: two
+ * launches per queued iteration, and no CUB reduction (the solves sum
+ * their error terms themselves, and not once converged). */
+Test(gpu_sph, dfsph_converged_iterations_do_no_work, .timeout = 300)
+{
+    require_gpu();
+    firn_world *cpu, *gpu;
+    twin_worlds(FIRN_PRESSURE_DFSPH, FIRN_GRAPHS_ON, &cpu, &gpu);
+    const int nsub = 3;
+    const float dt = 2e-4f;
+    firn_error err = {0};
+#ifdef FIRN_WITH_CUDA
+    unsigned long long before[2], after[2];
+    int blocks = 0;
+    cr_assert_eq(firn_cuda_sph_solve_work(gpu, before, &blocks, &err), 0, "%s", err.msg);
+#endif
+#ifdef FIRN_EMU_BUILD
+    const char *names[3] = {"sph_df_iterate", "sph_df_source_sum", "cub::DeviceReduce::Sum"};
+    unsigned long long runs[3];
+    for (int k = 0; k < 3; k++)
+        runs[k] = firn_emu_runs(names[k]);
+#endif
+    cr_assert_eq(firn_world_run_substeps(cpu, nsub, dt, &err), 0, "CPU: %s", err.msg);
+    cr_assert_eq(firn_world_run_substeps(gpu, nsub, dt, &err), 0, "GPU: %s", err.msg);
+    firn_cuda_graph_stats gs;
+    firn_cuda_graph_stats_get(gpu, &gs);
+    cr_expect_eq(gs.launches, 2, "%lld graphs launched, not 2 (%s)", gs.launches, gs.why);
+    const firn_sph *c = &cpu->sph, *g = &gpu->sph;
+    const int cap[2] = {c->P.div_iters, c->P.dens_iters};
+    cr_expect_eq(g->solves, nsub);
+    for (int k = 0; k < 2; k++) {
+        const char *kind = k ? "density" : "divergence";
+        cr_log_info("%s: %lld iterations in %d solves (CPU %lld), %d queued", kind,
+                    (long long)g->iters_total[k], nsub, (long long)c->iters_total[k],
+                    nsub * cap[k]);
+        cr_expect_eq(g->iters_total[k], c->iters_total[k], "%s: GPU %lld iterations, CPU %lld",
+                     kind, (long long)g->iters_total[k], (long long)c->iters_total[k]);
+        cr_expect_eq(g->iters[k], c->iters[k]);
+        cr_expect_lt(c->iters_total[k], nsub * cap[k] / 2,
+                     "%s: few converged iterations queued: nothing tested", kind);
+    }
+#ifdef FIRN_WITH_CUDA
+    cr_assert_eq(firn_cuda_sph_solve_work(gpu, after, &blocks, &err), 0, "%s", err.msg);
+    for (int k = 0; k < 2; k++) {
+        const unsigned long long want = 2ULL * (unsigned long long)blocks * c->iters_total[k];
+        cr_expect_eq(after[k] - before[k], want,
+                     "%s solves: %llu blocks did their particles' work, %llu for %lld iterations "
+                     "of %d blocks",
+                     k ? "density" : "divergence", after[k] - before[k], want,
+                     (long long)c->iters_total[k], 2 * blocks);
+    }
+#endif
+#ifdef FIRN_EMU_BUILD
+    const unsigned long long queued = (unsigned long long)nsub * (cap[0] + cap[1]);
+    for (int k = 0; k < 3; k++) {
+        const unsigned long long ran = firn_emu_runs(names[k]) - runs[k], want = k < 2 ? queued : 0;
+        cr_expect_eq(ran, want, "%s ran %llu times in %d substeps, not %llu", names[k], ran, nsub,
+                     want);
+    }
+#endif
+    firn_world_destroy(cpu);
+    firn_world_destroy(gpu);
 }
 
 /* ---- scenes --------------------------------------------------------------- */
@@ -363,7 +445,7 @@ Test(gpu_sph, nonfinite_sph_particle_is_reported_as_the_cpu_does, .timeout = 120
 {
     require_gpu();
     firn_world *cpu, *gpu;
-    twin_worlds(FIRN_PRESSURE_WCSPH, &cpu, &gpu);
+    twin_worlds(FIRN_PRESSURE_WCSPH, FIRN_GRAPHS_AUTO, &cpu, &gpu);
     const int n = cpu->sph.n, j = n / 2;
     cpu->sph.s.v[n + j] = NAN;
     gpu->sph.s.v[n + j] = NAN;

@@ -1,9 +1,12 @@
 /* test_kernels.c - the per-particle building blocks: B-spline weights, SVD,
  * constitutive models. */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "cpu_simd.h"
 #include "firn_mpm.h"
@@ -113,6 +116,100 @@ Test(bspline, floor_index_is_the_clamped_floor)
     cr_assert_eq(firn_floor_index(-INFINITY, 29), 0);
     cr_assert_eq(firn_floor_index(3e9f, 1 << 30), 1 << 30);
     cr_assert_eq(firn_floor_index(16777218.0f, 1 << 30), 16777218);
+}
+
+/* Binned P2G's tile (kernels/mpm.cu): 6^3 nodes from its bin's first cell
+ * o, holding the stencils whose corner is one of the bin's 4^3 cells. A
+ * corner one cell outside them (the bin came from a key whose floor was
+ * rounded to the next cell) has no slot: its stencil would reach past the
+ * tile. */
+Test(tile, slot_only_for_stencils_the_tile_holds)
+{
+    const int T = 6, o[3] = {8, 4, 12};
+    firn_stencil s;
+    memset(&s, 0, sizeof s);
+    for (int x = 0; x < 4; x++)
+        for (int y = 0; y < 4; y++)
+            for (int z = 0; z < 4; z++) {
+                s.base[0] = o[0] + x, s.base[1] = o[1] + y, s.base[2] = o[2] + z;
+                const int t = firn_tile_slot(&s, o, T);
+                cr_assert_eq(t, (x * T + y) * T + z, "cell (%d, %d, %d): slot %d", x, y, z, t);
+                cr_assert_lt(t + (2 * T + 2) * T + 2, T * T * T, "the stencil leaves the tile");
+            }
+    for (int a = 0; a < 3; a++)
+        for (int d = -1; d <= 4; d += 5) {
+            const int cell[3] = {1, 2, 3};
+            for (int b = 0; b < 3; b++)
+                s.base[b] = o[b] + (b == a ? d : cell[b]);
+            cr_assert_eq(firn_tile_slot(&s, o, T), -1,
+                         "a corner %d cells from the bin's first along axis %d has a slot", d, a);
+        }
+    /* G2P2G's tile: 8^3 nodes from a cell below the bin, corners -1 .. 4. */
+    const int of[3] = {o[0] - 1, o[1] - 1, o[2] - 1};
+    for (int d = -1; d <= 5; d++) {
+        s.base[0] = o[0] + d, s.base[1] = o[1], s.base[2] = o[2];
+        const int want = d >= -1 && d <= 4 ? ((d + 1) * 8 + 1) * 8 + 1 : -1;
+        cr_assert_eq(firn_tile_slot(&s, of, 8), want, "G2P2G's tile, corner %d along x", d);
+    }
+}
+
+/* n floats of address space, only the pages holding the floats at[] usable
+ * (nothing else is committed): for index arithmetic at counts no test
+ * machine can hold. */
+static float *sparse_floats(size_t n, const long long *at, int n_at)
+{
+    void *m = mmap(NULL, n * sizeof(float), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+    cr_assert_neq(m, MAP_FAILED, "mmap of %zu bytes of address space: %s", n * sizeof(float),
+                  strerror(errno));
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    for (int k = 0; k < n_at; k++) {
+        char *p = (char *)m + (size_t)at[k] * sizeof(float) / page * page;
+        cr_assert_eq(mprotect(p, page, PROT_READ | PROT_WRITE), 0, "mprotect: %s", strerror(errno));
+    }
+    return m;
+}
+
+/* Component-major offsets c n + i pass 2^31 - 1 long before n does: at
+ * 300M particles a matrix's last component is at 2.7e9. firn_soa_index is
+ * 64-bit, and firn_load9/firn_store9 and firn_load3/firn_store3 reach the
+ * right floats (in int, c n + i would wrap to a negative offset). */
+Test(soa, offsets_past_2_31_are_64_bit)
+{
+    volatile int vn = 300000000; /* not a constant the compiler could fold */
+    const int n = vn, i = n - 1;
+    cr_assert_eq(firn_soa_index(8, n, i), 2699999999LL);
+    cr_assert_eq(firn_soa_index(15, n, i), 4799999999LL); /* ordered P2G's last float */
+    cr_assert_eq(firn_soa_index(29, 80000000, 79999999), 2399999999LL); /* implicit FEM's */
+
+    long long at[9];
+    for (int c = 0; c < 9; c++)
+        at[c] = (long long)c * 300000000 + 299999999;
+    float *a = sparse_floats(9 * (size_t)n, at, 9);
+    firn_mat3 m;
+    for (int c = 0; c < 9; c++)
+        m.m[c] = 1.0f + (float)c;
+    firn_store9(a, n, i, m);
+    for (int c = 0; c < 9; c++)
+        cr_assert_eq(a[at[c]], 1.0f + (float)c, "component %d of the last particle", c);
+    const firn_mat3 r = firn_load9(a, n, i);
+    for (int c = 0; c < 9; c++)
+        cr_assert_eq(r.m[c], 1.0f + (float)c, "component %d loaded", c);
+    munmap(a, 9 * (size_t)n * sizeof(float));
+
+    vn = 800000000; /* 2 n + i passes 2^31 */
+    const int n3 = vn, i3 = n3 - 1;
+    long long at3[3];
+    for (int c = 0; c < 3; c++)
+        at3[c] = (long long)c * 800000000 + 799999999;
+    float *b = sparse_floats(3 * (size_t)n3, at3, 3);
+    firn_store3(b, n3, i3, firn_v3(1.0f, 2.0f, 3.0f));
+    for (int c = 0; c < 3; c++)
+        cr_assert_eq(b[at3[c]], 1.0f + (float)c, "component %d of the last vector", c);
+    const firn_vec3 v = firn_load3(b, n3, i3);
+    cr_assert(v.v[0] == 1.0f && v.v[1] == 2.0f && v.v[2] == 3.0f, "loaded %g %g %g", v.v[0], v.v[1],
+              v.v[2]);
+    munmap(b, 3 * (size_t)n3 * sizeof(float));
 }
 
 /* U diag(s) V^T is an SVD of A with firn_svd3's conventions. */

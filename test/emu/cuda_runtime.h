@@ -188,6 +188,11 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream);
 cudaError_t cudaGraphDestroy(cudaGraph_t graph);
 cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec);
 
+/* For the tests: how many times work of this name has run (a kernel, by
+ * its name, or a CUB stand-in's call, such as "cub::DeviceReduce::Sum"),
+ * each job of a launched graph counted, since the process started. */
+extern "C" unsigned long long firn_emu_runs(const char *name);
+
 /* ---- what kernels see ------------------------------------------------------ */
 
 /* One CUDA thread as the runtime runs it (test/emu/runtime.cpp). */
@@ -280,6 +285,11 @@ template <typename T> static inline T __ldg(const T *p)
 
 /* Barriers: the calling thread's fiber waits until the others arrive. */
 void __syncthreads(void);
+/* A fence: a sequentially consistent read-modify-write of one word that
+ * every fence shares, so that what a thread wrote before its fence happens
+ * before what another reads after a later fence (as a standalone C++ fence
+ * would, but seen by ThreadSanitizer, which does not model those). */
+void __threadfence(void);
 /* Warp collectives over the lanes of mask, which must all arrive (a lane of
  * the mask that has exited stops the process). lane_value: this lane's 8
  * bytes in, the source lane's out. */

@@ -87,10 +87,8 @@ PLANTS = [
     ("missing-barrier", "binned P2G flushes its shared tile to the grid without waiting for "
      "the block's other threads to finish scattering (the __syncthreads before the flush "
      "left out)", "kernels/mpm.cu",
-     "        firn_p2g_scatter_into(&P, tile + 4 * t, 4 * FIRN_TILE * FIRN_TILE, 4 * FIRN_TILE, &st, 0u);\n"
-     "    }\n    __syncthreads();",
-     "        firn_p2g_scatter_into(&P, tile + 4 * t, 4 * FIRN_TILE * FIRN_TILE, 4 * FIRN_TILE, &st, 0u);\n"
-     "    }",
+     "            firn_p2g_scatter_nodes(&P, g, &st, 0u);\n    }\n    __syncthreads();",
+     "            firn_p2g_scatter_nodes(&P, g, &st, 0u);\n    }",
      "compare_binned:sand_column"),
     ("bad-block-size", "a block of 2048 threads (over the 1024 limit)", "kernels/mpm.cu",
      "#define FIRN_BLOCK 256",
@@ -113,9 +111,9 @@ PLANTS = [
      "        b.cend[key] = k;",
      "compare_ordered:sand_column"),
     ("sparse-no-halo", "the sparse grid lists only the blocks that hold particles' stencil "
-     "corners, not the blocks one past them that the stencils also reach", "kernels/mpm.cu",
-     "    for (int d = 0; d < 8; d++) {\n        const int bx = x - (d >> 2 & 1)",
-     "    for (int d = 0; d < 1; d++) {\n        const int bx = x - (d >> 2 & 1)",
+     "corners, not the blocks next to them that the stencils also reach", "kernels/mpm.cu",
+     "    for (int d = 0; d < 27; d++) {\n        const int bx = x + d / 9 - 1",
+     "    for (int d = 13; d < 14; d++) {\n        const int bx = x + d / 9 - 1",
      "test:gpu/sparse_grid_equals_dense_with_ordered_p2g"),
     ("graph-key-count-only", "a call reuses the CUDA graphs captured for any call of the same "
      "substep count, whatever its dt and parameters", "kernels/mpm.cu",
@@ -130,8 +128,8 @@ PLANTS = [
      "test:gpu*/graphs*"),
     ("tile-vector-atomic", "binned P2G scatters into its shared-memory tile with sm_90's vector "
      "atomic, which takes global memory only", "kernels/mpm.cu",
-     "&st, 0u,\n                              FIRN_NODE_SHARED);",
-     "&st, 0u,\n                              FIRN_NODE_GLOBAL);",
+     "0u, FIRN_NODE_SHARED);\n        else /*",
+     "0u, FIRN_NODE_GLOBAL);\n        else /*",
      "test:gpu/*"),
     ("node-load-stride", "G2P reads a stencil row's nodes 3 floats apart, not 4",
      "include/firn_mpm.h",
@@ -143,6 +141,32 @@ PLANTS = [
      "        else\n            firn_p2g_scatter_nodes(&P, to, &st, 0u);",
      "        else\n            (void)to;",
      "test:gpu/g2p2g*"),
+    ("binned-tile-unchecked", "binned P2G scatters every particle into its bin's shared tile, "
+     "also one whose stencil corner is a cell outside the bin its key names (on a GPU, bin_keys "
+     "and P2G may floor the corner differently)", "kernels/mpm.cu",
+     "        const int t = firn_tile_slot(&st.s, o, FIRN_TILE);\n        if (t >= 0)",
+     "        const int t = ((st.s.base[0] - o[0]) * FIRN_TILE + st.s.base[1] - o[1]) * FIRN_TILE +\n"
+     "                      st.s.base[2] - o[2];\n        if (1)",
+     "test:gpu/binned_p2g_with_keys*"),
+    ("warp-run-by-key", "warp P2G sums a lane whose stencil corner is not its key's cell into "
+     "that cell's run", "kernels/mpm.cu",
+     "            if (t != key_tile_slot(key))\n                key = -1 - lane;",
+     "            if (t != t)\n                key = -1 - lane;",
+     "test:gpu/binned_p2g_with_keys*"),
+    ("g2p2g-same-grid", "G2P2G gathers (through the read-only cache) from the grid it scatters "
+     "into", "kernels/mpm.cu",
+     "    from.node = s->gbuf[(s->gbase + k - 1) & 1];",
+     "    from.node = s->gbuf[(s->gbase + k) & 1];",
+     "test:gpu/g2p2g*"),
+    ("kernel-unsized", "a kernel left out of the MPM stack sizing table", "kernels/mpm.cu",
+     "                                          (const void *)g2p2g,\n",
+     "",
+     "test:gpu/every_mpm_kernel*"),
+    ("int-soa-offset", "firn_store9 indexes component c of particle i with an int c n + i",
+     "include/firn_mpm.h",
+     "        a[firn_soa_index(c, n, i)] = m.m[c];",
+     "        a[c * n + i] = m.m[c];",
+     "test:soa/*"),
     ("g2p2g-grid-turn", "G2P2G's next call starts on the wrong one of its two grids",
      "kernels/mpm.cu",
      "        s->gbase = (s->gbase + nsub - 1) & 1;",
@@ -155,6 +179,28 @@ PLANTS = [
      "        LAUNCH(imp_pcg_update, nv, I->ctl, I->p, I->Ap, I->Minv, I->du, I->r, I->z, n, B->v0, B->v1,\n"
      "               (const int *)NULL);",
      "test:gpu_fem/implicit_*"),
+    ("newton-max-ignored", "the implicit FEM's device check lets Newton run past newton_max, "
+     "which only the host's cap then stops", "kernels/fem_implicit.cu",
+     "    else if (it >= P.newton_max)",
+     "    else if (it >= P.newton_max + 1000)",
+     "test:gpu_fem/implicit_solve_stops*"),
+    ("newton-never-stops", "the implicit FEM's device check never sets its stop flag: the host's "
+     "cap must end the loop with an error, not hang", "kernels/fem_implicit.cu",
+     "    if (gn <= P.newton_tol * c->g0)\n"
+     "        c->newton_done = 1;\n"
+     "    else if (c->step <= c->dx)\n"
+     "        c->newton_done = 2;\n"
+     "    else if (it >= P.newton_max)\n"
+     "        c->newton_done = 3;\n",
+     "",
+     "test:gpu_fem/implicit_*"),
+    ("dfsph-converged-work", "DFSPH's source-and-sum kernel keeps working after the solve "
+     "converged (the iterations queued up to the cap do real work)", "kernels/sph.cu",
+     "    __shared__ int last;\n"
+     "    if (f->done)\n"
+     "        return;\n",
+     "    __shared__ int last;\n",
+     "test:gpu_sph/dfsph_converged_iterations_do_no_work"),
     ("implicit-range-overrun", "the implicit FEM kernels' range check lets the threads of the "
      "last block past the body's last vertex or element run", "kernels/fem_implicit.cu",
      "    if (i >= last || (skip && *skip))",

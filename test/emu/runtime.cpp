@@ -38,6 +38,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -543,9 +544,60 @@ struct scheduler {
 };
 static thread_local scheduler *t_sched;
 
+/* FIRN_EMU_PROFILE=path: per kernel name, its runs, blocks, threads and
+ * the atomics its threads issued (shared, global scalar, global vector),
+ * appended to path as tab-separated lines when the process exits (make
+ * gpu-rehearsal reads them: which kernels a run launched, and the atomics a
+ * P2G variant issues per particle). An atomic is counted once however often
+ * the emulator's compare-and-swap retried it: these count instructions
+ * issued, not a GPU's replays. */
+struct kernel_counts {
+    std::atomic<unsigned long long> runs{0}, blocks{0}, threads{0}, shared_atomics{0},
+        global_atomics{0}, vector_atomics{0};
+};
+static std::mutex &g_profile_lock = *new std::mutex;
+static std::map<std::string, kernel_counts *> &g_profile =
+    *new std::map<std::string, kernel_counts *>;
+
+static void write_profile()
+{
+    const char *path = getenv("FIRN_EMU_PROFILE");
+    FILE *f = path ? fopen(path, "a") : NULL;
+    if (!f)
+        return;
+    std::lock_guard<std::mutex> lk(g_profile_lock);
+    for (const auto &kv : g_profile) {
+        const kernel_counts *c = kv.second;
+        /* A vector atomic's four components each passed the scalar count. */
+        fprintf(f, "%s\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\n", kv.first.c_str(), c->runs.load(),
+                c->blocks.load(), c->threads.load(), c->shared_atomics.load(),
+                c->global_atomics.load() - 4 * c->vector_atomics.load(), c->vector_atomics.load());
+    }
+    fclose(f);
+}
+
+/* The counts of kernel `name`, or NULL when FIRN_EMU_PROFILE is not set. */
+static kernel_counts *profile_counts(const char *name)
+{
+    static const bool on = [] {
+        const bool set = getenv("FIRN_EMU_PROFILE") != NULL;
+        if (set)
+            atexit(write_profile);
+        return set;
+    }();
+    if (!on)
+        return NULL;
+    std::lock_guard<std::mutex> lk(g_profile_lock);
+    kernel_counts *&c = g_profile[name];
+    if (!c)
+        c = new kernel_counts;
+    return c;
+}
+
 struct kernel_exec {
     kernel_job *k;
     dim3 grid, block;
+    kernel_counts *counts; /* FIRN_EMU_PROFILE's, or NULL */
 };
 
 static void fiber_main(fiber *f);
@@ -917,6 +969,17 @@ static bool injected_fault(const char *name)
     return ++runs == n;
 }
 
+/* Runs of work by name (firn_emu_runs). */
+static std::mutex &g_runs_lock = *new std::mutex;
+static std::map<std::string, unsigned long long> &g_runs =
+    *new std::map<std::string, unsigned long long>;
+
+static void count_run(const char *name)
+{
+    std::lock_guard<std::mutex> lk(g_runs_lock);
+    g_runs[name]++;
+}
+
 struct kernel_run : job {
     kernel_exec e;
     ~kernel_run() override { delete e.k; }
@@ -926,6 +989,12 @@ struct kernel_run : job {
         if (injected_fault(name)) {
             g_sticky = cudaErrorIllegalAddress; /* the rest of the queue is dropped */
             return;
+        }
+        count_run(name);
+        if ((e.counts = profile_counts(name))) {
+            e.counts->runs++;
+            e.counts->blocks += blocks;
+            e.counts->threads += (unsigned long long)blocks * e.block.x * e.block.y * e.block.z;
         }
         {
             std::lock_guard<std::mutex> lk(g_pool_lock);
@@ -985,6 +1054,7 @@ void enqueue_kernel(kernel_job *k, dim3 grid, dim3 block, size_t shared_bytes, c
     j->e.k = k;
     j->e.grid = grid;
     j->e.block = block;
+    j->e.counts = NULL;
     {
         std::lock_guard<std::mutex> ml(g_mem_lock);
         scan_ctx ctx = {j, "argument"};
@@ -1020,16 +1090,30 @@ static bool in_shared(const void *p, size_t bytes)
     return c >= tp - tls_bytes && c + bytes <= tp;
 }
 
+/* The counts of the kernel this thread runs, under FIRN_EMU_PROFILE. */
+static kernel_counts *running_counts()
+{
+    return t_sched && t_sched->exec ? t_sched->exec->counts : NULL;
+}
+
 void firn_emu_check_device_pointer(const void *p, size_t bytes, const char *what)
 {
-    if (in_shared(p, bytes))
+    kernel_counts *c = running_counts();
+    if (in_shared(p, bytes)) {
+        if (c)
+            c->shared_atomics.fetch_add(1, std::memory_order_relaxed);
         return; /* an atomic on the block's shared memory */
+    }
+    if (c)
+        c->global_atomics.fetch_add(1, std::memory_order_relaxed);
     if (!in_region(p) || !in_region((const char *)p + bytes - 1))
         fatal("%s on %p, which is neither device memory nor the block's shared memory", what, p);
 }
 
 void firn_emu_check_global_vector(const void *p, size_t bytes, const char *what)
 {
+    if (kernel_counts *c = running_counts())
+        c->vector_atomics.fetch_add(1, std::memory_order_relaxed);
     if (in_shared(p, bytes))
         fatal("%s on %p, in the block's shared memory: vector atomics take global memory only",
               what, p);
@@ -1055,7 +1139,11 @@ namespace firn_emu
 struct host_run : job {
     host_job *h;
     ~host_run() override { delete h; }
-    void execute() override { h->run(); }
+    void execute() override
+    {
+        count_run(name);
+        h->run();
+    }
 };
 
 void enqueue_host_job(host_job *h, cudaStream_t st, const void *const *objects, int n)
@@ -1453,6 +1541,19 @@ cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
         return ret(cudaErrorNotReady); /* not yet run: the host did not synchronise */
     *ms = (float)(end->t - start->t);
     return ret(cudaSuccess);
+}
+
+void __threadfence(void)
+{
+    static std::atomic<unsigned long long> word{0};
+    word.fetch_add(1, std::memory_order_seq_cst);
+}
+
+extern "C" unsigned long long firn_emu_runs(const char *name)
+{
+    std::lock_guard<std::mutex> lk(firn_emu::g_runs_lock);
+    const auto it = firn_emu::g_runs.find(name);
+    return it == firn_emu::g_runs.end() ? 0 : it->second;
 }
 
 /* ---- stream capture and graphs --------------------------------------------- */
