@@ -11,6 +11,8 @@
 #   make emu        the CUDA code on the emulated runtime (test/emu/), under ASan and
 #                   UBSan, in build/emu/ (docs/EMULATION.md); make emu-check runs its
 #                   GPU tests, firn compare on every scene and a small bench
+#   make gpu-rehearsal  bench/gpu_check.sh's two device calls rehearsed on the
+#                   emulated runtime, and the size of bench/pack_gpu.sh's bundle
 
 CC      ?= gcc
 BUILD   ?= build
@@ -185,6 +187,13 @@ emu-mutate:
 
 emu-check: emu
 	bash test/emu/check.sh
+
+# The GPU check's device window rehearsed on the emulated runtime (CI): the
+# bundle's size, both calls of bench/gpu_check.sh scaled down, $OUT within the
+# device tool's limits, the plan within each call's budget (bench/rehearsal.sh).
+.PHONY: gpu-rehearsal
+gpu-rehearsal: emu
+	bash bench/rehearsal.sh
 
 # Granular column collapses on the CPU path against Lube et al.'s laws
 # (test/validate_sand.py, docs/VALIDATION.md; not in CI). Coarse (8 cells

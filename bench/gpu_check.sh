@@ -1,110 +1,122 @@
 #!/usr/bin/env bash
-# gpu_check.sh - the one prepared check for a machine with a CUDA GPU (built
-# for the H200, sm_90). Run from anywhere; it works in the repository root.
+# gpu_check.sh MODE - the prepared check for a machine with a CUDA GPU (built
+# for Hopper, sm_90), in calls that each fit one command of a short device
+# window (docs/BENCH.md, "The GPU check"):
 #
-#   bench/gpu_check.sh            all sections, at most GPU_CHECK_BUDGET s (default 420)
-#   GPU_CHECK_SECTIONS="speed heavy" bench/gpu_check.sh   only those sections
-#   GPU_CHECK_PREBUILT=1 ...      use the binaries in .gpu/ (bench/pack_gpu.sh) even where make could build
+#   bench/gpu_check.sh speed     call A: throughput first (at most 270 s)
+#   bench/gpu_check.sh correct   call B: GPU against CPU, sanitizers (at most 300 s)
+#   bench/gpu_check.sh heavy     call C, when time is left: large scenes, the
+#                                full matrix, the other solvers' benches
 #
-# Sections, in order of what matters most when the budget cuts the run:
-#   correct: build (or the pack from bench/pack_gpu.sh), the GPU tests (the
-#            CPU tests run in CI; GPU_CHECK_FULL_SUITE=1 runs them all), firn
-#            info, firn compare (GPU against CPU) on every scene of scenes/,
-#            compute-sanitizer memcheck on one frame of four scenes that
-#            between them launch every MPM, SPH and coupling kernel, plus a
-#            short DFSPH bench and the binned and warp P2G, racecheck on
-#            three, firn compare with the binned, warp and ordered P2G, and
-#            two --deterministic runs compared byte for byte;
-#   speed:   firn bench on every MPM scene (100k, 1M, 8M) with the atomic,
-#            binned and warp P2G, the ordered (deterministic) one beside
-#            binned on the sand block (1M, 8M), and the 32M sand block with
-#            all four;
-#   profile: Nsight Compute's counters for binned P2G's kernels and the
-#            warp-reduced P2G at 8M;
-#   heavy:   the SPH dam break (WCSPH and DFSPH 100k, WCSPH 1M), PBD and
-#            FEM benches (the implicit beam's in the logs only), the open
-#            1025^3-node domain of scenes/large/ with the sparse and the
-#            dense grid, and the 32M-particle scene run for two frames with
-#            its output written.
-# A compare that fails is rerun with device code built without FMA. With the
-# variants bench/pack_gpu.sh built for this commit in .gpu/: the GPU tests,
-# when they fail, are rerun without FMA and synchronised after every
-# launch (DEBUG_SYNC=1, which names a faulting kernel), and so is the first
-# compare that fails with a CUDA error (exit 6). A sanitizer that refuses the
-# device (gVisor machines) is recorded as UNSUPPORTED, not as a failure.
-# Each step runs under
-# `timeout`; a failing step does not stop the others. The last thing printed
-# is a markdown table of PASS/FAIL and seconds per step, also written to
-# bench/results/gpu-check-<date>-<commit>.md. When $OUT is set (the device
-# tool), everything printed goes to $OUT/console.txt and the steps' logs to
-# one archive, $OUT/logs.tar.gz, rewritten as each step ends, so that a run
-# cut short still brings them back; $OUT holds at most eight files (console,
-# logs, report, three bench JSON - all MPM scenes, sand 32M, SPH - and one
-# CSV), within the eight the device tool returns. Exits non-zero if any step failed.
+#   GPU_CHECK_TIMEOUT   the call's timeout in seconds (default speed 290,
+#                       correct 320, heavy 600)
+#   GPU_CHECK_BUDGET    seconds for all steps (default the timeout less 20):
+#                       each step gets at most what is left, and a step that
+#                       would start with under 5 s left is recorded as not run
+#   GPU_CHECK_BUILD=1   build here even when .gpu/ holds binaries
+#                       (bench/pack_gpu.sh's, used when present)
+#   GPU_CHECK_REHEARSAL=1 the same steps in the same order on the emulated
+#                       runtime (build/emu, make gpu-rehearsal), scaled down:
+#                       small particle counts, few substeps, the profiler
+#                       replaced by the emulator's counts (FIRN_EMU_PROFILE),
+#                       the sanitizers by the build's ASan and UBSan
+#
+# Results are written as they come: after every step the report (markdown),
+# one JSON with every figure so far and the logs' archive are rewritten, so a
+# call cut off at any point still brings back every finished step. With
+# $OUT set (the device tool) they go to $OUT, four files, no folder:
+# console-MODE.txt, report-MODE.md, figures-MODE.json, logs-MODE.tar.gz;
+# else to bench/results/gpu-check-DATE-COMMIT-MODE.{md,json}.
+#
+# Each step carries an estimate of its seconds on an H200, from the runs of
+# 2026-12-04 (bench/results/h200-2026-12-04*.md); the plan (printed first,
+# and in the report) is each step's share of the call's budget. Exits
+# non-zero if any step failed.
 set -u
 
 cd "$(dirname "$0")/.." || exit 1
 
-ARCH="-gencode arch=compute_90,code=sm_90"
-BUDGET=${GPU_CHECK_BUDGET:-420} # seconds for all steps: well inside 8 minutes
-SECTIONS=" ${GPU_CHECK_SECTIONS:-correct speed profile heavy} "
-section() { [[ $SECTIONS == *" $1 "* ]]; }
-FIRN=build/firn
+MODE=${1:-${GPU_CHECK_MODE:-}}
+case $MODE in
+speed) DEFAULT_TIMEOUT=290 ;;
+correct) DEFAULT_TIMEOUT=320 ;;
+heavy) DEFAULT_TIMEOUT=600 ;;
+*)
+    echo "usage: bench/gpu_check.sh speed|correct|heavy (got '${MODE}')" >&2
+    exit 2
+    ;;
+esac
+TIMEOUT=${GPU_CHECK_TIMEOUT:-$DEFAULT_TIMEOUT}
+PLAN_BUDGET=$((TIMEOUT - 20))
+BUDGET=${GPU_CHECK_BUDGET:-$PLAN_BUDGET}
+REHEARSAL=${GPU_CHECK_REHEARSAL:-0}
+if [[ $REHEARSAL == 1 ]]; then
+    # Emulated steps run far slower than the GPU's: the plan is checked
+    # against the call's budget, the wall clock against a generous one.
+    BUDGET=${GPU_CHECK_BUDGET:-3600}
+    export OMP_WAIT_POLICY=passive
+fi
 START=$(date +%s)
 TMP=$(mktemp -d /tmp/firn-gpu-check.XXXXXX)
 LOGS=$TMP/logs
 mkdir -p "$LOGS"
 if [[ -n ${OUT:-} && -d ${OUT:-} ]]; then
-    exec > >(tee -a "$OUT/console.txt") 2>&1
+    exec > >(tee -a "$OUT/console-$MODE.txt") 2>&1
     TEE_PID=$!
 fi
 
-STEPS=()
-RESULTS=()
-SECONDS_TAKEN=()
+# The steps so far, one tab-separated line each (bench/gpu_figures.py reads
+# it): index, name, kind, result, seconds, estimate, log, figure file.
+STEPS_TSV=$TMP/steps.tsv
+: >"$STEPS_TSV"
+NSTEPS=0
 FAILED=0
-
-record() { # name result seconds
-    STEPS+=("$1")
-    RESULTS+=("$2")
-    SECONDS_TAKEN+=("$3")
-    case $2 in FAIL*) FAILED=$((FAILED + 1)) ;; esac
-}
-
-# The exit status of the last run_step (124/137: timeout), and its log.
 LAST_RC=0
 LAST_LOG=""
 
-# run_step NAME TIMEOUT_S LINES_SHOWN_ON_PASS COMMAND...
-run_step() {
-    local name=$1 limit=$2 show=$3
-    shift 3
+record() { # name kind result seconds estimate log figure
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$NSTEPS" "$1" "$2" "$3" "$4" "$5" "$6" "$7" \
+        >>"$STEPS_TSV"
+    NSTEPS=$((NSTEPS + 1))
+    case $3 in FAIL*) FAILED=$((FAILED + 1)) ;; esac
+    publish
+}
+
+# step NAME KIND CAP EST FIGURE -- COMMAND...
+#   KIND: what the figure is (bench, ncu, emu-profile, tests, compare,
+#   sanitizer, info, det); CAP: the step's own limit (s); EST: its seconds
+#   on an H200; FIGURE: the file its figure is read from ('-': its log).
+step() {
+    local name=$1 kind=$2 cap=$3 est=$4 fig=$5
+    shift 6
     local left=$((BUDGET - ($(date +%s) - START)))
+    local log
+    log="$LOGS/$(printf '%02d' "$NSTEPS")-$(echo "$name" | tr -c 'A-Za-z0-9._-' '_' | cut -c1-80).log"
     if ((left < 5)); then
         LAST_RC=-1
         echo "### $name: not run, the ${BUDGET} s budget is spent"
-        record "$name" "FAIL (not run: time budget spent)" 0
+        record "$name" "$kind" "NOT RUN (budget spent)" 0 "$est" "" "-"
         return
     fi
+    local limit=$cap
+    # Emulated, a step runs tens of times slower than on a GPU.
+    [[ $REHEARSAL == 1 ]] && limit=$((cap * 10))
     ((limit > left)) && limit=$left
-    local log
-    log="$LOGS/$(printf '%02d' ${#STEPS[@]})-$(echo "$name" | tr -c 'A-Za-z0-9._-' '_').log"
-    echo "### $name (timeout ${limit}s): $*"
+    echo "### $name (limit ${limit}s, H200 estimate ${est}s): $*"
     local t0 t1 rc
     t0=$(date +%s.%N)
-    timeout --kill-after=10 "$limit" "$@" >"$log" 2>&1
+    timeout --kill-after=5 "$limit" "$@" >"$log" 2>&1
     rc=$?
+    t1=$(date +%s.%N)
     LAST_RC=$rc
     LAST_LOG=$log
-    t1=$(date +%s.%N)
-    local secs
+    local secs result
     secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
-    local result
     if ((rc == 0)); then
         result=PASS
-        ((show > 0)) && tail -n "$show" "$log"
-    elif [[ $name == memcheck* || $name == racecheck* ]] && grep -q "Device not supported" "$log"; then
-        result="UNSUPPORTED (compute-sanitizer: 'Device not supported' on this machine's runtime)"
+        tail -n 3 "$log"
+    elif [[ $kind == sanitizer ]] && grep -q "Device not supported" "$log"; then
+        result="UNSUPPORTED (compute-sanitizer: 'Device not supported' on this runtime)"
         tail -n 5 "$log"
     else
         if ((rc == 124 || rc == 137)); then
@@ -112,310 +124,420 @@ run_step() {
         else
             result="FAIL (exit $rc)"
         fi
-        tail -n 40 "$log"
+        tail -n 30 "$log"
     fi
     echo "### $name: $result in ${secs}s"
     echo
-    record "$name" "$result" "$secs"
-    archive_logs
+    record "$name" "$kind" "$result" "$secs" "$est" "$log" "$fig"
 }
 
-# The logs as one file in $OUT (the device tool returns few files).
-archive_logs() {
-    [[ -n ${OUT:-} && -d ${OUT:-} ]] || return 0
-    tar -czf "$OUT/.logs.tar.gz" -C "$TMP" logs && mv -f "$OUT/.logs.tar.gz" "$OUT/logs.tar.gz"
+# A result written by the script itself (no command).
+note() { # name kind result
+    record "$1" "$2" "$3" 0 0 "" "-"
 }
 
-find_sanitizer() {
-    local c
-    for c in "$(command -v compute-sanitizer 2>/dev/null)" \
-        /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer; do
-        [[ -n $c && -x $c ]] && { echo "$c"; return 0; }
+# The report, the figures and the logs, rewritten after every step.
+publish() {
+    local base
+    if [[ -n ${OUT:-} && -d ${OUT:-} ]]; then
+        base=$OUT
+        tar -czf "$TMP/logs.tar.gz" -C "$TMP" logs steps.tsv 2>/dev/null &&
+            mv -f "$TMP/logs.tar.gz" "$OUT/logs-$MODE.tar.gz"
+        REPORT="$OUT/report-$MODE.md" FIGURES="$OUT/figures-$MODE.json"
+    else
+        REPORT="bench/results/gpu-check-$DATE-$COMMIT-$MODE.md"
+        FIGURES="bench/results/gpu-check-$DATE-$COMMIT-$MODE.json"
+    fi
+    if ! "$PY" bench/gpu_figures.py report --steps "$STEPS_TSV" --mode "$MODE" \
+        --date "$DATE" --commit "$COMMIT" --gpu "$GPU" --budget "$PLAN_BUDGET" \
+        --rehearsal "$REHEARSAL" --elapsed $(($(date +%s) - START)) \
+        --markdown "$REPORT.tmp" --json "$FIGURES.tmp" 2>"$TMP/figures.err"; then
+        # Without Python the table still comes back.
+        {
+            echo "## firn GPU check ($MODE), $DATE, commit $COMMIT"
+            echo
+            echo "GPU: $GPU (bench/gpu_figures.py failed: $(tail -n 1 "$TMP/figures.err"))"
+            echo
+            echo "| step | result | seconds |"
+            echo "| --- | --- | ---: |"
+            awk -F'\t' '{ printf "| %s | %s | %s |\n", $2, $4, $5 }' "$STEPS_TSV"
+        } >"$REPORT.tmp"
+        rm -f "$FIGURES.tmp"
+    fi
+    mv -f "$REPORT.tmp" "$REPORT"
+    [[ -f $FIGURES.tmp ]] && mv -f "$FIGURES.tmp" "$FIGURES"
+    return 0
+}
+
+# ---- sizes: the GPU's, or the rehearsal's scaled down ----------------------
+# n COUNT: a --particles value (k/m suffixes), scaled down in the rehearsal.
+n() {
+    if [[ $REHEARSAL != 1 ]]; then
+        echo "$1"
+        return
+    fi
+    local out="" v
+    for v in ${1//,/ }; do
+        case $v in
+        20k | 100k) v=3k ;;
+        1m) v=6k ;;
+        8m) v=10k ;;
+        32m) v=14k ;;
+        esac
+        out=${out:+$out,}$v
     done
-    return 1
+    echo "$out"
+}
+# timing WARMUP SUBSTEPS REPEATS: firn bench's timing options.
+timing() {
+    if [[ $REHEARSAL == 1 ]]; then
+        echo "--warmup 1 --substeps 2 --repeats 1"
+    else
+        echo "--warmup $1 --substeps $2 --repeats $3"
+    fi
 }
 
-GPU=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -n 1)
-GPU=${GPU:-"unknown (nvidia-smi not available)"}
+# ---- the binaries ------------------------------------------------------------
+PY=$(command -v python3 || echo python3)
 COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo nogit)
 SRC_HASH=$(bench/source_hash.sh)
 DATE=$(date +%Y-%m-%d)
-echo "firn GPU check: $DATE, commit $COMMIT, GPU: $GPU"
-echo "nvcc: $(nvcc --version 2>/dev/null | tail -n 1 || echo 'not in PATH')"
+if [[ $REHEARSAL == 1 ]]; then
+    GPU="emulated (test/emu, rehearsal)"
+else
+    GPU=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -n 1)
+    GPU=${GPU:-"unknown (nvidia-smi not available)"}
+fi
+echo "firn GPU check ($MODE): $DATE, commit $COMMIT, GPU: $GPU, budget ${BUDGET}s" \
+    "(plan ${PLAN_BUDGET}s)"
 echo
 
+FIRN=build/firn
+TESTS=build/test_firn
 PREBUILT=0
-# The device image may lack cJSON, libpng and Criterion and cannot install
-# them: then use the binaries bench/pack_gpu.sh built and carried in .gpu/.
-if [[ ${GPU_CHECK_PREBUILT:-0} != 1 ]] && pkg-config --exists libcjson libpng criterion 2>/dev/null; then
-    run_step "build (sm_90)" 240 2 make CUDA_ARCH="$ARCH" -j16 all build/test_firn
+if [[ $REHEARSAL == 1 ]]; then
+    FIRN=build/emu/firn
+    TESTS=build/emu/test_firn
+    [[ -x $FIRN && -x $TESTS ]] || { echo "gpu_check.sh: run make emu first" >&2; exit 1; }
+elif [[ ${GPU_CHECK_BUILD:-0} == 1 ]] || [[ ! -x .gpu/bin/firn || ! -x .gpu/bin/test_firn ]] &&
+    pkg-config --exists libcjson libpng criterion 2>/dev/null; then
+    # Building costs minutes of the window: the pack is preferred.
+    step "build (sm_90)" info 240 60 - -- make CUDA_ARCH="-gencode arch=compute_90,code=sm_90" \
+        -j16 all build/test_firn
 elif [[ -x .gpu/bin/firn && -x .gpu/bin/test_firn ]]; then
     PREBUILT=1
     mkdir -p build
-    # The binaries find .gpu/lib through their RPATH (pack_gpu.sh); an older
-    # pack without it needs LD_LIBRARY_PATH, for everything run after.
     cp .gpu/bin/firn .gpu/bin/test_firn build/
+    # The binaries find .gpu/lib through their RPATH (pack_gpu.sh).
     if ! build/firn --version >/dev/null 2>&1; then
         export LD_LIBRARY_PATH="$PWD/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     fi
-    run_step "prebuilt sm_90 binaries from .gpu (commit $(cat .gpu/COMMIT 2>/dev/null))" 30 2 \
-        build/firn --version
     # Built from this tree's sources? If not, the results are the pack's.
-    # If so, and the tree came without .git, the pack names the commit.
     # (The device tool's copy of .git can be older than the tree it sends:
     # the pack's commit names what ran.)
     if [[ "$(cat .gpu/SOURCES 2>/dev/null)" == "$SRC_HASH" ]]; then
         COMMIT=$(cat .gpu/COMMIT 2>/dev/null || echo nogit)
-    elif [[ "$(cat .gpu/SOURCES 2>/dev/null)" != "$SRC_HASH" ]]; then
-        record "pack built from this tree's sources" \
-            "FAIL (.gpu/ holds commit $(cat .gpu/COMMIT 2>/dev/null)'s binaries, other sources than these: results below are that pack's)" 0
+    else
+        note "pack built from this tree's sources" info \
+            "FAIL (.gpu/ holds commit $(cat .gpu/COMMIT 2>/dev/null)'s binaries, other sources than these: results below are that pack's)"
         COMMIT="pack-$(cat .gpu/COMMIT 2>/dev/null)"
     fi
 else
-    record "build (sm_90)" "FAIL (no build dependencies here and no .gpu/: run bench/pack_gpu.sh first)" 0
+    note "build (sm_90)" info "FAIL (no build dependencies here and no .gpu/: run bench/pack_gpu.sh first)"
 fi
-# The binaries pack_gpu.sh built beside the main ones, when carried.
-# Only when the main binaries came from .gpu too, or .gpu was packed from
-# these sources: a .gpu/ left from an older pack holds other code.
-variant() { # name: prints .gpu/bin/<name>
-    [[ -x .gpu/bin/$1 ]] || return 1
-    [[ $PREBUILT == 1 || "$(cat .gpu/SOURCES 2>/dev/null)" == "$SRC_HASH" ]] && echo ".gpu/bin/$1"
-}
-# After a step failed with a CUDA error (exit 6): the same command with the
-# DEBUG_SYNC build, which reports the kernel that faulted. Once per binary:
-# one name is what it is for, and a device that fails every call would
-# otherwise double every step.
-DEBUG_DONE=" "
-debug_rerun() { # name binary-name args...
-    local name=$1 bin=$2
-    shift 2
-    local dbg
-    [[ $DEBUG_DONE == *" $bin "* ]] && return 0
-    DEBUG_DONE="$DEBUG_DONE$bin "
-    dbg=$(variant "$bin-debug") || return 0
-    run_step "$name, synchronised after every launch" 120 25 env FIRN_BIN=build/firn "$dbg" "$@"
-}
-# nvcc contracts a*b+c to FMA in device code, gcc (no -march) does not: a
-# compare that fails is rerun with device code built without FMA, so that a
-# difference of rounding (a plastic branch or a CPIC side test flipping) can
-# be told from a real one.
-NOFMA=""
-nofma_firn() {
-    if [[ -z $NOFMA ]] && variant firn-nofma >/dev/null; then
-        NOFMA=$(variant firn-nofma)
-    elif [[ -z $NOFMA ]] && pkg-config --exists libcjson libpng 2>/dev/null; then
-        run_step "build firn without FMA (for a failed compare)" 200 1 make -j16 BUILD=build-nofma \
-            CUDA_ARCH="$ARCH" NVCCFLAGS="-O3 -lineinfo -fmad=false" build-nofma/firn
-        [[ -x build-nofma/firn ]] && NOFMA=build-nofma/firn
-    fi
-    [[ -n $NOFMA ]]
-}
-
-mkdir -p bench/results
-RES=bench/results
-[[ -n ${OUT:-} && -d ${OUT:-} ]] && RES=$OUT
 export FIRN_COMMIT=$COMMIT # into the bench JSON
-SAN=$(find_sanitizer)
 
-if section correct; then
-    # The CPU tests run in CI, on every commit; here the GPU tests (every
-    # suite named gpu*), unless GPU_CHECK_FULL_SUITE=1.
-    SUITE_FILTER=(--filter 'gpu*/*')
-    SUITE_NAME="GPU tests"
-    if [[ ${GPU_CHECK_FULL_SUITE:-0} == 1 ]]; then
-        SUITE_NAME="test suite"
-        SUITE_FILTER=()
-        # bench/plot's tests need a Python with matplotlib, which the device
-        # image may lack (and cannot install): then the suite runs without
-        # them, and the table says so. CI runs them.
-        if ! python3 -c 'import matplotlib' 2>/dev/null && ! /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
-            SUITE_FILTER=(--filter '!(bench_plot/*)')
-            record "bench/plot tests" "NOT RUN (no Python with matplotlib here)" 0
-        fi
+# The variant built without FMA in device code, carried in .gpu/ (for a
+# failed comparison: rounding or a real difference?).
+nofma() { # binary name: prints its path
+    [[ $REHEARSAL != 1 && -x .gpu/bin/$1-nofma ]] || return 1
+    [[ $PREBUILT == 1 || "$(cat .gpu/SOURCES 2>/dev/null)" == "$SRC_HASH" ]] && echo ".gpu/bin/$1-nofma"
+}
+# After a step failed with a CUDA error (exit 6), once: the same command
+# synchronised after every launch, which names the kernel that faulted.
+DEBUG_DONE=0
+debug_rerun() { # name kind command...
+    local name=$1 kind=$2
+    shift 2
+    ((DEBUG_DONE)) && return 0
+    DEBUG_DONE=1
+    step "$name, synchronised after every launch" "$kind" 60 5 - -- env FIRN_DEBUG_SYNC=1 "$@"
+}
+# A comparison step, with its reruns when it fails.
+compare_step() { # name est firn-compare-args...
+    local name=$1 est=$2
+    shift 2
+    step "$name" compare 60 "$est" - -- "$FIRN" compare "$@"
+    if ((LAST_RC == 6)); then
+        debug_rerun "$name" compare "$FIRN" compare "$@"
+    elif ((LAST_RC > 0 && LAST_RC != 124 && LAST_RC != 137)) && NF=$(nofma firn); then
+        step "$name, device code without FMA" compare 60 "$est" - -- "$NF" compare "$@"
     fi
-    run_step "$SUITE_NAME" 240 4 env FIRN_BIN=build/firn build/test_firn --jobs 1 --verbose \
-        ${SUITE_FILTER[@]+"${SUITE_FILTER[@]}"}
-    if [[ ${RESULTS[-1]} == FAIL* ]]; then
-        # Rounding or a fault? The GPU tests again without FMA in device code,
-        # then synchronised after every launch.
-        if NF=$(variant test_firn-nofma); then
-            run_step "GPU tests, device code without FMA" 120 4 env FIRN_BIN=build/firn "$NF" --jobs 1 \
-                --filter 'gpu*/*'
-        fi
-        debug_rerun "GPU tests" test_firn --jobs 1 --filter 'gpu*/*'
-    fi
-    # Without a usable GPU the GPU tests skip and the suite still passes:
-    # prove that they ran (they share one skip condition; this test shows it).
-    run_step "GPU tests not skipped" 60 2 bash -c \
-        "out=\$(build/test_firn --jobs 1 --verbose --filter 'gpu/device_describe' 2>&1 |
-                 grep -E 'gpu::device_describe|Synthesis'); echo \"\$out\";
-         grep -q '^\[PASS\] gpu::device_describe' <<<\"\$out\""
-    run_step "firn info" 30 20 "$FIRN" info
+}
 
-    for scene in scenes/*.json; do
-        name=$(basename "$scene" .json)
-        run_step "compare $name (3 frames)" 60 25 "$FIRN" compare "$scene" --frames 3
-        if ((LAST_RC == 6)); then
-            debug_rerun "compare $name (3 frames)" firn compare "$scene" --frames 3
-        elif ((LAST_RC > 0)) && nofma_firn; then
-            run_step "compare $name (3 frames), device code without FMA" 60 25 "$NOFMA" compare \
-                "$scene" --frames 3
-        fi
-    done
-
-    # memcheck: between them these launch every kernel - each MPM material
-    # (mixed), MPM-rigid (ball_in_sand), MPM-SPH (sph_snowball_pool),
-    # SPH-rigid (sph_floating_box), MPM-PBD (pbd_cloth_snowball), the FEM
-    # solver with FEM-MPM (fem_ball_sand), the implicit FEM solve
-    # (fem_rubber_cantilever) and DFSPH (the bench's dam break).
-    if [[ -z $SAN ]]; then
-        record "memcheck" "FAIL (compute-sanitizer not found)" 0
-    else
-        for name in mixed ball_in_sand sph_snowball_pool sph_floating_box pbd_cloth_snowball \
-            fem_ball_sand fem_rubber_cantilever; do
-            run_step "memcheck $name (1 frame)" 60 3 "$SAN" --tool memcheck --leak-check full \
-                --error-exitcode 1 "$FIRN" run "scenes/$name.json" --backend cuda --frames 1 \
-                --quiet --out "$TMP/memcheck-$name"
-        done
-        run_step "memcheck DFSPH dam break (bench, 100k, 10 substeps)" 60 3 "$SAN" --tool memcheck \
-            --error-exitcode 1 "$FIRN" bench --backend cuda --scenes sph_dam_break_dfsph \
-            --layout dense --particles 100k --substeps 5 --warmup 5 --repeats 1 \
-            --json "$TMP/memcheck-dfsph.json" --csv "$TMP/memcheck-dfsph.csv"
-        for v in binned warp g2p2g; do
-            run_step "memcheck ball_in_sand, $v P2G (1 frame)" 60 3 "$SAN" --tool memcheck \
-                --error-exitcode 1 "$FIRN" run scenes/ball_in_sand.json --backend cuda --frames 1 \
-                --p2g "$v" --quiet --out "$TMP/memcheck-$v"
-        done
-        # racecheck: binned P2G's shared-memory tile (its zeroing, scatter and flush
-        # between barriers), the warp-reduced one's, and the SPH kernels.
-        for run in ball_in_sand:binned ball_in_sand:warp ball_in_sand:g2p2g sph_snowball_pool:binned; do
-            name=${run%%:*} v=${run##*:}
-            run_step "racecheck $name (1 frame, $v P2G)" 90 3 "$SAN" --tool racecheck \
-                --error-exitcode 1 "$FIRN" run "scenes/$name.json" --backend cuda --frames 1 \
-                --p2g "$v" --quiet --out "$TMP/racecheck-$name-$v"
-        done
-    fi
-    # The deterministic mode on hardware: two runs of a sand scene with
-    # --deterministic write the same bytes (the PLY of the last frame);
-    # two runs with the default P2G are reported, not required to differ.
-    run_step "deterministic: two runs of sand_column (5 frames) byte-identical" 60 4 bash -c \
-        "for r in 1 2; do '$FIRN' run scenes/sand_column.json --backend cuda --deterministic \
-             --frames 5 --quiet --out '$TMP/det\$r' || exit 1; done &&
-         cmp '$TMP/det1/frame_00005.ply' '$TMP/det2/frame_00005.ply' && echo identical &&
-         for r in 1 2; do '$FIRN' run scenes/sand_column.json --backend cuda --frames 5 --quiet \
-             --out '$TMP/atomic\$r' || exit 1; done;
-         cmp -s '$TMP/atomic1/frame_00005.ply' '$TMP/atomic2/frame_00005.ply' &&
-             echo 'atomic P2G: identical too' || echo 'atomic P2G: the two runs differ'"
-    # The shipped scenes are below auto's threshold (atomic P2G): binned, warp and
-    # ordered too.
-    for v in binned warp ordered g2p2g; do
-        for name in mixed ball_in_sand sand_column; do
-            run_step "compare $name (3 frames), $v P2G" 60 25 "$FIRN" compare \
-                "scenes/$name.json" --frames 3 --p2g "$v"
-        done
-    done
-fi
-
-if section speed; then
-    # Throughput of both P2G variants, kept as JSON. Written straight to
-    # $OUT when set: firn bench rewrites its files after every case, so a
-    # timeout keeps the cases that finished.
-    run_step "bench MPM scenes 100k-8M, atomic, binned, warp and g2p2g P2G (cuda)" 240 60 "$FIRN" bench \
-        --backend cuda --particles 100k,1m,8m --p2g atomic,binned,warp,g2p2g \
-        --json "$RES/h200-$DATE.json" --csv "$RES/h200-$DATE.csv"
-    # The deterministic (ordered) P2G beside binned, on the sand block.
-    run_step "bench sand 1M and 8M, binned and ordered P2G (cuda)" 120 12 "$FIRN" bench \
-        --backend cuda --scenes sand_block --layout dense --particles 1m,8m \
-        --p2g binned,ordered --json "$TMP/ordered.json" --csv "$TMP/ordered.csv"
-    # CUDA graphs against kernel-by-kernel launches where launches cost the
-    # most (small scenes), off and on interleaved twice.
-    run_step "bench sand and SPH 20k, 100k, --graphs off / on interleaved (cuda)" 150 40 bash -c \
-        "for r in 1 2; do for g in off on; do echo \"--- graphs \$g (round \$r)\";
-             '$FIRN' bench --backend cuda --scenes sand_block,sph_dam_break --layout dense \
-                 --particles 20k,100k --p2g atomic --graphs \$g --substeps 100 --warmup 100 \
-                 --json '$TMP/graphs-\$g-\$r.json' --csv '$TMP/graphs-\$g-\$r.csv' || exit 1;
-         done; done"
-    run_step "bench sand 32M, every P2G variant (cuda)" 150 12 "$FIRN" bench --backend cuda \
-        --scenes sand_block --layout dense --particles 32m --p2g atomic,binned,warp,ordered,g2p2g \
-        --json "$RES/h200-$DATE-sand32.json" --csv "$TMP/sand32.csv"
-fi
-
-# Hardware counters (Nsight Compute; Firecracker machines have them) for
-# binned P2G's kernels at 8M particles: speed of light, occupancy, launch.
+# The profiler (Nsight Compute), or in the rehearsal the emulator's counts.
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -n 1)
-if section profile && [[ -n $NCU ]]; then
-    run_step "ncu: binned P2G's kernels, sand 8M" 120 60 "$NCU" --clock-control none \
-        --kernel-name regex:'p2g|g2p|bin_|Radix|grid_update' --launch-skip 40 --launch-count 10 \
-        --section SpeedOfLight --section Occupancy --section LaunchStats "$FIRN" bench \
-        --backend cuda --scenes sand_block --layout dense --particles 8m --p2g binned \
-        --substeps 5 --warmup 10 --repeats 1 --json "$TMP/ncu.json" --csv "$TMP/ncu.csv"
-    run_step "ncu: p2g_warp, sand 8M" 90 40 "$NCU" --clock-control none --kernel-name p2g_warp \
-        --launch-skip 5 --launch-count 1 --section SpeedOfLight --section Occupancy \
-        --section LaunchStats "$FIRN" bench --backend cuda --scenes sand_block --layout dense \
-        --particles 8m --p2g warp --substeps 5 --warmup 10 --repeats 1 \
-        --json "$TMP/ncu-warp.json" --csv "$TMP/ncu-warp.csv"
+SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer \
+    /usr/local/cuda/compute-sanitizer/compute-sanitizer 2>/dev/null | head -n 1)
+# Counters of P2G that Nsight Compute reads of one launch (gpu_figures.py
+# turns them into per-particle figures): time, instructions (warp and
+# thread), shared-memory atomics and the wavefronts they took (a wavefront
+# beyond the first of an instruction is a replay), bank conflicts, L2
+# reductions (global atomics without return), achieved occupancy, registers.
+NCU_METRICS=gpu__time_duration.sum,smsp__inst_executed.sum,smsp__thread_inst_executed.sum
+NCU_METRICS+=,smsp__sass_inst_executed_op_shared_atom.sum
+NCU_METRICS+=,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_atom.sum
+NCU_METRICS+=,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum
+NCU_METRICS+=,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum
+NCU_METRICS+=,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum
+NCU_METRICS+=,lts__t_requests_op_red.sum,lts__t_sectors_op_red.sum
+NCU_METRICS+=,sm__warps_active.avg.pct_of_peak_sustained_active,launch__registers_per_thread
+NCU_METRICS+=,launch__occupancy_limit_registers,sm__maximum_warps_per_active_cycle_pct
+# Whether to ask for the named metrics: after a run that failed on one (an
+# older Nsight Compute), the rest run with the sections alone.
+NCU_NAMED=1
+# profile VARIANT KERNEL EST: one launch of KERNEL at 8M sand (the third).
+profile() {
+    local v=$1 kernel=$2 est=$3
+    local fig="$LOGS/profile-$v"
+    local bench=("$FIRN" bench --backend cuda --scenes sand_block --layout dense
+        --particles "$(n 8m)" --p2g "$v" --graphs off $(timing 3 3 1)
+        --json "$fig.bench.json" --csv "$fig.bench.csv")
+    if [[ $REHEARSAL == 1 ]]; then
+        rm -f "$fig.emu.tsv"
+        step "profile $kernel ($v P2G), sand $(n 8m), emulator's counts" emu-profile 60 "$est" \
+            "$fig.emu.tsv" -- env FIRN_EMU_PROFILE="$fig.emu.tsv" "${bench[@]}"
+    elif [[ -z $NCU ]]; then
+        note "ncu $kernel ($v P2G)" ncu "FAIL (Nsight Compute not found)"
+    else
+        # The named metrics and the sections that read the same units; if
+        # this Nsight Compute lacks a metric, the sections alone.
+        local sections=(--section LaunchStats --section Occupancy --section SpeedOfLight
+            --section MemoryWorkloadAnalysis_Tables --section InstructionStats)
+        local run=(--clock-control none --kernel-name "regex:^$kernel\$" --launch-skip 2
+            --launch-count 1 -f -o "$fig")
+        # Profile, then the report's raw page as CSV (the figure).
+        local export=(bash -c '"$0" "$@" && "$0" -i "$FIG.ncu-rep" --csv --page raw \
+            --print-units base >"$FIG.csv"')
+        if ((NCU_NAMED)); then
+            step "ncu $kernel ($v P2G), sand 8M, one launch" ncu 60 "$est" "$fig.csv" -- \
+                env FIG="$fig" "${export[@]}" "$NCU" "${run[@]}" --metrics "$NCU_METRICS" \
+                "${sections[@]}" "${bench[@]}"
+            ((LAST_RC != 0)) && grep -qi "metric" "$LAST_LOG" && NCU_NAMED=0
+        fi
+        if ((!NCU_NAMED)); then
+            step "ncu $kernel ($v P2G), sand 8M, one launch, sections only" ncu 60 "$est" \
+                "$fig.csv" -- env FIG="$fig" "${export[@]}" "$NCU" "${run[@]}" "${sections[@]}" \
+                "${bench[@]}"
+        fi
+    fi
+}
+# sanitize TOOL NAME EST COMMAND...: compute-sanitizer, or in the rehearsal
+# the command itself (the emulated build runs under ASan and UBSan).
+sanitize() {
+    local tool=$1 name=$2 est=$3
+    shift 3
+    if [[ $REHEARSAL == 1 ]]; then
+        # The kernels the memcheck runs launch, for make gpu-rehearsal's
+        # check that they are every kernel.
+        local prof=()
+        [[ $tool == memcheck ]] && prof=(env FIRN_EMU_PROFILE="$LOGS/memcheck-kernels.tsv")
+        step "$tool $name (emulated: ASan and UBSan)" sanitizer 120 "$est" - -- "${prof[@]}" "$@"
+    elif [[ -z $SAN ]]; then
+        note "$tool $name" sanitizer "FAIL (compute-sanitizer not found)"
+    else
+        local extra=()
+        [[ $tool == memcheck ]] && extra=(--leak-check full)
+        step "$tool $name" sanitizer 120 "$est" - -- "$SAN" --tool "$tool" "${extra[@]}" \
+            --error-exitcode 1 "$@"
+    fi
+}
+
+# ---- call A: speed -----------------------------------------------------------
+# H200 estimates (2026-12-04): a bench case costs its substeps (warm-up and
+# timed) at the measured ms per substep plus about 0.5 s to build an 8M
+# world, 3.5 s at 32M; sand 8M: atomic 9.0 ms a substep, binned 4.3 (warp,
+# g2p2g: as binned; ordered: guessed at three times binned); an ncu run of
+# one launch at 8M about 7 s; a compare of one frame about 1 s.
+if [[ $MODE == speed ]]; then
+    step "nvidia-smi" info 20 1 - -- bash -c \
+        "if [[ '$REHEARSAL' == 1 ]]; then echo 'rehearsal: the emulated device (no nvidia-smi)'; else nvidia-smi; fi"
+    step "firn info" info 20 1 - -- "$FIRN" info
+    # Gates: one frame of every material against the CPU with each P2G;
+    # recorded, the speed steps run whatever they say.
+    GATE=scenes/mixed.json
+    # Small in the rehearsal: the warp P2G's shuffles emulate slowly.
+    [[ $REHEARSAL == 1 ]] && GATE=bench/check_scenes/check_mpm_small.json
+    for v in atomic binned warp ordered g2p2g; do
+        compare_step "gate: compare $(basename "$GATE" .json) (1 frame), $v P2G" 2 "$GATE" \
+            --frames 1 --p2g "$v"
+    done
+    step "bench sand $(n 8m) dense, every P2G variant" bench 120 40 "$LOGS/sand8m.json" -- \
+        "$FIRN" bench --backend cuda --scenes sand_block --layout dense --particles "$(n 8m)" \
+        --p2g atomic,binned,warp,ordered,g2p2g $(timing 300 100 3) \
+        --json "$LOGS/sand8m.json" --csv "$LOGS/sand8m.csv"
+    profile atomic p2g 7
+    profile binned p2g_binned 7
+    profile warp p2g_warp 7
+    profile ordered p2g_ordered 8
+    profile g2p2g g2p2g 7
+    step "bench dam_break and snowball $(n 8m), binned, warp and g2p2g P2G" bench 90 24 \
+        "$LOGS/mpm8m.json" -- "$FIRN" bench --backend cuda --scenes dam_break,snowball \
+        --layout dense --particles "$(n 8m)" --p2g binned,warp,g2p2g $(timing 300 100 3) \
+        --json "$LOGS/mpm8m.json" --csv "$LOGS/mpm8m.csv"
+    step "bench sand $(n 1m) and $(n 100k), every P2G variant" bench 60 10 "$LOGS/sand1m.json" -- \
+        "$FIRN" bench --backend cuda --scenes sand_block --layout dense \
+        --particles "$(n 100k),$(n 1m)" --p2g all $(timing 300 100 3) \
+        --json "$LOGS/sand1m.json" --csv "$LOGS/sand1m.csv"
+    # CUDA graphs where launches cost the most, off and on interleaved twice.
+    for r in 1 2; do
+        for g in off on; do
+            step "bench sand $(n 100k), atomic P2G, graphs $g (round $r)" bench 30 2 \
+                "$LOGS/graphs-$g-$r.json" -- "$FIRN" bench --backend cuda --scenes sand_block \
+                --layout dense --particles "$(n 100k)" --p2g atomic --graphs "$g" \
+                $(timing 100 100 3) --json "$LOGS/graphs-$g-$r.json" --csv "$LOGS/graphs-$g-$r.csv"
+        done
+    done
+    # 32M with the three fastest variants at 8M (all three when 8M gave none).
+    BEST=$("$PY" bench/gpu_figures.py best --json "$LOGS/sand8m.json" --count 3 2>/dev/null)
+    BEST=${BEST:-binned,warp,g2p2g}
+    step "bench sand $(n 32m) dense, the three fastest P2G at 8M ($BEST)" bench 120 30 \
+        "$LOGS/sand32m.json" -- "$FIRN" bench --backend cuda --scenes sand_block --layout dense \
+        --particles "$(n 32m)" --p2g "$BEST" $(timing 100 50 3) \
+        --json "$LOGS/sand32m.json" --csv "$LOGS/sand32m.csv"
 fi
 
-if section heavy; then
-    # SPH: DFSPH at 1M runs past two minutes (its iterations grow with
-    # resolution), so 100k for both solvers and 1M for WCSPH.
-    run_step "bench SPH dam break WCSPH and DFSPH 100k (cuda)" 120 10 "$FIRN" bench --backend cuda \
-        --scenes sph_dam_break,sph_dam_break_dfsph --layout dense --particles 100k \
-        --substeps 20 --warmup 100 --json "$RES/h200-$DATE-sph.json" --csv "$TMP/sph.csv"
-    run_step "bench SPH dam break WCSPH 1M (cuda)" 120 10 "$FIRN" bench --backend cuda \
-        --scenes sph_dam_break --layout dense --particles 1m --substeps 20 --warmup 100 \
-        --json "$TMP/sph1m.json" --csv "$TMP/sph1m.csv"
-    # PBD cloth and liquid, and the explicit FEM beam (elements), never timed on a GPU yet.
-    run_step "bench pbd_cloth, pbd_liquid, fem_beam 100k and 1M (cuda)" 150 10 "$FIRN" bench \
-        --backend cuda --scenes pbd_cloth,pbd_liquid,fem_beam --layout dense --particles 100k,1m \
-        --substeps 20 --warmup 50 --json "$RES/h200-$DATE-pbd-fem.json" --csv "$TMP/pbd-fem.csv"
-    # The implicit beam: Newton and CG per substep, one host round trip per CG batch.
-    run_step "bench fem_beam_implicit 20k and 100k elements (cuda)" 120 10 "$FIRN" bench \
-        --backend cuda --scenes fem_beam_implicit --layout dense --particles 20k,100k \
-        --substeps 5 --warmup 5 --json "$TMP/fem-implicit.json" \
-        --csv "$TMP/fem-implicit.csv"
-    # The open domain (1025^3 nodes, 1M particles): the sparse grid against
-    # the dense one, 2 frames each (the log's simulate time and phases).
-    for g in sparse dense; do
-        run_step "large open domain: sand_open_1024, 2 frames, --grid $g (cuda)" 90 8 \
-            "$FIRN" run scenes/large/sand_open_1024.json --backend cuda --grid "$g" --frames 2 \
-            --every 100 --out "$TMP/open-$g"
+# ---- call B: correct ---------------------------------------------------------
+# H200 estimates (2026-12-04): the GPU tests 21 s for 41 (0.5 s each, one
+# job); a compare of one frame about 1 s; memcheck of one frame 1 to 5 s;
+# racecheck of one frame of ball_in_sand 47 s (about 50 substeps of 16k
+# particles), so about 5 s for 3 substeps of 20k.
+if [[ $MODE == correct ]]; then
+    # The GPU tests, four at a time (each is small; the GPU has room). None
+    # may skip: a skip means the device was not usable.
+    TEST_FILTER=${GPU_CHECK_TEST_FILTER:-'gpu*/*'}
+    JOBS=4
+    if [[ $REHEARSAL == 1 ]]; then
+        # make emu-check runs them all on the emulated device; here a few.
+        TEST_FILTER=${GPU_CHECK_TEST_FILTER:-'gpu/device_describe'}
+        JOBS=1
+    fi
+    step "GPU tests ($TEST_FILTER), none skipped" tests 150 40 - -- bash -c \
+        'env FIRN_BIN="$1" "$2" --jobs "$3" --verbose --filter "$4" >"$5" 2>&1; rc=$?; cat "$5";
+         if grep -E "^\[SKIP\] gpu[a-z_]*::" "$5" | grep -vq "Test is disabled"; then
+             echo "a GPU test skipped (the device was not usable)"; exit 1; fi
+         exit $rc' _ "$FIRN" "$TESTS" "$JOBS" "$TEST_FILTER" "$TMP/tests.out"
+    if [[ $LAST_RC != 0 && $LAST_RC != 124 && $LAST_RC != 137 ]]; then
+        if NF=$(nofma test_firn); then
+            step "GPU tests, device code without FMA" tests 120 40 - -- env FIRN_BIN="$FIRN" "$NF" \
+                --jobs 4 --filter "$TEST_FILTER"
+        fi
+        debug_rerun "GPU tests" tests env FIRN_BIN="$FIRN" "$TESTS" --jobs 4 --filter "$TEST_FILTER"
+    fi
+    # Every shipped scene, one frame (the rehearsal: three; make emu-check
+    # compares every scene on the emulated device).
+    SCENES=(scenes/*.json)
+    if [[ $REHEARSAL == 1 ]]; then
+        SCENES=(scenes/sand_column.json scenes/sph_dam_break.json scenes/pbd_cloth_sphere.json)
+    fi
+    for scene in "${SCENES[@]}"; do
+        compare_step "compare $(basename "$scene" .json) (1 frame)" 1 "$scene" --frames 1
     done
-    # The large scene runs and writes its frames (1.06 GB of PLY each); the
-    # log keeps the memory line and the simulate / write split.
-    run_step "large scene: sand_slump_32m, 2 frames (cuda)" 120 6 bash -c \
-        "'$FIRN' run scenes/large/sand_slump_32m.json --backend cuda --frames 2 --every 1 --out '$TMP/large' &&
-         ls -l '$TMP/large' && rm -rf '$TMP/large'"
+    # The P2G variants the shipped scenes do not take by default: every
+    # material, and the rigid coupling (the rehearsal: a small scene of every
+    # material, as the emulated warp P2G takes minutes on these).
+    VARIANT_SCENES=(scenes/mixed.json scenes/ball_in_sand.json)
+    [[ $REHEARSAL == 1 ]] && VARIANT_SCENES=(bench/check_scenes/check_mpm_small.json)
+    for v in binned warp ordered g2p2g; do
+        for scene in "${VARIANT_SCENES[@]}"; do
+            compare_step "compare $(basename "$scene" .json) (1 frame), $v P2G" 1 "$scene" \
+                --frames 1 --p2g "$v"
+        done
+    done
+    # Two --deterministic runs give the same bytes; the default P2G's two
+    # runs are reported, not required to differ.
+    DET=scenes/sand_column.json FRAMES_DET=5
+    [[ $REHEARSAL == 1 ]] && DET=bench/check_scenes/check_mpm_small.json FRAMES_DET=1
+    step "deterministic: two runs of $(basename "$DET" .json) ($FRAMES_DET frames) byte-identical" \
+        det 60 5 - -- \
+        bash -c 'for r in 1 2; do "$1" run "$4" --backend cuda --deterministic \
+                     --frames "$3" --quiet --out "$2/det$r" || exit 1; done
+                 f=$(printf "frame_%05d.ply" "$3")
+                 cmp "$2/det1/$f" "$2/det2/$f" && echo "deterministic: identical" || exit 1
+                 for r in 1 2; do "$1" run "$4" --backend cuda --frames "$3" \
+                     --quiet --out "$2/atomic$r" || exit 1; done
+                 cmp -s "$2/atomic1/$f" "$2/atomic2/$f" && echo "default P2G: identical too" ||
+                     echo "default P2G: the two runs differ"' _ "$FIRN" "$TMP" "$FRAMES_DET" "$DET"
+    # memcheck: one frame of each of three scenes that between them launch
+    # every kernel of kernels/ but the P2G variants' (bench/check_scenes/:
+    # every MPM material, rigid bodies with CPIC, a tool, WCSPH and explicit
+    # FEM with their pairs; PBD cloth and liquid, MPM-PBD, PBD-rigid and
+    # DFSPH with the warp P2G; implicit FEM over snow with G2P2G), then
+    # sand_column with the ordered P2G on the sparse grid, and a small bench
+    # of the atomic, binned and ordered P2G on the dense grid.
+    for run in check_all_a:auto check_all_b:warp check_all_c:g2p2g; do
+        IFS=: read -r name v <<<"$run"
+        sanitize memcheck "$name (1 frame, $v P2G)" 8 "$FIRN" run "bench/check_scenes/$name.json" \
+            --backend cuda --frames 1 --p2g "$v" --quiet --out "$TMP/memcheck-$name"
+    done
+    sanitize memcheck "sand_column (1 frame, ordered P2G, sparse grid)" 5 "$FIRN" run \
+        scenes/sand_column.json --backend cuda --frames 1 --p2g ordered --grid sparse --quiet \
+        --out "$TMP/memcheck-sparse"
+    sanitize memcheck "bench sand $(n 20k), atomic, binned and ordered P2G, 3 substeps" 5 "$FIRN" \
+        bench --backend cuda --scenes sand_block --layout dense --particles "$(n 20k)" \
+        --p2g atomic,binned,ordered --warmup 1 --substeps 3 --repeats 1 \
+        --json "$TMP/mc-bench.json" --csv "$TMP/mc-bench.csv"
+    # racecheck: the shared-memory tiles of the tiled P2G variants (zeroing,
+    # scatter, flush between barriers), and SPH's kernels.
+    for v in binned warp g2p2g; do
+        sanitize racecheck "bench sand $(n 20k), $v P2G, 3 substeps" 12 "$FIRN" bench \
+            --backend cuda --scenes sand_block --layout dense --particles "$(n 20k)" --p2g "$v" \
+            --warmup 1 --substeps 3 --repeats 1 --json "$TMP/rc-$v.json" --csv "$TMP/rc-$v.csv"
+    done
+    sanitize racecheck "bench sph_dam_break $(n 20k), 3 substeps" 12 "$FIRN" bench --backend cuda \
+        --scenes sph_dam_break --layout dense --particles "$(n 20k)" --warmup 1 --substeps 3 \
+        --repeats 1 --json "$TMP/rc-sph.json" --csv "$TMP/rc-sph.csv"
+fi
+
+# ---- call C: heavy -----------------------------------------------------------
+if [[ $MODE == heavy ]]; then
+    step "bench SPH dam break WCSPH and DFSPH $(n 100k)" bench 120 30 "$LOGS/sph.json" -- \
+        "$FIRN" bench --backend cuda --scenes sph_dam_break,sph_dam_break_dfsph --layout dense \
+        --particles "$(n 100k)" $(timing 100 20 3) --json "$LOGS/sph.json" --csv "$LOGS/sph.csv"
+    step "bench pbd_cloth, pbd_liquid, fem_beam $(n 100k) and $(n 1m)" bench 150 40 \
+        "$LOGS/pbd-fem.json" -- "$FIRN" bench --backend cuda --scenes pbd_cloth,pbd_liquid,fem_beam \
+        --layout dense --particles "$(n 100k),$(n 1m)" $(timing 50 20 3) \
+        --json "$LOGS/pbd-fem.json" --csv "$LOGS/pbd-fem.csv"
+    step "bench fem_beam_implicit $(n 20k) and $(n 100k) elements" bench 120 30 \
+        "$LOGS/fem-implicit.json" -- "$FIRN" bench --backend cuda --scenes fem_beam_implicit \
+        --layout dense --particles "$(n 20k),$(n 100k)" $(timing 5 5 3) \
+        --json "$LOGS/fem-implicit.json" --csv "$LOGS/fem-implicit.csv"
+    step "bench MPM matrix: 3 scenes, 2 layouts, $(n 100k)-$(n 8m), every P2G" bench 300 150 \
+        "$LOGS/matrix.json" -- "$FIRN" bench --backend cuda --particles "$(n 100k),$(n 1m),$(n 8m)" \
+        --p2g all $(timing 300 100 3) --json "$LOGS/matrix.json" --csv "$LOGS/matrix.csv"
+    if [[ $REHEARSAL != 1 ]]; then
+        # The open domain (1025^3 nodes, 1M particles): sparse against dense.
+        for g in sparse dense; do
+            step "large open domain: sand_open_1024, 2 frames, --grid $g" info 90 20 - -- \
+                "$FIRN" run scenes/large/sand_open_1024.json --backend cuda --grid "$g" --frames 2 \
+                --every 100 --out "$TMP/open-$g"
+        done
+        # 32M particles run and write their frames (1.06 GB of PLY each).
+        step "large scene: sand_slump_32m, 2 frames" info 120 25 - -- bash -c \
+            '"$1" run scenes/large/sand_slump_32m.json --backend cuda --frames 2 --every 1 \
+                 --out "$2/large" && ls -l "$2/large" && rm -rf "$2/large"' _ "$FIRN" "$TMP"
+    fi
 fi
 
 TOTAL=$(($(date +%s) - START))
-REPORT="$TMP/report.md"
-{
-    echo "## firn GPU check, $DATE, commit $COMMIT"
-    echo
-    echo "GPU: $GPU"
-    echo
-    echo "| step | result | seconds |"
-    echo "| --- | --- | ---: |"
-    for i in "${!STEPS[@]}"; do
-        echo "| ${STEPS[$i]} | ${RESULTS[$i]} | ${SECONDS_TAKEN[$i]} |"
-    done
-    echo
-    echo "Total ${TOTAL} s; $FAILED step(s) failed."
-} >"$REPORT"
-
-# Into $OUT on the device tool (its tree does not come back), else into
-# bench/results/ to be committed.
-if [[ -n ${OUT:-} && -d ${OUT:-} ]]; then
-    cp "$REPORT" "$OUT/gpu-check-$DATE-$COMMIT.md"
-else
-    mkdir -p bench/results
-    cp "$REPORT" "bench/results/gpu-check-$DATE-$COMMIT.md"
-fi
-
+publish
+echo
 cat "$REPORT"
+if [[ -z ${OUT:-} || ! -d ${OUT:-} ]]; then
+    echo "(written to $REPORT and $FIGURES)"
+fi
 rm -rf "$TMP"
-# Let tee write the last lines to console.txt before the script ends.
+# Let tee write the last lines to the console file before the script ends.
 if [[ -n ${TEE_PID:-} ]]; then
     exec >&- 2>&-
     wait "$TEE_PID" 2>/dev/null
