@@ -22,6 +22,8 @@
  * the CPU path continues bitwise. */
 #include <errno.h>
 #include <fcntl.h>
+#include <float.h>
+#include <math.h>
 #include <stdarg.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -646,6 +648,49 @@ static int skip(source *s, uint64_t n, firn_error *err)
     return 0;
 }
 
+/* A frame's time is the sum of its substeps, each frame_dt / nsub rounded
+ * to a float (relative error below 2^-24 = 6e-8) and added in double: a
+ * world stepped frame by frame has |time - frame frame_dt| below 1e-7 of
+ * frame frame_dt. TIME_TOLERANCE leaves a factor of 10. */
+#define TIME_TOLERANCE 1e-6
+/* The largest frame a checkpoint may hold: the output's file names give
+ * frame numbers at most 9 digits, and the frame counter stays far below
+ * INT_MAX. */
+#define MAX_FRAME 999999999
+
+/* The header's clocks and labels, which nothing else checks: the frame,
+ * the backend that wrote it, the substep count and the time. The C API
+ * may run substeps outside frames (firn_world_substep), which add to time
+ * and substeps but not to frame, so time may exceed frame frame_dt; it may
+ * not fall short of it. 0, or -1 with err filled. */
+static int check_header_fields(const firn_world *w, const header *h, const char *path,
+                               firn_error *err)
+{
+    const double frames_time = (double)h->frame * (double)w->def.frame_dt;
+    if (h->sections < 1 || h->sections > SEC_COUNT)
+        return refuse(err, path, "has a damaged header: %u sections (1 to %d are possible)",
+                      (unsigned)h->sections, SEC_COUNT);
+    if (h->backend != FIRN_BACKEND_CPU && h->backend != FIRN_BACKEND_CUDA)
+        return refuse(err, path, "has a damaged header: backend %d (%d is the CPU path, %d CUDA)",
+                      (int)h->backend, FIRN_BACKEND_CPU, FIRN_BACKEND_CUDA);
+    if (h->frame < 0 || h->frame > MAX_FRAME)
+        return refuse(err, path, "has a damaged header: frame %d (0 to %d are possible)",
+                      (int)h->frame, MAX_FRAME);
+    if (h->substeps < h->frame)
+        return refuse(err, path,
+                      "has a damaged header: %lld substeps for frame %d (every frame takes at "
+                      "least one)",
+                      (long long)h->substeps, (int)h->frame);
+    if (!isfinite(h->time) || h->time < frames_time * (1.0 - TIME_TOLERANCE) ||
+        (h->substeps == 0 && h->time != 0.0))
+        return refuse(err, path,
+                      "has a damaged header: time %g s at frame %d after %lld substeps (frame "
+                      "%d ends at %g s with time.frame_dt = %g s)",
+                      h->time, (int)h->frame, (long long)h->substeps, (int)h->frame, frames_time,
+                      (double)w->def.frame_dt);
+    return 0;
+}
+
 /* Opens path and checks its header: what it is, its format, its size, and
  * that it is a checkpoint of w's scene. *h gets the header. */
 static int open_checked(const firn_world *w, const char *path, FILE **out, header *h,
@@ -658,6 +703,13 @@ static int open_checked(const firn_world *w, const char *path, FILE **out, heade
         if (f)
             fclose(f);
         return -1;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        fclose(f);
+        return refuse(err, path,
+                      "is a directory, not a checkpoint file: name a file in it "
+                      "(%s/checkpoint_<frame>.firn)",
+                      path);
     }
     memset(b, 0, FIRN_CHECKPOINT_HEADER_BYTES);
     const size_t got = fread(b, 1, FIRN_CHECKPOINT_HEADER_BYTES, f);
@@ -698,11 +750,11 @@ static int open_checked(const firn_world *w, const char *path, FILE **out, heade
     else if (h->scene_hash != w->scene_hash)
         refuse(err, path,
                "is of another scene: its scene hash is %016llx, that of %s is %016llx (every "
-               "key but time.frames and output.* counts)",
+               "key but name, description, time.frames and output.* counts)",
                (unsigned long long)h->scene_hash, w->def.source[0] ? w->def.source : "this scene",
                (unsigned long long)w->scene_hash);
     else
-        bad = 0;
+        bad = check_header_fields(w, h, path, err);
     if (bad) {
         fclose(f);
         return -1;
@@ -822,6 +874,270 @@ static int read_section(firn_world *w, source *s, int sec, uint64_t bytes, firn_
     }
 }
 
+/* ---- what a checkpoint holds, checked as strictly as a scene ------------------------ */
+
+/* The checks below run once the whole file has been read and its checksum
+ * matched, and before the world uses any of it: a checksum finds damage,
+ * not a file made on purpose, and a checkpoint may come from anyone.
+ * Every index must name what the scene has (a material of the particle's
+ * solver), every number must be finite, and values with a range must lie
+ * in it, so that a checkpoint can give no state that a run of the scene
+ * could not reach. */
+
+/* Particles are kept inside their solver's box (MPM: one cell inside the
+ * domain; SPH, PBD: their boxes; FEM: the domain) by clamping; the
+ * sampler puts them inside the domain. A position farther out than half a
+ * grid cell came from no run. */
+#define BOX_SLACK 0.5
+
+static int bad_value(firn_error *err, const char *path, const char *entity, long long index,
+                     const char *field, int comp, int comps, double value, const char *rule)
+{
+    char c[16] = "";
+    if (comps > 1)
+        snprintf(c, sizeof c, "[%d]", comp);
+    return refuse(err, path, "is damaged: %s %lld has %s%s = %g; %s", entity, index, field, c,
+                  value, rule);
+}
+
+/* comps values of each of n entities, component-major (component c of
+ * entity i at c n + i), all in [lo, hi] (finite); else the first that is
+ * not is named. */
+static int check_floats(firn_error *err, const char *path, const float *a, long long n, int comps,
+                        float lo, float hi, const char *entity, const char *field, const char *rule)
+{
+    const long long all = n * comps;
+    for (long long k = 0; k < all; k++)
+        if (!(a[k] >= lo && a[k] <= hi))
+            return bad_value(err, path, entity, k % n, field, (int)(k / n), comps, a[k], rule);
+    return 0;
+}
+
+static int check_doubles(firn_error *err, const char *path, const double *a, int n,
+                         const char *entity, long long index, const char *field)
+{
+    for (int k = 0; k < n; k++)
+        if (!isfinite(a[k]))
+            return bad_value(err, path, entity, index, field, k, n, a[k], "it must be finite");
+    return 0;
+}
+
+/* Positions (3n, component-major) inside [lo, hi] widened by slack. */
+static int check_positions(firn_error *err, const char *path, const float *x, long long n,
+                           const float lo[3], const float hi[3], float slack, const char *entity,
+                           const char *box)
+{
+    for (int a = 0; a < 3; a++) {
+        char rule[160];
+        snprintf(rule, sizeof rule, "it must lie in %s [%g, %g] (give or take %g m)", box,
+                 (double)lo[a], (double)hi[a], (double)slack);
+        for (long long i = 0; i < n; i++) {
+            const float v = x[a * n + i];
+            if (!(v >= lo[a] - slack && v <= hi[a] + slack))
+                return bad_value(err, path, entity, i, "x", a, 3, v, rule);
+        }
+    }
+    return 0;
+}
+
+/* The solver whose particles or vertices a material model belongs to. */
+static int model_solver(int model)
+{
+    switch (model) {
+    case FIRN_MODEL_SPH_LIQUID:
+        return FIRN_SOLVER_KIND_SPH;
+    case FIRN_MODEL_PBD_CLOTH:
+    case FIRN_MODEL_PBD_PARTICLE:
+    case FIRN_MODEL_PBD_LIQUID:
+        return FIRN_SOLVER_KIND_PBD;
+    case FIRN_MODEL_FEM_LINEAR:
+    case FIRN_MODEL_FEM_COROTATED:
+    case FIRN_MODEL_FEM_STABLE_NEOHOOKEAN:
+        return FIRN_SOLVER_KIND_FEM;
+    default:
+        return FIRN_SOLVER_KIND_MPM;
+    }
+}
+
+/* The material bytes of n particles of solver `solver`: each must be a
+ * material of the scene that a body of that solver is made of. */
+static int check_materials(const firn_world *w, const char *path, const uint8_t *mat, long long n,
+                           int solver, const char *entity, const char *solver_name, firn_error *err)
+{
+    const firn_scene_def *d = &w->def;
+    unsigned used = 0;
+    for (int b = 0; b < d->n_bodies; b++)
+        if ((int)d->bodies[b].solver == solver &&
+            model_solver((int)d->materials[d->bodies[b].material].model) == solver)
+            used |= 1u << d->bodies[b].material;
+    for (long long i = 0; i < n; i++) {
+        const int m = mat[i];
+        if (m >= d->n_materials)
+            return refuse(err, path,
+                          "is damaged: %s %lld has material %d; the scene has %d materials (0 "
+                          "to %d)",
+                          entity, i, m, d->n_materials, d->n_materials - 1);
+        if (!((used >> m) & 1u))
+            return refuse(err, path,
+                          "is damaged: %s %lld has material %d ('%s'), which no %s body of the "
+                          "scene is made of",
+                          entity, i, m, d->materials[m].name, solver_name);
+    }
+    return 0;
+}
+
+static int check_mpm(const firn_world *w, const char *path, firn_error *err)
+{
+    const firn_particles *p = &w->p;
+    const long long n = p->n;
+    const firn_scene_def *d = &w->def;
+    const char *E = "MPM particle", *fin = "it must be finite";
+    if (check_materials(w, path, p->mat, n, FIRN_SOLVER_KIND_MPM, E, "MPM", err))
+        return -1;
+    const float slack = (float)BOX_SLACK * d->dx;
+    if (check_positions(err, path, p->x, n, d->lower, d->upper, slack, E, "the domain") ||
+        check_floats(err, path, p->v, n, 3, -FLT_MAX, FLT_MAX, E, "v", fin) ||
+        check_floats(err, path, p->C, n, 9, -FLT_MAX, FLT_MAX, E, "C", fin) ||
+        check_floats(err, path, p->F, n, 9, -FLT_MAX, FLT_MAX, E, "F", fin) ||
+        check_floats(err, path, p->damage, n, 1, 0.0f, 1.0f, E, "damage",
+                     "it must lie in [0, 1]") ||
+        check_floats(err, path, p->vol, n, 1, FLT_MIN, FLT_MAX, E, "volume",
+                     "it must be finite and above 0"))
+        return -1;
+    for (long long i = 0; i < n; i++) {
+        const float jp = p->Jp[i];
+        /* Snow's Jp is a volume ratio; sand's a log volume correction. */
+        const int snow = d->materials[p->mat[i]].model == FIRN_MODEL_SNOW;
+        if (!(jp >= (snow ? FLT_MIN : -FLT_MAX) && jp <= FLT_MAX))
+            return bad_value(err, path, E, i, "Jp", 0, 1, jp,
+                             snow ? "a snow particle's must be finite and above 0" : fin);
+    }
+    /* CPIC: per rigid body a record, 0 or bit 31 and a normal of three
+     * bytes; then the stencil nodes across a surface, bits 0 to 26. */
+    const int slots = p->cpic_slots;
+    for (int k = 0; k < slots && p->cpic; k++)
+        for (long long i = 0; i < n; i++) {
+            const uint32_t word = p->cpic[k * n + i];
+            const int ok = k < slots - 1 ? word == 0 || (word & 0xff000000u) == 0x80000000u
+                                         : (word >> 27) == 0;
+            if (!ok)
+                return refuse(err, path,
+                              "is damaged: MPM particle %lld has CPIC word %d = %08x, which no "
+                              "run writes",
+                              i, k, (unsigned)word);
+        }
+    return 0;
+}
+
+static int check_sph(const firn_world *w, const char *path, firn_error *err)
+{
+    const firn_sph_particles *q = &w->sph.s;
+    const long long n = w->sph.n;
+    const char *E = "SPH particle", *fin = "it must be finite";
+    return check_materials(w, path, q->mat, n, FIRN_SOLVER_KIND_SPH, E, "SPH", err) ||
+                   check_positions(err, path, q->x, n, w->sph.P.lower, w->sph.P.upper,
+                                   (float)BOX_SLACK * w->def.dx, E, "the SPH box") ||
+                   check_floats(err, path, q->v, n, 3, -FLT_MAX, FLT_MAX, E, "v", fin) ||
+                   check_floats(err, path, q->acc, n, 3, -FLT_MAX, FLT_MAX, E, "acceleration",
+                                fin) ||
+                   check_floats(err, path, q->rho, n, 1, 0.0f, FLT_MAX, E, "density",
+                                "it must be finite and not negative") ||
+                   check_floats(err, path, q->p, n, 1, -FLT_MAX, FLT_MAX, E, "pressure", fin) ||
+                   check_floats(err, path, q->alpha, n, 1, -FLT_MAX, FLT_MAX, E, "DFSPH factor",
+                                fin) ||
+                   check_floats(err, path, q->drho, n, 1, -FLT_MAX, FLT_MAX, E, "DFSPH source", fin)
+               ? -1
+               : 0;
+}
+
+/* A quaternion of a pose: finite and of unit length (every step
+ * normalises it; 1e-3 is far above float rounding). */
+static int check_quat(firn_error *err, const char *path, const firn_quat *q, const char *entity,
+                      long long index, const char *field)
+{
+    double n2 = 0.0;
+    for (int k = 0; k < 4; k++)
+        n2 += (double)q->q[k] * q->q[k];
+    if (!(fabs(sqrt(n2) - 1.0) <= 1e-3))
+        return refuse(
+            err, path, "is damaged: %s %lld has %s (%g, %g, %g, %g), not a unit quaternion", entity,
+            index, field, (double)q->q[0], (double)q->q[1], (double)q->q[2], (double)q->q[3]);
+    return 0;
+}
+
+static int check_bodies(const firn_world *w, const char *path, firn_error *err)
+{
+    const char *fin = "it must be finite", *pos = "it must be finite and not negative";
+    for (int k = 0; k < w->n_rigids; k++) {
+        const firn_rigid *b = &w->rigids[k];
+        const char *E = "rigid body";
+        if (check_floats(err, path, b->x, 1, 3, -FLT_MAX, FLT_MAX, E, "x", fin) ||
+            check_quat(err, path, &b->q, E, k, "orientation") ||
+            check_floats(err, path, b->v, 1, 3, -FLT_MAX, FLT_MAX, E, "v", fin) ||
+            check_floats(err, path, b->w, 1, 3, -FLT_MAX, FLT_MAX, E, "omega", fin) ||
+            check_floats(err, path, b->L, 1, 3, -FLT_MAX, FLT_MAX, E, "L", fin) ||
+            check_floats(err, path, b->force, 1, 3, -FLT_MAX, FLT_MAX, E, "force", fin) ||
+            check_floats(err, path, b->torque, 1, 3, -FLT_MAX, FLT_MAX, E, "torque", fin) ||
+            check_floats(err, path, &b->couple_dt, 1, 1, 0.0f, FLT_MAX, E, "coupling dt", pos) ||
+            check_doubles(err, path, b->impulse, FIRN_RIGID_ACC, E, k, "impulse") ||
+            check_doubles(err, path, &b->time, 1, E, k, "clock") ||
+            check_doubles(err, path, w->rigid_acc + FIRN_RIGID_ACC * k, FIRN_RIGID_ACC, E, k,
+                          "pending impulse"))
+            return -1;
+    }
+    if (w->n_tools > 0 && !(isfinite(w->tool_frame_time) && w->tool_frame_time >= 0.0))
+        return refuse(err, path, "is damaged: the tools' frame time is %g s", w->tool_frame_time);
+    for (int k = 0; k < w->n_tools; k++) {
+        const firn_tool *t = &w->tools[k];
+        const firn_tool_record *r = &w->tool_rec[k];
+        const firn_rigid *b = &t->body;
+        const char *E = "tool";
+        if (check_floats(err, path, b->x, 1, 3, -FLT_MAX, FLT_MAX, E, "x", fin) ||
+            check_quat(err, path, &b->q, E, k, "orientation") ||
+            check_floats(err, path, b->v, 1, 3, -FLT_MAX, FLT_MAX, E, "v", fin) ||
+            check_floats(err, path, b->w, 1, 3, -FLT_MAX, FLT_MAX, E, "omega", fin) ||
+            check_doubles(err, path, &b->time, 1, E, k, "clock") ||
+            check_floats(err, path, t->x0, 1, 3, -FLT_MAX, FLT_MAX, E, "x0", fin) ||
+            check_quat(err, path, &t->q0, E, k, "orientation at the substep's start") ||
+            check_doubles(err, path, r->last, FIRN_TOOL_ACC, E, k, "last reaction") ||
+            check_doubles(err, path, r->frame, FIRN_TOOL_ACC, E, k, "frame's reaction") ||
+            check_doubles(err, path, r->total, FIRN_TOOL_ACC, E, k, "run's reaction") ||
+            check_floats(err, path, &r->last_dt, 1, 1, 0.0f, FLT_MAX, E, "last substep", pos))
+            return -1;
+    }
+    return 0;
+}
+
+/* The world section and every solver's state, once read (the CPU layout,
+ * a permutation, was checked as it was read; tools' keyframe counts too). */
+static int check_state(const firn_world *w, const char *path, firn_error *err)
+{
+    const char *fin = "it must be finite";
+    const firn_sph *S = &w->sph;
+    if (!(w->params.dt >= 0.0f && w->params.dt <= FLT_MAX) ||
+        !(S->P.dt >= 0.0f && S->P.dt <= FLT_MAX))
+        return refuse(err, path, "is damaged: its last substep is %g s (SPH %g s)",
+                      (double)w->params.dt, (double)S->P.dt);
+    if (S->iters[0] < 0 || S->iters[1] < 0 || S->iters_total[0] < 0 || S->iters_total[1] < 0 ||
+        S->solves < 0)
+        return refuse(err, path,
+                      "is damaged: its DFSPH counters are negative (%d, %d, %lld, %lld, %lld)",
+                      S->iters[0], S->iters[1], S->iters_total[0], S->iters_total[1], S->solves);
+    float pbd_slack = (float)BOX_SLACK * w->def.dx;
+    return check_mpm(w, path, err) || check_sph(w, path, err) ||
+                   check_positions(err, path, w->pbd.s.x, w->pbd.n, w->pbd.P.lower, w->pbd.P.upper,
+                                   pbd_slack, "PBD particle", "the PBD box") ||
+                   check_floats(err, path, w->pbd.s.v, w->pbd.n, 3, -FLT_MAX, FLT_MAX,
+                                "PBD particle", "v", fin) ||
+                   check_positions(err, path, w->fem.V.x, w->fem.V.n, w->fem.P.lower,
+                                   w->fem.P.upper, pbd_slack, "FEM vertex", "the domain") ||
+                   check_floats(err, path, w->fem.V.v, w->fem.V.n, 3, -FLT_MAX, FLT_MAX,
+                                "FEM vertex", "v", fin) ||
+                   check_bodies(w, path, err)
+               ? -1
+               : 0;
+}
+
 static int read_body(firn_world *w, source *s, const header *h, firn_error *err)
 {
     const char *path = s->path;
@@ -886,6 +1202,8 @@ static int read_body(firn_world *w, source *s, const header *h, firn_error *err)
         return refuse(err, path,
                       "is corrupted: its checksum (CRC-32C) is %08x, its contents give %08x",
                       (unsigned)stored, (unsigned)firn_crc32c(computed, t, 4));
+    if (check_state(w, path, err))
+        return -1;
     w->frame = h->frame;
     w->substeps = h->substeps;
     w->time = h->time;

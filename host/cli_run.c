@@ -1,14 +1,17 @@
 /* cli_run.c - `firn run`: simulate a scene, write frames and statistics,
- * show progress; write checkpoints (periodically, and on SIGINT or SIGTERM)
- * and resume from one. */
+ * show progress; write checkpoints (periodically, and on SIGINT, SIGTERM or
+ * SIGHUP) and resume from one; hold the output folder's lock. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -486,7 +489,123 @@ static int clear_earlier_run(const char *dir, int quiet, firn_error *err)
     return 0;
 }
 
+/* ---- the output folder's lock ------------------------------------------------ */
+
+/* One run at a time writes into a folder: `firn run` holds an exclusive
+ * flock on DIR/.firn.lock from before it changes anything there until it
+ * exits (the kernel releases it when the process ends, however it ends, so
+ * a killed run leaves no lock behind; the file stays). The file says who
+ * holds it: pid, host and start time. 0, or -1 with err filled
+ * (FIRN_E_IO). */
+static int lock_output(const char *dir, firn_error *err)
+{
+    char path[FIRN_PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/.firn.lock", dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0) {
+        firn_set_error(err, FIRN_E_IO, "cannot create the lock file %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB)) {
+        const int e = errno;
+        char text[512] = "", host[256] = "?", started[64] = "?";
+        int pid = 0;
+        const ssize_t got = pread(fd, text, sizeof text - 1, 0);
+        text[got > 0 ? got : 0] = '\0';
+        close(fd);
+        if (e != EWOULDBLOCK) {
+            firn_set_error(err, FIRN_E_IO, "cannot lock %s: %s", path, strerror(e));
+            return -1;
+        }
+        if (sscanf(text, "pid %d\nhost %255s\nstarted %63[^\n]", &pid, host, started) >= 1)
+            firn_set_error(err, FIRN_E_IO,
+                           "output folder %s/ is in use by another firn run: pid %d on host %s, "
+                           "started %s (lock file %s); wait for it to end or stop it, or give "
+                           "this run another --out",
+                           dir, pid, host, started, path);
+        else
+            firn_set_error(err, FIRN_E_IO,
+                           "output folder %s/ is in use by another firn run (lock file %s, which "
+                           "does not say which yet); wait for it to end or stop it, or give this "
+                           "run another --out",
+                           dir, path);
+        return -1;
+    }
+    char host[256] = "?", started[64] = "?", text[512];
+    if (gethostname(host, sizeof host))
+        snprintf(host, sizeof host, "?");
+    host[sizeof host - 1] = '\0';
+    const time_t now = time(NULL);
+    struct tm tm;
+    if (localtime_r(&now, &tm))
+        strftime(started, sizeof started, "%Y-%m-%d %H:%M:%S %z", &tm);
+    const int len =
+        snprintf(text, sizeof text, "pid %d\nhost %s\nstarted %s\n", (int)getpid(), host, started);
+    if (ftruncate(fd, 0) || pwrite(fd, text, (size_t)len, 0) != len) {
+        firn_set_error(err, FIRN_E_IO, "cannot write the lock file %s: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    /* fd stays open, and the lock held, until the process exits. */
+    return 0;
+}
+
 /* ---- resuming ---------------------------------------------------------------- */
+
+/* A checkpoint `firn run` wrote ends a whole frame: its time is frame
+ * frame_dt (within the rounding of the substeps' sum: host/checkpoint.c,
+ * TIME_TOLERANCE) and its substeps number frame times the fixed dt's count,
+ * or at least one and at most RUN_MAX_SUBSTEPS (host/world.c's
+ * FIRN_MAX_SUBSTEPS) a frame with the CFL step. The loader accepts more
+ * time and substeps than the frames account for (the C API may run
+ * substeps outside frames); a resumed run does not. 0, or -1 with err
+ * filled (FIRN_E_CHECKPOINT). */
+#define RUN_TIME_TOLERANCE 1e-6
+#define RUN_MAX_SUBSTEPS   100000
+static int check_whole_frames(firn_world *w, const firn_scene_def *def, const char *path,
+                              firn_error *err)
+{
+    firn_frame_stats s;
+    if (firn_world_stats(w, &s, err))
+        return -1;
+    const double t = (double)s.frame * (double)def->frame_dt;
+    if (!(fabs(s.time - t) <= RUN_TIME_TOLERANCE * t)) {
+        firn_set_error(err, FIRN_E_CHECKPOINT,
+                       "checkpoint '%s' is not the end of a frame: its time %.9g s is not that "
+                       "of frame %d (%.9g s with time.frame_dt = %g s), so no firn run wrote it",
+                       path, s.time, s.frame, t, (double)def->frame_dt);
+        return -1;
+    }
+    long long lo = s.frame, hi = (long long)s.frame * RUN_MAX_SUBSTEPS;
+    if (def->dt > 0.0f) {
+        float dt;
+        int nsub;
+        if (firn_world_next_frame_step(w, &dt, &nsub, err))
+            return -1;
+        lo = hi = (long long)s.frame * nsub;
+    }
+    if (s.substeps < lo || s.substeps > hi) {
+        firn_set_error(err, FIRN_E_CHECKPOINT,
+                       "checkpoint '%s' holds %lld substeps for %d frames, where a run of the "
+                       "scene takes %lld to %lld, so no firn run wrote it",
+                       path, s.substeps, s.frame, lo, hi);
+        return -1;
+    }
+    return 0;
+}
+
+/* The world of checkpoint path if it loads and ends a whole frame, else
+ * NULL with err filled. */
+static firn_world *load_checkpoint(const firn_scene_def *def, const run_opts *o, const char *path,
+                                   firn_error *err)
+{
+    firn_world *w = firn_world_load(def, o->backend, path, err);
+    if (w && check_whole_frames(w, def, path, err)) {
+        firn_world_destroy(w);
+        return NULL;
+    }
+    return w;
+}
 
 /* The world of the checkpoint --resume names, or of the newest in the
  * output folder that loads (a refused one is named and skipped); *path
@@ -496,7 +615,7 @@ static firn_world *open_checkpoint(const firn_scene_def *def, const run_opts *o,
 {
     if (o->ckpt_path) {
         snprintf(path, size, "%s", o->ckpt_path);
-        return firn_world_load(def, o->backend, path, err);
+        return load_checkpoint(def, o, path, err);
     }
     long k[64];
     int n = list_checkpoints(def->out_dir, k, 64, err);
@@ -504,16 +623,16 @@ static firn_world *open_checkpoint(const firn_scene_def *def, const run_opts *o,
         return NULL;
     for (int i = 0; i < n; i++) {
         checkpoint_path(path, size, def->out_dir, k[i]);
-        firn_world *w = firn_world_load(def, o->backend, path, err);
+        firn_world *w = load_checkpoint(def, o, path, err);
         if (w || err->code != FIRN_E_CHECKPOINT)
             return w;
         fprintf(stderr, "firn: skipping a checkpoint: %s\n", err->msg);
     }
     if (n == 0)
-        firn_set_error(err, FIRN_E_IO,
+        firn_set_error(err, FIRN_E_CHECKPOINT,
                        "--resume: no checkpoint in %s/ (checkpoint_<frame>.firn, written by "
-                       "--checkpoint-every and on SIGINT or SIGTERM); name one, or run without "
-                       "--resume",
+                       "--checkpoint-every and on SIGINT, SIGTERM or SIGHUP); name one, or run "
+                       "without --resume",
                        def->out_dir);
     else
         firn_set_error(err, FIRN_E_CHECKPOINT,
@@ -568,6 +687,10 @@ static long stats_end_of_frame(const char *dir, int k, firn_error *err)
  * temporaries. Nothing is changed unless all of that can be done. */
 static int prepare_resume(const char *dir, int k, int quiet, firn_error *err)
 {
+    if (k < 0) { /* the loader refuses such a checkpoint; nothing is removed on its word */
+        firn_set_error(err, FIRN_E_CHECKPOINT, "--resume: the checkpoint is at frame %d", k);
+        return -1;
+    }
     long at = stats_end_of_frame(dir, k, err);
     if (at < 0)
         return -1;
@@ -591,9 +714,10 @@ static int prepare_resume(const char *dir, int k, int quiet, firn_error *err)
 
 /* ---- checkpoints and signals --------------------------------------------------- */
 
-/* The first SIGINT or SIGTERM asks the frame loop to stop after the frame
- * in progress, with a checkpoint; a second exits at once, removing the
- * temporary files being written. */
+/* The first SIGINT, SIGTERM or SIGHUP (a terminal or SSH session gone)
+ * asks the frame loop to stop after the frame in progress, with a
+ * checkpoint; a second exits at once, removing the temporary files being
+ * written. */
 static volatile sig_atomic_t stop_signal;
 static volatile sig_atomic_t signal_quiet;
 
@@ -625,6 +749,11 @@ static void catch_signals(int quiet)
     signal_quiet = quiet;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    /* With the session gone, a pipe that stderr goes to (| tee) may be
+     * closed: its writes fail instead of killing the run before its
+     * checkpoint. */
+    signal(SIGPIPE, SIG_IGN);
 }
 
 /* The newest two checkpoints are kept: the one before the newest remains
@@ -720,8 +849,11 @@ static int run_frames(firn_world *w, const firn_scene_def *def, const run_opts *
             char path[FIRN_PATH_MAX + 64];
             checkpoint_path(path, sizeof path, def->out_dir, frame);
             fprintf(stderr, "%sfirn: %s: stopped after frame %d of %d; checkpoint %s\n",
-                    tty && !quiet ? "\n" : "", sig == SIGINT ? "SIGINT" : "SIGTERM", frame,
-                    def->frames, path);
+                    tty && !quiet ? "\n" : "",
+                    sig == SIGINT   ? "SIGINT"
+                    : sig == SIGHUP ? "SIGHUP"
+                                    : "SIGTERM",
+                    frame, def->frames, path);
             print_resume_hint(argc, argv);
             rc = 128 + sig;
             break;
@@ -869,7 +1001,7 @@ int firn_cli_run(int argc, char **argv)
         def.gpu_graphs = o.graphs;
     if (o.out)
         snprintf(def.out_dir, sizeof def.out_dir, "%s", o.out);
-    if (firn_mkdirs(def.out_dir, &err))
+    if (firn_mkdirs(def.out_dir, &err) || lock_output(def.out_dir, &err))
         return firn_cli_fail(&err);
 
     catch_signals(o.quiet);

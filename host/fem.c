@@ -3,6 +3,7 @@
  * the vertex-to-slot adjacency through which vertices gather their
  * elements' forces, and the surfaces that couple and are written out. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,8 +47,20 @@ static double min_altitude(const double *x, const int *t, double vol)
     return 3.0 * vol / amax;
 }
 
+/* firn_fem_build; messages name body b as the scene's bodies[scene_body[b]]
+ * (and its mesh file, where it has one) when scene_body is given, else as
+ * FEM body b. */
+static int fem_build(firn_fem *S, const firn_tet_mesh *meshes, const int *mat, int nbodies,
+                     const int *scene_body, const firn_scene_def *def, firn_error *err);
+
 int firn_fem_build(firn_fem *S, const firn_tet_mesh *meshes, const int *mat, int nbodies,
                    firn_error *err)
+{
+    return fem_build(S, meshes, mat, nbodies, NULL, NULL, err);
+}
+
+static int fem_build(firn_fem *S, const firn_tet_mesh *meshes, const int *mat, int nbodies,
+                     const int *scene_body, const firn_scene_def *def, firn_error *err)
 {
     firn_fem_free(S);
     if (nbodies < 0 || nbodies > FIRN_FEM_MAX_BODIES) {
@@ -113,12 +126,24 @@ int firn_fem_build(firn_fem *S, const firn_tet_mesh *meshes, const int *mat, int
             firn_mat3 B;
             float vol;
             if (firn_fem_rest(p, &B, &vol)) {
+                char who[FIRN_PATH_MAX + 96];
+                if (scene_body) {
+                    const firn_shape_def *sh = &def->bodies[scene_body[b]].shape;
+                    snprintf(who, sizeof who, "%s%sbodies[%d]%s%s%s", def->source,
+                             def->source[0] ? ": " : "", scene_body[b],
+                             sh->type == FIRN_SHAPE_MESH ? " (mesh '" : "",
+                             sh->type == FIRN_SHAPE_MESH ? sh->file : "",
+                             sh->type == FIRN_SHAPE_MESH ? "')" : "");
+                } else {
+                    snprintf(who, sizeof who, "FEM body %d", b);
+                }
+                const double dv = firn_tet_mesh_volume(m, e);
                 free(mass);
                 firn_fem_free(S);
                 firn_set_error(err, FIRN_E_SCENE,
-                               "FEM body %d: element %d has no positive volume in single "
-                               "precision (it is %.3g m^3 in double): refine or rescale the mesh",
-                               b, e, firn_tet_mesh_volume(m, e));
+                               "%s: element %d has no positive volume in single precision (it is "
+                               "%.3g m^3 in double): refine or rescale the mesh",
+                               who, e, dv);
                 return -1;
             }
             for (int k = 0; k < 9; k++)
@@ -305,7 +330,7 @@ int firn_fem_init(firn_fem *S, const firn_scene_def *def, firn_error *err)
     for (int k = 0; k < nb && rc == 0; k++)
         rc = body_mesh(def, scene_body[k], &meshes[k], err);
     if (rc == 0)
-        rc = firn_fem_build(S, meshes, mat, nb, err);
+        rc = fem_build(S, meshes, mat, nb, scene_body, def, err);
     for (int k = 0; k < nb; k++)
         firn_tet_mesh_free(&meshes[k]);
     free(meshes);
@@ -323,13 +348,28 @@ int firn_fem_init(firn_fem *S, const firn_scene_def *def, firn_error *err)
                 V->v[c * V->n + i] = bd->velocity[c];
         for (int q = 0; q < bd->n_pins; q++) /* validated: in [0, v1 - v0) */
             V->fixed[v0 + bd->pins[q]] = 1;
+        int boxed = 0;
+        float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
         for (int i = v0; bd->pin_box && i < v1; i++) {
             int in = 1;
             for (int c = 0; c < 3; c++) {
                 const float x = V->x[c * V->n + i];
                 in &= x >= bd->pin_lower[c] && x <= bd->pin_upper[c];
+                lo[c] = fminf(lo[c], x), hi[c] = fmaxf(hi[c], x);
             }
             V->fixed[i] |= (uint8_t)in;
+            boxed += in;
+        }
+        if (bd->pin_box && boxed == 0) {
+            firn_set_error(err, FIRN_E_SCENE,
+                           "%s%sbodies[%d].fixed.box: [%g, %g] x [%g, %g] x [%g, %g] holds none "
+                           "of the body's vertices (they span [%g, %g] x [%g, %g] x [%g, %g] at "
+                           "rest): a box that fixes nothing is a mistake",
+                           def->source, def->source[0] ? ": " : "", scene_body[k], bd->pin_lower[0],
+                           bd->pin_upper[0], bd->pin_lower[1], bd->pin_upper[1], bd->pin_lower[2],
+                           bd->pin_upper[2], lo[0], hi[0], lo[1], hi[1], lo[2], hi[2]);
+            firn_fem_free(S);
+            return -1;
         }
     }
     S->fixed = 0;

@@ -386,9 +386,10 @@ float firn_pbf_lattice_mass(const firn_pbd_params *P, float rho0, float p)
 }
 
 /* Pins of cloth body b (particles [first, first + nv)): by index, and the
- * vertices inside the pin box. */
-static void pin(firn_pbd *S, const firn_body_def *bd, int first, int nv)
+ * vertices inside the pin box. Returns how many vertices the box holds. */
+static int pin(firn_pbd *S, const firn_body_def *bd, int first, int nv)
 {
+    int boxed = 0;
     for (int k = 0; k < bd->n_pins; k++)
         if (bd->pins[k] >= 0 && bd->pins[k] < nv)
             S->s.w[first + bd->pins[k]] = 0.0f;
@@ -400,7 +401,9 @@ static void pin(firn_pbd *S, const firn_body_def *bd, int first, int nv)
         }
         if (in)
             S->s.w[i] = 0.0f;
+        boxed += in;
     }
+    return boxed;
 }
 
 static void materials_build(firn_pbd *S, const firn_scene_def *def)
@@ -495,8 +498,23 @@ static int build_bodies(firn_pbd *S, const firn_scene_def *def, firn_error *err)
             goto done;
         }
         t += surf[b].nt;
-        if (surf[b].nv > 0)
-            pin(S, bd, q, nv);
+        if (surf[b].nv > 0 && pin(S, bd, q, nv) == 0 && bd->pin_box) {
+            float lo[3], hi[3];
+            for (int a = 0; a < 3; a++) {
+                lo[a] = INFINITY, hi[a] = -INFINITY;
+                for (int i = q; i < q + nv; i++)
+                    lo[a] = fminf(lo[a], S->s.x[a * S->n + i]),
+                    hi[a] = fmaxf(hi[a], S->s.x[a * S->n + i]);
+            }
+            firn_set_error(err, FIRN_E_SCENE,
+                           "%s%sbodies[%d].pin.box: [%g, %g] x [%g, %g] x [%g, %g] holds none of "
+                           "the cloth's vertices (they span [%g, %g] x [%g, %g] x [%g, %g]): a "
+                           "box that pins nothing is a mistake",
+                           def->source, def->source[0] ? ": " : "", b, bd->pin_lower[0],
+                           bd->pin_upper[0], bd->pin_lower[1], bd->pin_upper[1], bd->pin_lower[2],
+                           bd->pin_upper[2], lo[0], hi[0], lo[1], hi[1], lo[2], hi[2]);
+            goto done;
+        }
         q += nv;
     }
     S->body_first[def->n_bodies] = q;

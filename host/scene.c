@@ -62,6 +62,20 @@ static const char axis_names[3] = {'x', 'y', 'z'};
 #define FEM_MAX_CELLS        1024
 #define FEM_MAX_ELEMENTS     (1 << 26)
 #define FEM_MAX_SPHERE_CELLS 400 /* firn_tet_mesh_sphere's limit */
+/* sph_liquid surface_tension (cohesion gamma): the cohesion acts as a
+ * spring of angular frequency about sqrt(gamma / (0.8 p^3)) between
+ * neighbours, integrated explicitly and not in the CFL step. At gamma = 1
+ * and p = 0.02 m its period is 16 ms, 19 WCSPH substeps of water; 100
+ * times Genesis's default 0.01. */
+#define SPH_MAX_SURFACE_TENSION 1.0f
+/* pbd_cloth stretch and bending compliance: an edge of compliance alpha
+ * stretches by alpha f under a force f, so at 1000 m/N the weight of a
+ * gram stretches it by 10 m and it carries no load a cloth has; larger
+ * ones reach alpha / dt^2 = inf at short substeps (NaN corrections). The
+ * softest shipped bending is 100. */
+#define PBD_MAX_COMPLIANCE 1e3f
+/* Most vertices along a cloth_rect's side. */
+#define CLOTH_MAX_RESOLUTION 4096
 
 /* Where messages go and which file they name ("" for a def built in code). */
 typedef struct {
@@ -390,8 +404,10 @@ static int validate_sph_material(const ctx *c, const firn_material_def *m, const
         need(c, join(p, base, "exponent"), m->exponent, m->exponent >= 1 && m->exponent <= 20,
              "must be in [1, 20]") ||
         need(c, join(p, base, "viscosity"), m->viscosity, m->viscosity >= 0, "must be >= 0") ||
-        need(c, join(p, base, "surface_tension"), m->surface_tension, m->surface_tension >= 0,
-             "must be >= 0"))
+        need(c, join(p, base, "surface_tension"), m->surface_tension,
+             m->surface_tension >= 0 && m->surface_tension <= SPH_MAX_SURFACE_TENSION,
+             "must be in [0, 1] (docs/SCENES.md: 100 times Genesis's default; the cohesion is "
+             "explicit and not in the CFL step)"))
         return -1;
     if ((int)m->pressure_solver < 0 || m->pressure_solver > FIRN_PRESSURE_DFSPH)
         return fail(c, join(p, base, "pressure_solver"), "unknown pressure solver %d",
@@ -405,9 +421,13 @@ static int validate_pbd_material(const ctx *c, const firn_material_def *m, const
     return need(c, join(p, base, "density"), m->density, m->density > 0,
                 m->model == FIRN_MODEL_PBD_CLOTH ? "must be > 0 (kg/m^2)" : "must be > 0") ||
                    need(c, join(p, base, "stretch_compliance"), m->stretch_compliance,
-                        m->stretch_compliance >= 0, "must be >= 0") ||
+                        m->stretch_compliance >= 0 && m->stretch_compliance <= PBD_MAX_COMPLIANCE,
+                        "must be in [0, 1000] m/N (docs/SCENES.md: softer edges carry no "
+                        "load)") ||
                    need(c, join(p, base, "bending_compliance"), m->bending_compliance,
-                        m->bending_compliance >= 0, "must be >= 0") ||
+                        m->bending_compliance >= 0 && m->bending_compliance <= PBD_MAX_COMPLIANCE,
+                        "must be in [0, 1000] 1/(N m) (docs/SCENES.md: softer bends carry no "
+                        "load)") ||
                    need(c, join(p, base, "air_resistance"), m->air_resistance,
                         m->air_resistance >= 0, "must be >= 0") ||
                    need(c, join(p, base, "static_friction"), m->static_friction,
@@ -553,6 +573,60 @@ static int inside_pbd_box(const ctx *c, const firn_scene_def *def, const char *b
     return 0;
 }
 
+/* A cloth triangle is degenerate when twice its area is at most this
+ * times its longest edge squared (its smallest angle below about 1e-6
+ * rad): its vertices' float positions are rounded by 6e-8 of their size,
+ * so such a triangle's normal, which bending follows, is rounding. */
+#define CLOTH_MIN_TRI_SHAPE 1e-6
+
+/* Vertex (i, j) of a cloth_rect, placed as host/pbd.c places it (in float). */
+static void rect_vertex(const firn_shape_def *s, int i, int j, double x[3])
+{
+    const int ua = s->axis == 0 ? 1 : 0, va = s->axis == 2 ? 1 : 2;
+    float y[3];
+    y[s->axis] = s->center[s->axis];
+    y[ua] = s->center[ua] + s->size[0] * ((float)i / (float)(s->resolution[0] - 1) - 0.5f);
+    y[va] = s->center[va] + s->size[1] * ((float)j / (float)(s->resolution[1] - 1) - 0.5f);
+    for (int k = 0; k < 3; k++)
+        x[k] = y[k];
+}
+
+/* The area of triangle (a, b, c) into *area, and whether it is degenerate
+ * (CLOTH_MIN_TRI_SHAPE); *edge gets its longest edge. */
+static int tri_degenerate(const double *a, const double *b, const double *c, double *area,
+                          double *edge)
+{
+    double e1[3], e2[3], e3[3], l1 = 0.0, l2 = 0.0, l3 = 0.0;
+    for (int k = 0; k < 3; k++) {
+        e1[k] = b[k] - a[k], e2[k] = c[k] - a[k], e3[k] = c[k] - b[k];
+        l1 += e1[k] * e1[k], l2 += e2[k] * e2[k], l3 += e3[k] * e3[k];
+    }
+    const double n[3] = {e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2],
+                         e1[0] * e2[1] - e1[1] * e2[0]};
+    const double twice = sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
+    const double l = fmax(l1, fmax(l2, l3));
+    *area = 0.5 * twice;
+    *edge = sqrt(l);
+    return !(twice > CLOTH_MIN_TRI_SHAPE * l);
+}
+
+/* A PBD particle's mass must be a positive, normal, finite float: its
+ * inverse (w = 1 / m) multiplies every correction, and that of a zero or
+ * denormal mass is infinite. Fails naming what gave the mass. */
+static int check_pbd_mass(const ctx *c, const char *base, float mass, const char *how)
+{
+    if (mass >= FLT_MIN && isfinite(mass))
+        return 0;
+    return fail(c, base,
+                "its particles would each carry %g kg (%s), %s: a PBD particle needs a mass of "
+                "at least %g kg (a normal 32-bit float) and a finite one",
+                mass, how,
+                mass == 0.0f     ? "zero"
+                : isfinite(mass) ? "a denormal float"
+                                 : "not finite",
+                FLT_MIN);
+}
+
 /* A pbd_particle body: a lattice of spacing pbd.particle_size inside the PBD box. */
 static int validate_pbd_particle_body(const ctx *c, const firn_scene_def *def, int i,
                                       const double lo_off[3], const double hi_off[3], double volume,
@@ -568,6 +642,27 @@ static int validate_pbd_particle_body(const ctx *c, const firn_scene_def *def, i
                     "empty body: a %s of volume %.3g m^3 holds %.3g PBD particles of size "
                     "pbd.particle_size = %g m; at least 1 is needed",
                     shape_names[s->type], volume, *particles, def->pbd_particle_size);
+    /* Each particle's mass as host/pbd.c gives it. */
+    const firn_material_def *m = &def->materials[def->bodies[i].material];
+    const double ps = def->pbd_particle_size;
+    char how[160];
+    float mass = (float)(m->density * ps * ps * ps);
+    if (m->model == FIRN_MODEL_PBD_LIQUID) {
+        firn_pbd_params P;
+        memset(&P, 0, sizeof P);
+        P.psize = def->pbd_particle_size;
+        firn_pbd_box(def, P.lower, P.upper);
+        firn_pbd_params_kernels(&P);
+        mass = firn_pbf_lattice_mass(&P, m->density, P.psize);
+        snprintf(how, sizeof how,
+                 "what puts a lattice of spacing pbd.particle_size = %g m at density %g kg/m^3", ps,
+                 m->density);
+    } else {
+        snprintf(how, sizeof how, "density %g kg/m^3 x pbd.particle_size^3, (%g m)^3", m->density,
+                 ps);
+    }
+    if (check_pbd_mass(c, base, mass, how))
+        return -1;
     for (int k = 0; k < 3; k++)
         blo[k] = s->center[k] + lo_off[k], bhi[k] = s->center[k] + hi_off[k];
     return inside_pbd_box(c, def, base, shape_names[s->type], blo, bhi);
@@ -581,7 +676,7 @@ static int validate_cloth_body(const ctx *c, const firn_scene_def *def, int i)
     const firn_body_def *b = &def->bodies[i];
     const firn_shape_def *s = &b->shape;
     char base[KEYPATH_MAX], sp[KEYPATH_MAX], p[KEYPATH_MAX], q[KEYPATH_MAX];
-    double blo[3], bhi[3];
+    double blo[3], bhi[3], area = 0.0;
     int nv = 0;
     join_index(base, "bodies", i);
     join(sp, base, "shape");
@@ -596,9 +691,10 @@ static int validate_cloth_body(const ctx *c, const firn_scene_def *def, int i)
             if (need(c, join_index(q, join(p, sp, "size"), k), s->size[k], s->size[k] > 0,
                      "must be > 0"))
                 return -1;
-            if (s->resolution[k] < 2 || s->resolution[k] > 4096)
+            if (s->resolution[k] < 2 || s->resolution[k] > CLOTH_MAX_RESOLUTION)
                 return fail(c, join_index(q, join(p, sp, "resolution"), k),
-                            "%d: must be in [2, 4096] (vertices along the side)", s->resolution[k]);
+                            "%d: must be in [2, %d] (vertices along the side)", s->resolution[k],
+                            CLOTH_MAX_RESOLUTION);
         }
         nv = s->resolution[0] * s->resolution[1];
         const int ua = s->axis == 0 ? 1 : 0, va = s->axis == 2 ? 1 : 2;
@@ -606,6 +702,29 @@ static int validate_cloth_body(const ctx *c, const firn_scene_def *def, int i)
             blo[k] = bhi[k] = s->center[k];
         blo[ua] -= 0.5 * s->size[0], bhi[ua] += 0.5 * s->size[0];
         blo[va] -= 0.5 * s->size[1], bhi[va] += 0.5 * s->size[1];
+        /* The triangles as host/pbd.c cuts the quads (a checkerboard of
+         * diagonals). */
+        const int n1 = s->resolution[1];
+        for (int u = 0, t = 0; u + 1 < s->resolution[0]; u++)
+            for (int w = 0; w + 1 < n1; w++) {
+                const int a = u * n1 + w, bb = a + n1, cc = bb + 1, dd = a + 1;
+                const int tri[2][2][3] = {{{a, bb, cc}, {a, cc, dd}}, {{a, bb, dd}, {bb, cc, dd}}};
+                for (int h = 0; h < 2; h++, t++) {
+                    const int *v = tri[(u + w) & 1][h];
+                    double x[3][3], ar, edge;
+                    for (int e = 0; e < 3; e++)
+                        rect_vertex(s, v[e] / n1, v[e] % n1, x[e]);
+                    if (tri_degenerate(x[0], x[1], x[2], &ar, &edge))
+                        return fail(c, base,
+                                    "cloth triangle %d (vertices %d %d %d) is degenerate: area "
+                                    "%.3g m^2 for a longest edge of %.3g m (shape.size %g x %g "
+                                    "at resolution %d x %d is below float precision at this "
+                                    "position)",
+                                    t, v[0], v[1], v[2], ar, edge, s->size[0], s->size[1],
+                                    s->resolution[0], n1);
+                    area += ar;
+                }
+            }
     } else if (s->type == FIRN_SHAPE_MESH) {
         float *v;
         int *tri, nt;
@@ -631,15 +750,48 @@ static int validate_cloth_body(const ctx *c, const firn_scene_def *def, int i)
         }
         for (int k = 0; k < 3; k++)
             blo[k] += s->center[k] - mean[k], bhi[k] += s->center[k] - mean[k];
+        /* The vertices placed as host/pbd.c places them (in float). */
+        for (int j = 0; j < nv; j++)
+            for (int k = 0; k < 3; k++)
+                v[3 * j + k] += s->center[k] - (float)mean[k];
+        int bad = -1;
+        double bad_area = 0.0, bad_edge = 0.0;
+        for (int t = 0; t < nt && bad < 0; t++) {
+            double x[3][3], ar, edge;
+            for (int q3 = 0; q3 < 3; q3++)
+                for (int k = 0; k < 3; k++)
+                    x[q3][k] = v[3 * tri[3 * t + q3] + k];
+            if (tri_degenerate(x[0], x[1], x[2], &ar, &edge))
+                bad = t, bad_area = ar, bad_edge = edge;
+            area += ar;
+        }
+        int bv[3] = {0, 0, 0};
+        for (int q3 = 0; bad >= 0 && q3 < 3; q3++)
+            bv[q3] = tri[3 * bad + q3];
         free(v);
         free(tri);
         if (nt == 0)
             return fail(c, join(p, sp, "file"), "'%s' has no triangles: a cloth needs faces",
                         s->file);
+        if (bad >= 0)
+            return fail(c, base,
+                        "cloth triangle %d (vertices %d %d %d, numbered from 0 in '%s') is "
+                        "degenerate: area %.3g m^2 for a longest edge of %.3g m (coincident or "
+                        "collinear vertices, or a size below float precision at this position)",
+                        bad, bv[0], bv[1], bv[2], s->file, bad_area, bad_edge);
     } else {
         return fail(c, join(p, sp, "type"),
                     "a pbd_cloth body is a cloth_rect or a mesh (an OBJ surface), not a %s",
                     (int)s->type >= 0 && s->type < FIRN_SHAPE_COUNT ? shape_names[s->type] : "?");
+    }
+    /* Each vertex carries area x density / vertex count (host/pbd.c). */
+    {
+        const float density = def->materials[b->material].density;
+        char how[160];
+        snprintf(how, sizeof how, "area %.3g m^2 x density %g kg/m^2 / %d vertices", area, density,
+                 nv);
+        if (check_pbd_mass(c, base, (float)(area * density / nv), how))
+            return -1;
     }
     if (b->n_pins < 0 || b->n_pins > FIRN_MAX_PINS)
         return fail(c, join(p, base, "pin.indices"), "%d pins; at most %d are allowed", b->n_pins,
@@ -1072,42 +1224,159 @@ static int validate_rigid_shape(const ctx *c, const firn_rigid_def *r, const cha
     return 0;
 }
 
-/* A kinematic body's keyframes: times increasing, poses finite. */
-static int validate_rigid_keyframes(const ctx *c, const firn_rigid_def *r, const char *base)
+/* More CFL substeps per frame than this is a runaway (FIRN_MAX_SUBSTEPS,
+ * host/world.c): a keyframe segment must not need more. */
+#define KEYFRAME_MAX_SUBSTEPS 100000
+
+/* A turn between two keyframes this close to 180 degrees has no direction
+ * that float rounding of the quaternions would not decide. */
+#define KEYFRAME_MAX_TURN_DEG 179.99
+
+/* The distance from a rigid shape's centre to its farthest point, as the
+ * CFL step takes it (host/world.c, rigid_speed; 0 for a plane, whose
+ * rotation it does not bound). */
+static double rigid_reach(const firn_rigid_shape_def *s)
+{
+    switch (s->type) {
+    case FIRN_RSHAPE_SPHERE:
+        return s->radius;
+    case FIRN_RSHAPE_BOX:
+        return 0.5 * sqrt((double)s->size[0] * s->size[0] + (double)s->size[1] * s->size[1] +
+                          (double)s->size[2] * s->size[2]);
+    case FIRN_RSHAPE_CAPSULE:
+    case FIRN_RSHAPE_CYLINDER:
+        return 0.5 * s->height + s->radius;
+    case FIRN_RSHAPE_MESH: {
+        const firn_mesh *mesh;
+        double r2 = 0.0;
+        if (firn_mesh_get(s->file, s->scale, 0, &mesh, NULL) == 0)
+            for (int v = 0; v < mesh->nv; v++) /* about the centroid */
+                r2 = fmax(r2, (double)mesh->v[3 * v] * mesh->v[3 * v] +
+                                  (double)mesh->v[3 * v + 1] * mesh->v[3 * v + 1] +
+                                  (double)mesh->v[3 * v + 2] * mesh->v[3 * v + 2]);
+        return sqrt(r2);
+    }
+    default:
+        return 0.0;
+    }
+}
+
+/* Whether the scene has MPM bodies (the rigid and tool speeds limit their
+ * CFL step only). */
+static int has_mpm_body(const firn_scene_def *def)
+{
+    for (int i = 0; i < def->n_bodies; i++)
+        if (def->bodies[i].solver == FIRN_SOLVER_KIND_MPM)
+            return 1;
+    return 0;
+}
+
+/* A kinematic body's keyframes, every one of them: times increasing and at
+ * least a substep apart, poses finite, turns below 180 degrees, and each
+ * segment's velocities finite in float and, for a body that meets the MPM
+ * material (coupled), within what the CFL step can follow. */
+static int validate_rigid_keyframes(const ctx *c, const firn_scene_def *def,
+                                    const firn_rigid_def *r, const char *base, int coupled)
 {
     char p[KEYPATH_MAX], q[KEYPATH_MAX];
     if (r->n_keyframes < 0 || r->n_keyframes > FIRN_MAX_KEYFRAMES)
         return fail(c, join(p, base, "keyframes"), "%d keyframes; at most %d are allowed",
                     r->n_keyframes, FIRN_MAX_KEYFRAMES);
-    if (r->n_keyframes > 0) {
-        if (r->motion != FIRN_RIGID_KINEMATIC)
-            return fail(c, join(p, base, "keyframes"),
-                        "only a kinematic body follows keyframes (motion is \"%s\")",
-                        motion_names[r->motion]);
-        for (int k = 0; k < 3; k++)
-            if (r->velocity[k] != 0 || r->angular_velocity[k] != 0 || r->rotation[k] != 0)
-                return fail(c,
-                            join(p, base,
-                                 r->velocity[k] != 0           ? "velocity"
-                                 : r->angular_velocity[k] != 0 ? "angular_velocity"
-                                                               : "rotation"),
-                            "the keyframes give the body's pose and velocities; leave this out");
-        for (int f = 0; f < r->n_keyframes; f++) {
-            const firn_keyframe_def *kf = &r->keyframes[f];
-            char kp[KEYPATH_MAX];
-            join_index(kp, join(q, base, "keyframes"), f);
-            if (need(c, join(p, kp, "t"), kf->t, kf->t >= 0, "must be >= 0"))
+    if (r->n_keyframes == 0)
+        return 0;
+    if (r->motion != FIRN_RIGID_KINEMATIC)
+        return fail(c, join(p, base, "keyframes"),
+                    "only a kinematic body follows keyframes (motion is \"%s\")",
+                    motion_names[r->motion]);
+    for (int k = 0; k < 3; k++)
+        if (r->velocity[k] != 0 || r->angular_velocity[k] != 0 || r->rotation[k] != 0)
+            return fail(c,
+                        join(p, base,
+                             r->velocity[k] != 0           ? "velocity"
+                             : r->angular_velocity[k] != 0 ? "angular_velocity"
+                                                           : "rotation"),
+                        "the keyframes give the body's pose and velocities; leave this out");
+    /* A segment shorter than a substep is never followed: the body takes
+     * its pose at each substep's end and its segment's velocity at the
+     * substep's middle, so it would jump across the segment carrying
+     * another segment's velocity. A CFL substep is at least frame_dt /
+     * KEYFRAME_MAX_SUBSTEPS; a fixed one is frame_dt / ceil(frame_dt / dt). */
+    const double min_gap = def->dt > 0.0f
+                               ? (double)def->frame_dt / ceil((double)def->frame_dt / def->dt)
+                               : (double)def->frame_dt / KEYFRAME_MAX_SUBSTEPS;
+    for (int f = 0; f < r->n_keyframes; f++) {
+        const firn_keyframe_def *kf = &r->keyframes[f];
+        char kp[KEYPATH_MAX];
+        join_index(kp, join(q, base, "keyframes"), f);
+        if (need(c, join(p, kp, "t"), kf->t, kf->t >= 0, "must be >= 0"))
+            return -1;
+        if (f > 0 && !(kf->t > r->keyframes[f - 1].t))
+            return fail(c, join(p, kp, "t"), "%g: must be after the previous keyframe's %g", kf->t,
+                        r->keyframes[f - 1].t);
+        if (f > 0 && !((double)kf->t - r->keyframes[f - 1].t >= min_gap))
+            return fail(c, join(p, kp, "t"),
+                        "%g: only %.3g s after the previous keyframe's %g, less than a substep "
+                        "(%.3g s, %s): the body would jump to this pose within one substep",
+                        kf->t, (double)kf->t - r->keyframes[f - 1].t, r->keyframes[f - 1].t,
+                        min_gap,
+                        def->dt > 0.0f ? "the fixed time.dt"
+                                       : "time.frame_dt / 100000, the shortest CFL substep");
+        for (int k = 0; k < 3; k++) {
+            char vp[KEYPATH_MAX];
+            if (need(c, join_index(vp, join(p, kp, "position"), k), kf->position[k], 1, "") ||
+                need(c, join_index(vp, join(p, kp, "rotation"), k), kf->rotation[k], 1, ""))
                 return -1;
-            if (f > 0 && !(kf->t > r->keyframes[f - 1].t))
-                return fail(c, join(p, kp, "t"), "%g: must be after the previous keyframe's %g",
-                            kf->t, r->keyframes[f - 1].t);
-            for (int k = 0; k < 3; k++) {
-                char vp[KEYPATH_MAX];
-                if (need(c, join_index(vp, join(p, kp, "position"), k), kf->position[k], 1, "") ||
-                    need(c, join_index(vp, join(p, kp, "rotation"), k), kf->rotation[k], 1, ""))
-                    return -1;
-            }
+            /* Slerp takes the shortest arc: a larger turn about an axis
+             * would run the other way round. */
+            const double turn =
+                f > 0 ? fabs((double)kf->rotation[k] - r->keyframes[f - 1].rotation[k]) : 0.0;
+            if (!(turn < 180.0))
+                return fail(c, join_index(vp, join(p, kp, "rotation"), k),
+                            "%g: turns %g degrees about %c from the previous keyframe's %g; a turn "
+                            "of 180 degrees or more between two keyframes needs a keyframe in "
+                            "between (the pose turns along the shortest arc)",
+                            kf->rotation[k], turn, axis_names[k], r->keyframes[f - 1].rotation[k]);
         }
+    }
+    /* The segments as the solver follows them (firn_key_velocity). */
+    firn_rigid b;
+    memset(&b, 0, sizeof b);
+    firn_rigid_init_keyframes(&b, r);
+    const double reach = rigid_reach(&r->shape);
+    const int cfl_bound = coupled && def->dt <= 0.0f && has_mpm_body(def);
+    for (int f = 1; f < r->n_keyframes; f++) {
+        char kp[KEYPATH_MAX];
+        join_index(kp, join(q, base, "keyframes"), f);
+        const float *rv = b.key[f - 1].rv;
+        const double angle =
+            sqrt((double)rv[0] * rv[0] + (double)rv[1] * rv[1] + (double)rv[2] * rv[2]) * 180.0 /
+            M_PI;
+        if (!(angle < KEYFRAME_MAX_TURN_DEG))
+            return fail(c, join(p, kp, "rotation"),
+                        "turns the body %.6g degrees from the previous keyframe; a turn of 180 "
+                        "degrees or more (or within %g of it) between two keyframes needs a "
+                        "keyframe in between (the pose turns along the shortest arc)",
+                        angle, 180.0 - KEYFRAME_MAX_TURN_DEG);
+        float v[3], w[3];
+        firn_key_velocity(&b, 0.5 * ((double)b.key[f - 1].t + b.key[f].t), v, w);
+        const double speed = sqrt((double)v[0] * v[0] + (double)v[1] * v[1] + (double)v[2] * v[2]);
+        const double omega = sqrt((double)w[0] * w[0] + (double)w[1] * w[1] + (double)w[2] * w[2]);
+        if (!isfinite(v[0] + v[1] + v[2] + w[0] + w[1] + w[2]))
+            return fail(c, kp,
+                        "the segment from keyframes[%d] gives the body a velocity of (%g, %g, %g) "
+                        "m/s and an angular velocity of (%g, %g, %g) rad/s, not finite in 32-bit "
+                        "floats: the poses are too far apart for the time between them",
+                        f - 1, v[0], v[1], v[2], w[0], w[1], w[2]);
+        const double surface = speed + omega * reach;
+        const double substeps = surface * def->frame_dt / ((double)def->cfl * def->dx);
+        if (cfl_bound && !(substeps <= KEYFRAME_MAX_SUBSTEPS))
+            return fail(c, kp,
+                        "the segment from keyframes[%d] moves the body's surface at %.4g m/s "
+                        "(%.4g m/s and %.4g rad/s at %.3g m from its centre), which takes %.3g "
+                        "CFL substeps (time.cfl x dx / speed) per %g s frame, more than %d: "
+                        "space the keyframes further apart or bring their poses closer",
+                        f - 1, surface, speed, omega, reach, substeps, def->frame_dt,
+                        KEYFRAME_MAX_SUBSTEPS);
     }
     return 0;
 }
@@ -1176,7 +1445,8 @@ static int validate_rigid(const ctx *c, const firn_scene_def *def, int i)
     int e = validate_rigid_shape(c, r, base, sp);
     if (e)
         return e;
-    if (validate_rigid_keyframes(c, r, base) || validate_rigid_mass_motion(c, r, base))
+    if (validate_rigid_keyframes(c, def, r, base, r->couple && def->coupling_rigid_mpm) ||
+        validate_rigid_mass_motion(c, r, base))
         return -1;
     return 0;
 }
@@ -1222,7 +1492,7 @@ static int validate_tool(const ctx *c, const firn_scene_def *def, int i)
     int e = validate_rigid_shape(c, &r, base, sp);
     if (e)
         return e;
-    if (validate_rigid_keyframes(c, &r, base))
+    if (validate_rigid_keyframes(c, def, &r, base, t->collision && def->coupling_tool_mpm))
         return -1;
     if (need(c, join(p, base, "friction"), t->friction, t->friction >= 0, "must be >= 0") ||
         need(c, join(p, base, "softness"), t->softness, t->softness >= 0, "must be >= 0"))
@@ -1255,12 +1525,14 @@ static int validate(const firn_scene_def *def, const char *file, firn_error *err
     if (def->n_bodies > FIRN_MAX_BODIES)
         return fail(&c, "bodies", "%d bodies; at most %d are allowed", def->n_bodies,
                     FIRN_MAX_BODIES);
+    double by_solver[FIRN_SOLVER_KIND_COUNT] = {0.0};
     for (int i = 0; i < def->n_bodies; i++) {
         double n = 0.0;
         int rc = validate_body(&c, def, i, &n);
         if (rc)
             return rc; /* -1, or FIRN_E_IO for an unreadable mesh */
         total += n;
+        by_solver[def->bodies[i].solver] += n;
     }
     if (validate_sph(&c, def))
         return -1;
@@ -1282,11 +1554,22 @@ static int validate(const firn_scene_def *def, const char *file, firn_error *err
         if (rc)
             return rc; /* -1, or FIRN_E_IO for an unreadable mesh */
     }
-    if (total > FIRN_MAX_PARTICLES)
+    if (total > FIRN_MAX_PARTICLES) {
+        /* The advice names the keys that size the largest share. */
+        static const char *const advice[FIRN_SOLVER_KIND_COUNT] = {
+            "use a coarser dx or fewer particles_per_cell (MPM bodies)",
+            "use a larger sph.particle_size (SPH bodies)",
+            "use a larger pbd.particle_size (PBD particle and liquid bodies)", ""};
+        int most = 0;
+        for (int k = 1; k < FIRN_SOLVER_KIND_COUNT; k++)
+            if (by_solver[k] > by_solver[most])
+                most = k;
         return fail(&c, "bodies",
-                    "about %.4g particles in all; at most %d are allowed (32-bit indices); "
-                    "use a coarser dx or fewer particles_per_cell",
-                    total, FIRN_MAX_PARTICLES);
+                    "about %.4g particles in all; at most %d are allowed (32-bit indices; "
+                    "%.4g MPM, %.4g SPH, %.4g PBD); %s",
+                    total, FIRN_MAX_PARTICLES, by_solver[FIRN_SOLVER_KIND_MPM],
+                    by_solver[FIRN_SOLVER_KIND_SPH], by_solver[FIRN_SOLVER_KIND_PBD], advice[most]);
+    }
     return 0;
 }
 
@@ -1382,8 +1665,11 @@ static int item_integer(const ctx *c, const cJSON *j, const char *path, double l
         return fail(c, path, "expected an integer, got %s", json_type(j));
     if (!isfinite(j->valuedouble) || j->valuedouble != floor(j->valuedouble))
         return fail(c, path, "expected an integer, got %g", j->valuedouble);
-    if (j->valuedouble < lo || j->valuedouble > hi)
-        return fail(c, path, "%g is out of the range [%.0f, %.0f]", j->valuedouble, lo, hi);
+    if (j->valuedouble < lo || j->valuedouble > hi) {
+        char p[KEYPATH_MAX + 40];
+        snprintf(p, sizeof p, "%s = %g", path, j->valuedouble);
+        return fail(c, p, "must be in [%.0f, %.0f]", lo, hi);
+    }
     *out = j->valuedouble;
     return 0;
 }
@@ -1396,14 +1682,17 @@ static int get_float(const ctx *c, const cJSON *obj, const char *parent, const c
     return j ? item_float(c, j, join(p, parent, key), out) : 0;
 }
 
-static int get_int(const ctx *c, const cJSON *obj, const char *parent, const char *key, int *out)
+/* An integer key in [lo, hi], the key's own range (so that a message shows
+ * it rather than the limits of int). */
+static int get_int(const ctx *c, const cJSON *obj, const char *parent, const char *key, int lo,
+                   int hi, int *out)
 {
     char p[KEYPATH_MAX];
     const cJSON *j = get(obj, key);
     double v = 0;
     if (!j)
         return 0;
-    if (item_integer(c, j, join(p, parent, key), INT_MIN, INT_MAX, &v))
+    if (item_integer(c, j, join(p, parent, key), lo, hi, &v))
         return -1;
     *out = (int)v;
     return 0;
@@ -1560,7 +1849,7 @@ static int parse_time(const ctx *c, const cJSON *j, firn_scene_def *def)
     static const char *const keys[] = {"frame_dt", "frames", "cfl", "dt", "force_dt", NULL};
     if (need_object(c, j, "time") || check_keys(c, j, "time", keys, NULL) ||
         get_float(c, j, "time", "frame_dt", &def->frame_dt) ||
-        get_int(c, j, "time", "frames", &def->frames) ||
+        get_int(c, j, "time", "frames", 1, INT_MAX, &def->frames) ||
         get_float(c, j, "time", "cfl", &def->cfl) || get_float(c, j, "time", "dt", &def->dt) ||
         get_bool(c, j, "time", "force_dt", &def->force_dt))
         return -1;
@@ -1573,7 +1862,7 @@ static int parse_output(const ctx *c, const cJSON *j, firn_scene_def *def)
     const char *dir = NULL;
     if (need_object(c, j, "output") || check_keys(c, j, "output", keys, NULL) ||
         get_string(c, j, "output", "dir", 0, &dir) ||
-        get_int(c, j, "output", "every", &def->out_every) ||
+        get_int(c, j, "output", "every", 1, INT_MAX, &def->out_every) ||
         get_bool(c, j, "output", "ply", &def->write_ply) ||
         get_bool(c, j, "output", "preview", &def->write_preview))
         return -1;
@@ -1804,7 +2093,7 @@ static int parse_cloth_rect(const ctx *c, const cJSON *j, const char *path, firn
     if (check_keys(c, j, path, keys, "for a cloth_rect") ||
         get_vec3(c, j, path, "center", s->center) ||
         get_array(c, j, path, "size", 2, s->size, NULL, 0, 0) ||
-        get_array(c, j, path, "resolution", 2, NULL, s->resolution, -1e9, 1e9) ||
+        get_array(c, j, path, "resolution", 2, NULL, s->resolution, 2, CLOTH_MAX_RESOLUTION) ||
         get_string(c, j, path, "normal", 0, &normal) ||
         (normal && pick(c, join(p, path, "normal"), normal, axes, 3, &s->axis)))
         return -1;
@@ -1838,8 +2127,8 @@ static int parse_shape(const ctx *c, const cJSON *j, const char *path, firn_shap
         (axis && pick(c, join(p, path, "axis"), axis, axes, 3, &s->axis)) ||
         get_float(c, j, path, "scale", &s->scale) ||
         (s->type == FIRN_SHAPE_SPHERE
-             ? get_int(c, j, path, "cells", &s->cells[0])
-             : get_array(c, j, path, "cells", 3, NULL, s->cells, -1e9, 1e9)) ||
+             ? get_int(c, j, path, "cells", 1, FEM_MAX_SPHERE_CELLS, &s->cells[0])
+             : get_array(c, j, path, "cells", 3, NULL, s->cells, 1, FEM_MAX_CELLS)) ||
         (s->type == FIRN_SHAPE_MESH && get_mesh_file(c, j, path, s->file)))
         return -1;
 
@@ -1886,8 +2175,14 @@ static int parse_pin(const ctx *c, const cJSON *j, const char *path, firn_body_d
         cJSON_ArrayForEach(e, idx)
         {
             double v;
-            if (item_integer(c, e, join_index(q, p, b->n_pins), -1e9, 1e9, &v))
+            if (item_integer(c, e, join_index(q, p, b->n_pins), -9007199254740992.0,
+                             9007199254740992.0, &v))
                 return -1;
+            if (v < 0 || v > INT_MAX) /* the vertex count is checked once the shape is known */
+                return fail(c, join_index(q, p, b->n_pins),
+                            "%.0f: no such vertex (vertices are numbered from 0 to the body's "
+                            "vertex count less 1)",
+                            v);
             b->pins[b->n_pins++] = (int)v;
         }
     }
@@ -2236,8 +2531,9 @@ static int parse_sph(const ctx *c, const cJSON *j, firn_scene_def *def)
         get_vec3(c, j, "sph", "upper", def->sph_upper) ||
         get_float(c, j, "sph", "max_divergence_error", &def->sph_divergence_error) ||
         get_float(c, j, "sph", "max_density_error", &def->sph_density_error) ||
-        get_int(c, j, "sph", "max_divergence_iterations", &def->sph_divergence_iterations) ||
-        get_int(c, j, "sph", "max_density_iterations", &def->sph_density_iterations) ||
+        get_int(c, j, "sph", "max_divergence_iterations", 1, 10000,
+                &def->sph_divergence_iterations) ||
+        get_int(c, j, "sph", "max_density_iterations", 1, 10000, &def->sph_density_iterations) ||
         get_string(c, j, "sph", "lattice", 0, &lattice) ||
         (lattice && pick(c, "sph.lattice", lattice, lattices, 2, &def->sph_lattice_genesis)) ||
         get_string(c, j, "sph", "walls", 0, &wall) ||
@@ -2261,10 +2557,10 @@ static int parse_pbd(const ctx *c, const cJSON *j, firn_scene_def *def)
                                        NULL};
     if (need_object(c, j, "pbd") || check_keys(c, j, "pbd", keys, NULL) ||
         get_float(c, j, "pbd", "particle_size", &def->pbd_particle_size) ||
-        get_int(c, j, "pbd", "stretch_iterations", &def->pbd_stretch_iterations) ||
-        get_int(c, j, "pbd", "bending_iterations", &def->pbd_bending_iterations) ||
-        get_int(c, j, "pbd", "density_iterations", &def->pbd_density_iterations) ||
-        get_int(c, j, "pbd", "viscosity_iterations", &def->pbd_viscosity_iterations) ||
+        get_int(c, j, "pbd", "stretch_iterations", 1, 1000, &def->pbd_stretch_iterations) ||
+        get_int(c, j, "pbd", "bending_iterations", 0, 1000, &def->pbd_bending_iterations) ||
+        get_int(c, j, "pbd", "density_iterations", 0, 1000, &def->pbd_density_iterations) ||
+        get_int(c, j, "pbd", "viscosity_iterations", 0, 1000, &def->pbd_viscosity_iterations) ||
         get_vec3(c, j, "pbd", "lower", def->pbd_lower) ||
         get_vec3(c, j, "pbd", "upper", def->pbd_upper))
         return -1;

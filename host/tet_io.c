@@ -904,8 +904,8 @@ int firn_tet_mesh_load(const char *path, double scale, firn_tet_mesh *m, firn_er
     }
     size_t len = strlen(path);
     if (len >= FIRN_PATH_MAX) {
-        firn_set_error(err, FIRN_E_IO, "tet mesh path longer than %d characters",
-                       FIRN_PATH_MAX - 1);
+        firn_set_error(err, FIRN_E_IO, "tet mesh path '%.64s...' is longer than %d characters",
+                       path, FIRN_PATH_MAX - 1);
         return -1;
     }
     raw_mesh r;

@@ -94,10 +94,14 @@ float firn_tools_max_speed(const firn_world *w, int *which)
                             sh->half[2] * sh->half[2]);
         if (sh->type != FIRN_SDF_BOX)
             reach += sh->radius;
-        if (v + om * reach > s) {
+        /* NaN (a velocity that is not a number) wins, so that the CFL
+         * check sees it. */
+        if (!(v + om * reach <= s)) {
             s = v + om * reach;
             if (which)
                 *which = k;
+            if (isnan(s))
+                return s;
         }
     }
     return s;

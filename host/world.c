@@ -199,10 +199,13 @@ static float rigid_speed(firn_world *w, int *which)
             if (sqrtf(gap) > reach + 2.0f * w->def.dx + travel)
                 continue;
         }
-        if (v + om * reach > s) {
+        /* NaN wins, as in firn_tools_max_speed. */
+        if (!(v + om * reach <= s)) {
             s = v + om * reach;
             if (which)
                 *which = k;
+            if (isnan(s))
+                return s;
         }
     }
     return s;
@@ -270,7 +273,7 @@ static int cfl_step(firn_world *w, cfl_terms *t, float *dt_out, firn_error *err)
     t->tool = 0;
     int fastest_tool;
     const float v_tool = firn_tools_max_speed(w, &fastest_tool);
-    if (v_tool > t->v_rigid) {
+    if (!(v_tool <= t->v_rigid) && !isnan(t->v_rigid)) {
         t->v_rigid = v_tool;
         t->rigid = fastest_tool;
         t->tool = 1;
@@ -279,12 +282,14 @@ static int cfl_step(firn_world *w, cfl_terms *t, float *dt_out, firn_error *err)
                     d->gravity[2] * d->gravity[2]);
     /* The speed may grow by g * frame_dt before the next estimate. */
     t->v_gravity = g * d->frame_dt;
-    float speed = firn_maxf(t->v_particles, t->v_rigid) + t->v_gravity;
+    float speed =
+        (isnan(t->v_rigid) ? t->v_rigid : firn_maxf(t->v_particles, t->v_rigid)) + t->v_gravity;
     float dt = INFINITY;
     if (t->c > 0.0f)
         dt = firn_minf(dt, d->cfl * d->dx / t->c);
-    if (speed > 0.0f && w->p.n > 0)
-        dt = firn_minf(dt, d->cfl * d->dx / speed);
+    /* !(<= 0): a NaN speed gives a NaN step, which the runaway check refuses. */
+    if (!(speed <= 0.0f) && w->p.n > 0)
+        dt = isnan(speed) ? speed : firn_minf(dt, d->cfl * d->dx / speed);
     t->dt_mpm = dt;
     t->dt_sph = INFINITY;
     t->c_sph = t->v_sph = 0.0f;
@@ -301,6 +306,8 @@ static int cfl_step(firn_world *w, cfl_terms *t, float *dt_out, firn_error *err)
     t->dt_fem = firn_fem_cfl_dt(&w->fem, d->cfl, t->v_gravity, &t->c_fem, &t->v_fem, &t->fem_body);
     *dt_out = firn_minf(
         d->frame_dt, firn_minf(firn_minf(t->dt_mpm, t->dt_sph), firn_minf(t->dt_pbd, t->dt_fem)));
+    if (isnan(t->dt_mpm + t->dt_sph + t->dt_pbd + t->dt_fem)) /* firn_minf drops a NaN */
+        *dt_out = NAN;
     return 0;
 }
 
@@ -318,8 +325,14 @@ static void cfl_cause(firn_world *w, const cfl_terms *t, char *why, size_t size)
     const firn_scene_def *d = &w->def;
     const float moving = firn_maxf(t->v_particles, t->v_rigid);
     firn_error ignored;
-    if (w->fem.V.n > 0 &&
-        !(t->dt_fem >= t->dt_mpm && t->dt_fem >= t->dt_sph && t->dt_fem >= t->dt_pbd)) {
+    if (!isfinite(t->v_rigid) && t->rigid >= 0) {
+        snprintf(why, size,
+                 "the surface of %s[%d] '%s', which is %g m/s: its velocity or keyframes are not "
+                 "finite",
+                 t->tool ? "tools" : "rigids", t->rigid,
+                 t->tool ? d->tools[t->rigid].name : d->rigids[t->rigid].name, t->v_rigid);
+    } else if (w->fem.V.n > 0 &&
+               !(t->dt_fem >= t->dt_mpm && t->dt_fem >= t->dt_sph && t->dt_fem >= t->dt_pbd)) {
         const int b = t->fem_body >= 0 ? t->fem_body : w->fem.scene_body[0];
         float h = w->fem.h_min;
         for (int k = 0; k < w->fem.bodies; k++)
@@ -329,6 +342,11 @@ static void cfl_cause(firn_world *w, const cfl_terms *t, char *why, size_t size)
                  "the FEM body bodies[%d] (material '%s'): P-wave speed %g m/s and vertices at "
                  "%g m/s over its shortest element altitude %g m",
                  b, d->materials[d->bodies[b].material].name, t->c_fem, t->v_fem, h);
+    } else if (t->dt_pbd < t->dt_mpm && t->dt_pbd < t->dt_sph && t->v_gravity > t->v_pbd) {
+        snprintf(why, size,
+                 "gravity over a frame, %g m/s (|g| = %g m/s^2 for time.frame_dt = %g s), that "
+                 "the PBD particles (pbd.particle_size = %g m, now at %g m/s) may gain",
+                 t->v_gravity, t->v_gravity / d->frame_dt, d->frame_dt, w->pbd.P.psize, t->v_pbd);
     } else if (t->dt_pbd < t->dt_mpm && t->dt_pbd < t->dt_sph) {
         snprintf(why, size, "the PBD particles, %g m/s (pbd.particle_size = %g m)", t->v_pbd,
                  w->pbd.P.psize);
@@ -427,11 +445,12 @@ static int check_explicit_dt(firn_world *w, firn_error *err)
                        d->materials[d->bodies[b].material].name);
         return -1;
     }
-    const float c = t.c, vmax = firn_maxf(t.v_particles, t.v_rigid);
+    const float c = t.c, vmax = isnan(t.v_rigid) ? t.v_rigid : firn_maxf(t.v_particles, t.v_rigid);
     int which = fastest_material(w); /* the host state is current at creation */
-    float limit_c = c > 0.0f ? FIRN_UNSAFE_COURANT * d->dx / c : INFINITY;
-    float limit_v = vmax > 0.0f ? d->dx / vmax : INFINITY;
-    if (d->dt > limit_c) {
+    /* !(<= 0) and !(dt <= limit): a NaN speed gives a NaN limit, refused. */
+    float limit_c = !(c <= 0.0f) ? FIRN_UNSAFE_COURANT * d->dx / c : INFINITY;
+    float limit_v = !(vmax <= 0.0f) ? d->dx / vmax : INFINITY;
+    if (!(d->dt <= limit_c)) {
         firn_set_error(err, FIRN_E_NUMERIC,
                        "%s: time.dt = %g s is unsafe: above the stability limit 0.7 dx / c = %g s "
                        "(wave speed c = %.4g m/s of material '%s'); lower time.dt, remove it to "
@@ -439,7 +458,7 @@ static int check_explicit_dt(firn_world *w, firn_error *err)
                        prefix(d), d->dt, limit_c, c, d->materials[which].name);
         return -1;
     }
-    if (d->dt > limit_v) {
+    if (!(d->dt <= limit_v)) {
         firn_set_error(err, FIRN_E_NUMERIC,
                        "%s: time.dt = %g s is unsafe: material or a coupled rigid body moving at "
                        "%g m/s crosses more than a cell (dx = %g m) per substep; lower time.dt or "

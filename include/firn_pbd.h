@@ -81,8 +81,10 @@ typedef struct {
 /* ---- particles -------------------------------------------------------------- */
 
 /* Start of the substep (Genesis's order): x0 = x; a free particle gets
- * gravity, and cloth its air resistance, v -= c |v| v dt / m; then
- * x += v dt. A pinned particle (w = 0) keeps x and v. */
+ * gravity, and cloth its air resistance, v /= 1 + c |v| dt / m (the exact
+ * solution of dv/dt = -c |v| v / m over dt: it slows v, never reverses or
+ * grows it, at any c and dt); then x += v dt. A pinned particle (w = 0)
+ * keeps x and v. */
 static inline FIRN_HD void firn_pbd_predict(int i, const firn_pbd_params *P,
                                             const firn_pbd_material *mats, firn_pbd_particles s)
 {
@@ -94,7 +96,7 @@ static inline FIRN_HD void firn_pbd_predict(int i, const firn_pbd_params *P,
     v = firn_add(v, firn_scale(firn_v3(P->gravity[0], P->gravity[1], P->gravity[2]), P->dt));
     const firn_pbd_material *m = &mats[s.mat[i]];
     if (m->kind == FIRN_PBD_CLOTH)
-        v = firn_sub(v, firn_scale(v, m->air_resistance * firn_norm(v) * P->dt * s.w[i]));
+        v = firn_scale(v, 1.0f / (1.0f + m->air_resistance * firn_norm(v) * P->dt * s.w[i]));
     firn_store3(s.v, n, i, v);
     firn_store3(s.x, n, i, firn_add(x, firn_scale(v, P->dt)));
 }

@@ -289,6 +289,191 @@ Test(checkpoint, bad_checkpoints_are_refused_naming_file_and_fault)
     test_rmdir(dir);
 }
 
+/* ---- crafted checkpoints ------------------------------------------------------------ */
+
+/* The header's checksum and the trailer's made again over buf (n bytes),
+ * as anyone editing a checkpoint can. */
+static void reseal(unsigned char *buf, size_t n)
+{
+    uint32_t crc = firn_crc32c(0, buf, FIRN_CHECKPOINT_HEADER_BYTES - 4);
+    memcpy(buf + FIRN_CHECKPOINT_HEADER_BYTES - 4, &crc, 4);
+    crc = firn_crc32c(0, buf, n - 4);
+    memcpy(buf + n - 4, &crc, 4);
+}
+
+/* The offset of section tag's payload in checkpoint buf. */
+static size_t section_payload(const unsigned char *buf, size_t n, const char *tag)
+{
+    size_t at = FIRN_CHECKPOINT_HEADER_BYTES;
+    while (at + 16 <= n) {
+        uint64_t bytes;
+        memcpy(&bytes, buf + at + 8, 8);
+        if (!memcmp(buf + at, tag, 4))
+            return at + 16;
+        at += 16 + (size_t)bytes;
+    }
+    cr_assert_fail("no section %s", tag);
+    return 0;
+}
+
+/* good (n bytes) with len bytes at off replaced by data, resealed, written
+ * to probe: firn_world_load refuses it saying `what`. */
+static void assert_crafted_refused(const firn_scene_def *def, const unsigned char *good, size_t n,
+                                   const char *probe, size_t off, const void *data, size_t len,
+                                   const char *what)
+{
+    static unsigned char bad[1 << 20];
+    memcpy(bad, good, n);
+    memcpy(bad + off, data, len);
+    reseal(bad, n);
+    spit(probe, bad, n);
+    assert_refused(def, probe, what);
+}
+
+/* A checkpoint is checked as strictly as a scene: its checksum only finds
+ * damage, and anyone can edit the file and make the checksums again. A
+ * material index out of the scene's range, or of another solver's
+ * material, a number that is not finite, a position outside the domain or
+ * a value out of its range (damage, volume, snow's Jp, a quaternion, a
+ * CPIC record) is refused, naming the field, the particle or body and the
+ * file, before the world uses it (a material index of 255 wrote past a
+ * stack array in the SPH CFL step). */
+Test(checkpoint, crafted_contents_are_refused_naming_field_index_and_file)
+{
+    static unsigned char good[1 << 20];
+    char dir[64], path[128], probe[128];
+    test_mkdtemp(dir, sizeof dir, "ckpt_crafted");
+    snprintf(path, sizeof path, "%s/good.firn", dir);
+    snprintf(probe, sizeof probe, "%s/crafted.firn", dir);
+    firn_scene_def def;
+    load_scene(&def);
+    const size_t n = make_checkpoint(&def, path, good, sizeof good);
+    int32_t np, ns;
+    memcpy(&np, good + 64, 4);
+    memcpy(&ns, good + 72, 4);
+    cr_assert(np > 100 && ns > 10);
+    const size_t mpm = section_payload(good, n, "MPMP"), sph = section_payload(good, n, "SPHP");
+    const size_t N = (size_t)np, S = (size_t)ns;
+    const float nan = NAN, inf = INFINITY, two = 2.0f, zero = 0.0f, minus = -1.0f, far = 5.0f;
+    unsigned char m;
+
+    m = 255; /* MPM material bytes at 108 n */
+    assert_crafted_refused(&def, good, n, probe, mpm + 108 * N + 5, &m, 1,
+                           "is damaged: MPM particle 5 has material 255; the scene has 7 "
+                           "materials (0 to 6)");
+    m = 7;
+    assert_crafted_refused(&def, good, n, probe, mpm + 108 * N + 5, &m, 1,
+                           "MPM particle 5 has material 7; the scene has 7 materials");
+    m = 6; /* pool, the SPH body's */
+    assert_crafted_refused(&def, good, n, probe, mpm + 108 * N + 5, &m, 1,
+                           "MPM particle 5 has material 6 ('pool'), which no MPM body");
+    m = 1; /* sand, an MPM material, on an SPH particle */
+    assert_crafted_refused(&def, good, n, probe, sph + 52 * S + 2, &m, 1,
+                           "SPH particle 2 has material 1 ('sand'), which no SPH body");
+    m = 200;
+    assert_crafted_refused(&def, good, n, probe, sph + 52 * S + 2, &m, 1,
+                           "SPH particle 2 has material 200; the scene has 7");
+
+    /* x (3n floats at 0): y of particle 7, x of particle 8 */
+    assert_crafted_refused(&def, good, n, probe, mpm + 4 * (N + 7), &nan, 4,
+                           "MPM particle 7 has x[1] = nan");
+    assert_crafted_refused(&def, good, n, probe, mpm + 4 * 8, &far, 4,
+                           "MPM particle 8 has x[0] = 5; it must lie in the domain [0, 0.48]");
+    assert_crafted_refused(&def, good, n, probe, mpm + 4 * (3 * N + 2 * N + 9), &inf, 4,
+                           "MPM particle 9 has v[2] = inf; it must be finite");
+    assert_crafted_refused(&def, good, n, probe, mpm + 4 * (6 * N + 4 * N + 10), &nan, 4,
+                           "MPM particle 10 has C[4] = nan");
+    assert_crafted_refused(&def, good, n, probe, mpm + 4 * (15 * N + 8 * N + 11), &inf, 4,
+                           "MPM particle 11 has F[8] = inf");
+    assert_crafted_refused(&def, good, n, probe, mpm + 4 * (25 * N + 12), &two, 4,
+                           "MPM particle 12 has damage = 2; it must lie in [0, 1]");
+    assert_crafted_refused(&def, good, n, probe, mpm + 4 * (26 * N + 13), &zero, 4,
+                           "MPM particle 13 has volume = 0; it must be finite and above 0");
+    size_t snow = 0; /* a snow particle (material 2): its Jp is a volume ratio */
+    while (snow < N && good[mpm + 108 * N + snow] != 2)
+        snow++;
+    cr_assert_lt(snow, N);
+    char what[160];
+    snprintf(what, sizeof what, "MPM particle %zu has Jp = -1; a snow particle's must be", snow);
+    assert_crafted_refused(&def, good, n, probe, mpm + 4 * (24 * N + snow), &minus, 4, what);
+
+    /* SPH: x at 0, density at 36 n */
+    assert_crafted_refused(&def, good, n, probe, sph + 4 * (S + 3), &far, 4,
+                           "SPH particle 3 has x[1] = 5; it must lie in the SPH box");
+    assert_crafted_refused(&def, good, n, probe, sph + 4 * (9 * S + 4), &nan, 4,
+                           "SPH particle 4 has density = nan");
+
+    /* the first rigid body: x (3 floats), then its quaternion */
+    const size_t rigd = section_payload(good, n, "RIGD");
+    const float q0[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    assert_crafted_refused(&def, good, n, probe, rigd + 4, &nan, 4, "rigid body 0 has x[1] = nan");
+    assert_crafted_refused(&def, good, n, probe, rigd + 12, q0, 16,
+                           "rigid body 0 has orientation (0, 0, 0, 0), not a unit quaternion");
+
+    /* a CPIC record with bits no record has */
+    const uint32_t word = 0x7f000000u;
+    assert_crafted_refused(&def, good, n, probe, section_payload(good, n, "CPIC"), &word, 4,
+                           "MPM particle 0 has CPIC word 0 = 7f000000");
+    /* the world section: the last substep's length */
+    assert_crafted_refused(&def, good, n, probe, section_payload(good, n, "WRLD"), &minus, 4,
+                           "its last substep is -1 s");
+
+    firn_world_destroy(load_world(&def, path));
+    test_rmdir(dir);
+}
+
+/* The header's frame, backend, substeps and time are checked too: a frame
+ * below 0 or beyond 999999999, fewer substeps than frames, a time that is
+ * not finite or falls short of frame frame_dt, and a backend that is
+ * neither the CPU path nor CUDA are refused. More time and substeps than
+ * the frames take are not: the C API runs substeps outside frames. A
+ * directory is named as one. */
+Test(checkpoint, crafted_header_fields_are_refused)
+{
+    static unsigned char good[1 << 20];
+    char dir[64], path[128], probe[128];
+    test_mkdtemp(dir, sizeof dir, "ckpt_header");
+    snprintf(path, sizeof path, "%s/good.firn", dir);
+    snprintf(probe, sizeof probe, "%s/crafted.firn", dir);
+    firn_scene_def def;
+    load_scene(&def);
+    const size_t n = make_checkpoint(&def, path, good, sizeof good); /* frame 1 */
+    const int32_t frames[3] = {-5, 2147483647, 2}, backends[2] = {7, 0};
+    assert_crafted_refused(&def, good, n, probe, 40, &frames[0], 4,
+                           "has a damaged header: frame -5 (0 to 999999999");
+    assert_crafted_refused(&def, good, n, probe, 40, &frames[1], 4,
+                           "has a damaged header: frame 2147483647");
+    assert_crafted_refused(&def, good, n, probe, 40, &frames[2], 4,
+                           "has a damaged header: time 0.01 s at frame 2");
+    assert_crafted_refused(&def, good, n, probe, 44, &backends[0], 4,
+                           "has a damaged header: backend 7");
+    assert_crafted_refused(&def, good, n, probe, 44, &backends[1], 4,
+                           "has a damaged header: backend 0");
+    const int64_t substeps = -1;
+    assert_crafted_refused(&def, good, n, probe, 48, &substeps, 8,
+                           "has a damaged header: -1 substeps for frame 1");
+    const double times[3] = {NAN, -1e300, INFINITY};
+    assert_crafted_refused(&def, good, n, probe, 56, &times[0], 8,
+                           "has a damaged header: time nan s at frame 1");
+    assert_crafted_refused(&def, good, n, probe, 56, &times[1], 8,
+                           "has a damaged header: time -1e+300 s at frame 1");
+    assert_crafted_refused(&def, good, n, probe, 56, &times[2], 8,
+                           "has a damaged header: time inf s");
+    assert_refused(&def, dir, "is a directory, not a checkpoint file");
+
+    /* A frame and two substeps more through the C API load. */
+    firn_world *w = load_world(&def, path);
+    firn_error err;
+    cr_assert_eq(firn_world_run_substeps(w, 2, 1e-3f, &err), 0, "%s", err.msg);
+    save(w, probe);
+    firn_world_destroy(w);
+    w = load_world(&def, probe);
+    cr_assert_eq(w->frame, 1);
+    cr_assert_gt(w->time, 0.0115);
+    firn_world_destroy(w);
+    test_rmdir(dir);
+}
+
 /* Version 1 is version 2 without tools: a file of this tool-less scene
  * relabelled version 1 (its header's checksum made again) loads, and gives
  * the same state. A world with tools refuses a version-1 file (the header
@@ -825,5 +1010,186 @@ Test(checkpoint_cli, resume_refuses_bad_input_and_changes_nothing)
     cr_assert_eq(slurp(path, after, sizeof after), keep);
     spit(path, before, n);
     cr_assert(file_exists(run, "checkpoint_00004.firn") && file_exists(run, "frame_00004.ply"));
+    test_rmdir(dir);
+}
+
+/* The names of the files in dir, sorted and joined, and each file's size:
+ * what a refused resume must leave as it was. */
+static void list_folder(const char *dir, char *buf, size_t size)
+{
+    struct dirent **names;
+    int k = scandir(dir, &names, NULL, alphasort);
+    cr_assert_geq(k, 0, "cannot list %s", dir);
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < k; i++) {
+        char path[600];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]->d_name);
+        if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && at < size)
+            at += (size_t)snprintf(buf + at, size - at, "%s %lld\n", names[i]->d_name,
+                                   (long long)st.st_size);
+        free(names[i]);
+    }
+    free(names);
+    cr_assert_lt(at, size);
+}
+
+/* run/checkpoint_<k>.firn with len bytes at off replaced and resealed. */
+static void craft_in_place(const char *run, int k, size_t off, const void *data, size_t len)
+{
+    static unsigned char buf[1 << 20];
+    char path[160];
+    snprintf(path, sizeof path, "%s/checkpoint_%05d.firn", run, k);
+    const size_t n = slurp(path, buf, sizeof buf);
+    cr_assert(n > 1000 && n < sizeof buf);
+    memcpy(buf + off, data, len);
+    reseal(buf, n);
+    spit(path, buf, n);
+}
+
+/* A crafted checkpoint (its checksums made again) is refused with exit 9
+ * before anything in the output folder changes: a frame of -5 once cut
+ * stats.jsonl to nothing and removed every frame and checkpoint, and a
+ * material byte of 255 wrote out of bounds. Named or found in the
+ * folder, the folder is left as it was. A checkpoint the loader takes
+ * (it allows substeps outside frames) that does not end a whole frame is
+ * not resumed either. */
+Test(checkpoint_cli, crafted_checkpoint_is_refused_before_the_folder_changes)
+{
+    char dir[64], out[8192], run[128], before[8192], after[8192];
+    test_mkdtemp(dir, sizeof dir, "ckpt_craft_cli");
+    write_scene(dir);
+    snprintf(run, sizeof run, "%s/run", dir);
+    cr_assert_eq(firn_in(dir, out, sizeof out,
+                         "run scene.json --backend cpu --out run --frames 4 --checkpoint-every 2 "
+                         "-q"),
+                 0, "%s", out);
+    const int32_t minus5 = -5, three = 3;
+    craft_in_place(run, 4, 40, &minus5, 4);
+    list_folder(run, before, sizeof before);
+    cr_assert_eq(firn_in(dir, out, sizeof out,
+                         "run scene.json --backend cpu --out run --frames 6 --resume "
+                         "run/checkpoint_00004.firn"),
+                 FIRN_E_CHECKPOINT, "%s", out);
+    cr_assert(strstr(out, "checkpoint 'run/checkpoint_00004.firn' has a damaged header: frame -5"),
+              "%s", out);
+    list_folder(run, after, sizeof after);
+    cr_assert_str_eq(before, after, "the folder changed");
+
+    /* frame 3 with frame 4's time and substeps: the loader takes it (the C
+     * API may run substeps outside frames), a resume does not */
+    craft_in_place(run, 4, 40, &three, 4);
+    cr_assert_eq(firn_in(dir, out, sizeof out,
+                         "run scene.json --backend cpu --out run --frames 6 --resume "
+                         "run/checkpoint_00004.firn"),
+                 FIRN_E_CHECKPOINT, "%s", out);
+    cr_assert(strstr(out, "checkpoint 'run/checkpoint_00004.firn' is not the end of a frame: its "
+                          "time"),
+              "%s", out);
+
+    /* both checkpoints crafted, found in the folder: each named, none used */
+    craft_in_place(run, 4, 40, &minus5, 4);
+    static unsigned char buf[1 << 20];
+    char path[160];
+    snprintf(path, sizeof path, "%s/checkpoint_00002.firn", run);
+    const size_t n = slurp(path, buf, sizeof buf);
+    int32_t np;
+    memcpy(&np, buf + 64, 4);
+    const unsigned char bad = 255;
+    craft_in_place(run, 2, section_payload(buf, n, "MPMP") + 108 * (size_t)np + 5, &bad, 1);
+    list_folder(run, before, sizeof before);
+    cr_assert_eq(
+        firn_in(dir, out, sizeof out, "run scene.json --backend cpu --out run --frames 6 --resume"),
+        FIRN_E_CHECKPOINT, "%s", out);
+    cr_assert(strstr(out, "skipping a checkpoint: checkpoint 'run/checkpoint_00004.firn' has a "
+                          "damaged header: frame -5"),
+              "%s", out);
+    cr_assert(strstr(out, "skipping a checkpoint: checkpoint 'run/checkpoint_00002.firn' is "
+                          "damaged: MPM particle 5 has material 255"),
+              "%s", out);
+    cr_assert(strstr(out, "none of the 2 checkpoints in run/ can be resumed"), "%s", out);
+    list_folder(run, after, sizeof after);
+    cr_assert_str_eq(before, after, "the folder changed");
+    test_rmdir(dir);
+}
+
+/* --resume with no checkpoint in the folder is exit 9 (no checkpoint can
+ * be resumed), as docs/CLI.md says; a directory named as the checkpoint
+ * is named as one, with what to give instead. */
+Test(checkpoint_cli, resume_without_a_checkpoint_or_of_a_directory_is_exit_9)
+{
+    char dir[64], out[8192];
+    test_mkdtemp(dir, sizeof dir, "ckpt_none");
+    write_scene(dir);
+    cr_assert_eq(firn_in(dir, out, sizeof out, "run scene.json --backend cpu --out run --resume"),
+                 FIRN_E_CHECKPOINT, "%s", out);
+    cr_assert(strstr(out, "--resume: no checkpoint in run/"), "%s", out);
+    cr_assert_eq(
+        firn_in(dir, out, sizeof out, "run scene.json --backend cpu --out run --resume=run"),
+        FIRN_E_CHECKPOINT, "%s", out);
+    cr_assert(strstr(out, "checkpoint 'run' is a directory, not a checkpoint file: name a file "
+                          "in it (run/checkpoint_<frame>.firn)"),
+              "%s", out);
+    test_rmdir(dir);
+}
+
+/* A run holds its output folder: a second run into it while the first
+ * goes on (here held by the test hook) is refused with exit 4, naming the
+ * first one's pid, and changes nothing there. Once the first is killed
+ * (SIGKILL: no clean-up), the kernel has released its lock and the next
+ * run goes ahead. */
+Test(checkpoint_cli, second_run_into_a_held_folder_is_refused_naming_the_holder)
+{
+    char dir[64], out[8192], run[128], before[8192], after[8192], pidtext[64];
+    test_mkdtemp(dir, sizeof dir, "ckpt_lock");
+    write_scene(dir);
+    snprintf(run, sizeof run, "%s/run", dir);
+    pid_t pid = spawn_firn(dir, "FIRN_TEST_CHECKPOINT_PAUSE=2",
+                           "run scene.json --backend cpu --out run --checkpoint-every 2");
+    wait_for(dir, "log", "test hook: checkpoint run/checkpoint_00002.firn written", 0);
+    list_folder(run, before, sizeof before);
+    cr_assert_eq(firn_in(dir, out, sizeof out, "run scene.json --backend cpu --out run -q"),
+                 FIRN_E_IO, "%s", out);
+    snprintf(pidtext, sizeof pidtext, "is in use by another firn run: pid %d on host ", (int)pid);
+    cr_assert(strstr(out, "output folder run/ ") && strstr(out, pidtext), "%s", out);
+    cr_assert(strstr(out, "(lock file run/.firn.lock)"), "%s", out);
+    list_folder(run, after, sizeof after);
+    cr_assert_str_eq(before, after, "the refused run changed the folder");
+    cr_assert_eq(kill(pid, SIGKILL), 0);
+    int st;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    cr_assert_eq(
+        firn_in(dir, out, sizeof out, "run scene.json --backend cpu --out run --frames 2 -q"), 0,
+        "the dead run's lock still holds the folder: %s", out);
+    test_rmdir(dir);
+}
+
+/* SIGHUP (a terminal or SSH session gone) stops a run as SIGTERM does:
+ * the frame finished, a checkpoint written, exit 128 + 1, and the
+ * checkpoint loads. */
+Test(checkpoint_cli, sighup_writes_a_checkpoint)
+{
+    char dir[64], log[8192], run[128], path[160];
+    test_mkdtemp(dir, sizeof dir, "ckpt_hup");
+    write_scene(dir);
+    snprintf(run, sizeof run, "%s/run", dir);
+    pid_t pid = spawn_firn(dir, "", "run scene.json --backend cpu --out run --frames 400");
+    wait_for(run, "stats.jsonl", NULL, 3);
+    cr_assert_eq(kill(pid, SIGHUP), 0);
+    int st;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 128 + SIGHUP, "status %d", st);
+    snprintf(path, sizeof path, "%s/log", dir);
+    log[slurp(path, (unsigned char *)log, sizeof log - 1)] = '\0';
+    const char *at = strstr(log, "SIGHUP: stopped after frame ");
+    cr_assert(at, "%s", log);
+    const int k = atoi(at + strlen("SIGHUP: stopped after frame "));
+    snprintf(path, sizeof path, "%s/checkpoint_%05d.firn", run, k);
+    firn_scene_def def;
+    load_scene(&def);
+    firn_world *w = load_world(&def, path);
+    cr_assert_eq(w->frame, k);
+    firn_world_destroy(w);
     test_rmdir(dir);
 }

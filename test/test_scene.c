@@ -504,3 +504,210 @@ Test(scene_errors, failed_parse_leaves_the_definition_alone)
                 "second");
     cr_assert_eq(def.frames, 7);
 }
+
+/* ---- keyframes ------------------------------------------------------------- */
+
+/* A tool over the default body with the given keyframes (single quotes). */
+static int parse_keyframes(const char *keyframes)
+{
+    static char extra[4096];
+    snprintf(extra, sizeof extra,
+             "'tools': [{'name': 'plate', 'shape': {'type': 'box', 'center': [0.5, 0.8, 0.5], "
+             "'size': [0.1, 0.02, 0.1]}, 'keyframes': [%s]}]",
+             keyframes);
+    return parse_parts(NULL, NULL, extra);
+}
+
+/* Every keyframe is checked at load, not when the run reaches it: a gap
+ * shorter than a substep (the pose would be reached in one substep, with a
+ * velocity of inf or NaN at 1e-40 s), a segment whose velocity overflows
+ * float or that the CFL step cannot follow within 100000 substeps a frame,
+ * and a turn of 180 degrees or more. */
+Test(scene_keyframes, every_segment_is_checked_at_load)
+{
+    expect_ok(parse_keyframes("{'t': 0, 'position': [0.5, 0.8, 0.5]}, "
+                              "{'t': 0.3, 'position': [0.5, 0.7, 0.5], 'rotation': [0, 0, 30]}, "
+                              "{'t': 0.5, 'position': [0.5, 0.7, 0.5], 'rotation': [0, 0, 170]}"),
+              "a valid path");
+    expect_fail(parse_keyframes("{'t': 0, 'position': [0.5, 0.8, 0.5]}, "
+                                "{'t': 1e-40, 'position': [0.5, 0.72, 0.5]}"),
+                FIRN_E_SCENE, "tools[0].keyframes[1].t: ", "a gap of 1e-40 s");
+    cr_assert(strstr(err.msg, "less than a substep"), "%s", err.msg);
+    expect_fail(parse_keyframes("{'t': 0, 'position': [0.5, 0.8, 0.5]}, "
+                                "{'t': 1e-9, 'position': [0.5, 0.8, 0.5]}"),
+                FIRN_E_SCENE, "less than a substep", "a gap of 1e-9 s");
+    /* The same for a kinematic rigid body. */
+    expect_fail(parse_parts(NULL, NULL,
+                            "'rigids': [{'shape': {'type': 'sphere', 'radius': 0.05}, "
+                            "'motion': 'kinematic', 'keyframes': [{'t': 0, 'position': [0.5, "
+                            "0.8, 0.5]}, {'t': 1e-40, 'position': [0.5, 0.7, 0.5]}]}]"),
+                FIRN_E_SCENE, "rigids[0].keyframes[1].t: ", "a rigid's gap of 1e-40 s");
+    /* A late keyframe far away: its segment's velocity overflows float. */
+    expect_fail(parse_keyframes("{'t': 0, 'position': [0.5, 0.8, 0.5]}, "
+                                "{'t': 0.2, 'position': [0.5, 0.8, 0.5]}, "
+                                "{'t': 0.25, 'position': [0.5, 1e38, 0.5]}"),
+                FIRN_E_SCENE, "tools[0].keyframes[2]: the segment from keyframes[1]",
+                "a keyframe at 1e38 m");
+    cr_assert(strstr(err.msg, "not finite"), "%s", err.msg);
+    /* Finite, but 4e30 m/s takes ~1e33 CFL substeps a frame. */
+    expect_fail(parse_keyframes("{'t': 0, 'position': [0.5, 0.8, 0.5]}, "
+                                "{'t': 0.2, 'position': [0.5, 0.8, 0.5]}, "
+                                "{'t': 0.45, 'position': [0.5, 1e30, 0.5]}"),
+                FIRN_E_SCENE, "tools[0].keyframes[2]: the segment from keyframes[1]",
+                "a keyframe at 1e30 m");
+    cr_assert(strstr(err.msg, "more than 100000"), "%s", err.msg);
+    /* Not coupled: the CFL step does not follow it, so only finiteness holds. */
+    expect_ok(parse_parts(NULL, NULL,
+                          "'tools': [{'name': 'plate', 'shape': {'type': 'box', 'center': [0.5, "
+                          "0.8, 0.5], 'size': [0.1, 0.02, 0.1]}, 'collision': false, "
+                          "'keyframes': [{'t': 0, 'position': [0.5, 0.8, 0.5]}, {'t': 0.45, "
+                          "'position': [0.5, 1e30, 0.5]}]}]"),
+              "an uncoupled tool far away");
+    /* Turns: per axis, and along the shortest arc. */
+    expect_fail(parse_keyframes("{'t': 0, 'position': [0.5, 0.8, 0.5]}, "
+                                "{'t': 0.5, 'position': [0.5, 0.8, 0.5], 'rotation': [0, 0, 200]}"),
+                FIRN_E_SCENE, "tools[0].keyframes[1].rotation[2]: 200: turns 200 degrees about z",
+                "a turn of 200 degrees");
+    expect_fail(parse_keyframes("{'t': 0, 'position': [0.5, 0.8, 0.5]}, "
+                                "{'t': 0.5, 'position': [0.5, 0.8, 0.5], 'rotation': [0, 180, 0]}"),
+                FIRN_E_SCENE, "turns 180 degrees about y", "a turn of 180 degrees");
+    expect_fail(parse_keyframes("{'t': 0, 'position': [0.5, 0.8, 0.5]}, "
+                                "{'t': 0.5, 'position': [0.5, 0.8, 0.5], "
+                                "'rotation': [0, 179.999, 0]}"),
+                FIRN_E_SCENE, "tools[0].keyframes[1].rotation: turns the body 179.99",
+                "a turn of 179.999 degrees");
+    expect_fail(parse_keyframes("{'t': 0, 'position': [0.5, 0.8, 0.5], 'rotation': [0, 0, -170]}, "
+                                "{'t': 0.5, 'position': [0.5, 0.8, 0.5], 'rotation': [0, 0, 170]}"),
+                FIRN_E_SCENE, "turns 340 degrees about z", "-170 to 170 degrees");
+}
+
+/* ---- PBD bodies ------------------------------------------------------------ */
+
+#define CLOTH_MAT "'c': {'model': 'pbd_cloth'}"
+
+/* A cloth whose particles would have no usable mass, or whose triangles
+ * are degenerate, is refused at load naming the body (it went NaN in the
+ * first substep, blamed on compliance and density). */
+Test(scene_pbd, cloth_without_mass_or_area_is_refused)
+{
+    expect_ok(parse_parts(CLOTH_MAT,
+                          "{'material': 'c', 'solver': 'pbd', 'shape': {'type': 'cloth_rect', "
+                          "'center': [0.5, 0.5, 0.5], 'size': [0.4, 0.4], 'resolution': [5, 5]}}",
+                          NULL),
+              "a cloth");
+    expect_fail(parse_parts(CLOTH_MAT,
+                            "{'material': 'c', 'solver': 'pbd', 'shape': {'type': 'cloth_rect', "
+                            "'center': [0.5, 0.5, 0.5], 'size': [1e-30, 1e-30], 'resolution': "
+                            "[5, 5]}}",
+                            NULL),
+                FIRN_E_SCENE, "bodies[0]: cloth triangle 0 (vertices 0 5 6) is degenerate",
+                "size 1e-30");
+    expect_fail(parse_parts("'c': {'model': 'pbd_cloth', 'density': 1e-40}",
+                            "{'material': 'c', 'solver': 'pbd', 'shape': {'type': 'cloth_rect', "
+                            "'center': [0.5, 0.5, 0.5], 'size': [0.4, 0.4], 'resolution': [5, "
+                            "5]}}",
+                            NULL),
+                FIRN_E_SCENE, "bodies[0]: its particles would each carry", "density 1e-40");
+    cr_assert(strstr(err.msg, "a denormal float"), "%s", err.msg);
+    expect_fail(parse_parts("'c': {'model': 'pbd_particle', 'density': 1e-35}",
+                            "{'material': 'c', 'solver': 'pbd', 'shape': {'type': 'box', "
+                            "'center': [0.5, 0.5, 0.5], 'size': [0.1, 0.1, 0.1]}}",
+                            NULL),
+                FIRN_E_SCENE, "bodies[0]: its particles would each carry", "particles of 1e-41 kg");
+    /* Three triangles, two of them with coincident vertices. */
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/firn_test_cloth_%d.obj", (int)getpid());
+    FILE *f = fopen(path, "w");
+    cr_assert(f);
+    fputs("v 0 0 0\nv 1 0 0\nv 0 0 1\nv 0 0 0\nv 1 0 0\nf 1 2 3\nf 1 4 5\nf 2 3 5\n", f);
+    fclose(f);
+    char bodies[256];
+    snprintf(bodies, sizeof bodies,
+             "{'material': 'c', 'solver': 'pbd', 'shape': {'type': 'mesh', 'file': '%s', "
+             "'scale': 0.2, 'center': [0.5, 0.5, 0.5]}}",
+             path);
+    int rc = parse_parts(CLOTH_MAT, bodies, NULL);
+    remove(path);
+    expect_fail(rc, FIRN_E_SCENE, "bodies[0]: cloth triangle 1 (vertices 0 3 4", "coincident");
+}
+
+/* A pin or fixed box that holds no vertex is refused when the world is
+ * made (where the vertices are placed), naming the body. */
+Test(scene_pbd, pin_and_fixed_boxes_that_select_nothing_are_refused)
+{
+    expect_ok(parse_parts(CLOTH_MAT,
+                          "{'material': 'c', 'solver': 'pbd', 'shape': {'type': 'cloth_rect', "
+                          "'center': [0.5, 0.5, 0.5], 'size': [0.4, 0.4], 'resolution': [5, 5]}, "
+                          "'pin': {'box': {'lower': [0, 0.6, 0], 'upper': [1, 0.7, 1]}}}",
+                          NULL),
+              "a pin box above the cloth");
+    firn_world *w = firn_world_create(&def, FIRN_BACKEND_CPU, &err);
+    cr_assert_null(w, "a pin box that pins nothing was accepted");
+    cr_assert_eq(err.code, FIRN_E_SCENE, "%s", err.msg);
+    cr_assert(strstr(err.msg, "t.json: bodies[0].pin.box: ") && strstr(err.msg, "holds none"), "%s",
+              err.msg);
+    expect_ok(parse_parts("'s': {'model': 'sand'}, 'j': {'model': 'fem_linear'}",
+                          "{'material': 's', 'shape': {'type': 'box', 'center': [0.5, 0.2, "
+                          "0.5], 'size': [0.2, 0.1, 0.2]}}, {'material': 'j', 'solver': 'fem', "
+                          "'shape': {'type': 'box', 'center': [0.5, 0.6, 0.5], 'size': [0.2, "
+                          "0.2, 0.2], 'cells': [2, 2, 2]}, 'fixed': {'box': {'lower': [0, 0, "
+                          "0], 'upper': [0.3, 1, 1]}}}",
+                          NULL),
+              "a fixed box beside the FEM block");
+    w = firn_world_create(&def, FIRN_BACKEND_CPU, &err);
+    cr_assert_null(w, "a fixed box that fixes nothing was accepted");
+    cr_assert(strstr(err.msg, "t.json: bodies[1].fixed.box: ") && strstr(err.msg, "holds none"),
+              "%s", err.msg);
+}
+
+/* ---- ranges and messages ---------------------------------------------------- */
+
+/* Keys with a physical range refuse values outside it, and integer keys
+ * print their own range, not int's. */
+Test(scene_errors, ranges_are_the_keys_own)
+{
+    expect_fail(parse_parts("'w': {'model': 'sph_liquid', 'surface_tension': 1e38}",
+                            "{'material': 'w', 'solver': 'sph', 'shape': {'type': 'box'}}", NULL),
+                FIRN_E_SCENE, "materials.w.surface_tension = 1e+38: must be in [0, 1]",
+                "surface tension 1e38");
+    expect_fail(parse_parts("'c': {'model': 'pbd_cloth', 'stretch_compliance': 1e38}",
+                            "{'material': 'c', 'solver': 'pbd', 'shape': {'type': 'cloth_rect'}}",
+                            NULL),
+                FIRN_E_SCENE, "materials.c.stretch_compliance = 1e+38: must be in [0, 1000]",
+                "stretch compliance 1e38");
+    expect_fail(parse_parts("'c': {'model': 'pbd_cloth', 'bending_compliance': 1e38}",
+                            "{'material': 'c', 'solver': 'pbd', 'shape': {'type': 'cloth_rect'}}",
+                            NULL),
+                FIRN_E_SCENE, "materials.c.bending_compliance = 1e+38: must be in [0, 1000]",
+                "bending compliance 1e38");
+    expect_fail(parse_parts(CLOTH_MAT,
+                            "{'material': 'c', 'solver': 'pbd', 'shape': {'type': 'cloth_rect', "
+                            "'resolution': [5, 1e10]}}",
+                            NULL),
+                FIRN_E_SCENE, "bodies[0].shape.resolution[1] = 1e+10: must be in [2, 4096]",
+                "resolution 1e10");
+    expect_fail(parse_parts(NULL, NULL, "'time': {'frames': 1e10}"), FIRN_E_SCENE,
+                "time.frames = 1e+10: must be in [1, 2147483647]", "frames 1e10");
+    expect_fail(parse_parts("'j': {'model': 'fem_linear'}",
+                            "{'material': 'j', 'solver': 'fem', 'shape': {'type': 'sphere', "
+                            "'cells': 1e10}}",
+                            NULL),
+                FIRN_E_SCENE, "bodies[0].shape.cells = 1e+10: must be in [1, 400]", "cells 1e10");
+    expect_fail(parse_parts(CLOTH_MAT,
+                            "{'material': 'c', 'solver': 'pbd', 'shape': {'type': 'cloth_rect'}, "
+                            "'pin': {'indices': [-1]}}",
+                            NULL),
+                FIRN_E_SCENE, "bodies[0].pin.indices[0]: -1: no such vertex", "pin -1");
+}
+
+/* The particle limit's advice names the keys of the bodies that hold the
+ * most particles. */
+Test(scene_errors, particle_limit_advice_names_the_solvers_keys)
+{
+    expect_fail(parse_parts("'g': {'model': 'pbd_particle'}",
+                            "{'material': 'g', 'solver': 'pbd', 'shape': {'type': 'box', "
+                            "'center': [0.5, 0.5, 0.5], 'size': [0.9, 0.9, 0.9]}}",
+                            ", 'pbd': {'particle_size': 0.001}" + 2),
+                FIRN_E_SCENE, "use a larger pbd.particle_size", "PBD particles");
+    cr_assert(!strstr(err.msg, "particles_per_cell"), "%s", err.msg);
+}
