@@ -38,7 +38,7 @@ step() { # NAME COMMAND...
     fi
 }
 
-step "GPU tests (test/test_gpu*.c)" "$TESTS" --filter 'gpu*/*' --jobs 1 --verbose
+step "GPU tests (test/test_gpu*.c)" env FIRN_BIN="$FIRN" "$TESTS" --filter 'gpu*/*' --jobs 1 --verbose
 # --verbose lists the tests the filter left out as skipped too: only a
 # gpu* test that skipped counts.
 if grep -Eq '^\[SKIP\] gpu[a-z_]*::' "$LOG"/GPU_tests*.log; then
