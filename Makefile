@@ -13,6 +13,12 @@
 #                   GPU tests, firn compare on every scene and a small bench
 #   make gpu-rehearsal  bench/gpu_check.sh's two device calls rehearsed on the
 #                   emulated runtime, and the size of bench/pack_gpu.sh's bundle
+#   make asan       the CPU build and the whole test suite under ASan and UBSan, in
+#                   build/asan/
+#   make fuzz       libFuzzer targets for the scene, OBJ, TetGen, Gmsh and checkpoint
+#                   readers (clang, ASan, UBSan, CPU only) and their seeds, in
+#                   build/fuzz/ (test/fuzz/); make fuzz-smoke runs each for
+#                   FUZZ_SECONDS (default 60)
 
 CC      ?= gcc
 BUILD   ?= build
@@ -227,3 +233,186 @@ format-check:
 	    clang-format --dry-run -Werror "$$f" >/dev/null 2>&1 || { echo "format-check: $$f differs from .clang-format (run make format)"; bad=1; }; \
 	done; \
 	[ $$bad = 0 ] && echo "format-check: $(words $(FORMAT_SOURCES)) files follow .clang-format"; exit $$bad
+
+# Fuzzing (test/fuzz/, docs/VALIDATION.md "Fuzzing the loaders"): libFuzzer
+# targets, built by clang with ASan and UBSan on the CPU path (CUDA=0) into
+# build/fuzz/, for the scene reader, the OBJ reader, the TetGen and Gmsh
+# readers and the checkpoint loader. `make fuzz` builds them and their seed
+# corpora (from scenes/, scenes/assets/, test/data/ and checkpoints that
+# build/fuzz/firn writes of test/fuzz/checkpoint_scene.json); `make
+# fuzz-smoke` (CI) runs each for FUZZ_SECONDS (default 60): any crash,
+# sanitizer report, leak or input slower than FUZZ_TIMEOUT seconds fails it,
+# the input kept in build/fuzz/artifacts/.
+FUZZ_BUILD   ?= build/fuzz
+FUZZ_CC      ?= clang
+FUZZ_SAN     ?= -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_TARGETS  = scene obj tet gmsh checkpoint
+FUZZ_SECONDS ?= 60
+FUZZ_TIMEOUT ?= 20
+FUZZ_FLAGS   ?=
+
+.PHONY: fuzz fuzz-build fuzz-corpus fuzz-smoke
+fuzz:
+	$(MAKE) CUDA=0 CC=$(FUZZ_CC) BUILD=$(FUZZ_BUILD) \
+	    CFLAGS="-O1 -g $(FUZZ_SAN) -fsanitize=fuzzer-no-link" fuzz-build
+	$(MAKE) fuzz-corpus
+
+fuzz-build: $(BUILD)/firn $(FUZZ_TARGETS:%=$(BUILD)/fuzz_%)
+
+$(BUILD)/fuzz_%: test/fuzz/fuzz_%.c test/fuzz/fuzz_util.h $(BUILD)/libfirn.a
+	$(CC) $(CFLAGS) -fsanitize=fuzzer -DFIRN_FUZZ_ASSETS='"$(CURDIR)/scenes/assets"' \
+	    -DFIRN_FUZZ_SCENE='"$(CURDIR)/test/fuzz/checkpoint_scene.json"' \
+	    $(LDFLAGS) -o $@ $< $(BUILD)/libfirn.a $(LDLIBS)
+
+# Seeds: the shipped files as they are; TetGen pairs joined at '@'
+# (test/fuzz/fuzz_tet.c); checkpoints of frames 1, 3 and 4 of the fuzz scene.
+fuzz-corpus:
+	@rm -rf $(FUZZ_BUILD)/seeds && mkdir -p $(addprefix $(FUZZ_BUILD)/seeds/,$(FUZZ_TARGETS))
+	cp scenes/*.json scenes/large/*.json test/fuzz/checkpoint_scene.json test/fuzz/seeds/scene/* \
+	    $(FUZZ_BUILD)/seeds/scene/
+	cp scenes/assets/*.obj test/fuzz/seeds/obj/* $(FUZZ_BUILD)/seeds/obj/
+	cp scenes/assets/*.msh test/data/*.msh test/fuzz/seeds/gmsh/* $(FUZZ_BUILD)/seeds/gmsh/
+	{ cat scenes/assets/soft_ball.node; printf @; cat scenes/assets/soft_ball.ele; } \
+	    > $(FUZZ_BUILD)/seeds/tet/soft_ball
+	cp test/fuzz/seeds/tet/* $(FUZZ_BUILD)/seeds/tet/
+	rm -rf $(FUZZ_BUILD)/ckpt && for n in 1 4; do \
+	    OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive $(FUZZ_BUILD)/firn run \
+	        test/fuzz/checkpoint_scene.json --backend cpu --frames $$n --checkpoint-every 1 \
+	        --out $(FUZZ_BUILD)/ckpt/$$n >/dev/null || exit 1; \
+	    cp $(FUZZ_BUILD)/ckpt/$$n/checkpoint_*.firn $(FUZZ_BUILD)/seeds/checkpoint/ || exit 1; \
+	done
+	@for t in $(FUZZ_TARGETS); do echo "fuzz-corpus: $$t: $$(ls $(FUZZ_BUILD)/seeds/$$t | wc -l) seeds"; done
+
+# Each target on its seeds and the inputs earlier runs kept (corpus/), for
+# FUZZ_SECONDS; FUZZ_FLAGS passes more libFuzzer options.
+fuzz-smoke: fuzz
+	@mkdir -p $(FUZZ_BUILD)/artifacts
+	@for t in $(FUZZ_TARGETS); do \
+	    mkdir -p $(FUZZ_BUILD)/corpus/$$t; \
+	    echo "fuzz-smoke: fuzz_$$t for $(FUZZ_SECONDS) s"; \
+	    $(FUZZ_BUILD)/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -timeout=$(FUZZ_TIMEOUT) \
+	        -rss_limit_mb=2048 -max_len=65536 -dict=test/fuzz/$$t.dict -print_final_stats=1 \
+	        -artifact_prefix=$(FUZZ_BUILD)/artifacts/$$t- $(FUZZ_FLAGS) \
+	        $(FUZZ_BUILD)/corpus/$$t $(FUZZ_BUILD)/seeds/$$t \
+	        > $(FUZZ_BUILD)/fuzz_$$t.log 2>&1 \
+	      || { tail -n 60 $(FUZZ_BUILD)/fuzz_$$t.log; echo "fuzz-smoke: fuzz_$$t failed (log $(FUZZ_BUILD)/fuzz_$$t.log)"; exit 1; }; \
+	    grep -E '^stat::number_of_executed_units|^Done' $(FUZZ_BUILD)/fuzz_$$t.log | tr '\n' ' '; echo; \
+	done
+
+# The CPU build (CUDA=0) and the whole test suite under ASan and UBSan, in
+# build/asan/ (gcc; any sanitizer report fails the test that hit it). All
+# tests but memory/host_figure_is_what_the_cpu_world_allocates, which
+# measures the heap through glibc's mallinfo2, which ASan's allocator does
+# not keep.
+ASAN_BUILD  ?= build/asan
+ASAN_SAN    ?= -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+ASAN_FILTER ?= !(memory/host_figure_is_what_the_cpu_world_allocates)
+.PHONY: asan
+asan:
+	$(MAKE) CUDA=0 BUILD=$(ASAN_BUILD) CFLAGS="-O1 -g $(ASAN_SAN)" all $(ASAN_BUILD)/test_firn
+	OMP_WAIT_POLICY=passive FIRN_BIN=$(ASAN_BUILD)/firn ./$(ASAN_BUILD)/test_firn --jobs 1 \
+	    --filter '$(ASAN_FILTER)'
+
+# ---- install -----------------------------------------------------------------
+# make install [PREFIX=/usr/local] [DESTDIR=]: firn.h into $(PREFIX)/include/firn/,
+# libfirn.a and, in a CPU-only build, the shared libfirn.so into $(PREFIX)/lib,
+# and firn.pc into $(PREFIX)/lib/pkgconfig, so that a program builds with
+#     cc prog.c $(pkg-config --cflags --libs firn)
+# Where the shared library is installed it carries its own dependencies, and
+# firn.pc lists them as private (for pkg-config --static); a CUDA build
+# installs the static library only (its objects are not built for a shared
+# one) and firn.pc then lists cJSON, libpng, OpenMP and the static CUDA
+# runtime in Libs, so that the plain command links too. SHARED=0 installs the
+# static library only in a CPU build as well. make uninstall removes them;
+# make install-check installs into a temporary PREFIX, builds examples/embed.c
+# and examples/tool_press.c with pkg-config alone, against the shared and
+# the static library, and runs embed.
+PREFIX       ?= /usr/local
+LIBDIR       ?= $(PREFIX)/lib
+INCLUDEDIR   ?= $(PREFIX)/include
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+# firn.h includes only the C library's headers.
+INSTALL_HEADERS = include/firn.h
+FIRN_VERSION_NUM := $(shell sed -n 's/^\#define FIRN_VERSION *"\([0-9.]*\)".*/\1/p' include/firn.h)
+# Before 1.0 a minor version may change the ABI: the soname keeps it.
+FIRN_SONAME   = libfirn.so.$(word 1,$(subst ., ,$(FIRN_VERSION_NUM))).$(word 2,$(subst ., ,$(FIRN_VERSION_NUM)))
+FIRN_SOFILE   = libfirn.so.$(FIRN_VERSION_NUM)
+ifeq ($(CU_OBJ),)
+SHARED ?= 1
+else
+override SHARED := 0
+endif
+# What a program that links firn needs besides it: the packages of PKGS
+# (by name where pkg-config knows them), OpenMP, libm, and with CUDA the
+# static CUDA runtime and what it needs.
+PC_REQUIRES := $(shell pkg-config --exists $(PKGS) 2>/dev/null && echo $(PKGS))
+PC_LIBS      = $(if $(PC_REQUIRES),,-lcjson -lpng) -lm -fopenmp \
+               $(if $(NVCC),-L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/targets/x86_64-linux/lib \
+               -lcudart_static -ldl -lrt -lpthread -lstdc++)
+PIC_OBJ = $(patsubst $(BUILD)/%,$(BUILD)/pic/%,$(filter-out $(CLI_OBJ),$(HOST_OBJ)))
+
+# The shared library's objects: the library's host code, position-independent.
+$(BUILD)/pic/%.o: %.c $(wildcard include/*.h host/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -fPIC -c -o $@ $<
+$(BUILD)/pic/host/svd_batch.o: override CFLAGS += -Wno-psabi
+
+# -z defs: every symbol it uses is resolved by the libraries it names.
+$(BUILD)/libfirn.so: $(PIC_OBJ)
+	$(CC) $(CFLAGS) $(LDFLAGS) -shared -Wl,-soname,$(FIRN_SONAME) -Wl,-z,defs -o $@ $^ $(LDLIBS)
+
+.PHONY: install uninstall install-check
+install: $(BUILD)/libfirn.a $(if $(filter 1,$(SHARED)),$(BUILD)/libfirn.so)
+	install -d $(DESTDIR)$(INCLUDEDIR)/firn $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PKGCONFIGDIR)
+	install -m 644 $(INSTALL_HEADERS) $(DESTDIR)$(INCLUDEDIR)/firn/
+	install -m 644 $(BUILD)/libfirn.a $(DESTDIR)$(LIBDIR)/libfirn.a
+	rm -f $(DESTDIR)$(LIBDIR)/libfirn.so
+ifeq ($(SHARED),1)
+	install -m 755 $(BUILD)/libfirn.so $(DESTDIR)$(LIBDIR)/$(FIRN_SOFILE)
+	ln -sf $(FIRN_SOFILE) $(DESTDIR)$(LIBDIR)/$(FIRN_SONAME)
+	ln -sf $(FIRN_SONAME) $(DESTDIR)$(LIBDIR)/libfirn.so
+endif
+	{ echo 'prefix=$(PREFIX)'; echo 'libdir=$(LIBDIR)'; echo 'includedir=$(INCLUDEDIR)'; echo; \
+	  echo 'Name: firn'; \
+	  echo 'Description: continuum physics engine: MPM, SPH, PBD and FEM, CPU and CUDA'; \
+	  echo 'Version: $(FIRN_VERSION_NUM)'; \
+	  echo 'Cflags: -I$${includedir}/firn'; \
+	  if [ "$(SHARED)" = 1 ]; then \
+	    echo 'Libs: -L$${libdir} -lfirn'; \
+	    echo 'Libs.private: $(strip $(PC_LIBS))'; \
+	    echo 'Requires.private: $(PC_REQUIRES)'; \
+	  else \
+	    echo 'Libs: -L$${libdir} -lfirn $(strip $(PC_LIBS))'; \
+	    echo 'Requires: $(PC_REQUIRES)'; \
+	  fi; } > $(DESTDIR)$(PKGCONFIGDIR)/firn.pc
+	@echo "firn: installed into $(DESTDIR)$(PREFIX) ($(if $(filter 1,$(SHARED)),static and shared,static) library)"
+
+uninstall:
+	rm -f $(DESTDIR)$(INCLUDEDIR)/firn/firn.h $(DESTDIR)$(PKGCONFIGDIR)/firn.pc \
+	      $(DESTDIR)$(LIBDIR)/libfirn.a $(DESTDIR)$(LIBDIR)/libfirn.so \
+	      $(DESTDIR)$(LIBDIR)/$(FIRN_SONAME) $(DESTDIR)$(LIBDIR)/$(FIRN_SOFILE)
+	-rmdir $(DESTDIR)$(INCLUDEDIR)/firn
+
+# Two installs (as built, then the static library alone), each built against
+# with pkg-config only: embed runs two frames of scenes/fem_jelly_drop.json;
+# the shared build must load libfirn.so from the PREFIX.
+install-check: $(BUILD)/libfirn.a $(if $(filter 1,$(SHARED)),$(BUILD)/libfirn.so)
+	@set -e; tmp=$$(mktemp -d /tmp/firn_install_XXXXXX); trap 'rm -rf "$$tmp"' EXIT; \
+	for kind in $(if $(filter 1,$(SHARED)),shared) static; do \
+	    p=$$tmp/$$kind; \
+	    $(MAKE) --no-print-directory install PREFIX=$$p $(if $(filter 1,$(SHARED)),SHARED=$$([ $$kind = shared ] && echo 1 || echo 0)) >/dev/null; \
+	    export PKG_CONFIG_PATH=$$p/lib/pkgconfig; \
+	    for flags in "" --static; do \
+	        $(CC) -std=gnu11 -O2 -o $$p/embed examples/embed.c $$(pkg-config $$flags --cflags --libs firn); \
+	        $(CC) -std=gnu11 -O2 -o $$p/tool_press examples/tool_press.c $$(pkg-config $$flags --cflags --libs firn); \
+	        if [ $$kind = shared ]; then \
+	            LD_LIBRARY_PATH=$$p/lib ldd $$p/embed | grep -q "libfirn.so.* => $$p/lib/" || \
+	              { echo "install-check: embed does not load $$p/lib/libfirn.so"; exit 1; }; \
+	        else \
+	            ! readelf -d $$p/embed | grep -q libfirn || { echo "install-check: embed needs a libfirn.so"; exit 1; }; \
+	        fi; \
+	        LD_LIBRARY_PATH=$$p/lib OMP_WAIT_POLICY=passive $$p/embed scenes/fem_jelly_drop.json 2 > $$p/out.txt; \
+	        grep -q '^frame 2: t = ' $$p/out.txt || { cat $$p/out.txt; echo "install-check: embed ran no frame 2"; exit 1; }; \
+	        echo "install-check: $$kind library, pkg-config $${flags:-(plain)}: built embed and tool_press, embed ran 2 frames"; \
+	    done; \
+	done

@@ -4,6 +4,30 @@
 
 #include "firn.h"
 
+/* The usage of each subcommand, as `firn --help` lists them and
+ * `firn CMD --help` prints them. */
+#define FIRN_USAGE_RUN                                                                             \
+    "  firn run SCENE [--backend auto|cpu|cuda] [--frames N] [--every N] [--out DIR] [--quiet]\n"  \
+    "                 [--checkpoint-every N|Ns|Nm|Nh|off] [--resume [CHECKPOINT]]\n"               \
+    "                 [--p2g auto|atomic|binned|warp|ordered|g2p2g] [--deterministic]\n"           \
+    "                 [--grid auto|dense|sparse] [--graphs auto|on|off]\n"                         \
+    "                 run a JSON scene, writing PLY frames, PNG previews and stats.jsonl;\n"       \
+    "                 --deterministic: the GPU gives the same bits every run (ordered P2G;\n"      \
+    "                 refused for a scene with a phase that cannot)\n"                             \
+    "                 checkpoints (default every 10 minutes, and on SIGINT/SIGTERM) let\n"         \
+    "                 --resume continue a stopped run\n"
+#define FIRN_USAGE_VALIDATE                                                                        \
+    "  firn validate SCENE       check a scene and print what it would simulate\n"
+#define FIRN_USAGE_COMPARE                                                                         \
+    "  firn compare SCENE [--frames N] [--p2g auto|atomic|binned|warp|ordered|g2p2g]\n"            \
+    "                 [--grid auto|dense|sparse] [--graphs auto|on|off]\n"                         \
+    "                 run the scene on the CPU and the GPU and report the differences\n"           \
+    "                 (--p2g: the GPU's P2G; auto: binned from 300k particles)\n"
+/* What every SCENE argument accepts. */
+#define FIRN_USAGE_SCENE                                                                           \
+    "SCENE is a JSON file (docs/SCENES.md), or - to read it from standard input\n"                 \
+    "(relative mesh paths in it are then taken from the current directory).\n"
+
 int firn_cli_run(int argc, char **argv);
 int firn_cli_compare(int argc, char **argv);
 int firn_cli_bench(int argc, char **argv);
@@ -21,5 +45,12 @@ int firn_cli_int(const char *opt, const char *value, int *out);
 /* mkdir -p; fills err on failure. */
 int firn_mkdirs(const char *path, firn_error *err);
 int firn_cli_fail(const firn_error *err);
+/* Whether the arguments ask for help (--help or -h); if so prints
+ * "usage:\n", text and FIRN_USAGE_SCENE to stdout. */
+int firn_cli_help(int argc, char **argv, const char *text);
+/* Loads a SCENE argument: a JSON file, or "-" for standard input (named
+ * "<stdin>" in messages; relative mesh paths taken from the current
+ * directory). */
+int firn_cli_load_scene(const char *path, firn_scene_def *def, firn_error *err);
 
 #endif

@@ -473,7 +473,7 @@ static int parse_compare_args(int argc, char **argv, const char **scene, int *fr
                         v ? v : "");
                 return FIRN_E_USAGE;
             }
-        } else if (argv[i][0] == '-' || *scene) {
+        } else if ((argv[i][0] == '-' && argv[i][1]) || *scene) {
             fprintf(stderr, "firn compare: unexpected argument '%s'\n", argv[i]);
             return FIRN_E_USAGE;
         } else {
@@ -489,6 +489,8 @@ static int parse_compare_args(int argc, char **argv, const char **scene, int *fr
 
 int firn_cli_compare(int argc, char **argv)
 {
+    if (firn_cli_help(argc, argv, FIRN_USAGE_COMPARE))
+        return 0;
     const char *scene;
     int frames = 10, p2g = -1, grid = -1, graphs = -1;
     int rc = parse_compare_args(argc, argv, &scene, &frames, &p2g, &grid, &graphs);
@@ -496,7 +498,7 @@ int firn_cli_compare(int argc, char **argv)
         return rc;
     firn_scene_def def;
     firn_error err;
-    if (firn_scene_load_json(scene, &def, &err))
+    if (firn_cli_load_scene(scene, &def, &err))
         return firn_cli_fail(&err);
     if (p2g >= 0)
         def.gpu_p2g = p2g;

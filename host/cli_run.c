@@ -19,6 +19,7 @@
 #include "error.h"
 #include "fem.h"
 #include "frame_writer.h"
+#include "inspect.h"
 #include "output.h"
 
 /* The index of a file that `firn run` writes, from its name: <prefix>, five
@@ -156,6 +157,65 @@ int firn_cli_fail(const firn_error *err)
     return err->code ? (int)err->code : 1;
 }
 
+int firn_cli_help(int argc, char **argv, const char *text)
+{
+    for (int i = 0; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage:\n%s\n%s", text, FIRN_USAGE_SCENE);
+            return 1;
+        }
+    return 0;
+}
+
+int firn_cli_load_scene(const char *path, firn_scene_def *def, firn_error *err)
+{
+    if (strcmp(path, "-"))
+        return firn_scene_load_json(path, def, err);
+    /* The loader's limits (scene.c): at most FIRN_SCENE_MAX_BYTES, no NUL. */
+    size_t len = 0, cap = 65536;
+    char *text = malloc(cap);
+    for (;;) {
+        if (!text) {
+            firn_set_error(err, FIRN_E_NOMEM, "<stdin>: out of memory reading it");
+            return FIRN_E_NOMEM;
+        }
+        if (len > FIRN_SCENE_MAX_BYTES) {
+            free(text);
+            firn_set_error(err, FIRN_E_SCENE, "<stdin>: longer than %d MiB; not a scene",
+                           FIRN_SCENE_MAX_BYTES >> 20);
+            return FIRN_E_SCENE;
+        }
+        if (cap - len < 4096) {
+            char *grown = realloc(text, 2 * cap);
+            if (!grown)
+                free(text);
+            text = grown;
+            cap *= 2;
+            continue;
+        }
+        size_t got = fread(text + len, 1, cap - len - 1, stdin);
+        if (memchr(text + len, '\0', got)) {
+            free(text);
+            firn_set_error(err, FIRN_E_SCENE, "<stdin>: contains a NUL byte; not a JSON text");
+            return FIRN_E_SCENE;
+        }
+        len += got;
+        if (got == 0)
+            break;
+    }
+    if (ferror(stdin)) {
+        free(text);
+        firn_set_error(err, FIRN_E_IO, "<stdin>: cannot read: %s", strerror(errno));
+        return FIRN_E_IO;
+    }
+    text[len] = '\0';
+    /* A name without a folder: relative mesh paths are taken from the
+     * current directory. */
+    int rc = firn_scene_parse_json(text, "<stdin>", def, err);
+    free(text);
+    return rc;
+}
+
 int firn_cli_p2g(const char *name, int *out)
 {
     if (!name)
@@ -274,12 +334,70 @@ static void format_count(double v, char *buf, size_t size)
         snprintf(buf, size, "%.0f", v);
 }
 
-/* `first`: the frame the run started from (a resumed run's checkpoint). */
-static void progress(int tty, const firn_frame_stats *s, int first, int frames, double elapsed)
+/* The largest magnitude of the tools' mean force over the frame [N]. */
+static double tool_force(const firn_frame_stats *s)
 {
-    char np[32], tp[32];
-    format_count((double)s->particles, np, sizeof np);
-    format_count(s->throughput, tp, sizeof tp);
+    double f = 0.0;
+    for (int k = 0; k < s->n_tools && k < FIRN_MAX_TOOLS; k++) {
+        const float *m = s->tools[k].force_mean;
+        f = fmax(f, sqrt((double)m[0] * m[0] + (double)m[1] * m[1] + (double)m[2] * m[2]));
+    }
+    return f;
+}
+
+/* Each active solver's count, throughput (its entities times `substeps`
+ * over `seconds`; left out when seconds is 0) and kinetic energy into buf,
+ * e.g. "MPM 8000 p 1.2e+06/s ke 0.5 J  FEM 125 v 2.6e+05/s ke 2.25 J  rigid
+ * 1 ke 0.1 J  tools 1 F 3.2 N" (p: particles, v: vertices; rigid: the
+ * dynamic bodies' energy; tools: the largest mean force on one over the
+ * frame); compact counts on a terminal. */
+static void solver_parts(firn_world *w, const firn_frame_stats *s, long long substeps,
+                         double seconds, int tty, char *buf, size_t size)
+{
+    const struct {
+        const char *name, *unit;
+        long long n;
+        double ke;
+    } part[4] = {{"MPM", "p", s->particles, s->kinetic_energy},
+                 {"SPH", "p", s->sph.particles, s->sph.kinetic_energy},
+                 {"PBD", "p", s->pbd.particles, s->pbd.kinetic_energy},
+                 {"FEM", "v", s->fem.vertices, s->fem.kinetic_energy}};
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int k = 0; k < 4 && at < size; k++) {
+        if (part[k].n <= 0)
+            continue;
+        const double rate = seconds > 0.0 ? (double)part[k].n * substeps / seconds : 0.0;
+        char n[32], r[48] = "";
+        format_count((double)part[k].n, n, sizeof n);
+        if (seconds > 0.0 && tty) {
+            char c[32];
+            format_count(rate, c, sizeof c);
+            snprintf(r, sizeof r, " %s/s", c);
+        } else if (seconds > 0.0) {
+            snprintf(r, sizeof r, " %.4g/s", rate);
+        }
+        if (tty)
+            at += snprintf(buf + at, size - at, "%s%s %s%s ke %.3g J", at ? "  " : "", part[k].name,
+                           n, r, part[k].ke);
+        else
+            at += snprintf(buf + at, size - at, "%s%s %lld %s%s ke %.4g J", at ? "  " : "",
+                           part[k].name, part[k].n, part[k].unit, r, part[k].ke);
+    }
+    if (s->n_rigids > 0 && at < size)
+        at += snprintf(buf + at, size - at, "%srigid %d ke %.4g J", at ? "  " : "", s->n_rigids,
+                       firn_inspect_rigid_kinetic_energy(w));
+    if (s->n_tools > 0 && at < size)
+        snprintf(buf + at, size - at, "%stools %d F %.4g N", at ? "  " : "", s->n_tools,
+                 tool_force(s));
+}
+
+/* `first`: the frame the run started from (a resumed run's checkpoint). */
+static void progress(firn_world *w, int tty, const firn_frame_stats *s, int first, int frames,
+                     double elapsed)
+{
+    char parts[512];
+    solver_parts(w, s, s->frame_substeps, s->wall_seconds, tty, parts, sizeof parts);
     const int done_here = s->frame - first;
     double left = done_here > 0 ? elapsed / done_here * (frames - s->frame) : 0.0;
     if (tty) {
@@ -288,17 +406,12 @@ static void progress(int tty, const firn_frame_stats *s, int first, int frames, 
         for (int i = 0; i < width; i++)
             bar[i] = i < done ? '#' : '.';
         bar[width] = '\0';
-        fprintf(stderr,
-                "\r[%s] frame %d/%d  substeps %lld  particles %s  %s p-substeps/s  left %d:%02d ",
-                bar, s->frame, frames, s->substeps, np, tp, (int)left / 60, (int)left % 60);
+        fprintf(stderr, "\r[%s] frame %d/%d  substeps %lld  %s  left %d:%02d ", bar, s->frame,
+                frames, s->substeps, parts, (int)left / 60, (int)left % 60);
         fflush(stderr);
     } else {
-        fprintf(stderr,
-                "frame %d/%d substeps %lld (+%d, dt %.3g s) particles %lld  %.4g p-substeps/s  "
-                "ke %.4g J  left %.0f s\n",
-                s->frame, frames, s->substeps, s->frame_substeps, s->dt,
-                s->particles + s->sph.particles + s->pbd.particles, s->throughput,
-                s->kinetic_energy + s->sph.kinetic_energy + s->pbd.kinetic_energy, left);
+        fprintf(stderr, "frame %d/%d substeps %lld (+%d, dt %.3g s)  %s  left %.0f s\n", s->frame,
+                frames, s->substeps, s->frame_substeps, s->dt, parts, left);
     }
 }
 
@@ -438,8 +551,8 @@ static int parse_run_args(int argc, char **argv, run_opts *o)
             }
         } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
             o->quiet = 1;
-        } else if (a[0] == '-' || o->scene) {
-            fprintf(stderr, "firn run: unexpected argument '%s' (see firn --help)\n", a);
+        } else if ((a[0] == '-' && a[1]) || o->scene) {
+            fprintf(stderr, "firn run: unexpected argument '%s' (see firn run --help)\n", a);
             return FIRN_E_USAGE;
         } else {
             o->scene = a;
@@ -818,6 +931,8 @@ typedef struct {
     int first; /* the frame the run started from */
     long long substeps;
     double sim_seconds, busy, waited, t0;
+    firn_frame_stats last; /* the last frame's statistics (have_last: one was simulated) */
+    int have_last;
 } run_totals;
 
 /* Frames first+1 .. def->frames (and frame 0 when first is 0), frame k
@@ -869,8 +984,10 @@ static int run_frames(firn_world *w, const firn_scene_def *def, const run_opts *
         frame = s.frame;
         t->substeps += s.frame_substeps;
         t->sim_seconds += s.wall_seconds;
+        t->last = s;
+        t->have_last = 1;
         if (!quiet)
-            progress(tty, &s, t->first, def->frames, firn_now() - t->t0);
+            progress(w, tty, &s, t->first, def->frames, firn_now() - t->t0);
         const double now = firn_now();
         if ((o->ckpt_frames > 0 && frame % o->ckpt_frames == 0) ||
             (o->ckpt_seconds > 0.0 && now - last_ckpt >= o->ckpt_seconds)) {
@@ -895,35 +1012,78 @@ static int run_frames(firn_world *w, const firn_scene_def *def, const run_opts *
     return rc;
 }
 
-/* Time, throughput, the phases' shares and memory of a finished run. */
+/* Time, each solver's count, throughput, kinetic energy and phases'
+ * shares, and memory of a finished run. */
 static void print_summary(firn_world *w, const firn_scene_def *def, const run_totals *t)
 {
-    double pss = t->sim_seconds > 0.0
-                     ? (double)firn_world_particle_count(w) * t->substeps / t->sim_seconds
-                     : 0.0;
+    const long long particles = firn_world_particle_count(w);
+    const double sub = (double)t->substeps, secs = t->sim_seconds;
+    const double pss = secs > 0.0 ? (double)particles * sub / secs : 0.0;
     firn_profile pr = firn_world_profile(w);
     fprintf(stderr,
             "firn: done: %d frames, %lld substeps, %.2f s simulating, %.2f s writing frames "
-            "alongside (%.2f s waited for), %.2f s total, %.4g particle-substeps/s\n",
-            def->frames - t->first, t->substeps, t->sim_seconds, t->busy, t->waited,
-            firn_now() - t->t0, pss);
-    if (pr.total > 0.0)
-        fprintf(stderr, "firn: phases: clear %.1f%%  p2g %.1f%%  grid %.1f%%  g2p %.1f%%\n",
-                100 * pr.clear / pr.total, 100 * pr.p2g / pr.total, 100 * pr.grid / pr.total,
-                100 * pr.g2p / pr.total);
-    if (pr.total > 0.0 && pr.pbd_constraints > 0.0)
+            "alongside (%.2f s waited for), %.2f s total",
+            def->frames - t->first, t->substeps, secs, t->busy, t->waited, firn_now() - t->t0);
+    if (particles > 0)
+        fprintf(stderr, ", %.4g particle-substeps/s", pss);
+    fputc('\n', stderr);
+    if (!t->have_last)
+        return;
+    const firn_frame_stats *s = &t->last;
+    /* A phase's share of the substeps' time [%]. */
+    const double tot = pr.total > 0.0 ? pr.total : 1.0;
+#define SHARE(x) (100.0 * (x) / tot)
+    if (s->particles > 0)
         fprintf(stderr,
-                "firn: PBD phases: prediction and constraints %.1f%%  particle passes (liquid, "
-                "contact) %.1f%%  velocity and box %.1f%% (PBD-rigid is in grid, the couple "
-                "phase)\n",
-                100 * pr.pbd_constraints / pr.total, 100 * pr.pbd_particles / pr.total,
-                100 * pr.pbd_integrate / pr.total);
-    if (pr.total > 0.0 && pr.fem_elements > 0.0)
+                "firn: MPM: %lld particles, %.4g particle-substeps/s, kinetic energy %.4g J; "
+                "phases: clear %.1f%%  p2g %.1f%%  g2p %.1f%%\n",
+                s->particles, secs > 0.0 ? (double)s->particles * sub / secs : 0.0,
+                s->kinetic_energy, SHARE(pr.clear), SHARE(pr.p2g), SHARE(pr.g2p));
+    if (s->sph.particles > 0)
         fprintf(stderr,
-                "firn: FEM phases: element forces %.1f%%  vertex velocities %.1f%%  positions "
-                "and walls %.1f%%\n",
-                100 * pr.fem_elements / pr.total, 100 * pr.fem_velocity / pr.total,
-                100 * pr.fem_position / pr.total);
+                "firn: SPH: %lld particles, %.4g particle-substeps/s, kinetic energy %.4g J; "
+                "phases: neighbour sort %.1f%%  density %.1f%%  pressure and forces %.1f%%  "
+                "positions %.1f%%\n",
+                s->sph.particles, secs > 0.0 ? (double)s->sph.particles * sub / secs : 0.0,
+                s->sph.kinetic_energy, SHARE(pr.sph_sort), SHARE(pr.sph_density),
+                SHARE(pr.sph_pressure), SHARE(pr.sph_integrate));
+    if (s->pbd.particles > 0)
+        fprintf(stderr,
+                "firn: PBD: %lld particles, %.4g particle-substeps/s, kinetic energy %.4g J; "
+                "phases: prediction and constraints %.1f%%  particle passes (liquid, contact) "
+                "%.1f%%  velocity and box %.1f%%\n",
+                s->pbd.particles, secs > 0.0 ? (double)s->pbd.particles * sub / secs : 0.0,
+                s->pbd.kinetic_energy, SHARE(pr.pbd_constraints), SHARE(pr.pbd_particles),
+                SHARE(pr.pbd_integrate));
+    if (s->fem.vertices > 0)
+        fprintf(stderr,
+                "firn: FEM: %lld vertices (%lld elements), %.4g vertex-substeps/s, kinetic "
+                "energy %.4g J (elastic %.4g J); phases: element forces %.1f%%  vertex "
+                "velocities %.1f%%  positions and walls %.1f%%\n",
+                s->fem.vertices, s->fem.elements,
+                secs > 0.0 ? (double)s->fem.vertices * sub / secs : 0.0, s->fem.kinetic_energy,
+                s->fem.elastic_energy, SHARE(pr.fem_elements), SHARE(pr.fem_velocity),
+                SHARE(pr.fem_position));
+    if (s->n_rigids > 0) {
+        int dynamic = 0;
+        for (int k = 0; k < def->n_rigids; k++)
+            dynamic += def->rigids[k].motion == FIRN_RIGID_DYNAMIC;
+        fprintf(stderr, "firn: rigid bodies: %d (%d dynamic), kinetic energy %.4g J\n", s->n_rigids,
+                dynamic, firn_inspect_rigid_kinetic_energy(w));
+    }
+    if (s->n_tools > 0)
+        fprintf(stderr, "firn: tools: %d, largest mean force in the last frame %.4g N\n",
+                s->n_tools, tool_force(s));
+    /* grid: the MPM grid update with every coupling pair (the Coupler's
+     * couple step); couple: the rigid bodies' and tools' steps and CPIC's
+     * marking. */
+    if (pr.total > 0.0 &&
+        (s->particles > 0 || s->n_rigids > 0 || s->n_tools > 0 || SHARE(pr.grid) >= 0.05))
+        fprintf(stderr,
+                "firn: phases: grid update and coupling pairs %.1f%%  rigid bodies, tools and "
+                "CPIC marking %.1f%%\n",
+                SHARE(pr.grid), SHARE(pr.couple));
+#undef SHARE
     firn_cuda_graph_stats gs;
     firn_cuda_graph_stats_get(w, &gs);
     if (gs.fell_back)
@@ -979,13 +1139,15 @@ static firn_world *start_world(const firn_scene_def *def, const run_opts *o, int
 
 int firn_cli_run(int argc, char **argv)
 {
+    if (firn_cli_help(argc, argv, FIRN_USAGE_RUN))
+        return 0;
     run_opts o;
     int rc = parse_run_args(argc, argv, &o);
     if (rc)
         return rc;
     firn_scene_def def;
     firn_error err;
-    if (firn_scene_load_json(o.scene, &def, &err))
+    if (firn_cli_load_scene(o.scene, &def, &err))
         return firn_cli_fail(&err);
     if (o.frames)
         def.frames = o.frames;
@@ -1016,7 +1178,7 @@ int firn_cli_run(int argc, char **argv)
         fprintf(stderr,
                 "firn: error: %s: --deterministic: on the GPU %s, so two runs of this scene may "
                 "differ in the last bits (the CPU path, --backend cpu, is deterministic)\n",
-                o.scene, why);
+                def.source, why);
         firn_world_destroy(w);
         return FIRN_E_USAGE;
     }
@@ -1025,10 +1187,19 @@ int firn_cli_run(int argc, char **argv)
             fprintf(stderr, "firn: no CUDA GPU found; running on the CPU path\n");
         firn_memory m;
         firn_world_memory(w, &m);
-        fprintf(stderr, "firn: %s: %lld particles on %s (%.1f MiB, %.0f B/particle) -> %s/\n",
-                o.scene, firn_world_particle_count(w), firn_world_device_name(w),
-                (firn_world_backend(w) == FIRN_BACKEND_CUDA ? m.device : m.host) / (1 << 20),
-                m.per_particle, def.out_dir);
+        firn_frame_stats s0;
+        char parts[512];
+        if (firn_world_stats(w, &s0, &err)) {
+            firn_world_destroy(w);
+            return firn_cli_fail(&err);
+        }
+        solver_parts(w, &s0, 0, 0.0, 0, parts, sizeof parts);
+        fprintf(stderr, "firn: %s: %s on %s (%.1f MiB", def.source, parts[0] ? parts : "empty",
+                firn_world_device_name(w),
+                (firn_world_backend(w) == FIRN_BACKEND_CUDA ? m.device : m.host) / (1 << 20));
+        if (firn_world_particle_count(w) > 0)
+            fprintf(stderr, ", %.0f B/particle", m.per_particle);
+        fprintf(stderr, ") -> %s/\n", def.out_dir);
     }
     if (first >= def.frames) {
         if (!o.quiet)

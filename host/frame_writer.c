@@ -1,13 +1,31 @@
 /* frame_writer.c - see frame_writer.h. One worker thread; the caller and
  * the worker hand one frame back and forth under a mutex: `pending` is set
  * by the caller and cleared by the worker when the frame is on disk. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "error.h"
 #include "frame_writer.h"
+#include "output.h"
+
+/* The kinds of frame file, each with its time series: file
+ * "<prefix>_<frame>.<ext>", series file `series` beside them. */
+enum { KIND_MPM, KIND_SPH, KIND_PBD, KIND_FEM_PLY, KIND_FEM_VTU, KIND_RIGIDS, KIND_TOOLS, KINDS };
+static const struct {
+    const char *prefix, *ext, *series;
+} kind[KINDS] = {
+    [KIND_MPM] = {"frame", "ply", "frame.ply.series"},
+    [KIND_SPH] = {"sph", "ply", "sph.ply.series"},
+    [KIND_PBD] = {"pbd", "ply", "pbd.ply.series"},
+    [KIND_FEM_PLY] = {"fem", "ply", "fem.ply.series"},
+    [KIND_FEM_VTU] = {"fem", "vtu", "fem.pvd"},
+    [KIND_RIGIDS] = {"rigids", "ply", "rigids.ply.series"},
+    [KIND_TOOLS] = {"tools", "ply", "tools.ply.series"},
+};
 
 struct firn_frame_writer {
     pthread_t thread;
@@ -40,51 +58,158 @@ struct firn_frame_writer {
     void *fem_block;             /* the FEM mesh's copy, one allocation */
     size_t fem_bytes;
     firn_fem_mesh_view fem; /* n = 0: none */
+
+    /* The frames with files, in order, and which kinds each has (bit k:
+     * kind k), for the time series; `started` once the first frame is
+     * written (the series of an earlier run are taken over then). */
+    int started, n_series, series_cap;
+    firn_series_entry *series;
+    unsigned *series_kinds;
+    firn_series_entry *scratch; /* one series' entries */
 };
+
+static int add_series_entry(struct firn_frame_writer *fw, int frame, double time, unsigned kinds,
+                            firn_error *err)
+{
+    if (fw->n_series == fw->series_cap) {
+        const int cap = fw->series_cap ? 2 * fw->series_cap : 64;
+        firn_series_entry *e = realloc(fw->series, (size_t)cap * sizeof *e);
+        if (e)
+            fw->series = e;
+        unsigned *k = e ? realloc(fw->series_kinds, (size_t)cap * sizeof *k) : NULL;
+        if (k)
+            fw->series_kinds = k;
+        firn_series_entry *sc = k ? realloc(fw->scratch, (size_t)cap * sizeof *sc) : NULL;
+        if (sc)
+            fw->scratch = sc;
+        if (!sc) {
+            firn_set_error(err, FIRN_E_NOMEM, "out of host memory for the frames' time series");
+            return -1;
+        }
+        fw->series_cap = cap;
+    }
+    fw->series[fw->n_series] = (firn_series_entry){frame, time};
+    fw->series_kinds[fw->n_series++] = kinds;
+    return 0;
+}
+
+/* Before the first frame this writer writes (frame `first`): the frames
+ * before it that stats.jsonl lists (a resumed run's; a fresh run has
+ * removed the file) enter the series with the kinds whose files are there. */
+static int take_over_series(struct firn_frame_writer *fw, int first, firn_error *err)
+{
+    char path[FIRN_PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/stats.jsonl", fw->out);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    char *line = NULL;
+    size_t cap = 0;
+    int rc = 0;
+    while (!rc && getline(&line, &cap, f) > 0) {
+        int frame;
+        double time;
+        if (sscanf(line, "{\"frame\":%d,\"time\":%lf", &frame, &time) != 2 || frame >= first ||
+            frame < 0)
+            continue;
+        unsigned kinds = 0;
+        for (int k = 0; k < KINDS; k++) {
+            snprintf(path, sizeof path, "%s/%s_%05d.%s", fw->out, kind[k].prefix, frame,
+                     kind[k].ext);
+            kinds |= (access(path, F_OK) == 0) << k;
+        }
+        if (kinds)
+            rc = add_series_entry(fw, frame, time, kinds, err);
+    }
+    free(line);
+    fclose(f);
+    return rc;
+}
+
+/* Writes the series of every kind some frame has; removes those of the
+ * kinds none has (an earlier run's, in the same folder). */
+static int write_series(struct firn_frame_writer *fw, firn_error *err)
+{
+    char path[FIRN_PATH_MAX + 64];
+    for (int k = 0; k < KINDS; k++) {
+        int n = 0;
+        for (int i = 0; i < fw->n_series; i++)
+            if (fw->series_kinds[i] >> k & 1)
+                fw->scratch[n++] = fw->series[i];
+        snprintf(path, sizeof path, "%s/%s", fw->out, kind[k].series);
+        if (n > 0) {
+            if (firn_write_series(path, kind[k].prefix, kind[k].ext, fw->scratch, n, err))
+                return -1;
+        } else if (unlink(path) && errno != ENOENT) {
+            firn_set_error(err, FIRN_E_IO, "cannot remove %s of an earlier run: %s", path,
+                           strerror(errno));
+            return -1;
+        }
+    }
+    return 0;
+}
 
 static int write_one(struct firn_frame_writer *fw, firn_error *err)
 {
     const firn_scene_def *def = fw->def;
     const firn_frame_stats *s = &fw->stats;
     char path[FIRN_PATH_MAX + 64];
-    if (fw->with_particles && def->write_ply) {
+    const int first = !fw->started;
+    if (first && take_over_series(fw, s->frame, err))
+        return -1;
+    fw->started = 1;
+    unsigned kinds = 0; /* the kinds written */
+    const int ply = fw->with_particles && def->write_ply;
+    /* No MPM particles (an SPH, PBD or FEM scene): no MPM frame file. */
+    if (ply && fw->view.n > 0) {
         snprintf(path, sizeof path, "%s/frame_%05d.ply", fw->out, s->frame);
-        if (firn_write_ply(path, &fw->view, err))
+        if (firn_write_ply_named(path, def, &fw->view, err))
             return -1;
+        kinds |= 1u << KIND_MPM;
     }
-    if (fw->with_particles && def->write_ply && fw->sph.n > 0) {
+    if (ply && fw->sph.n > 0) {
         snprintf(path, sizeof path, "%s/sph_%05d.ply", fw->out, s->frame);
-        if (firn_write_sph_ply(path, &fw->sph, err))
+        if (firn_write_sph_ply_named(path, def, &fw->sph, err))
             return -1;
+        kinds |= 1u << KIND_SPH;
     }
-    if (fw->with_particles && def->write_ply && fw->pbd.n > 0) {
+    if (ply && fw->pbd.n > 0) {
         snprintf(path, sizeof path, "%s/pbd_%05d.ply", fw->out, s->frame);
-        if (firn_write_pbd_ply(path, &fw->pbd, err))
+        if (firn_write_pbd_ply_named(path, def, &fw->pbd, err))
             return -1;
+        kinds |= 1u << KIND_PBD;
     }
-    if (fw->with_particles && def->write_ply && fw->fem.n > 0) {
+    if (ply && fw->fem.n > 0) {
         snprintf(path, sizeof path, "%s/fem_%05d.ply", fw->out, s->frame);
         if (firn_write_fem_ply(path, &fw->fem, err))
             return -1;
         snprintf(path, sizeof path, "%s/fem_%05d.vtu", fw->out, s->frame);
         if (firn_write_fem_vtu(path, &fw->fem, err))
             return -1;
+        kinds |= 1u << KIND_FEM_PLY | 1u << KIND_FEM_VTU;
     }
-    if (fw->with_particles && def->write_ply && def->n_rigids > 0) {
+    if (ply && def->n_rigids > 0) {
         snprintf(path, sizeof path, "%s/rigids_%05d.ply", fw->out, s->frame);
         if (firn_write_rigids_ply(path, def, s, err))
             return -1;
+        kinds |= 1u << KIND_RIGIDS;
     }
-    if (fw->with_particles && def->write_ply && def->n_tools > 0) {
+    if (ply && def->n_tools > 0) {
         snprintf(path, sizeof path, "%s/tools_%05d.ply", fw->out, s->frame);
         if (firn_write_tools_ply(path, def, s, err))
             return -1;
+        kinds |= 1u << KIND_TOOLS;
     }
     if (fw->with_particles && def->write_preview) {
         snprintf(path, sizeof path, "%s/frame_%05d.png", fw->out, s->frame);
         if (firn_write_preview_png_fem(path, def, &fw->view, &fw->sph, &fw->pbd, &fw->fem, s, err))
             return -1;
     }
+    /* The series after the files they name, rewritten whole after each
+     * frame with files, so that a stopped run leaves valid ones. */
+    if ((kinds && add_series_entry(fw, s->frame, s->time, kinds, err)) ||
+        ((kinds || first) && write_series(fw, err)))
+        return -1;
     /* Last: a statistics line stands for a frame whose files are written. */
     snprintf(path, sizeof path, "%s/stats.jsonl", fw->out);
     return firn_append_stats_jsonl(path, def, s, err);
@@ -370,6 +495,7 @@ int firn_frame_writer_finish(firn_frame_writer *fw, double *busy, double *waited
     free_sph_copy(fw);
     free_pbd_copy(fw);
     free(fw->fem_block);
+    free(fw->series), free(fw->series_kinds), free(fw->scratch);
     free(fw);
     return rc;
 }

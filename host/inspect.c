@@ -3,6 +3,7 @@
 
 #include "cuda_backend.h"
 #include "error.h"
+#include "fem_implicit.h"
 #include "solver_cpu.h"
 #include "world.h"
 
@@ -46,4 +47,69 @@ int firn_inspect_edit_particles(firn_world *w, firn_particles_edit edit, void *c
     edit(&w->p, ctx); /* the host mirror is the uploaded state before a substep */
     firn_cuda_free(w);
     return firn_cuda_init(w, err) ? -1 : 0;
+}
+
+double firn_inspect_rigid_kinetic_energy(const firn_world *w)
+{
+    double e = 0.0;
+    for (int k = 0; k < w->n_rigids; k++) {
+        const firn_rigid *b = &w->rigids[k];
+        double v2 = 0.0, wl = 0.0;
+        for (int a = 0; a < 3; a++) {
+            v2 += (double)b->v[a] * b->v[a];
+            wl += (double)b->w[a] * b->L[a];
+        }
+        e += b->mass > 0.0f ? 0.5 * b->mass * v2 + 0.5 * wl : 0.0;
+    }
+    return e;
+}
+
+void firn_inspect_solver_memory(const firn_world *w, firn_inspect_memory *m)
+{
+    firn_memory all;
+    firn_world_memory(w, &all);
+    const double n = w->p.n;
+    const int cpu = w->backend == FIRN_BACKEND_CPU;
+    /* As firn_world_memory counts them (host/world.c). */
+    m->mpm.host = n * (109.0 + 4.0 * w->p.cpic_slots) + (cpu ? n * 12.0 : 0.0);
+    m->mpm.device =
+        n > 0 ? (double)firn_align256(firn_particle_layout(w->p.n, w->p.cpic_slots, NULL, NULL))
+              : 0.0;
+    m->sph.host = (double)firn_sph_host_bytes(&w->sph);
+    m->sph.device = (double)firn_sph_device_bytes(
+        w->sph.n, w->sph.P.nb.res[0] * w->sph.P.nb.res[1] * w->sph.P.nb.res[2]);
+    m->pbd.host = (double)firn_pbd_host_bytes(&w->pbd);
+    m->pbd.device =
+        (double)firn_pbd_device_bytes(w->pbd.n, w->pbd.stretch.n, w->pbd.bend.n, w->pbd.G.cells);
+    m->fem.host = (double)firn_fem_host_bytes(&w->fem);
+    m->fem.device =
+        w->fem.V.n > 0
+            ? (double)firn_fem_device_bytes(w->fem.V.n, w->fem.E.n, w->fem.nf, w->fem.ns,
+                                            w->coupler.fem_mpm ? (long long)w->params.n[0] *
+                                                                     w->params.n[1] * w->params.n[2]
+                                                               : 0,
+                                            w->coupler.fem_sph, w->sph.n) +
+                  (w->fem.implicit_work
+                       ? (double)firn_fem_implicit_device_bytes(w->fem.V.n, w->fem.E.n)
+                       : 0.0)
+            : 0.0;
+    m->shared.host = all.host - m->mpm.host - m->sph.host - m->pbd.host - m->fem.host;
+    m->shared.device = all.device - m->mpm.device - m->sph.device - m->pbd.device - m->fem.device;
+    if (m->shared.host < 0.0)
+        m->shared.host = 0.0;
+    if (m->shared.device < 0.0)
+        m->shared.device = 0.0;
+}
+
+int firn_inspect_fem_body(const firn_world *w, int b, int *scene_body, int v[2], int e[2])
+{
+    const firn_fem *S = &w->fem;
+    if (S->V.n == 0)
+        return 0;
+    if (b >= 0 && b < S->bodies) {
+        *scene_body = S->scene_body[b];
+        v[0] = S->v_first[b], v[1] = S->v_first[b + 1];
+        e[0] = S->e_first[b], e[1] = S->e_first[b + 1];
+    }
+    return S->bodies;
 }

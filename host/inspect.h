@@ -29,6 +29,31 @@ int firn_inspect_grid(firn_world *w, float *mass, float *vel, firn_error *err);
  * stay); on the CUDA backend the device state is then rebuilt from them.
  * 0, or -1 with err filled (FIRN_E_USAGE after a substep, or a device
  * error). */
+/* The kinetic energy of the dynamic rigid bodies, 1/2 m v.v + 1/2 omega.L
+ * [J], from the host copy of their state (current after firn_world_stats;
+ * static and kinematic bodies have no mass and count 0). */
+double firn_inspect_rigid_kinetic_energy(const firn_world *w);
+
+/* Memory by solver [bytes]: host as firn_memory's host, device what the
+ * CUDA path allocates for it (on the CPU path, what it would). mpm is the
+ * MPM particles alone (their state, and on the CPU path their binning ids);
+ * shared the rest: the grid, binning and coupling scratch, rigid bodies,
+ * tools and mesh SDF grids. The parts add up to firn_world_memory's host
+ * and device. */
+typedef struct {
+    double host, device;
+} firn_inspect_bytes;
+typedef struct {
+    firn_inspect_bytes mpm, sph, pbd, fem, shared;
+} firn_inspect_memory;
+void firn_inspect_solver_memory(const firn_world *w, firn_inspect_memory *m);
+
+/* The FEM solver's body b (0 .. the returned count - 1, in scene order):
+ * its index in the scene's bodies, vertices [v[0], v[1]) and elements
+ * [e[0], e[1]) of firn_world_fem_mesh's view. With b out of range only
+ * the count is returned. */
+int firn_inspect_fem_body(const firn_world *w, int b, int *scene_body, int v[2], int e[2]);
+
 typedef void (*firn_particles_edit)(firn_particles *p, void *ctx);
 int firn_inspect_edit_particles(firn_world *w, firn_particles_edit edit, void *ctx,
                                 firn_error *err);

@@ -581,8 +581,12 @@ int firn_mesh_build(const float *v, int nv, const int *tri, int nt, const char *
         free(vc), free(tc);
         return nomem(err, name);
     }
-    memcpy(vc, v, (size_t)3 * nv * sizeof(float));
-    memcpy(tc, tri, (size_t)3 * nt * sizeof(int));
+    /* An empty surface may come with NULL arrays (firn_mesh_read_surface of
+     * a file with no v or f line): memcpy must not see them. */
+    if (nv > 0)
+        memcpy(vc, v, (size_t)3 * nv * sizeof(float));
+    if (nt > 0)
+        memcpy(tc, tri, (size_t)3 * nt * sizeof(int));
     for (int k = 0; k < 3 * nt; k++)
         if (tc[k] < 0 || tc[k] >= nv) {
             free(vc), free(tc);

@@ -198,13 +198,63 @@ static unsigned char *pack_mpm(unsigned char *d, const void *ctx, long long i)
     return put_f32le(d, p->damage ? p->damage[i] : 0.0f);
 }
 
+/* What the index byte of a PLY names: the scene's materials, rigid bodies
+ * or tools. */
+enum { NAMES_MATERIALS, NAMES_RIGIDS, NAMES_TOOLS };
+
+/* The comment lines after "comment firn <version>": the units of the
+ * properties, then, with a scene, the name of each material (rigid body,
+ * tool) the index byte refers to, as "comment material 0 sand". Unnamed
+ * entries are left out; bytes a header line cannot hold (control
+ * characters) are written as '_'. */
+static int put_ply_comments(FILE *f, const char *units, const firn_scene_def *def, int names)
+{
+    if (fprintf(f, "comment units %s\n", units) < 0)
+        return -1;
+    if (!def)
+        return 0;
+    static const char *const label[] = {"material", "body", "tool"};
+    const int n = names == NAMES_RIGIDS  ? def->n_rigids
+                  : names == NAMES_TOOLS ? def->n_tools
+                                         : def->n_materials;
+    for (int k = 0; k < n; k++) {
+        const char *name = names == NAMES_RIGIDS  ? def->rigids[k].name
+                           : names == NAMES_TOOLS ? def->tools[k].name
+                                                  : def->materials[k].name;
+        if (!name[0])
+            continue;
+        char clean[FIRN_NAME_MAX];
+        size_t len = 0;
+        for (; len < FIRN_NAME_MAX - 1 && name[len]; len++) {
+            const unsigned char ch = (unsigned char)name[len];
+            clean[len] = ch < 0x20 || ch == 0x7f ? '_' : (char)ch;
+        }
+        clean[len] = '\0';
+        if (fprintf(f, "comment %s %d %s\n", label[names], k, clean) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+#define MPM_UNITS  "x y z [m], vx vy vz [m/s], jp [1], damage [1]"
+#define SPH_UNITS  "x y z [m], vx vy vz [m/s], density [kg/m^3], pressure [Pa]"
+#define MESH_UNITS "x y z [m], vx vy vz [m/s]"
+
+typedef struct {
+    const firn_particles_view *p;
+    const firn_scene_def *def; /* names the materials; may be NULL */
+} mpm_ply;
+
 static int emit_ply(FILE *f, void *ctx)
 {
-    const firn_particles_view *p = ctx;
-    if (fprintf(f,
-                "ply\n"
-                "format binary_little_endian 1.0\n"
-                "comment firn " FIRN_VERSION "\n"
+    const mpm_ply *m = ctx;
+    const firn_particles_view *p = m->p;
+    if (fputs("ply\n"
+              "format binary_little_endian 1.0\n"
+              "comment firn " FIRN_VERSION "\n",
+              f) < 0 ||
+        put_ply_comments(f, MPM_UNITS, m->def, NAMES_MATERIALS) ||
+        fprintf(f,
                 "element vertex %lld\n"
                 "property float x\nproperty float y\nproperty float z\n"
                 "property float vx\nproperty float vy\nproperty float vz\n"
@@ -232,13 +282,21 @@ static unsigned char *pack_sph(unsigned char *d, const void *ctx, long long i)
     return d;
 }
 
+typedef struct {
+    const firn_sph_particles_view *p;
+    const firn_scene_def *def; /* names the materials; may be NULL */
+} sph_ply;
+
 static int emit_sph_ply(FILE *f, void *ctx)
 {
-    const firn_sph_particles_view *p = ctx;
-    if (fprintf(f,
-                "ply\n"
-                "format binary_little_endian 1.0\n"
-                "comment firn " FIRN_VERSION " SPH particles\n"
+    const sph_ply *m = ctx;
+    const firn_sph_particles_view *p = m->p;
+    if (fputs("ply\n"
+              "format binary_little_endian 1.0\n"
+              "comment firn " FIRN_VERSION " SPH particles\n",
+              f) < 0 ||
+        put_ply_comments(f, SPH_UNITS, m->def, NAMES_MATERIALS) ||
+        fprintf(f,
                 "element vertex %lld\n"
                 "property float x\nproperty float y\nproperty float z\n"
                 "property float vx\nproperty float vy\nproperty float vz\n"
@@ -251,13 +309,20 @@ static int emit_sph_ply(FILE *f, void *ctx)
     return write_records(f, p->n, pack_sph, p);
 }
 
-int firn_write_sph_ply(const char *path, const firn_sph_particles_view *p, firn_error *err)
+int firn_write_sph_ply_named(const char *path, const firn_scene_def *def,
+                             const firn_sph_particles_view *p, firn_error *err)
 {
     if (p->n < 0 || (p->n > 0 && (!p->x || !p->v || !p->rho || !p->p || !p->mat))) {
         firn_set_error(err, FIRN_E_IO, "cannot write '%s': invalid SPH particle view", path);
         return FIRN_E_IO;
     }
-    return firn_write_atomic(path, emit_sph_ply, (void *)p, err);
+    sph_ply m = {p, def};
+    return firn_write_atomic(path, emit_sph_ply, &m, err);
+}
+
+int firn_write_sph_ply(const char *path, const firn_sph_particles_view *p, firn_error *err)
+{
+    return firn_write_sph_ply_named(path, NULL, p, err);
 }
 
 /* A triangle mesh over vertices, as the PBD cloth and the FEM surface
@@ -274,7 +339,9 @@ typedef struct {
     const int *tri;
     const char *comment; /* what the file holds */
     const char *flag_name;
-    const char *mat_name; /* the material byte's name; NULL: "material" */
+    const char *mat_name;      /* the material byte's name; NULL: "material" */
+    const firn_scene_def *def; /* names what the material byte indexes; may be NULL */
+    int names;                 /* NAMES_*: what it indexes */
 } mesh_ply;
 
 static unsigned char *pack_mesh_vertex(unsigned char *d, const void *ctx, long long i)
@@ -311,7 +378,10 @@ static int emit_mesh_ply(FILE *f, void *ctx)
     if (fprintf(f,
                 "ply\n"
                 "format binary_little_endian 1.0\n"
-                "comment firn " FIRN_VERSION " %s\n"
+                "comment firn " FIRN_VERSION " %s\n",
+                p->comment) < 0 ||
+        put_ply_comments(f, MESH_UNITS, p->def, p->names) ||
+        fprintf(f,
                 "element vertex %lld\n"
                 "property float x\nproperty float y\nproperty float z\n"
                 "property float vx\nproperty float vy\nproperty float vz\n"
@@ -320,8 +390,7 @@ static int emit_mesh_ply(FILE *f, void *ctx)
                 "element face %lld\n"
                 "property list uchar int vertex_indices\n"
                 "end_header\n",
-                p->comment, p->n, p->flag_name, p->mat_name ? p->mat_name : "material",
-                p->triangles) < 0)
+                p->n, p->flag_name, p->mat_name ? p->mat_name : "material", p->triangles) < 0)
         return -1;
     return write_records(f, p->n, pack_mesh_vertex, p) ||
                    write_records(f, p->triangles, pack_face, p)
@@ -341,20 +410,34 @@ static int write_mesh_ply(const char *path, const mesh_ply *m, firn_error *err)
     return firn_write_atomic(path, emit_mesh_ply, (void *)m, err);
 }
 
-int firn_write_pbd_ply(const char *path, const firn_pbd_particles_view *p, firn_error *err)
+int firn_write_pbd_ply_named(const char *path, const firn_scene_def *def,
+                             const firn_pbd_particles_view *p, firn_error *err)
 {
     if (p->n < 0 || p->triangles < 0 || (p->n > 0 && (!p->x || !p->v || !p->w || !p->mat)) ||
         (p->triangles > 0 && !p->tri)) {
         firn_set_error(err, FIRN_E_IO, "cannot write '%s': invalid PBD particle view", path);
         return FIRN_E_IO;
     }
-    const mesh_ply m = {p->n,         p->x,   p->v,
-                        p->w,         NULL,   p->mat,
-                        p->triangles, p->tri, "PBD particles and cloth triangles",
-                        "pinned",     NULL};
+    const mesh_ply m = {.n = p->n,
+                        .x = p->x,
+                        .v = p->v,
+                        .w = p->w,
+                        .mat = p->mat,
+                        .triangles = p->triangles,
+                        .tri = p->tri,
+                        .comment = "PBD particles and cloth triangles",
+                        .flag_name = "pinned",
+                        .def = def,
+                        .names = NAMES_MATERIALS};
     return write_mesh_ply(path, &m, err);
 }
 
+int firn_write_pbd_ply(const char *path, const firn_pbd_particles_view *p, firn_error *err)
+{
+    return firn_write_pbd_ply_named(path, NULL, p, err);
+}
+
+/* The material byte is 0: the materials are per element, in the VTU. */
 int firn_write_fem_ply(const char *path, const firn_fem_mesh_view *p, firn_error *err)
 {
     if (p->n < 0 || p->triangles < 0 || (p->n > 0 && (!p->x || !p->v || !p->fixed)) ||
@@ -362,10 +445,14 @@ int firn_write_fem_ply(const char *path, const firn_fem_mesh_view *p, firn_error
         firn_set_error(err, FIRN_E_IO, "cannot write '%s': invalid FEM mesh view", path);
         return FIRN_E_IO;
     }
-    const mesh_ply m = {p->n,         p->x,     p->v,
-                        NULL,         p->fixed, NULL,
-                        p->triangles, p->tri,   "FEM vertices and surface triangles",
-                        "fixed",      NULL};
+    const mesh_ply m = {.n = p->n,
+                        .x = p->x,
+                        .v = p->v,
+                        .flag = p->fixed,
+                        .triangles = p->triangles,
+                        .tri = p->tri,
+                        .comment = "FEM vertices and surface triangles",
+                        .flag_name = "fixed"};
     return write_mesh_ply(path, &m, err);
 }
 
@@ -436,17 +523,18 @@ static int write_shapes_ply(const char *path, const firn_scene_def *def,
                 flag[nv + i] = (uint8_t)b;
             }
         }
-        const mesh_ply m = {nv,
-                            x,
-                            v,
-                            NULL,
-                            flag,
-                            flag + nv,
-                            nt,
-                            tri,
-                            tools ? "tool surfaces" : "rigid body surfaces",
-                            tools ? "collides" : "couples",
-                            tools ? "tool" : "body"};
+        const mesh_ply m = {.n = nv,
+                            .x = x,
+                            .v = v,
+                            .flag = flag,
+                            .mat = flag + nv,
+                            .triangles = nt,
+                            .tri = tri,
+                            .comment = tools ? "tool surfaces" : "rigid body surfaces",
+                            .flag_name = tools ? "collides" : "couples",
+                            .mat_name = tools ? "tool" : "body",
+                            .def = def,
+                            .names = tools ? NAMES_TOOLS : NAMES_RIGIDS};
         rc = write_mesh_ply(path, &m, err);
     }
     free(x), free(flag), free(tri);
@@ -469,86 +557,153 @@ int firn_write_tools_ply(const char *path, const firn_scene_def *def, const firn
 
 /* ---- VTK unstructured grid (.vtu) ------------------------------------------ */
 
-/* ASCII VTK XML: every reader takes it, and a frame of the meshes firn's
- * CPU path runs (1e5 elements) is a few tens of MB at most. Floats with 9
- * significant digits round-trip. */
-static int put_floats(FILE *f, const float *a, long long n, int per_line)
+/* VTK XML with every array in one appended raw block after the XML
+ * (format="appended", encoding="raw"): each array is a UInt64 byte count
+ * (header_type="UInt64") then its values, little-endian, and each
+ * DataArray's offset is where its count starts, counted from the byte
+ * after the '_' that opens the block. 78 bytes per tetrahedron and 25 per
+ * vertex, besides 80 bytes of counts and 1.3 KB of XML. */
+static unsigned char *put_u64le(unsigned char *dst, uint64_t u)
 {
-    for (long long k = 0; k < n; k++)
-        if (fprintf(f, "%.9g%c", a[k], (k + 1) % per_line == 0 || k + 1 == n ? '\n' : ' ') < 0)
-            return -1;
-    return 0;
+    for (int k = 0; k < 8; k++)
+        dst[k] = (unsigned char)(u >> (8 * k));
+    return dst + 8;
 }
+
+static unsigned char *put_i32le(unsigned char *dst, int32_t value)
+{
+    const uint32_t u = (uint32_t)value;
+    for (int k = 0; k < 4; k++)
+        dst[k] = (unsigned char)(u >> (8 * k));
+    return dst + 4;
+}
+
+/* Vectors stored component-major (c n + i) as VTK's interleaved tuples. */
+typedef struct {
+    const float *a;
+    long long n;
+} vec3_soa;
+
+static unsigned char *pack_vec3(unsigned char *d, const void *ctx, long long i)
+{
+    const vec3_soa *q = ctx;
+    for (int c = 0; c < 3; c++)
+        d = put_f32le(d, q->a[c * q->n + i]);
+    return d;
+}
+
+static unsigned char *pack_f32(unsigned char *d, const void *ctx, long long i)
+{
+    return put_f32le(d, ((const float *)ctx)[i]);
+}
+
+static unsigned char *pack_i32(unsigned char *d, const void *ctx, long long i)
+{
+    return put_i32le(d, ((const int *)ctx)[i]);
+}
+
+static unsigned char *pack_u8(unsigned char *d, const void *ctx, long long i)
+{
+    *d = ((const uint8_t *)ctx)[i];
+    return d + 1;
+}
+
+static unsigned char *pack_offset(unsigned char *d, const void *ctx, long long e)
+{
+    (void)ctx;
+    return put_u64le(d, (uint64_t)(4 * (e + 1))); /* Int64, never negative */
+}
+
+static unsigned char *pack_tetra(unsigned char *d, const void *ctx, long long e)
+{
+    (void)ctx, (void)e;
+    *d = 10; /* VTK_TETRA */
+    return d + 1;
+}
+
+enum {
+    VTU_POINTS,
+    VTU_CONN,
+    VTU_OFFSETS,
+    VTU_TYPES,
+    VTU_VELOCITY,
+    VTU_FIXED,
+    VTU_STRESS,
+    VTU_STRAIN,
+    VTU_VON_MISES,
+    VTU_MATERIAL,
+    VTU_ARRAYS
+};
 
 static int emit_vtu(FILE *f, void *ctx)
 {
     const firn_fem_mesh_view *m = ctx;
     const long long n = m->n, ne = m->elements;
+    const vec3_soa x = {m->x, n}, v = {m->v, n};
+    /* Per array: records, bytes per record, packer and its context. */
+    const struct {
+        long long count;
+        int size;
+        pack_fn pack;
+        const void *ctx;
+    } arr[VTU_ARRAYS] = {
+        [VTU_POINTS] = {n, 12, pack_vec3, &x},
+        [VTU_CONN] = {4 * ne, 4, pack_i32, m->tet},
+        [VTU_OFFSETS] = {ne, 8, pack_offset, NULL},
+        [VTU_TYPES] = {ne, 1, pack_tetra, NULL},
+        [VTU_VELOCITY] = {n, 12, pack_vec3, &v},
+        [VTU_FIXED] = {n, 1, pack_u8, m->fixed},
+        [VTU_STRESS] = {6 * ne, 4, pack_f32, m->stress},
+        [VTU_STRAIN] = {6 * ne, 4, pack_f32, m->strain},
+        [VTU_VON_MISES] = {ne, 4, pack_f32, m->von_mises},
+        [VTU_MATERIAL] = {ne, 1, pack_u8, m->mat},
+    };
+    unsigned long long off[VTU_ARRAYS], at = 0;
+    for (int k = 0; k < VTU_ARRAYS; k++) {
+        off[k] = at;
+        at += 8 + (unsigned long long)arr[k].count * (unsigned long long)arr[k].size;
+    }
     if (fprintf(f,
                 "<?xml version=\"1.0\"?>\n"
                 "<!-- firn " FIRN_VERSION " FEM volume mesh -->\n"
-                "<VTKFile type=\"UnstructuredGrid\" version=\"0.1\" byte_order=\"LittleEndian\">\n"
+                "<VTKFile type=\"UnstructuredGrid\" version=\"1.0\" byte_order=\"LittleEndian\" "
+                "header_type=\"UInt64\">\n"
                 "<UnstructuredGrid>\n"
                 "<Piece NumberOfPoints=\"%lld\" NumberOfCells=\"%lld\">\n"
                 "<Points>\n"
-                "<DataArray type=\"Float32\" NumberOfComponents=\"3\" format=\"ascii\">\n",
-                n, ne) < 0)
-        return -1;
-    for (long long i = 0; i < n; i++)
-        if (fprintf(f, "%.9g %.9g %.9g\n", m->x[i], m->x[n + i], m->x[2 * n + i]) < 0)
-            return -1;
-    if (fprintf(f, "</DataArray>\n</Points>\n<Cells>\n"
-                   "<DataArray type=\"Int32\" Name=\"connectivity\" format=\"ascii\">\n") < 0)
-        return -1;
-    for (long long e = 0; e < ne; e++)
-        if (fprintf(f, "%d %d %d %d\n", m->tet[4 * e], m->tet[4 * e + 1], m->tet[4 * e + 2],
-                    m->tet[4 * e + 3]) < 0)
-            return -1;
-    if (fprintf(f, "</DataArray>\n<DataArray type=\"Int64\" Name=\"offsets\" format=\"ascii\">\n") <
-        0)
-        return -1;
-    for (long long e = 0; e < ne; e++)
-        if (fprintf(f, "%lld%c", 4 * (e + 1), (e + 1) % 16 == 0 || e + 1 == ne ? '\n' : ' ') < 0)
-            return -1;
-    if (fprintf(f, "</DataArray>\n<DataArray type=\"UInt8\" Name=\"types\" format=\"ascii\">\n") <
-        0)
-        return -1;
-    for (long long e = 0; e < ne; e++) /* 10: VTK_TETRA */
-        if (fputs((e + 1) % 32 == 0 || e + 1 == ne ? "10\n" : "10 ", f) < 0)
-            return -1;
-    if (fprintf(f, "</DataArray>\n</Cells>\n<PointData Vectors=\"velocity\">\n"
-                   "<DataArray type=\"Float32\" Name=\"velocity\" NumberOfComponents=\"3\" "
-                   "format=\"ascii\">\n") < 0)
-        return -1;
-    for (long long i = 0; i < n; i++)
-        if (fprintf(f, "%.9g %.9g %.9g\n", m->v[i], m->v[n + i], m->v[2 * n + i]) < 0)
-            return -1;
-    if (fprintf(f, "</DataArray>\n<DataArray type=\"UInt8\" Name=\"fixed\" format=\"ascii\">\n") <
-        0)
-        return -1;
-    for (long long i = 0; i < n; i++)
-        if (fprintf(f, "%d%c", m->fixed[i], (i + 1) % 32 == 0 || i + 1 == n ? '\n' : ' ') < 0)
-            return -1;
-    if (fprintf(f,
-                "</DataArray>\n</PointData>\n<CellData Tensors=\"stress\" Scalars=\"von_mises\">\n"
+                "<DataArray type=\"Float32\" Name=\"Points\" NumberOfComponents=\"3\" "
+                "format=\"appended\" offset=\"%llu\"/>\n"
+                "</Points>\n<Cells>\n"
+                "<DataArray type=\"Int32\" Name=\"connectivity\" format=\"appended\" "
+                "offset=\"%llu\"/>\n"
+                "<DataArray type=\"Int64\" Name=\"offsets\" format=\"appended\" offset=\"%llu\"/>\n"
+                "<DataArray type=\"UInt8\" Name=\"types\" format=\"appended\" offset=\"%llu\"/>\n"
+                "</Cells>\n<PointData Vectors=\"velocity\">\n"
+                "<DataArray type=\"Float32\" Name=\"velocity\" NumberOfComponents=\"3\" "
+                "format=\"appended\" offset=\"%llu\"/>\n"
+                "<DataArray type=\"UInt8\" Name=\"fixed\" format=\"appended\" offset=\"%llu\"/>\n"
+                "</PointData>\n<CellData Tensors=\"stress\" Scalars=\"von_mises\">\n"
                 "<DataArray type=\"Float32\" Name=\"stress\" NumberOfComponents=\"6\" "
-                "format=\"ascii\">\n") < 0 ||
-        put_floats(f, m->stress, 6 * ne, 6) ||
-        fprintf(f, "</DataArray>\n<DataArray type=\"Float32\" Name=\"green_strain\" "
-                   "NumberOfComponents=\"6\" format=\"ascii\">\n") < 0 ||
-        put_floats(f, m->strain, 6 * ne, 6) ||
-        fprintf(f, "</DataArray>\n<DataArray type=\"Float32\" Name=\"von_mises\" "
-                   "format=\"ascii\">\n") < 0 ||
-        put_floats(f, m->von_mises, ne, 8) ||
-        fprintf(f, "</DataArray>\n<DataArray type=\"UInt8\" Name=\"material\" "
-                   "format=\"ascii\">\n") < 0)
+                "format=\"appended\" offset=\"%llu\"/>\n"
+                "<DataArray type=\"Float32\" Name=\"green_strain\" NumberOfComponents=\"6\" "
+                "format=\"appended\" offset=\"%llu\"/>\n"
+                "<DataArray type=\"Float32\" Name=\"von_mises\" format=\"appended\" "
+                "offset=\"%llu\"/>\n"
+                "<DataArray type=\"UInt8\" Name=\"material\" format=\"appended\" "
+                "offset=\"%llu\"/>\n"
+                "</CellData>\n</Piece>\n</UnstructuredGrid>\n"
+                "<AppendedData encoding=\"raw\">\n_",
+                n, ne, off[VTU_POINTS], off[VTU_CONN], off[VTU_OFFSETS], off[VTU_TYPES],
+                off[VTU_VELOCITY], off[VTU_FIXED], off[VTU_STRESS], off[VTU_STRAIN],
+                off[VTU_VON_MISES], off[VTU_MATERIAL]) < 0)
         return -1;
-    for (long long e = 0; e < ne; e++)
-        if (fprintf(f, "%d%c", m->mat[e], (e + 1) % 32 == 0 || e + 1 == ne ? '\n' : ' ') < 0)
+    for (int k = 0; k < VTU_ARRAYS; k++) {
+        unsigned char count[8];
+        put_u64le(count, (uint64_t)arr[k].count * (uint64_t)arr[k].size);
+        if (fwrite(count, 1, 8, f) != 8 || write_records(f, arr[k].count, arr[k].pack, arr[k].ctx))
             return -1;
-    return fprintf(f, "</DataArray>\n</CellData>\n</Piece>\n</UnstructuredGrid>\n</VTKFile>\n") < 0
-               ? -1
-               : 0;
+    }
+    return fputs("\n</AppendedData>\n</VTKFile>\n", f) < 0 ? -1 : 0;
 }
 
 int firn_write_fem_vtu(const char *path, const firn_fem_mesh_view *m, firn_error *err)
@@ -567,23 +722,77 @@ int firn_write_fem_vtu(const char *path, const firn_fem_mesh_view *m, firn_error
     return firn_write_atomic(path, emit_vtu, (void *)m, err);
 }
 
-int firn_write_ply(const char *path, const firn_particles_view *p, firn_error *err)
+/* ---- time series (.pvd, .series) ------------------------------------------ */
+
+typedef struct {
+    const char *prefix, *ext;
+    const firn_series_entry *e;
+    int n;
+} series_job;
+
+static int emit_series(FILE *f, void *ctx)
+{
+    const series_job *j = ctx;
+    const int pvd = strcmp(j->ext, "vtu") == 0;
+    if (fputs(pvd ? "<?xml version=\"1.0\"?>\n"
+                    "<VTKFile type=\"Collection\" version=\"0.1\" byte_order=\"LittleEndian\">\n"
+                    "<Collection>\n"
+                  : "{\n  \"file-series-version\": \"1.0\",\n  \"files\": [\n",
+              f) < 0)
+        return -1;
+    for (int k = 0; k < j->n; k++) {
+        /* JSON has no NaN or infinity, nor does a timestep attribute */
+        const double t = isfinite(j->e[k].time) ? j->e[k].time : 0.0;
+        if ((pvd ? fprintf(f,
+                           "<DataSet timestep=\"%.17g\" group=\"\" part=\"0\" "
+                           "file=\"%s_%05d.%s\"/>\n",
+                           t, j->prefix, j->e[k].frame, j->ext)
+                 : fprintf(f, "    {\"name\": \"%s_%05d.%s\", \"time\": %.17g}%s\n", j->prefix,
+                           j->e[k].frame, j->ext, t, k + 1 < j->n ? "," : "")) < 0)
+            return -1;
+    }
+    return fputs(pvd ? "</Collection>\n</VTKFile>\n" : "  ]\n}\n", f) < 0 ? -1 : 0;
+}
+
+int firn_write_series(const char *path, const char *prefix, const char *ext,
+                      const firn_series_entry *e, int n, firn_error *err)
+{
+    series_job j = {prefix, ext, e, n};
+    return firn_write_atomic(path, emit_series, &j, err);
+}
+
+int firn_write_ply_named(const char *path, const firn_scene_def *def, const firn_particles_view *p,
+                         firn_error *err)
 {
     if (p->n < 0 || (p->n > 0 && !p->x)) {
         firn_set_error(err, FIRN_E_IO, "cannot write '%s': invalid particle view", path);
         return FIRN_E_IO;
     }
-    return firn_write_atomic(path, emit_ply, (void *)p, err);
+    mpm_ply m = {p, def};
+    return firn_write_atomic(path, emit_ply, &m, err);
+}
+
+int firn_write_ply(const char *path, const firn_particles_view *p, firn_error *err)
+{
+    return firn_write_ply_named(path, NULL, p, err);
 }
 
 /* ---- PNG preview --------------------------------------------------------- */
 
 /* Layout: total width PNG_WIDTH; a margin, the front view (x right, y up),
  * a gap of one margin, the top view (x right, z down), a margin. Both panels
- * share one scale so sizes compare; each is centred in its column. */
+ * share one scale so sizes compare; each is centred in its column. Below
+ * them, after a margin, a band of one line of text (PNG_BAND with its
+ * bottom margin): the simulated time at the left, a scale bar at the
+ * right. */
 #define PNG_WIDTH      640
 #define PNG_MARGIN     8
 #define PNG_MAX_HEIGHT 2048
+#define FONT_PX        2                     /* screen pixels per font pixel */
+#define FONT_H         (7 * FONT_PX)         /* a glyph's height */
+#define FONT_ADVANCE   (6 * FONT_PX)         /* 5 columns and a space */
+#define PNG_BAND       (FONT_H + PNG_MARGIN) /* the text line and the bottom margin */
+#define SCALE_BAR_MAX  (100)                 /* the scale bar's longest length [px] */
 
 /* MPM materials take palette[mat & 7], the SPH liquid palette[SPH_COLOR]
  * (azure), the PBD particles palette[PBD_COLOR] (magenta), the FEM surface
@@ -595,6 +804,7 @@ static const unsigned char palette[11][3] = {
 static const unsigned char bg_color[3] = {236, 236, 232};   /* outside the domain */
 static const unsigned char fill_color[3] = {252, 252, 250}; /* inside the domain */
 static const unsigned char frame_color[3] = {96, 96, 96};
+static const unsigned char text_color[3] = {16, 16, 16}; /* time and scale bar */
 
 typedef struct {
     int w, h;
@@ -621,6 +831,87 @@ static void draw_panel_frame(image *im, const panel *pn)
     /* The interior over a 1 px larger rectangle leaves a 1 px frame. */
     fill_rect(im, pn->x0 - 1, pn->y0 - 1, pn->pw + 2, pn->ph + 2, frame_color);
     fill_rect(im, pn->x0, pn->y0, pn->pw, pn->ph, fill_color);
+}
+
+static int px_len(float v)
+{
+    int k = (int)lrintf(v);
+    return k < 1 ? 1 : k;
+}
+
+/* A 5 x 7 bitmap font of the characters the band writes: each glyph is 7
+ * rows, top first, bit 4 the leftmost column. Others draw as a space. */
+static const struct {
+    char c;
+    unsigned char row[7];
+} glyphs[] = {
+    {'0', {0x0E, 0x11, 0x13, 0x15, 0x19, 0x11, 0x0E}},
+    {'1', {0x04, 0x0C, 0x04, 0x04, 0x04, 0x04, 0x0E}},
+    {'2', {0x0E, 0x11, 0x01, 0x02, 0x04, 0x08, 0x1F}},
+    {'3', {0x1F, 0x02, 0x04, 0x02, 0x01, 0x11, 0x0E}},
+    {'4', {0x02, 0x06, 0x0A, 0x12, 0x1F, 0x02, 0x02}},
+    {'5', {0x1F, 0x10, 0x1E, 0x01, 0x01, 0x11, 0x0E}},
+    {'6', {0x06, 0x08, 0x10, 0x1E, 0x11, 0x11, 0x0E}},
+    {'7', {0x1F, 0x01, 0x02, 0x04, 0x08, 0x08, 0x08}},
+    {'8', {0x0E, 0x11, 0x11, 0x0E, 0x11, 0x11, 0x0E}},
+    {'9', {0x0E, 0x11, 0x11, 0x0F, 0x01, 0x02, 0x0C}},
+    {'.', {0x00, 0x00, 0x00, 0x00, 0x00, 0x0C, 0x0C}},
+    {'-', {0x00, 0x00, 0x00, 0x1F, 0x00, 0x00, 0x00}},
+    {'+', {0x00, 0x04, 0x04, 0x1F, 0x04, 0x04, 0x00}},
+    {'=', {0x00, 0x00, 0x1F, 0x00, 0x1F, 0x00, 0x00}},
+    {'e', {0x00, 0x00, 0x0E, 0x11, 0x1F, 0x10, 0x0E}},
+    {'m', {0x00, 0x00, 0x1A, 0x15, 0x15, 0x11, 0x11}},
+    {'s', {0x00, 0x00, 0x0E, 0x10, 0x0E, 0x01, 0x1E}},
+    {'t', {0x08, 0x08, 0x1C, 0x08, 0x08, 0x09, 0x06}},
+};
+
+/* Draws text with its top left corner at (x, y), clipped to the image;
+ * returns its width in pixels. */
+static int draw_text(image *im, int x, int y, const char *text, const unsigned char c[3])
+{
+    int k = 0;
+    for (; text[k]; k++)
+        for (size_t g = 0; g < sizeof glyphs / sizeof glyphs[0]; g++) {
+            if (glyphs[g].c != text[k])
+                continue;
+            for (int r = 0; r < 7; r++)
+                for (int col = 0; col < 5; col++)
+                    if (glyphs[g].row[r] >> (4 - col) & 1)
+                        fill_rect(im, x + k * FONT_ADVANCE + col * FONT_PX, y + r * FONT_PX,
+                                  FONT_PX, FONT_PX, c);
+        }
+    return k > 0 ? k * FONT_ADVANCE - FONT_PX : 0;
+}
+
+static int text_width(const char *text)
+{
+    return text[0] ? (int)strlen(text) * FONT_ADVANCE - FONT_PX : 0;
+}
+
+/* The band below the panels, its text's top at y: "t = <time> s" at the
+ * left when time is given (not NULL), and at the right a scale bar of the
+ * longest length 1, 2 or 5 x 10^k m that is at most SCALE_BAR_MAX pixels
+ * long at scale [px/m], with its length after it ("0.2 m"). */
+static void draw_band(image *im, int y, const double *time, float scale)
+{
+    char text[64];
+    if (time) {
+        snprintf(text, sizeof text, "t = %.4g s", *time);
+        draw_text(im, PNG_MARGIN, y, text, text_color);
+    }
+    double len = pow(10.0, floor(log10(SCALE_BAR_MAX / (double)scale)));
+    if (5.0 * len * scale <= SCALE_BAR_MAX)
+        len *= 5.0;
+    else if (2.0 * len * scale <= SCALE_BAR_MAX)
+        len *= 2.0;
+    const int bar = px_len((float)(len * scale));
+    snprintf(text, sizeof text, "%g m", len);
+    const int label_x = PNG_WIDTH - PNG_MARGIN - text_width(text);
+    draw_text(im, label_x, y, text, text_color);
+    const int x0 = label_x - 3 * FONT_PX - bar, mid = y + FONT_H / 2;
+    fill_rect(im, x0, mid - 1, bar, 3, text_color);      /* the bar */
+    fill_rect(im, x0, y + 2, 2, FONT_H - 4, text_color); /* its ends */
+    fill_rect(im, x0 + bar - 2, y + 2, 2, FONT_H - 4, text_color);
 }
 
 /* Draws a 2x2 dot centred on (fx, fy), clipped to the panel; t in [0,1] is
@@ -804,12 +1095,6 @@ static int emit_png(FILE *f, void *ctx)
     return 0;
 }
 
-static int px_len(float v)
-{
-    int k = (int)lrintf(v);
-    return k < 1 ? 1 : k;
-}
-
 int firn_write_preview_png(const char *path, const firn_scene_def *def,
                            const firn_particles_view *p, firn_error *err)
 {
@@ -879,8 +1164,8 @@ int firn_write_preview_png_fem(const char *path, const firn_scene_def *def,
     int col = (PNG_WIDTH - 3 * PNG_MARGIN) / 2;
     float tall = ey > ez ? ey : ez;
     float scale = col / ex;
-    if (tall * scale > PNG_MAX_HEIGHT - 2 * PNG_MARGIN)
-        scale = (PNG_MAX_HEIGHT - 2 * PNG_MARGIN) / tall;
+    if (tall * scale > PNG_MAX_HEIGHT - 2 * PNG_MARGIN - PNG_BAND)
+        scale = (PNG_MAX_HEIGHT - 2 * PNG_MARGIN - PNG_BAND) / tall;
     panel front, top;
     front.pw = top.pw = px_len(ex * scale);
     front.ph = px_len(ey * scale);
@@ -891,7 +1176,8 @@ int firn_write_preview_png_fem(const char *path, const firn_scene_def *def,
 
     image im;
     im.w = PNG_WIDTH;
-    im.h = (front.ph > top.ph ? front.ph : top.ph) + 2 * PNG_MARGIN;
+    const int band_y = (front.ph > top.ph ? front.ph : top.ph) + 2 * PNG_MARGIN;
+    im.h = band_y + PNG_BAND;
     size_t npix = (size_t)im.w * im.h;
     im.rgb = malloc(3 * npix);
     im.depth = malloc(sizeof *im.depth * npix);
@@ -916,6 +1202,7 @@ int firn_write_preview_png_fem(const char *path, const firn_scene_def *def,
         render_fem(&im, &front, &top, def, fem, scale);
     if (stats)
         render_rigids(&im, &front, &top, def, stats, scale);
+    draw_band(&im, band_y, stats ? &stats->time : NULL, scale);
 
     png_job job = {.im = &im};
     int rc = firn_write_atomic(path, emit_png, &job, err);

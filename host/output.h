@@ -30,6 +30,32 @@ int firn_write_atomic(const char *path, firn_emit_fn emit, void *ctx, firn_error
  * so that no partial file is left. */
 void firn_remove_temporaries(void);
 
+/* The PLY writers of firn.h (firn_write_ply, firn_write_sph_ply,
+ * firn_write_pbd_ply) with def's material names in the header, as comment
+ * lines "comment material K NAME" after "comment units ..."; def may be
+ * NULL (units only, as the firn.h writers write). */
+int firn_write_ply_named(const char *path, const firn_scene_def *def, const firn_particles_view *p,
+                         firn_error *err);
+int firn_write_sph_ply_named(const char *path, const firn_scene_def *def,
+                             const firn_sph_particles_view *p, firn_error *err);
+int firn_write_pbd_ply_named(const char *path, const firn_scene_def *def,
+                             const firn_pbd_particles_view *p, firn_error *err);
+
+/* One entry of a time series: a frame and its simulated time [s]. */
+typedef struct {
+    int frame;
+    double time;
+} firn_series_entry;
+
+/* Writes path atomically as a time series over the frame files
+ * "<prefix>_<frame, 5 digits or more>.<ext>" of the n entries: with ext
+ * "vtu" a ParaView collection (.pvd: one DataSet per frame, timestep = its
+ * time), else a ParaView file series (.series JSON: name and time per
+ * frame), which ParaView opens with the reader of ext. File names are
+ * relative to the series' folder. */
+int firn_write_series(const char *path, const char *prefix, const char *ext,
+                      const firn_series_entry *e, int n, firn_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -634,6 +634,23 @@ size_t firn_pbd_host_bytes(const firn_pbd *S)
            constraint_host_bytes(&S->bend) + 3 * ((size_t)S->triangles + 1) * sizeof(int) + grid;
 }
 
+void firn_pbd_rect_estimate(int n0, int n1, firn_pbd_rect_size *out)
+{
+    /* rect_surface: one diagonal per quad; an edge is inner (two
+     * triangles, one bending constraint) unless it lies on the border. */
+    const long long a = n0, b = n1, quads = (a - 1) * (b - 1);
+    out->vertices = a * b;
+    out->triangles = 2 * quads;
+    out->edges = (a - 1) * b + a * (b - 1) + quads;
+    out->bends = out->edges - 2 * (a - 1) - 2 * (b - 1);
+    /* As firn_pbd_host_bytes and constraint_host_bytes count them. */
+    const double colours = (FIRN_PBD_MAX_COLOURS + 1) * sizeof(int);
+    out->host_bytes = (double)(out->vertices + 1) * (16 * sizeof(float) + 1) +
+                      (double)(out->edges + 1) * (2 + 4) * sizeof(int) + colours +
+                      (double)(out->bends + 1) * (4 + 4) * sizeof(int) + colours +
+                      3.0 * (double)(out->triangles + 1) * sizeof(int);
+}
+
 size_t firn_pbd_device_bytes(int n, int edges, int bends, int cells)
 {
     if (n == 0)

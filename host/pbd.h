@@ -72,6 +72,15 @@ void firn_pbd_stats(const firn_pbd *S, firn_pbd_frame_stats *st);
  * (kernels/pbd.cu checks that its layout adds up to this). */
 size_t firn_pbd_host_bytes(const firn_pbd *S);
 size_t firn_pbd_device_bytes(int n, int edges, int bends, int cells);
+/* A cloth_rect of n0 x n1 vertices before it is built: its vertices,
+ * triangles, stretch constraints (edges) and bending constraints (inner
+ * edges), and the host bytes firn_pbd_host_bytes gives for a PBD solver
+ * of that cloth alone. */
+typedef struct {
+    long long vertices, triangles, edges, bends;
+    double host_bytes;
+} firn_pbd_rect_size;
+void firn_pbd_rect_estimate(int n0, int n1, firn_pbd_rect_size *out);
 /* The mass of a pbd_liquid particle of rest density rho0 sampled on the
  * lattice of spacing p: rho0 / sum_lattice W, so that the lattice's
  * interior is at rest density under the solver's kernel (params P). */

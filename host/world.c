@@ -550,8 +550,9 @@ static firn_world *world_create(const firn_scene_def *def, firn_backend backend,
             goto fail;
         }
     } else {
-        snprintf(w->device_name, sizeof w->device_name, "CPU, %d OpenMP threads",
-                 omp_get_max_threads());
+        const int threads = omp_get_max_threads();
+        snprintf(w->device_name, sizeof w->device_name, "CPU, %d OpenMP thread%s", threads,
+                 threads == 1 ? "" : "s");
         if (firn_cpu_init(w, err) || firn_coupler_alloc(w, err) ||
             (checkpoint && firn_checkpoint_read(w, checkpoint, err)))
             goto fail;

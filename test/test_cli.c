@@ -276,3 +276,170 @@ Test(cli, cuda_backend_without_gpu_is_an_error)
     else
         expect(rc, FIRN_E_DEVICE, "--backend cuda", "cuda without a GPU");
 }
+
+/* ---- help, standard input, every solver in progress and validate ------------ */
+
+static char big[16384];
+
+/* Runs `firn ARGS` in the test folder; output in big. */
+static int firn_in_dir(const char *args) { return test_run_firn(big, sizeof big, dir, args); }
+
+static void expect_big(int rc, int code, const char *needle, const char *what)
+{
+    cr_assert_eq(rc, code, "%s: exit %d, want %d; output:\n%s", what, rc, code, big);
+    cr_assert(strstr(big, needle), "%s: output lacks '%s':\n%s", what, needle, big);
+}
+
+Test(cli, each_command_prints_its_help_and_exits_0)
+{
+    expect(firn("run --help"), 0, "firn run SCENE [--backend", "run --help");
+    cr_assert(!strstr(out, "firn compare"), "run --help prints only run's usage:\n%s", out);
+    expect(firn("run x.json -h"), 0, "firn run SCENE", "run -h after a scene");
+    expect(firn("validate --help"), 0, "firn validate SCENE", "validate --help");
+    expect(firn("compare --help"), 0, "firn compare SCENE [--frames N]", "compare --help");
+    cr_assert(strstr(out, "- to read it from standard input"), "%s", out);
+    expect(firn("--help"), 0, "firn run SCENE", "help");
+    const char *tagline = strchr(out, '\n');
+    cr_assert(tagline);
+    char head[512];
+    snprintf(head, sizeof head, "%.*s", (int)(strstr(out, "usage:") - out), out);
+    const char *names[] = {"MPM", "SPH", "PBD", "FEM", "rigid bodies", "tools"};
+    for (int k = 0; k < 6; k++)
+        cr_assert(strstr(head, names[k]), "firn --help's tagline lacks %s:\n%s", names[k], head);
+}
+
+Test(cli, info_counts_threads_in_the_singular_and_plural)
+{
+    expect(firn("info"), 0, "OpenMP thread", "info");
+    int rc = test_run(out, sizeof out, "OMP_NUM_THREADS=1 \"${FIRN_BIN:-build/firn}\" info");
+    expect(rc, 0, "CPU path: 1 OpenMP thread (", "info with one thread");
+    rc = test_run(out, sizeof out, "OMP_NUM_THREADS=3 \"${FIRN_BIN:-build/firn}\" info");
+    expect(rc, 0, "CPU path: 3 OpenMP threads (", "info with three threads");
+}
+
+/* A unit cube as a Wavefront OBJ. */
+static const char *cube_obj = "v -0.5 -0.5 -0.5\nv 0.5 -0.5 -0.5\nv 0.5 0.5 -0.5\nv -0.5 0.5 -0.5\n"
+                              "v -0.5 -0.5 0.5\nv 0.5 -0.5 0.5\nv 0.5 0.5 0.5\nv -0.5 0.5 0.5\n"
+                              "f 1 4 3\nf 1 3 2\nf 5 6 7\nf 5 7 8\nf 1 2 6\nf 1 6 5\n"
+                              "f 4 8 7\nf 4 7 3\nf 1 5 8\nf 1 8 4\nf 2 3 7\nf 2 7 6\n";
+
+Test(cli, dash_reads_the_scene_from_standard_input)
+{
+    write_scene("cube.obj", cube_obj);
+    /* The mesh path is relative: from standard input it is taken from the
+     * current directory (the test folder), where cube.obj is. */
+    write_scene("s.txt", SCENE_HEAD "\"time\": {\"frame_dt\": 0.01}," SCENE_BODY
+                                    ",\"rigids\": [{\"name\": \"m\", \"shape\": {\"type\": "
+                                    "\"mesh\", \"file\": \"cube.obj\", \"scale\": 0.2, "
+                                    "\"center\": [0.5, 0.15, 0.5]}}]}");
+    expect_big(firn_in_dir("validate - < s.txt"), 0, "<stdin>: valid", "validate -");
+    cr_assert(strstr(big, "rigid m "), "%s", big);
+    expect_big(firn_in_dir("run - --frames 1 --out o --backend cpu < s.txt"), 0,
+               "firn: <stdin>: MPM", "run -");
+    cr_assert(exists("o/frame_00001.ply"), "run - wrote no frame 1:\n%s", big);
+    /* Elsewhere the relative mesh path is not found. */
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "validate - < %s/s.txt", dir);
+    int rc = test_run_firn(big, sizeof big, "/", cmd);
+    cr_assert_neq(rc, 0, "the mesh resolved outside the current directory:\n%s", big);
+    cr_assert(strstr(big, "cube.obj"), "%s", big);
+}
+
+#define FEM_SCENE                                                                                  \
+    "{\"domain\": {\"lower\": [0,0,0], \"upper\": [1,1,1], \"dx\": 0.1},"                          \
+    "\"time\": {\"frame_dt\": 0.01},"                                                              \
+    "\"materials\": {\"jelly\": {\"model\": \"fem_stable_neohookean\", \"E\": 1e5, "               \
+    "\"density\": 1000}},"                                                                         \
+    "\"bodies\": [{\"material\": \"jelly\", \"solver\": \"fem\", \"shape\": {\"type\": \"box\", "  \
+    "\"center\": [0.5,0.5,0.5], \"size\": [0.2,0.2,0.2], \"cells\": [2,3,4]}, \"velocity\": "      \
+    "[1,0,0]%s}]%s}"
+
+/* The number after needle in big (which must hold it). */
+static double number_after(const char *needle)
+{
+    const char *p = strstr(big, needle);
+    cr_assert(p, "output lacks '%s':\n%s", needle, big);
+    return strtod(p + strlen(needle), NULL);
+}
+
+Test(cli, fem_only_run_names_fem_in_progress_and_summary)
+{
+    char json[2048];
+    snprintf(json, sizeof json, FEM_SCENE, "", "");
+    write_scene("fem.json", json);
+    expect_big(firn_in_dir("run fem.json --frames 2 --out o --backend cpu"), 0,
+               "firn: FEM: 60 "
+               "vertices (144 "
+               "elements)",
+               "FEM-only run");
+    /* 3 x 4 x 5 vertices, 8 kg at 1 m/s: 1/2 m v^2 = 4 J at the start;
+     * gravity adds a little in two frames. */
+    const char *line = strstr(big, "frame 1/2");
+    cr_assert(line, "%s", big);
+    cr_assert(!strncmp(strstr(line, "  ") + 2, "FEM 60 v ", 9),
+              "frame 1's progress line does not begin with FEM:\n%s", big);
+    const char *k = strstr(line, "ke ");
+    cr_assert(k, "%s", big);
+    const double ke1 = strtod(k + 3, NULL);
+    cr_assert(ke1 > 3.9 && ke1 < 4.5, "frame 1's FEM kinetic energy %g J, want about 4:\n%s", ke1,
+              big);
+    const double kes = number_after("kinetic energy ");
+    cr_assert(kes > 3.9 && kes < 4.5, "the summary's FEM kinetic energy %g J:\n%s", kes, big);
+    cr_assert(number_after("elements), ") > 0.0, "no FEM throughput:\n%s", big);
+    cr_assert(strstr(big, "phases: element forces"), "%s", big);
+    cr_assert(!strstr(big, "clear 0.0%"), "MPM phases in a run without MPM:\n%s", big);
+    cr_assert(!strstr(big, "particle-substeps/s"), "a particle rate without particles:\n%s", big);
+}
+
+Test(cli, sph_only_run_shows_its_phases)
+{
+    write_scene("sph.json",
+                "{\"domain\": {\"lower\": [0,0,0], \"upper\": [0.3,0.3,0.3], \"dx\": 0.02},"
+                "\"time\": {\"frame_dt\": 0.005},\"sph\": {\"particle_size\": 0.03},"
+                "\"materials\": {\"water\": {\"model\": \"sph_liquid\"}},"
+                "\"bodies\": [{\"material\": \"water\", \"solver\": \"sph\", \"shape\": {\"type\": "
+                "\"box\", \"center\": [0.15,0.1,0.15], \"size\": [0.15,0.1,0.15]}}]}");
+    expect_big(firn_in_dir("run sph.json --frames 1 --out o --backend cpu"), 0,
+               "firn: SPH: ", "SPH-only run");
+    cr_assert(strstr(big, "phases: neighbour sort "), "%s", big);
+    cr_assert(strstr(big, "  SPH "), "the progress line lacks SPH:\n%s", big);
+    cr_assert(!strstr(big, "firn: MPM"), "%s", big);
+}
+
+Test(cli, validate_prints_fem_tools_keyframes_and_memory_per_solver)
+{
+    char json[4096];
+    snprintf(json, sizeof json, FEM_SCENE,
+             ", \"fixed\": {\"indices\": [0, 1]}, \"integrator\": \"implicit\"",
+             ",\"tools\": [{\"name\": \"paddle\", \"shape\": {\"type\": \"box\", \"center\": "
+             "[0.2,0.8,0.5], \"size\": [0.05,0.1,0.1]}, \"keyframes\": [{\"t\": 0, \"position\": "
+             "[0.2,0.8,0.5]}, {\"t\": 1, \"position\": [0.2,0.8,0.5]}, {\"t\": 1.5, "
+             "\"position\": [0.4,0.8,0.5]}]}]");
+    write_scene("fem.json", json);
+    expect_big(firn_in_dir("validate fem.json"), 0,
+               "FEM: 60 vertices, 144 elements, 2 fixed vertices", "validate FEM");
+    cr_assert(strstr(big, "60 vertices, 144 elements, 2 fixed, implicit"), "%s", big);
+    cr_assert(strstr(big, "tool paddle"), "%s", big);
+    cr_assert(strstr(big, "keyframes of tool paddle: 3 from t = 0 to 1.5 s, largest speed 0.4 m/s"),
+              "%s", big);
+    cr_assert(strstr(big, "    FEM "), "no FEM memory line:\n%s", big);
+    cr_assert(strstr(big, " B per vertex)"), "%s", big);
+    cr_assert(!strstr(big, "jelly            fem_stable_neohookean 0"), "%s", big);
+}
+
+Test(cli, validate_estimates_a_cloth_before_building_it)
+{
+    write_scene("cloth.json",
+                "{\"domain\": {\"lower\": [0,0,0], \"upper\": [1,1,1], \"dx\": 0.1},"
+                "\"materials\": {\"c\": {\"model\": \"pbd_cloth\"}},"
+                "\"bodies\": [{\"material\": \"c\", \"solver\": \"pbd\", \"shape\": {\"type\": "
+                "\"cloth_rect\", \"center\": [0.5,0.5,0.5], \"size\": [0.5,0.4], "
+                "\"resolution\": [6, 5]}}]}");
+    expect_big(firn_in_dir("validate cloth.json"), 0,
+               "bodies[0]: a 6 x 5 cloth_rect: 30 vertices, 69 edges, 51 bending constraints",
+               "cloth estimate");
+    /* Printed before the world is built, and what it builds. */
+    cr_assert(strstr(big, "cloth_rect") < strstr(big, ": valid"), "%s", big);
+    cr_assert(strstr(big, "30 particles (mass"), "%s", big);
+    cr_assert(strstr(big, "69 edges, 51 bending constraints, particle size"), "%s", big);
+}

@@ -360,6 +360,29 @@ Test(mesh, bad_meshes_name_the_key_path_the_file_and_the_edge)
     remove_tmpdir();
 }
 
+/* An OBJ file with no vertex or face reads as an empty surface (NULL
+ * arrays); building a solid of it is refused, not a memcpy from NULL
+ * (found by test/fuzz/fuzz_obj.c under UBSan). */
+Test(mesh, an_empty_obj_is_refused_as_a_solid)
+{
+    make_tmpdir();
+    float *v;
+    int *tri, nv, nt;
+    firn_error err;
+    firn_mesh *m = NULL;
+    cr_assert_eq(firn_mesh_read_surface(write_file("void.obj", "# nothing\n"), 1.0f, &v, &nv, &tri,
+                                        &nt, &err),
+                 0, "%s", err.msg);
+    cr_assert_eq(nv, 0);
+    cr_assert_eq(nt, 0);
+    cr_assert_neq(firn_mesh_build(v, nv, tri, nt, "void.obj", &m, &err), 0);
+    cr_assert_null(m);
+    cr_assert(strstr(err.msg, "no faces"), "%s", err.msg);
+    free(v);
+    free(tri);
+    remove_tmpdir();
+}
+
 Test(mesh, relative_file_is_taken_from_the_scene_folder_and_gives_mass)
 {
     make_tmpdir();

@@ -963,3 +963,24 @@ Test(pbd_drag, air_resistance_slows_as_the_exact_solution_at_any_step)
         firn_world_destroy(w);
     }
 }
+
+/* The estimate validate prints before building a cloth_rect is what the
+ * built solver holds: its counts and host bytes. */
+Test(pbd_rect_estimate, matches_the_built_cloth)
+{
+    const int res[4][2] = {{2, 2}, {6, 5}, {17, 3}, {32, 40}};
+    for (int k = 0; k < 4; k++) {
+        firn_scene_def def;
+        cloth_scene(&def, res[k][0], res[k][1], 0.5f, 0.4f, 1, (const float[3]){0, 0, 0});
+        firn_world *w = make(&def);
+        firn_pbd_rect_size e;
+        firn_pbd_rect_estimate(res[k][0], res[k][1], &e);
+        cr_assert_eq(e.vertices, w->pbd.n, "%d x %d", res[k][0], res[k][1]);
+        cr_assert_eq(e.triangles, w->pbd.triangles);
+        cr_assert_eq(e.edges, w->pbd.stretch.n, "%d x %d edges", res[k][0], res[k][1]);
+        cr_assert_eq(e.bends, w->pbd.bend.n, "%d x %d bends", res[k][0], res[k][1]);
+        cr_assert_eq(e.host_bytes, (double)firn_pbd_host_bytes(&w->pbd), "%d x %d: %g vs %zu",
+                     res[k][0], res[k][1], e.host_bytes, firn_pbd_host_bytes(&w->pbd));
+        firn_world_destroy(w);
+    }
+}

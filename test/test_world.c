@@ -1150,3 +1150,39 @@ Test(inspect, grid_and_particle_edit_are_the_worlds_own)
     cr_assert_eq(err.code, FIRN_E_USAGE);
     firn_world_destroy(w);
 }
+
+/* The inspection API's per-solver figures: the dynamic rigid bodies'
+ * kinetic energy is 1/2 m v^2 + 1/2 I omega^2 (the static one counts 0),
+ * and the solvers' memory adds up to firn_world_memory's. */
+Test(inspect, rigid_kinetic_energy_and_memory_by_solver)
+{
+    const char *json =
+        "{\"domain\": {\"lower\": [0,0,0], \"upper\": [1,1,1], \"dx\": 0.05},"
+        "\"materials\": {\"j\": {\"model\": \"elastic\"}, \"w\": {\"model\": \"sph_liquid\"}},"
+        "\"bodies\": [{\"material\": \"j\", \"shape\": {\"type\": \"box\", \"center\": "
+        "[0.5,0.2,0.5], \"size\": [0.2,0.2,0.2]}}, {\"material\": \"w\", \"solver\": \"sph\", "
+        "\"shape\": {\"type\": \"box\", \"center\": [0.2,0.2,0.2], \"size\": [0.1,0.1,0.1]}}],"
+        "\"rigids\": [{\"name\": \"ball\", \"motion\": \"dynamic\", \"density\": 200, "
+        "\"velocity\": [1,0,0], \"angular_velocity\": [0,2,0], \"shape\": {\"type\": "
+        "\"sphere\", \"center\": [0.5,0.7,0.5], \"radius\": 0.1}}, {\"name\": \"floor\", "
+        "\"shape\": {\"type\": \"plane\", \"center\": [0,0.05,0]}}]}";
+    firn_scene_def def;
+    firn_error err;
+    cr_assert_eq(firn_scene_parse_json(json, "t.json", &def, &err), 0, "%s", err.msg);
+    firn_world *w = firn_world_create(&def, FIRN_BACKEND_CPU, &err);
+    cr_assert(w, "%s", err.msg);
+    const double m = 200.0 * 4.0 / 3.0 * M_PI * 1e-3, I = 0.4 * m * 0.01;
+    const double want = 0.5 * m * 1.0 + 0.5 * I * 4.0;
+    const double got = firn_inspect_rigid_kinetic_energy(w);
+    cr_assert(fabs(got - want) <= 1e-5 * want, "rigid kinetic energy %.9g J, want %.9g", got, want);
+    firn_memory all;
+    firn_inspect_memory sm;
+    firn_world_memory(w, &all);
+    firn_inspect_solver_memory(w, &sm);
+    cr_assert(sm.mpm.host > 0.0 && sm.sph.host > 0.0 && sm.shared.host > 0.0);
+    cr_assert_eq(sm.pbd.host, 0.0);
+    cr_assert_eq(sm.fem.host, 0.0);
+    cr_assert(fabs(sm.mpm.host + sm.sph.host + sm.shared.host - all.host) < 1.0);
+    cr_assert(fabs(sm.mpm.device + sm.sph.device + sm.shared.device - all.device) < 1.0);
+    firn_world_destroy(w);
+}
