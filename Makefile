@@ -257,6 +257,7 @@ fuzz:
 	    CFLAGS="-O1 -g $(FUZZ_SAN) -fsanitize=fuzzer-no-link" fuzz-build
 	$(MAKE) fuzz-corpus
 
+# make fuzz's first step (BUILD=$(FUZZ_BUILD), CC=clang), not a target of its own.
 fuzz-build: $(BUILD)/firn $(FUZZ_TARGETS:%=$(BUILD)/fuzz_%)
 
 $(BUILD)/fuzz_%: test/fuzz/fuzz_%.c test/fuzz/fuzz_util.h $(BUILD)/libfirn.a
