@@ -771,7 +771,8 @@ int firn_write_rigids_ply(const char *path, const firn_scene_def *def,
                           const firn_frame_stats *stats, firn_error *err);
 int firn_write_tools_ply(const char *path, const firn_scene_def *def, const firn_frame_stats *stats,
                          firn_error *err);
-/* The FEM bodies' volume mesh as a VTK XML unstructured grid (.vtu, ASCII),
+/* The FEM bodies' volume mesh as a VTK XML unstructured grid (.vtu, binary
+ * appended, little-endian, UInt64 sizes),
  * for ParaView: points, tetrahedra (VTK cell type 10), per-point velocity
  * and fixed flag, per-cell Cauchy stress, Green strain, von Mises stress
  * and material. */
