@@ -153,6 +153,38 @@ Test(tile, slot_only_for_stencils_the_tile_holds)
     }
 }
 
+/* firn_stencil_at: with firn_make_stencil's corner it is that stencil to the
+ * bit; with the corner one cell lower at a cell face (where another kernel's
+ * floor may round the other way) its weights are the quadratic B-spline's at
+ * the same nodes, N(x - node) (N(r) = 3/4 - r^2 for |r| < 1/2, (3/2 - |r|)^2 / 2
+ * for 1/2 <= |r| < 3/2), evaluated here in double: the particle's
+ * contribution does not move. */
+Test(stencil, at_a_given_corner_keeps_the_bspline_weights)
+{
+    firn_params P;
+    memset(&P, 0, sizeof P);
+    P.inv_dx = 50.0f, P.dx = 0.02f;
+    for (int a = 0; a < 3; a++)
+        P.n[a] = 64;
+    const float xs[] = {0.3137f, 0.51f, 0.7f};
+    for (int k = 0; k < 3; k++) {
+        const firn_vec3 x = firn_v3(xs[k], xs[(k + 1) % 3], xs[(k + 2) % 3]);
+        const firn_stencil m = firn_make_stencil(&P, x);
+        const firn_stencil s = firn_stencil_at(&P, x, m.base);
+        cr_assert_eq(memcmp(&m, &s, sizeof m), 0, "x %g: not the same stencil", xs[k]);
+    }
+    /* Where firn_make_stencil's corner changes (x = 24.5 dx: corner 24 with
+     * fx 0.5, or 23 with fx 1.5, as a floor rounded down would give). */
+    const firn_vec3 x = firn_v3(0.49f, 0.49f, 0.49f);
+    const int low[3] = {23, 23, 23};
+    const firn_stencil s = firn_stencil_at(&P, x, low);
+    for (int o = 0; o < 3; o++) {
+        const double r = fabs((double)x.v[0] * 50.0 - (double)(23 + o));
+        const double w = r < 0.5 ? 0.75 - r * r : (r < 1.5 ? 0.5 * (1.5 - r) * (1.5 - r) : 0.0);
+        cr_assert_float_eq(s.w[o][0], w, 1e-6, "node %d: weight %g, N = %g", 23 + o, s.w[o][0], w);
+    }
+}
+
 /* n floats of address space, only the pages holding the floats at[] usable
  * (nothing else is committed): for index arithmetic at counts no test
  * machine can hold. */
