@@ -107,6 +107,14 @@ def ncu_rows(path):
     return [dict(zip(header, r)) for r in rows[1:] if r and r[0].strip().isdigit()]
 
 
+def bench_particles(base):
+    """The particle count of the profiled bench (BASE.bench.json), or None."""
+    bench = load_json(base + ".bench.json")
+    if bench and bench.get("results"):
+        return bench["results"][0].get("particles")
+    return None
+
+
 # Derived per particle: (figure name, metric, divide by particles, times 32).
 NCU_PER_PARTICLE = [
     ("warp_instructions_per_particle", "smsp__inst_executed.sum"),
@@ -123,10 +131,7 @@ def ncu_figure(path):
     rows = ncu_rows(path)
     if not rows:
         return None
-    bench = load_json(re.sub(r"\.csv$", "", path) + ".bench.json")
-    particles = None
-    if bench and bench.get("results"):
-        particles = bench["results"][0].get("particles")
+    particles = bench_particles(re.sub(r"\.csv$", "", path))
     kernels = []
     for r in rows:
         k = {"kernel": r.get("Kernel Name"), "particles": particles}
@@ -176,10 +181,7 @@ def emu_figure(path):
     totals = emu_counts(path)
     if not totals:
         return None
-    bench = load_json(re.sub(r"\.emu\.tsv$", "", path) + ".bench.json")
-    particles = None
-    if bench and bench.get("results"):
-        particles = bench["results"][0].get("particles")
+    particles = bench_particles(re.sub(r"\.emu\.tsv$", "", path))
     kernels = []
     for name, t in sorted(totals.items()):
         k = {"kernel": name, **t}
