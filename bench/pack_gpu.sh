@@ -25,18 +25,25 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LIMIT_MIB=${PACK_LIMIT_MIB:-60}
-COMMIT=$(git rev-parse --short HEAD)
 # The pack is tied to a commit: built from a tree whose sources differ from
-# it, the device would test code that is in no commit.
-if ! git diff --quiet HEAD -- Makefile host kernels include test ||
-    [[ -n $(git status --porcelain --untracked-files=all -- Makefile host kernels include test) ]]; then
-    if [[ ${PACK_ALLOW_DIRTY:-0} != 1 ]]; then
-        echo "pack_gpu.sh: uncommitted changes under Makefile host kernels include test: commit first" >&2
-        exit 1
+# it, the device would test code that is in no commit. Where git cannot
+# answer (a tree without .git, or one git refuses as another user's), the
+# pack is named by its source hash alone (.gpu/SOURCES, which gpu_check.sh
+# checks either way).
+if COMMIT=$(git rev-parse --short HEAD 2>/dev/null); then
+    if ! git diff --quiet HEAD -- Makefile host kernels include test ||
+        [[ -n $(git status --porcelain --untracked-files=all -- Makefile host kernels include test) ]]; then
+        if [[ ${PACK_ALLOW_DIRTY:-0} != 1 ]]; then
+            echo "pack_gpu.sh: uncommitted changes under Makefile host kernels include test: commit first" >&2
+            exit 1
+        fi
+        COMMIT="$COMMIT-dirty"
     fi
-    COMMIT="$COMMIT-dirty"
+else
+    echo "pack_gpu.sh: git gives no commit here ($(git rev-parse HEAD 2>&1 | head -n 1));" \
+        "the pack is named by its source hash only" >&2
+    COMMIT=nogit
 fi
-grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo '/.gpu/' >>.git/info/exclude
 # The binaries find the packed libraries through their RPATH (which, unlike
 # RUNPATH, also serves the libraries' own dependencies), from .gpu/bin or
 # from build/: nothing else on the device sees them.

@@ -21,6 +21,12 @@ set -u
 cd "$(dirname "$0")/.." || exit 1
 WORK=$(mktemp -d /tmp/firn-rehearsal.XXXXXX)
 FAILED=0
+REASONS=() # repeated at the end: CI shows a log's last lines
+fail() { # reason
+    echo "gpu-rehearsal: FAIL: $1"
+    REASONS+=("$1")
+    FAILED=1
+}
 PY=$(command -v python3)
 
 echo "== gpu-rehearsal: the bundle (bench/pack_gpu.sh)"
@@ -30,8 +36,7 @@ if PACK_ALLOW_DIRTY=1 bash bench/pack_gpu.sh >"$WORK/pack.log" 2>&1; then
     BYTES=$(du -sb .gpu | cut -f1)
 else
     tail -n 20 "$WORK/pack.log"
-    echo "gpu-rehearsal: FAIL: bench/pack_gpu.sh failed"
-    FAILED=1
+    fail "bench/pack_gpu.sh failed: $(grep -E 'pack_gpu.sh:|rror' "$WORK/pack.log" | tail -n 1)"
 fi
 
 for mode in speed correct; do
@@ -41,7 +46,10 @@ for mode in speed correct; do
     OUT="$WORK/$mode" GPU_CHECK_REHEARSAL=1 bash bench/gpu_check.sh "$mode" >"$WORK/$mode.log" 2>&1
     rc=$?
     echo "gpu-rehearsal: call $mode exited $rc after $(($(date +%s) - t0)) s (emulated)"
-    ((rc == 0)) || { tail -n 40 "$WORK/$mode.log"; FAILED=1; }
+    ((rc == 0)) || {
+        tail -n 40 "$WORK/$mode.log"
+        fail "call $mode exited $rc: $(grep -E 'FAIL' "$WORK/$mode.log" | head -n 3 | tr '\n' ' ')"
+    }
 done
 
 CUT=${REHEARSAL_CUT_S:-25}
@@ -61,14 +69,14 @@ print(f"gpu-rehearsal: cut off: $OUT kept {len(done)} finished step(s) with thei
 PYEOF
     :
 else
-    echo "gpu-rehearsal: FAIL: the call cut off after $CUT s left no report or figures"
-    FAILED=1
+    fail "the call cut off after $CUT s left no report or figures"
 fi
 
 echo "== gpu-rehearsal: checks"
 "$PY" bench/gpu_figures.py rehearsal --out "$WORK/speed" "$WORK/correct" --modes speed correct \
-    ${BYTES:+--bundle-bytes "$BYTES"} || FAILED=1
+    ${BYTES:+--bundle-bytes "$BYTES"} || fail "bench/gpu_figures.py rehearsal (above)"
 if ((FAILED)); then
+    for r in "${REASONS[@]}"; do echo "gpu-rehearsal: failed: $r"; done
     echo "gpu-rehearsal: FAIL (logs in $WORK)"
     exit 1
 fi
