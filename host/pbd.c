@@ -262,6 +262,20 @@ static double liquid_misfit(const double step[3], const void *arg)
     return fabs(liquid_sum(step, arg) - 1.0);
 }
 
+float firn_pbf_rest_spacing(const firn_pbd_params *P)
+{
+    float lo = 0.9f * P->psize, hi = P->psize;
+    for (int k = 0; k < 40; k++) {
+        const float s = 0.5f * (lo + hi);
+        const double cube[3] = {s, s, s};
+        if (liquid_sum(cube, P) < 1.0)
+            lo = s;
+        else
+            hi = s;
+    }
+    return 0.5f * (lo + hi);
+}
+
 /* The particles and triangles of PBD body b: a cloth's surface, or a
  * particle body's lattice (into *pts, count *npts; its shape's exact
  * volume into *volume) filling its shape (firn_fill_fit): cells of edge
@@ -293,21 +307,7 @@ static int body_geometry(const firn_scene_def *def, const firn_pbd_params *P, in
     const float p = def->pbd_particle_size;
     firn_fill f;
     const int liquid = def->materials[bd->material].model == FIRN_MODEL_PBD_LIQUID;
-    float s = p;
-    if (liquid) {
-        /* The cubic lattice's spacing s in [0.9 p, p] where its kernel sum
-         * is rest density at a mass rho0 s^3 (0.953 p at Genesis's support
-         * 1.25 p), by bisection; the fit then keeps the lattice nearest. */
-        float lo = 0.9f * p, hi = p;
-        for (int k = 0; k < 40; k++) {
-            s = 0.5f * (lo + hi);
-            const double cube[3] = {s, s, s};
-            if (liquid_sum(cube, P) < 1.0)
-                lo = s;
-            else
-                hi = s;
-        }
-    }
+    const float s = liquid ? firn_pbf_rest_spacing(P) : p;
     firn_fill_fit(&shape, s, liquid ? liquid_misfit : NULL, P, NULL, NULL, &f);
     const long long c = f.count;
     *volume = firn_shape_volume(&shape);

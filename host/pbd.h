@@ -85,6 +85,11 @@ void firn_pbd_rect_estimate(int n0, int n1, firn_pbd_rect_size *out);
  * lattice of spacing p: rho0 / sum_lattice W, so that the lattice's
  * interior is at rest density under the solver's kernel (params P). */
 float firn_pbf_lattice_mass(const firn_pbd_params *P, float rho0, float p);
+/* The spacing s in [0.9 p, p] of the cubic lattice whose kernel sum is rest
+ * density at a particle mass of rho0 s^3, s^3 sum_k W(|k| s) = 1 (0.9527 p
+ * at the support 1.25 p), by bisection: a pbd_liquid body's lattice
+ * spacing, about (host/pbd.c). */
+float firn_pbf_rest_spacing(const firn_pbd_params *P);
 /* The solver's kernel constants, neighbour space and density relaxation
  * epsilon from P->psize and the box (host/pbd.c). */
 void firn_pbd_params_kernels(firn_pbd_params *P);
