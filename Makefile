@@ -221,6 +221,12 @@ validate-sand: $(BUILD)/firn
 mutate:
 	bash test/mutate.sh
 
+# Only that each mutation's text occurs exactly once in its file (CI: a
+# refactor that moves the text leaves the mutation planting nothing).
+.PHONY: mutate-patterns
+mutate-patterns:
+	MUTATE_PATTERNS_ONLY=1 bash test/mutate.sh
+
 # The style of .clang-format over every C, CUDA and C++ source: `make format`
 # rewrites them, `make format-check` (CI) lists the files that differ.
 # Without a usable git (a tree without .git, or one owned by another user),
