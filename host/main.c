@@ -21,7 +21,7 @@ static const char *usage =
     " - simulation engine for snow, sand, liquids, cloth and elastic solids: MPM,\n"
     "SPH, PBD and FEM solvers coupled with rigid bodies and tools\n"
     "\n"
-    "usage:\n" FIRN_USAGE_RUN FIRN_USAGE_VALIDATE FIRN_USAGE_COMPARE
+    "usage:\n" FIRN_USAGE_RUN FIRN_USAGE_VALIDATE FIRN_USAGE_COMPARE FIRN_USAGE_RENDER
     "  firn bench [options]      particle throughput per scene, size and backend (bench --help)\n"
     "  firn info                 version, build, threads and CUDA devices\n"
     "  firn --help               this text (firn CMD --help: that command's)\n"
@@ -297,6 +297,8 @@ int main(int argc, char **argv)
         return firn_cli_compare(argc - 2, argv + 2);
     if (!strcmp(cmd, "bench"))
         return firn_cli_bench(argc - 2, argv + 2);
+    if (!strcmp(cmd, "render"))
+        return firn_cli_render(argc - 2, argv + 2);
     fprintf(stderr, "firn: unknown command '%s'\n\n%s", cmd, usage);
     return FIRN_E_USAGE;
 }
