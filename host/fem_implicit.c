@@ -266,8 +266,9 @@ int firn_fem_implicit_step(firn_fem *S, int body, const firn_fem_implicit_params
     memset(st, 0, sizeof *st);
     if (body < 0 || body >= S->bodies || !(dt > 0.0f) || w->nv != S->V.n || w->ne != S->E.n) {
         firn_set_error(err, FIRN_E_USAGE,
-                       "FEM implicit: body %d of %d, dt %g, work for %d vertices and %d elements",
-                       body, S->bodies, dt, w->nv, w->ne);
+                       "FEM implicit: FEM body %d of %d (not a scene index), dt %g s, work for %d "
+                       "vertices and %d elements (the FEM has %d and %d)",
+                       body, S->bodies, dt, w->nv, w->ne, S->V.n, S->E.n);
         return -1;
     }
     firn_fem_vertices *V = &S->V;
@@ -293,10 +294,11 @@ int firn_fem_implicit_step(firn_fem *S, int body, const firn_fem_implicit_params
         firn_fem_implicit_prepare(S, body, p, gravity, dt, w);
         const double gn = sqrt(dot(w->g, w->g, n, v0, v1, w->part));
         if (!isfinite(gn)) {
+            char who[48];
             firn_set_error(err, FIRN_E_NUMERIC,
-                           "FEM implicit: body %d's energy gradient is not finite after %d Newton "
+                           "FEM implicit: %s: the energy gradient is not finite after %d Newton "
                            "iterations (dt %g s too large for the material, or inverted elements)",
-                           body, it, dt);
+                           firn_fem_body_name(S, body, who, sizeof who), it, dt);
             return -1;
         }
         if (it == 0) {
@@ -328,10 +330,11 @@ int firn_fem_implicit_step(firn_fem *S, int body, const firn_fem_implicit_params
         float res;
         const int k = firn_fem_implicit_pcg(S, body, p, dt, w, &res);
         if (k < 0) {
+            char who[48];
             firn_set_error(err, FIRN_E_NUMERIC,
-                           "FEM implicit: body %d's conjugate gradient broke down (p^T A p <= 0) "
+                           "FEM implicit: %s: the conjugate gradient broke down (p^T A p <= 0) "
                            "in Newton iteration %d",
-                           body, it);
+                           firn_fem_body_name(S, body, who, sizeof who), it);
             return -1;
         }
         st->newton_iters++;

@@ -827,11 +827,13 @@ int firn_cuda_fem_implicit_step(firn_fem_icuda *I, const firn_fem_vertices &V,
          * latest: a control block still going there is wrong, and the
          * host stops rather than queue iterations for ever. */
         if (it >= B.P.newton_max) {
+            char who[48];
             firn_set_error(err, FIRN_E_DEVICE,
-                           "FEM implicit on the GPU: body %d's Newton loop ran %d iterations "
+                           "FEM implicit on the GPU: %s: the Newton loop ran %d iterations "
                            "and did not stop at newton_max (%d): the device's control block "
                            "never set its stop flag (residual %g)",
-                           body, it, B.P.newton_max, (double)c.residual);
+                           firn_fem_body_name(H, body, who, sizeof who), it, B.P.newton_max,
+                           (double)c.residual);
             return FIRN_CUDA_FAILED;
         }
         H->newton_iters++;
@@ -843,18 +845,20 @@ int firn_cuda_fem_implicit_step(firn_fem_icuda *I, const firn_fem_vertices &V,
     const int failed = c.newton_done < 0;
     if (failed) {
         if (H->implicit_failed < 0) {
+            char who[48];
+            firn_fem_body_name(H, body, who, sizeof who);
             H->implicit_failed = body;
             if (c.failed == 1)
                 firn_set_error(&H->implicit_error, FIRN_E_NUMERIC,
-                               "FEM implicit: body %d's energy gradient is not finite after %d "
+                               "FEM implicit: %s: the energy gradient is not finite after %d "
                                "Newton iterations (dt %g s too large for the material, or "
                                "inverted elements)",
-                               body, it, B.dt);
+                               who, it, B.dt);
             else
                 firn_set_error(&H->implicit_error, FIRN_E_NUMERIC,
-                               "FEM implicit: body %d's conjugate gradient broke down (p^T A p <= "
+                               "FEM implicit: %s: the conjugate gradient broke down (p^T A p <= "
                                "0) in Newton iteration %d",
-                               body, it);
+                               who, it);
         }
     }
     LAUNCH(imp_velocity, nv, V, I->u, 1.0f / B.dt, failed, B.v0, B.v1, (const int *)NULL);

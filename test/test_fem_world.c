@@ -190,3 +190,35 @@ Test(fem_world, implicit_body_is_stable_at_20x_the_explicit_step, .timeout = 120
               "the explicit beam at 20x its limit should have blown up (excursion %g m)",
               explicit_);
 }
+
+/* An implicit FEM body that is the scene's bodies[2] but the FEM's body 1
+ * (bodies[0] is MPM material): a NaN velocity makes its solve's gradient
+ * not finite at once, and every part of the report names it by its scene
+ * key path, bodies[2], never by its index among the FEM bodies. */
+Test(fem_world, failed_implicit_solve_names_the_scene_body, .timeout = 120)
+{
+    firn_world *w = world_of(
+        "{'domain': {'lower': [-0.5, -0.5, -0.5], 'upper': [0.5, 0.5, 0.5], 'dx': 0.05},"
+        " 'materials': {'f': {'model': 'fem_corotated', 'E': 1e5, 'nu': 0.3, 'density': 1000},"
+        "               'm': {'model': 'elastic', 'E': 1e5, 'nu': 0.3, 'density': 1000}},"
+        " 'bodies': [{'material': 'm', 'shape': {'type': 'box', 'center': [0, -0.3, 0],"
+        "              'size': [0.1, 0.1, 0.1]}},"
+        "  {'material': 'f', 'solver': 'fem', 'shape': {'type': 'box', 'center': [-0.2, 0.2, 0],"
+        "   'size': [0.1, 0.1, 0.1], 'cells': [2, 2, 2]}},"
+        "  {'material': 'f', 'solver': 'fem', 'integrator': 'implicit',"
+        "   'shape': {'type': 'box', 'center': [0.2, 0.2, 0], 'size': [0.1, 0.1, 0.1],"
+        "             'cells': [2, 2, 2]}}]}");
+    firn_fem *S = &w->fem;
+    cr_assert_eq(S->bodies, 2);
+    cr_assert(!S->implicit[0] && S->implicit[1] && S->scene_body[1] == 2);
+    S->V.v[S->V.n + S->v_first[1] + 3] = NAN;
+    firn_error err = {0};
+    cr_assert_neq(firn_world_run_substeps(w, 1, 1e-4f, &err), 0, "the run went on through a NaN");
+    cr_assert_eq(err.code, FIRN_E_NUMERIC, "%s", err.msg);
+    cr_assert(strstr(err.msg, "of bodies[2], material 'f'") &&
+                  strstr(err.msg, "its implicit solve failed: FEM implicit: bodies[2]: the energy "
+                                  "gradient is not finite after 0 Newton iterations"),
+              "%s", err.msg);
+    cr_assert(!strstr(err.msg, "body 1"), "%s", err.msg);
+    firn_world_destroy(w);
+}

@@ -611,8 +611,8 @@ Test(gpu_fem, failed_implicit_solve_is_reported_as_the_cpu_does, .timeout = 120)
     cr_assert_neq(firn_world_run_substeps(gpu, 3, 1e-3f, &eg), 0, "the GPU ran through a NaN");
     cr_expect_eq(ec.code, FIRN_E_NUMERIC, "%s", ec.msg);
     cr_expect_eq(eg.code, FIRN_E_NUMERIC, "%s", eg.msg);
-    const char *why = "its implicit solve failed: FEM implicit: body 0's energy gradient is not "
-                      "finite after 0 Newton iterations";
+    const char *why = "its implicit solve failed: FEM implicit: bodies[0]: the energy gradient "
+                      "is not finite after 0 Newton iterations";
     cr_expect(strstr(ec.msg, why) != NULL, "CPU: %s", ec.msg);
     cr_expect(strstr(eg.msg, why) != NULL, "GPU: %s", eg.msg);
     int first = 0;
