@@ -160,7 +160,7 @@ void firn_material_default(firn_material_def *mat, firn_model model)
     mat->grain_density = 2450.0f;
     mat->yield_stress = 1e4f;
     mat->crit_strain = 0.05f;
-    mat->damage_rate = 0.1f;
+    mat->damage_rate = 1000.0f;
     /* Genesis's SPH.Liquid. */
     mat->stiffness = 50000.0f;
     mat->exponent = 7.0f;
@@ -524,7 +524,8 @@ static int validate_material(const ctx *c, const firn_scene_def *def, int i)
         if (need(c, join(p, base, "crit_strain"), m->crit_strain, m->crit_strain > 0,
                  "must be > 0") ||
             need(c, join(p, base, "damage_rate"), m->damage_rate,
-                 m->damage_rate > 0 && m->damage_rate <= 1, "must be in (0, 1]"))
+                 m->damage_rate > 0 && m->damage_rate <= 1e9,
+                 "must be in (0, 1e9] [1/s]: damage per second past crit_strain"))
             return -1;
         break;
     default:
