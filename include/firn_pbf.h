@@ -46,6 +46,48 @@ static inline FIRN_HD int firn_pbf_liquid(const firn_pbd_material *mats, firn_pb
     return mats[s.mat[i]].kind == FIRN_PBD_LIQUID;
 }
 
+/* ---- the box's walls -------------------------------------------------------- */
+
+/* The walls of the PBD box as liquid at rest beyond them (docs/PHYSICS.md
+ * s10.8): particle i at distance d from a face sees ghost particles of its
+ * own mass on the lattice continued through the face, in layers at
+ * d + (k - 1/2) p behind it and at its own tangential offsets (b p, c p).
+ * A particle of a lattice that fills the box then reads the interior's
+ * density at the wall as well, and the wall pushes back on a layer pressed
+ * into it. Each face counts its whole ghost half-space, so near an edge or
+ * a corner the ghosts beyond two faces count twice (a particle there reads
+ * a little dense and keeps a little further off); leaving them to one face
+ * by their position would make the sum jump as a particle slides along a
+ * wall, which shook edge particles at 1 m/s. Returns sum_ghosts W(x - y) (times the mass: the
+ * density the walls add) and sets *g = sum_ghosts grad W(x - y) (the ghosts do not move). */
+static inline FIRN_HD float firn_pbf_walls(const firn_pbd_params *P, firn_vec3 x, firn_vec3 *g)
+{
+    const float h = P->nb.h, p = P->psize;
+    const int R = (int)(h / p);
+    float sum = 0.0f;
+    *g = firn_v3(0.0f, 0.0f, 0.0f);
+    for (int a = 0; a < 3; a++)
+        for (int side = 0; side < 2; side++) {
+            const float d = side ? P->upper[a] - x.v[a] : x.v[a] - P->lower[a];
+            const float nrm = side ? -1.0f : 1.0f; /* into the box */
+            const int a1 = (a + 1) % 3, a2 = (a + 2) % 3;
+            for (float delta = d + 0.5f * p; delta < h; delta += p)
+                for (int b = -R; b <= R; b++)
+                    for (int c = -R; c <= R; c++) {
+                        firn_vec3 off; /* ghost - x */
+                        off.v[a] = -nrm * delta;
+                        off.v[a1] = (float)b * p;
+                        off.v[a2] = (float)c * p;
+                        const float r = firn_norm(off);
+                        if (!(r < h))
+                            continue;
+                        sum += firn_pbf_w(P, r);
+                        *g = firn_add(*g, firn_pbf_grad_w(P, firn_scale(off, -1.0f), r));
+                    }
+        }
+    return sum;
+}
+
 /* ---- density constraint ------------------------------------------------- */
 
 /* The multiplier of liquid particle i's density constraint (Macklin and
@@ -79,6 +121,9 @@ static inline FIRN_HD void firn_pbf_lambda(int i, const firn_pbd_params *P,
         sum = firn_add(sum, g);
         sq += firn_dot(g, g);
     }
+    firn_vec3 gw;
+    rho += s.mass[i] * firn_pbf_walls(P, x, &gw);
+    sum = firn_add(sum, firn_scale(gw, s.mass[i] * inv_rho0));
     s.rho[i] = rho;
     const float C = firn_maxf(rho * inv_rho0 - 1.0f, 0.0f);
     s.lambda[i] = -C / (firn_dot(sum, sum) + sq + P->pbf_eps);
@@ -102,6 +147,9 @@ static inline FIRN_HD void firn_pbf_delta(int i, const firn_pbd_params *P,
         while (firn_nbr_next(&c, &P->nb, G, s.x, s.n, i, x, &j, &d, &r))
             dx = firn_add(dx, firn_scale(firn_pbf_grad_w(P, d, r),
                                          (li + s.lambda[j]) * s.mass[j] * inv_rho0));
+        firn_vec3 gw;
+        firn_pbf_walls(P, x, &gw);
+        dx = firn_add(dx, firn_scale(gw, li * s.mass[i] * inv_rho0));
         dx = firn_scale(dx, m->density_relaxation);
     }
     firn_store3(s.dx, s.n, i, dx);
