@@ -2,7 +2,7 @@
  * (Macklin and Mueller 2013, "Position based fluids") for pbd_liquid
  * particles, XSPH viscosity on the substep's displacements, and contact
  * between particles of different bodies, over the neighbour grid
- * (include/firn_neighbour.h, cells of edge h = 1.25 p). One body per
+ * (include/firn_neighbour.h, cells of edge h = 2.5 p). One body per
  * particle, shared by the CPU path (host/pbd_cpu.c) and the CUDA kernels
  * (kernels/pbd.cu).
  *
@@ -97,7 +97,9 @@ static inline FIRN_HD float firn_pbf_walls(const firn_pbd_params *P, firn_vec3 x
  * C_i = max(rho_i / rho0 - 1, 0), with g_ij = (m_j / rho0) grad W_ij the
  * gradient of C_i with respect to x_i from j (and -g_ij with respect to
  * x_j),
- *   lambda_i = -C_i / (|sum_j g_ij|^2 + sum_j |g_ij|^2 + eps).
+ *   lambda_i = -C_i / (|sum_j g_ij|^2 + sum_j |g_ij|^2 + eps),
+ * the box's walls adding their ghosts' density and gradient to rho_i and
+ * sum_j g_ij (firn_pbf_walls).
  * The constraint is one-sided (compression only): a free surface, where
  * the sum is incomplete, is not pulled inward. Stores rho_i; lambda is 0
  * for other particles. */
@@ -130,8 +132,9 @@ static inline FIRN_HD void firn_pbf_lambda(int i, const firn_pbd_params *P,
 }
 
 /* The density correction of liquid particle i (ibid., eq. 12):
- * dx_i = relaxation sum_j (lambda_i + lambda_j) g_ij; lambda_j is 0 for a
- * particle that is not liquid. 0 for other particles. */
+ * dx_i = relaxation (sum_j (lambda_i + lambda_j) g_ij + lambda_i g_walls);
+ * lambda_j is 0 for a particle that is not liquid. 0 for other
+ * particles. */
 static inline FIRN_HD void firn_pbf_delta(int i, const firn_pbd_params *P,
                                           const firn_pbd_material *mats, firn_pbd_particles s,
                                           firn_nbr_grid G)
