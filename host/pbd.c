@@ -409,37 +409,52 @@ static int alloc_grid(firn_pbd *S)
     return G->key && G->sorted && G->start && G->end && S->cell_count ? 0 : -1;
 }
 
+/* The sum of w over the cubic lattice of spacing p about a particle,
+ * itself included (the lattice sites within the support). */
+static double lattice_sum(const firn_pbd_params *P, float p)
+{
+    double sum = 0.0;
+    const int R = (int)ceilf(P->nb.h / p);
+    for (int a = -R; a <= R; a++)
+        for (int b = -R; b <= R; b++)
+            for (int c = -R; c <= R; c++)
+                sum += firn_pbf_w(P, p * sqrtf((float)(a * a + b * b + c * c)));
+    return sum;
+}
+
 void firn_pbd_params_kernels(firn_pbd_params *P)
 {
-    /* Genesis's support: dist_scale = (p / 2) / 0.4 = 1.25 p (GENESIS s3.3). */
-    const float h = 1.25f * P->psize;
+    /* Support h = 2.5 p: 80 lattice neighbours, and a density estimate
+     * that tells packings apart (body- and face-centred packings of the
+     * lattice's number density read within 0.3 % of it; at Genesis's
+     * 1.25 p, which holds the 6 nearest only, they read 13 and 15 % light,
+     * so the liquid packed denser unseen: docs/PHYSICS.md s10.8). */
+    const float h = 2.5f * P->psize, p = P->psize;
     P->nb = firn_nbr_space_of(P->lower, P->upper, h);
+    /* poly6 scaled so that the lattice sums to 1 / p^3 (the continuum
+     * normalisation's lattice sum is 0.9954 / p^3 at h = 2.5 p): a particle
+     * of mass rho0 p^3 then reads rho0 in the lattice. The spiky gradient
+     * takes the same factor, as the gradient of the scaled density. */
     P->kw = 315.0f / (64.0f * (float)M_PI * h * h * h);
     P->kg = 45.0f / ((float)M_PI * h * h * h * h);
+    const double scale = 1.0 / (lattice_sum(P, p) * (double)p * p * p);
+    P->kw = (float)(P->kw * scale);
+    P->kg = (float)(P->kg * scale);
     /* eps: 1 % of the denominator of a particle with a full lattice
      * neighbourhood at rest (where sum_j g_ij = 0), so that lambda stays
      * bounded for a particle with few neighbours (Macklin and Mueller's
      * constraint force mixing) and barely softens a full one. */
-    const float p = P->psize, m_rho0 = firn_pbf_lattice_mass(P, 1.0f, p);
+    const float vol = p * p * p;
+    const int R = (int)ceilf(h / p);
     double sq = 0.0;
-    for (int a = -2; a <= 2; a++)
-        for (int b = -2; b <= 2; b++)
-            for (int c = -2; c <= 2; c++) {
+    for (int a = -R; a <= R; a++)
+        for (int b = -R; b <= R; b++)
+            for (int c = -R; c <= R; c++) {
                 const firn_vec3 d = firn_v3((float)a * p, (float)b * p, (float)c * p);
-                const firn_vec3 g = firn_scale(firn_pbf_grad_w(P, d, firn_norm(d)), m_rho0);
+                const firn_vec3 g = firn_scale(firn_pbf_grad_w(P, d, firn_norm(d)), vol);
                 sq += firn_dot(g, g);
             }
     P->pbf_eps = (float)(0.01 * sq);
-}
-
-float firn_pbf_lattice_mass(const firn_pbd_params *P, float rho0, float p)
-{
-    double sum = 0.0;
-    for (int a = -2; a <= 2; a++)
-        for (int b = -2; b <= 2; b++)
-            for (int c = -2; c <= 2; c++)
-                sum += firn_pbf_w(P, p * sqrtf((float)(a * a + b * b + c * c)));
-    return (float)(rho0 / sum);
 }
 
 /* Pins of cloth body b (particles [first, first + nv)): by index, and the
@@ -529,14 +544,12 @@ static int build_bodies(firn_pbd *S, const firn_scene_def *def, firn_error *err)
         for (int k = 0; k < surf[b].nt; k++)
             area += tri_area(surf[b].v, surf[b].tri + 3 * k);
         /* A cloth's mass spread evenly over its vertices (Genesis: area
-         * rho / N); a particle's its lattice cell's, rho p^3; a liquid
-         * particle's what puts its lattice at rest density (Genesis gives
-         * liquid and free particles the mass rho: s10.5). */
+         * rho / N); a particle's, free or liquid, its lattice cell's,
+         * rho p^3 (Genesis gives liquid and free particles the mass rho:
+         * s10.1). */
         const double p = def->pbd_particle_size;
         const float mass = surf[b].nv > 0 ? (float)(area * md->density / surf[b].nv)
-                           : md->model == FIRN_MODEL_PBD_LIQUID
-                               ? firn_pbf_lattice_mass(&S->P, md->density, (float)p)
-                               : (float)(md->density * p * p * p);
+                                          : (float)(md->density * p * p * p);
         for (int i = 0; i < nv; i++) {
             for (int a = 0; a < 3; a++) {
                 S->s.x[a * S->n + q + i] =
@@ -660,6 +673,23 @@ void firn_pbd_free(firn_pbd *S)
 
 /* ---- reads ---------------------------------------------------------------- */
 
+float firn_pbf_reach2(const firn_pbd_params *P)
+{
+    const float p = P->psize, vol = p * p * p;
+    const int R = (int)ceilf(P->nb.h / p);
+    double S = 0.0, D = P->pbf_eps;
+    for (int a = -R; a <= R; a++)
+        for (int b = -R; b <= R; b++)
+            for (int c = -R; c <= R; c++) {
+                /* j at (a, b, c) p: d = x_i - x_j */
+                const firn_vec3 d = firn_v3(-(float)a * p, -(float)b * p, -(float)c * p);
+                const firn_vec3 g = firn_scale(firn_pbf_grad_w(P, d, firn_norm(d)), vol);
+                S += (double)c * p * g.v[2];
+                D += firn_dot(g, g);
+            }
+    return (float)(S / D);
+}
+
 float firn_pbd_cfl_dt(const firn_pbd *S, float cfl, float v_gravity, float *v_max)
 {
     float v2 = 0.0f;
@@ -670,7 +700,30 @@ float firn_pbd_cfl_dt(const firn_pbd *S, float cfl, float v_gravity, float *v_ma
         }
     *v_max = sqrtf(v2);
     const float speed = sqrtf(v2) + v_gravity;
-    return S->n > 0 && S->pinned < S->n && speed > 0.0f ? cfl * S->P.psize / speed : INFINITY;
+    float dt = S->n > 0 && S->pinned < S->n && speed > 0.0f ? cfl * S->P.psize / speed : INFINITY;
+    /* The liquid's hydrostatic bound (docs/PHYSICS.md s10.7): a resting
+     * column of depth H holds when the density iterations lift each
+     * particle by the g dt^2 gravity adds per substep, which takes a
+     * compression growing with depth to C = g dt^2 H / (K omega L^2) at the
+     * bottom; C <= FIRN_PBF_COMPRESSION gives the step. */
+    const float g = firn_norm(firn_v3(S->P.gravity[0], S->P.gravity[1], S->P.gravity[2]));
+    float omega = INFINITY, lo = INFINITY, hi = -INFINITY;
+    for (int i = 0; i < S->n; i++) {
+        const firn_pbd_material *m = &S->mats[S->s.mat[i]];
+        if (m->kind != FIRN_PBD_LIQUID || !(S->s.w[i] > 0.0f))
+            continue;
+        omega = firn_minf(omega, m->density_relaxation);
+        const float y = firn_dot(firn_load3(S->s.x, S->n, i),
+                                 firn_v3(S->P.gravity[0], S->P.gravity[1], S->P.gravity[2])) /
+                        g;
+        lo = firn_minf(lo, y), hi = firn_maxf(hi, y);
+    }
+    if (g > 0.0f && hi >= lo && S->density_iterations > 0) {
+        const float H = hi - lo + S->P.psize;
+        dt = firn_minf(dt, sqrtf(FIRN_PBF_COMPRESSION * (float)S->density_iterations * omega *
+                                 firn_pbf_reach2(&S->P) / (g * H)));
+    }
+    return dt;
 }
 
 /* As allocated by alloc_particles, constraints_alloc and build_bodies. */
