@@ -147,8 +147,8 @@ static int make_pbd_liquid_scene(firn_bench_layout layout, float s, long long pa
     b->shape.center[0] = 0.5f * b->shape.size[0];
     b->shape.center[1] = 0.5f * b->shape.size[1];
     b->shape.center[2] = 0.5f;
-    def->dx = 0.05f; /* no MPM particles: the MPM grid only has to exist */
-    const float inv_h = 1.0f / (1.25f * p);
+    def->dx = 0.05f;                       /* no MPM particles: the MPM grid only has to exist */
+    const float inv_h = 1.0f / (2.5f * p); /* the PBF support (host/pbd.c) */
     long long cells = 1;
     for (int k = 0; k < 3; k++) {
         int r = (int)ceilf((def->upper[k] - def->lower[k]) * inv_h - 1e-4f);

@@ -23,6 +23,12 @@
     "                 [--grid auto|dense|sparse] [--graphs auto|on|off]\n"                         \
     "                 run the scene on the CPU and the GPU and report the differences\n"           \
     "                 (--p2g: the GPU's P2G; auto: binned from 300k particles)\n"
+#define FIRN_USAGE_RENDER                                                                          \
+    "  firn render RUN_DIR [--fps X] [--out FILE]\n"                                               \
+    "                 a run folder's previews (frame_NNNNN.png) as an MP4 (H.264) with ffmpeg,\n"  \
+    "                 at the run's pace (from stats.jsonl) unless --fps; FILE defaults to\n"       \
+    "                 RUN_DIR/preview.mp4 and is replaced. ffmpeg must be on PATH\n"               \
+    "                 (Debian/Ubuntu: apt-get install ffmpeg)\n"
 /* What every SCENE argument accepts. */
 #define FIRN_USAGE_SCENE                                                                           \
     "SCENE is a JSON file (docs/SCENES.md), or - to read it from standard input\n"                 \
@@ -31,6 +37,11 @@
 int firn_cli_run(int argc, char **argv);
 int firn_cli_compare(int argc, char **argv);
 int firn_cli_bench(int argc, char **argv);
+int firn_cli_render(int argc, char **argv);
+
+/* The index of a file that `firn run` writes, from its name: <prefix>, five
+ * to nine digits, <suffix>; -1 for another name. */
+long firn_cli_indexed_name(const char *name, const char *prefix, const char *suffix);
 
 /* Parses --backend's value; returns -1 on an unknown name. */
 int firn_cli_backend(const char *name, firn_backend *out);

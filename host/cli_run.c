@@ -22,9 +22,7 @@
 #include "inspect.h"
 #include "output.h"
 
-/* The index of a file that `firn run` writes, from its name: <prefix>, five
- * or more digits, <suffix>; -1 for another name. */
-static long indexed_name(const char *name, const char *prefix, const char *suffix)
+long firn_cli_indexed_name(const char *name, const char *prefix, const char *suffix)
 {
     const size_t np = strlen(prefix);
     if (strncmp(name, prefix, np))
@@ -41,28 +39,28 @@ static long indexed_name(const char *name, const char *prefix, const char *suffi
  * fem_K.ply, fem_K.vtu, rigids_K.ply, tools_K.ply), else -1. */
 static long frame_file_index(const char *name)
 {
-    long k = indexed_name(name, "frame_", ".ply");
+    long k = firn_cli_indexed_name(name, "frame_", ".ply");
     if (k < 0)
-        k = indexed_name(name, "frame_", ".png");
+        k = firn_cli_indexed_name(name, "frame_", ".png");
     if (k < 0)
-        k = indexed_name(name, "sph_", ".ply");
+        k = firn_cli_indexed_name(name, "sph_", ".ply");
     if (k < 0)
-        k = indexed_name(name, "pbd_", ".ply");
+        k = firn_cli_indexed_name(name, "pbd_", ".ply");
     if (k < 0)
-        k = indexed_name(name, "fem_", ".ply");
+        k = firn_cli_indexed_name(name, "fem_", ".ply");
     if (k < 0)
-        k = indexed_name(name, "fem_", ".vtu");
+        k = firn_cli_indexed_name(name, "fem_", ".vtu");
     if (k < 0)
-        k = indexed_name(name, "rigids_", ".ply");
+        k = firn_cli_indexed_name(name, "rigids_", ".ply");
     if (k < 0)
-        k = indexed_name(name, "tools_", ".ply");
+        k = firn_cli_indexed_name(name, "tools_", ".ply");
     return k;
 }
 
 /* A checkpoint's frame (checkpoint_K.firn), else -1. */
 static long checkpoint_index(const char *name)
 {
-    return indexed_name(name, "checkpoint_", ".firn");
+    return firn_cli_indexed_name(name, "checkpoint_", ".firn");
 }
 
 /* The temporary of a checkpoint write that a killed run left: a name

@@ -49,7 +49,7 @@ static double min_altitude(const double *x, const int *t, double vol)
 
 /* firn_fem_build; messages name body b as the scene's bodies[scene_body[b]]
  * (and its mesh file, where it has one) when scene_body is given, else as
- * FEM body b. */
+ * FEM body b. S->scene_body takes scene_body, or -1s. */
 static int fem_build(firn_fem *S, const firn_tet_mesh *meshes, const int *mat, int nbodies,
                      const int *scene_body, const firn_scene_def *def, firn_error *err);
 
@@ -80,6 +80,8 @@ static int fem_build(firn_fem *S, const firn_tet_mesh *meshes, const int *mat, i
         return -1;
     }
     S->bodies = nbodies;
+    for (int b = 0; b < nbodies; b++)
+        S->scene_body[b] = scene_body ? scene_body[b] : -1;
     S->v_first[nbodies] = (int)nv, S->e_first[nbodies] = (int)ne;
     S->f_first[nbodies] = (int)nf, S->s_first[nbodies] = (int)ns;
     S->nf = (int)nf, S->ns = (int)ns;
@@ -339,7 +341,6 @@ int firn_fem_init(firn_fem *S, const firn_scene_def *def, firn_error *err)
     firn_fem_vertices *V = &S->V;
     for (int k = 0; k < nb; k++) {
         const firn_body_def *bd = &def->bodies[scene_body[k]];
-        S->scene_body[k] = scene_body[k];
         S->body_mat[k] = mat[k];
         S->implicit[k] = (uint8_t)(bd->fem_implicit != 0);
         const int v0 = S->v_first[k], v1 = S->v_first[k + 1];

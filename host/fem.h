@@ -7,6 +7,8 @@
 #ifndef FIRN_FEM_HOST_H
 #define FIRN_FEM_HOST_H
 
+#include <stdio.h>
+
 #include "firn.h"
 #include "firn_fem.h"
 #include "solver.h"
@@ -37,9 +39,10 @@ typedef struct {
     int *surf;                         /* ns surface vertices, ascending within each body */
     float h_min;                       /* shortest tet altitude at rest, over all elements [m] */
     float h_body[FIRN_FEM_MAX_BODIES]; /* the same per body [m] */
-    /* Set by firn_fem_init (a scene's bodies); firn_fem_build leaves them. */
+    /* Set by firn_fem_init (a scene's bodies); firn_fem_build leaves them,
+     * but for scene_body, which it sets to -1 (no scene). */
     firn_fem_params P;                   /* dt updated per substep */
-    int scene_body[FIRN_FEM_MAX_BODIES]; /* body b's index in the scene's bodies */
+    int scene_body[FIRN_FEM_MAX_BODIES]; /* body b's index in the scene's bodies, or -1 */
     int body_mat[FIRN_FEM_MAX_BODIES];   /* body b's material index */
     long long fixed;                     /* fixed vertices */
     /* Implicit bodies (host/fem_implicit.c): implicit[b] = 1 for body b's
@@ -70,6 +73,19 @@ typedef struct {
 int firn_fem_build(firn_fem *S, const firn_tet_mesh *meshes, const int *mat, int nbodies,
                    firn_error *err);
 void firn_fem_free(firn_fem *S);
+
+/* FEM body b as messages name it, into buf: the scene's key path
+ * "bodies[i]" (body b is not the scene's bodies[b] when other solvers'
+ * bodies come first), or "FEM body b" for one built by firn_fem_build
+ * without a scene. */
+static inline const char *firn_fem_body_name(const firn_fem *S, int b, char *buf, size_t size)
+{
+    if (b >= 0 && b < S->bodies && S->scene_body[b] >= 0)
+        snprintf(buf, size, "bodies[%d]", S->scene_body[b]);
+    else
+        snprintf(buf, size, "FEM body %d", b);
+    return buf;
+}
 
 /* The centroid of m's solid (its tets' centroids weighted by volume) [m]:
  * an FEM mesh file's body is placed with it at the shape's center. */

@@ -39,14 +39,16 @@ static void fem_pre_coupling(firn_world *w)
                 firn_fem_velocity(i, &P, &V, &E);
             continue;
         }
-        /* Backward Euler from x0 = x and v (host/fem_implicit.c); it
-         * leaves v = (x_{n+1} - x_n) / dt, and the position step follows
-         * after coupling as for explicit bodies. A failed solve leaves v
-         * NaN, so the position step reports the body, with the reason. */
+        /* Backward Euler from x0 = x and v (host/fem_implicit.c), with the
+         * domain's faces as walls in the solve; it leaves v = (x_{n+1} -
+         * x_n) / dt, and the position step (and its wall law) follows after
+         * coupling as for explicit bodies. A failed solve leaves v NaN, so
+         * the position step reports the body, with the reason. */
         for (int i = v0; i < v1; i++)
             for (int c = 0; c < 3; c++)
                 V.x0[c * V.n + i] = V.x[c * V.n + i];
-        const firn_fem_implicit_params ip = firn_fem_implicit_params_default();
+        firn_fem_implicit_params ip = firn_fem_implicit_params_default();
+        ip.walls = 1;
         firn_fem_implicit_stats st = {0};
         const int failed = firn_fem_implicit_step(S, b, &ip, P.gravity, P.dt, S->implicit_work, &st,
                                                   &S->implicit_error);

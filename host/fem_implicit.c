@@ -30,6 +30,7 @@ firn_fem_implicit_params firn_fem_implicit_params_default(void)
         .linesearch_tau = 0.5f,
         .damping_alpha = 0.0f,
         .damping_beta = 0.0f,
+        .walls = 0,
     };
     return p;
 }
@@ -41,13 +42,14 @@ size_t firn_fem_implicit_device_bytes(int nv, int ne)
     const size_t control = 17 * 8 + 8 * 4 + 6 * 4;
     return 8 * firn_align256(3 * v * 4) + firn_align256(9 * v * 4) +
            firn_align256(FIRN_FEM_HESS_FLOATS * e * 4) + firn_align256(12 * e * 4) +
-           firn_align256(control);
+           firn_align256(v) + firn_align256(control);
 }
 
 void firn_fem_implicit_work_free(firn_fem_implicit_work *w)
 {
     free(w->u), free(w->g), free(w->r), free(w->z), free(w->p), free(w->Ap), free(w->du);
     free(w->ut), free(w->Minv), free(w->H), free(w->slot), free(w->en), free(w->part);
+    free(w->held);
     memset(w, 0, sizeof *w);
 }
 
@@ -65,7 +67,8 @@ int firn_fem_implicit_work_init(firn_fem_implicit_work *w, const firn_fem *S, fi
     w->slot = calloc(12 * ne, sizeof *w->slot);
     w->en = calloc(ne, sizeof *w->en);
     w->part = calloc((n > ne ? n : ne) / CHUNK + 2, sizeof *w->part);
-    if (!ok || !w->Minv || !w->H || !w->slot || !w->en || !w->part) {
+    w->held = calloc(n, sizeof *w->held);
+    if (!ok || !w->Minv || !w->H || !w->slot || !w->en || !w->part || !w->held) {
         firn_fem_implicit_work_free(w);
         firn_set_error(err, FIRN_E_NOMEM, "FEM implicit: out of memory for %zu vertices", n);
         return -1;
@@ -155,12 +158,14 @@ double firn_fem_implicit_prepare(firn_fem *S, int body, const firn_fem_implicit_
                 w->g[c * n + i] += w->Ap[c * n + i];
     }
     const float cm = (1.0f + alpha * dt) / (dt * dt), ck = 1.0f + p->damping_beta / dt;
+    const firn_fem_params *P = p->walls ? &S->P : NULL;
 #pragma omp parallel for schedule(static)
     for (int i = v0; i < v1; i++) {
-        const firn_mat3 Mi =
-            V->fixed[i]
-                ? firn_m3_diag(0.0f, 0.0f, 0.0f)
-                : firn_fem_inverse3(firn_fem_implicit_diag_block(i, V, &S->E, w->H, cm, ck));
+        firn_vec3 gi = firn_load3(w->g, n, i);
+        const int held = firn_fem_implicit_vertex_hold(i, V, P, w->u, &gi);
+        w->held[i] = (uint8_t)held;
+        firn_store3(w->g, n, i, gi);
+        const firn_mat3 Mi = firn_fem_implicit_precond(i, V, &S->E, w->H, cm, ck, held);
         for (int k = 0; k < 9; k++)
             w->Minv[k * n + i] = Mi.m[k];
     }
@@ -200,11 +205,14 @@ int firn_fem_implicit_pcg(firn_fem *S, int body, const firn_fem_implicit_params 
         if (!(pAp > 0.0) || !isfinite(pAp))
             return -1;
         const float a = (float)(rz / pAp);
+        /* p is 0 on held components (so is Minv's row there); their rows
+         * of A p are the wall's business, not the residual's. */
 #pragma omp parallel for schedule(static)
         for (int i = v0; i < v1; i++)
             for (int c = 0; c < 3; c++) {
                 w->du[c * n + i] += a * w->p[c * n + i];
-                w->r[c * n + i] -= a * w->Ap[c * n + i];
+                if (!(w->held[i] >> c & 1))
+                    w->r[c * n + i] -= a * w->Ap[c * n + i];
             }
         const double rn = sqrt(dot(w->r, w->r, n, v0, v1, w->part));
         *res = (float)(rn / r0);
@@ -266,8 +274,9 @@ int firn_fem_implicit_step(firn_fem *S, int body, const firn_fem_implicit_params
     memset(st, 0, sizeof *st);
     if (body < 0 || body >= S->bodies || !(dt > 0.0f) || w->nv != S->V.n || w->ne != S->E.n) {
         firn_set_error(err, FIRN_E_USAGE,
-                       "FEM implicit: body %d of %d, dt %g, work for %d vertices and %d elements",
-                       body, S->bodies, dt, w->nv, w->ne);
+                       "FEM implicit: FEM body %d of %d (not a scene index), dt %g s, work for %d "
+                       "vertices and %d elements (the FEM has %d and %d)",
+                       body, S->bodies, dt, w->nv, w->ne, S->V.n, S->E.n);
         return -1;
     }
     firn_fem_vertices *V = &S->V;
@@ -280,8 +289,12 @@ int firn_fem_implicit_step(firn_fem *S, int body, const firn_fem_implicit_params
                 xmax = firn_maxf(xmax, fabsf(V->x0[c * n + i]));
         dx = 4.0f * FLT_EPSILON * xmax;
     }
+    const firn_fem_params *P = p->walls ? &S->P : NULL;
     for (int c = 0; c < 3; c++)
         memset(w->u + c * n + v0, 0, (size_t)(v1 - v0) * sizeof(float));
+    /* A vertex that starts past a wall starts on it. */
+    for (int i = v0; i < v1; i++)
+        firn_fem_implicit_project(i, V, P, w->u);
     double e_round = 0.0;
     for (int e = S->e_first[body]; e < S->e_first[body + 1]; e++) {
         const firn_fem_material *m = &S->mats[S->E.mat[e]];
@@ -293,10 +306,11 @@ int firn_fem_implicit_step(firn_fem *S, int body, const firn_fem_implicit_params
         firn_fem_implicit_prepare(S, body, p, gravity, dt, w);
         const double gn = sqrt(dot(w->g, w->g, n, v0, v1, w->part));
         if (!isfinite(gn)) {
+            char who[48];
             firn_set_error(err, FIRN_E_NUMERIC,
-                           "FEM implicit: body %d's energy gradient is not finite after %d Newton "
+                           "FEM implicit: %s: the energy gradient is not finite after %d Newton "
                            "iterations (dt %g s too large for the material, or inverted elements)",
-                           body, it, dt);
+                           firn_fem_body_name(S, body, who, sizeof who), it, dt);
             return -1;
         }
         if (it == 0) {
@@ -315,6 +329,9 @@ int firn_fem_implicit_step(firn_fem *S, int body, const firn_fem_implicit_params
         }
         st->grad0 = (float)g0;
         st->residual = g0 > 0.0 ? (float)(gn / g0) : 0.0f;
+        st->held = 0;
+        for (int i = v0; i < v1; i++)
+            st->held += (w->held[i] & 1) + (w->held[i] >> 1 & 1) + (w->held[i] >> 2 & 1);
         if (gn <= p->newton_tol * g0) {
             st->converged = 1;
             break;
@@ -328,10 +345,11 @@ int firn_fem_implicit_step(firn_fem *S, int body, const firn_fem_implicit_params
         float res;
         const int k = firn_fem_implicit_pcg(S, body, p, dt, w, &res);
         if (k < 0) {
+            char who[48];
             firn_set_error(err, FIRN_E_NUMERIC,
-                           "FEM implicit: body %d's conjugate gradient broke down (p^T A p <= 0) "
+                           "FEM implicit: %s: the conjugate gradient broke down (p^T A p <= 0) "
                            "in Newton iteration %d",
-                           body, it);
+                           firn_fem_body_name(S, body, who, sizeof who), it);
             return -1;
         }
         st->newton_iters++;
@@ -354,9 +372,11 @@ int firn_fem_implicit_step(firn_fem *S, int body, const firn_fem_implicit_params
             int ok = 0;
             for (int ls = 0; ls <= p->linesearch_max && !ok; ls++, t *= p->linesearch_tau) {
 #pragma omp parallel for schedule(static)
-                for (int i = v0; i < v1; i++)
+                for (int i = v0; i < v1; i++) {
                     for (int c = 0; c < 3; c++)
                         w->ut[c * n + i] = w->u[c * n + i] + t * w->du[c * n + i];
+                    firn_fem_implicit_project(i, V, P, w->ut);
+                }
                 const double e1 = energy(S, body, p, gravity, dt, w, w->ut);
                 if (e1 < best)
                     best = e1, sbest = t;
@@ -366,14 +386,20 @@ int firn_fem_implicit_step(firn_fem *S, int body, const firn_fem_implicit_params
                 st->linesearch_fails++;
             s = sbest;
         }
-        /* The stall test takes the full Newton step: a line search that
-         * cuts it short is no sign of convergence. */
+        /* The stall test takes the full Newton step, projected onto the
+         * walls (ut): a line search that cuts it short is no sign of
+         * convergence, a wall that stops it is. */
         float m = 0.0f;
-        for (int c = 0; c < 3; c++)
-            for (int i = v0; i < v1; i++) {
+        for (int i = v0; i < v1; i++) {
+            for (int c = 0; c < 3; c++)
+                w->ut[c * n + i] = w->u[c * n + i] + w->du[c * n + i];
+            firn_fem_implicit_project(i, V, P, w->ut);
+            for (int c = 0; c < 3; c++) {
+                m = firn_maxf(m, fabsf(w->ut[c * n + i] - w->u[c * n + i]));
                 w->u[c * n + i] += s * w->du[c * n + i];
-                m = firn_maxf(m, fabsf(w->du[c * n + i]));
             }
+            firn_fem_implicit_project(i, V, P, w->u);
+        }
         step = m;
     }
     const float inv = 1.0f / dt;

@@ -29,6 +29,8 @@ typedef struct {
     float linesearch_tau; /* step factor per halving (0.5, Genesis's) */
     float damping_alpha;  /* Rayleigh mass damping [1/s] (0; Genesis: 0.5) */
     float damping_beta;   /* Rayleigh stiffness damping [s] (0; Genesis: 5e-4) */
+    int walls;            /* 1: the domain's faces (S->P.lower, upper, wall_type) bound the
+                             solve; 0: no walls (default; a world's step sets 1) */
 } firn_fem_implicit_params;
 
 firn_fem_implicit_params firn_fem_implicit_params_default(void);
@@ -45,10 +47,11 @@ typedef struct {
                              search) was below newton_dx;
                              0: neither within newton_max */
     int linesearch_fails; /* Newton steps whose Armijo test failed every halving */
+    int held;             /* vertex components a wall held at the last Newton iterate */
 } firn_fem_implicit_stats;
 
 /* Scratch for the solver, sized for all of S's vertices and elements
- * (component-major like S->V.x). 33 nv + 43 ne floats. */
+ * (component-major like S->V.x). 33 nv + 43 ne floats and nv bytes. */
 typedef struct {
     int nv, ne;
     float *u, *g, *r, *z, *p, *Ap, *du, *ut; /* 3 nv each */
@@ -57,6 +60,7 @@ typedef struct {
     float *slot;                             /* 12 ne: element slots (gradient, then A p) */
     float *en;                               /* ne: element energies V Psi [J] */
     double *part;                            /* partial sums of the dot products */
+    uint8_t *held; /* nv: bit c set when a wall holds component c (firn_fem_implicit_vertex_hold) */
 } firn_fem_implicit_work;
 
 /* Allocates w for S. Errors: FIRN_E_NOMEM. */
@@ -66,9 +70,10 @@ void firn_fem_implicit_work_free(firn_fem_implicit_work *w);
 /* One backward Euler step of FEM body `body`: from x_n = S->V.x0 and
  * v_n = S->V.v, solves for x_{n+1} and leaves S->V.v = (x_{n+1} - x_n)/dt
  * (S->V.x is not touched: the post-coupling phase sets x = x0 + dt v).
- * Fixed vertices keep v = 0. gravity [m/s^2], dt [s]. st may be NULL.
- * Errors: FIRN_E_NUMERIC (a non-finite gradient or CG breakdown: the
- * velocities are left as they were). */
+ * Fixed vertices keep v = 0. With p->walls, x_{n+1} stays inside the
+ * domain's faces (S->P), a projected Newton with an active set. gravity [m/s^2], dt [s]. st may be
+ * NULL. Errors: FIRN_E_NUMERIC (a non-finite gradient or CG breakdown: the velocities are left as
+ * they were). */
 int firn_fem_implicit_step(firn_fem *S, int body, const firn_fem_implicit_params *p,
                            const float gravity[3], float dt, firn_fem_implicit_work *w,
                            firn_fem_implicit_stats *st, firn_error *err);
@@ -82,8 +87,9 @@ size_t firn_fem_implicit_device_bytes(int nv, int ne);
 /* ---- the pieces of a step, exposed for the tests ------------------------ */
 
 /* Element pass at x = x0 + w->u: gradient slots and element Hessians
- * (w->H); then w->g = grad E (0 on fixed vertices) and w->Minv. Returns
- * the elastic energy sum V Psi [J]. */
+ * (w->H); then w->g = grad E (0 on fixed vertices), with p->walls the
+ * held components w->held (their g zeroed), and w->Minv. Returns the
+ * elastic energy sum V Psi [J]. */
 double firn_fem_implicit_prepare(firn_fem *S, int body, const firn_fem_implicit_params *p,
                                  const float gravity[3], float dt, firn_fem_implicit_work *w);
 
@@ -92,7 +98,8 @@ double firn_fem_implicit_prepare(firn_fem *S, int body, const firn_fem_implicit_
 void firn_fem_implicit_apply(firn_fem *S, int body, const firn_fem_implicit_params *p, float dt,
                              firn_fem_implicit_work *w, const float *in, float *out);
 
-/* Solves A du = -w->g by block-Jacobi preconditioned CG into w->du.
+/* Solves A du = -w->g by block-Jacobi preconditioned CG into w->du, over
+ * the components w->held leaves free (held ones keep du = 0).
  * Returns the iterations; *res = |r| / |r_0|. -1 on breakdown (p^T A p <= 0
  * or not finite). */
 int firn_fem_implicit_pcg(firn_fem *S, int body, const firn_fem_implicit_params *p, float dt,

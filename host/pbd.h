@@ -61,9 +61,18 @@ int firn_pbd_in_scene(const firn_scene_def *def);
 int firn_pbd_colour(firn_pbd_constraints *C, int nverts, firn_error *err);
 /* The largest substep the PBD particles allow [s]: a free particle moves at
  * most cfl p per substep at its speed plus v_gravity, so that it cannot
- * pass a rigid surface's contact layer (p / 2) unseen. INFINITY when
- * nothing moves. */
+ * pass a rigid surface's contact layer (p / 2) unseen; with liquid, at
+ * most the step at which a resting column of its depth reaches the
+ * compression FIRN_PBF_COMPRESSION. INFINITY when nothing moves. */
 float firn_pbd_cfl_dt(const firn_pbd *S, float cfl, float v_gravity, float *v_max);
+/* The compression C = rho / rho0 - 1 a resting liquid column may reach at
+ * its bottom at the CFL step (firn_pbd_cfl_dt; docs/PHYSICS.md s10.7). */
+#define FIRN_PBF_COMPRESSION 0.005f
+/* L^2 = S / D of the density iterations in the lattice [m^2]: with
+ * g_ij = p^3 grad W (x_i - x_j), S = sum_j (z_j - z_i) g_ij,z and
+ * D = sum_j |g_ij|^2 + eps, one iteration of relaxation omega moves a
+ * particle by omega L^2 |dC/dz| up a compression gradient dC/dz. */
+float firn_pbf_reach2(const firn_pbd_params *P);
 void firn_pbd_stats(const firn_pbd *S, firn_pbd_frame_stats *st);
 /* Memory: the host's (particles, constraints, triangles, neighbour grid),
  * and what the CUDA path allocates for n particles, `edges` stretch and
@@ -81,14 +90,11 @@ typedef struct {
     double host_bytes;
 } firn_pbd_rect_size;
 void firn_pbd_rect_estimate(int n0, int n1, firn_pbd_rect_size *out);
-/* The mass of a pbd_liquid particle of rest density rho0 sampled on the
- * lattice of spacing p: rho0 / sum_lattice W, so that the lattice's
- * interior is at rest density under the solver's kernel (params P). */
-float firn_pbf_lattice_mass(const firn_pbd_params *P, float rho0, float p);
 /* The spacing s in [0.9 p, p] of the cubic lattice whose kernel sum is rest
- * density at a particle mass of rho0 s^3, s^3 sum_k W(|k| s) = 1 (0.9527 p
- * at the support 1.25 p), by bisection: a pbd_liquid body's lattice
- * spacing, about (host/pbd.c). */
+ * density at a particle mass of rho0 s^3, s^3 sum_k W(|k| s) = 1, by
+ * bisection: a pbd_liquid body's lattice spacing, about (host/pbd.c). With
+ * the kernel scaled so that the lattice of spacing p reads rest density
+ * (s10.8), it is p to float rounding. */
 float firn_pbf_rest_spacing(const firn_pbd_params *P);
 /* The solver's kernel constants, neighbour space and density relaxation
  * epsilon from P->psize and the box (host/pbd.c). */

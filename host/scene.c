@@ -160,7 +160,7 @@ void firn_material_default(firn_material_def *mat, firn_model model)
     mat->grain_density = 2450.0f;
     mat->yield_stress = 1e4f;
     mat->crit_strain = 0.05f;
-    mat->damage_rate = 0.1f;
+    mat->damage_rate = 1000.0f;
     /* Genesis's SPH.Liquid. */
     mat->stiffness = 50000.0f;
     mat->exponent = 7.0f;
@@ -524,7 +524,8 @@ static int validate_material(const ctx *c, const firn_scene_def *def, int i)
         if (need(c, join(p, base, "crit_strain"), m->crit_strain, m->crit_strain > 0,
                  "must be > 0") ||
             need(c, join(p, base, "damage_rate"), m->damage_rate,
-                 m->damage_rate > 0 && m->damage_rate <= 1, "must be in (0, 1]"))
+                 m->damage_rate > 0 && m->damage_rate <= 1e9,
+                 "must be in (0, 1e9] [1/s]: damage per second past crit_strain"))
             return -1;
         break;
     default:
@@ -648,21 +649,8 @@ static int validate_pbd_particle_body(const ctx *c, const firn_scene_def *def, i
     const firn_material_def *m = &def->materials[def->bodies[i].material];
     const double ps = def->pbd_particle_size;
     char how[160];
-    float mass = (float)(m->density * ps * ps * ps);
-    if (m->model == FIRN_MODEL_PBD_LIQUID) {
-        firn_pbd_params P;
-        memset(&P, 0, sizeof P);
-        P.psize = def->pbd_particle_size;
-        firn_pbd_box(def, P.lower, P.upper);
-        firn_pbd_params_kernels(&P);
-        mass = firn_pbf_lattice_mass(&P, m->density, P.psize);
-        snprintf(how, sizeof how,
-                 "what puts a lattice of spacing pbd.particle_size = %g m at density %g kg/m^3", ps,
-                 m->density);
-    } else {
-        snprintf(how, sizeof how, "density %g kg/m^3 x pbd.particle_size^3, (%g m)^3", m->density,
-                 ps);
-    }
+    const float mass = (float)(m->density * ps * ps * ps);
+    snprintf(how, sizeof how, "density %g kg/m^3 x pbd.particle_size^3, (%g m)^3", m->density, ps);
     if (check_pbd_mass(c, base, mass, how))
         return -1;
     for (int k = 0; k < 3; k++)

@@ -326,11 +326,26 @@ static void cfl_cause(firn_world *w, const cfl_terms *t, char *why, size_t size)
     const float moving = firn_maxf(t->v_particles, t->v_rigid);
     firn_error ignored;
     if (!isfinite(t->v_rigid) && t->rigid >= 0) {
-        snprintf(why, size,
-                 "the surface of %s[%d] '%s', which is %g m/s: its velocity or keyframes are not "
-                 "finite",
-                 t->tool ? "tools" : "rigids", t->rigid,
-                 t->tool ? d->tools[t->rigid].name : d->rigids[t->rigid].name, t->v_rigid);
+        /* The segment to blame, over the window rigid_speed and
+         * firn_tools_max_speed took. */
+        const firn_rigid *b = t->tool ? &w->tools[t->rigid].body : &w->rigids[t->rigid];
+        float v, om;
+        const int k =
+            b->n_keys > 0 ? firn_key_max_speed(b, b->time, b->time + d->frame_dt, &v, &om) : -1;
+        const char *kind = t->tool ? "tools" : "rigids";
+        const char *name = t->tool ? d->tools[t->rigid].name : d->rigids[t->rigid].name;
+        if (k >= 0)
+            snprintf(why, size,
+                     "the surface of %s[%d] '%s', which is %g m/s: the segment from "
+                     "%s[%d].keyframes[%d] (t = %.9g s) to keyframes[%d] (t = %.9g s) gives it a "
+                     "speed of %g m/s and an angular speed of %g rad/s, not finite in 32-bit "
+                     "floats (the keyframes are too close in time)",
+                     kind, t->rigid, name, t->v_rigid, kind, t->rigid, k, b->key[k].t, k + 1,
+                     b->key[k + 1].t, v, om);
+        else
+            snprintf(why, size,
+                     "the surface of %s[%d] '%s', which is %g m/s: its velocity is not finite",
+                     kind, t->rigid, name, t->v_rigid);
     } else if (w->fem.V.n > 0 &&
                !(t->dt_fem >= t->dt_mpm && t->dt_fem >= t->dt_sph && t->dt_fem >= t->dt_pbd)) {
         const int b = t->fem_body >= 0 ? t->fem_body : w->fem.scene_body[0];

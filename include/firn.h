@@ -129,7 +129,7 @@ typedef struct {
     float friction_angle; /* sand: friction angle [deg], default 45 */
     float yield_stress;   /* von_mises: yield stress [Pa], default 1e4 */
     float crit_strain;    /* fracture: critical principal strain [-], default 0.05 */
-    float damage_rate;    /* fracture: damage added per substep past it [-], default 0.1 */
+    float damage_rate;    /* fracture: damage per second past it [1/s], default 1000 */
     /* sph_liquid (defaults Genesis's SPH.Liquid; density default 1000): */
     float stiffness;                      /* Tait stiffness k [Pa], default 50000 */
     float exponent;                       /* Tait exponent gamma [-], default 7 */

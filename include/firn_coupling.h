@@ -119,9 +119,13 @@ static inline FIRN_HD void firn_key_velocity(const firn_rigid *b, double t, floa
 }
 
 /* Largest speed and angular speed of a keyframed body over the times
- * [t0, t1] (the CFL step must hold for a segment starting mid-frame). */
-static inline FIRN_HD void firn_key_max_speed(const firn_rigid *b, double t0, double t1, float *v,
-                                              float *w)
+ * [t0, t1] (the CFL step must hold for a segment starting mid-frame). A
+ * segment whose velocity is not finite (a gap below float precision gives
+ * inf, and 0 x inf = NaN) makes the result not finite, NaN included, so
+ * that the CFL check sees it: firn_maxf would drop a NaN against a later
+ * segment's speed. Returns the first such segment, -1 if none. */
+static inline FIRN_HD int firn_key_max_speed(const firn_rigid *b, double t0, double t1, float *v,
+                                             float *w)
 {
     *v = *w = 0.0f;
     for (int i = 0; i + 1 < b->n_keys; i++) {
@@ -129,9 +133,16 @@ static inline FIRN_HD void firn_key_max_speed(const firn_rigid *b, double t0, do
             continue;
         float vi[3], wi[3];
         firn_key_velocity(b, b->key[i].t, vi, wi);
-        *v = firn_maxf(*v, sqrtf(vi[0] * vi[0] + vi[1] * vi[1] + vi[2] * vi[2]));
-        *w = firn_maxf(*w, sqrtf(wi[0] * wi[0] + wi[1] * wi[1] + wi[2] * wi[2]));
+        const float s = sqrtf(vi[0] * vi[0] + vi[1] * vi[1] + vi[2] * vi[2]),
+                    o = sqrtf(wi[0] * wi[0] + wi[1] * wi[1] + wi[2] * wi[2]);
+        if (!isfinite(s) || !isfinite(o)) {
+            *v = s, *w = o;
+            return i;
+        }
+        *v = firn_maxf(*v, s);
+        *w = firn_maxf(*w, o);
     }
+    return -1;
 }
 
 /* The force and torque an impulse sum acc (firn_rigid_acc layout) stands

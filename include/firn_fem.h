@@ -286,9 +286,14 @@ static inline FIRN_HD firn_vec3 firn_fem_gather_force(int i, const firn_fem_vert
     return f;
 }
 
-/* Vertex i's velocity step, after the element forces (Genesis's explicit
- * order, docs/PHYSICS.md s11.3): x0 = x, f = its gathered elastic force, then
- * v = (v + dt f / m) exp(-dt damping) + dt g. The force is divided by the
+/* Vertex i's velocity step, after the element forces (docs/PHYSICS.md
+ * s11.3): x0 = x, f = its gathered elastic force, then
+ * v = (v + dt (f / m + g)) exp(-dt damping). The decay takes the whole
+ * update, gravity's share too, so that a body at rest (f / m = -g, v = 0)
+ * stays at rest for any damping and substep; Genesis decays the velocity
+ * before adding gravity, which at rest asks the elastic force for
+ * m g exp(dt damping) and settles the body that much too far. The force is
+ * divided by the
  * vertex's lumped mass m (the sum of rho V / 4 over its elements), where
  * Genesis divides each element's share by that element's mass rho V: its
  * acceleration is then not force over mass, and the total momentum that
@@ -304,8 +309,8 @@ static inline FIRN_HD void firn_fem_velocity(int i, const firn_fem_params *P,
         const long long ci = firn_soa_index(c, n, i);
         V->x0[ci] = V->x[ci];
         V->f[ci] = f.v[c];
-        const float v = V->v[ci] + P->dt * f.v[c] / V->mass[i];
-        V->v[ci] = V->fixed[i] ? 0.0f : v * decay + P->dt * P->gravity[c];
+        const float v = V->v[ci] + P->dt * (f.v[c] / V->mass[i] + P->gravity[c]);
+        V->v[ci] = V->fixed[i] ? 0.0f : v * decay;
     }
 }
 

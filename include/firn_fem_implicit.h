@@ -392,4 +392,75 @@ static inline FIRN_HD firn_vec3 firn_fem_implicit_vertex_gradient(int i, const f
     return firn_add(r, firn_fem_gather_slots(i, V, gslot, ne));
 }
 
+/* ---- walls in the solve (docs/PHYSICS.md, FEM, "Implicit integration") -- */
+
+/* The domain's faces P->lower, P->upper bound each component of x0 + u;
+ * P NULL: no walls. A component is held (its bit c set in the result)
+ * when the vertex is on or past a face and the energy gradient g pushes it
+ * into that face (g_c > 0 at a lower face, < 0 at an upper one): Newton
+ * then treats it as fixed. One that g pulls away is free again, so a body
+ * lifts off. On a sticky face a held normal holds the other two
+ * components too. g's held components are zeroed: what is left is the
+ * gradient of the free ones. Fixed vertices hold nothing here (their g is
+ * already 0 and the solve never moves them). */
+static inline FIRN_HD int firn_fem_implicit_vertex_hold(int i, const firn_fem_vertices *V,
+                                                        const firn_fem_params *P, const float *u,
+                                                        firn_vec3 *g)
+{
+    if (!P || V->fixed[i])
+        return 0;
+    int held = 0, stick = 0;
+    for (int a = 0; a < 3; a++) {
+        const float ua = u[firn_soa_index(a, V->n, i)], x0 = V->x0[firn_soa_index(a, V->n, i)];
+        if (ua <= P->lower[a] - x0 && g->v[a] > 0.0f)
+            held |= 1 << a, stick |= P->wall_type[2 * a] == FIRN_W_STICKY;
+        else if (ua >= P->upper[a] - x0 && g->v[a] < 0.0f)
+            held |= 1 << a, stick |= P->wall_type[2 * a + 1] == FIRN_W_STICKY;
+    }
+    if (stick)
+        held = 7;
+    for (int a = 0; a < 3; a++)
+        if (held >> a & 1)
+            g->v[a] = 0.0f;
+    return held;
+}
+
+/* Puts vertex i's u back inside the walls: lower - x0 <= u <= upper - x0
+ * (the same float bounds that firn_fem_implicit_vertex_hold tests, so a
+ * projected component is exactly on its face). */
+static inline FIRN_HD void firn_fem_implicit_project(int i, const firn_fem_vertices *V,
+                                                     const firn_fem_params *P, float *u)
+{
+    if (!P || V->fixed[i])
+        return;
+    for (int a = 0; a < 3; a++) {
+        const long long k = firn_soa_index(a, V->n, i);
+        const float x0 = V->x0[k];
+        u[k] = firn_minf(firn_maxf(u[k], P->lower[a] - x0), P->upper[a] - x0);
+    }
+}
+
+/* The preconditioner's block of vertex i: the inverse of its 3x3 block of
+ * A restricted to its free components (held ones: zero rows and columns),
+ * 0 for a fixed vertex. */
+static inline FIRN_HD firn_mat3 firn_fem_implicit_precond(int i, const firn_fem_vertices *V,
+                                                          const firn_fem_elements *E,
+                                                          const float *H, float cm, float ck,
+                                                          int held)
+{
+    if (V->fixed[i] || held == 7)
+        return firn_m3_diag(0.0f, 0.0f, 0.0f);
+    firn_mat3 D = firn_fem_implicit_diag_block(i, V, E, H, cm, ck);
+    for (int c = 0; c < 3; c++)
+        if (held >> c & 1)
+            for (int k = 0; k < 3; k++)
+                D.m[3 * c + k] = D.m[3 * k + c] = (k == c ? 1.0f : 0.0f);
+    firn_mat3 M = firn_fem_inverse3(D);
+    for (int c = 0; c < 3; c++)
+        if (held >> c & 1)
+            for (int k = 0; k < 3; k++)
+                M.m[3 * c + k] = M.m[3 * k + c] = 0.0f;
+    return M;
+}
+
 #endif

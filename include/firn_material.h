@@ -25,7 +25,7 @@ typedef struct {
     float alpha;   /* sand: Drucker-Prager cone coefficient */
     float yield;   /* von Mises yield stress [Pa] */
     float crit;    /* fracture: critical principal strain */
-    float rate;    /* fracture: damage per substep */
+    float rate;    /* fracture: damage per second past crit [1/s] */
     float c2;      /* dilatational wave speed at rest, squared [m^2/s^2] */
     float alpha2;  /* sand mu(I): the cone's coefficient as I -> infinity */
     float i0;      /* sand mu(I): I0 [-]; 0 = the rate-independent cone */
@@ -275,11 +275,12 @@ static inline FIRN_HD firn_mat3 firn_constitutive_svd(const firn_material *m, fi
         t = firn_tau_elastic(m->law, m->mu, m->lambda, s);
         break;
     case FIRN_M_FRACTURE: {
-        /* Damage grows while the largest principal strain exceeds crit;
-         * only tensile principal stresses are weakened, so broken pieces
-         * still push on each other. */
+        /* Damage grows at rate per second while the largest principal
+         * strain exceeds crit (so the time to break does not depend on the
+         * substep); only tensile principal stresses are weakened, so
+         * broken pieces still push on each other. */
         if (s.v[0] - 1.0f > m->crit)
-            *dmg = firn_minf(1.0f, *dmg + m->rate);
+            *dmg = firn_minf(1.0f, *dmg + m->rate * dt);
         t = firn_tau_elastic(m->law, m->mu, m->lambda, s);
         for (int d = 0; d < 3; d++)
             if (t.v[d] > 0.0f)

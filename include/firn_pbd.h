@@ -53,7 +53,7 @@ typedef struct {
     float gravity[3]; /* [m/s^2] */
     float lower[3];   /* the PBD box: particles are kept inside [lower, upper] [m] */
     float upper[3];
-    firn_nbr_space nb; /* the neighbour grid: cells of edge h = 1.25 p, the liquid's kernel
+    firn_nbr_space nb; /* the neighbour grid: cells of edge h = 2.5 p, the liquid's kernel
                           support, over the box */
     float kw;          /* poly6 constant 315 / (64 pi h^3) [1/m^3] */
     float kg;          /* spiky gradient constant 45 / (pi h^4) [1/m^4] */

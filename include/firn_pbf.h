@@ -2,7 +2,7 @@
  * (Macklin and Mueller 2013, "Position based fluids") for pbd_liquid
  * particles, XSPH viscosity on the substep's displacements, and contact
  * between particles of different bodies, over the neighbour grid
- * (include/firn_neighbour.h, cells of edge h = 1.25 p). One body per
+ * (include/firn_neighbour.h, cells of edge h = 2.5 p). One body per
  * particle, shared by the CPU path (host/pbd_cpu.c) and the CUDA kernels
  * (kernels/pbd.cu).
  *
@@ -46,6 +46,48 @@ static inline FIRN_HD int firn_pbf_liquid(const firn_pbd_material *mats, firn_pb
     return mats[s.mat[i]].kind == FIRN_PBD_LIQUID;
 }
 
+/* ---- the box's walls -------------------------------------------------------- */
+
+/* The walls of the PBD box as liquid at rest beyond them (docs/PHYSICS.md
+ * s10.8): particle i at distance d from a face sees ghost particles of its
+ * own mass on the lattice continued through the face, in layers at
+ * d + (k - 1/2) p behind it and at its own tangential offsets (b p, c p).
+ * A particle of a lattice that fills the box then reads the interior's
+ * density at the wall as well, and the wall pushes back on a layer pressed
+ * into it. Each face counts its whole ghost half-space, so near an edge or
+ * a corner the ghosts beyond two faces count twice (a particle there reads
+ * a little dense and keeps a little further off); leaving them to one face
+ * by their position would make the sum jump as a particle slides along a
+ * wall, which shook edge particles at 1 m/s. Returns sum_ghosts W(x - y) (times the mass: the
+ * density the walls add) and sets *g = sum_ghosts grad W(x - y) (the ghosts do not move). */
+static inline FIRN_HD float firn_pbf_walls(const firn_pbd_params *P, firn_vec3 x, firn_vec3 *g)
+{
+    const float h = P->nb.h, p = P->psize;
+    const int R = (int)(h / p);
+    float sum = 0.0f;
+    *g = firn_v3(0.0f, 0.0f, 0.0f);
+    for (int a = 0; a < 3; a++)
+        for (int side = 0; side < 2; side++) {
+            const float d = side ? P->upper[a] - x.v[a] : x.v[a] - P->lower[a];
+            const float nrm = side ? -1.0f : 1.0f; /* into the box */
+            const int a1 = (a + 1) % 3, a2 = (a + 2) % 3;
+            for (float delta = d + 0.5f * p; delta < h; delta += p)
+                for (int b = -R; b <= R; b++)
+                    for (int c = -R; c <= R; c++) {
+                        firn_vec3 off; /* ghost - x */
+                        off.v[a] = -nrm * delta;
+                        off.v[a1] = (float)b * p;
+                        off.v[a2] = (float)c * p;
+                        const float r = firn_norm(off);
+                        if (!(r < h))
+                            continue;
+                        sum += firn_pbf_w(P, r);
+                        *g = firn_add(*g, firn_pbf_grad_w(P, firn_scale(off, -1.0f), r));
+                    }
+        }
+    return sum;
+}
+
 /* ---- density constraint ------------------------------------------------- */
 
 /* The multiplier of liquid particle i's density constraint (Macklin and
@@ -55,7 +97,9 @@ static inline FIRN_HD int firn_pbf_liquid(const firn_pbd_material *mats, firn_pb
  * C_i = max(rho_i / rho0 - 1, 0), with g_ij = (m_j / rho0) grad W_ij the
  * gradient of C_i with respect to x_i from j (and -g_ij with respect to
  * x_j),
- *   lambda_i = -C_i / (|sum_j g_ij|^2 + sum_j |g_ij|^2 + eps).
+ *   lambda_i = -C_i / (|sum_j g_ij|^2 + sum_j |g_ij|^2 + eps),
+ * the box's walls adding their ghosts' density and gradient to rho_i and
+ * sum_j g_ij (firn_pbf_walls).
  * The constraint is one-sided (compression only): a free surface, where
  * the sum is incomplete, is not pulled inward. Stores rho_i; lambda is 0
  * for other particles. */
@@ -79,14 +123,18 @@ static inline FIRN_HD void firn_pbf_lambda(int i, const firn_pbd_params *P,
         sum = firn_add(sum, g);
         sq += firn_dot(g, g);
     }
+    firn_vec3 gw;
+    rho += s.mass[i] * firn_pbf_walls(P, x, &gw);
+    sum = firn_add(sum, firn_scale(gw, s.mass[i] * inv_rho0));
     s.rho[i] = rho;
     const float C = firn_maxf(rho * inv_rho0 - 1.0f, 0.0f);
     s.lambda[i] = -C / (firn_dot(sum, sum) + sq + P->pbf_eps);
 }
 
 /* The density correction of liquid particle i (ibid., eq. 12):
- * dx_i = relaxation sum_j (lambda_i + lambda_j) g_ij; lambda_j is 0 for a
- * particle that is not liquid. 0 for other particles. */
+ * dx_i = relaxation (sum_j (lambda_i + lambda_j) g_ij + lambda_i g_walls);
+ * lambda_j is 0 for a particle that is not liquid. 0 for other
+ * particles. */
 static inline FIRN_HD void firn_pbf_delta(int i, const firn_pbd_params *P,
                                           const firn_pbd_material *mats, firn_pbd_particles s,
                                           firn_nbr_grid G)
@@ -102,6 +150,9 @@ static inline FIRN_HD void firn_pbf_delta(int i, const firn_pbd_params *P,
         while (firn_nbr_next(&c, &P->nb, G, s.x, s.n, i, x, &j, &d, &r))
             dx = firn_add(dx, firn_scale(firn_pbf_grad_w(P, d, r),
                                          (li + s.lambda[j]) * s.mass[j] * inv_rho0));
+        firn_vec3 gw;
+        firn_pbf_walls(P, x, &gw);
+        dx = firn_add(dx, firn_scale(gw, li * s.mass[i] * inv_rho0));
         dx = firn_scale(dx, m->density_relaxation);
     }
     firn_store3(s.dx, s.n, i, dx);

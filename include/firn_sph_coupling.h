@@ -19,11 +19,17 @@ typedef struct {
 /* MPM-SPH at one MPM node (at xn, mass m, velocity v after gravity and the
  * rigid bodies): the SPH particles in the node's own cell of the MPM grid,
  * |x_i - xn|_inf < dx / 2 (cells that tile space, so a particle meets one
- * node), give the node their mean velocity u; the node's momentum change
- * dp = m (u - v) is taken from them in equal shares, v_i -= dp / (N m_i),
- * so the pair conserves momentum (Genesis gives each particle all of -dp).
- * Returns the node's new velocity. Each particle is written by one node
- * only, so nodes may run in parallel. */
+ * node), of total mass M and mass-weighted mean velocity u, meet the node
+ * in a perfectly inelastic collision: both go to the common velocity
+ * w = (m v + M u) / (m + M), the particles by the same shift w - u, so
+ * their velocities relative to each other are kept. Momentum is conserved
+ * and the kinetic energy falls by m M / (2 (m + M)) |v - u|^2, never rises
+ * (Genesis sets the node to u and takes dp from every particle; firn's
+ * earlier equal shares of dp conserved momentum but kicked the particles by
+ * m / M times the velocity gap, which made energy when a heavy node met a
+ * few particles: docs/PHYSICS.md 9.7). Returns the node's new velocity.
+ * Each particle is written by one node only, so nodes may run in
+ * parallel. */
 static inline FIRN_HD firn_vec3 firn_mpm_sph_node(firn_vec3 xn, firn_vec3 v, float m, float dx,
                                                   const firn_sph_view *V)
 {
@@ -35,12 +41,15 @@ static inline FIRN_HD firn_vec3 firn_mpm_sph_node(firn_vec3 xn, firn_vec3 v, flo
         lo[a] = firn_nbr_cell_axis(&P->nb, xn.v[a] - half, a);
         hi[a] = firn_nbr_cell_axis(&P->nb, xn.v[a] + half, a);
     }
-    int count = 0;
-    firn_vec3 sum = firn_v3(0.0f, 0.0f, 0.0f);
+    float mass = 0.0f;
+    firn_vec3 mom = firn_v3(0.0f, 0.0f, 0.0f), w = v, shift = firn_v3(0.0f, 0.0f, 0.0f);
     for (int pass = 0; pass < 2; pass++) {
-        const firn_vec3 dp =
-            pass ? firn_scale(firn_sub(sum, firn_scale(v, (float)count)), m / (float)count)
-                 : firn_v3(0.0f, 0.0f, 0.0f);
+        if (pass) {
+            if (!(mass > 0.0f))
+                return v;
+            w = firn_scale(firn_add(firn_scale(v, m), mom), 1.0f / (m + mass));
+            shift = firn_sub(w, firn_scale(mom, 1.0f / mass));
+        }
         for (int a = lo[0]; a <= hi[0]; a++)
             for (int b = lo[1]; b <= hi[1]; b++)
                 for (int c = lo[2]; c <= hi[2]; c++) {
@@ -52,18 +61,16 @@ static inline FIRN_HD firn_vec3 firn_mpm_sph_node(firn_vec3 xn, firn_vec3 v, flo
                             continue;
                         firn_vec3 vi = firn_load3(s.v, s.n, i);
                         if (pass == 0) {
-                            sum = firn_add(sum, vi);
-                            count++;
+                            const float mi = V->mats[s.mat[i]].mass;
+                            mom = firn_add(mom, firn_scale(vi, mi));
+                            mass += mi;
                         } else {
-                            float share = 1.0f / ((float)count * V->mats[s.mat[i]].mass);
-                            firn_store3(s.v, s.n, i, firn_sub(vi, firn_scale(dp, share)));
+                            firn_store3(s.v, s.n, i, firn_add(vi, shift));
                         }
                     }
                 }
-        if (count == 0)
-            return v;
     }
-    return firn_scale(sum, 1.0f / (float)count);
+    return w;
 }
 
 /* SPH-rigid for particle i: per coupled body in turn, the SDF impulse of

@@ -60,6 +60,7 @@ struct firn_fem_icuda {
     float *Minv;                             /* 9 nv */
     float *H;                                /* FIRN_FEM_HESS_FLOATS ne */
     float *slot;                             /* 12 ne */
+    uint8_t *held;                           /* nv: components a wall holds */
     fem_ictl *ctl;
     void *temp; /* CUB's scratch */
     size_t temp_bytes;
@@ -81,13 +82,18 @@ static unsigned blocks_for(int n)
     if (i >= last || (skip && *skip))                                                              \
     return
 
-/* x0 = x, u = 0: the step starts at the substep's positions. */
-static __global__ void imp_start(firn_fem_vertices V, float *u, int first, int last,
-                                 const int *skip)
+/* The walls of a kernel's operand W: none unless walls. */
+#define WALLS (walls ? &W : (const firn_fem_params *)NULL)
+
+/* x0 = x, u = 0: the step starts at the substep's positions (a vertex past
+ * a wall on it). */
+static __global__ void imp_start(firn_fem_vertices V, float *u, firn_fem_params W, int walls,
+                                 int first, int last, const int *skip)
 {
     RANGE_INDEX(i);
     for (int c = 0; c < 3; c++)
         V.x0[c * V.n + i] = V.x[c * V.n + i], u[c * V.n + i] = 0.0f;
+    firn_fem_implicit_project(i, &V, WALLS, u);
 }
 
 static __global__ void imp_elements(const firn_fem_material *mats, firn_fem_elements E,
@@ -105,6 +111,23 @@ static __global__ void imp_gradient(firn_fem_vertices V, const float *slot, int 
     RANGE_INDEX(i);
     firn_store3(g, V.n, i,
                 firn_fem_implicit_vertex_gradient(i, &V, slot, ne, u, gravity.v, dt, alpha));
+}
+
+/* The components the walls hold, their gradient zeroed, and the
+ * preconditioner's block of the free ones. */
+static __global__ void imp_preconditioner(firn_fem_vertices V, firn_fem_elements E, const float *H,
+                                          float cm, float ck, const float *u, float *g,
+                                          firn_fem_params W, int walls, uint8_t *held, float *Minv,
+                                          int first, int last, const int *skip)
+{
+    RANGE_INDEX(i);
+    firn_vec3 gi = firn_load3(g, V.n, i);
+    const int h = firn_fem_implicit_vertex_hold(i, &V, WALLS, u, &gi);
+    held[i] = (uint8_t)h;
+    firn_store3(g, V.n, i, gi);
+    const firn_mat3 M = firn_fem_implicit_precond(i, &V, &E, H, cm, ck, h);
+    for (int k = 0; k < 9; k++)
+        Minv[k * V.n + i] = M.m[k];
 }
 
 static __global__ void imp_element_Ap(firn_fem_elements E, const float *H, const float *in, int n,
@@ -131,18 +154,6 @@ static __global__ void imp_add(float *g, const float *Ap, int n, int first, int 
         g[firn_soa_index(c, n, i)] += Ap[firn_soa_index(c, n, i)];
 }
 
-static __global__ void imp_preconditioner(firn_fem_vertices V, firn_fem_elements E, const float *H,
-                                          float cm, float ck, float *Minv, int first, int last,
-                                          const int *skip)
-{
-    RANGE_INDEX(i);
-    const firn_mat3 M = V.fixed[i]
-                            ? firn_m3_diag(0.0f, 0.0f, 0.0f)
-                            : firn_fem_inverse3(firn_fem_implicit_diag_block(i, &V, &E, H, cm, ck));
-    for (int k = 0; k < 9; k++)
-        Minv[k * V.n + i] = M.m[k];
-}
-
 static __device__ void apply_minv(const float *Minv, const float *r, float *z, int n, int i)
 {
     firn_mat3 M;
@@ -164,16 +175,17 @@ static __global__ void imp_pcg_init(const float *g, const float *Minv, float *r,
         p[firn_soa_index(c, n, i)] = z[firn_soa_index(c, n, i)];
 }
 
-/* du += a p, r -= a Ap, z = Minv r. */
+/* du += a p, r -= a Ap on the free components, z = Minv r. */
 static __global__ void imp_pcg_update(const fem_ictl *ctl, const float *p, const float *Ap,
-                                      const float *Minv, float *du, float *r, float *z, int n,
-                                      int first, int last, const int *skip)
+                                      const float *Minv, const uint8_t *held, float *du, float *r,
+                                      float *z, int n, int first, int last, const int *skip)
 {
     RANGE_INDEX(i);
     const float a = ctl->a;
     for (int c = 0; c < 3; c++) {
         du[firn_soa_index(c, n, i)] += a * p[firn_soa_index(c, n, i)];
-        r[firn_soa_index(c, n, i)] -= a * Ap[firn_soa_index(c, n, i)];
+        if (!(held[i] >> c & 1))
+            r[firn_soa_index(c, n, i)] -= a * Ap[firn_soa_index(c, n, i)];
     }
     apply_minv(Minv, r, z, n, i);
 }
@@ -188,24 +200,36 @@ static __global__ void imp_pcg_direction(const fem_ictl *ctl, const float *z, fl
         p[firn_soa_index(c, n, i)] = z[firn_soa_index(c, n, i)] + b * p[firn_soa_index(c, n, i)];
 }
 
-/* ut = u + t du (a line search trial). */
-static __global__ void imp_trial(const fem_ictl *ctl, const float *u, const float *du, float *ut,
-                                 int n, int first, int last, const int *skip)
+/* ut = u + t du inside the walls (a line search trial). */
+static __global__ void imp_trial(const fem_ictl *ctl, firn_fem_vertices V, const float *u,
+                                 const float *du, float *ut, firn_fem_params W, int walls,
+                                 int first, int last, const int *skip)
 {
     RANGE_INDEX(i);
     const float t = ctl->t;
+    const int n = V.n;
     for (int c = 0; c < 3; c++)
         ut[firn_soa_index(c, n, i)] = u[firn_soa_index(c, n, i)] + t * du[firn_soa_index(c, n, i)];
+    firn_fem_implicit_project(i, &V, WALLS, ut);
 }
 
-/* u += s du. */
-static __global__ void imp_advance(const fem_ictl *ctl, const float *du, float *u, int n, int first,
+/* ut = (u + du inside the walls) - u, the full step that the stall test
+ * measures; then u += s du inside the walls. */
+static __global__ void imp_advance(const fem_ictl *ctl, firn_fem_vertices V, const float *du,
+                                   float *u, float *ut, firn_fem_params W, int walls, int first,
                                    int last, const int *skip)
 {
     RANGE_INDEX(i);
     const float s = ctl->s;
+    const int n = V.n;
     for (int c = 0; c < 3; c++)
+        ut[firn_soa_index(c, n, i)] = u[firn_soa_index(c, n, i)] + du[firn_soa_index(c, n, i)];
+    firn_fem_implicit_project(i, &V, WALLS, ut);
+    for (int c = 0; c < 3; c++) {
+        ut[firn_soa_index(c, n, i)] -= u[firn_soa_index(c, n, i)];
         u[firn_soa_index(c, n, i)] += s * du[firn_soa_index(c, n, i)];
+    }
+    firn_fem_implicit_project(i, &V, WALLS, u);
 }
 
 /* v = u / dt (0 on fixed vertices), or NaN after a failed solve. */
@@ -218,6 +242,7 @@ static __global__ void imp_velocity(firn_fem_vertices V, const float *u, float i
 }
 
 #undef RANGE_INDEX
+#undef WALLS
 
 /* ---- the one-thread control kernels (host/fem_implicit.c's scalar steps) */
 
@@ -535,6 +560,7 @@ static size_t layout(int nv, int ne, char *base, firn_fem_icuda *I)
     CARVE(I->Minv, float, 9 * (size_t)nv);
     CARVE(I->H, float, (size_t)FIRN_FEM_HESS_FLOATS *ne);
     CARVE(I->slot, float, 12 * (size_t)ne);
+    CARVE(I->held, uint8_t, (size_t)nv);
     CARVE(I->ctl, fem_ictl, 1);
 #undef CARVE
     return off;
@@ -649,6 +675,7 @@ typedef struct {
     firn_fem_elements E;
     const firn_fem_material *mats;
     firn_fem_implicit_params P;
+    firn_fem_params W; /* the walls (P.walls) */
     float gravity[3], dt, cm, ck;
     int v0, v1, e0, e1;
     cudaStream_t st;
@@ -702,8 +729,8 @@ static int queue_prepare(const imp_body *B, int it, firn_error *err)
             return FIRN_CUDA_FAILED;
         LAUNCH(imp_add, nv, I->g, I->Ap, V.n, B->v0, B->v1, (const int *)NULL);
     }
-    LAUNCH(imp_preconditioner, nv, V, B->E, I->H, B->cm, B->ck, I->Minv, B->v0, B->v1,
-           (const int *)NULL);
+    LAUNCH(imp_preconditioner, nv, V, B->E, I->H, B->cm, B->ck, I->u, I->g, B->W, B->P.walls,
+           I->held, I->Minv, B->v0, B->v1, (const int *)NULL);
     REDUCE(dot_of(I->g, I->g, V.n, NULL), sum_op(), 0.0, B->v0, nv, &I->ctl->gn2);
     if (it == 0) {
         load_tr lt = zeroed<load_tr>();
@@ -740,8 +767,8 @@ static int queue_pcg(const imp_body *B, int k, firn_error *err)
             return FIRN_CUDA_FAILED;
         REDUCE(dot_of(I->p, I->Ap, n, done), sum_op(), 0.0, B->v0, nv, &I->ctl->pAp);
         LAUNCH1(imp_pcg_alpha, I->ctl);
-        LAUNCH(imp_pcg_update, nv, I->ctl, I->p, I->Ap, I->Minv, I->du, I->r, I->z, n, B->v0, B->v1,
-               done);
+        LAUNCH(imp_pcg_update, nv, I->ctl, I->p, I->Ap, I->Minv, I->held, I->du, I->r, I->z, n,
+               B->v0, B->v1, done);
         REDUCE(rt, sum2_op(), zero2, B->v0, nv, &I->ctl->pair);
         LAUNCH1(imp_pcg_beta, I->ctl, B->P);
         LAUNCH(imp_pcg_direction, nv, I->ctl, I->z, I->p, n, B->v0, B->v1, done);
@@ -764,16 +791,18 @@ static int queue_line_search(const imp_body *B, int body, firn_error *err)
         LAUNCH1(imp_ls_begin, I->ctl, I->e_round[body], stiff);
         const int *ok = &I->ctl->ok;
         for (int ls = 0; ls <= B->P.linesearch_max; ls++) {
-            LAUNCH(imp_trial, nv, I->ctl, I->u, I->du, I->ut, n, B->v0, B->v1, ok);
+            LAUNCH(imp_trial, nv, I->ctl, B->V, I->u, I->du, I->ut, B->W, B->P.walls, B->v0, B->v1,
+                   ok);
             if (queue_energy(B, I->ut, ok, err))
                 return FIRN_CUDA_FAILED;
             LAUNCH1(imp_ls_trial, I->ctl, B->P, stiff);
         }
     }
     LAUNCH1(imp_ls_end, I->ctl, searched);
-    LAUNCH(imp_advance, nv, I->ctl, I->du, I->u, n, B->v0, B->v1, (const int *)NULL);
+    LAUNCH(imp_advance, nv, I->ctl, B->V, I->du, I->u, I->ut, B->W, B->P.walls, B->v0, B->v1,
+           (const int *)NULL);
     absmax_tr at = zeroed<absmax_tr>();
-    at.y = I->du, at.n = n;
+    at.y = I->ut, at.n = n;
     REDUCE(at, max_op(), 0.0, B->v0, nv, &I->ctl->dumax);
     LAUNCH1(imp_step_taken, I->ctl);
     return 0;
@@ -794,6 +823,8 @@ int firn_cuda_fem_implicit_step(firn_fem_icuda *I, const firn_fem_vertices &V,
     memset(&B, 0, sizeof B);
     B.I = I, B.V = V, B.E = E, B.mats = mats, B.st = st;
     B.P = firn_fem_implicit_params_default();
+    B.P.walls = 1;
+    B.W = H->P;
     B.dt = H->P.dt;
     for (int c = 0; c < 3; c++)
         B.gravity[c] = H->P.gravity[c];
@@ -802,7 +833,7 @@ int firn_cuda_fem_implicit_step(firn_fem_icuda *I, const firn_fem_vertices &V,
     B.v0 = H->v_first[body], B.v1 = H->v_first[body + 1];
     B.e0 = H->e_first[body], B.e1 = H->e_first[body + 1];
     const int nv = B.v1 - B.v0;
-    LAUNCH(imp_start, nv, V, I->u, B.v0, B.v1, (const int *)NULL);
+    LAUNCH(imp_start, nv, V, I->u, B.W, B.P.walls, B.v0, B.v1, (const int *)NULL);
     /* The control block starts each step zeroed (no flags, no counts). */
     FIRN_CUDA_CHECK(cudaMemsetAsync(I->ctl, 0, sizeof(fem_ictl), st), err);
     fem_ictl c;
@@ -827,11 +858,13 @@ int firn_cuda_fem_implicit_step(firn_fem_icuda *I, const firn_fem_vertices &V,
          * latest: a control block still going there is wrong, and the
          * host stops rather than queue iterations for ever. */
         if (it >= B.P.newton_max) {
+            char who[48];
             firn_set_error(err, FIRN_E_DEVICE,
-                           "FEM implicit on the GPU: body %d's Newton loop ran %d iterations "
+                           "FEM implicit on the GPU: %s: the Newton loop ran %d iterations "
                            "and did not stop at newton_max (%d): the device's control block "
                            "never set its stop flag (residual %g)",
-                           body, it, B.P.newton_max, (double)c.residual);
+                           firn_fem_body_name(H, body, who, sizeof who), it, B.P.newton_max,
+                           (double)c.residual);
             return FIRN_CUDA_FAILED;
         }
         H->newton_iters++;
@@ -843,18 +876,20 @@ int firn_cuda_fem_implicit_step(firn_fem_icuda *I, const firn_fem_vertices &V,
     const int failed = c.newton_done < 0;
     if (failed) {
         if (H->implicit_failed < 0) {
+            char who[48];
+            firn_fem_body_name(H, body, who, sizeof who);
             H->implicit_failed = body;
             if (c.failed == 1)
                 firn_set_error(&H->implicit_error, FIRN_E_NUMERIC,
-                               "FEM implicit: body %d's energy gradient is not finite after %d "
+                               "FEM implicit: %s: the energy gradient is not finite after %d "
                                "Newton iterations (dt %g s too large for the material, or "
                                "inverted elements)",
-                               body, it, B.dt);
+                               who, it, B.dt);
             else
                 firn_set_error(&H->implicit_error, FIRN_E_NUMERIC,
-                               "FEM implicit: body %d's conjugate gradient broke down (p^T A p <= "
+                               "FEM implicit: %s: the conjugate gradient broke down (p^T A p <= "
                                "0) in Newton iteration %d",
-                               body, it);
+                               who, it);
         }
     }
     LAUNCH(imp_velocity, nv, V, I->u, 1.0f / B.dt, failed, B.v0, B.v1, (const int *)NULL);

@@ -10,6 +10,8 @@
 # Environment:
 #   MUTATE_ONLY="id1 id2"  only these mutations
 #   MUTATE_LIST=file       another mutation list (default test/mutations.txt)
+#   MUTATE_PATTERNS_ONLY=1 only check that each mutation's text occurs exactly
+#                          once in its file (seconds; make mutate-patterns, CI)
 #   MUTATE_CFLAGS          compiler flags of the copy (default -O2: half the
 #                          build time of the default -O3 -g, same arithmetic)
 #   MUTATE_KEEP=1          keep the copy (its path is printed)
@@ -76,6 +78,28 @@ while IFS=$'\t' read -r id file from to filter desc; do
     descs+=("$desc")
 done <"$list"
 [ "${#ids[@]}" -gt 0 ] || { echo "mutate: no mutations in $list"; exit 1; }
+
+# Counts the literal $FROM (\n for newlines) in file $1; the count is the
+# exit status (255: no file).
+count_from() {
+    perl -e 'my $from = $ENV{FROM}; $from =~ s/\\n/\n/g;
+        local $/; open(my $in, "<", $ARGV[0]) or exit 255; my $text = <$in>;
+        my $n = () = $text =~ /\Q$from\E/g; exit($n > 254 ? 254 : $n)' "$1"
+}
+if [ "${MUTATE_PATTERNS_ONLY:-0}" = 1 ]; then
+    bad=0
+    for k in "${!ids[@]}"; do
+        FROM=${froms[$k]} count_from "$root/${files[$k]}"
+        n=$?
+        if [ "$n" != 1 ]; then
+            echo "mutate: ${ids[$k]}: BROKEN PATTERN ($n matches in ${files[$k]})"
+            bad=$((bad + 1))
+        fi
+    done
+    echo "mutate: ${#ids[@]} mutations, $bad broken pattern(s)"
+    [ "$bad" = 0 ]
+    exit
+fi
 
 echo "mutate: ${#ids[@]} mutations, copy in $tmp, CFLAGS=$cflags"
 if ! build; then

@@ -779,7 +779,7 @@ Test(bench_cli, pbd_liquid_case_reports_its_phases)
     cr_expect(c + q + g <= 1.05 * per_substep_ms + 0.05, "phases %g ms, substep %g ms", c + q + g,
               per_substep_ms);
     const double gx = cJSON_GetArrayItem(item(r, "grid"), 0)->valuedouble;
-    const double cells = 1.0 / (1.25 * cbrt(0.8 * 1.2 * 1.04 * 0.125 / n));
+    const double cells = 1.0 / (2.5 * cbrt(0.8 * 1.2 * 1.04 * 0.125 / n)); /* h = 2.5 p */
     cr_expect(fabs(gx - cells) <= 2.0, "grid %g cells per axis, the neighbour grid's about %g", gx,
               cells);
     cr_expect_gt(num(r, "memory_bytes"), 65.0 * n, "the PBD state is counted");

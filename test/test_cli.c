@@ -3,6 +3,7 @@
  * and a run that goes non-finite stops, names the frame and particle, and
  * keeps what it wrote before. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -442,4 +443,140 @@ Test(cli, validate_estimates_a_cloth_before_building_it)
     cr_assert(strstr(big, "cloth_rect") < strstr(big, ": valid"), "%s", big);
     cr_assert(strstr(big, "30 particles (mass"), "%s", big);
     cr_assert(strstr(big, "69 edges, 51 bending constraints, particle size"), "%s", big);
+}
+
+/* ---- render ------------------------------------------------------------------ */
+
+/* Runs `firn ARGS` from the test folder with the environment env (PATH=...
+ * and the like) before it; as firn(). */
+static int firn_env(const char *env, const char *args)
+{
+    const char *bin = getenv("FIRN_BIN") ? getenv("FIRN_BIN") : "build/firn";
+    char abs[PATH_MAX], cmd[PATH_MAX + 2048];
+    cr_assert(realpath(bin, abs), "no firn binary at %s (set FIRN_BIN)", bin);
+    snprintf(cmd, sizeof cmd, "cd '%s' && %s %s %s", dir, env, abs, args);
+    return test_run(out, sizeof out, cmd);
+}
+
+/* The contents of file name in the test folder (at most size - 1 bytes). */
+static const char *slurp(const char *name, char *buf, size_t size)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "r");
+    cr_assert(f, "cannot open %s", path);
+    const size_t n = fread(buf, 1, size - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+/* The line after the line `key` in the argument list args (one a line). */
+static const char *arg_after(const char *args, const char *key, char *value, size_t size)
+{
+    char k[64];
+    snprintf(k, sizeof k, "\n%s\n", key);
+    const char *p = strstr(args, k);
+    cr_assert(p, "no argument %s in:\n%s", key, args);
+    p += strlen(k);
+    const size_t n = strcspn(p, "\n");
+    snprintf(value, size, "%.*s", (int)n, p);
+    return value;
+}
+
+/* firn render through a stand-in ffmpeg first on PATH, which records its
+ * arguments, its folder and the files its numbered input links to, and
+ * writes its output: a run with --every 2 over 5 frames of 0.02 s leaves
+ * previews 0, 2 and 4, which go in as a gap-free sequence at the run's
+ * pace, 1 / (2 x 0.02 s) = 25 frames/s; --fps and --out replace both; a
+ * failing ffmpeg is an I/O error naming its status; without ffmpeg on PATH
+ * the message says how to install it. No real ffmpeg is needed. */
+Test(cli, render_makes_an_mp4_of_the_previews_through_ffmpeg)
+{
+    const char *scene = write_scene(
+        "r.json", "{\"domain\": {\"lower\": [0,0,0], \"upper\": [1,1,1], \"dx\": 0.1},"
+                  "\"time\": {\"frame_dt\": 0.02},"
+                  "\"materials\": {\"j\": {\"model\": \"elastic\", \"E\": 1e5}},"
+                  "\"bodies\": [{\"material\": \"j\", \"shape\": {\"type\": \"box\", \"center\": "
+                  "[0.5,0.5,0.5], \"size\": [0.3,0.3,0.3]}}]}");
+    char run[512], args[512], full[PATH_MAX], real[256], env[320], buf[4096], v[256], want[320];
+    snprintf(run, sizeof run, "run %s --frames 5 --every 2 --out %s/run --quiet", scene, dir);
+    expect(firn(run), 0, "", "the run to render");
+    cr_assert(realpath(dir, full) && strlen(full) < sizeof real, "%s", full);
+    snprintf(real, sizeof real, "%s", full);
+    snprintf(args, sizeof args, "%s/bin", dir);
+    cr_assert_eq(mkdir(args, 0755), 0);
+    snprintf(args, sizeof args, "%s/bin/ffmpeg", dir);
+    FILE *f = fopen(args, "w");
+    cr_assert(f);
+    fprintf(f,
+            "#!/bin/sh\n"
+            "printf '\\n%%s' \"$@\" > %s/ffmpeg_args.txt\n"
+            "pwd > %s/ffmpeg_cwd.txt\n"
+            "for f in *.png; do readlink \"$f\"; done > %s/ffmpeg_frames.txt\n"
+            "for a; do last=$a; done\n"
+            "echo fake > \"$last\"\n"
+            "exit ${FAKE_STATUS:-0}\n",
+            real, real, real);
+    fclose(f);
+    cr_assert_eq(chmod(args, 0755), 0);
+    snprintf(env, sizeof env, "PATH='%s/bin:/usr/bin:/bin'", real);
+
+    expect(firn_env(env, "render run"), 0, "run: 3 previews (frames 0 to 4) at 25 frames/s",
+           "render");
+    slurp("ffmpeg_args.txt", buf, sizeof buf);
+    strcat(buf, "\n");
+    const double fps = atof(arg_after(buf, "-framerate", v, sizeof v));
+    cr_assert(fabs(fps - 25.0) < 25.0 * 1e-5, "-framerate %s, want 25 (1 / 0.04 s)", v);
+    cr_assert_str_eq(arg_after(buf, "-i", v, sizeof v), "%06d.png");
+    cr_assert_str_eq(arg_after(buf, "-c:v", v, sizeof v), "libx264");
+    cr_assert_str_eq(arg_after(buf, "-pix_fmt", v, sizeof v), "yuv420p");
+    snprintf(want, sizeof want, "\n%s/run/preview.mp4\n", real);
+    cr_assert(strstr(buf, want) && !strcmp(strstr(buf, want), want), "the output is not last:%s",
+              buf);
+    cr_assert_str_eq(slurp("ffmpeg_frames.txt", buf, sizeof buf),
+                     "../frame_00000.png\n../frame_00002.png\n../frame_00004.png\n");
+    snprintf(want, sizeof want, "%s/run/.render-", real);
+    cr_assert(!strncmp(slurp("ffmpeg_cwd.txt", buf, sizeof buf), want, strlen(want)), "%s", buf);
+    cr_assert(exists("run/preview.mp4"));
+    buf[strcspn(buf, "\n")] = '\0';
+    struct stat st;
+    cr_assert(stat(buf, &st) != 0, "the links' folder %s is left behind", buf);
+
+    /* --fps and a relative --out (from the current folder). */
+    expect(firn_env(env, "render run --fps 12.5 --out movie.mp4"), 0, "at 12.5 frames/s", "--fps");
+    slurp("ffmpeg_args.txt", buf, sizeof buf);
+    strcat(buf, "\n");
+    cr_assert_str_eq(arg_after(buf, "-framerate", v, sizeof v), "12.5");
+    snprintf(want, sizeof want, "\n%s/movie.mp4\n", real);
+    cr_assert(strstr(buf, want), "%s", buf);
+    cr_assert(exists("movie.mp4"));
+
+    /* A failing ffmpeg. */
+    snprintf(args, sizeof args, "FAKE_STATUS=3 %s", env);
+    expect(firn_env(args, "render run"), FIRN_E_IO, "exited with status 3", "ffmpeg failing");
+
+    /* No ffmpeg on PATH. */
+    snprintf(args, sizeof args, "PATH='%s'", real);
+    expect(firn_env(args, "render run"), FIRN_E_IO, "ffmpeg is not on PATH", "no ffmpeg");
+    cr_assert(strstr(out, "apt-get install ffmpeg"), "%s", out);
+
+    /* Argument errors. */
+    expect(firn_env(env, "render"), FIRN_E_USAGE, "missing RUN_DIR", "no folder");
+    expect(firn_env(env, "render run --fps 0"), FIRN_E_USAGE, "--fps expects a positive number",
+           "zero fps");
+    expect(firn_env(env, "render run other"), FIRN_E_USAGE, "unexpected argument 'other'",
+           "two folders");
+    expect(firn_env(env, "render nope"), FIRN_E_IO, "cannot open the run folder 'nope'",
+           "missing folder");
+    expect(firn_env(env, "render bin"), FIRN_E_IO, "'bin' holds no previews (frame_NNNNN.png)",
+           "a folder without previews");
+    /* Without stats.jsonl the pace is unknown, unless --fps gives it. */
+    snprintf(args, sizeof args, "%s/run/stats.jsonl", dir);
+    cr_assert_eq(unlink(args), 0);
+    expect(firn_env(env, "render run"), FIRN_E_IO, "run/stats.jsonl", "no stats.jsonl");
+    cr_assert(strstr(out, "give --fps"), "%s", out);
+    expect(firn_env(env, "render run --fps 30"), 0, "at 30 frames/s", "no stats.jsonl, --fps");
+    expect(firn("render --help"), 0, "firn render RUN_DIR [--fps X] [--out FILE]", "help");
+    expect(firn("--help"), 0, "firn render RUN_DIR", "the command list");
 }

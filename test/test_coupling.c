@@ -1084,6 +1084,90 @@ Test(coupling, a_rigid_body_arriving_within_the_frame_limits_the_cfl_step)
     firn_world_destroy(w);
 }
 
+/* Three keyframes 0, 1e-40 and 5 ms apart: the first gap is below float
+ * precision (1 / 1e-40 is inf in float), so the first segment's velocity
+ * is (0 x inf, -0.08 x inf, 0 x inf) = (NaN, -inf, NaN); the second moves
+ * 0.02 m in 5 ms, 4 m/s. The scene loader refuses such a gap; these keys
+ * are written into the body after it. */
+static void tiny_gap_keys(firn_rigid *b)
+{
+    const double t[3] = {0.0, 1e-40, 0.005};
+    const float y[3] = {0.8f, 0.72f, 0.7f};
+    b->n_keys = 3;
+    for (int k = 0; k < 3; k++) {
+        b->key[k].t = t[k];
+        b->key[k].x[0] = b->key[k].x[2] = 0.5f;
+        b->key[k].x[1] = y[k];
+        b->key[k].q = (firn_quat){{1.0f, 0.0f, 0.0f, 0.0f}};
+        for (int a = 0; a < 3; a++)
+            b->key[k].rv[a] = 0.0f;
+    }
+}
+
+/* The largest speed over a window keeps a segment that is not a number:
+ * a plain max would drop the NaN against the next segment's 4 m/s, and
+ * the CFL step would not see it. */
+Test(keyframes, max_speed_keeps_a_segment_that_is_not_finite)
+{
+    firn_rigid b;
+    memset(&b, 0, sizeof b);
+    tiny_gap_keys(&b);
+    float v, om;
+    cr_assert_eq(firn_key_max_speed(&b, 0.0, 0.01, &v, &om), 0, "the first segment is blamed");
+    cr_assert(isnan(v), "speed %g over [0, 0.01] s, want NaN", v);
+    /* A window past the tiny segment: 0.02 m in 5 ms. */
+    cr_assert_eq(firn_key_max_speed(&b, 0.001, 0.01, &v, &om), -1);
+    cr_assert(fabsf(v - 4.0f) < 1e-5f && om == 0.0f, "speed %g, angular %g", v, om);
+}
+
+/* The same keys on a coupled kinematic rigid and on a tool over sand: the
+ * first frame's CFL check stops the run and names the body and the
+ * keyframes, instead of following the 4 m/s segment. */
+static void expect_tiny_gap_stops(firn_world *w, const char *body)
+{
+    firn_error err;
+    cr_assert_neq(firn_world_step_frame(w, NULL, &err), 0, "the run went on");
+    cr_assert_eq(err.code, FIRN_E_NUMERIC, "%s", err.msg);
+    char want[128];
+    snprintf(want, sizeof want, "%s.keyframes[0] (t = 0 s) to keyframes[1] (t = 1e-40 s)", body);
+    cr_assert(strstr(err.msg, want) && strstr(err.msg, "not finite"), "%s", err.msg);
+}
+
+Test(keyframes, a_segment_that_is_not_finite_stops_the_run)
+{
+    firn_scene_def def;
+    base_scene(&def, 1.0f / 16.0f);
+    def.frame_dt = 0.01f;
+    firn_material_default(&def.materials[0], FIRN_MODEL_SAND);
+    snprintf(def.materials[0].name, FIRN_NAME_MAX, "sand");
+    add_box_body(&def, 0, (float[3]){0.5f, 0.3f, 0.5f}, (float[3]){0.4f, 0.2f, 0.4f}, NULL);
+    firn_rigid_def *r = add_rigid(&def, FIRN_RSHAPE_SPHERE, FIRN_RIGID_KINEMATIC);
+    r->shape.radius = 0.05f;
+    r->n_keyframes = 2;
+    r->keyframes[1].t = 1.0f;
+    for (int k = 0; k < 2; k++)
+        r->keyframes[k].position[0] = r->keyframes[k].position[2] = 0.5f,
+        r->keyframes[k].position[1] = 0.8f;
+    firn_world *w = make_world(&def);
+    tiny_gap_keys(&w->rigids[0]);
+    expect_tiny_gap_stops(w, "rigids[0]");
+    firn_world_destroy(w);
+
+    /* A tool with the same keys. */
+    def.n_rigids = 0;
+    firn_tool_def *t = &def.tools[def.n_tools++];
+    firn_tool_default(t);
+    snprintf(t->name, FIRN_NAME_MAX, "plate");
+    t->shape.type = FIRN_RSHAPE_BOX;
+    for (int a = 0; a < 3; a++)
+        t->shape.center[a] = 0.5f, t->shape.size[a] = 0.1f;
+    t->shape.center[1] = 0.8f;
+    w = make_world(&def);
+    tiny_gap_keys(&w->tools[0].body);
+    expect_tiny_gap_stops(w, "tools[0]");
+    firn_world_destroy(w);
+}
+
 Test(coupling, profile_phases_are_disjoint_parts_of_the_substep)
 {
     /* The rigid bodies' step counts as `couple` (as CPIC's side marking

@@ -586,3 +586,78 @@ Test(fem_implicit, same_bits_for_any_thread_count)
     cr_assert_eq(memcmp(v[0], v[1], 3 * sizeof(float) * nv), 0, "velocities differ in bits");
     free(v[0]), free(v[1]);
 }
+
+/* ---- walls in the solve -------------------------------------------------- */
+
+/* A column (0.05 x 0.05 x L = 0.2 m along axis a, 2 x 2 x 8 cells, E = 1e5
+ * Pa, nu = 0, model) 2 mm from the domain face on axis a at side s (0:
+ * lower, 1: upper), gravity 9.81 m/s^2 towards that face, stepped by
+ * firn_fem_implicit_step alone with the walls on (no clamp after it: x =
+ * x0 + u, the solve's own positions), 60 steps of 20 times the explicit
+ * limit: the first step (g dt^2 = 12 mm) carries the base past the face,
+ * where the projection must stop it. Every step's positions stay inside
+ * the domain (exactly: the projection and the hold put a component on its
+ * face, not past it), and the centre of mass ends rho g L^2 / (3 E) beyond
+ * where it would touch the face unloaded, as the world's column
+ * (test_fem_world.c, 1 % for the lumping; backward Euler has damped the
+ * landing's swing, omega dt = 2.8, by 0.34 a step). The face is in turn each of
+ * the six, with its own sign. */
+static double column_on_face(int model, int a, int s, double *below)
+{
+    const double L = 0.2, w = 0.05, E = 1e5;
+    double lo[3], hi[3];
+    int n[3];
+    for (int c = 0; c < 3; c++)
+        lo[c] = -w / 2, hi[c] = w / 2, n[c] = 2;
+    const double gap = 0.002;
+    lo[a] = s ? -L - gap : gap, hi[a] = s ? -gap : L + gap, n[a] = 8;
+    firn_fem S;
+    build_box(&S, lo, hi, n, material(model, E, 0.0), -1);
+    for (int c = 0; c < 3; c++)
+        S.P.lower[c] = -1.0f, S.P.upper[c] = 1.0f;
+    S.P.lower[a] = s ? -1.0f : 0.0f, S.P.upper[a] = s ? 0.0f : 1.0f;
+    float g[3] = {0, 0, 0};
+    g[a] = s ? 9.81f : -9.81f;
+    firn_fem_implicit_params p = firn_fem_implicit_params_default();
+    p.walls = 1;
+    firn_fem_implicit_work wk;
+    firn_error err;
+    cr_assert_eq(firn_fem_implicit_work_init(&wk, &S, &err), 0);
+    const int nv = S.V.n;
+    const float dt = (float)(20 * S.h_min / sqrt(E / 1000.0));
+    double c0 = 0, c1 = 0, m = 0;
+    for (int i = 0; i < nv; i++)
+        c0 += S.V.mass[i] * S.V.x[a * nv + i], m += S.V.mass[i];
+    *below = 0;
+    for (int step = 0; step < 60; step++) {
+        memcpy(S.V.x0, S.V.x, 3 * sizeof(float) * nv);
+        cr_assert_eq(firn_fem_implicit_step(&S, 0, &p, g, dt, &wk, NULL, &err), 0, "%s", err.msg);
+        for (int k = 0; k < 3 * nv; k++) {
+            S.V.x[k] = S.V.x0[k] + wk.u[k];
+            const int c = k / nv;
+            *below = fmax(*below, fmax(S.P.lower[c] - S.V.x[k], S.V.x[k] - S.P.upper[c]));
+        }
+    }
+    for (int i = 0; i < nv; i++)
+        c1 += S.V.mass[i] * S.V.x[a * nv + i];
+    firn_fem_implicit_work_free(&wk);
+    firn_fem_free(&S);
+    return (s ? c1 - c0 : c0 - c1) / m - gap;
+}
+
+Test(fem_implicit, column_rests_on_each_face_of_the_domain, .timeout = 120)
+{
+    const double want = 1000 * 9.81 * 0.2 * 0.2 / (3 * 1e5);
+    for (int model = 0; model < 2; model++)
+        for (int f = 0; f < 6; f++) {
+            double past;
+            const double drop = column_on_face(model, f / 2, f % 2, &past);
+            cr_log_info("%s on face %d: centre moves %.5f mm into it (closed form %.5f), the "
+                        "furthest past a face %g m",
+                        model_name[model], f, 1e3 * drop, 1e3 * want, past);
+            cr_expect_leq(past, 0.0, "%s, face %d: a vertex %g m past a face", model_name[model], f,
+                          past);
+            cr_expect(fabs(drop / want - 1) < 0.01, "%s, face %d: centre moved %g m, not %g m",
+                      model_name[model], f, drop, want);
+        }
+}

@@ -514,7 +514,8 @@ Test(gpu_fem, implicit_solve_stops_at_newton_max_as_on_the_cpu, .timeout = 300)
     firn_fem *S = &probe->fem;
     perturb_by(S, seed, 2.0f, 2.0f);
     memcpy(S->V.x0, S->V.x, 3 * (size_t)S->V.n * sizeof(float));
-    const firn_fem_implicit_params ip = firn_fem_implicit_params_default();
+    firn_fem_implicit_params ip = firn_fem_implicit_params_default();
+    ip.walls = 1; /* as a world's step */
     firn_fem_implicit_stats st;
     firn_error err = {0};
     cr_assert_eq(firn_fem_implicit_step(S, 0, &ip, S->P.gravity, dt, S->implicit_work, &st, &err),
@@ -540,6 +541,56 @@ Test(gpu_fem, implicit_solve_stops_at_newton_max_as_on_the_cpu, .timeout = 300)
                      k ? "GPU" : "CPU", H->newton_iters, ip.newton_max);
     }
     cr_log_info("CG iterations: CPU %lld, GPU %lld", cpu->fem.pcg_iters, gpu->fem.pcg_iters);
+    firn_world_destroy(cpu);
+    firn_world_destroy(gpu);
+}
+
+/* Walls in the solve: an implicit corotated block (0.1 x 0.05 x 0.1 m,
+ * 4 x 2 x 4 cells) standing on the floor against a sticky x_upper face,
+ * moving into both at 0.5 m/s, 6 substeps of 1e-2 s (4.5 times the explicit
+ * limit): the held components and their release (the block springs back
+ * off the face), the projected line search and the preconditioner of the
+ * free components are the CPU's (the same Newton iterations, CG within 1 %
+ * + 1, x, v and x0 close), and on both paths the block stays on the floor
+ * and reaches the face without passing either. */
+Test(gpu_fem, implicit_block_against_walls_matches_cpu, .timeout = 300)
+{
+    require_gpu();
+    firn_scene_def def;
+    scene_of("{'domain': {'lower': [-0.5, 0, -0.5], 'upper': [0.1, 0.5, 0.5], 'dx': 0.05,"
+             "   'boundary': {'x_upper': 'sticky'}},"
+             " 'materials': {'f': {'model': 'fem_corotated', 'E': 1e5, 'nu': 0.3,"
+             "                     'density': 1000}},"
+             " 'bodies': [{'material': 'f', 'solver': 'fem', 'integrator': 'implicit',"
+             "   'shape': {'type': 'box', 'lower': [0, 0, -0.05], 'upper': [0.1, 0.05, 0.05],"
+             "             'cells': [4, 2, 4]}, 'velocity': [0.5, -0.5, 0]}]}",
+             &def);
+    firn_world *cpu = make_world(&def, FIRN_BACKEND_CPU);
+    firn_world *gpu = make_world(&def, FIRN_BACKEND_CUDA);
+    const firn_fem_params *P = &cpu->fem.P;
+    int touched[2] = {0, 0};
+    for (int step = 0; step < 6; step++) {
+        run(cpu, 1, 1e-2f, "CPU");
+        run(gpu, 1, 1e-2f, "GPU");
+        for (int k = 0; k < 2; k++) {
+            firn_frame_stats st;
+            firn_error err = {0};
+            cr_assert_eq(firn_world_stats(k ? gpu : cpu, &st, &err), 0, "%s", err.msg);
+            cr_log_info("%s step %d: y from %.7g m, x up to %.7g m", k ? "GPU" : "CPU", step,
+                        st.fem.bbox_lower[1], st.fem.bbox_upper[0]);
+            cr_expect(st.fem.bbox_lower[1] == P->lower[1],
+                      "%s step %d: the block left the floor "
+                      "or passed it (y from %g m)",
+                      k ? "GPU" : "CPU", step, st.fem.bbox_lower[1]);
+            cr_expect(st.fem.bbox_upper[0] <= P->upper[0], "%s step %d: x up to %g m, past %g m",
+                      k ? "GPU" : "CPU", step, st.fem.bbox_upper[0], P->upper[0]);
+            touched[k] |= st.fem.bbox_upper[0] == P->upper[0];
+        }
+    }
+    cr_expect(touched[0] && touched[1], "the block never reached the x_upper face (CPU %d, GPU %d)",
+              touched[0], touched[1]);
+    expect_same_iterations("walls", gpu, cpu);
+    expect_fem_close("walls", gpu, cpu, 0);
     firn_world_destroy(cpu);
     firn_world_destroy(gpu);
 }
@@ -611,8 +662,8 @@ Test(gpu_fem, failed_implicit_solve_is_reported_as_the_cpu_does, .timeout = 120)
     cr_assert_neq(firn_world_run_substeps(gpu, 3, 1e-3f, &eg), 0, "the GPU ran through a NaN");
     cr_expect_eq(ec.code, FIRN_E_NUMERIC, "%s", ec.msg);
     cr_expect_eq(eg.code, FIRN_E_NUMERIC, "%s", eg.msg);
-    const char *why = "its implicit solve failed: FEM implicit: body 0's energy gradient is not "
-                      "finite after 0 Newton iterations";
+    const char *why = "its implicit solve failed: FEM implicit: bodies[0]: the energy gradient "
+                      "is not finite after 0 Newton iterations";
     cr_expect(strstr(ec.msg, why) != NULL, "CPU: %s", ec.msg);
     cr_expect(strstr(eg.msg, why) != NULL, "GPU: %s", eg.msg);
     int first = 0;

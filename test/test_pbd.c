@@ -984,3 +984,86 @@ Test(pbd_rect_estimate, matches_the_built_cloth)
         firn_world_destroy(w);
     }
 }
+
+/* The constraint lists against their definition, by brute force over the
+ * vertex pairs of each body: every edge once, in (lo, hi) order, its rest
+ * length the distance at rest; a bending constraint for each edge of
+ * exactly two triangles, (a, b, c, d) with a -> b the edge's direction in
+ * the first triangle and c, d the two triangles' third vertices. Two
+ * bodies: a 7 x 5 cloth_rect and, from vertex 35, a closed fan of 40
+ * triangles around a raised centre, whose 80 half-edges at the centre are
+ * more than the builder sorts by insertion. */
+Test(pbd_build, constraints_are_the_edges_and_inner_edges_in_order)
+{
+    char dir[64], path[128];
+    test_mkdtemp(dir, sizeof dir, "pbd_fan");
+    snprintf(path, sizeof path, "%s/fan.obj", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert(f);
+    const int R = 40;
+    fprintf(f, "v 0 0.05 0\n");
+    for (int k = 0; k < R; k++)
+        fprintf(f, "v %.9f 0 %.9f\n", 0.2 * cos(2 * M_PI * k / R), 0.2 * sin(2 * M_PI * k / R));
+    for (int k = 0; k < R; k++)
+        fprintf(f, "f 1 %d %d\n", 2 + (k + 1) % R, 2 + k);
+    fclose(f);
+    firn_scene_def def;
+    cloth_scene(&def, 7, 5, 0.6f, 0.4f, 1, (const float[3]){0, 0.5f, 0});
+    def.n_bodies = 2;
+    def.bodies[1] = def.bodies[0];
+    def.bodies[1].shape.type = FIRN_SHAPE_MESH;
+    def.bodies[1].shape.center[1] = -0.5f;
+    snprintf(def.bodies[1].shape.file, sizeof def.bodies[1].shape.file, "%s", path);
+    firn_world *w = make(&def);
+    const firn_pbd *S = &w->pbd;
+    cr_assert_eq(S->n, 35 + 1 + R);
+    cr_assert_eq(S->triangles, 48 + R);
+    const int v_range[2][2] = {{0, 35}, {35, 36 + R}}, t_range[2][2] = {{0, 48}, {48, 48 + R}};
+    int ne = 0, nb = 0;
+    for (int body = 0; body < 2; body++)
+        for (int lo = v_range[body][0]; lo < v_range[body][1]; lo++)
+            for (int hi = lo + 1; hi < v_range[body][1]; hi++) {
+                int count = 0, from = -1, to = -1, opp[2] = {-1, -1};
+                for (int t = t_range[body][0]; t < t_range[body][1]; t++)
+                    for (int e = 0; e < 3; e++) {
+                        const int a = S->tri[3 * t + e], b = S->tri[3 * t + (e + 1) % 3];
+                        if ((a == lo && b == hi) || (a == hi && b == lo)) {
+                            if (count == 0)
+                                from = a, to = b;
+                            if (count < 2)
+                                opp[count] = S->tri[3 * t + (e + 2) % 3];
+                            count++;
+                        }
+                    }
+                if (count == 0)
+                    continue;
+                cr_assert_lt(ne, S->stretch.n, "more edges than the builder's %d", S->stretch.n);
+                cr_assert(S->stretch.v[2 * ne] == lo && S->stretch.v[2 * ne + 1] == hi,
+                          "edge %d is (%d, %d), want (%d, %d)", ne, S->stretch.v[2 * ne],
+                          S->stretch.v[2 * ne + 1], lo, hi);
+                double d2 = 0.0;
+                for (int a = 0; a < 3; a++) {
+                    const double d = (double)S->s.x[a * S->n + lo] - S->s.x[a * S->n + hi];
+                    d2 += d * d;
+                }
+                cr_assert(fabs(S->stretch.rest[ne] - sqrt(d2)) <= 1e-6 * sqrt(d2),
+                          "edge %d: rest %.9g, distance %.9g", ne, S->stretch.rest[ne], sqrt(d2));
+                ne++;
+                if (count != 2)
+                    continue;
+                cr_assert_lt(nb, S->bend.n, "more inner edges than the builder's %d", S->bend.n);
+                const int *q = S->bend.v + 4 * nb;
+                cr_assert(q[0] == from && q[1] == to && q[2] == opp[0] && q[3] == opp[1],
+                          "bend %d is (%d, %d, %d, %d), want (%d, %d, %d, %d)", nb, q[0], q[1],
+                          q[2], q[3], from, to, opp[0], opp[1]);
+                cr_assert(isfinite(S->bend.rest[nb]), "bend %d: rest angle %g", nb,
+                          S->bend.rest[nb]);
+                nb++;
+            }
+    cr_assert_eq(ne, S->stretch.n, "%d edges by definition, %d built", ne, S->stretch.n);
+    cr_assert_eq(nb, S->bend.n, "%d inner edges by definition, %d built", nb, S->bend.n);
+    cr_assert_eq(ne, 6 * 5 + 7 * 4 + 6 * 4 + 2 * R, "the grid's and the fan's edges");
+    cr_assert_eq(nb, ne - 2 * (6 + 4) - R, "all but the borders");
+    firn_world_destroy(w);
+    test_rmdir(dir);
+}

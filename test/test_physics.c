@@ -209,7 +209,7 @@ static firn_material fracture_material(void)
 {
     firn_material m = material(FIRN_M_FRACTURE, FIRN_L_COROTATED, 1e5, 0.3);
     m.crit = 0.05f;
-    m.rate = 0.1f;
+    m.rate = 1000.0f; /* 0.1 per update at the tests' dt = 1e-4 s */
     return m;
 }
 
@@ -248,6 +248,36 @@ Test(fracture, damage_grows_only_under_tension_past_the_threshold)
             double want = fmin(1.0, u * cases[k].per_update);
             cr_assert(fabs(d - want) <= 1e-6, "%s: damage %.7g after %d updates, want %g",
                       cases[k].what, d, u, want);
+        }
+    }
+}
+
+/* damage_rate is per second: a particle held at 8 % stretch (past crit)
+ * for a time t has damage min(1, rate t) at any substep, so the time to
+ * break is 1 / rate = 1 ms at 1000 /s. Checked at t = 0.4 ms (0.4) and
+ * 1.2 ms (1, clamped) with dt = 2e-5, 1e-4 and 4e-4 s: 20 to 60 float
+ * additions of rate dt, each rounding by half an ulp of 1 (6e-8), so 1e-5
+ * is allowed. A rate per substep would give damage 20 times apart. */
+Test(fracture, time_to_break_does_not_depend_on_the_substep)
+{
+    const firn_material m = fracture_material();
+    const float dts[3] = {2e-5f, 1e-4f, 4e-4f};
+    const double past[3] = {1.08, 1.0, 0.99}, I[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
+    double trial[9];
+    for (int k = 0; k < 3; k++) {
+        float jp = 1.0f, d = 0.0f;
+        const double times[2] = {4e-4, 1.2e-3};
+        int done = 0;
+        for (int q = 0; q < 2; q++) {
+            const int until = (int)lround(times[q] / dts[k]);
+            for (; done < until; done++) {
+                usv(I, past, I, trial);
+                firn_mat3 F = to_float(trial);
+                firn_constitutive(&m, &F, &jp, &d, dts[k]);
+            }
+            const double want = fmin(1.0, m.rate * times[q]);
+            cr_assert(fabs(d - want) <= 1e-5, "dt %g: damage %.7g at t = %g s, want %g", dts[k], d,
+                      times[q], want);
         }
     }
 }

@@ -73,7 +73,7 @@ Test(scene_defaults, material_defaults_match_genesis)
     cr_assert_eq(m.yield_stress, 1e4f);
     firn_material_default(&m, FIRN_MODEL_FRACTURE);
     cr_assert_eq(m.crit_strain, 0.05f);
-    cr_assert_eq(m.damage_rate, 0.1f);
+    cr_assert_eq(m.damage_rate, 1000.0f);
 }
 
 Test(scene_defaults, snow_uses_genesis_thresholds_and_stomakhin_moduli)
@@ -356,7 +356,7 @@ Test(scene_errors, out_of_range_values_name_key_and_value)
          "materials.m.grain_density = 0: must be > 0"},
         {"'m': {'model': 'von_mises', 'yield_stress': 0}", NULL, "materials.m.yield_stress"},
         {"'m': {'model': 'fracture', 'crit_strain': 0}", NULL, "materials.m.crit_strain"},
-        {"'m': {'model': 'fracture', 'damage_rate': 1.5}", NULL, "materials.m.damage_rate"},
+        {"'m': {'model': 'fracture', 'damage_rate': 0}", NULL, "materials.m.damage_rate"},
         {"'m': {'model': 'elastic', 'E': 1e999}", NULL, "materials.m.E: must be a finite"},
         {NULL, "'domain': {'dx': 0}", "domain.dx = 0: must be > 0"},
         {NULL, "'domain': {'dx': 0.3}", "domain.dx: 0.3 gives only 3.33 cells along x"},
