@@ -197,7 +197,9 @@ Test(pbf_lambda, matches_the_closed_form_on_a_line)
  * by C(z) falling linearly from C0 at the floor to 0 at the surface, twice
  * the centre of mass's height is H (1 - 2 C0 / 3). The step holds C0 to
  * FIRN_PBF_COMPRESSION (0.5 %), so twice the centre must lie within 1 %
- * of H; the estimator's own mean compression below C0. The lattice
+ * of H; the estimator's own mean compression below C0. The pool sloshes
+ * by about +-0.6 % once its lattice has melted, so the height is the mean
+ * over the last 0.5 s (25 frames), not one frame's. The lattice
  * melts into a disordered liquid, which the 2.5 p support reads up to
  * ~0.5 % light; that is inside the 1 % too. */
 static void pool(float p, float L, float H)
@@ -211,7 +213,9 @@ static void pool(float p, float L, float H)
     firn_world *w = make(&def);
     const firn_pbd *S = &w->pbd;
     firn_error err;
-    double t = 0.0, dt_min = 1.0;
+    double t = 0.0, dt_min = 1.0, h_sum = 0.0, h_lo = 1e9, h_hi = -1e9;
+    int frames = 0;
+    firn_pbd_frame_stats st;
     while (t < 2.0 - 1e-6) {
         float dt;
         int nsub;
@@ -219,10 +223,15 @@ static void pool(float p, float L, float H)
         substeps(w, nsub, dt);
         t += nsub * (double)dt;
         dt_min = fmin(dt_min, dt);
+        if (t > 1.5 - 1e-6) {
+            firn_pbd_stats(S, &st);
+            const double hf = 2.0 * st.center_of_mass[1];
+            h_sum += hf, h_lo = fmin(h_lo, hf), h_hi = fmax(h_hi, hf), frames++;
+        }
     }
-    firn_pbd_frame_stats st;
     firn_pbd_stats(S, &st);
-    const double H0 = st.mass / (1000.0 * L * L), h = 2.0 * st.center_of_mass[1];
+    const double H0 = st.mass / (1000.0 * L * L), h = h_sum / frames;
+    cr_log_info("PBF pool: 2 y_com over the last 0.5 s from %.5f to %.5f m", h_lo, h_hi);
     cr_log_info("PBF pool p %g m, %g x %g x %g m (%d particles): 2 y_com %.5f m against "
                 "M / (rho0 A) %.5f m (%+.3f %%), mean compression %.3f %%, dt >= %.3g ms",
                 p, L, L, H, S->n, h, H0, 100.0 * (h / H0 - 1.0), 100.0 * st.density_error,

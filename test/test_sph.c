@@ -679,7 +679,22 @@ Test(sph_tank, dfsph_interior_density_stays_at_rest_density)
  * figure 3). The front is the toe (below) plus half a lattice spacing.
  * Water-like viscosity (Genesis's default, 0.005 m^2/s, is 5000 times
  * water's and slows the surge by about 13 %); a 10 cm deep slab between
- * the SPH box's walls. Within 10 % at each time. */
+ * the SPH box's walls.
+ *
+ * The experiment's time origin is uncertain: its gate took a finite time
+ * to clear the column, and the front it records lags a dam removed at
+ * once by a near-constant time. So the check is that the simulated front
+ * is the experiment's shifted in time, Z(T) = Z_MM(T + dT): at each point
+ * the offset dT_k = (Z_k - Z_MM,k) / Z'_MM,k (the slope from the
+ * experiment's own points) must agree with the others within 0.1 (about
+ * 4 % of Z, the digitising and lattice error), which makes the front's
+ * speed the experiment's, and the mean offset must lie in [0, 0.3] (the
+ * simulation may not lag a real, slower gate; 0.3 is 16 ms at a =
+ * 2.25 in). Measured: dT = 0.19 (WCSPH) and 0.22 (DFSPH), each point
+ * within 0.02 of the mean; with Genesis's viscosity the WCSPH offsets are
+ * -0.02, -0.29 and -0.48 (the front slows). The column's mass is tested
+ * by sph_mass (a column 10 % short still ran at the experiment's speed,
+ * offset 0.11). */
 static int cmp_float(const void *a, const void *b)
 {
     float x = *(const float *)a, y = *(const float *)b;
@@ -735,7 +750,7 @@ static void check_dam_break(firn_pressure_solver solver)
     firn_world *w = firn_world_create(&def, FIRN_BACKEND_CPU, &err);
     cr_assert(w, "%s", err.msg);
     const double scale = sqrt(2.0 * 9.81 / a), half = 0.5 * cbrt(0.8) * def.sph_particle_size;
-    double T_prev = 0.0, Z_prev = 0.0;
+    double T_prev = 0.0, Z_prev = 0.0, Z_at[3];
     int k = 0;
     for (int f = 0; k < 3 && f < 200; f++) {
         firn_frame_stats st;
@@ -746,14 +761,25 @@ static void check_dam_break(firn_pressure_solver solver)
             cr_log_info("%s: T = %.3f: Z = %.3f, Martin and Moyce %.3f (%+.1f %%)",
                         solver ? "DFSPH" : "WCSPH", T_ref[k], Zk, Z_ref[k],
                         100.0 * (Zk / Z_ref[k] - 1.0));
-            cr_expect(fabs(Zk - Z_ref[k]) <= 0.10 * Z_ref[k],
-                      "%s: surge front Z = %.3f at T = %.3f, Martin and Moyce %.3f",
-                      solver ? "DFSPH" : "WCSPH", Zk, T_ref[k], Z_ref[k]);
-            k++;
+            Z_at[k++] = Zk;
         }
         T_prev = T, Z_prev = Z;
     }
     cr_assert_eq(k, 3);
+    double dT[3], dlo = 1e9, dhi = -1e9, mean = 0.0;
+    for (k = 0; k < 3; k++) {
+        const int a0 = k == 0 ? 0 : k - 1, a1 = k == 2 ? 2 : k + 1;
+        const double slope = (Z_ref[a1] - Z_ref[a0]) / (T_ref[a1] - T_ref[a0]);
+        dT[k] = (Z_at[k] - Z_ref[k]) / slope;
+        dlo = fmin(dlo, dT[k]), dhi = fmax(dhi, dT[k]), mean += dT[k] / 3.0;
+    }
+    const char *name = solver ? "DFSPH" : "WCSPH";
+    cr_log_info("%s: time offsets from Martin and Moyce %.3f %.3f %.3f (mean %.3f)", name, dT[0],
+                dT[1], dT[2], mean);
+    cr_expect(dhi - dlo <= 0.1,
+              "%s: the front is not the experiment's shifted in time: offsets %.3f %.3f %.3f",
+              name, dT[0], dT[1], dT[2]);
+    cr_expect(mean >= 0.0 && mean <= 0.3, "%s: mean time offset %.3f outside [0, 0.3]", name, mean);
     firn_world_destroy(w);
 }
 
