@@ -777,8 +777,8 @@ static void check_dam_break(firn_pressure_solver solver)
     cr_log_info("%s: time offsets from Martin and Moyce %.3f %.3f %.3f (mean %.3f)", name, dT[0],
                 dT[1], dT[2], mean);
     cr_expect(dhi - dlo <= 0.1,
-              "%s: the front is not the experiment's shifted in time: offsets %.3f %.3f %.3f",
-              name, dT[0], dT[1], dT[2]);
+              "%s: the front is not the experiment's shifted in time: offsets %.3f %.3f %.3f", name,
+              dT[0], dT[1], dT[2]);
     cr_expect(mean >= 0.0 && mean <= 0.3, "%s: mean time offset %.3f outside [0, 0.3]", name, mean);
     firn_world_destroy(w);
 }
