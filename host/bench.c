@@ -112,7 +112,7 @@ static int make_pbd_scene(firn_bench_layout layout, long long particles, firn_sc
 #define NBR_MAX_CELLS (1LL << 27)
 
 /* The PBD liquid dam break (bench.h): the SPH dam break's column of
- * pbd_liquid on a lattice of spacing p, against the x-lower wall and the
+ * pbd_liquid on its lattice (spacing about 0.95 p), against the x-lower wall and the
  * floor of the 1 m cube, edge s. */
 static int make_pbd_liquid_scene(firn_bench_layout layout, float s, long long particles,
                                  firn_scene_def *def, firn_error *err)
@@ -124,18 +124,26 @@ static int make_pbd_liquid_scene(firn_bench_layout layout, float s, long long pa
     b->solver = FIRN_SOLVER_KIND_PBD;
     const double frac[3] = {0.8, 1.2, 1.04};
     const double volume = frac[0] * frac[1] * frac[2] * (double)s * s * s;
-    const float p = (float)cbrt(volume / (double)particles);
+    /* The liquid's lattice spacing a is its rest spacing (host/pbd.c),
+     * a fixed fraction of p: the box is whole numbers of it. */
+    firn_pbd_params P;
+    memset(&P, 0, sizeof P);
+    P.psize = 1.0f;
+    P.upper[0] = P.upper[1] = P.upper[2] = 1.0f;
+    firn_pbd_params_kernels(&P);
+    const double ratio = firn_pbf_rest_spacing(&P);
+    const float a = (float)cbrt(volume / (double)particles), p = (float)(a / ratio);
     def->pbd_particle_size = p;
     int n[3];
     for (int k = 0; k < 2; k++) {
-        n[k] = (int)lround(frac[k] * s / p);
+        n[k] = (int)lround(frac[k] * s / a);
         n[k] = n[k] < 1 ? 1 : n[k];
     }
     n[2] = (int)llround((double)particles / ((double)n[0] * n[1]));
     n[2] = n[2] < 1 ? 1 : n[2];
     b->shape.type = FIRN_SHAPE_BOX;
     for (int k = 0; k < 3; k++)
-        b->shape.size[k] = (float)n[k] * p;
+        b->shape.size[k] = (float)n[k] * a;
     b->shape.center[0] = 0.5f * b->shape.size[0];
     b->shape.center[1] = 0.5f * b->shape.size[1];
     b->shape.center[2] = 0.5f;

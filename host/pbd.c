@@ -299,39 +299,47 @@ done:
     return rc;
 }
 
-/* The lattice of a pbd_particle body: spacing p through the shape's
- * bounds, centred in them (as the SPH solver's); writes from particle q0
- * when x is not NULL. Returns how many. */
-static long long lattice(const firn_prepared_shape *shape, float p, float *x, int n, long long q0)
+/* The kernel sum of a lattice of edges step[3] at a particle mass of its
+ * cell's volume V times rho0, over rho0: V sum_k W(|k|), k the lattice
+ * vectors within the support; and its distance from 1, rest density. */
+static double liquid_sum(const double step[3], const firn_pbd_params *P)
 {
-    float lo[3], hi[3], first[3];
-    int cnt[3];
-    firn_shape_bounds(shape, lo, hi);
-    for (int a = 0; a < 3; a++) {
-        cnt[a] = (int)floorf((hi[a] - lo[a]) / p + 1e-4f);
-        cnt[a] = cnt[a] < 1 ? 1 : cnt[a];
-        first[a] = 0.5f * (lo[a] + hi[a]) - 0.5f * (float)(cnt[a] - 1) * p;
-    }
-    long long q = q0;
-    for (int i = 0; i < cnt[0]; i++)
-        for (int j = 0; j < cnt[1]; j++)
-            for (int k = 0; k < cnt[2]; k++) {
-                const float y[3] = {first[0] + (float)i * p, first[1] + (float)j * p,
-                                    first[2] + (float)k * p};
-                if (!firn_shape_contains(shape, y))
-                    continue;
-                if (x)
-                    for (int a = 0; a < 3; a++)
-                        x[a * n + q] = y[a];
-                q++;
+    double sum = 0.0;
+    for (int a = -3; a <= 3; a++)
+        for (int b = -3; b <= 3; b++)
+            for (int c = -3; c <= 3; c++) {
+                const double x = a * step[0], y = b * step[1], z = c * step[2];
+                sum += firn_pbf_w(P, (float)sqrt(x * x + y * y + z * z));
             }
-    return q - q0;
+    return step[0] * step[1] * step[2] * sum;
+}
+
+static double liquid_misfit(const double step[3], const void *arg)
+{
+    return fabs(liquid_sum(step, arg) - 1.0);
+}
+
+float firn_pbf_rest_spacing(const firn_pbd_params *P)
+{
+    float lo = 0.9f * P->psize, hi = P->psize;
+    for (int k = 0; k < 40; k++) {
+        const float s = 0.5f * (lo + hi);
+        const double cube[3] = {s, s, s};
+        if (liquid_sum(cube, P) < 1.0)
+            lo = s;
+        else
+            hi = s;
+    }
+    return 0.5f * (lo + hi);
 }
 
 /* The particles and triangles of PBD body b: a cloth's surface, or a
- * particle body's lattice (into *pts, count *npts). */
-static int body_geometry(const firn_scene_def *def, int b, surface *m, float **pts, long long *npts,
-                         firn_error *err)
+ * particle body's lattice (into *pts, count *npts; its shape's exact
+ * volume into *volume) filling its shape (firn_fill_fit): cells of edge
+ * about p, a liquid's chosen so that the lattice starts at rest density
+ * (about 0.95 p). */
+static int body_geometry(const firn_scene_def *def, const firn_pbd_params *P, int b, surface *m,
+                         float **pts, long long *npts, double *volume, firn_error *err)
 {
     const firn_body_def *bd = &def->bodies[b];
     memset(m, 0, sizeof *m);
@@ -354,10 +362,15 @@ static int body_geometry(const firn_scene_def *def, int b, surface *m, float **p
         return -1;
     }
     const float p = def->pbd_particle_size;
-    long long c = lattice(&shape, p, NULL, 0, 0);
+    firn_fill f;
+    const int liquid = def->materials[bd->material].model == FIRN_MODEL_PBD_LIQUID;
+    const float s = liquid ? firn_pbf_rest_spacing(P) : p;
+    firn_fill_fit(&shape, s, liquid ? liquid_misfit : NULL, P, NULL, NULL, &f);
+    const long long c = f.count;
+    *volume = firn_shape_volume(&shape);
     *pts = malloc(3 * (size_t)(c + 1) * sizeof(float));
     if (*pts)
-        lattice(&shape, p, *pts, (int)c, 0);
+        firn_fill_points(&shape, &f, *pts, (int)c, 0);
     firn_shape_release(&shape);
     if (!*pts) {
         firn_set_error(err, FIRN_E_NOMEM, "out of host memory for %lld PBD particles", c);
@@ -504,15 +517,16 @@ static int build_bodies(firn_pbd *S, const firn_scene_def *def, firn_error *err)
     surface *surf = calloc((size_t)FIRN_MAX_BODIES, sizeof *surf);
     float **pts = calloc((size_t)FIRN_MAX_BODIES, sizeof *pts);
     long long *npts = calloc((size_t)FIRN_MAX_BODIES, sizeof *npts), total = 0, tris = 0;
+    double *volume = calloc((size_t)FIRN_MAX_BODIES, sizeof *volume);
     int rc = -1, ne = 0, nb = 0;
-    if (!surf || !pts || !npts) {
+    if (!surf || !pts || !npts || !volume) {
         firn_set_error(err, FIRN_E_NOMEM, "out of host memory building the PBD bodies");
         goto done;
     }
     for (int b = 0; b < def->n_bodies; b++) {
         if (def->bodies[b].solver != FIRN_SOLVER_KIND_PBD)
             continue;
-        if (body_geometry(def, b, &surf[b], &pts[b], &npts[b], err))
+        if (body_geometry(def, &S->P, b, &surf[b], &pts[b], &npts[b], &volume[b], err))
             goto done;
         total += surf[b].nv + npts[b];
         tris += surf[b].nt;
@@ -544,12 +558,11 @@ static int build_bodies(firn_pbd *S, const firn_scene_def *def, firn_error *err)
         for (int k = 0; k < surf[b].nt; k++)
             area += tri_area(surf[b].v, surf[b].tri + 3 * k);
         /* A cloth's mass spread evenly over its vertices (Genesis: area
-         * rho / N); a particle's, free or liquid, its lattice cell's,
-         * rho p^3 (Genesis gives liquid and free particles the mass rho:
-         * s10.1). */
-        const double p = def->pbd_particle_size;
+         * rho / N); a particle body's, liquid or not, its shape's exact
+         * volume times rho over its particles, so that it holds its mass
+         * (Genesis gives liquid and free particles the mass rho: s10.5). */
         const float mass = surf[b].nv > 0 ? (float)(area * md->density / surf[b].nv)
-                                          : (float)(md->density * p * p * p);
+                                          : (float)(volume[b] * md->density / (double)nv);
         for (int i = 0; i < nv; i++) {
             for (int a = 0; a < 3; a++) {
                 S->s.x[a * S->n + q + i] =
@@ -623,6 +636,7 @@ done:
     free(surf);
     free(pts);
     free(npts);
+    free(volume);
     return rc;
 }
 

@@ -90,6 +90,12 @@ typedef struct {
     double host_bytes;
 } firn_pbd_rect_size;
 void firn_pbd_rect_estimate(int n0, int n1, firn_pbd_rect_size *out);
+/* The spacing s in [0.9 p, p] of the cubic lattice whose kernel sum is rest
+ * density at a particle mass of rho0 s^3, s^3 sum_k W(|k| s) = 1, by
+ * bisection: a pbd_liquid body's lattice spacing, about (host/pbd.c). With
+ * the kernel scaled so that the lattice of spacing p reads rest density
+ * (s10.8), it is p to float rounding. */
+float firn_pbf_rest_spacing(const firn_pbd_params *P);
 /* The solver's kernel constants, neighbour space and density relaxation
  * epsilon from P->psize and the box (host/pbd.c). */
 void firn_pbd_params_kernels(firn_pbd_params *P);

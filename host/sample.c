@@ -2,8 +2,9 @@
  *
  * Each body is filled by stratified jittered sampling: a lattice of spacing
  * s = dx / cbrt(ppc) covers the shape's bounding box, and each lattice cell
- * holding a sample gets one particle at a random point inside it. Every
- * particle carries the volume s^3 of its lattice cell. The jitter of cell
+ * holding a sample gets one particle at a random point inside it. The
+ * particles of a body share its shape's exact volume (about s^3 each, the
+ * volume of a lattice cell). The jitter of cell
  * (i,j,k) is a hash of (seed, i, j, k), so sampling is reproducible and
  * independent of traversal order. */
 #include <math.h>
@@ -123,12 +124,167 @@ int firn_shape_contains(const firn_prepared_shape *ps, const float x[3])
     }
 }
 
-/* The lattice of one body: spacing s, corner lo, cells[3] cells. */
+double firn_shape_volume(const firn_prepared_shape *ps)
+{
+    const firn_shape_def *s = &ps->def;
+    const double r = s->radius;
+    switch (s->type) {
+    case FIRN_SHAPE_BOX:
+        return (double)s->size[0] * s->size[1] * s->size[2];
+    case FIRN_SHAPE_SPHERE:
+        return 4.0 / 3.0 * M_PI * r * r * r;
+    case FIRN_SHAPE_CYLINDER:
+        return M_PI * r * r * s->height;
+    case FIRN_SHAPE_MESH:
+        return ps->mesh ? ps->mesh->volume : 0.0;
+    default:
+        return 0.0;
+    }
+}
+
+void firn_fill_regular(const firn_prepared_shape *s, float spacing, firn_fill *f)
+{
+    float lo[3], hi[3];
+    firn_shape_bounds(s, lo, hi);
+    for (int a = 0; a < 3; a++) {
+        f->n[a] = (int)floorf((hi[a] - lo[a]) / spacing + 1e-4f);
+        if (f->n[a] < 1)
+            f->n[a] = 1;
+        f->step[a] = spacing;
+        f->first[a] = 0.5f * (lo[a] + hi[a]) - 0.5f * (float)(f->n[a] - 1) * spacing;
+    }
+    f->count = firn_fill_points(s, f, NULL, 0, 0);
+}
+
+/* Points along an axis of extent L for a spacing near s: the nearest whole
+ * number of cells, at least 1. */
+static int cells_near(double L, double s)
+{
+    const long c = lround(L / s);
+    return c < 1 ? 1 : (int)c;
+}
+
+/* n[3] cells over extents L[3] whose edges minimise `misfit`, each count
+ * the nearest whole number of cells of edge s or one more or less (at
+ * least 1); among equals, the most nearly cubic. */
+static void fit_cells(const double L[3], double s, firn_fill_misfit misfit, const void *arg,
+                      int n[3])
+{
+    int lo[3], hi[3];
+    for (int a = 0; a < 3; a++) {
+        n[a] = cells_near(L[a], s);
+        lo[a] = n[a] > 1 ? n[a] - 1 : 1, hi[a] = n[a] + 1;
+    }
+    double best = INFINITY, best_aniso = INFINITY;
+    for (int i = lo[0]; i <= hi[0]; i++)
+        for (int j = lo[1]; j <= hi[1]; j++)
+            for (int k = lo[2]; k <= hi[2]; k++) {
+                const int m[3] = {i, j, k};
+                double step[3], aniso = 0.0;
+                for (int a = 0; a < 3; a++) {
+                    step[a] = L[a] / m[a];
+                    aniso = fmax(aniso, fabs(step[a] / s - 1.0));
+                }
+                const double miss = misfit(step, arg);
+                if (miss < best - 1e-9 || (miss <= best + 1e-9 && aniso < best_aniso)) {
+                    best = miss, best_aniso = aniso;
+                    memcpy(n, m, sizeof m);
+                }
+            }
+}
+
+void firn_fill_fit(const firn_prepared_shape *s, float spacing, firn_fill_misfit misfit,
+                   const void *arg, const float region_lo[3], const float region_hi[3],
+                   firn_fill *f)
+{
+    float lo[3], hi[3];
+    double L[3];
+    firn_shape_bounds(s, lo, hi);
+    for (int a = 0; region_lo && a < 3; a++) {
+        lo[a] = fmaxf(lo[a], region_lo[a]);
+        hi[a] = fminf(hi[a], region_hi[a]);
+    }
+    for (int a = 0; a < 3; a++) {
+        L[a] = (double)hi[a] - lo[a];
+        f->n[a] = cells_near(L[a], spacing);
+    }
+    if (misfit)
+        fit_cells(L, spacing, misfit, arg, f->n);
+    double c = 1.0;
+    for (int a = 0; a < 3; a++) {
+        f->step[a] = (float)(L[a] / f->n[a]);
+        f->first[a] = lo[a] + 0.5f * f->step[a];
+        c *= L[a] / f->n[a];
+    }
+    f->count = firn_fill_points(s, f, NULL, 0, 0);
+    if (s->def.type == FIRN_SHAPE_BOX)
+        return;
+    /* Shift k by the R3 sequence (Roberts 2018: fractional parts of
+     * k / phi3^(a+1), phi3 the plastic number), recentred on 0, so shift 0
+     * is the centred lattice. */
+    const double g[3] = {0.8191725133961645, 0.6710436067037893, 0.5497004779019703};
+    double volume = firn_shape_volume(s);
+    if (region_lo) {
+        float blo[3], bhi[3];
+        firn_shape_bounds(s, blo, bhi);
+        for (int a = 0; a < 3; a++)
+            volume *= L[a] / ((double)bhi[a] - blo[a]);
+    }
+    const double target = volume / c;
+    firn_fill best = *f;
+    for (int k = 1; k < FIRN_FILL_SHIFTS && fabs((double)best.count - target) > 1e-4 * target;
+         k++) {
+        firn_fill t = *f;
+        for (int a = 0; a < 3; a++) {
+            const double u = 0.5 + k * g[a];
+            t.first[a] = lo[a] + (float)(u - floor(u)) * f->step[a];
+        }
+        t.count = firn_fill_points(s, &t, NULL, 0, 0);
+        if (fabs((double)t.count - target) < fabs((double)best.count - target))
+            best = t;
+    }
+    *f = best;
+}
+
+long long firn_fill_points(const firn_prepared_shape *s, const firn_fill *f, float *x, int n,
+                           long long q0)
+{
+    if (!x) {
+        long long count = 0;
+#pragma omp parallel for schedule(dynamic, 1) reduction(+ : count)
+        for (int i = 0; i < f->n[0]; i++)
+            for (int j = 0; j < f->n[1]; j++)
+                for (int k = 0; k < f->n[2]; k++) {
+                    const float y[3] = {f->first[0] + (float)i * f->step[0],
+                                        f->first[1] + (float)j * f->step[1],
+                                        f->first[2] + (float)k * f->step[2]};
+                    count += firn_shape_contains(s, y);
+                }
+        return count;
+    }
+    long long q = q0;
+    for (int i = 0; i < f->n[0]; i++)
+        for (int j = 0; j < f->n[1]; j++)
+            for (int k = 0; k < f->n[2]; k++) {
+                const float y[3] = {f->first[0] + (float)i * f->step[0],
+                                    f->first[1] + (float)j * f->step[1],
+                                    f->first[2] + (float)k * f->step[2]};
+                if (!firn_shape_contains(s, y))
+                    continue;
+                for (int a = 0; a < 3; a++)
+                    x[a * n + q] = y[a];
+                q++;
+            }
+    return q - q0;
+}
+
+/* The lattice of one body: spacing s, corner lo, cells[3] cells, and the
+ * volume vol each of its particles carries. */
 typedef struct {
     const firn_body_def *b;
     const firn_prepared_shape *shape;
     uint64_t seed;
-    float s, lo[3];
+    float s, lo[3], vol;
     int cells[3];
 } lattice;
 
@@ -140,6 +296,7 @@ static lattice body_lattice(const firn_body_def *b, const firn_prepared_shape *s
     L.shape = shape;
     L.seed = b->seed ? b->seed : (uint64_t)index + 1;
     L.s = dx / cbrtf(b->particles_per_cell);
+    L.vol = L.s * L.s * L.s;
     float hi[3];
     firn_shape_bounds(shape, L.lo, hi);
     for (int a = 0; a < 3; a++)
@@ -176,7 +333,7 @@ static long long sample_slab(const lattice *L, int i, firn_particles *p, int q0,
                 }
                 p->Jp[q] = jp0;
                 p->damage[q] = 0.0f;
-                p->vol[q] = s * s * s;
+                p->vol[q] = L->vol;
                 p->mat[q] = (uint8_t)mat_index;
             }
             count++;
@@ -294,6 +451,11 @@ int firn_sample_bodies(const firn_scene_def *def, const firn_material *mats, fir
                            def->bodies[b].particles_per_cell, def->dx);
             goto done;
         }
+        /* The samples are as many as the shape's volume in cells only on
+         * average (a cell the surface cuts holds its sample with the
+         * probability of the fraction inside): the body's exact volume
+         * is shared out, so that it holds its mass. */
+        lat[b].vol = (float)(firn_shape_volume(&shapes[b]) / (double)counts[b]);
         total += counts[b];
     }
     if (total > FIRN_MAX_PARTICLES) {

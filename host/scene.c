@@ -643,7 +643,9 @@ static int validate_pbd_particle_body(const ctx *c, const firn_scene_def *def, i
                     "empty body: a %s of volume %.3g m^3 holds %.3g PBD particles of size "
                     "pbd.particle_size = %g m; at least 1 is needed",
                     shape_names[s->type], volume, *particles, def->pbd_particle_size);
-    /* Each particle's mass as host/pbd.c gives it. */
+    /* About each particle's mass as host/pbd.c gives it (the shape's
+     * volume times density over the particle count: this, within the
+     * rounding of the lattice's layers), for the float check below. */
     const firn_material_def *m = &def->materials[def->bodies[i].material];
     const double ps = def->pbd_particle_size;
     char how[160];

@@ -75,52 +75,17 @@ static void params_build(const firn_scene_def *def, firn_sph_params *P)
     P->dens_iters = def->sph_density_iterations;
 }
 
-/* The lattice of an SPH body: spacing p, as many whole spacings as fit the
- * shape's bounds on each axis (at least one), centred in them. */
-typedef struct {
-    int n[3];
-    float first[3];
-} sph_lattice;
-
-static sph_lattice body_lattice(const firn_prepared_shape *shape, float p)
+/* Writes the lattice points of an SPH body from particle q0 on. */
+static void write_body(const firn_body_def *b, const firn_prepared_shape *shape, const firn_fill *f,
+                       int mat, firn_sph *S, long long q0)
 {
-    sph_lattice L;
-    float lo[3], hi[3];
-    firn_shape_bounds(shape, lo, hi);
-    for (int a = 0; a < 3; a++) {
-        L.n[a] = (int)floorf((hi[a] - lo[a]) / p + 1e-4f);
-        if (L.n[a] < 1)
-            L.n[a] = 1;
-        L.first[a] = 0.5f * (lo[a] + hi[a]) - 0.5f * (float)(L.n[a] - 1) * p;
+    const int n = S->n;
+    firn_fill_points(shape, f, S->s.x, n, q0);
+    for (long long q = q0; q < q0 + f->count; q++) {
+        for (int a = 0; a < 3; a++)
+            S->s.v[a * n + q] = b->velocity[a];
+        S->s.mat[q] = (uint8_t)mat;
     }
-    return L;
-}
-
-/* Visits the lattice points inside the shape in order; writes them from
- * particle q0 on when S is not NULL. Returns how many. */
-static long long sample_body(const firn_body_def *b, const firn_prepared_shape *shape, int mat,
-                             float p, firn_sph *S, long long q0)
-{
-    sph_lattice L = body_lattice(shape, p);
-    long long q = q0;
-    for (int i = 0; i < L.n[0]; i++)
-        for (int j = 0; j < L.n[1]; j++)
-            for (int k = 0; k < L.n[2]; k++) {
-                float x[3] = {L.first[0] + (float)i * p, L.first[1] + (float)j * p,
-                              L.first[2] + (float)k * p};
-                if (!firn_shape_contains(shape, x))
-                    continue;
-                if (S) {
-                    const int n = S->n;
-                    for (int a = 0; a < 3; a++) {
-                        S->s.x[a * n + q] = x[a];
-                        S->s.v[a * n + q] = b->velocity[a];
-                    }
-                    S->s.mat[q] = (uint8_t)mat;
-                }
-                q++;
-            }
-    return q - q0;
 }
 
 /* The host block: the particles and the CPU neighbour grid. */
@@ -180,19 +145,105 @@ static int alloc_state(firn_sph *S, int n, int cells)
     return 0;
 }
 
+/* The SPH box's faces stand for liquid at rest beyond them (firn_sph_walls),
+ * but the integral Psi(d) that adds it is the continuum's, and a lattice
+ * that fills a body up to a face, its first layer half a spacing s from
+ * it, sums 3 % above rest density there (the midpoint rule of a kernel cut
+ * at its peak). The layer is at rest at distance d, where the half lattice
+ * of spacing s and Psi(d) sum to what the whole lattice sums to (about
+ * 0.58 s at the default support): the lattice keeps d - s/2 clear of each
+ * face, so that no body starts under pressure there. Bisection on d in
+ * [s/2, s] over the lattice vectors within the support. */
+static float wall_clearance(const firn_sph_params *P, float s)
+{
+    const int R = (int)ceilf(P->h / s);
+    double whole = 0.0, half = 0.0;
+    for (int a = -R; a <= R; a++)
+        for (int b = -R; b <= R; b++)
+            for (int c = -R; c <= R; c++) {
+                const float w = firn_sph_w(P, s * sqrtf((float)(a * a + b * b + c * c)));
+                whole += w;
+                half += c >= 0 ? w : 0.0f;
+            }
+    double lo = 0.5 * s, hi = s;
+    for (int k = 0; k < 40; k++) {
+        const double d = 0.5 * (lo + hi);
+        if (P->vol * half + firn_sph_plane_volume(P, (float)d) > P->vol * whole)
+            lo = d;
+        else
+            hi = d;
+    }
+    return (float)(0.5 * (lo + hi) - 0.5 * s);
+}
+
+/* A box of liquid against the SPH box's faces, clipped to their
+ * clearance [lo, hi], holds less than its volume; the box is the liquid
+ * poured in instead: its free top (against gravity's largest component)
+ * rises by the volume the clearance takes over its section, as far as
+ * [lo, hi] allows, so that it holds its mass at rest density. */
+static void pour_box(firn_shape_def *box, const float g[3], const float lo[3], const float hi[3])
+{
+    int up = 0;
+    for (int a = 1; a < 3; a++)
+        up = fabsf(g[a]) > fabsf(g[up]) ? a : up;
+    if (g[up] == 0.0f)
+        return;
+    double blo[3], bhi[3], section = 1.0, kept = 1.0;
+    for (int a = 0; a < 3; a++) {
+        blo[a] = box->center[a] - 0.5 * box->size[a];
+        bhi[a] = box->center[a] + 0.5 * box->size[a];
+        const double l = fmin(bhi[a], hi[a]) - fmax(blo[a], lo[a]);
+        if (!(l > 0.0))
+            return;
+        kept *= l;
+        section *= a == up ? 1.0 : l;
+    }
+    const double lost = (double)box->size[0] * box->size[1] * box->size[2] - kept;
+    if (g[up] < 0.0 && bhi[up] <= hi[up])
+        bhi[up] = fmin(bhi[up] + lost / section, hi[up]);
+    else if (g[up] > 0.0 && blo[up] >= lo[up])
+        blo[up] = fmax(blo[up] - lost / section, lo[up]);
+    for (int a = 0; a < 3; a++) {
+        blo[a] = fmax(blo[a], lo[a]), bhi[a] = fmin(bhi[a], hi[a]);
+        box->center[a] = (float)(0.5 * (blo[a] + bhi[a]));
+        box->size[a] = (float)(bhi[a] - blo[a]);
+    }
+}
+
+/* The particle volume V: its mass V rho0 and the neighbours of a full
+ * support follow. */
+static void set_volume(firn_sph *S, const firn_scene_def *def, float vol)
+{
+    S->P.vol = vol;
+    S->P.full_count = 4.0f * (float)M_PI * S->P.h * S->P.h * S->P.h / (3.0f * vol);
+    for (int m = 0; m < def->n_materials; m++)
+        S->mats[m].mass = vol * def->materials[m].density;
+}
+
 /* Counts, allocates and writes the particles of every SPH body, each
  * shape prepared once (a mesh's distance tree is built once). */
 static int sample_bodies(firn_sph *S, const firn_scene_def *def, firn_error *err)
 {
-    /* Spacing V^(1/3) = 0.8^(1/3) p: each particle then stands for its own
-     * volume V, so a body holds its mass rho0 x volume and starts at rest
-     * density (Genesis samples at spacing p: 80 % of the mass, at 0.8 rho0,
-     * which then falls and compresses until its density reaches rho0). */
+    /* rest_density: each body fills its shape with a lattice of cells of
+     * edge about 0.8^(1/3) p (firn_fill_fit), and the particle volume V is
+     * the bodies' exact volume over their particle count, so that they
+     * hold their mass rho0 x volume and start at rest density, a particle
+     * per cell of volume V (about 0.8 p^3, Genesis's; with several bodies,
+     * each cell differs from V by the rounding of its body's layers: the
+     * solver has one particle volume). genesis: Genesis's
+     * regular lattice of spacing p, whole spacings only, V = 0.8 p^3: 80 %
+     * of the mass or less, at 0.8 rho0, which then falls and compresses
+     * until its density reaches rho0. */
     const float p = def->sph_lattice_genesis ? def->sph_particle_size : cbrtf(S->P.vol);
+    const float clearance = S->P.walls ? wall_clearance(&S->P, p) : 0.0f;
     long long total = 0, q = 0;
+    double volume = 0.0;
     int rc = -1, n = 0;
     firn_prepared_shape *shapes = calloc((size_t)FIRN_MAX_BODIES, sizeof *shapes);
-    if (!shapes) {
+    firn_fill *fills = calloc((size_t)FIRN_MAX_BODIES, sizeof *fills);
+    if (!shapes || !fills) {
+        free(shapes);
+        free(fills);
         firn_set_error(err, FIRN_E_NOMEM, "out of host memory sampling the SPH bodies");
         return -1;
     }
@@ -206,8 +257,24 @@ static int sample_bodies(firn_sph *S, const firn_scene_def *def, firn_error *err
                            def->source[0] ? ": " : "", n, e.msg);
             goto done;
         }
-        long long c = sample_body(b, &shapes[n], b->material, p, NULL, 0);
-        if (c == 0) {
+        double fill_volume = 0.0;
+        if (def->sph_lattice_genesis) {
+            firn_fill_regular(&shapes[n], p, &fills[n]);
+        } else {
+            float lo[3], hi[3];
+            for (int a = 0; a < 3; a++) {
+                lo[a] = S->P.lower[a] + clearance, hi[a] = S->P.upper[a] - clearance;
+            }
+            if (b->shape.type == FIRN_SHAPE_BOX)
+                pour_box(&shapes[n].def, def->gravity, lo, hi);
+            firn_fill_fit(&shapes[n], p, NULL, NULL, lo, hi, &fills[n]);
+            float blo[3], bhi[3];
+            firn_shape_bounds(&shapes[n], blo, bhi);
+            fill_volume = firn_shape_volume(&shapes[n]);
+            for (int a = 0; a < 3; a++)
+                fill_volume *= (fminf(bhi[a], hi[a]) - fmaxf(blo[a], lo[a])) / (bhi[a] - blo[a]);
+        }
+        if (fills[n].count == 0) {
             firn_set_error(err, FIRN_E_SCENE,
                            "%s%sbodies[%d]: the shape holds no SPH particle at sph.particle_size "
                            "= %g m (lattice spacing %g m)",
@@ -215,7 +282,8 @@ static int sample_bodies(firn_sph *S, const firn_scene_def *def, firn_error *err
             n++;
             goto done;
         }
-        total += c;
+        total += fills[n].count;
+        volume += fill_volume;
     }
     if (total > FIRN_MAX_PARTICLES) {
         firn_set_error(err, FIRN_E_SCENE,
@@ -226,14 +294,18 @@ static int sample_bodies(firn_sph *S, const firn_scene_def *def, firn_error *err
     rc = 0;
     if (total == 0)
         goto done;
+    if (!def->sph_lattice_genesis)
+        set_volume(S, def, (float)(volume / (double)total));
     if (alloc_state(S, (int)total, S->P.nb.res[0] * S->P.nb.res[1] * S->P.nb.res[2])) {
         firn_set_error(err, FIRN_E_NOMEM, "out of host memory for %lld SPH particles", total);
         rc = -1;
         goto done;
     }
     for (int b = 0; b < def->n_bodies; b++)
-        if (def->bodies[b].solver == FIRN_SOLVER_KIND_SPH)
-            q += sample_body(&def->bodies[b], &shapes[b], def->bodies[b].material, p, S, q);
+        if (def->bodies[b].solver == FIRN_SOLVER_KIND_SPH) {
+            write_body(&def->bodies[b], &shapes[b], &fills[b], def->bodies[b].material, S, q);
+            q += fills[b].count;
+        }
     for (int i = 0; i < S->n; i++)
         S->s.rho[i] = S->mats[S->s.mat[i]].rho0;
     /* The CPU path's neighbour lists: without the memory, every pass walks
@@ -250,6 +322,7 @@ done:
         if (def->bodies[b].solver == FIRN_SOLVER_KIND_SPH)
             firn_shape_release(&shapes[b]);
     free(shapes);
+    free(fills);
     return rc;
 }
 

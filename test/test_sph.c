@@ -10,6 +10,7 @@
 
 #include "firn.h"
 #include "firn_sph_coupling.h"
+#include "mass_family.h"
 #include "sph.h"
 #include "world.h"
 
@@ -606,7 +607,7 @@ static void check_hydrostatic(firn_pressure_solver solver)
          * incomplete and the equation of state clamps p >= 0). */
         firn_sph_particles_view v;
         cr_assert(firn_world_sph_particles(w, &v, &err) == 0, "%s", err.msg);
-        const double level = v.n * 0.8 * ps * ps * ps / (0.2 * 0.2);
+        const double level = v.n * (double)w->sph.P.vol / (0.2 * 0.2);
         cr_log_info("WCSPH: liquid level %.3f m, fitted surface %.3f m", level, surface);
         cr_expect(fabs(surface - level) <= ps, "fitted surface %.3f m, liquid level %.3f m",
                   surface, level);
@@ -678,7 +679,22 @@ Test(sph_tank, dfsph_interior_density_stays_at_rest_density)
  * figure 3). The front is the toe (below) plus half a lattice spacing.
  * Water-like viscosity (Genesis's default, 0.005 m^2/s, is 5000 times
  * water's and slows the surge by about 13 %); a 10 cm deep slab between
- * the SPH box's walls. Within 10 % at each time. */
+ * the SPH box's walls.
+ *
+ * The experiment's time origin is uncertain: its gate took a finite time
+ * to clear the column, and the front it records lags a dam removed at
+ * once by a near-constant time. So the check is that the simulated front
+ * is the experiment's shifted in time, Z(T) = Z_MM(T + dT): at each point
+ * the offset dT_k = (Z_k - Z_MM,k) / Z'_MM,k (the slope from the
+ * experiment's own points) must agree with the others within 0.1 (about
+ * 4 % of Z, the digitising and lattice error), which makes the front's
+ * speed the experiment's, and the mean offset must lie in [0, 0.3] (the
+ * simulation may not lag a real, slower gate; 0.3 is 16 ms at a =
+ * 2.25 in). Measured: dT = 0.19 (WCSPH) and 0.22 (DFSPH), each point
+ * within 0.02 of the mean; with Genesis's viscosity the WCSPH offsets are
+ * -0.02, -0.29 and -0.48 (the front slows). The column's mass is tested
+ * by sph_mass (a column 10 % short still ran at the experiment's speed,
+ * offset 0.11). */
 static int cmp_float(const void *a, const void *b)
 {
     float x = *(const float *)a, y = *(const float *)b;
@@ -734,7 +750,7 @@ static void check_dam_break(firn_pressure_solver solver)
     firn_world *w = firn_world_create(&def, FIRN_BACKEND_CPU, &err);
     cr_assert(w, "%s", err.msg);
     const double scale = sqrt(2.0 * 9.81 / a), half = 0.5 * cbrt(0.8) * def.sph_particle_size;
-    double T_prev = 0.0, Z_prev = 0.0;
+    double T_prev = 0.0, Z_prev = 0.0, Z_at[3];
     int k = 0;
     for (int f = 0; k < 3 && f < 200; f++) {
         firn_frame_stats st;
@@ -745,14 +761,25 @@ static void check_dam_break(firn_pressure_solver solver)
             cr_log_info("%s: T = %.3f: Z = %.3f, Martin and Moyce %.3f (%+.1f %%)",
                         solver ? "DFSPH" : "WCSPH", T_ref[k], Zk, Z_ref[k],
                         100.0 * (Zk / Z_ref[k] - 1.0));
-            cr_expect(fabs(Zk - Z_ref[k]) <= 0.10 * Z_ref[k],
-                      "%s: surge front Z = %.3f at T = %.3f, Martin and Moyce %.3f",
-                      solver ? "DFSPH" : "WCSPH", Zk, T_ref[k], Z_ref[k]);
-            k++;
+            Z_at[k++] = Zk;
         }
         T_prev = T, Z_prev = Z;
     }
     cr_assert_eq(k, 3);
+    double dT[3], dlo = 1e9, dhi = -1e9, mean = 0.0;
+    for (k = 0; k < 3; k++) {
+        const int a0 = k == 0 ? 0 : k - 1, a1 = k == 2 ? 2 : k + 1;
+        const double slope = (Z_ref[a1] - Z_ref[a0]) / (T_ref[a1] - T_ref[a0]);
+        dT[k] = (Z_at[k] - Z_ref[k]) / slope;
+        dlo = fmin(dlo, dT[k]), dhi = fmax(dhi, dT[k]), mean += dT[k] / 3.0;
+    }
+    const char *name = solver ? "DFSPH" : "WCSPH";
+    cr_log_info("%s: time offsets from Martin and Moyce %.3f %.3f %.3f (mean %.3f)", name, dT[0],
+                dT[1], dT[2], mean);
+    cr_expect(dhi - dlo <= 0.1,
+              "%s: the front is not the experiment's shifted in time: offsets %.3f %.3f %.3f", name,
+              dT[0], dT[1], dT[2]);
+    cr_expect(mean >= 0.0 && mean <= 0.3, "%s: mean time offset %.3f outside [0, 0.3]", name, mean);
     firn_world_destroy(w);
 }
 
@@ -1026,4 +1053,117 @@ Test(sph_surface, resting_cube_without_gravity_stays_at_rest)
     cr_expect_lt(grow, 0.5 * spacing, "the cube's extent changed by %g m (half a spacing: %g m)",
                  grow, 0.5 * spacing);
     firn_world_destroy(w);
+}
+
+/* ---- starting mass ------------------------------------------------------------ */
+
+/* One SPH body of water, shape k of the family (test/mass_family.h) at
+ * (0.5, 0.5, 0.5) in the unit box, at particle size p. */
+static firn_world *mass_world(int k, float p, double *volume)
+{
+    firn_scene_def def;
+    firn_scene_default(&def);
+    for (int a = 0; a < 3; a++)
+        def.lower[a] = 0.0f, def.upper[a] = 1.0f;
+    def.dx = 0.05f; /* the MPM grid is unused */
+    def.sph_particle_size = p;
+    def.n_materials = 1;
+    firn_material_default(&def.materials[0], FIRN_MODEL_SPH_LIQUID);
+    snprintf(def.materials[0].name, FIRN_NAME_MAX, "water");
+    def.n_bodies = 1;
+    firn_body_default(&def.bodies[0]);
+    def.bodies[0].solver = FIRN_SOLVER_KIND_SPH;
+    *volume = mass_shape(k, (const float[3]){0.5f, 0.5f, 0.5f}, &def.bodies[0].shape);
+    firn_error err;
+    firn_world *w = firn_world_create(&def, FIRN_BACKEND_CPU, &err);
+    cr_assert(w, "shape %d, p = %g: %s", k, p, err.msg);
+    return w;
+}
+
+/* Every SPH body starts with its stated mass, rho0 times its shape's exact
+ * volume (closed forms and the OBJ's tetrahedra, computed here), within
+ * 1 %: boxes of three aspect ratios whose edges are no multiple of the
+ * spacing, a sphere, two cylinders and the rock mesh, at p = 0.02 and
+ * 0.012 m (exact to float rounding: the particle volume is the volume
+ * over the count; Genesis's whole-layer lattice lost up to 17 %). And at
+ * rest: after a substep no particle's density exceeds rho0 by more than
+ * 2 %: the lattice's interior sums 0.39 % above, and a curved body's count
+ * can only be matched to its volume in steps of what a lattice shift adds
+ * or takes (a cylinder 3.3 spacings in radius gains or loses a column of 9
+ * of its 342 points, 2.6 %, so up to half that; measured 1.7 %, 0.8 % at
+ * p = 0.012 m). A particle volume that took the cells a curved surface
+ * cuts for volume (3 to 8 % here) would compress it past that. */
+Test(sph_mass, every_body_starts_with_rho0_times_its_volume, .timeout = 120)
+{
+    const float sizes[2] = {0.02f, 0.012f};
+    for (int r = 0; r < 2; r++)
+        for (int k = 0; k < MASS_SHAPES; k++) {
+            double volume;
+            firn_world *w = mass_world(k, sizes[r], &volume);
+            firn_error err;
+            cr_assert(firn_world_run_substeps(w, 1, 1e-4f, &err) == 0, "%s", err.msg);
+            firn_sph_frame_stats st;
+            firn_sph_stats(&w->sph, &st);
+            const double m0 = 1000.0 * volume;
+            cr_log_info("SPH shape %d, p = %g m: %lld particles, mass %.5g kg, rho0 V %.5g kg "
+                        "(%+.3f %%), largest rho / rho0 %.4f",
+                        k, sizes[r], (long long)st.particles, st.mass, m0,
+                        100.0 * (st.mass / m0 - 1.0), st.max_density_ratio);
+            cr_expect(fabs(st.mass / m0 - 1.0) <= 0.01,
+                      "shape %d, p = %g m: mass %.5g kg, rho0 V = %.5g kg", k, sizes[r], st.mass,
+                      m0);
+            cr_expect(st.max_density_ratio <= 1.02, "shape %d, p = %g m: rho / rho0 up to %.4f", k,
+                      sizes[r], st.max_density_ratio);
+            firn_world_destroy(w);
+        }
+}
+
+/* A pool: water filling the SPH box's floor wall to wall, 0.4 x 0.137 x
+ * 0.3 m, starts at rest. After the first substep every particle's density
+ * is within 1.5 % of rho0 (the lattice's interior sums to 0.39 % above
+ * rho0, sum_k V W(|k| s) at s = V^(1/3); a layer against a face or two at
+ * its clearance adds up to 1 %; a layer half a spacing from the faces
+ * would sum 3.3 % above, 5 % in a corner, a pressure of 0.25 to 0.4 k),
+ * and its mass is rho0 times its volume within 1 %, at p = 0.02 and
+ * 0.012 m. */
+Test(sph_mass, a_pool_against_the_walls_starts_at_rest_with_its_mass, .timeout = 120)
+{
+    const float sizes[2] = {0.02f, 0.012f};
+    for (int r = 0; r < 2; r++) {
+        firn_scene_def def;
+        firn_scene_default(&def);
+        const float hi[3] = {0.4f, 0.5f, 0.3f};
+        memcpy(def.upper, hi, sizeof hi);
+        def.dx = 0.05f;
+        def.sph_particle_size = sizes[r];
+        def.n_materials = 1;
+        firn_material_default(&def.materials[0], FIRN_MODEL_SPH_LIQUID);
+        snprintf(def.materials[0].name, FIRN_NAME_MAX, "water");
+        def.n_bodies = 1;
+        firn_body_default(&def.bodies[0]);
+        def.bodies[0].solver = FIRN_SOLVER_KIND_SPH;
+        const float c[3] = {0.2f, 0.0685f, 0.15f}, sz[3] = {0.4f, 0.137f, 0.3f};
+        memcpy(def.bodies[0].shape.center, c, sizeof c);
+        memcpy(def.bodies[0].shape.size, sz, sizeof sz);
+        firn_error err;
+        firn_world *w = firn_world_create(&def, FIRN_BACKEND_CPU, &err);
+        cr_assert(w, "%s", err.msg);
+        cr_assert(firn_world_run_substeps(w, 1, 1e-4f, &err) == 0, "%s", err.msg);
+        const firn_sph *S = &w->sph;
+        firn_sph_frame_stats st;
+        firn_sph_stats(S, &st);
+        double worst = 0.0, pmax = 0.0;
+        for (int i = 0; i < S->n; i++) {
+            worst = fmax(worst, fabs(S->s.rho[i] / 1000.0 - 1.0));
+            pmax = fmax(pmax, S->s.p[i]);
+        }
+        const double m0 = 1000.0 * 0.4 * 0.137 * 0.3;
+        cr_log_info("pool, p = %g m: %d particles, mass %.5g kg (rho0 V %.5g), worst |rho / rho0 "
+                    "- 1| %.4f, largest p %.4g Pa",
+                    sizes[r], S->n, st.mass, m0, worst, pmax);
+        cr_expect(worst <= 0.015, "p = %g m: a particle at rho / rho0 - 1 = %.4f", sizes[r], worst);
+        cr_expect(fabs(st.mass / m0 - 1.0) <= 0.01, "p = %g m: mass %.5g kg, rho0 V = %.5g kg",
+                  sizes[r], st.mass, m0);
+        firn_world_destroy(w);
+    }
 }
