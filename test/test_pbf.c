@@ -503,7 +503,7 @@ static double float_fraction(int sphere, float rho, float p, float a, float L, f
  * matrix of docs/VALIDATION.md, "PBD liquid buoyancy", was within 2 %)
  * and the last bobbing; without the bodies' ghosts the box floated at
  * 0.66 (+32 %), with ghosts on a bare half-space at 0.43 (-14 %). */
-Test(pbf_buoyancy, box_and_sphere_float_at_archimedes_depth, .timeout = 300)
+Test(pbf_buoyancy, box_and_sphere_float_at_archimedes_depth, .timeout = 900)
 {
     const double box = float_fraction(0, 500.0f, 0.015f, 0.1f, 0.24f, 0.12f, 1.6);
     const double ball = float_fraction(1, 300.0f, 0.015f, 0.1f, 0.24f, 0.12f, 1.6);
