@@ -240,8 +240,7 @@ static inline FIRN_HD void firn_pbf_delta(int i, const firn_pbd_params *P,
  * the particle moves by dx_b = firn_pbf_body_dx for body b, so its
  * momentum, (x - x0) / dt at the end of the substep, changes by
  * m_i dx_b / dt, and the body receives the opposite, -m_i dx_b / dt, at
- * x_i (the line of action along the normal through the surface point) into
- * acc[nb][FIRN_RIGID_ACC] for its next step. Nothing for pinned or
+ * x_i, into acc[nb][FIRN_RIGID_ACC] for its next step. Nothing for pinned or
  * non-liquid particles. */
 static inline FIRN_HD void firn_pbf_body_react(int i, const firn_pbd_params *P,
                                                const firn_pbd_material *mats, firn_pbd_particles s,
