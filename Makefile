@@ -201,6 +201,16 @@ emu-check: emu
 gpu-rehearsal: emu
 	bash bench/rehearsal.sh
 
+# Rigid bodies floating on PBD liquid (position based fluids) against
+# Archimedes (test/validate_pbf_buoyancy.py, docs/VALIDATION.md "PBD liquid
+# buoyancy"; not in CI): box, sphere and cylinder at relative densities 0.3,
+# 0.5, 0.7, a few minutes a case on 2 cores. VALIDATE_PBF_BUOYANCY_ARGS passes
+# options (--ps, --shapes, --densities, --frames, --average, --viscosity).
+.PHONY: validate-pbf-buoyancy
+validate-pbf-buoyancy: $(BUILD)/firn
+	python3 test/validate_pbf_buoyancy.py --firn $(BUILD)/firn \
+	    --out $(BUILD)/validate_pbf_buoyancy $(VALIDATE_PBF_BUOYANCY_ARGS)
+
 # Granular column collapses on the CPU path against Lube et al.'s laws
 # (test/validate_sand.py, docs/VALIDATION.md; not in CI). Coarse (8 cells
 # across the column): about a minute on 2 cores; FINE=1 adds 16 cells (8 times

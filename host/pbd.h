@@ -109,8 +109,12 @@ extern const firn_solver firn_pbd_solver;
 void firn_pbd_cpu_sweep(const firn_pbd_constraints *C, int bend, float dt, firn_pbd_particles s);
 /* CPU path: the particle passes of a substep after the constraints (the
  * neighbour grid, the density and viscosity iterations, contact),
- * docs/PHYSICS.md s10.5. */
-void firn_pbd_cpu_particle_passes(firn_pbd *S);
+ * docs/PHYSICS.md s10.8. The nb bodies' surfaces take part in the density
+ * constraint (firn_pbf_body), their reactions summed per chunk of
+ * FIRN_COUPLE_CHUNK particles into chunk_acc (one slot of
+ * nb * FIRN_RIGID_ACC per chunk) and then into acc; nb = 0: none. */
+void firn_pbd_cpu_particle_passes(firn_pbd *S, const firn_rigid *bodies, int nb, double *chunk_acc,
+                                  double *acc);
 
 #ifdef __cplusplus
 }

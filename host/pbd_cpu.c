@@ -36,12 +36,36 @@ static void apply(firn_pbd *S)
         firn_pbd_apply(i, S->s);
 }
 
+/* The bodies' reaction to their ghosts in the density correction
+ * (firn_pbf_body_react), as PBD-rigid's: each chunk of particles sums it in
+ * particle order into its own slot of chunk_acc, the slots are added into
+ * acc in chunk order, so the sum is the same for any thread count. */
+static void body_reaction(firn_pbd *S, const firn_rigid *bodies, int nb, double *chunk_acc,
+                          double *acc)
+{
+    const int n = S->n, stride = nb * FIRN_RIGID_ACC;
+    const long long chunks = ((long long)n + FIRN_COUPLE_CHUNK - 1) / FIRN_COUPLE_CHUNK;
+#pragma omp parallel for schedule(static)
+    for (long long ch = 0; ch < chunks; ch++) {
+        double *a = chunk_acc + ch * stride;
+        for (int k = 0; k < stride; k++)
+            a[k] = 0.0;
+        const int end = (int)((ch + 1) * FIRN_COUPLE_CHUNK < n ? (ch + 1) * FIRN_COUPLE_CHUNK : n);
+        for (int i = (int)(ch * FIRN_COUPLE_CHUNK); i < end; i++)
+            firn_pbf_body_react(i, &S->P, S->mats, S->s, bodies, nb, a);
+    }
+    for (long long ch = 0; ch < chunks; ch++)
+        for (int k = 0; k < stride; k++)
+            acc[k] += chunk_acc[ch * stride + k];
+}
+
 /* Genesis's order (GENESIS s3.4, steps 6-9): the density iterations
  * (lambda, then the correction, then apply), the viscosity iterations, one
  * contact pass; the neighbour grid rebuilt from the current positions
  * before each pass that walks it, so that every pair within h finds each
  * other from both sides (docs/PHYSICS.md s10.5). */
-void firn_pbd_cpu_particle_passes(firn_pbd *S)
+void firn_pbd_cpu_particle_passes(firn_pbd *S, const firn_rigid *bodies, int nb, double *chunk_acc,
+                                  double *acc)
 {
     const int n = S->n;
     const firn_pbd_params *P = &S->P;
@@ -49,10 +73,12 @@ void firn_pbd_cpu_particle_passes(firn_pbd *S)
         firn_nbr_cpu_build(&P->nb, &S->G, S->s.x, n, S->cell_count);
 #pragma omp parallel for schedule(static)
         for (int i = 0; i < n; i++)
-            firn_pbf_lambda(i, P, S->mats, S->s, S->G);
+            firn_pbf_lambda(i, P, S->mats, S->s, S->G, bodies, nb);
 #pragma omp parallel for schedule(static)
         for (int i = 0; i < n; i++)
-            firn_pbf_delta(i, P, S->mats, S->s, S->G);
+            firn_pbf_delta(i, P, S->mats, S->s, S->G, bodies, nb);
+        if (nb > 0)
+            body_reaction(S, bodies, nb, chunk_acc, acc);
         apply(S);
     }
     for (int it = 0; it < S->viscosity_iterations; it++) {
@@ -92,7 +118,9 @@ static void pbd_pre_coupling(firn_world *w)
     const double t1 = omp_get_wtime();
     w->prof.pbd_constraints += t1 - t0;
     if (S->particle_passes) {
-        firn_pbd_cpu_particle_passes(S);
+        /* the rigid step has run: the bodies stand where the couple phase finds them */
+        const int nb = w->coupler.pbd_rigid ? w->n_rigids : 0;
+        firn_pbd_cpu_particle_passes(S, w->rigids, nb, w->pbd_chunk_acc, w->rigid_acc);
         w->prof.pbd_particles += omp_get_wtime() - t1;
     }
 }

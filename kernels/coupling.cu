@@ -18,6 +18,7 @@
 
 #include "coupling.cuh"
 #include "firn_cpic.h"
+#include "firn_pbf.h"
 #include "fem.cuh"
 #include "firn_tool.h"
 #include "pbd.cuh"
@@ -178,10 +179,35 @@ int firn_cuda_queue_pbd_rigid(const firn_pbd_view *V, const firn_rigid *bodies, 
     return 0;
 }
 
+/* One thread per PBD particle (firn_pbf_body_react: reads only), the
+ * reaction in local memory per thread. No early return: every lane
+ * reaches the shuffles. */
+static __global__ void pbf_rigid(firn_pbd_view V, const firn_rigid *bodies, int nb, double *acc)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    double a[FIRN_MAX_RIGIDS * FIRN_RIGID_ACC];
+    for (int k = 0; k < nb * FIRN_RIGID_ACC; k++)
+        a[k] = 0.0;
+    if (i < V.s.n)
+        firn_pbf_body_react(i, &V.P, V.mats, V.s, bodies, nb, a);
+    warp_add_reaction(a, nb, acc);
+}
+
+int firn_cuda_queue_pbf_rigid(const firn_pbd_view *V, const firn_rigid *bodies, int nb, double *acc,
+                              cudaStream_t st, firn_error *err)
+{
+    const unsigned blocks = (unsigned)((V->s.n + FIRN_BLOCK - 1) / FIRN_BLOCK);
+    if (blocks == 0 || nb <= 0)
+        return 0;
+    FIRN_LAUNCH(pbf_rigid, blocks, FIRN_BLOCK, 0, st, *V, bodies, nb, acc);
+    FIRN_CUDA_CHECK_LAUNCH("pbf_rigid", st, err);
+    return 0;
+}
+
 int firn_cuda_pbd_coupling_local_bytes(size_t *bytes, firn_error *err)
 {
-    const void *const kernels[] = {(const void *)pbd_rigid};
-    return firn_cuda_local_bytes(kernels, 1, bytes, err);
+    const void *const kernels[] = {(const void *)pbd_rigid, (const void *)pbf_rigid};
+    return firn_cuda_local_bytes(kernels, 2, bytes, err);
 }
 
 /* ---- FEM-Rigid --------------------------------------------------------------- */

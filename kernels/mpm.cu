@@ -1416,7 +1416,8 @@ static int queue_substep(firn_world *w, const firn_params *P, unsigned substep, 
             FIRN_CUDA_CHECK(cudaEventRecord(s->ev[k], s->stream), err);
     }
     if (w->pbd.cuda) {
-        if (firn_cuda_pbd_queue_pre(w->pbd.cuda, &w->pbd, s->stream,
+        if (firn_cuda_pbd_queue_pre(w->pbd.cuda, &w->pbd, s->rigids, s->pbd_rigid ? s->n_rigids : 0,
+                                    s->rigid_acc, s->stream,
                                     timed ? s->ev[EV_PBD_CONSTRAINTS] : NULL, err))
             return FIRN_CUDA_FAILED;
     } else if (timed) {

@@ -90,19 +90,21 @@ static __global__ void pbd_bend(firn_pbd_constraints B, int k0, int k1, float dt
 }
 
 static __global__ void pbf_lambda(firn_pbd_params P, const firn_pbd_material *mats,
-                                  firn_pbd_particles s, firn_nbr_grid G)
+                                  firn_pbd_particles s, firn_nbr_grid G, const firn_rigid *bodies,
+                                  int nb)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < s.n)
-        firn_pbf_lambda(i, &P, mats, s, G);
+        firn_pbf_lambda(i, &P, mats, s, G, bodies, nb);
 }
 
 static __global__ void pbf_delta(firn_pbd_params P, const firn_pbd_material *mats,
-                                 firn_pbd_particles s, firn_nbr_grid G)
+                                 firn_pbd_particles s, firn_nbr_grid G, const firn_rigid *bodies,
+                                 int nb)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < s.n)
-        firn_pbf_delta(i, &P, mats, s, G);
+        firn_pbf_delta(i, &P, mats, s, G, bodies, nb);
 }
 
 static __global__ void pbf_viscosity(firn_pbd_params P, const firn_pbd_material *mats,
@@ -201,16 +203,24 @@ static int queue_sweep(const firn_pbd_constraints *C, const firn_pbd_constraints
 /* The particle passes (host/pbd_cpu.c firn_pbd_cpu_particle_passes): the
  * density iterations, the viscosity iterations, contact, each pass on a
  * grid rebuilt from the current positions. */
-static int queue_particle_passes(firn_pbd_cuda *S, const firn_pbd *H, cudaStream_t st,
-                                 firn_error *err)
+static int queue_particle_passes(firn_pbd_cuda *S, const firn_pbd *H, const firn_rigid *bodies,
+                                 int nb, double *acc, cudaStream_t st, firn_error *err)
 {
     const unsigned b = blocks_for(S->s.n);
     for (int it = 0; it < H->density_iterations; it++) {
         if (firn_cuda_nbr_queue_build(&S->N, &H->P.nb, S->s.x, st, err))
             return FIRN_CUDA_FAILED;
-        FIRN_LAUNCH(pbf_lambda, b, FIRN_PBD_BLOCK, 0, st, H->P, S->mats, S->s, S->N.G);
+        FIRN_LAUNCH(pbf_lambda, b, FIRN_PBD_BLOCK, 0, st, H->P, S->mats, S->s, S->N.G, bodies, nb);
         FIRN_CUDA_CHECK_LAUNCH("pbf_lambda", st, err);
-        QUEUE_PASS(pbf_delta);
+        FIRN_LAUNCH(pbf_delta, b, FIRN_PBD_BLOCK, 0, st, H->P, S->mats, S->s, S->N.G, bodies, nb);
+        FIRN_CUDA_CHECK_LAUNCH("pbf_delta", st, err);
+        if (nb > 0) {
+            const firn_pbd_view V = firn_cuda_pbd_view(S, &H->P);
+            if (firn_cuda_queue_pbf_rigid(&V, bodies, nb, acc, st, err))
+                return FIRN_CUDA_FAILED;
+        }
+        FIRN_LAUNCH(pbd_apply, b, FIRN_PBD_BLOCK, 0, st, S->s);
+        FIRN_CUDA_CHECK_LAUNCH("pbd_apply", st, err);
     }
     for (int it = 0; it < H->viscosity_iterations; it++) {
         if (firn_cuda_nbr_queue_build(&S->N, &H->P.nb, S->s.x, st, err))
@@ -223,8 +233,8 @@ static int queue_particle_passes(firn_pbd_cuda *S, const firn_pbd *H, cudaStream
     return 0;
 }
 
-int firn_cuda_pbd_queue_pre(firn_pbd_cuda *S, const firn_pbd *H, cudaStream_t st, cudaEvent_t ev,
-                            firn_error *err)
+int firn_cuda_pbd_queue_pre(firn_pbd_cuda *S, const firn_pbd *H, const firn_rigid *bodies, int nb,
+                            double *acc, cudaStream_t st, cudaEvent_t ev, firn_error *err)
 {
     FIRN_LAUNCH(pbd_predict, blocks_for(S->s.n), FIRN_PBD_BLOCK, 0, st, H->P, S->mats, S->s);
     FIRN_CUDA_CHECK_LAUNCH("pbd_predict", st, err);
@@ -242,7 +252,7 @@ int firn_cuda_pbd_queue_pre(firn_pbd_cuda *S, const firn_pbd *H, cudaStream_t st
             return FIRN_CUDA_FAILED;
     if (ev)
         FIRN_CUDA_CHECK(cudaEventRecord(ev, st), err);
-    if (H->particle_passes && queue_particle_passes(S, H, st, err))
+    if (H->particle_passes && queue_particle_passes(S, H, bodies, nb, acc, st, err))
         return FIRN_CUDA_FAILED;
     return 0;
 }

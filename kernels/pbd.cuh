@@ -25,8 +25,8 @@ typedef struct {
  * particles, the particle passes (the neighbour grid, the density and
  * viscosity iterations, contact). H is the host solver: parameters (dt
  * set), iteration counts and colour ranges. */
-int firn_cuda_pbd_queue_pre(struct firn_pbd_cuda *S, const firn_pbd *H, cudaStream_t st,
-                            cudaEvent_t ev, firn_error *err);
+int firn_cuda_pbd_queue_pre(struct firn_pbd_cuda *S, const firn_pbd *H, const firn_rigid *bodies,
+                            int nb, double *acc, cudaStream_t st, cudaEvent_t ev, firn_error *err);
 /* Post-coupling: v = (x - x0) / dt and the box; non-finite particles
  * recorded in the PBD word (substep of the call, particle index). */
 int firn_cuda_pbd_queue_post(struct firn_pbd_cuda *S, const firn_pbd *H, unsigned substep,
@@ -56,6 +56,11 @@ int firn_cuda_queue_pbd_rigid(const firn_pbd_view *V, const firn_rigid *bodies, 
                               cudaStream_t st, firn_error *err);
 /* Raises *bytes to the most local memory one thread of the PBD-rigid
  * kernel uses (as firn_cuda_coupling_local_bytes). */
+/* One thread per PBD particle: the bodies' reaction to their ghosts in the
+ * density correction (firn_pbf_body_react), between the correction and its
+ * apply pass, reduced per warp into acc. */
+int firn_cuda_queue_pbf_rigid(const firn_pbd_view *V, const firn_rigid *bodies, int nb, double *acc,
+                              cudaStream_t st, firn_error *err);
 int firn_cuda_pbd_coupling_local_bytes(size_t *bytes, firn_error *err);
 
 #endif
