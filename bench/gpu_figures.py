@@ -159,7 +159,7 @@ def ncu_figure(path):
 
 
 EMU_FIELDS = ["kernel", "runs", "blocks", "threads", "shared_atomics", "global_atomics",
-              "vector_atomics"]
+              "vector_atomics", "warp_shared_atomics", "shared_rounds", "shared_wavefronts"]
 
 
 def emu_counts(path):
@@ -188,8 +188,15 @@ def emu_figure(path):
         # P2G-like kernels run once a substep over every particle: the
         # atomics per particle and launch.
         if particles and t["runs"]:
-            for f in ("shared_atomics", "global_atomics", "vector_atomics"):
+            for f in ("shared_atomics", "global_atomics", "vector_atomics", "warp_shared_atomics",
+                      "shared_rounds", "shared_wavefronts"):
                 k[f + "_per_particle_launch"] = t[f] / (particles * t["runs"])
+        # The shared atomics' modelled passes and wavefronts per warp
+        # instruction (test/emu/runtime.cpp): 1 when no lanes collide.
+        if t["warp_shared_atomics"]:
+            k["shared_rounds_per_instruction"] = t["shared_rounds"] / t["warp_shared_atomics"]
+            k["shared_wavefronts_per_instruction"] = (t["shared_wavefronts"] /
+                                                      t["warp_shared_atomics"])
         kernels.append(k)
     return {"emulated": True, "particles": particles, "kernels": kernels}
 
@@ -351,15 +358,22 @@ def report(args):
         md.append("")
         md.append("### Emulator's counts (atomics issued per particle and launch)")
         md.append("")
-        md.append("| step | kernel | runs | shared | global scalar | global vector |")
-        md.append("| ---: | --- | ---: | ---: | ---: | ---: |")
+        md.append("Shared atomics as warp instructions, modelled: passes of the compare-and-swap "
+                  "loop (rounds) and wavefronts per instruction, 1 when no lanes collide.")
+        md.append("")
+        md.append("| step | kernel | runs | shared | global scalar | global vector | "
+                  "shared warp instr. | rounds/instr. | wavefronts/instr. |")
+        md.append("| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
         for s, k in emu:
             if not (k.get("shared_atomics") or k.get("global_atomics") or k.get("vector_atomics")):
                 continue
             md.append(f"| {s['index']} | {k['kernel']} | {k['runs']} | "
                       f"{fmt(k.get('shared_atomics_per_particle_launch'))} | "
                       f"{fmt(k.get('global_atomics_per_particle_launch'))} | "
-                      f"{fmt(k.get('vector_atomics_per_particle_launch'))} |")
+                      f"{fmt(k.get('vector_atomics_per_particle_launch'))} | "
+                      f"{fmt(k.get('warp_shared_atomics_per_particle_launch'))} | "
+                      f"{fmt(k.get('shared_rounds_per_instruction'))} | "
+                      f"{fmt(k.get('shared_wavefronts_per_instruction'))} |")
     with open(args.markdown, "w") as f:
         f.write("\n".join(md) + "\n")
     return 0

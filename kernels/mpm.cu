@@ -515,10 +515,16 @@ static __device__ int key_tile_slot(int key)
            cell % FIRN_BIN;
 }
 
+/* The tile is struct-of-arrays, tile[q T^3 + node] for the node's four
+ * floats q (momentum, mass): at one atomic, lanes on neighbouring nodes
+ * hit neighbouring words (different banks), where four floats per node put
+ * lanes one node apart four banks apart (a 4-way bank conflict over 32
+ * lanes on 8 consecutive nodes). */
 template <int T> static __device__ void tile_flush(const float *tile, const int o[3], firn_grid g)
 {
     for (int t = threadIdx.x; t < T * T * T; t += blockDim.x) {
-        const float *q = tile + 4 * t;
+        const float q[4] = {tile[t], tile[T * T * T + t], tile[2 * T * T * T + t],
+                            tile[3 * T * T * T + t]};
         if (q[3] == 0.0f) /* no particle's stencil reached it (or outside the grid) */
             continue;
         float *d =
@@ -526,6 +532,41 @@ template <int T> static __device__ void tile_flush(const float *tile, const int 
         firn_atomic_add_node(d, q, FIRN_NODE_GLOBAL);
     }
 }
+
+/* A particle's scatter into the tile (firn_p2g_scatter_into's values, the
+ * tile's layout above), its stencil's corner node at slot t. */
+template <int T>
+static __device__ void tile_scatter(const firn_params *P, float *tile, int t,
+                                    const firn_p2g_state *st)
+{
+    firn_vec3 col[3];
+    const firn_vec3 m0 = firn_p2g_middle(P, st, col);
+    for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 3; b++)
+            for (int c = 0; c < 3; c++) {
+                float v[4];
+                firn_p2g_node_value(st, m0, col, a, b, c, v);
+                const int node = t + (a * T + b) * T + c;
+                for (int q = 0; q < 4; q++)
+                    atomicAdd(tile + q * T * T * T + node, v[q]);
+            }
+}
+
+/* Which of a bin's n particles (sorted by cell, about 8 a cell in dense
+ * sand) thread j of the bin's loop takes: the lanes of a warp take
+ * particles ceil(n / 32) apart in the order (lane l runs through its own
+ * run of them), so that at each atomic they are in different cells and hit
+ * different tile nodes. Consecutive lanes on consecutive particles put the
+ * ~8 of a cell on the same 27 nodes at once, and a shared float atomic,
+ * a compare-and-swap loop, passes once per lane on an address. -1: past
+ * the bin's end (the last run is short). Threads run j up to
+ * bin_lanes(n). */
+static __device__ int bin_lane_particle(int j, int n)
+{
+    const int run = (n + 31) / 32, k = (j % 32) * run + j / 32;
+    return k < n ? k : -1;
+}
+static __device__ int bin_lanes(int n) { return 32 * ((n + 31) / 32); }
 
 /* Binned P2G: one thread block per bin. Its threads run the constitutive
  * update of the bin's particles (firn_p2g_prepare, as p2g) and scatter into
@@ -537,8 +578,12 @@ template <int T> static __device__ void tile_flush(const float *tile, const int 
  * of one per particle. On dense sand (8 particles a cell, 512 a bin) that
  * is 0.4 global atomics a particle (1.7 scalar ones before sm_90) instead
  * of atomic P2G's 27 (108), and the particles of one bin read neighbouring
- * grid lines. Empty bins return at once. */
-static __global__ void __launch_bounds__(FIRN_BIN_THREADS)
+ * grid lines. Empty bins return at once. The lanes of a warp take
+ * particles of different cells (bin_lane_particle). At least six blocks a
+ * multiprocessor: 80 registers, no spills (nvcc 13, sm_90); without the
+ * bound the lane order's indexing took it to 96 and five blocks
+ * (docs/BENCH.md, "Shared-atomic conflicts"). */
+static __global__ void __launch_bounds__(FIRN_BIN_THREADS, 6)
     p2g_binned(firn_params P, const firn_material *mats, firn_particles p, firn_grid g,
                firn_mpm_bins b)
 {
@@ -550,12 +595,14 @@ static __global__ void __launch_bounds__(FIRN_BIN_THREADS)
     bin_origin(b, bin, o);
     tile_clear<FIRN_TILE>(tile);
     __syncthreads();
-    for (int k = lo + threadIdx.x; k < hi; k += blockDim.x) {
-        const firn_p2g_state st = firn_p2g_prepare(b.order[k], &P, mats, p);
+    for (int j = threadIdx.x; j < bin_lanes(hi - lo); j += blockDim.x) {
+        const int k = bin_lane_particle(j, hi - lo);
+        if (k < 0)
+            continue;
+        const firn_p2g_state st = firn_p2g_prepare(b.order[lo + k], &P, mats, p);
         const int t = firn_tile_slot(&st.s, o, FIRN_TILE);
         if (t >= 0)
-            firn_p2g_scatter_into(&P, tile + 4 * t, 4 * FIRN_TILE * FIRN_TILE, 4 * FIRN_TILE, &st,
-                                  0u, FIRN_NODE_SHARED);
+            tile_scatter<FIRN_TILE>(&P, tile, t, &st);
         else /* a stencil corner outside the bin its key names (bin_keys) */
             firn_p2g_scatter_nodes(&P, g, &st, 0u);
     }
@@ -633,7 +680,8 @@ static __global__ void __launch_bounds__(FIRN_BIN_THREADS)
                                 v[q] += w;
                         }
                         if (head && into)
-                            atomicAdd(tile + 4 * (t + (a * FIRN_TILE + bb) * FIRN_TILE + c) + q,
+                            atomicAdd(tile + q * FIRN_TILE * FIRN_TILE * FIRN_TILE +
+                                          (t + (a * FIRN_TILE + bb) * FIRN_TILE + c),
                                       v[q]);
                     }
                 }
@@ -669,16 +717,18 @@ static __global__ void __launch_bounds__(FIRN_BIN_THREADS)
         o[a] -= 1; /* the tile starts a cell below the bin */
     tile_clear<FIRN_FTILE>(tile);
     __syncthreads();
-    for (int k = lo + threadIdx.x; k < hi; k += blockDim.x) {
-        const int i = b.order[k];
+    for (int j = threadIdx.x; j < bin_lanes(hi - lo); j += blockDim.x) {
+        const int k = bin_lane_particle(j, hi - lo);
+        if (k < 0)
+            continue;
+        const int i = b.order[lo + k];
         int nonfinite;
         const firn_p2g_state st = firn_g2p2g_particle(i, &P, mats, p, from, &nonfinite);
         if (nonfinite)
             atomicMin(bad, firn_cuda_bad_word(substep, i));
         const int t = firn_tile_slot(&st.s, o, FIRN_FTILE);
         if (t >= 0)
-            firn_p2g_scatter_into(&P, tile + 4 * t, 4 * FIRN_FTILE * FIRN_FTILE, 4 * FIRN_FTILE,
-                                  &st, 0u, FIRN_NODE_SHARED);
+            tile_scatter<FIRN_FTILE>(&P, tile, t, &st);
         else
             firn_p2g_scatter_nodes(&P, to, &st, 0u);
     }

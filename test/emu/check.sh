@@ -55,6 +55,16 @@ cub_selftest() {
         build/emu/cub_selftest
 }
 step "CUB stand-ins (test/emu/cub_selftest.cu)" cub_selftest
+# The model of shared atomics' conflicts (FIRN_EMU_PROFILE) on patterns
+# whose passes and wavefronts are known by hand.
+conflict_selftest() {
+    "${CXX:-g++}" -std=c++17 -x c++ -O2 -g -fsanitize=address,undefined \
+        -fno-sanitize-recover=undefined -fno-omit-frame-pointer -Wall -Wextra -DFIRN_EMU \
+        -Itest/emu -include cuda_runtime.h test/emu/conflict_selftest.cu -x none \
+        build/emu/test/emu/runtime.o -lpthread -o build/emu/conflict_selftest &&
+        build/emu/conflict_selftest
+}
+step "shared-atomic conflict model (test/emu/conflict_selftest.cu)" conflict_selftest
 # A compare also fails here when a CUDA graph capture failed and the run
 # fell back to kernel-by-kernel launches (firn_graph_mode auto).
 compare_scene() {

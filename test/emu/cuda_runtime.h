@@ -212,13 +212,17 @@ static constexpr int warpSize = 32;
 
 /* Stops the process, naming the kernel being run, when p is not inside a
  * live device allocation (an atomic on host memory, or on freed memory). */
-void firn_emu_check_device_pointer(const void *p, size_t bytes, const char *what);
+/* file and line: the atomic's call site in the kernel source, by which
+ * FIRN_EMU_PROFILE groups a warp's lanes into one instruction (the k-th
+ * atomic each lane issues at one site). */
+void firn_emu_check_device_pointer(const void *p, size_t bytes, const char *what, const char *file,
+                                   int line);
 
 template <typename T, typename F>
-static inline T firn_emu_atomic_rmw(T *addr, F f, const char *what)
+static inline T firn_emu_atomic_rmw(T *addr, F f, const char *what, const char *file, int line)
 {
     static_assert(sizeof(T) == 4 || sizeof(T) == 8, "atomics on 4 or 8 bytes");
-    firn_emu_check_device_pointer(addr, sizeof(T), what);
+    firn_emu_check_device_pointer(addr, sizeof(T), what, file, line);
     using W = typename std::conditional<sizeof(T) == 4, uint32_t, uint64_t>::type;
     W *w = reinterpret_cast<W *>(addr);
     W old_bits = __atomic_load_n(w, __ATOMIC_RELAXED);
@@ -234,44 +238,55 @@ static inline T firn_emu_atomic_rmw(T *addr, F f, const char *what)
     }
 }
 
-template <typename T> static inline T atomicAdd(T *addr, T value)
+template <typename T>
+static inline T atomicAdd(T *addr, T value, const char *file = __builtin_FILE(),
+                          int line = __builtin_LINE())
 {
     return firn_emu_atomic_rmw(
-        addr, [value](T a) { return a + value; }, "atomicAdd");
+        addr, [value](T a) { return a + value; }, "atomicAdd", file, line);
 }
 /* sm_90's vector atomic: each component added atomically on its own (as
  * CUDA documents it, not one 16-byte transaction), on global memory only,
  * at a 16-byte aligned address; anything else stops the process. */
 void firn_emu_check_global_vector(const void *p, size_t bytes, const char *what);
-static inline float4 atomicAdd(float4 *addr, float4 value)
+static inline float4 atomicAdd(float4 *addr, float4 value, const char *file = __builtin_FILE(),
+                               int line = __builtin_LINE())
 {
     firn_emu_check_global_vector(addr, sizeof(float4), "atomicAdd(float4)");
     float4 old;
-    old.x = atomicAdd(&addr->x, value.x);
-    old.y = atomicAdd(&addr->y, value.y);
-    old.z = atomicAdd(&addr->z, value.z);
-    old.w = atomicAdd(&addr->w, value.w);
+    old.x = atomicAdd(&addr->x, value.x, file, line);
+    old.y = atomicAdd(&addr->y, value.y, file, line);
+    old.z = atomicAdd(&addr->z, value.z, file, line);
+    old.w = atomicAdd(&addr->w, value.w, file, line);
     return old;
 }
-template <typename T> static inline T atomicMin(T *addr, T value)
+template <typename T>
+static inline T atomicMin(T *addr, T value, const char *file = __builtin_FILE(),
+                          int line = __builtin_LINE())
 {
     return firn_emu_atomic_rmw(
-        addr, [value](T a) { return value < a ? value : a; }, "atomicMin");
+        addr, [value](T a) { return value < a ? value : a; }, "atomicMin", file, line);
 }
-template <typename T> static inline T atomicMax(T *addr, T value)
+template <typename T>
+static inline T atomicMax(T *addr, T value, const char *file = __builtin_FILE(),
+                          int line = __builtin_LINE())
 {
     return firn_emu_atomic_rmw(
-        addr, [value](T a) { return value > a ? value : a; }, "atomicMax");
+        addr, [value](T a) { return value > a ? value : a; }, "atomicMax", file, line);
 }
-template <typename T> static inline T atomicExch(T *addr, T value)
+template <typename T>
+static inline T atomicExch(T *addr, T value, const char *file = __builtin_FILE(),
+                           int line = __builtin_LINE())
 {
     return firn_emu_atomic_rmw(
-        addr, [value](T) { return value; }, "atomicExch");
+        addr, [value](T) { return value; }, "atomicExch", file, line);
 }
-template <typename T> static inline T atomicCAS(T *addr, T compare, T value)
+template <typename T>
+static inline T atomicCAS(T *addr, T compare, T value, const char *file = __builtin_FILE(),
+                          int line = __builtin_LINE())
 {
     return firn_emu_atomic_rmw(
-        addr, [compare, value](T a) { return a == compare ? value : a; }, "atomicCAS");
+        addr, [compare, value](T a) { return a == compare ? value : a; }, "atomicCAS", file, line);
 }
 
 /* A load through the read-only data cache: device memory only, aligned to

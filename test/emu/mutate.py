@@ -126,10 +126,15 @@ PLANTS = [
      "        if (g->after) {",
      "        if (g->after) {",
      "test:gpu*/graphs*"),
-    ("tile-vector-atomic", "binned P2G scatters into its shared-memory tile with sm_90's vector "
-     "atomic, which takes global memory only", "kernels/mpm.cu",
-     "0u, FIRN_NODE_SHARED);\n        else /*",
-     "0u, FIRN_NODE_GLOBAL);\n        else /*",
+    ("tile-soa-stride", "binned P2G's struct-of-arrays tile: a node's components T^2 floats "
+     "apart, not T^3 (they overlap the next rows' nodes)", "kernels/mpm.cu",
+     "atomicAdd(tile + q * T * T * T + node, v[q]);",
+     "atomicAdd(tile + q * T * T + node, v[q]);",
+     "test:gpu/*"),
+    ("lane-order-short", "binned P2G's lane order (runs of floor(n / 32)) drops the last n mod 32 particles "
+     "of every bin of 32 or more", "kernels/mpm.cu",
+     "const int run = (n + 31) / 32, k = (j % 32) * run + j / 32;",
+     "const int run = n / 32 > 0 ? n / 32 : 1, k = (j % 32) * run + j / 32;",
      "test:gpu/*"),
     ("node-load-stride", "G2P reads a stencil row's nodes 3 floats apart, not 4",
      "include/firn_mpm.h",

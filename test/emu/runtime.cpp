@@ -508,10 +508,26 @@ struct fiber {
 #endif
 };
 
+/* FIRN_EMU_PROFILE: how many shared atomics a thread has issued at one
+ * call site, and one such atomic as its block records it. */
+struct site_count {
+    const char *file;
+    int line;
+    unsigned count;
+};
+struct shared_event {
+    const char *file;
+    int line;
+    unsigned k; /* the thread's k-th atomic at this site */
+    int warp, lane;
+    uintptr_t addr;
+};
+
 struct cuda_thread {
     firn_emu_thread ctx;
     thread_state state;
     fiber *f;
+    std::vector<site_count> sites; /* FIRN_EMU_PROFILE only */
     /* at a warp collective */
     unsigned mask;
     firn_emu_warp_op op;
@@ -534,10 +550,11 @@ struct scheduler {
     std::vector<fiber *> idle;
     std::vector<cuda_thread> threads;
     int next_unstarted = 0, n = 0;
-    int done = 0, at_block = 0;    /* threads exited, waiting at __syncthreads */
-    std::vector<int> warp_arrived; /* lanes waiting at a warp collective, per warp */
-    std::vector<int> warps_ready;  /* warps whose collective every lane of the mask reached */
-    std::vector<int> run_queue;    /* released threads, to resume */
+    int done = 0, at_block = 0;       /* threads exited, waiting at __syncthreads */
+    std::vector<int> warp_arrived;    /* lanes waiting at a warp collective, per warp */
+    std::vector<int> warps_ready;     /* warps whose collective every lane of the mask reached */
+    std::vector<int> run_queue;       /* released threads, to resume */
+    std::vector<shared_event> events; /* this block's shared atomics (FIRN_EMU_PROFILE) */
     kernel_exec *exec = NULL;
     fiber *returned = NULL; /* the fiber that just switched back */
     bool returned_idle = false;
@@ -550,10 +567,24 @@ static thread_local scheduler *t_sched;
  * gpu-rehearsal reads them: which kernels a run launched, and the atomics a
  * P2G variant issues per particle). An atomic is counted once however often
  * the emulator's compare-and-swap retried it: these count instructions
- * issued, not a GPU's replays. */
+ * issued, not a GPU's replays.
+ *
+ * The shared-memory atomics are also modelled as a warp issues them
+ * (shared_conflicts below): the lanes of one warp that issue their k-th
+ * atomic at one call site (kernel file and line) form one warp
+ * instruction. A float atomic on shared memory is a compare-and-swap loop
+ * on sm_80 and sm_90, and of the lanes on one address one succeeds per
+ * pass, so the instruction takes as many passes (rounds) as the most lanes
+ * on one address; each pass's access of the lanes still pending costs as
+ * many wavefronts as the most distinct addresses in one of the 32 four-byte
+ * banks (a bank conflict; lanes on one address are a broadcast). Columns:
+ * warp_shared (warp instructions), shared_rounds (passes, summed),
+ * shared_wavefronts (summed over passes). An uncontended instruction is
+ * one round and one wavefront. */
 struct kernel_counts {
     std::atomic<unsigned long long> runs{0}, blocks{0}, threads{0}, shared_atomics{0},
-        global_atomics{0}, vector_atomics{0};
+        global_atomics{0}, vector_atomics{0}, warp_shared{0}, shared_rounds{0},
+        shared_wavefronts{0};
 };
 static std::mutex &g_profile_lock = *new std::mutex;
 static std::map<std::string, kernel_counts *> &g_profile =
@@ -569,9 +600,10 @@ static void write_profile()
     for (const auto &kv : g_profile) {
         const kernel_counts *c = kv.second;
         /* A vector atomic's four components each passed the scalar count. */
-        fprintf(f, "%s\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\n", kv.first.c_str(), c->runs.load(),
-                c->blocks.load(), c->threads.load(), c->shared_atomics.load(),
-                c->global_atomics.load() - 4 * c->vector_atomics.load(), c->vector_atomics.load());
+        fprintf(f, "%s\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\n", kv.first.c_str(),
+                c->runs.load(), c->blocks.load(), c->threads.load(), c->shared_atomics.load(),
+                c->global_atomics.load() - 4 * c->vector_atomics.load(), c->vector_atomics.load(),
+                c->warp_shared.load(), c->shared_rounds.load(), c->shared_wavefronts.load());
     }
     fclose(f);
 }
@@ -805,6 +837,54 @@ static int resolve_warp(scheduler *s, int w)
     return 1;
 }
 
+/* A block's shared atomics as warp instructions (kernel_counts): rounds
+ * and wavefronts of each. */
+static void count_shared_conflicts(std::vector<shared_event> &ev, kernel_counts *c)
+{
+    std::sort(ev.begin(), ev.end(), [](const shared_event &a, const shared_event &b) {
+        if (a.warp != b.warp)
+            return a.warp < b.warp;
+        if (a.file != b.file)
+            return std::less<const char *>()(a.file, b.file);
+        if (a.line != b.line)
+            return a.line < b.line;
+        if (a.k != b.k)
+            return a.k < b.k;
+        return a.addr < b.addr;
+    });
+    unsigned long long warps = 0, rounds = 0, wavefronts = 0;
+    for (size_t i = 0; i < ev.size();) {
+        size_t j = i;
+        while (j < ev.size() && ev[j].warp == ev[i].warp && ev[j].file == ev[i].file &&
+               ev[j].line == ev[i].line && ev[j].k == ev[i].k)
+            j++;
+        /* lanes i..j-1, sorted by address: each distinct address and its lanes */
+        uintptr_t addr[32];
+        int lanes[32], d = 0, most = 0;
+        for (size_t k = i; k < j; k++) {
+            if (d == 0 || ev[k].addr != addr[d - 1]) {
+                if (d == 32)
+                    fatal("more than 32 lanes in one warp instruction at %s:%d", ev[i].file,
+                          ev[i].line);
+                addr[d] = ev[k].addr, lanes[d++] = 0;
+            }
+            most = std::max(most, ++lanes[d - 1]);
+        }
+        for (int r = 0; r < most; r++) {
+            int per_bank[32] = {0}, ways = 0;
+            for (int a = 0; a < d; a++)
+                if (lanes[a] > r)
+                    ways = std::max(ways, ++per_bank[(addr[a] >> 2) & 31]);
+            wavefronts += (unsigned long long)ways;
+        }
+        warps++, rounds += (unsigned long long)most;
+        i = j;
+    }
+    c->warp_shared.fetch_add(warps, std::memory_order_relaxed);
+    c->shared_rounds.fetch_add(rounds, std::memory_order_relaxed);
+    c->shared_wavefronts.fetch_add(wavefronts, std::memory_order_relaxed);
+}
+
 static void run_block(scheduler *s, kernel_exec *e, unsigned b)
 {
     const dim3 g = e->grid, bd = e->block;
@@ -826,7 +906,9 @@ static void run_block(scheduler *s, kernel_exec *e, unsigned b)
         t.ctx.grid_dim = g;
         t.state = T_UNSTARTED;
         t.f = NULL;
+        t.sites.clear();
     }
+    s->events.clear();
     for (;;) {
         /* Start the unstarted threads, in order; a fiber runs them one
          * after another until one waits. */
@@ -879,6 +961,8 @@ static void run_block(scheduler *s, kernel_exec *e, unsigned b)
               "collectives whose lanes never all arrive",
               bi.x, bi.y, bi.z, s->at_block, s->n - s->done - s->at_block);
     }
+    if (e->counts && !s->events.empty())
+        count_shared_conflicts(s->events, e->counts);
     firn_emu_current = NULL;
     s->exec = NULL;
 }
@@ -1096,12 +1180,31 @@ static kernel_counts *running_counts()
     return t_sched && t_sched->exec ? t_sched->exec->counts : NULL;
 }
 
-void firn_emu_check_device_pointer(const void *p, size_t bytes, const char *what)
+void firn_emu_check_device_pointer(const void *p, size_t bytes, const char *what, const char *file,
+                                   int line)
 {
     kernel_counts *c = running_counts();
     if (in_shared(p, bytes)) {
-        if (c)
+        if (c) {
             c->shared_atomics.fetch_add(1, std::memory_order_relaxed);
+            cuda_thread *t = current_thread();
+            unsigned k = 0;
+            bool found = false;
+            for (site_count &sc : t->sites)
+                if (sc.file == file && sc.line == line) {
+                    k = sc.count++;
+                    found = true;
+                    break;
+                }
+            if (!found)
+                t->sites.push_back(site_count{file, line, 1u});
+            const firn_emu_thread &x = t->ctx;
+            const int flat =
+                (int)(x.thread_idx.x +
+                      x.block_dim.x * (x.thread_idx.y + x.block_dim.y * x.thread_idx.z));
+            t_sched->events.push_back(
+                shared_event{file, line, k, flat / 32, flat % 32, (uintptr_t)p});
+        }
         return; /* an atomic on the block's shared memory */
     }
     if (c)
