@@ -235,6 +235,18 @@ validate-buoyancy: $(BUILD)/firn
 	python3 test/validate_buoyancy.py --firn $(BUILD)/firn --out $(BUILD)/validate_buoyancy \
 	    $(VALIDATE_BUOYANCY_ARGS)
 
+# MPM elastic and FEM bodies floating on SPH water against Archimedes
+# (test/validate_buoyancy_bodies.py, docs/VALIDATION.md "MPM and FEM bodies";
+# not in CI): both bodies, both pressure solvers, box and sphere (and an MPM
+# cylinder) at 0.3, 0.5, 0.7, 1.5 s each, one to two minutes a case on 2 cores.
+# VALIDATE_BUOYANCY_BODIES_ARGS adds options (--ps, --dx, --shapes, --densities).
+.PHONY: validate-buoyancy-bodies
+validate-buoyancy-bodies: $(BUILD)/firn
+	for body in mpm fem; do for solver in wcsph dfsph; do \
+	    python3 test/validate_buoyancy_bodies.py --firn $(BUILD)/firn --body $$body \
+	        --solver $$solver --out $(BUILD)/validate_buoyancy_bodies \
+	        $(VALIDATE_BUOYANCY_BODIES_ARGS) || exit 1; done; done
+
 # Plants physics mutations in a copy of the tree, one at a time (test/mutations.txt).
 .PHONY: mutate
 mutate:

@@ -266,8 +266,13 @@ static inline FIRN_HD void firn_fem_mpm_node(long long j, const firn_params *P, 
  * Momentum is conserved exactly; kinetic energy falls by mu |d|^2 / 2 per
  * vertex, less what averaging a particle's parts takes, so the pair never
  * adds energy. The tangential velocities are left alone (slip). A fixed
- * vertex is left alone. The cells around the box come from SPH's
- * neighbour grid, particles in sorted order. */
+ * vertex is left alone. A particle touches the surface when its centre is
+ * within its radius p / 2 of it, so only particles in the box with
+ * (x_p - x) . n < p / 2 take part (Genesis takes the whole box, out to
+ * h / 2 = p along n, which held the liquid a particle radius away from the
+ * body and floated bodies high: docs/PHYSICS.md, FEM-SPH). The cells
+ * around the box come from SPH's neighbour grid, particles in sorted
+ * order. */
 static inline FIRN_HD void firn_fem_sph_box(firn_vec3 x, const firn_sph_view *W, int lo[3],
                                             int hi[3])
 {
@@ -279,15 +284,16 @@ static inline FIRN_HD void firn_fem_sph_box(firn_vec3 x, const firn_sph_view *W,
 }
 
 /* Runs the statements given last with p, the index of each SPH particle in
- * the box of surface vertex k, in the neighbour grid's order (none for a
- * fixed vertex). */
+ * the box of surface vertex k less than p / 2 out along its normal, in the
+ * neighbour grid's order (none for a fixed vertex). */
 #define FIRN_FEM_SPH_EACH_IN_BOX(k, S, W, ...)                                                     \
     do {                                                                                           \
         const int i_ = (S)->surf[k];                                                               \
         if ((S)->V.fixed[i_])                                                                      \
             break;                                                                                 \
         const firn_vec3 x_ = firn_load3((S)->V.x0, (S)->V.n, i_);                                  \
-        const float half_ = 0.5f * (W)->P.h;                                                       \
+        const float half_ = 0.5f * (W)->P.h, reach_ = 0.5f * (W)->P.psize;                         \
+        const firn_vec3 n_ = firn_load3((S)->normal, (S)->ns, k);                                  \
         int lo_[3], hi_[3];                                                                        \
         firn_fem_sph_box(x_, W, lo_, hi_);                                                         \
         for (int a_ = lo_[0]; a_ <= hi_[0]; a_++)                                                  \
@@ -298,7 +304,7 @@ static inline FIRN_HD void firn_fem_sph_box(firn_vec3 x, const firn_sph_view *W,
                         const int p = (W)->G.sorted[q_];                                           \
                         const firn_vec3 d_ = firn_sub(firn_load3((W)->s.x, (W)->s.n, p), x_);      \
                         if (fabsf(d_.v[0]) < half_ && fabsf(d_.v[1]) < half_ &&                    \
-                            fabsf(d_.v[2]) < half_) {                                              \
+                            fabsf(d_.v[2]) < half_ && firn_dot(d_, n_) < reach_) {                 \
                             __VA_ARGS__;                                                           \
                         }                                                                          \
                     }                                                                              \

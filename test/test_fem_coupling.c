@@ -567,27 +567,35 @@ static void sph_momentum(const sph_set *S, double p[3], double *scale)
         }
 }
 
-/* One vertex (mass m, normal +z) and the two particles in its box (each in
- * no other box, C_p = 1), a third outside: an inelastic contact along n
- * between the vertex and the particles' mass M at their mean velocity u,
- * so both end with the normal velocity (m v_n + M u_n) / (m + M), the
- * tangential velocities kept; closed form in doubles here. */
+/* One vertex (mass m, normal +z) and the two particles in its box within a
+ * particle radius p / 2 of its surface (each in no other box, C_p = 1), a
+ * third outside the box, a fourth in the box but farther out along n than
+ * p / 2 (not yet touching): an inelastic contact along n between the vertex
+ * and the touching particles' mass M at their mean velocity u, so both end
+ * with the normal velocity (m v_n + M u_n) / (m + M), the tangential
+ * velocities kept; the other two untouched; closed form in doubles here. */
 Test(fem_coupling, sph_one_vertex_and_its_particles_meet_at_the_common_normal_velocity)
 {
     sph_set S;
-    sph_set_init(&S, 0.01f, 0.0f, 10, 3, 1000.0f);
-    /* Vertex at 0.1 (normal +z); two particles in its box (|d|_inf < 0.01),
-     * one outside. */
-    const float px[3][3] = {{0.105f, 0.1f, 0.108f}, {0.095f, 0.104f, 0.1f}, {0.1f, 0.1f, 0.112f}};
-    const float pv[3][3] = {{1.0f, 0.0f, -2.0f}, {0.0f, 3.0f, 1.0f}, {5.0f, 5.0f, 5.0f}};
-    for (int i = 0; i < 3; i++)
+    const int np = 4;
+    sph_set_init(&S, 0.01f, 0.0f, 10, np, 1000.0f);
+    /* Vertex at 0.1 (normal +z), p = 0.01: two particles within the box
+     * (|d|_inf < 0.01) and 0.004 and 0 along n (< p / 2), one outside the
+     * box, one in it at 0.007 along n. */
+    const float px[4][3] = {{0.105f, 0.1f, 0.104f},
+                            {0.095f, 0.104f, 0.1f},
+                            {0.1f, 0.1f, 0.112f},
+                            {0.1f, 0.098f, 0.107f}};
+    const float pv[4][3] = {
+        {1.0f, 0.0f, -2.0f}, {0.0f, 3.0f, 1.0f}, {5.0f, 5.0f, 5.0f}, {0.0f, 0.0f, -4.0f}};
+    for (int i = 0; i < np; i++)
         for (int c = 0; c < 3; c++)
-            S.x[c * 3 + i] = px[i][c], S.v[c * 3 + i] = pv[i][c];
+            S.x[c * np + i] = px[i][c], S.v[c * np + i] = pv[i][c];
     sph_set_sort(&S);
     one_vertex o;
     const float m = 0.002f;
     one_vertex_init(&o, firn_v3(0.1f, 0.1f, 0.1f), firn_v3(0.5f, -0.5f, 1.0f), m);
-    float share[3], count[3];
+    float share[3], count[4];
     firn_fem_sph_cpu(&o.S, &S.W, share, count);
     const double mp = S.mat.mass, M = 2.0 * mp, un = (-2.0 + 1.0) / 2.0, vn = 1.0;
     const double common = (m * vn + M * un) / (m + M);
@@ -596,12 +604,13 @@ Test(fem_coupling, sph_one_vertex_and_its_particles_meet_at_the_common_normal_ve
         cr_assert(fabs(o.v[c] - want[c]) < 1e-6, "v'[%d] = %.9g, want %.9g", c, o.v[c], want[c]);
         const double dv = -m * (want[c] - v0[c]) / M; /* each particle's */
         for (int i = 0; i < 2; i++)
-            cr_assert(fabs(S.v[c * 3 + i] - (pv[i][c] + dv)) < 1e-5 * (1 + fabs(dv)),
-                      "particle %d v[%d] = %.9g, want %.9g", i, c, S.v[c * 3 + i], pv[i][c] + dv);
-        cr_assert_eq(S.v[c * 3 + 2], pv[2][c], "particle outside the box changed");
+            cr_assert(fabs(S.v[c * np + i] - (pv[i][c] + dv)) < 1e-5 * (1 + fabs(dv)),
+                      "particle %d v[%d] = %.9g, want %.9g", i, c, S.v[c * np + i], pv[i][c] + dv);
+        cr_assert_eq(S.v[c * np + 2], pv[2][c], "particle outside the box changed");
+        cr_assert_eq(S.v[c * np + 3], pv[3][c], "particle beyond p / 2 along n changed");
     }
     /* the particles' mean normal velocity is the vertex's now */
-    cr_assert(fabs(0.5 * (S.v[2 * 3 + 0] + S.v[2 * 3 + 1]) - common) < 1e-5);
+    cr_assert(fabs(0.5 * (S.v[2 * np + 0] + S.v[2 * np + 1]) - common) < 1e-5);
     sph_set_free(&S);
 }
 
