@@ -54,9 +54,9 @@ static inline FIRN_HD firn_vec3 firn_mpm_pbd_node(firn_vec3 v, float m, const in
             mom = firn_add(mom, firn_scale(firn_load3(s.v, s.n, i), s.mass[i]));
             mass += s.mass[i];
         } else {
-            pinned = firn_add(pinned, firn_scale(firn_sub(firn_load3(s.x, s.n, i),
-                                                          firn_load3(s.x0, s.n, i)),
-                                                 1.0f / dt));
+            pinned = firn_add(
+                pinned,
+                firn_scale(firn_sub(firn_load3(s.x, s.n, i), firn_load3(s.x0, s.n, i)), 1.0f / dt));
             n_pinned++;
         }
     }
