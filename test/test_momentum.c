@@ -5,10 +5,11 @@
  * double from the state, before and after, and must not change beyond
  * float rounding (linear) or the pair's stated lever-arm error (angular).
  * Each case is a small scene at the substep its stiffest material forces
- * (hardened snow, stiff elastic, WCSPH water, explicit FEM). Tool-MPM: the
- * tool's reported impulse is minus the material's momentum change (a tool
- * is kinematic: its own momentum is not a state). A dynamic box hit
- * off-centre by a single particle spins as the impulse's moment says. The
+ * (hardened snow, stiff elastic, WCSPH water, explicit FEM). Tool-MPM is
+ * tool_world/newtons_third_law_over_a_run (test_tool.c): a tool is
+ * kinematic, so its reported impulse, not its momentum, is what the
+ * material's change must match. A dynamic box hit off-centre by a single
+ * particle spins as the impulse's moment says. The
  * measured drifts are tabled in docs/VALIDATION.md ("Momentum through the
  * pairs"). */
 #include <criterion/criterion.h>
