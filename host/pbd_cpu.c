@@ -33,7 +33,7 @@ static void apply(firn_pbd *S)
 {
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < S->n; i++)
-        firn_pbd_apply(i, S->s);
+        firn_pbd_apply(i, S->s, S->P.dt);
 }
 
 /* The bodies' reaction to their ghosts in the density correction
@@ -125,7 +125,8 @@ static void pbd_pre_coupling(firn_world *w)
     }
 }
 
-/* After PBD-rigid: v = (x - x0) / dt and the box. */
+/* After PBD-rigid and MPM-PBD: the box (v carries the substep's corrections,
+ * firn_pbd_move). */
 static int pbd_post_coupling(firn_world *w)
 {
     firn_pbd *S = &w->pbd;

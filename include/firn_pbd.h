@@ -101,17 +101,32 @@ static inline FIRN_HD void firn_pbd_predict(int i, const firn_pbd_params *P,
     firn_store3(s.x, n, i, firn_add(x, firn_scale(v, P->dt)));
 }
 
-/* End of the substep: v = (x - x0) / dt, then the PBD box as Genesis's
- * CubeBoundary with restitution 0: on a face the outward velocity
- * component is dropped, and the position is clamped into the box. Returns 0
- * when the particle's state is not finite. */
+/* Every correction c made to a free particle's position in the substep
+ * (a constraint, a particle pass, PBD-rigid, MPM-PBD) is made to its
+ * velocity as well, v += c / dt, so that at the end v is (x - x0) / dt of
+ * the exact corrections rather than of the float positions: a position
+ * near 0.5 m is kept to 6e-8 m, which over a substep of 3.5e-5 s is a
+ * velocity quantum of 1.7e-3 m/s, and a correction smaller than half of
+ * it would round away from x and from the momentum with it (the pair that
+ * made it keeps its side). docs/PHYSICS.md s10.6. */
+static inline FIRN_HD void firn_pbd_move(firn_pbd_particles s, int i, firn_vec3 x, firn_vec3 c,
+                                         float inv_dt)
+{
+    firn_store3(s.x, s.n, i, firn_add(x, c));
+    firn_store3(s.v, s.n, i, firn_add(firn_load3(s.v, s.n, i), firn_scale(c, inv_dt)));
+}
+
+/* End of the substep: v is x0's velocity plus the corrections' (the
+ * predicted v of firn_pbd_predict, with firn_pbd_move's c / dt), then the
+ * PBD box as Genesis's CubeBoundary with restitution 0: on a face the
+ * outward velocity component is dropped, and the position is clamped into
+ * the box. Returns 0 when the particle's state is not finite. */
 static inline FIRN_HD int firn_pbd_finish(int i, const firn_pbd_params *P, firn_pbd_particles s)
 {
     const int n = s.n;
     if (!(s.w[i] > 0.0f))
         return 1;
-    firn_vec3 x = firn_load3(s.x, n, i), x0 = firn_load3(s.x0, n, i);
-    firn_vec3 v = firn_scale(firn_sub(x, x0), 1.0f / P->dt);
+    firn_vec3 x = firn_load3(s.x, n, i), v = firn_load3(s.v, n, i);
     for (int a = 0; a < 3; a++) {
         if (x.v[a] >= P->upper[a] && v.v[a] >= 0.0f)
             v.v[a] = 0.0f;
@@ -145,8 +160,8 @@ static inline FIRN_HD void firn_pbd_stretch(int j, const firn_pbd_constraints *E
     const float C = len - E->rest[j];
     const float dl = (-C - at * E->lambda[j]) / (wa + wb + at);
     E->lambda[j] += dl;
-    firn_store3(s.x, n, a, firn_add(xa, firn_scale(nrm, wa * dl)));
-    firn_store3(s.x, n, b, firn_sub(xb, firn_scale(nrm, wb * dl)));
+    firn_pbd_move(s, a, xa, firn_scale(nrm, wa * dl), 1.0f / dt);
+    firn_pbd_move(s, b, xb, firn_scale(nrm, -wb * dl), 1.0f / dt);
 }
 
 /* ---- bending ---------------------------------------------------------------- */
@@ -215,7 +230,8 @@ static inline FIRN_HD void firn_pbd_bend(int j, const firn_pbd_constraints *B, f
     const float dl = (-C - at * B->lambda[j]) / (sum + at);
     B->lambda[j] += dl;
     for (int k = 0; k < 4; k++)
-        firn_store3(s.x, n, q[k], firn_add(x[k], firn_scale(g[k], w[k] * dl)));
+        if (w[k] > 0.0f)
+            firn_pbd_move(s, q[k], x[k], firn_scale(g[k], w[k] * dl), 1.0f / dt);
 }
 
 /* ---- PBD-rigid ----------------------------------------------------------------- */
@@ -228,9 +244,9 @@ static inline FIRN_HD void firn_pbd_bend(int j, const firn_pbd_constraints *B, f
  * displacement over the substep relative to the body's surface,
  * t = (dx - (dx . n) n) with dx = (x - x0) - v_body(x) dt: static (all of t
  * removed) while |t| < mu_s delta, else kinetic (t shortened by
- * mu_k delta). The particle's momentum changes by m (x' - x) / dt (its
- * velocity is (x - x0) / dt); the body receives the opposite impulse at the
- * particle, added to acc[6] per body. Pinned particles are left alone. */
+ * mu_k delta). The particle's momentum changes by m (x' - x) / dt
+ * (firn_pbd_move); the body receives the opposite impulse at the particle,
+ * added to acc[6] per body. Pinned particles are left alone. */
 static inline FIRN_HD void firn_pbd_rigid_particle(int i, const firn_pbd_params *P,
                                                    const firn_pbd_material *mats,
                                                    firn_pbd_particles s, const firn_rigid *bodies,
@@ -261,11 +277,12 @@ static inline FIRN_HD void firn_pbd_rigid_particle(int i, const firn_pbd_params 
             x2 = firn_sub(x2, t);
         else if (lt > 0.0f)
             x2 = firn_sub(x2, firn_scale(t, firn_minf(m->mu_k * depth / lt, 1.0f)));
-        firn_rigid_react(firn_sub(x, com), firn_v3(0.0f, 0.0f, 0.0f),
-                         firn_scale(firn_sub(x2, x), inv_dt), mass, acc + FIRN_RIGID_ACC * k);
-        x = x2;
+        const firn_vec3 c = firn_sub(x2, x);
+        firn_rigid_react(firn_sub(x, com), firn_v3(0.0f, 0.0f, 0.0f), firn_scale(c, inv_dt), mass,
+                         acc + FIRN_RIGID_ACC * k);
+        firn_pbd_move(s, i, x, c, inv_dt);
+        x = firn_load3(s.x, n, i);
     }
-    firn_store3(s.x, n, i, x);
 }
 
 #endif

@@ -19,7 +19,9 @@ static inline FIRN_HD long long firn_mpm_pbd_node_of(firn_vec3 x, const float lo
 
 /* MPM-PBD at one MPM node of mass m > 0 and velocity v (after the grid
  * update), with the count PBD particles idx[] in its dx-box, each moving
- * at u_i = (x_i - x0_i) / dt this substep: the node and its free particles
+ * at u_i this substep (v_i, which carries the substep's corrections so
+ * far, firn_pbd_move; a pinned one's (x_i - x0_i) / dt): the node and its
+ * free particles
  * take their common velocity, the momentum-weighted mean
  *   v* = (m v + sum_free m_i u_i) / (m + sum_free m_i),
  * a perfectly inelastic exchange that conserves momentum whatever the
@@ -30,10 +32,14 @@ static inline FIRN_HD long long firn_mpm_pbd_node_of(firn_vec3 x, const float lo
  * far outweigh the node, as Genesis's PBD particles of mass rho do; a
  * cloth vertex of a few grams beside a node of snow would be kicked to
  * several times the snow's speed each substep, and the exchange grows.
- * The PBD solver sets its velocities from positions after coupling, so a
- * free particle's change is made to its position: x_i += (v* - u_i) dt.
- * Returns v*. Each particle is in one node's box only, so nodes may run in
- * parallel. */
+ * A free particle's change is made to its position and velocity alike
+ * (firn_pbd_move): x_i += (v* - u_i) dt, v_i = v*. Its velocity must be
+ * v_i and not (x_i - x0_i) / dt of the float positions, or the node and
+ * the particle would disagree on the exchange: a particle near x = 0.5 m
+ * at a substep of 3.5e-5 s reads its velocity to 1.7e-3 m/s only, and a
+ * change below half that is lost from the particle while the node keeps
+ * its side. Returns v*. Each particle is in one node's box only, so nodes
+ * may run in parallel. */
 static inline FIRN_HD firn_vec3 firn_mpm_pbd_node(firn_vec3 v, float m, const int *idx, int count,
                                                   firn_pbd_particles s, float dt)
 {
@@ -44,13 +50,13 @@ static inline FIRN_HD firn_vec3 firn_mpm_pbd_node(firn_vec3 v, float m, const in
     int n_pinned = 0;
     for (int k = 0; k < count; k++) {
         const int i = idx[k];
-        const firn_vec3 u =
-            firn_scale(firn_sub(firn_load3(s.x, s.n, i), firn_load3(s.x0, s.n, i)), 1.0f / dt);
         if (s.w[i] > 0.0f) {
-            mom = firn_add(mom, firn_scale(u, s.mass[i]));
+            mom = firn_add(mom, firn_scale(firn_load3(s.v, s.n, i), s.mass[i]));
             mass += s.mass[i];
         } else {
-            pinned = firn_add(pinned, u);
+            pinned = firn_add(
+                pinned,
+                firn_scale(firn_sub(firn_load3(s.x, s.n, i), firn_load3(s.x0, s.n, i)), 1.0f / dt));
             n_pinned++;
         }
     }
@@ -60,8 +66,9 @@ static inline FIRN_HD firn_vec3 firn_mpm_pbd_node(firn_vec3 v, float m, const in
         const int i = idx[k];
         if (!(s.w[i] > 0.0f))
             continue;
-        /* x0 + v* dt: the position the common velocity gives */
-        firn_store3(s.x, s.n, i, firn_add(firn_load3(s.x0, s.n, i), firn_scale(vs, dt)));
+        const firn_vec3 c = firn_scale(firn_sub(vs, firn_load3(s.v, s.n, i)), dt);
+        firn_store3(s.x, s.n, i, firn_add(firn_load3(s.x, s.n, i), c));
+        firn_store3(s.v, s.n, i, vs);
     }
     return vs;
 }

@@ -337,11 +337,12 @@ static inline FIRN_HD void firn_pbd_contact(int i, const firn_pbd_params *P,
     firn_store3(s.dx, s.n, i, dx);
 }
 
-/* x_i += dx_i for a free particle (the apply pass of every Jacobi pass). */
-static inline FIRN_HD void firn_pbd_apply(int i, firn_pbd_particles s)
+/* x_i += dx_i for a free particle, and v_i += dx_i / dt (firn_pbd_move):
+ * the apply pass of every Jacobi pass. */
+static inline FIRN_HD void firn_pbd_apply(int i, firn_pbd_particles s, float dt)
 {
     if (s.w[i] > 0.0f)
-        firn_store3(s.x, s.n, i, firn_add(firn_load3(s.x, s.n, i), firn_load3(s.dx, s.n, i)));
+        firn_pbd_move(s, i, firn_load3(s.x, s.n, i), firn_load3(s.dx, s.n, i), 1.0f / dt);
 }
 
 #endif

@@ -236,8 +236,8 @@ static inline FIRN_HD firn_vec3 firn_sph_nonpressure(int i, const firn_sph_param
         a = firn_sub(
             a, firn_scale(d, mi->cohesion / mi->mass * mj * firn_sph_w(P, firn_maxf(r, P->psize))));
         firn_vec3 vij = firn_sub(v, firn_load3(s.v, s.n, j));
-        float visc =
-            10.0f * mi->mu * (mj / s.rho[j]) * firn_dot(vij, d) / (r * r + 0.01f * P->h * P->h);
+        float visc = 10.0f * 0.5f * (mi->mu + mats[s.mat[j]].mu) * mj * 2.0f /
+                     (s.rho[i] + s.rho[j]) * firn_dot(vij, d) / (r * r + 0.01f * P->h * P->h);
         a = firn_add(a, firn_scale(firn_sph_grad_w(P, d, r), visc));
     }
     firn_sph_wall w = firn_sph_walls(P, x);

@@ -123,11 +123,11 @@ static __global__ void pbd_contact(firn_pbd_params P, const firn_pbd_material *m
         firn_pbd_contact(i, &P, mats, s, G);
 }
 
-static __global__ void pbd_apply(firn_pbd_particles s)
+static __global__ void pbd_apply(firn_pbd_particles s, float dt)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < s.n)
-        firn_pbd_apply(i, s);
+        firn_pbd_apply(i, s, dt);
 }
 
 static __global__ void pbd_finish(firn_pbd_params P, firn_pbd_particles s, unsigned long long *bad,
@@ -196,7 +196,7 @@ static int queue_sweep(const firn_pbd_constraints *C, const firn_pbd_constraints
     do {                                                                                           \
         FIRN_LAUNCH(kernel, b, FIRN_PBD_BLOCK, 0, st, H->P, S->mats, S->s, S->N.G);                \
         FIRN_CUDA_CHECK_LAUNCH(#kernel, st, err);                                                  \
-        FIRN_LAUNCH(pbd_apply, b, FIRN_PBD_BLOCK, 0, st, S->s);                                    \
+        FIRN_LAUNCH(pbd_apply, b, FIRN_PBD_BLOCK, 0, st, S->s, H->P.dt);                           \
         FIRN_CUDA_CHECK_LAUNCH("pbd_apply", st, err);                                              \
     } while (0)
 
