@@ -24,6 +24,10 @@
  * so are the FEM vertices' x and v (each element writes its own force
  * slots and each vertex sums them in one order on both paths: only FMA
  * contraction, libm and the FEM pairs' atomic scatters differ).
+ * The check from a perturbed state covers every solver: the MPM particles'
+ * F and C, and the SPH, PBD and FEM points moved off their rest lattice or
+ * mesh (perturb_points), each solver's fields compared as after the first
+ * substep.
  * After N frames chaotic flows diverge particle by particle, so only scene
  * statistics are compared, each within 1 percent of its scale (see
  * docs/CLI.md). */
@@ -124,6 +128,30 @@ static void perturb(firn_particles *p, void *ctx)
         }
 }
 
+/* Every SPH, PBD and FEM point not held moved by 0.02 of its solver's
+ * length scale along U (entries in [-1, 1]), and the SPH particles'
+ * velocities changed by 0.02 h / dt along U': a state in which the first
+ * substep's SPH densities and pressures, PBD constraints and FEM elastic
+ * forces all act away from the scene's rest lattice, and the SPH viscosity
+ * on a velocity field that is not uniform. A point moves 0.02 of its
+ * length scale in the substep at most: well inside every solver's step
+ * bound (the CFL's 0.4). ctx: the substep [s]. */
+static void perturb_points(const char *solver, int n, float *x, float *v, const uint8_t *held,
+                           float length, void *ctx)
+{
+    const float dt = *(const float *)ctx;
+    const int sph = !strcmp(solver, "sph"), salt = 18 + 6 * (solver[0] - 'a');
+    for (long long i = 0; i < n; i++) {
+        if (held && held[i])
+            continue;
+        for (int c = 0; c < 3; c++) {
+            x[c * (long long)n + i] += 0.02f * length * unit_hash(i, salt + c);
+            if (sph)
+                v[c * (long long)n + i] += 0.02f * length / dt * unit_hash(i, salt + 3 + c);
+        }
+    }
+}
+
 /* Compares the particle fields of the two worlds, element by element. */
 static int compare_state(firn_world *cpu, firn_world *gpu, firn_error *err, int *ok)
 {
@@ -207,11 +235,16 @@ static int compare_perturbed(const firn_scene_def *def, float dt, int *ok, firn_
     int failed = !gpu;
     if (!failed)
         failed = firn_inspect_edit_particles(cpu, perturb, NULL, err) ||
-                 firn_inspect_edit_particles(gpu, perturb, NULL, err);
+                 firn_inspect_edit_particles(gpu, perturb, NULL, err) ||
+                 firn_inspect_edit_points(cpu, perturb_points, &dt, err) ||
+                 firn_inspect_edit_points(gpu, perturb_points, &dt, err);
     if (!failed) {
-        printf("after one substep from a perturbed state (F = I + 0.05 U, C = 2 U' / s):\n");
+        printf("after one substep from a perturbed state (MPM: F = I + 0.05 U, C = 2 U' / s; "
+               "SPH, PBD, FEM: x + 0.02 l U, l the solver's length scale; SPH: v + 0.02 h U' / "
+               "dt):\n");
         failed = firn_world_substep(cpu, dt, err) || firn_world_substep(gpu, dt, err) ||
-                 compare_state(cpu, gpu, err, ok);
+                 compare_state(cpu, gpu, err, ok) || compare_sph_state(cpu, gpu, dt, err, ok) ||
+                 compare_pbd_fem_state(cpu, gpu, err, ok);
     }
     firn_world_destroy(cpu);
     if (gpu)

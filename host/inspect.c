@@ -1,6 +1,9 @@
 /* inspect.c - the inspection API (host/inspect.h). */
 #include "inspect.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 #include "cuda_backend.h"
 #include "error.h"
 #include "fem_implicit.h"
@@ -47,6 +50,43 @@ int firn_inspect_edit_particles(firn_world *w, firn_particles_edit edit, void *c
     edit(&w->p, ctx); /* the host mirror is the uploaded state before a substep */
     firn_cuda_free(w);
     return firn_cuda_init(w, err) ? -1 : 0;
+}
+
+int firn_inspect_edit_points(firn_world *w, firn_points_edit edit, void *ctx, firn_error *err)
+{
+    if (w->substeps > 0) {
+        firn_set_error(err, FIRN_E_USAGE, "points are edited only before the first substep");
+        return -1;
+    }
+    if (w->sph.n > 0)
+        edit("sph", w->sph.n, w->sph.s.x, w->sph.s.v, NULL, w->sph.P.h, ctx);
+    if (w->pbd.n > 0) {
+        uint8_t *held = malloc((size_t)w->pbd.n);
+        if (!held) {
+            firn_set_error(err, FIRN_E_NOMEM, "out of host memory");
+            return -1;
+        }
+        for (int i = 0; i < w->pbd.n; i++)
+            held[i] = w->pbd.s.w[i] == 0.0f;
+        edit("pbd", w->pbd.n, w->pbd.s.x, w->pbd.s.v, held, w->pbd.P.psize, ctx);
+        free(held);
+    }
+    if (w->fem.V.n > 0) {
+        edit("fem", w->fem.V.n, w->fem.V.x, w->fem.V.v, w->fem.V.fixed, w->fem.h_min, ctx);
+        memcpy(w->fem.V.x0, w->fem.V.x, 3 * (size_t)w->fem.V.n * sizeof(float));
+    }
+    if (!w->cuda)
+        return 0;
+    /* The host mirrors are the uploaded state before a substep: rebuild the
+     * device states from them, in the order the world made them. */
+    firn_cuda_sph_free(w);
+    firn_cuda_pbd_free(w);
+    firn_cuda_fem_free(w);
+    return (w->sph.n > 0 && firn_cuda_sph_init(w, err)) ||
+                   (w->pbd.n > 0 && firn_cuda_pbd_init(w, err)) ||
+                   (w->fem.V.n > 0 && firn_cuda_fem_init(w, err))
+               ? -1
+               : 0;
 }
 
 double firn_inspect_rigid_kinetic_energy(const firn_world *w)

@@ -58,4 +58,17 @@ typedef void (*firn_particles_edit)(firn_particles *p, void *ctx);
 int firn_inspect_edit_particles(firn_world *w, firn_particles_edit edit, void *ctx,
                                 firn_error *err);
 
+/* Edits the points of the SPH, PBD and FEM solvers of a world that has not
+ * stepped yet, as firn_inspect_edit_particles the MPM particles: edit gets
+ * each solver that has points (solver: "sph", "pbd" or "fem"), their count
+ * n, positions x and velocities v (3n each, in the scene's order), held
+ * (n flags, 1 for a pinned PBD particle or a fixed FEM vertex, which must
+ * stay; NULL when none is) and the solver's length scale [m] (SPH: the
+ * support radius; PBD: the particle size; FEM: the shortest tet altitude
+ * at rest). On the CUDA backend those solvers' device states are then
+ * rebuilt from the host state. 0, or -1 with err filled. */
+typedef void (*firn_points_edit)(const char *solver, int n, float *x, float *v, const uint8_t *held,
+                                 float length, void *ctx);
+int firn_inspect_edit_points(firn_world *w, firn_points_edit edit, void *ctx, firn_error *err);
+
 #endif

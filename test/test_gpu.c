@@ -1177,3 +1177,63 @@ Test(gpu, debug_sync_from_the_environment_names_the_faulting_kernel, .timeout = 
     test_rmdir(dir);
 }
 #endif
+
+/* firn compare's check from a perturbed state covers every solver of a
+ * scene: on one with MPM, SPH, PBD (cloth and liquid) and FEM bodies, the
+ * perturbed substep's report lists each solver's fields (MPM x, v, C, F;
+ * SPH x, v, rho, p; PBD and FEM x, v), every one within the tolerance, and
+ * the compare passes. */
+Test(gpu, compare_checks_a_perturbed_state_for_every_solver, .timeout = 600)
+{
+    require_gpu();
+    char dir[64], path[128], out[32768];
+    test_mkdtemp(dir, sizeof dir, "cmpall");
+    snprintf(path, sizeof path, "%s/all.json", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert(f);
+    fputs("{\"domain\": {\"lower\": [0, 0, 0], \"upper\": [0.4, 0.3, 0.2], \"dx\": 0.025},"
+          " \"time\": {\"frame_dt\": 0.005, \"frames\": 1},"
+          " \"sph\": {\"particle_size\": 0.025}, \"pbd\": {\"particle_size\": 0.025},"
+          " \"materials\": {\"jelly\": {\"model\": \"elastic\", \"E\": 1e5},"
+          "   \"water\": {\"model\": \"sph_liquid\", \"density\": 1000},"
+          "   \"pwater\": {\"model\": \"pbd_liquid\", \"density\": 1000},"
+          "   \"cloth\": {\"model\": \"pbd_cloth\", \"density\": 4},"
+          "   \"rubber\": {\"model\": \"fem_stable_neohookean\", \"E\": 5e4, \"nu\": 0.3,"
+          "     \"density\": 500}},"
+          " \"bodies\": ["
+          "  {\"material\": \"water\", \"solver\": \"sph\", \"shape\": {\"type\": \"box\","
+          "    \"lower\": [0.05, 0.05, 0.05], \"upper\": [0.15, 0.1, 0.15]}},"
+          "  {\"material\": \"pwater\", \"solver\": \"pbd\", \"shape\": {\"type\": \"box\","
+          "    \"lower\": [0.25, 0.05, 0.05], \"upper\": [0.35, 0.1, 0.15]}},"
+          "  {\"material\": \"cloth\", \"solver\": \"pbd\", \"shape\": {\"type\": \"cloth_rect\","
+          "    \"center\": [0.3, 0.22, 0.1], \"size\": [0.1, 0.1], \"resolution\": [5, 5],"
+          "    \"normal\": \"y\"}},"
+          "  {\"material\": \"rubber\", \"solver\": \"fem\", \"shape\": {\"type\": \"box\","
+          "    \"center\": [0.1, 0.2, 0.1], \"size\": [0.06, 0.06, 0.06], \"cells\": [2, 2, 2]}},"
+          "  {\"material\": \"jelly\", \"shape\": {\"type\": \"box\", \"center\": [0.2, 0.2, 0.1],"
+          "    \"size\": [0.05, 0.05, 0.05]}}]}",
+          f);
+    fclose(f);
+    char args[256];
+    snprintf(args, sizeof args, "compare %s --frames 1", path);
+    int rc = test_run_firn(out, sizeof out, NULL, args);
+    cr_assert_eq(rc, 0, "exit %d:\n%s", rc, out);
+    const char *pert = strstr(out, "from a perturbed state");
+    cr_assert(pert, "no perturbed check:\n%s", out);
+    static const char *const fields[] = {"x ",      "v ",    "C ",    "F ",    "sph x", "sph v",
+                                         "sph rho", "sph p", "pbd x", "pbd v", "fem x", "fem v"};
+    for (size_t k = 0; k < sizeof fields / sizeof fields[0]; k++) {
+        char want[32];
+        snprintf(want, sizeof want, "\n  %s", fields[k]);
+        const char *line = strstr(pert, want);
+        cr_assert(line, "the perturbed check has no '%s' line:\n%s", fields[k], pert);
+        const char *end = strchr(line + 1, '\n');
+        char row[256] = {0};
+        cr_assert(end && end - line < (long)sizeof row, "'%s': no whole line:\n%s", fields[k],
+                  pert);
+        memcpy(row, line, (size_t)(end - line));
+        cr_assert(strstr(row, " ok"), "'%s' is not within the tolerance:\n%s", fields[k], pert);
+    }
+    cr_assert(strstr(out, "compare: PASS"), "%s", out);
+    test_rmdir(dir);
+}
