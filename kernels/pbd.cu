@@ -219,7 +219,7 @@ static int queue_particle_passes(firn_pbd_cuda *S, const firn_pbd *H, const firn
             if (firn_cuda_queue_pbf_rigid(&V, bodies, nb, acc, st, err))
                 return FIRN_CUDA_FAILED;
         }
-        FIRN_LAUNCH(pbd_apply, b, FIRN_PBD_BLOCK, 0, st, S->s);
+        FIRN_LAUNCH(pbd_apply, b, FIRN_PBD_BLOCK, 0, st, S->s, H->P.dt);
         FIRN_CUDA_CHECK_LAUNCH("pbd_apply", st, err);
     }
     for (int it = 0; it < H->viscosity_iterations; it++) {
