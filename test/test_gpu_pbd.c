@@ -212,8 +212,9 @@ static void liquid_twins(int dens, int visc, firn_world **cpu, firn_world **gpu)
     snprintf(def.materials[2].name, FIRN_NAME_MAX, "cloth");
     def.n_bodies = 3;
     const float centre[3][3] = {{0, 0, 0}, {0.08f, 0, 0}, {0, -0.06f, 0}};
-    /* The liquid: 6 spacings of its rest lattice, 0.9527 p (host/pbd.c). */
-    const float size[2] = {6.0f * 0.9527095f * 0.02f, 0.06f};
+    /* The liquid: 6 spacings of its rest lattice (firn_pbf_rest_spacing,
+     * p since the kernel is scaled to make that lattice rest density). */
+    const float size[2] = {6.0f * 0.02f, 0.06f};
     for (int k = 0; k < 3; k++) {
         firn_body_def *b = &def.bodies[k];
         firn_body_default(b);
