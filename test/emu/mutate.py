@@ -247,6 +247,8 @@ def run_check(check, tree):
     kind, scene = check.split(":")
     env = {"OMP_WAIT_POLICY": "passive", "ASAN_OPTIONS": "detect_leaks=0"}
     if kind == "test":
+        # The tests that run the command line take it from FIRN_BIN.
+        env["FIRN_BIN"] = "build/emu/firn"
         return sh(f"timeout 900 build/emu/test_firn --filter '{scene}' --jobs 1", tree, env)
     if kind == "compare" or kind.startswith("compare_"):
         extra = " --p2g " + kind[len("compare_"):] if kind != "compare" else ""
