@@ -45,26 +45,20 @@ if grep -Eq '^\[SKIP\] gpu[a-z_]*::' "$LOG"/GPU_tests*.log; then
     RESULTS[0]="FAIL (a test skipped)"
     FAILED=$((FAILED + 1))
 fi
-# The CUB stand-ins (test/emu/cub/) through the public CUB API: built here
-# against the emulated runtime with make emu's flags, then run.
-cub_selftest() {
+# A self-test of the emulated runtime, test/emu/NAME.cu: built here against
+# it with make emu's flags, then run.
+emu_selftest() {
     "${CXX:-g++}" -std=c++17 -x c++ -O2 -g -fsanitize=address,undefined \
         -fno-sanitize-recover=undefined -fno-omit-frame-pointer -Wall -Wextra -DFIRN_EMU \
-        -Itest/emu -include cuda_runtime.h test/emu/cub_selftest.cu -x none \
-        build/emu/test/emu/runtime.o -lpthread -o build/emu/cub_selftest &&
-        build/emu/cub_selftest
+        -Itest/emu -include cuda_runtime.h "test/emu/$1.cu" -x none \
+        build/emu/test/emu/runtime.o -lpthread -o "build/emu/$1" &&
+        "build/emu/$1"
 }
-step "CUB stand-ins (test/emu/cub_selftest.cu)" cub_selftest
+# The CUB stand-ins (test/emu/cub/) through the public CUB API.
+step "CUB stand-ins (test/emu/cub_selftest.cu)" emu_selftest cub_selftest
 # The model of shared atomics' conflicts (FIRN_EMU_PROFILE) on patterns
 # whose passes and wavefronts are known by hand.
-conflict_selftest() {
-    "${CXX:-g++}" -std=c++17 -x c++ -O2 -g -fsanitize=address,undefined \
-        -fno-sanitize-recover=undefined -fno-omit-frame-pointer -Wall -Wextra -DFIRN_EMU \
-        -Itest/emu -include cuda_runtime.h test/emu/conflict_selftest.cu -x none \
-        build/emu/test/emu/runtime.o -lpthread -o build/emu/conflict_selftest &&
-        build/emu/conflict_selftest
-}
-step "shared-atomic conflict model (test/emu/conflict_selftest.cu)" conflict_selftest
+step "shared-atomic conflict model (test/emu/conflict_selftest.cu)" emu_selftest conflict_selftest
 # A compare also fails here when a CUDA graph capture failed and the run
 # fell back to kernel-by-kernel launches (firn_graph_mode auto).
 compare_scene() {
