@@ -119,10 +119,11 @@ static inline FIRN_HD float firn_sph_density_rigid(int i, const firn_sph_params 
 
 /* SPH-rigid for particle i: per coupled body in turn, the SDF impulse of
  * the MPM coupling (firn_rigid_collide, particle mass m_i), and, for a body
- * that moves (not static) within a support radius of its surface, the
- * pressure the particle exerts on it: F = -2 p_i V sigma(sd) n on the body,
- * -F on the particle (v_i -= F dt / m_i). Both reactions go to acc[6] per
- * body. */
+ * that moves (not static) within a support radius of its surface, the body
+ * as a wall of ghost layers (firn_sph_ghost_layers at the distance d): the
+ * particle's acceleration (rho0 / rho^2) 2 p_i g n - (rho0 / rho) M g,
+ * M = psi I + m_n n n, and minus its momentum change on the body. Both
+ * reactions go to acc[6] per body (docs/PHYSICS.md 9.7). */
 static inline FIRN_HD void firn_sph_rigid_particle(int i, const firn_sph_view *V,
                                                    const firn_rigid *bodies, int nb, double *acc)
 {
