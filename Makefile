@@ -227,13 +227,15 @@ validate-sand: $(BUILD)/firn
 	    --out $(BUILD)/validate_sand $(VALIDATE_SAND_ARGS)
 
 # Rigid bodies floating on SPH water against Archimedes (test/validate_buoyancy.py,
-# docs/VALIDATION.md; not in CI): box, sphere and cylinder at relative densities
-# 0.3, 0.5, 0.7, about 20 s a case on 2 cores. VALIDATE_BUOYANCY_ARGS passes
-# options (--solver dfsph, --ps, --shapes, --densities, --frames, --submerged).
+# docs/VALIDATION.md; not in CI): box, sphere, cylinder and a box as an OBJ mesh
+# at relative densities 0.3, 0.5, 0.7, with WCSPH then DFSPH, about 20 s a case
+# on 2 cores. VALIDATE_BUOYANCY_ARGS passes options (--jobs, --ps, --shapes,
+# --densities, --frames, --submerged).
 .PHONY: validate-buoyancy
 validate-buoyancy: $(BUILD)/firn
-	python3 test/validate_buoyancy.py --firn $(BUILD)/firn --out $(BUILD)/validate_buoyancy \
-	    $(VALIDATE_BUOYANCY_ARGS)
+	for s in wcsph dfsph; do \
+	  python3 test/validate_buoyancy.py --firn $(BUILD)/firn --out $(BUILD)/validate_buoyancy_$$s \
+	      --solver $$s $(VALIDATE_BUOYANCY_ARGS) || exit 1; done
 
 # MPM elastic and FEM bodies floating on SPH water against Archimedes
 # (test/validate_buoyancy_bodies.py, docs/VALIDATION.md "MPM and FEM bodies";

@@ -8,6 +8,7 @@
 
 #include <omp.h>
 
+#include "firn_sph_coupling.h"
 #include "neighbour.h"
 #include "sph.h"
 #include "world.h"
@@ -119,12 +120,15 @@ static void sph_pre_coupling(firn_world *w)
     firn_sph *S = &w->sph;
     const int n = S->n;
     S->P.dt = w->params.dt;
+    /* the bodies SPH-rigid couples bound the density (firn_sph_density_rigid) */
+    const int nb = w->coupler.sph_rigid ? w->n_rigids : 0;
+    const firn_rigid *bodies = w->rigids;
     double t0 = omp_get_wtime();
     firn_sph_cpu_sort(S);
     double t1 = omp_get_wtime();
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < n; i++)
-        S->s.rho[i] = firn_sph_density(i, &S->P, S->mats, S->s, S->G);
+        S->s.rho[i] = firn_sph_density_rigid(i, &S->P, S->mats, S->s, S->G, bodies, nb);
     double t2 = omp_get_wtime();
     if (S->P.solver == FIRN_SPH_DFSPH)
         dfsph(S);

@@ -121,6 +121,44 @@ static inline FIRN_HD float firn_sph_plane_volume(const firn_sph_params *P, floa
     return 0.5f - 16.0f * (0.0875f * q - q3 / 6.0f + 0.3f * q3 * q2 - 0.2f * q3 * q3);
 }
 
+/* The same integrals as the liquid's own sums see them: the liquid's
+ * resting lattice (spacing s = V^(1/3), layers parallel to the plane)
+ * continued beyond a plane at distance d, each ghost layer at
+ * delta_k = d + (k - 1/2) s smeared over its plane (a layer of particles
+ * of volume V per s^2 is s times the plane's density). Per unit of the
+ * plane's normal n (pointing into the liquid):
+ *   volume  psi = s sum_k sigma(delta_k)                  (continuum: Psi(d))
+ *   gradient g  = s sum_k 2 pi delta_k W(delta_k), G = -g n (continuum: sigma(d))
+ *   moment  mn  = s sum_k 2 pi delta_k^2 W(delta_k) - psi,
+ *           M = psi I + mn n n                           (continuum: d sigma(d))
+ * These are the midpoint sums, over the ghost layers, of the continuum's
+ * integrals over the half space; they tend to them as s / h -> 0. At
+ * h = 2.15 s the continuum's Psi(s/2) = 0.206 exceeds what a resting
+ * lattice's first layer misses beyond a wall (0.176), so a wall counted
+ * as a continuum pushed the first layer off it, thinned it and raised the
+ * whole liquid's pressure (docs/PHYSICS.md 9.5). */
+typedef struct {
+    float psi, grad, moment;
+} firn_sph_ghost;
+
+static inline FIRN_HD firn_sph_ghost firn_sph_ghost_layers(const firn_sph_params *P, float d)
+{
+    firn_sph_ghost g = {0.0f, 0.0f, 0.0f};
+    const float s = cbrtf(P->vol);
+    float m2 = 0.0f;
+    for (int k = 0; k < 4; k++) {
+        const float delta = firn_maxf(d, 0.0f) + ((float)k + 0.5f) * s;
+        if (delta >= P->h)
+            break;
+        const float w = 6.2831853f * delta * firn_sph_w(P, delta);
+        g.psi += s * firn_sph_plane_integral(P, delta);
+        g.grad += s * w;
+        m2 += s * w * delta;
+    }
+    g.moment = m2 - g.psi;
+    return g;
+}
+
 /* The SPH box's faces as boundaries (Koschier and Bender 2017's idea of a
  * boundary integral, in closed form for planes): beyond each face within
  * h of x lies, in effect, liquid at rest density and at rest, whose kernel
@@ -162,10 +200,11 @@ static inline FIRN_HD void firn_sph_wall_face(const firn_sph_params *P, float d,
     d = firn_maxf(d, 0.0f);
     if (d >= P->h)
         return;
-    float sigma = firn_sph_plane_integral(P, d), q = d * P->inv_h, s2 = P->inv_h * P->inv_h;
-    f->psi += firn_sph_plane_volume(P, d);
-    f->grad -= sgn * sigma;
-    f->moment += d * sigma;
+    const firn_sph_ghost gl = firn_sph_ghost_layers(P, d);
+    float q = d * P->inv_h, s2 = P->inv_h * P->inv_h;
+    f->psi += gl.psi;
+    f->grad -= sgn * gl.grad;
+    f->moment += gl.moment;
     f->visc_t += firn_sph_wall_lookup(P->wall_visc_t, q) * s2;
     f->visc_n += firn_sph_wall_lookup(P->wall_visc_n, q) * s2;
 }

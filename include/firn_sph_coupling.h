@@ -73,12 +73,57 @@ static inline FIRN_HD firn_vec3 firn_mpm_sph_node(firn_vec3 xn, firn_vec3 v, flo
     return w;
 }
 
+/* The coupled bodies as boundaries of the liquid's density (SPH-rigid):
+ * the kernel volume psi_b = 1 - prod_k (1 - Psi(d_k)) that the bodies
+ * within h of x fill, d_k = max(sd_k, 0) the distance to body k's surface
+ * (every coupled body that is not static: the ones the pair's wall term
+ * acts on), counted as for the box's faces (firn_sph_walls) as if liquid
+ * at rest density stood there. Without it a particle beside a body lacks
+ * up to half its kernel sum, WCSPH clamps its pressure to 0 and DFSPH
+ * leaves it uncorrected, so the liquid crowds onto the body's surface,
+ * the body displaces less than its volume and floats high (docs/PHYSICS.md
+ * 9.7). */
+static inline FIRN_HD float firn_sph_rigid_psi(const firn_sph_params *P, const firn_rigid *bodies,
+                                               int nb, firn_vec3 x)
+{
+    float open = 1.0f;
+    for (int k = 0; k < nb; k++) {
+        const firn_rigid *b = &bodies[k];
+        if (!b->couple || b->motion == FIRN_MOTION_STATIC)
+            continue;
+        firn_vec3 n;
+        const float sd = firn_sdf_world(&b->shape, firn_rigid_pos(b), b->q, x, &n);
+        if (sd < P->h)
+            open *= 1.0f - firn_sph_ghost_layers(P, sd).psi;
+    }
+    return 1.0f - open;
+}
+
+/* The density pass with the bodies: firn_sph_density plus
+ * rho0 psi_b (1 - psi_walls), the bodies' kernel volume where the box's
+ * faces do not already fill it. */
+static inline FIRN_HD float firn_sph_density_rigid(int i, const firn_sph_params *P,
+                                                   const firn_sph_material *mats,
+                                                   firn_sph_particles s, firn_nbr_grid G,
+                                                   const firn_rigid *bodies, int nb)
+{
+    const float rho = firn_sph_density(i, P, mats, s, G);
+    if (nb <= 0)
+        return rho;
+    const firn_vec3 x = firn_load3(s.x, s.n, i);
+    const float psi = firn_sph_rigid_psi(P, bodies, nb, x);
+    if (!(psi > 0.0f))
+        return rho;
+    return rho + mats[s.mat[i]].rho0 * psi * (1.0f - firn_sph_walls(P, x).psi);
+}
+
 /* SPH-rigid for particle i: per coupled body in turn, the SDF impulse of
  * the MPM coupling (firn_rigid_collide, particle mass m_i), and, for a body
- * that moves (not static) within a support radius of its surface, the
- * pressure the particle exerts on it: F = -2 p_i V sigma(sd) n on the body,
- * -F on the particle (v_i -= F dt / m_i). Both reactions go to acc[6] per
- * body. */
+ * that moves (not static) within a support radius of its surface, the body
+ * as a wall of ghost layers (firn_sph_ghost_layers at the distance d): the
+ * particle's acceleration (rho0 / rho^2) 2 p_i g n - (rho0 / rho) M g,
+ * M = psi I + m_n n n, and minus its momentum change on the body. Both
+ * reactions go to acc[6] per body (docs/PHYSICS.md 9.7). */
 static inline FIRN_HD void firn_sph_rigid_particle(int i, const firn_sph_view *V,
                                                    const firn_rigid *bodies, int nb, double *acc)
 {
@@ -100,11 +145,12 @@ static inline FIRN_HD void firn_sph_rigid_particle(int i, const firn_sph_view *V
             v = v2;
         }
         if (sd < P->h && b->motion != FIRN_MOTION_STATIC) {
-            const float d = firn_maxf(sd, 0.0f), sigma = firn_sph_plane_integral(P, d);
+            const firn_sph_ghost gl = firn_sph_ghost_layers(P, sd);
+            const float sigma = gl.grad;
             const float rho0 = V->mats[s.mat[i]].rho0, rho = s.rho[i];
             const firn_vec3 g = firn_v3(P->gravity[0], P->gravity[1], P->gravity[2]);
-            const firn_vec3 mg = firn_add(firn_scale(g, firn_sph_plane_volume(P, d)),
-                                          firn_scale(n, d * sigma * firn_dot(n, g)));
+            const firn_vec3 mg =
+                firn_add(firn_scale(g, gl.psi), firn_scale(n, gl.moment * firn_dot(n, g)));
             firn_vec3 acc_w =
                 firn_sub(firn_scale(n, 2.0f * rho0 * firn_maxf(s.p[i], 0.0f) * sigma / (rho * rho)),
                          firn_scale(mg, rho0 / rho));

@@ -1458,7 +1458,8 @@ static int queue_substep(firn_world *w, const firn_params *P, unsigned substep, 
     if (queue_mpm_pre(s, P, substep, timed, err))
         return FIRN_CUDA_FAILED;
     if (w->sph.cuda) {
-        if (firn_cuda_sph_queue_pre(w->sph.cuda, &w->sph.P, s->stream,
+        if (firn_cuda_sph_queue_pre(w->sph.cuda, &w->sph.P, s->sph_rigid ? s->rigids : NULL,
+                                    s->sph_rigid ? s->n_rigids : 0, s->stream,
                                     timed ? &s->ev[EV_SPH_SORT] : NULL, err))
             return FIRN_CUDA_FAILED;
     } else if (timed) {

@@ -58,11 +58,12 @@ struct firn_sph_cuda {
 /* ---- kernels ------------------------------------------------------------- */
 
 static __global__ void sph_density(firn_sph_params P, const firn_sph_material *mats,
-                                   firn_sph_particles s, firn_nbr_grid G)
+                                   firn_sph_particles s, firn_nbr_grid G, const firn_rigid *bodies,
+                                   int nb)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < s.n)
-        s.rho[i] = firn_sph_density(i, &P, mats, s, G);
+        s.rho[i] = firn_sph_density_rigid(i, &P, mats, s, G, bodies, nb);
 }
 
 static __global__ void sph_nonpressure(firn_sph_params P, const firn_sph_material *mats,
@@ -263,8 +264,8 @@ static int queue_dfsph(firn_sph_cuda *S, const firn_sph_params *P, cudaStream_t 
     return queue_solve(S, P, 1, st, err);
 }
 
-int firn_cuda_sph_queue_pre(firn_sph_cuda *S, const firn_sph_params *P, cudaStream_t st,
-                            cudaEvent_t ev[3], firn_error *err)
+int firn_cuda_sph_queue_pre(firn_sph_cuda *S, const firn_sph_params *P, const firn_rigid *bodies,
+                            int nb, cudaStream_t st, cudaEvent_t ev[3], firn_error *err)
 {
     S->N.temp = S->temp;
     S->N.temp_bytes = S->temp_bytes;
@@ -272,7 +273,8 @@ int firn_cuda_sph_queue_pre(firn_sph_cuda *S, const firn_sph_params *P, cudaStre
         return FIRN_CUDA_FAILED;
     if (ev)
         FIRN_CUDA_CHECK(cudaEventRecord(ev[0], st), err);
-    FIRN_LAUNCH(sph_density, blocks_for(S->s.n), FIRN_SPH_BLOCK, 0, st, *P, S->mats, S->s, S->N.G);
+    FIRN_LAUNCH(sph_density, blocks_for(S->s.n), FIRN_SPH_BLOCK, 0, st, *P, S->mats, S->s, S->N.G,
+                bodies, nb);
     FIRN_CUDA_CHECK_LAUNCH("sph_density", st, err);
     if (ev)
         FIRN_CUDA_CHECK(cudaEventRecord(ev[1], st), err);

@@ -19,10 +19,13 @@ cudaStream_t firn_cuda_world_stream(const struct firn_world *w);
  * start, end = start + count, CUB's stable radix sort of the particle
  * indices by cell), the density, then WCSPH (non-pressure, equation of
  * state, pressure and velocity step) or DFSPH (factor, divergence solve,
- * non-pressure, kick, density solve). ev, when not NULL, gets three events
+ * non-pressure, kick, density solve). The density counts the nb device
+ * bodies (SPH-rigid's; NULL and 0 when the pair is off) as boundaries
+ * (firn_sph_density_rigid). ev, when not NULL, gets three events
  * recorded: after the sort, after the density, after the pressure phase. */
-int firn_cuda_sph_queue_pre(struct firn_sph_cuda *S, const firn_sph_params *P, cudaStream_t st,
-                            cudaEvent_t ev[3], firn_error *err);
+int firn_cuda_sph_queue_pre(struct firn_sph_cuda *S, const firn_sph_params *P,
+                            const firn_rigid *bodies, int nb, cudaStream_t st, cudaEvent_t ev[3],
+                            firn_error *err);
 /* Post-coupling: the position step and the box, non-finite particles
  * recorded in the SPH word (substep of the call, particle index). */
 int firn_cuda_sph_queue_post(struct firn_sph_cuda *S, const firn_sph_params *P, unsigned substep,

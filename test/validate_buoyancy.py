@@ -16,7 +16,7 @@ submerged: a kinematic body held at rest with its centre 0.1 m deep in a
 on the body (stats.jsonl `force`, mean of the last 10 frames, noisy) is
 compared with rho g V.
 """
-import argparse, json, math, os, subprocess, sys
+import argparse, concurrent.futures, json, math, os, struct, subprocess, sys
 
 L, RHO_W, G = 0.3, 1000.0, 9.81
 
@@ -32,7 +32,7 @@ def segment(R, length, d):  # cylinder lying along z, submerged depth d
 
 
 def sub_volume(shape, a, d):
-    if shape == 'box':
+    if shape in ('box', 'mesh'):
         return a * a * min(max(d, 0.0), a)
     if shape == 'sphere':
         return cap(a / 2, d)
@@ -40,12 +40,26 @@ def sub_volume(shape, a, d):
 
 
 def volume(shape, a):
-    return {'box': a ** 3, 'sphere': math.pi * a ** 3 / 6, 'cylinder': math.pi * a ** 3 / 4}[shape]
+    return {'box': a ** 3, 'mesh': a ** 3, 'sphere': math.pi * a ** 3 / 6,
+            'cylinder': math.pi * a ** 3 / 4}[shape]
 
 
-def rigid(shape, a, center, **kw):
+def cube_obj(path, a):  # a closed cube of edge a as a triangle mesh
+    v = [(x, y, z) for x in (-a / 2, a / 2) for y in (-a / 2, a / 2) for z in (-a / 2, a / 2)]
+    quads = [(1, 2, 4, 3), (5, 7, 8, 6), (1, 5, 6, 2), (3, 4, 8, 7), (1, 3, 7, 5), (2, 6, 8, 4)]
+    with open(path, 'w') as f:
+        f.writelines('v %g %g %g\n' % p for p in v)
+        for q in quads:
+            f.write('f %d %d %d\nf %d %d %d\n' % (q[0], q[1], q[2], q[0], q[2], q[3]))
+
+
+def rigid(args, shape, a, center, **kw):
     s = {'type': shape, 'center': center}
-    if shape == 'box':
+    if shape == 'mesh':
+        os.makedirs(args.out, exist_ok=True)
+        s['file'] = os.path.abspath(os.path.join(args.out, 'cube.obj'))
+        cube_obj(s['file'], a)
+    elif shape == 'box':
         s['size'] = [a] * 3
     else:
         s['radius'] = a / 2
@@ -61,7 +75,8 @@ def scene(args, tag, bodies, body, frames):
           'materials': {'water': {'model': 'sph_liquid', 'density': RHO_W}},
           'bodies': [{'material': 'water', 'solver': 'sph', 'shape': {'type': 'box', 'lower': lo, 'upper': hi}}
                      for lo, hi in bodies],
-          'rigids': [body], 'output': {'dir': os.path.join(args.out, tag)}}
+          'rigids': [body], 'output': {'dir': os.path.join(args.out, tag), 'preview': False,
+                                       'ply': args.ply or tag.startswith('float')}}
     if args.solver == 'dfsph':
         sc['materials']['water']['pressure_solver'] = 'dfsph'
     os.makedirs(args.out, exist_ok=True)
@@ -76,17 +91,41 @@ def scene(args, tag, bodies, body, frames):
 
 def floating(args, shape, rho):
     a, pool = args.size, 0.12
-    body = rigid(shape, a, [L / 2, pool + a / 2 + 0.01, L / 2], motion='dynamic', density=rho)
-    rows = scene(args, 'float_%s_%d' % (shape, rho), [([0, 0, 0], [L, pool, L])], body, args.frames)
-    fr = []
-    for st in rows[-10:]:
-        bottom = st['rigids'][0]['position'][1] - a / 2
+    body = rigid(args, shape, a, [L / 2, pool + a / 2 + 0.01, L / 2], motion='dynamic', density=rho)
+    tag = 'float_%s_%d' % (shape, rho)
+    rows = scene(args, tag, [([0, 0, 0], [L, pool, L])], body, args.frames)
+    fr, fg = [], []
+    for k, st in enumerate(rows[-10:]):
+        centre = st['rigids'][0]['position']
+        bottom = centre[1] - a / 2
         V = st['sph']['mass'] / st['sph']['mean_density']
         level = V / (L * L)
         for _ in range(60):
             level = (V + sub_volume(shape, a, level - bottom)) / (L * L)
         fr.append(sub_volume(shape, a, level - bottom) / volume(shape, a))
-    return sum(fr) / len(fr), max(fr) - min(fr)
+        frame = len(rows) - 10 + k
+        geo = top_layer_level(os.path.join(args.out, tag, 'sph_%05d.ply' % frame), centre, a, args.ps)
+        fg.append(sub_volume(shape, a, geo - bottom) / volume(shape, a))
+    return sum(fr) / len(fr), max(fr) - min(fr), sum(fg) / len(fg)
+
+
+def top_layer_level(path, centre, a, ps):
+    """The free surface from the particles: the mean height of the top
+    layer (within half a lattice spacing of the highest particle) away from
+    the body (more than a from its axis) and the walls (more than 2 ps),
+    plus half the lattice spacing V^(1/3), V = 0.8 ps^3."""
+    raw = open(path, 'rb').read()
+    i = raw.index(b'end_header\n') + 11
+    n = int([l for l in raw[:i].decode().split('\n') if l.startswith('element vertex')][0].split()[2])
+    s = (0.8 * ps ** 3) ** (1 / 3)
+    ys = []
+    for k in range(n):
+        x, y, z = struct.unpack_from('<3f', raw, i + 33 * k)
+        if min(x, z, L - x, L - z) > 2 * ps and math.hypot(x - centre[0], z - centre[2]) > a:
+            ys.append(y)
+    top = max(ys)
+    layer = [y for y in ys if y > top - s / 2]
+    return sum(layer) / len(layer) + s / 2
 
 
 def submerged(args, shape):
@@ -95,7 +134,8 @@ def submerged(args, shape):
     boxes = [([0, 0, 0], [L, lo[1], L]), ([0, hi[1], 0], [L, pool, L]),
              ([0, lo[1], 0], [lo[0], hi[1], L]), ([hi[0], lo[1], 0], [L, hi[1], L]),
              ([lo[0], lo[1], 0], [hi[0], hi[1], lo[2]]), ([lo[0], lo[1], hi[2]], [hi[0], hi[1], L])]
-    rows = scene(args, 'sub_%s' % shape, boxes, rigid(shape, a, c, motion='kinematic'), args.frames)
+    rows = scene(args, 'sub_%s' % shape, boxes, rigid(args, shape, a, c, motion='kinematic'),
+                 args.frames)
     fy = [st['rigids'][0]['force'][1] for st in rows[-10:]]
     return sum(fy) / len(fy) / (RHO_W * G * volume(shape, a)), max(fy) - min(fy)
 
@@ -104,28 +144,40 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--firn', default='build/firn')
     ap.add_argument('--out', default='build/validate_buoyancy')
-    ap.add_argument('--shapes', default='box,sphere,cylinder')
+    ap.add_argument('--shapes', default='box,sphere,cylinder,mesh')
     ap.add_argument('--densities', default='300,500,700')
     ap.add_argument('--solver', default='wcsph', choices=['wcsph', 'dfsph'])
     ap.add_argument('--ps', type=float, default=0.015, help='sph.particle_size [m]')
     ap.add_argument('--size', type=float, default=0.1, help='body size [m]')
     ap.add_argument('--frames', type=int, default=60)
     ap.add_argument('--submerged', action='store_true', help='the submerged force check instead')
+    ap.add_argument('--ply', action='store_true', help='write the particles per frame (floating cases always do)')
+    ap.add_argument('--jobs', type=int, default=1, help='cases run at once (each on one thread)')
     args = ap.parse_args()
     shapes = args.shapes.split(',')
-    print('| shape | %s | ps [m] | %s |' % ('solver', 'F_y / (rho g V)' if args.submerged else
-                                           'rho_b / rho_w | submerged fraction | error'))
-    print('|---|---|---|---|' + ('' if args.submerged else '---|---|'))
-    for shape in shapes:
-        if args.submerged:
-            r, spread = submerged(args, shape)
-            print('| %s | %s | %g | %.3f (10-frame spread %.2f N) |' % (shape, args.solver, args.ps, r, spread), flush=True)
-            continue
-        for rho in map(int, args.densities.split(',')):
-            f, spread = floating(args, shape, rho)
-            arch = rho / RHO_W
-            print('| %s | %s | %g | %.1f | %.3f (spread %.3f) | %+.0f %% |' % (
-                shape, args.solver, args.ps, arch, f, spread, 100 * (f - arch) / arch), flush=True)
+    env = {'OMP_NUM_THREADS': '1'} if args.jobs > 1 else {}
+    os.environ.update(env)
+    if args.submerged:
+        print('| shape | solver | ps [m] | F_y / (rho g V) |')
+        print('|---|---|---|---|')
+        cases = [(s,) for s in shapes]
+        run = lambda c: submerged(args, c[0])
+    else:
+        print('| shape | solver | ps [m] | rho_b / rho_w | submerged (volume level) | error | '
+              'submerged (top layer + s/2) | error |')
+        print('|---|---|---|---|---|---|---|---|')
+        cases = [(s, rho) for s in shapes for rho in map(int, args.densities.split(','))]
+        run = lambda c: floating(args, c[0], c[1])
+    with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as ex:
+        for c, r in zip(cases, ex.map(run, cases)):
+            if args.submerged:
+                print('| %s | %s | %g | %.3f (10-frame spread %.2f N) |' % (c[0], args.solver, args.ps, r[0], r[1]),
+                      flush=True)
+            else:
+                arch = c[1] / RHO_W
+                print('| %s | %s | %g | %.1f | %.3f (spread %.3f) | %+.1f %% | %.3f | %+.1f %% |' % (
+                    c[0], args.solver, args.ps, arch, r[0], r[1], 100 * (r[0] - arch) / arch, r[2],
+                    100 * (r[2] - arch) / arch), flush=True)
 
 
 if __name__ == '__main__':
