@@ -145,15 +145,19 @@ static int alloc_state(firn_sph *S, int n, int cells)
     return 0;
 }
 
-/* The SPH box's faces stand for liquid at rest beyond them (firn_sph_walls),
- * but the integral Psi(d) that adds it is the continuum's, and a lattice
- * that fills a body up to a face, its first layer half a spacing s from
- * it, sums 3 % above rest density there (the midpoint rule of a kernel cut
- * at its peak). The layer is at rest at distance d, where the half lattice
- * of spacing s and Psi(d) sum to what the whole lattice sums to (about
- * 0.58 s at the default support): the lattice keeps d - s/2 clear of each
- * face, so that no body starts under pressure there. Bisection on d in
- * [s/2, s] over the lattice vectors within the support. */
+/* The SPH box's faces stand for liquid at rest beyond them (firn_sph_walls:
+ * the resting lattice continued as ghost layers, each smeared over its
+ * plane), so a lattice that fills a body up to a face, its first layer
+ * half a spacing s from it, sums nearly what the whole lattice sums; the
+ * layers' in-plane sums are not quite their planes' integrals. The layer
+ * is at rest at the distance d where the half lattice of spacing s and
+ * the walls' volume at d sum to what the whole lattice sums to: the
+ * lattice keeps d - s/2 clear of each face, so that no body starts under
+ * pressure there (none at the default support: the ghost layers' volume
+ * at s/2 is 0.175, what the lattice lacks 0.176, so d is s/2 and the body
+ * starts a hair below rest density). Bisection on d in [s/2, s] over the
+ * lattice vectors within the support; the continuum's volume Psi(s/2) =
+ * 0.206 had needed 0.08 s. */
 static float wall_clearance(const firn_sph_params *P, float s)
 {
     const int R = (int)ceilf(P->h / s);
@@ -168,7 +172,7 @@ static float wall_clearance(const firn_sph_params *P, float s)
     double lo = 0.5 * s, hi = s;
     for (int k = 0; k < 40; k++) {
         const double d = 0.5 * (lo + hi);
-        if (P->vol * half + firn_sph_plane_volume(P, (float)d) > P->vol * whole)
+        if (P->vol * half + firn_sph_ghost_layers(P, (float)d).psi > P->vol * whole)
             lo = d;
         else
             hi = d;
