@@ -145,75 +145,6 @@ static int alloc_state(firn_sph *S, int n, int cells)
     return 0;
 }
 
-/* The SPH box's faces stand for liquid at rest beyond them (firn_sph_walls:
- * the resting lattice continued as ghost layers, each smeared over its
- * plane), so a lattice that fills a body up to a face, its first layer
- * half a spacing s from it, sums nearly what the whole lattice sums; the
- * layers' in-plane sums are not quite their planes' integrals. The layer
- * is at rest at the distance d where the half lattice of spacing s and
- * the walls' volume at d sum to what the whole lattice sums to: the
- * lattice keeps d - s/2 clear of each face, so that no body starts under
- * pressure there (none at the default support: the ghost layers' volume
- * at s/2 is 0.175, what the lattice lacks 0.176, so d is s/2 and the body
- * starts a hair below rest density). Bisection on d in [s/2, s] over the
- * lattice vectors within the support; the continuum's volume Psi(s/2) =
- * 0.206 had needed 0.08 s. */
-static float wall_clearance(const firn_sph_params *P, float s)
-{
-    const int R = (int)ceilf(P->h / s);
-    double whole = 0.0, half = 0.0;
-    for (int a = -R; a <= R; a++)
-        for (int b = -R; b <= R; b++)
-            for (int c = -R; c <= R; c++) {
-                const float w = firn_sph_w(P, s * sqrtf((float)(a * a + b * b + c * c)));
-                whole += w;
-                half += c >= 0 ? w : 0.0f;
-            }
-    double lo = 0.5 * s, hi = s;
-    for (int k = 0; k < 40; k++) {
-        const double d = 0.5 * (lo + hi);
-        if (P->vol * half + firn_sph_ghost_layers(P, (float)d).psi > P->vol * whole)
-            lo = d;
-        else
-            hi = d;
-    }
-    return (float)(0.5 * (lo + hi) - 0.5 * s);
-}
-
-/* A box of liquid against the SPH box's faces, clipped to their
- * clearance [lo, hi], holds less than its volume; the box is the liquid
- * poured in instead: its free top (against gravity's largest component)
- * rises by the volume the clearance takes over its section, as far as
- * [lo, hi] allows, so that it holds its mass at rest density. */
-static void pour_box(firn_shape_def *box, const float g[3], const float lo[3], const float hi[3])
-{
-    int up = 0;
-    for (int a = 1; a < 3; a++)
-        up = fabsf(g[a]) > fabsf(g[up]) ? a : up;
-    if (g[up] == 0.0f)
-        return;
-    double blo[3], bhi[3], section = 1.0, kept = 1.0;
-    for (int a = 0; a < 3; a++) {
-        blo[a] = box->center[a] - 0.5 * box->size[a];
-        bhi[a] = box->center[a] + 0.5 * box->size[a];
-        const double l = fmin(bhi[a], hi[a]) - fmax(blo[a], lo[a]);
-        if (!(l > 0.0))
-            return;
-        kept *= l;
-        section *= a == up ? 1.0 : l;
-    }
-    const double lost = (double)box->size[0] * box->size[1] * box->size[2] - kept;
-    if (g[up] < 0.0 && bhi[up] <= hi[up])
-        bhi[up] = fmin(bhi[up] + lost / section, hi[up]);
-    else if (g[up] > 0.0 && blo[up] >= lo[up])
-        blo[up] = fmax(blo[up] - lost / section, lo[up]);
-    for (int a = 0; a < 3; a++) {
-        blo[a] = fmax(blo[a], lo[a]), bhi[a] = fmin(bhi[a], hi[a]);
-        box->center[a] = (float)(0.5 * (blo[a] + bhi[a]));
-        box->size[a] = (float)(bhi[a] - blo[a]);
-    }
-}
-
 /* The particle volume V: its mass V rho0 and the neighbours of a full
  * support follow. */
 static void set_volume(firn_sph *S, const firn_scene_def *def, float vol)
@@ -239,7 +170,6 @@ static int sample_bodies(firn_sph *S, const firn_scene_def *def, firn_error *err
      * of the mass or less, at 0.8 rho0, which then falls and compresses
      * until its density reaches rho0. */
     const float p = def->sph_lattice_genesis ? def->sph_particle_size : cbrtf(S->P.vol);
-    const float clearance = S->P.walls ? wall_clearance(&S->P, p) : 0.0f;
     long long total = 0, q = 0;
     double volume = 0.0;
     int rc = -1, n = 0;
@@ -265,12 +195,11 @@ static int sample_bodies(firn_sph *S, const firn_scene_def *def, firn_error *err
         if (def->sph_lattice_genesis) {
             firn_fill_regular(&shapes[n], p, &fills[n]);
         } else {
-            float lo[3], hi[3];
-            for (int a = 0; a < 3; a++) {
-                lo[a] = S->P.lower[a] + clearance, hi[a] = S->P.upper[a] - clearance;
-            }
-            if (b->shape.type == FIRN_SHAPE_BOX)
-                pour_box(&shapes[n].def, def->gravity, lo, hi);
+            /* clipped to the SPH box; against its faces, which count as the
+             * lattice's ghost layers (firn_sph_walls), a first layer half a
+             * spacing from a face sums as the interior does (docs/PHYSICS.md
+             * 9.1), so the fill reaches the faces */
+            const float *lo = S->P.lower, *hi = S->P.upper;
             firn_fill_fit(&shapes[n], p, NULL, NULL, lo, hi, &fills[n]);
             float blo[3], bhi[3];
             firn_shape_bounds(&shapes[n], blo, bhi);
