@@ -16,42 +16,12 @@ submerged: a kinematic body held at rest with its centre 0.1 m deep in a
 on the body (stats.jsonl `force`, mean of the last 10 frames, noisy) is
 compared with rho g V.
 """
-import argparse, json, math, os, subprocess, sys
+import argparse, os, sys
 
-L, RHO_W, G = 0.3, 1000.0, 9.81
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from buoyancy_common import RHO_W, G, level, rigid, run_scene, sub_volume, volume  # noqa: E402
 
-
-def cap(R, d):  # sphere cap of depth d
-    d = max(0.0, min(2 * R, d))
-    return math.pi * d * d * (3 * R - d) / 3
-
-
-def segment(R, length, d):  # cylinder lying along z, submerged depth d
-    d = max(0.0, min(2 * R, d))
-    return length * (R * R * math.acos((R - d) / R) - (R - d) * math.sqrt(max(2 * R * d - d * d, 0.0)))
-
-
-def sub_volume(shape, a, d):
-    if shape == 'box':
-        return a * a * min(max(d, 0.0), a)
-    if shape == 'sphere':
-        return cap(a / 2, d)
-    return segment(a / 2, a, d)
-
-
-def volume(shape, a):
-    return {'box': a ** 3, 'sphere': math.pi * a ** 3 / 6, 'cylinder': math.pi * a ** 3 / 4}[shape]
-
-
-def rigid(shape, a, center, **kw):
-    s = {'type': shape, 'center': center}
-    if shape == 'box':
-        s['size'] = [a] * 3
-    else:
-        s['radius'] = a / 2
-    if shape == 'cylinder':
-        s['height'], s['axis'] = a, 'z'
-    return dict({'name': 'b', 'shape': s, 'friction': 0.0}, **kw)
+L = 0.3
 
 
 def scene(args, tag, bodies, body, frames):
@@ -64,14 +34,7 @@ def scene(args, tag, bodies, body, frames):
           'rigids': [body], 'output': {'dir': os.path.join(args.out, tag)}}
     if args.solver == 'dfsph':
         sc['materials']['water']['pressure_solver'] = 'dfsph'
-    os.makedirs(args.out, exist_ok=True)
-    fn = os.path.join(args.out, tag + '.json')
-    json.dump(sc, open(fn, 'w'))
-    r = subprocess.run([args.firn, 'run', fn, '--quiet'], capture_output=True, text=True,
-                       env=dict(os.environ, OMP_WAIT_POLICY='passive'))
-    if r.returncode:
-        sys.exit(r.stderr[-800:])
-    return [json.loads(l) for l in open(os.path.join(args.out, tag, 'stats.jsonl'))]
+    return run_scene(args.firn, sc, args.out, tag)
 
 
 def floating(args, shape, rho):
@@ -82,10 +45,8 @@ def floating(args, shape, rho):
     for st in rows[-10:]:
         bottom = st['rigids'][0]['position'][1] - a / 2
         V = st['sph']['mass'] / st['sph']['mean_density']
-        level = V / (L * L)
-        for _ in range(60):
-            level = (V + sub_volume(shape, a, level - bottom)) / (L * L)
-        fr.append(sub_volume(shape, a, level - bottom) / volume(shape, a))
+        h = level(V, L * L, lambda y: sub_volume(shape, a, y - bottom))
+        fr.append(sub_volume(shape, a, h - bottom) / volume(shape, a))
     return sum(fr) / len(fr), max(fr) - min(fr)
 
 
