@@ -1704,17 +1704,18 @@ Test(mpm_buoyancy, liquid_pool_is_compressed_by_its_own_weight, .timeout = 120)
 /* Rigid spheres of densities 300 and 700 (0.1 m, no friction) on MPM
  * liquid at dx = 0.02 m (5 cells across the body), 1.5 s: the submerged
  * fraction against Archimedes' rho / 1000, by both levels of mpm_float.
- * The bound is the known defect's, not the 5 % that the buoyancy matrix
- * asks for (docs/VALIDATION.md, "MPM liquid buoyancy"): the SDF impulse
- * stops the liquid's velocity into a body at grid nodes, not its particles,
- * which creep into the body's surface layer (here 4 and 24 % of its volume
- * by 1.5 s) and no longer hold it up, so a body sinks slowly, faster for a
- * softer liquid. At this resolution, stiffness and time the spheres float
- * 16 % and 31 % deeper than Archimedes by the volume level (-20 % and +16 %
- * by the top level, which lies 8-10 mm below it: the surface stays rough
- * after the body's fall). The test holds both within 40 % of Archimedes
- * and the volume level's deeper than it, as the creep makes it. A body
- * that got half the coupling's reaction (test/mutations.txt,
+ * The bound is the known defects', not the 5 % that the buoyancy matrix
+ * asks for (docs/VALIDATION.md, "MPM liquid buoyancy"): the force the SDF
+ * impulse passes from the liquid to a body changes with the substep and
+ * the liquid's stiffness (0.83 of rho g V_sub on a sphere held half
+ * submerged at this step and stiffness), and the liquid's particles creep
+ * into the body's surface layer (here 4 and 24 % of its volume by 1.5 s),
+ * so the body sinks slowly. At this resolution, stiffness and time the
+ * spheres float 16 % and 31 % deeper than Archimedes by the volume level
+ * (-20 % and +16 % by the top level, which lies 8-10 mm below it: the
+ * surface stays rough after the body's fall). The test holds both within
+ * 40 % of Archimedes and the volume level's deeper than it. A body that
+ * got half the coupling's reaction (test/mutations.txt,
  * rigid-mpm-half-reaction) sinks to twice the depth. */
 Test(mpm_buoyancy, rigid_spheres_float_within_the_known_creep_of_archimedes, .timeout = 240)
 {

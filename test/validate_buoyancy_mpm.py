@@ -3,8 +3,9 @@
 in CI).
 
 A body 0.1 m across (box, sphere, cylinder lying along z) is dropped from
-1 cm above a pool of the MPM `liquid` model (E 1e6 Pa, nu 0.2: bulk
-modulus lambda = 2.78e5 Pa) 0.12 m deep that fills the domain's 0.3 x 0.3
+1 cm above a pool of the MPM `liquid` model (E `--liquid-E`, default 1e6
+Pa, nu 0.2: bulk modulus lambda = 2.78e5 Pa) 0.12 m deep that fills the
+domain's 0.3 x 0.3
 m cross-section less the walls (bodies keep 2 dx from the faces, and the
 wall nodes hold the liquid there: its cross-section A is (0.3 - 4 dx)^2,
 its floor at 2 dx). The body is one of:
@@ -16,6 +17,13 @@ its floor at 2 dx). The body is one of:
 After `--frames` frames of 0.02 s the submerged volume fraction, averaged
 over the last `--average` frames, is compared with Archimedes' rho_b /
 rho_w.
+
+`--held F` instead lowers a kinematic rigid body (keyframes, over 0.4 s)
+to the depth at which the fraction F of it lies below the level its pool
+then takes, holds it there, and reports the liquid's vertical force on it
+(stats.jsonl `force`) over rho_w g V_sub, V_sub its volume below the
+volume level, averaged over the last `--average` frames: the buoyancy
+force itself, without the body's motion.
 
 The water level is measured two ways, and both are reported:
 - volume: A h = V_liquid - V_in + V_sub(h) (buoyancy_common.level), with
@@ -56,8 +64,12 @@ from buoyancy_common import (RHO_W, G, level, read_ply, rigid, run_scene,  # noq
                              sub_volume, submerged_volume, volume)
 
 L, POOL, HEIGHT = 0.3, 0.12, 0.35
-E_W, NU_W = 1e6, 0.2
-LAMBDA_W = E_W * NU_W / ((1 + NU_W) * (1 - 2 * NU_W))
+NU_W = 0.2
+
+
+def lam(args):
+    """The liquid's bulk modulus lambda [Pa] (its Lame parameter)."""
+    return args.liquid_E * NU_W / ((1 + NU_W) * (1 - 2 * NU_W))
 
 
 def box_obj(fn, a):
@@ -72,19 +84,36 @@ def box_obj(fn, a):
             f.write('f %d %d %d\nf %d %d %d\n' % (q[0] + 1, q[1] + 1, q[2] + 1, q[0] + 1, q[2] + 1, q[3] + 1))
 
 
+def held_centre(args, shape, floor):
+    """The centre height at which the fraction args.held of the body lies
+    below the level its pool then takes (bisection)."""
+    a, A = args.size, (L - 4 * args.dx) ** 2
+    Vb = volume(shape, a)
+    h = floor + (A * POOL * (1 - RHO_W * G * POOL / (2 * lam(args))) + args.held * Vb) / A
+    lo, hi = h - a, h + a
+    for _ in range(60):
+        m = (lo + hi) / 2
+        lo, hi = (m, hi) if sub_volume(shape, a, h - (m - a / 2)) / Vb > args.held else (lo, m)
+    return (lo + hi) / 2
+
+
 def scene(args, shape, rho, tag):
     a, dx = args.size, args.dx
     floor = 2 * dx
     c = [L / 2, floor + POOL + a / 2 + 0.01, L / 2]
     sc = {'domain': {'lower': [0, 0, 0], 'upper': [L, HEIGHT, L], 'dx': dx},
-          'gravity': [0, -G, 0], 'time': {'frame_dt': 0.02, 'frames': args.frames},
-          'materials': {'water': {'model': 'liquid', 'E': E_W, 'nu': NU_W, 'density': RHO_W}},
+          'gravity': [0, -G, 0], 'time': {'frame_dt': 0.02, 'frames': args.frames, 'dt': args.dt},
+          'materials': {'water': {'model': 'liquid', 'E': args.liquid_E, 'nu': NU_W, 'density': RHO_W}},
           'bodies': [{'material': 'water', 'shape': {'type': 'box', 'lower': [floor, floor, floor],
                                                       'upper': [L - floor, floor + POOL, L - floor]}}],
           'output': {'dir': os.path.join(args.out, tag), 'preview': False}}
     s = rigid(shape, a, c)['shape']
     if args.body == 'rigid':
         body = rigid(shape, a, c, motion='dynamic', density=rho)
+        if args.held is not None:  # lowered to the depth that submerges `held` of it, then held
+            body = rigid(shape, a, c, motion='kinematic')
+            body['keyframes'] = [{'t': 0.0, 'position': c},
+                                 {'t': 0.4, 'position': [c[0], held_centre(args, shape, floor), c[2]]}]
         if args.mesh:
             os.makedirs(args.out, exist_ok=True)
             box_obj(os.path.join(args.out, 'cube.obj'), a)
@@ -147,7 +176,7 @@ def frame(args, shape, rho, tag, st):
         sub = lambda h: sub_volume(shape, a, h - (com[1] - a / 2))
     above = lambda y: sub(y + floor) - leaked  # the level from the pool's floor
     depth = level(M / RHO_W, A, above)
-    depth = level(M / RHO_W * (1 - RHO_W * G * depth / (2 * LAMBDA_W)), A, above)
+    depth = level(M / RHO_W * (1 - RHO_W * G * depth / (2 * lam(args))), A, above)
     h_vol = floor + depth
     cols = {}
     for p in water:
@@ -161,10 +190,18 @@ def frame(args, shape, rho, tag, st):
 def run(args, shape, rho):
     """The means over the last --average frames of frame()'s figures, the
     spread of the fraction there, and the fraction over 0.4-0.6 s."""
-    tag = '%s%s%s_%s_%d_dx%g' % (args.body, '_mesh' if args.mesh else '', '_cpic' if args.cpic else '',
-                                 shape, rho, args.dx)
+    tag = '%s%s%s_%s_%d_dx%g_E%g_dt%g%s' % (args.body, '_mesh' if args.mesh else '',
+                                            '_cpic' if args.cpic else '', shape, rho, args.dx,
+                                            args.liquid_E, args.dt,
+                                            '' if args.held is None else '_held%g' % args.held)
     rows = run_scene(args.firn, scene(args, shape, rho, tag), args.out, tag)
     last = [frame(args, shape, rho, tag, st) for st in rows[-args.average:]]
+    if args.held is not None:  # the force over rho g V_sub, V_sub by the volume level
+        Vb = volume(shape, args.size)
+        r = [st['rigids'][0]['force'][1] / (RHO_W * G * f[0] * Vb)
+             for st, f in zip(rows[-args.average:], last)]
+        return sum(r) / len(r), max(r) - min(r), sum(f[0] for f in last) / len(last), \
+            sum(f[3] for f in last) / len(last)
     early = [frame(args, shape, rho, tag, st)[0] for st in rows[21:31]]
     mean = [sum(f[i] for f in last) / len(last) for i in range(4)]
     spread = max(f[0] for f in last) - min(f[0] for f in last)
@@ -178,6 +215,11 @@ def main():
     ap.add_argument('--body', default='rigid', choices=['rigid', 'mpm', 'fem'])
     ap.add_argument('--mesh', action='store_true', help='rigid: the box as a mesh SDF')
     ap.add_argument('--cpic', action='store_true', help='rigid: coupling.cpic')
+    ap.add_argument('--liquid-E', type=float, default=1e6, help="the liquid's E [Pa] (nu 0.2)")
+    ap.add_argument('--dt', type=float, default=0.0, help='time.dt: a fixed substep [s] (0: CFL)')
+    ap.add_argument('--held', type=float, default=None,
+                    help='rigid: lower a kinematic body until this fraction of it is below the '
+                    'level, hold it there, and report the force over rho g V_sub')
     ap.add_argument('--shapes', default='box,sphere,cylinder')
     ap.add_argument('--densities', default='300,500,700')
     ap.add_argument('--dx', type=float, default=0.02, help='domain.dx [m]')
@@ -187,6 +229,15 @@ def main():
     ap.add_argument('--frames', type=int, default=75)
     ap.add_argument('--average', type=int, default=10, help='frames averaged at the end')
     args = ap.parse_args()
+    if args.held is not None:
+        print('| shape | dx [m] | liquid E [Pa] | dt [s] | submerged | F_y / (rho g V_sub) (spread) | '
+              'liquid inside |')
+        print('|---|---|---|---|---|---|---|')
+        for shape in args.shapes.split(','):
+            r, spread, f, leaked = run(args, shape, 0)
+            print('| %s | %g | %g | %s | %.3f | %.3f (%.3f) | %.1f %% |' % (
+                shape, args.dx, args.liquid_E, args.dt or 'CFL', f, r, spread, 100 * leaked), flush=True)
+        return
     print('| body | shape | dx [m] | rho_b / rho_w | submerged fraction (spread) | error | by the top '
           'level | top - volume level [mm] | at 0.4-0.6 s | liquid inside | displaced / Archimedes |')
     print('|---|---|---|---|---|---|---|---|---|---|---|')
