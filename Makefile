@@ -253,7 +253,8 @@ validate-buoyancy-bodies: $(BUILD)/firn
 # at relative densities 0.3, 0.5, 0.7 on a pool of the MPM liquid model, dx
 # 0.02 m, 1.5 s each: 10 to 60 s a case on 2 cores, about 15 minutes in all.
 # VALIDATE_BUOYANCY_MPM_ARGS adds options (--dx, --frames, --cpic, --shapes,
-# --densities); --dx 0.01 takes about 5 minutes a case.
+# --densities, --liquid-E, --dt, --softness; --held F: the force on a body
+# held F submerged); --dx 0.01 takes about 5 minutes a case.
 .PHONY: validate-buoyancy-mpm
 validate-buoyancy-mpm: $(BUILD)/firn
 	python3 test/validate_buoyancy_mpm.py --firn $(BUILD)/firn --body rigid \

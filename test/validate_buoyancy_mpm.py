@@ -112,6 +112,8 @@ def scene(args, shape, rho, tag):
         body = rigid(shape, a, c, motion='dynamic', density=rho)
         if args.held is not None:  # lowered to the depth that submerges `held` of it, then held
             body = rigid(shape, a, c, motion='kinematic')
+        if args.softness is not None:
+            body['softness'] = args.softness
             body['keyframes'] = [{'t': 0.0, 'position': c},
                                  {'t': 0.4, 'position': [c[0], held_centre(args, shape, floor), c[2]]}]
         if args.mesh:
@@ -190,10 +192,11 @@ def frame(args, shape, rho, tag, st):
 def run(args, shape, rho):
     """The means over the last --average frames of frame()'s figures, the
     spread of the fraction there, and the fraction over 0.4-0.6 s."""
-    tag = '%s%s%s_%s_%d_dx%g_E%g_dt%g%s' % (args.body, '_mesh' if args.mesh else '',
-                                            '_cpic' if args.cpic else '', shape, rho, args.dx,
-                                            args.liquid_E, args.dt,
-                                            '' if args.held is None else '_held%g' % args.held)
+    tag = '%s%s%s_%s_%d_dx%g_E%g_dt%g%s%s' % (args.body, '_mesh' if args.mesh else '',
+                                              '_cpic' if args.cpic else '', shape, rho, args.dx,
+                                              args.liquid_E, args.dt,
+                                              '' if args.held is None else '_held%g' % args.held,
+                                              '' if args.softness is None else '_s%g' % args.softness)
     rows = run_scene(args.firn, scene(args, shape, rho, tag), args.out, tag)
     last = [frame(args, shape, rho, tag, st) for st in rows[-args.average:]]
     if args.held is not None:  # the force over rho g V_sub, V_sub by the volume level
@@ -220,6 +223,7 @@ def main():
     ap.add_argument('--held', type=float, default=None,
                     help='rigid: lower a kinematic body until this fraction of it is below the '
                     'level, hold it there, and report the force over rho g V_sub')
+    ap.add_argument('--softness', type=float, default=None, help="rigid: the body's softness [m]")
     ap.add_argument('--shapes', default='box,sphere,cylinder')
     ap.add_argument('--densities', default='300,500,700')
     ap.add_argument('--dx', type=float, default=0.02, help='domain.dx [m]')
