@@ -249,6 +249,22 @@ validate-buoyancy-bodies: $(BUILD)/firn
 	        --solver $$solver --out $(BUILD)/validate_buoyancy_bodies \
 	        $(VALIDATE_BUOYANCY_BODIES_ARGS) || exit 1; done; done
 
+# Bodies floating on MPM liquid against Archimedes (test/validate_buoyancy_mpm.py,
+# docs/VALIDATION.md "MPM liquid buoyancy"; not in CI): rigid bodies (analytic
+# box, sphere, cylinder; a mesh box), MPM elastic and FEM bodies (box, sphere)
+# at relative densities 0.3, 0.5, 0.7 on a pool of the MPM liquid model, dx
+# 0.02 m, 1.5 s each: 10 to 60 s a case on 2 cores, about 15 minutes in all.
+# VALIDATE_BUOYANCY_MPM_ARGS adds options (--dx, --frames, --cpic, --shapes,
+# --densities, --liquid-E, --dt, --softness; --held F: the force on a body
+# held F submerged); --dx 0.01 takes about 5 minutes a case.
+.PHONY: validate-buoyancy-mpm
+validate-buoyancy-mpm: $(BUILD)/firn
+	python3 test/validate_buoyancy_mpm.py --firn $(BUILD)/firn --body rigid \
+	    --out $(BUILD)/validate_buoyancy_mpm $(VALIDATE_BUOYANCY_MPM_ARGS)
+	for body in 'rigid --mesh' mpm fem; do \
+	    python3 test/validate_buoyancy_mpm.py --firn $(BUILD)/firn --body $$body \
+	        --out $(BUILD)/validate_buoyancy_mpm $(VALIDATE_BUOYANCY_MPM_ARGS) || exit 1; done
+
 # Plants physics mutations in a copy of the tree, one at a time (test/mutations.txt).
 .PHONY: mutate
 mutate:

@@ -16,56 +16,13 @@ submerged: a kinematic body held at rest with its centre 0.1 m deep in a
 on the body (stats.jsonl `force`, mean of the last 10 frames, noisy) is
 compared with rho g V.
 """
-import argparse, concurrent.futures, json, math, os, struct, subprocess, sys
+import argparse, concurrent.futures, math, os, sys
 
-L, RHO_W, G = 0.3, 1000.0, 9.81
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from buoyancy_common import (RHO_W, G, level, read_ply, rigid, run_scene,  # noqa: E402
+                             sub_volume, volume)
 
-
-def cap(R, d):  # sphere cap of depth d
-    d = max(0.0, min(2 * R, d))
-    return math.pi * d * d * (3 * R - d) / 3
-
-
-def segment(R, length, d):  # cylinder lying along z, submerged depth d
-    d = max(0.0, min(2 * R, d))
-    return length * (R * R * math.acos((R - d) / R) - (R - d) * math.sqrt(max(2 * R * d - d * d, 0.0)))
-
-
-def sub_volume(shape, a, d):
-    if shape in ('box', 'mesh'):
-        return a * a * min(max(d, 0.0), a)
-    if shape == 'sphere':
-        return cap(a / 2, d)
-    return segment(a / 2, a, d)
-
-
-def volume(shape, a):
-    return {'box': a ** 3, 'mesh': a ** 3, 'sphere': math.pi * a ** 3 / 6,
-            'cylinder': math.pi * a ** 3 / 4}[shape]
-
-
-def cube_obj(path, a):  # a closed cube of edge a as a triangle mesh
-    v = [(x, y, z) for x in (-a / 2, a / 2) for y in (-a / 2, a / 2) for z in (-a / 2, a / 2)]
-    quads = [(1, 2, 4, 3), (5, 7, 8, 6), (1, 5, 6, 2), (3, 4, 8, 7), (1, 3, 7, 5), (2, 6, 8, 4)]
-    with open(path, 'w') as f:
-        f.writelines('v %g %g %g\n' % p for p in v)
-        for q in quads:
-            f.write('f %d %d %d\nf %d %d %d\n' % (q[0], q[1], q[2], q[0], q[2], q[3]))
-
-
-def rigid(args, shape, a, center, **kw):
-    s = {'type': shape, 'center': center}
-    if shape == 'mesh':
-        os.makedirs(args.out, exist_ok=True)
-        s['file'] = os.path.abspath(os.path.join(args.out, 'cube.obj'))
-        cube_obj(s['file'], a)
-    elif shape == 'box':
-        s['size'] = [a] * 3
-    else:
-        s['radius'] = a / 2
-    if shape == 'cylinder':
-        s['height'], s['axis'] = a, 'z'
-    return dict({'name': 'b', 'shape': s, 'friction': 0.0}, **kw)
+L = 0.3
 
 
 def scene(args, tag, bodies, body, frames):
@@ -79,19 +36,13 @@ def scene(args, tag, bodies, body, frames):
                                        'ply': args.ply or tag.startswith('float')}}
     if args.solver == 'dfsph':
         sc['materials']['water']['pressure_solver'] = 'dfsph'
-    os.makedirs(args.out, exist_ok=True)
-    fn = os.path.join(args.out, tag + '.json')
-    json.dump(sc, open(fn, 'w'))
-    r = subprocess.run([args.firn, 'run', fn, '--quiet'], capture_output=True, text=True,
-                       env=dict(os.environ, OMP_WAIT_POLICY='passive'))
-    if r.returncode:
-        sys.exit(r.stderr[-800:])
-    return [json.loads(l) for l in open(os.path.join(args.out, tag, 'stats.jsonl'))]
+    return run_scene(args.firn, sc, args.out, tag)
 
 
 def floating(args, shape, rho):
     a, pool = args.size, 0.12
-    body = rigid(args, shape, a, [L / 2, pool + a / 2 + 0.01, L / 2], motion='dynamic', density=rho)
+    body = rigid(shape, a, [L / 2, pool + a / 2 + 0.01, L / 2], args.out, motion='dynamic',
+                 density=rho)
     tag = 'float_%s_%d' % (shape, rho)
     rows = scene(args, tag, [([0, 0, 0], [L, pool, L])], body, args.frames)
     fr, fg = [], []
@@ -99,10 +50,8 @@ def floating(args, shape, rho):
         centre = st['rigids'][0]['position']
         bottom = centre[1] - a / 2
         V = st['sph']['mass'] / st['sph']['mean_density']
-        level = V / (L * L)
-        for _ in range(60):
-            level = (V + sub_volume(shape, a, level - bottom)) / (L * L)
-        fr.append(sub_volume(shape, a, level - bottom) / volume(shape, a))
+        h = level(V, L * L, lambda y: sub_volume(shape, a, y - bottom))
+        fr.append(sub_volume(shape, a, h - bottom) / volume(shape, a))
         frame = len(rows) - 10 + k
         geo = top_layer_level(os.path.join(args.out, tag, 'sph_%05d.ply' % frame), centre, a, args.ps)
         fg.append(sub_volume(shape, a, geo - bottom) / volume(shape, a))
@@ -114,15 +63,9 @@ def top_layer_level(path, centre, a, ps):
     layer (within half a lattice spacing of the highest particle) away from
     the body (more than a from its axis) and the walls (more than 2 ps),
     plus half the lattice spacing V^(1/3), V = 0.8 ps^3."""
-    raw = open(path, 'rb').read()
-    i = raw.index(b'end_header\n') + 11
-    n = int([l for l in raw[:i].decode().split('\n') if l.startswith('element vertex')][0].split()[2])
     s = (0.8 * ps ** 3) ** (1 / 3)
-    ys = []
-    for k in range(n):
-        x, y, z = struct.unpack_from('<3f', raw, i + 33 * k)
-        if min(x, z, L - x, L - z) > 2 * ps and math.hypot(x - centre[0], z - centre[2]) > a:
-            ys.append(y)
+    ys = [y for x, y, z, *_ in read_ply(path)
+          if min(x, z, L - x, L - z) > 2 * ps and math.hypot(x - centre[0], z - centre[2]) > a]
     top = max(ys)
     layer = [y for y in ys if y > top - s / 2]
     return sum(layer) / len(layer) + s / 2
@@ -134,7 +77,7 @@ def submerged(args, shape):
     boxes = [([0, 0, 0], [L, lo[1], L]), ([0, hi[1], 0], [L, pool, L]),
              ([0, lo[1], 0], [lo[0], hi[1], L]), ([hi[0], lo[1], 0], [L, hi[1], L]),
              ([lo[0], lo[1], 0], [hi[0], hi[1], lo[2]]), ([lo[0], lo[1], hi[2]], [hi[0], hi[1], L])]
-    rows = scene(args, 'sub_%s' % shape, boxes, rigid(args, shape, a, c, motion='kinematic'),
+    rows = scene(args, 'sub_%s' % shape, boxes, rigid(shape, a, c, args.out, motion='kinematic'),
                  args.frames)
     fy = [st['rigids'][0]['force'][1] for st in rows[-10:]]
     return sum(fy) / len(fy) / (RHO_W * G * volume(shape, a)), max(fy) - min(fy)

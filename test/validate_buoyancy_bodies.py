@@ -17,10 +17,12 @@ bottom face (its centre of mass less a / 2) down to the SPH particles
 under its middle (|x - c|, |z - c| < a / 4), the highest layer, reported
 in particle sizes: how far the coupling holds the liquid from the body.
 """
-import argparse, json, math, os, struct, subprocess, sys
+import argparse, os, sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from validate_buoyancy import L, RHO_W, G, sub_volume, volume  # noqa: E402
+from buoyancy_common import RHO_W, G, level, read_ply, run_scene, sub_volume, volume  # noqa: E402
+
+L = 0.3
 
 
 def body_def(args, shape, rho, center):
@@ -40,17 +42,6 @@ def body_def(args, shape, rho, center):
     return {'material': 'b', 'shape': s}, mat
 
 
-def read_sph_ply(fn):
-    data = open(fn, 'rb').read()
-    head, body = data.split(b'end_header\n', 1)
-    n = int([l for l in head.split(b'\n') if l.startswith(b'element vertex')][0].split()[-1])
-    props = [l.split() for l in head.split(b'\n') if l.startswith(b'property')]
-    fmt = '<' + ''.join({b'float': 'f', b'int': 'i', b'uchar': 'B', b'int32': 'i', b'float32': 'f',
-                         b'uint8': 'B'}[p[1]] for p in props)
-    size = struct.calcsize(fmt)
-    return [struct.unpack_from(fmt, body, i * size) for i in range(n)]
-
-
 def run(args, shape, rho):
     a, pool = args.size, 0.12
     top = pool + a / 2 + 0.01
@@ -67,29 +58,20 @@ def run(args, shape, rho):
         sc['fem'] = {'damping': 2}
     if args.solver == 'dfsph':
         sc['materials']['water']['pressure_solver'] = 'dfsph'
-    os.makedirs(args.out, exist_ok=True)
-    fn = os.path.join(args.out, tag + '.json')
-    json.dump(sc, open(fn, 'w'))
-    r = subprocess.run([args.firn, 'run', fn, '--quiet'], capture_output=True, text=True,
-                       env=dict(os.environ, OMP_WAIT_POLICY='passive'))
-    if r.returncode:
-        sys.exit(r.stderr[-800:])
-    rows = [json.loads(l) for l in open(os.path.join(args.out, tag, 'stats.jsonl'))]
+    rows = run_scene(args.firn, sc, args.out, tag)
     com = lambda st: (st['fem'] if args.body == 'fem' else st)['center_of_mass']
     fr = []
     for st in rows[-10:]:
         bottom = com(st)[1] - a / 2
         V = st['sph']['mass'] / st['sph']['mean_density']
-        level = V / (L * L)
-        for _ in range(60):
-            level = (V + sub_volume(shape, a, level - bottom)) / (L * L)
-        fr.append(sub_volume(shape, a, level - bottom) / volume(shape, a))
+        h = level(V, L * L, lambda y: sub_volume(shape, a, y - bottom))
+        fr.append(sub_volume(shape, a, h - bottom) / volume(shape, a))
     gap = float('nan')
     plys = sorted(f for f in os.listdir(os.path.join(args.out, tag)) if f.startswith('sph_'))
     if plys:
         c = com(rows[-1])
         bottom = c[1] - a / 2
-        ys = [p[1] for p in read_sph_ply(os.path.join(args.out, tag, plys[-1]))
+        ys = [p[1] for p in read_ply(os.path.join(args.out, tag, plys[-1]))
               if abs(p[0] - c[0]) < a / 4 and abs(p[2] - c[2]) < a / 4 and p[1] < bottom + 0.5 * a]
         ys.sort(reverse=True)
         layer = [y for y in ys if y > ys[0] - 0.5 * args.ps] if ys else []

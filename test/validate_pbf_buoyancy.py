@@ -17,43 +17,14 @@ V_liquid = N m / rho0 (stats.jsonl "pbd" "mass" over the rest density:
 each particle stands for p^3 of liquid at rest), solved by fixed-point
 iteration. V_sub follows the body's orientation (a cube of density 0.5
 floats stably only tilted). The geometry helpers are
-test/validate_buoyancy.py's.
+test/buoyancy_common.py's.
 """
-import argparse, bisect, json, os, subprocess, sys
+import argparse, json, os, sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from validate_buoyancy import rigid, sub_volume, volume  # noqa: E402
+from buoyancy_common import level, rigid, run_scene, submerged_volume, volume  # noqa: E402
 
 L, RHO_W, POOL = 0.24, 1000.0, 0.12
-
-
-def submerged_volume(shape, a, cy, q, n=48):
-    """V_sub(level) of the body with centre height cy and orientation q
-    (w, x, y, z): the sphere's cap in closed form; a box or a cylinder
-    (which may tilt: a cube of density 0.5 is unstable face down) by the
-    world heights of n^3 cell centres of its bounding cube in its own
-    frame, those inside it each standing for its share of its volume as a
-    slab of thickness a / n (exact for an upright box)."""
-    if shape == 'sphere':
-        return lambda level: sub_volume(shape, a, level - (cy - a / 2))
-    w, x, y, z = q
-    ry = (2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x))
-    ys = []
-    for i in range(n):
-        u = (i + 0.5) / n * a - a / 2
-        for j in range(n):
-            v = (j + 0.5) / n * a - a / 2
-            if shape == 'cylinder' and u * u + v * v > a * a / 4:
-                continue  # axis along z (k)
-            base = cy + ry[0] * u + ry[1] * v
-            ys.extend(base + ry[2] * ((k + 0.5) / n * a - a / 2) for k in range(n))
-    ys.sort()
-    dv, c = volume(shape, a) / len(ys), a / n
-
-    def sub(level):  # each cell a slab of its edge c along the vertical
-        lo, hi = bisect.bisect_left(ys, level - c / 2), bisect.bisect_left(ys, level + c / 2)
-        return dv * (lo + sum((level + c / 2 - y) / c for y in ys[lo:hi]))
-    return sub
 
 
 def floating(args, shape, rho):
@@ -69,27 +40,19 @@ def floating(args, shape, rho):
                       'shape': {'type': 'box', 'lower': [0, 0, 0], 'upper': [L, POOL, L]}}],
           'rigids': [body],
           'output': {'dir': os.path.join(args.out, tag), 'ply': False, 'preview': False}}
-    os.makedirs(args.out, exist_ok=True)
-    fn = os.path.join(args.out, tag + '.json')
-    json.dump(sc, open(fn, 'w'))
-    r = subprocess.run([args.firn, 'run', fn, '--quiet'], capture_output=True, text=True,
-                       env=dict(os.environ, OMP_WAIT_POLICY='passive'))
-    if r.returncode:
-        sys.exit(r.stderr[-800:])
+    run_scene(args.firn, sc, args.out, tag)
     return analyse(args, shape, a, tag)
 
 
 def analyse(args, shape, a, tag):
-    rows = [json.loads(l) for l in open(os.path.join(args.out, tag, 'stats.jsonl'))]
+    with open(os.path.join(args.out, tag, 'stats.jsonl')) as f:
+        rows = [json.loads(l) for l in f]
     fr = []
     for st in rows[-args.average:]:
         rb = st['rigids'][0]
         V = st['pbd']['mass'] / RHO_W
         sub = submerged_volume(shape, a, rb['position'][1], rb['orientation'])
-        level = V / (L * L)
-        for _ in range(60):
-            level = (V + sub(level)) / (L * L)
-        fr.append(sub(level) / volume(shape, a))
+        fr.append(sub(level(V, L * L, sub)) / volume(shape, a))
     return sum(fr) / len(fr), max(fr) - min(fr)
 
 
