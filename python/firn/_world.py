@@ -166,7 +166,8 @@ class World:
         if not (math.isfinite(dt) and dt > 0):
             raise UsageError(f"substep: dt = {dt} is not a positive finite time", 2)
         self._new_generation("substep")
-        self._check(_lib_.firn_world_run_substeps(ptr, int(n), float(dt), byref(self._err)))
+        if n:
+            self._check(_lib_.firn_world_run_substeps(ptr, int(n), float(dt), byref(self._err)))
 
     def next_frame_step(self) -> tuple[float, int]:
         """(dt [s], substeps) of the next frame."""
