@@ -2,7 +2,9 @@
 #
 #   make demo       install missing Debian packages, build, run scenes/sand_column.json
 #                   into out/sand_column/
-#   make            build/firn and build/libfirn.a (CUDA parts when nvcc is found)
+#   make            build/firn, build/libfirn.a and build/libfirn.so (CUDA parts when
+#                   nvcc is found); the shared library is what the Python package loads
+#   make python-test  build/libfirn.so and the Python package's tests (python/, pytest)
 #   make test       install missing packages, build, run the Criterion test suite
 #   make deps       only install (or name) the missing Debian packages
 #   make CUDA=0     force a CPU-only build
@@ -48,13 +50,15 @@ HOST_OBJ = $(HOST_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC = $(wildcard test/*.c)
 TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/%.o)
 
+# The kernels' host code is position-independent (-fPIC above), so that the
+# same objects go into libfirn.a and libfirn.so.
 ifneq ($(NVCC),)
 CUDA_HOME  ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 CUDA_ARCH  ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
               -gencode arch=compute_90,code=compute_90
 NVCCFLAGS  ?= -O3 -lineinfo
 override NVCCFLAGS += -std=c++17 $(CUDA_ARCH) -Iinclude -Ihost -Xcompiler -Wall,-Wextra \
-              -DFIRN_WITH_CUDA
+              -Xcompiler -fPIC -DFIRN_WITH_CUDA
 ifeq ($(DEBUG_SYNC),1)
 override NVCCFLAGS += -DFIRN_DEBUG_SYNC
 endif
@@ -81,10 +85,20 @@ DEB_PKGS = gcc make pkg-config libcjson-dev libpng-dev libcriterion-dev
 # The tests also run bench/plot: with a python3 that has matplotlib (or
 # FIRN_PYTHON), else with Debian's python3 and python3-matplotlib.
 HAVE_MATPLOTLIB := $(shell { [ -n "$$FIRN_PYTHON" ] || python3 -c 'import matplotlib' ; } >/dev/null 2>&1 && echo yes)
-TEST_DEB_PKGS = $(DEB_PKGS) $(if $(HAVE_MATPLOTLIB),,python3-matplotlib)
+TEST_DEB_PKGS = $(DEB_PKGS) $(if $(HAVE_MATPLOTLIB),,python3-matplotlib) \
+                $(if $(HAVE_PY_TEST_DEPS),,python3-numpy python3-pytest)
+# The Python package's tests (python/tests) run with FIRN_PYTHON, else the
+# first of python3 and Debian's /usr/bin/python3 that has NumPy and pytest
+# (python3-numpy, python3-pytest).
+FIRN_PYTHON ?= $(firstword $(shell for p in python3 /usr/bin/python3; do \
+    $$p -c 'import numpy, pytest' >/dev/null 2>&1 && echo $$p; done) python3)
+HAVE_PY_TEST_DEPS := $(shell $(FIRN_PYTHON) -c 'import numpy, pytest' >/dev/null 2>&1 && echo yes)
 
-.PHONY: all test test-run clean info deps demo emu emu-check emu-mutate tet-assets
-all: info $(BUILD)/firn $(BUILD)/reorder_probe $(BUILD)/tool_press $(BUILD)/make_tet_assets
+.PHONY: all test test-run python-test clean info deps demo emu emu-check emu-mutate tet-assets
+# The shared library (the Python package's) is not built under sanitizers
+# (the emulated runtime, make asan), which a Python process does not load.
+all: info $(BUILD)/firn $(BUILD)/reorder_probe $(BUILD)/tool_press $(BUILD)/make_tet_assets \
+     $(if $(findstring -fsanitize,$(CFLAGS)),,$(BUILD)/libfirn.so)
 
 # Installs what is missing when run as root (or with sudo), else names the
 # exact command to run.
@@ -172,6 +186,35 @@ test:
 	$(MAKE) deps DEB_PKGS="$(TEST_DEB_PKGS)"
 	$(MAKE) all $(BUILD)/test_firn
 	$(MAKE) test-run
+	$(MAKE) python-test
+
+# The Python package (python/firn) against this build's libfirn.so and CLI:
+# its tests and examples (docs/PYTHON.md), with the interpreter's own NumPy
+# and pytest, nothing installed.
+python-test: $(BUILD)/libfirn.so $(BUILD)/firn
+	cd python && OMP_WAIT_POLICY=passive FIRN_LIB=$(CURDIR)/$(BUILD)/libfirn.so \
+	    FIRN_BIN=$(CURDIR)/$(BUILD)/firn PYTHONPATH=. $(FIRN_PYTHON) -m pytest -q -p no:cacheprovider tests
+
+# `pip install ./python` into a fresh venv (over the system's NumPy, offline:
+# no build isolation, no downloads), then a frame of a scene through it.
+.PHONY: python-venv-check
+python-venv-check: $(BUILD)/libfirn.so
+	rm -rf $(BUILD)/pyvenv && $(FIRN_PYTHON) -m venv --system-site-packages $(BUILD)/pyvenv
+	$(BUILD)/pyvenv/bin/python -m pip install -q --no-build-isolation --no-deps --no-index ./python
+	rm -rf python/build python/firn.egg-info
+	cd $(BUILD) && OMP_WAIT_POLICY=passive FIRN_LIB=$(CURDIR)/$(BUILD)/libfirn.so pyvenv/bin/python -c \
+	    'import firn; w = firn.World(firn.Scene.from_json("$(CURDIR)/scenes/fem_jelly_drop.json"), backend="cpu"); \
+	     w.step(); print("python-venv-check:", firn.__file__, "frame", w.frame, "t =", w.time)'
+
+# The Python controller example against the C one at full size (about 5 CPU
+# minutes; not in CI): the same lines, frame by frame.
+.PHONY: python-example-check
+python-example-check: $(BUILD)/libfirn.so $(BUILD)/tool_press
+	OMP_WAIT_POLICY=passive $(BUILD)/tool_press > $(BUILD)/tool_press_c.txt 2> $(BUILD)/tool_press_c.err
+	OMP_WAIT_POLICY=passive FIRN_LIB=$(CURDIR)/$(BUILD)/libfirn.so PYTHONPATH=python \
+	    $(FIRN_PYTHON) examples/python/tool_press.py > $(BUILD)/tool_press_py.txt 2> $(BUILD)/tool_press_py.err
+	cmp $(BUILD)/tool_press_c.txt $(BUILD)/tool_press_py.txt && cmp $(BUILD)/tool_press_c.err $(BUILD)/tool_press_py.err && \
+	    echo "python-example-check: examples/python/tool_press.py prints what build/tool_press prints"
 
 # Passive OpenMP waits: spinning threads between parallel regions slowed the
 # suite 10-40x on a loaded 2-core machine.
@@ -380,9 +423,10 @@ asan:
 #     cc prog.c $(pkg-config --cflags --libs firn)
 # Where the shared library is installed it carries its own dependencies, and
 # firn.pc lists them as private (for pkg-config --static); a CUDA build
-# installs the static library only (its objects are not built for a shared
-# one) and firn.pc then lists cJSON, libpng, OpenMP and the static CUDA
-# runtime in Libs, so that the plain command links too. SHARED=0 installs the
+# installs the static library only (its libfirn.so, kernels included, is
+# built for the Python package, not installed) and firn.pc then lists
+# cJSON, libpng, OpenMP and the static CUDA runtime in Libs, so that the
+# plain command links too. SHARED=0 installs the
 # static library only in a CPU build as well. make uninstall removes them;
 # make install-check installs into a temporary PREFIX, builds examples/embed.c
 # and examples/tool_press.c with pkg-config alone, against the shared and
@@ -417,8 +461,9 @@ $(BUILD)/pic/%.o: %.c $(wildcard include/*.h host/*.h)
 	$(CC) $(CFLAGS) -fPIC -c -o $@ $<
 $(BUILD)/pic/host/svd_batch.o: override CFLAGS += -Wno-psabi
 
-# -z defs: every symbol it uses is resolved by the libraries it names.
-$(BUILD)/libfirn.so: $(PIC_OBJ)
+# -z defs: every symbol it uses is resolved by the libraries it names. A
+# CUDA build's holds the kernels too (with the static CUDA runtime).
+$(BUILD)/libfirn.so: $(PIC_OBJ) $(CU_OBJ)
 	$(CC) $(CFLAGS) $(LDFLAGS) -shared -Wl,-soname,$(FIRN_SONAME) -Wl,-z,defs -o $@ $^ $(LDLIBS)
 
 .PHONY: install uninstall install-check

@@ -45,6 +45,10 @@ int firn_cuda_download_rigids(firn_world *w, firn_error *err);
  * between calls of substeps). The device's tools and their records come
  * back into w->tools and w->tool_rec at the end of every firn_cuda_run. */
 int firn_cuda_upload_tool(firn_world *w, int tool, firn_error *err);
+/* Rigid body k of the host state w->rigids onto the device (a kinematic
+ * body's command set between calls of substeps); the mirror must be
+ * current (not w->rigids_stale). */
+int firn_cuda_upload_rigid(firn_world *w, int k, firn_error *err);
 
 /* The SPH solver on the GPU (kernels/sph.cu): its device state, made
  * from and downloaded into the host state w->sph. */

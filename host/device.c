@@ -123,6 +123,12 @@ int firn_cuda_upload_tool(firn_world *w, int tool, firn_error *err)
     return no_cuda(err);
 }
 
+int firn_cuda_upload_rigid(firn_world *w, int k, firn_error *err)
+{
+    (void)w, (void)k;
+    return no_cuda(err);
+}
+
 double firn_cuda_copy_bandwidth(size_t bytes)
 {
     (void)bytes;

@@ -694,6 +694,44 @@ typedef struct {
 
 int firn_world_fem_mesh(firn_world *world, firn_fem_mesh_view *view, firn_error *err);
 
+/* ---- direct access (language bindings) ----------------------------------- */
+
+/* The world's clocks: frames stepped (firn_world_step_frame), simulated
+ * time [s] and substeps since the start; any pointer may be NULL. */
+void firn_world_clock(const firn_world *world, int *frame, double *time, long long *substeps);
+
+/* Rigid bodies are numbered as in firn_scene_def.rigids. */
+int firn_world_rigid_count(const firn_world *world);
+
+/* Rigid body k's state in the world's host copy (the simulated state on the
+ * CPU path, the host mirror brought up to date on the GPU), valid until the
+ * next call on the world: pointers into it, not a copy. */
+typedef struct {
+    float *position;         /* 3: centre of mass [m] */
+    float *orientation;      /* 4: unit quaternion (w, x, y, z), body to world */
+    float *velocity;         /* 3 [m/s] */
+    float *angular_velocity; /* 3, world frame [rad/s] */
+    firn_motion motion;
+} firn_rigid_view;
+
+int firn_world_rigid_view(firn_world *world, int k, firn_rigid_view *view, firn_error *err);
+
+/* Commands kinematic body k's velocity v [m/s] and angular velocity w
+ * [rad/s, world frame] from the next substep on, as
+ * firn_world_set_tool_velocity does for a tool: they hold until set again,
+ * and a keyframed body stops following its keyframes. An unknown body, a
+ * static or dynamic one, or a non-finite component is refused (FIRN_E_USAGE)
+ * and nothing changes. */
+int firn_world_set_rigid_velocity(firn_world *world, int k, const float v[3], const float w[3],
+                                  firn_error *err);
+
+/* sizeof the public struct called name ("firn_scene_def",
+ * "firn_frame_stats", "firn_tool_state", "firn_particles_view",
+ * "firn_sph_particles_view", "firn_pbd_particles_view",
+ * "firn_fem_mesh_view", "firn_rigid_view", "firn_error"), 0 for another
+ * name: a binding that mirrors these structs checks its mirrors with it. */
+size_t firn_struct_size(const char *name);
+
 /* ---- checkpoints ---------------------------------------------------------- */
 
 /* A checkpoint file holds the whole state a world needs to continue: every

@@ -1883,6 +1883,28 @@ extern "C" int firn_cuda_upload_tool(firn_world *w, int tool, firn_error *err)
     return 0;
 }
 
+extern "C" int firn_cuda_upload_rigid(firn_world *w, int k, firn_error *err)
+{
+    firn_cuda_state *s = w->cuda;
+    if (!s)
+        return not_initialised("firn_cuda_upload_rigid", err);
+    if (k < 0 || k >= s->n_rigids) {
+        firn_set_error(err, FIRN_E_USAGE,
+                       "firn_cuda_upload_rigid: no rigid body %d (the device has %d)", k,
+                       s->n_rigids);
+        return FIRN_CUDA_FAILED;
+    }
+    firn_rigid staged = w->rigids[k];
+    const float *host_grid;
+    if (stage_shape(s, &staged.shape, &host_grid, err))
+        return FIRN_CUDA_FAILED;
+    FIRN_CUDA_CHECK(
+        cudaMemcpyAsync(s->rigids + k, &staged, sizeof staged, cudaMemcpyHostToDevice, s->stream),
+        err);
+    FIRN_CUDA_CHECK(cudaStreamSynchronize(s->stream), err); /* before staged goes */
+    return 0;
+}
+
 extern "C" int firn_cuda_reduce(firn_world *w, float *max_speed, float *max_wave_speed,
                                 firn_error *err)
 {
