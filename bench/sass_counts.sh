@@ -8,6 +8,7 @@
 # sweep), registers, and the local frame and spills of --resource-usage.
 #   NVCC      default nvcc on PATH, else /usr/local/cuda/bin/nvcc
 #   CUOBJDUMP default cuobjdump on PATH
+#   SASS_FLAGS more nvcc flags, e.g. -DFIRN_BINNED_MIN_BLOCKS=5 (kernels/mpm.cu)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 tree=$(cd "${1:-$here}" && pwd)
@@ -16,7 +17,7 @@ CUOBJDUMP=${CUOBJDUMP:-$(command -v cuobjdump || echo cuobjdump)}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 flags=(-O3 -lineinfo -std=c++17 -gencode arch=compute_90,code=sm_90 -I"$tree/include"
-    -I"$tree/host" -DFIRN_WITH_CUDA --resource-usage)
+    -I"$tree/host" -DFIRN_WITH_CUDA --resource-usage ${SASS_FLAGS:-})
 for src in "$tree/kernels/mpm.cu" "$here/bench/constitutive_sass.cu"; do
     name=$(basename "$src" .cu)
     "$NVCC" "${flags[@]}" -c -o "$tmp/$name.o" "$src" >"$tmp/$name.ru" 2>&1 ||
@@ -58,7 +59,7 @@ for line in open(sass):
     if b and int(b.group(1), 16) < a:
         body = sum(1 for x, n in addr[fn] if int(b.group(1), 16) <= x <= a and not n)
         loop[fn] = max(loop[fn], body)
-hot = ("p2g", "g2p", "g2p2g", "constitutive", "svd3")
+hot = ("p2g", "g2p", "g2p2g", "constitutive", "svd3", "svd3_eig")
 for f in sorted(count):
     name = subprocess.run(["c++filt", f], capture_output=True, text=True).stdout.strip()
     base = re.sub(r"^void ", "", name).split("(")[0]

@@ -75,6 +75,40 @@ enum {
 #define FIRN_BIN         4
 #define FIRN_TILE        (FIRN_BIN + 2) /* a bin's stencils span its cells and two more per axis */
 #define FIRN_BIN_THREADS 128
+/* Blocks a multiprocessor at least holds of p2g_binned, p2g_warp and
+ * g2p2g compiled for a material model (__launch_bounds__'s second argument,
+ * which caps a thread at 65536 / (128 n) registers, rounded down to 8: 96,
+ * 80, 72, 64 for n = 5 to 8): the largest n at which nvcc 13.0 (sm_90)
+ * spills nothing, from --resource-usage over n = 4 to 8
+ * (bench/sass_counts.sh; docs/BENCH.md, "The constitutive update's
+ * instructions"). FIRN_BINNED_MIN_BLOCKS, FIRN_WARP_MIN_BLOCKS and
+ * FIRN_FUSED_MIN_BLOCKS, when defined, set one n for every model (for
+ * that measurement). */
+enum { FIRN_K_BINNED, FIRN_K_WARP, FIRN_K_FUSED };
+static constexpr int min_blocks(int kernel, int model)
+{
+#ifdef FIRN_BINNED_MIN_BLOCKS
+    if (kernel == FIRN_K_BINNED)
+        return FIRN_BINNED_MIN_BLOCKS;
+#endif
+#ifdef FIRN_WARP_MIN_BLOCKS
+    if (kernel == FIRN_K_WARP)
+        return FIRN_WARP_MIN_BLOCKS;
+#endif
+#ifdef FIRN_FUSED_MIN_BLOCKS
+    if (kernel == FIRN_K_FUSED)
+        return FIRN_FUSED_MIN_BLOCKS;
+#endif
+    /* Snow's hardening and clamps need the most registers, liquid's the
+     * fewest; the model read at run time (FIRN_M_ANY) carries every
+     * branch. */
+    return kernel == FIRN_K_BINNED ? (model == FIRN_M_SNOW     ? 5
+                                      : model == FIRN_M_LIQUID ? 8
+                                      : model == FIRN_M_ANY    ? 6
+                                                               : 7)
+           : kernel == FIRN_K_WARP ? (model == FIRN_M_SNOW || model == FIRN_M_ANY ? 6 : 7)
+                                   : (model == FIRN_M_SNOW || model == FIRN_M_LIQUID ? 5 : 6);
+}
 /* G2P2G's tile: the bins are those of the positions before G2P, and a
  * particle's stencil corner moves by at most one cell in a substep that
  * keeps the CFL condition (|v| dt < dx), so the stencils span the bin's
@@ -631,12 +665,12 @@ static __device__ int bin_lanes(int n) { return 32 * ((n + 31) / 32); }
  * is 0.4 global atomics a particle (1.7 scalar ones before sm_90) instead
  * of atomic P2G's 27 (108), and the particles of one bin read neighbouring
  * grid lines. Empty bins return at once. The lanes of a warp take
- * particles of different cells (bin_lane_particle). At least six blocks a
- * multiprocessor: 80 registers, no spills (nvcc 13, sm_90); without the
- * bound the lane order's indexing took it to 96 and five blocks
- * (docs/BENCH.md, "Shared-atomic conflicts"). */
+ * particles of different cells (bin_lane_particle). The blocks a
+ * multiprocessor holds at least: min_blocks (without a bound the lane
+ * order's indexing took the kernel to 96 registers and five blocks,
+ * docs/BENCH.md, "Shared-atomic conflicts"). */
 template <int MODEL>
-static __global__ void __launch_bounds__(FIRN_BIN_THREADS, 6)
+static __global__ void __launch_bounds__(FIRN_BIN_THREADS, min_blocks(FIRN_K_BINNED, MODEL))
     p2g_binned(firn_params P, const firn_material *mats, firn_particles p, firn_grid g,
                firn_mpm_bins b)
 {
@@ -677,7 +711,7 @@ static __global__ void __launch_bounds__(FIRN_BIN_THREADS, 6)
  * own values to the tile, or when the tile does not hold its stencil
  * scatters straight into the grid and shuffles zeros. */
 template <int MODEL>
-static __global__ void __launch_bounds__(FIRN_BIN_THREADS)
+static __global__ void __launch_bounds__(FIRN_BIN_THREADS, min_blocks(FIRN_K_WARP, MODEL))
     p2g_warp(firn_params P, const firn_material *mats, firn_particles p, firn_grid g,
              firn_mpm_bins b)
 {
@@ -758,7 +792,7 @@ static __global__ void __launch_bounds__(FIRN_BIN_THREADS)
  * p2g_binned. What fusion saves: the launch, and P2G's reads of x, v and C
  * (60 of the 225 bytes a particle moves in a substep, docs/BENCH.md). */
 template <int MODEL>
-static __global__ void __launch_bounds__(FIRN_BIN_THREADS)
+static __global__ void __launch_bounds__(FIRN_BIN_THREADS, min_blocks(FIRN_K_FUSED, MODEL))
     g2p2g(firn_params P, const firn_material *mats, firn_particles p, firn_grid from, firn_grid to,
           firn_mpm_bins b, unsigned long long *bad, unsigned substep)
 {
