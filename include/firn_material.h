@@ -342,9 +342,8 @@ static inline FIRN_HD firn_mat3 firn_constitutive_svd(const firn_material *m, fi
  * *F is the trial deformation gradient; on return it is the elastic F the
  * particle keeps, *Jp and *dmg are updated, and the Kirchhoff stress is
  * returned. `model`: the material's model, or FIRN_M_ANY to read it from m.
- * The SVD is firn_svd3_eig's (the eigen-solve of F F^T); the CPU's batched
- * path gives firn_constitutive_svd firn_svd3's, the same SVD to float
- * rounding (test_kernels.c, svd_eig_*). */
+ * The SVD is firn_svd3_eig's (the eigen-solve of F F^T), as the CPU's
+ * batched path computes it (firn_svd3_eig_batch, host/svd_batch.c). */
 static inline FIRN_HD firn_mat3 firn_constitutive_as(const firn_material *m, int model,
                                                      firn_mat3 *F, float *Jp, float *dmg, float dt)
 {

@@ -667,7 +667,10 @@ static firn_mat3 batch_matrix(int t, int l)
  * default on x86-64), the two do the same operations and must agree
  * bitwise; a build with FMA may contract them differently, and is held to
  * the tolerances only. */
-Test(svd, batched_matches_scalar)
+typedef void (*svd_fn)(firn_mat3, firn_mat3 *, firn_vec3 *, firn_mat3 *);
+typedef void (*svd_batch_fn)(int, const firn_mat3 *, firn_mat3 *, firn_vec3 *, firn_mat3 *);
+
+static void batched_matches_scalar(svd_batch_fn batch, svd_fn scalar)
 {
     for (int t = 0; t < 2000; t++) {
         const int n = 1 + t % FIRN_SVD_BATCH;
@@ -675,12 +678,12 @@ Test(svd, batched_matches_scalar)
         firn_vec3 s[FIRN_SVD_BATCH];
         for (int l = 0; l < n; l++)
             A[l] = batch_matrix(t, l);
-        firn_svd3_batch(n, A, U, s, V);
+        batch(n, A, U, s, V);
         for (int l = 0; l < n; l++) {
             check_svd_result(A[l], U[l], s[l], V[l], "batched");
             firn_mat3 Us, Vs;
             firn_vec3 ss;
-            firn_svd3(A[l], &Us, &ss, &Vs);
+            scalar(A[l], &Us, &ss, &Vs);
 #if !defined(__FMA__) && !defined(__FP_FAST_FMAF)
             cr_assert(memcmp(&U[l], &Us, sizeof Us) == 0 && memcmp(&V[l], &Vs, sizeof Vs) == 0 &&
                           memcmp(&s[l], &ss, sizeof ss) == 0,
@@ -701,10 +704,19 @@ Test(svd, batched_matches_scalar)
     }
 }
 
+Test(svd, batched_matches_scalar) { batched_matches_scalar(firn_svd3_batch, firn_svd3); }
+
+/* The same for firn_svd3_eig, the MPM constitutive update's (the CPU
+ * path's batches and the GPU's firn_constitutive). */
+Test(svd, eig_batched_matches_scalar)
+{
+    batched_matches_scalar(firn_svd3_eig_batch, firn_svd3_eig);
+}
+
 /* A lane's result depends on its own matrix only: not on its neighbours
  * (one of them NaN, or rank-deficient and slow to converge), nor on how
  * many lanes the batch has. A NaN matrix gives NaN singular values. */
-Test(svd, batched_lanes_are_independent)
+static void batched_lanes_are_independent(svd_batch_fn batch)
 {
     firn_mat3 A[FIRN_SVD_BATCH], U[FIRN_SVD_BATCH], V[FIRN_SVD_BATCH];
     firn_vec3 s[FIRN_SVD_BATCH];
@@ -713,12 +725,12 @@ Test(svd, batched_lanes_are_independent)
         const int lane = t % FIRN_SVD_BATCH;
         firn_mat3 U0, V0;
         firn_vec3 s0;
-        firn_svd3_batch(1, &probe, &U0, &s0, &V0);
+        batch(1, &probe, &U0, &s0, &V0);
         for (int l = 0; l < FIRN_SVD_BATCH; l++)
             A[l] = batch_matrix(t + 1, l);
         A[(lane + 1) % FIRN_SVD_BATCH].m[4] = NAN;
         A[lane] = probe;
-        firn_svd3_batch(FIRN_SVD_BATCH, A, U, s, V);
+        batch(FIRN_SVD_BATCH, A, U, s, V);
         cr_assert(memcmp(&U[lane], &U0, sizeof U0) == 0 && memcmp(&V[lane], &V0, sizeof V0) == 0 &&
                       memcmp(&s[lane], &s0, sizeof s0) == 0,
                   "batch %d: lane %d's SVD changed with its neighbours", t, lane);
@@ -728,6 +740,9 @@ Test(svd, batched_lanes_are_independent)
                   sn.v[2]);
     }
 }
+
+Test(svd, batched_lanes_are_independent) { batched_lanes_are_independent(firn_svd3_batch); }
+Test(svd, eig_batched_lanes_are_independent) { batched_lanes_are_independent(firn_svd3_eig_batch); }
 
 /* Material table entry for a model with E = 1e5, nu = 0.3. */
 static firn_material make_material(int model, int law)
