@@ -12,6 +12,7 @@
  * apply (the Makefile builds this file with -Wno-psabi). */
 #include <math.h>
 
+#include "firn_svd.h"
 #include "svd_batch.h"
 
 #define W FIRN_SVD_BATCH
@@ -216,6 +217,18 @@ void firn_svd3_eig_batch(int n, const firn_mat3 *A, firn_mat3 *U, firn_vec3 *s, 
     for (int c = 0; c < 9; c++)
         for (int l = 0; l < W; l++)
             a.m[c][l] = l < n ? A[l].m[c] : (c % 4 == 0 ? 1.0f : 0.0f);
+    /* firn_svd3_eig's scaling by a power of two, lane by lane. */
+    vf up;
+    for (int l = 0; l < W; l++) {
+        float big = 0.0f;
+        for (int c = 0; c < 9; c++)
+            big = fmaxf(big, fabsf(a.m[c][l]));
+        const unsigned ex = firn_pow2_exponent(big);
+        const float down = firn_pow2_bits(254u - ex);
+        up[l] = firn_pow2_bits(ex);
+        for (int c = 0; c < 9; c++)
+            a.m[c][l] *= down;
+    }
     const vf *e = a.m;
     vf s00 = e[0] * e[0] + e[1] * e[1] + e[2] * e[2];
     vf s11 = e[3] * e[3] + e[4] * e[4] + e[5] * e[5];
@@ -277,7 +290,7 @@ void firn_svd3_eig_batch(int n, const firn_mat3 *A, firn_mat3 *U, firn_vec3 *s, 
     v2.v[0] = v0.v[1] * v1.v[2] - v0.v[2] * v1.v[1];
     v2.v[1] = v0.v[2] * v1.v[0] - v0.v[0] * v1.v[2];
     v2.v[2] = v0.v[0] * v1.v[1] - v0.v[1] * v1.v[0];
-    const vf s2 = vdot(&w[2], &v2);
+    const vf s2 = vdot(&w[2], &v2) * up;
     for (int l = 0; l < n; l++) {
         for (int c = 0; c < 9; c++)
             U[l].m[c] = u.m[c][l];
@@ -286,6 +299,6 @@ void firn_svd3_eig_batch(int n, const firn_mat3 *A, firn_mat3 *U, firn_vec3 *s, 
             V[l].m[3 * k + 1] = v1.v[k][l];
             V[l].m[3 * k + 2] = v2.v[k][l];
         }
-        s[l] = firn_v3(s0[l], s1[l], s2[l]);
+        s[l] = firn_v3(s0[l] * up[l], s1[l] * up[l], s2[l]);
     }
 }

@@ -13,6 +13,8 @@
 #ifndef FIRN_SVD_H
 #define FIRN_SVD_H
 
+#include <string.h>
+
 #include "firn_math.h"
 
 /* One Jacobi rotation on the symmetric S (rows/cols p, q) that zeroes S[p][q],
@@ -130,6 +132,25 @@ static inline FIRN_HD float firn_rsqrtf(float x)
 #endif
 }
 
+/* 2^(e - 127) for x's biased exponent e clamped to [1, 253] (so that it and
+ * its inverse, firn_pow2_inv, are normal floats): a power of two near |x|,
+ * to scale by exactly. */
+static inline FIRN_HD unsigned firn_pow2_exponent(float x)
+{
+    unsigned b;
+    memcpy(&b, &x, sizeof b);
+    const unsigned e = (b >> 23) & 0xffu;
+    return e < 1u ? 1u : (e > 253u ? 253u : e);
+}
+
+static inline FIRN_HD float firn_pow2_bits(unsigned e)
+{
+    const unsigned b = e << 23;
+    float r;
+    memcpy(&r, &b, sizeof r);
+    return r;
+}
+
 /* One Jacobi rotation of a symmetric 3x3 matrix held as its six distinct
  * entries, in the plane (p, q) with r the third axis: *app, *aqq, *apq and
  * the off-diagonal *apr, *aqr; it zeroes a_pq, and accumulates U <- U G
@@ -176,9 +197,21 @@ static inline FIRN_HD void firn_sym_rotate(float *app, float *aqq, float *apq, f
  *     rotation whatever s_2 is: a singular or inverted A needs no 1 / s_2),
  *     and s_2 = w_2 . v_2, whose sign is that of det A.
  * Where A has rank 1 or 0 (s_1 below 1e-6 s_0), v_1 (and v_0) are any unit
- * vectors that complete the rotation, as any are a valid SVD there. */
+ * vectors that complete the rotation, as any are a valid SVD there. A is
+ * first scaled by a power of two (exactly) to a largest entry in [1, 2), and
+ * s scaled back: A A^T neither overflows nor underflows for any finite A
+ * (firn_svd3's A^T A overflows past about 1e19; a blown-up F must still
+ * give a non-finite stress, not a zero one), and the thresholds below are
+ * relative to A's size. */
 static inline FIRN_HD void firn_svd3_eig(firn_mat3 A, firn_mat3 *U, firn_vec3 *sig, firn_mat3 *V)
 {
+    float big = 0.0f;
+    for (int c = 0; c < 9; c++)
+        big = fmaxf(big, fabsf(A.m[c]));
+    const unsigned ex = firn_pow2_exponent(big);
+    const float down = firn_pow2_bits(254u - ex), up = firn_pow2_bits(ex);
+    for (int c = 0; c < 9; c++)
+        A.m[c] *= down;
     const float *a = A.m;
     float s00 = a[0] * a[0] + a[1] * a[1] + a[2] * a[2];
     float s11 = a[3] * a[3] + a[4] * a[4] + a[5] * a[5];
@@ -240,7 +273,7 @@ static inline FIRN_HD void firn_svd3_eig(firn_mat3 A, firn_mat3 *U, firn_vec3 *s
         s1 = sqrtf(n1);
     }
     const firn_vec3 v2 = firn_cross(v0, v1);
-    *sig = firn_v3(s0, s1, firn_dot(w[2], v2));
+    *sig = firn_v3(s0 * up, s1 * up, firn_dot(w[2], v2) * up);
     for (int k = 0; k < 3; k++) {
         V->m[3 * k + 0] = v0.v[k];
         V->m[3 * k + 1] = v1.v[k];

@@ -102,10 +102,11 @@ static constexpr int min_blocks(int kernel, int model)
     /* Snow's hardening and clamps need the most registers, liquid's the
      * fewest; the model read at run time (FIRN_M_ANY) carries every
      * branch. */
-    return kernel == FIRN_K_BINNED ? (model == FIRN_M_SNOW     ? 5
-                                      : model == FIRN_M_LIQUID ? 8
-                                      : model == FIRN_M_ANY    ? 6
-                                                               : 7)
+    return kernel == FIRN_K_BINNED
+               ? (model == FIRN_M_SNOW                                                     ? 5
+                  : model == FIRN_M_LIQUID                                                 ? 8
+                  : model == FIRN_M_ANY || model == FIRN_M_SAND || model == FIRN_M_ELASTIC ? 6
+                                                                                           : 7)
            : kernel == FIRN_K_WARP ? (model == FIRN_M_SNOW || model == FIRN_M_ANY ? 6 : 7)
                                    : (model == FIRN_M_SNOW || model == FIRN_M_LIQUID ? 5 : 6);
 }
