@@ -217,18 +217,21 @@ void firn_svd3_eig_batch(int n, const firn_mat3 *A, firn_mat3 *U, firn_vec3 *s, 
     for (int c = 0; c < 9; c++)
         for (int l = 0; l < W; l++)
             a.m[c][l] = l < n ? A[l].m[c] : (c % 4 == 0 ? 1.0f : 0.0f);
-    /* firn_svd3_eig's scaling by a power of two, lane by lane. */
-    vf up;
-    for (int l = 0; l < W; l++) {
-        float big = 0.0f;
-        for (int c = 0; c < 9; c++)
-            big = fmaxf(big, fabsf(a.m[c][l]));
-        const unsigned ex = firn_pow2_exponent(big);
-        const float down = firn_pow2_bits(254u - ex);
-        up[l] = firn_pow2_bits(ex);
-        for (int c = 0; c < 9; c++)
-            a.m[c][l] *= down;
+    /* firn_svd3_eig's scaling by a power of two (firn_pow2_exponent,
+     * firn_pow2_bits; fmaxf keeps the larger of big and a NaN's other
+     * operand, as the select does). */
+    vf big = vsplat(0.0f);
+    for (int c = 0; c < 9; c++) {
+        const vf x = vabs(a.m[c]);
+        big = vsel(x > big, x, big);
     }
+    vi ex = ((vi)big >> 23) & 0xff;
+    const vi lo = ex<1, hi = ex> 253;
+    ex = (lo & 1) | (~lo & ex);
+    ex = (hi & 253) | (~hi & ex);
+    const vf up = (vf)(ex << 23), down = (vf)((254 - ex) << 23);
+    for (int c = 0; c < 9; c++)
+        a.m[c] = a.m[c] * down;
     const vf *e = a.m;
     vf s00 = e[0] * e[0] + e[1] * e[1] + e[2] * e[2];
     vf s11 = e[3] * e[3] + e[4] * e[4] + e[5] * e[5];
