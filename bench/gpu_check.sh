@@ -318,7 +318,7 @@ profile() {
         # this Nsight Compute lacks a metric, the sections alone.
         local sections=(--section LaunchStats --section Occupancy --section SpeedOfLight
             --section MemoryWorkloadAnalysis_Tables --section InstructionStats)
-        local run=(--clock-control none --kernel-name "regex:^$kernel\$" --launch-skip 2
+        local run=(--clock-control none --kernel-name "regex:^$kernel(<.*>)?\$" --launch-skip 2
             --launch-count 1 -f -o "$fig")
         # Profile, then the report's raw page as CSV (the figure).
         local export=(bash -c '"$0" "$@" && "$0" -i "$FIG.ncu-rep" --csv --page raw \

@@ -12,7 +12,7 @@
  *
  * Constitutive update: P2G takes a block's particles 8 at a time, and
  * their 3x3 SVDs run side by side in SIMD lanes (host/svd_batch.c), each
- * lane the scalar firn_svd3; the rest of each particle's update and its
+ * lane the scalar firn_svd3_eig (the GPU's algorithm); the rest of each particle's update and its
  * scatter follow one particle at a time, in block order. The scatter and
  * G2P's gather move a grid node's four floats as one vector (cpu_simd.h),
  * bitwise the shared functions' results.
@@ -310,7 +310,8 @@ void firn_cpu_repermute(firn_world *w)
 
 /* P2G of the particles order[k0..k1) of one block, FIRN_SVD_BATCH at a
  * time: the SVDs of a batch's trial deformation gradients run side by side
- * in SIMD lanes (host/svd_batch.c, the scalar firn_svd3's results), then
+ * in SIMD lanes (host/svd_batch.c, the scalar firn_svd3_eig's results, as
+ * firn_constitutive on the GPU computes them), then
  * each particle finishes its constitutive update and scatters, in the order
  * of the one-particle loop (firn_p2g_particle). `cpic` is a constant at
  * each call, so the plain variant compiles to the loop without CPIC. */
@@ -336,7 +337,7 @@ static inline __attribute__((always_inline)) void p2g_block(firn_world *w, int k
             svd |= firn_needs_svd(mat[l]);
         }
         if (svd)
-            firn_svd3_batch(nl, F, U, sig, V);
+            firn_svd3_eig_batch(nl, F, U, sig, V);
         for (int l = 0; l < nl; l++) {
             const int i = order[k + l];
             const firn_material *m = mat[l];

@@ -18,4 +18,10 @@
  * firn_svd3's conventions. */
 void firn_svd3_batch(int n, const firn_mat3 *A, firn_mat3 *U, firn_vec3 *s, firn_mat3 *V);
 
+/* firn_svd3_eig (include/firn_svd.h) on n <= FIRN_SVD_BATCH matrices in
+ * SIMD lanes, mirroring it step by step (bitwise its results without FMA
+ * contraction): the CPU path's SVD for the constitutive update, so that it
+ * runs the GPU's algorithm. */
+void firn_svd3_eig_batch(int n, const firn_mat3 *A, firn_mat3 *U, firn_vec3 *s, firn_mat3 *V);
+
 #endif

@@ -33,7 +33,20 @@ typedef struct {
                       I = inertia dgamma / (dt sqrt(p)) */
 } firn_material;
 
-enum { FIRN_M_ELASTIC, FIRN_M_LIQUID, FIRN_M_SNOW, FIRN_M_SAND, FIRN_M_VON_MISES, FIRN_M_FRACTURE };
+/* FIRN_M_ANY: not a model, but what the *_as functions below take to read
+ * the model from the material at run time. A constant model there (a GPU
+ * kernel compiled for a scene of one model, kernels/mpm.cu) leaves the
+ * other models' branches out of the compiled code. */
+enum {
+    FIRN_M_ANY = -1,
+    FIRN_M_ELASTIC,
+    FIRN_M_LIQUID,
+    FIRN_M_SNOW,
+    FIRN_M_SAND,
+    FIRN_M_VON_MISES,
+    FIRN_M_FRACTURE
+};
+#define FIRN_MODELS 6
 enum { FIRN_L_COROTATED, FIRN_L_NEOHOOKEAN };
 enum { FIRN_C_COMPRESSION, FIRN_C_EXTENSION, FIRN_C_PLANE_STRAIN, FIRN_C_INSCRIBED };
 
@@ -197,18 +210,24 @@ static inline FIRN_HD float firn_snow_hardening(const firn_material *m, float Jp
 /* Whether a material's stress needs the SVD of F: liquid and neo-Hookean
  * elastic follow from det F and F F^T alone (the SVD is about half of
  * P2G's cost). */
+static inline FIRN_HD int firn_needs_svd_as(const firn_material *m, int model)
+{
+    model = model == FIRN_M_ANY ? m->model : model;
+    return !(model == FIRN_M_LIQUID || (model == FIRN_M_ELASTIC && m->law == FIRN_L_NEOHOOKEAN));
+}
+
 static inline FIRN_HD int firn_needs_svd(const firn_material *m)
 {
-    return !(m->model == FIRN_M_LIQUID ||
-             (m->model == FIRN_M_ELASTIC && m->law == FIRN_L_NEOHOOKEAN));
+    return firn_needs_svd_as(m, FIRN_M_ANY);
 }
 
 /* The constitutive update of a material that needs no SVD (firn_needs_svd
  * is 0). On entry *F is the trial deformation gradient; on return it is the
  * elastic F the particle keeps; the Kirchhoff stress is returned. */
-static inline FIRN_HD firn_mat3 firn_constitutive_direct(const firn_material *m, firn_mat3 *F)
+static inline FIRN_HD firn_mat3 firn_constitutive_direct_as(const firn_material *m, int model,
+                                                            firn_mat3 *F)
 {
-    if (m->model == FIRN_M_LIQUID) {
+    if ((model == FIRN_M_ANY ? m->model : model) == FIRN_M_LIQUID) {
         /* Weakly compressible, inviscid: only the volume ratio is kept. An
          * inverted or crushed particle (J < 0.01: 1% of its volume, far past
          * anything a liquid reaches) is reset to J = 0.01, so the pressure
@@ -235,17 +254,35 @@ static inline FIRN_HD firn_mat3 firn_constitutive_direct(const firn_material *m,
     return tau;
 }
 
+static inline FIRN_HD firn_mat3 firn_constitutive_direct(const firn_material *m, firn_mat3 *F)
+{
+    return firn_constitutive_direct_as(m, FIRN_M_ANY, F);
+}
+
+/* U diag(t) U^T, symmetric: six entries computed. */
+static inline FIRN_HD firn_mat3 firn_m3_utu(firn_mat3 U, firn_vec3 t)
+{
+    firn_mat3 r;
+    for (int i = 0; i < 3; i++)
+        for (int j = i; j < 3; j++)
+            r.m[3 * i + j] = r.m[3 * j + i] = U.m[3 * i + 0] * t.v[0] * U.m[3 * j + 0] +
+                                              U.m[3 * i + 1] * t.v[1] * U.m[3 * j + 1] +
+                                              U.m[3 * i + 2] * t.v[2] * U.m[3 * j + 2];
+    return r;
+}
+
 /* The constitutive update of a material that needs the SVD, given the SVD
  * F = U diag(s) V^T of the trial deformation gradient *F and the substep dt
  * [s] (rate-dependent sand). On return *F is the elastic F the particle
  * keeps, *Jp and *dmg are updated, and the Kirchhoff stress is returned. */
-static inline FIRN_HD firn_mat3 firn_constitutive_svd(const firn_material *m, firn_mat3 *F,
-                                                      float *Jp, float *dmg, firn_mat3 U,
-                                                      firn_vec3 s, firn_mat3 V, float dt)
+static inline FIRN_HD firn_mat3 firn_constitutive_svd_as(const firn_material *m, int model,
+                                                         firn_mat3 *F, float *Jp, float *dmg,
+                                                         firn_mat3 U, firn_vec3 s, firn_mat3 V,
+                                                         float dt)
 {
     firn_vec3 t;
     float J = s.v[0] * s.v[1] * s.v[2];
-    switch (m->model) {
+    switch (model == FIRN_M_ANY ? m->model : model) {
     case FIRN_M_SNOW: {
         /* Stomakhin et al. 2013. Hardening from the previous Jp; the volume
          * term uses the pre-clamp J (Genesis's choice). The clamp makes all
@@ -291,22 +328,37 @@ static inline FIRN_HD firn_mat3 firn_constitutive_svd(const firn_material *m, fi
         t = firn_tau_corotated(m->mu, m->lambda, s, J);
         break;
     }
-    return firn_m3_usv(U, t, U);
+    return firn_m3_utu(U, t);
+}
+
+static inline FIRN_HD firn_mat3 firn_constitutive_svd(const firn_material *m, firn_mat3 *F,
+                                                      float *Jp, float *dmg, firn_mat3 U,
+                                                      firn_vec3 s, firn_mat3 V, float dt)
+{
+    return firn_constitutive_svd_as(m, FIRN_M_ANY, F, Jp, dmg, U, s, V, dt);
 }
 
 /* The constitutive update of one particle over a substep dt [s]. On entry
  * *F is the trial deformation gradient; on return it is the elastic F the
  * particle keeps, *Jp and *dmg are updated, and the Kirchhoff stress is
- * returned. */
+ * returned. `model`: the material's model, or FIRN_M_ANY to read it from m.
+ * The SVD is firn_svd3_eig's (the eigen-solve of F F^T), as the CPU's
+ * batched path computes it (firn_svd3_eig_batch, host/svd_batch.c). */
+static inline FIRN_HD firn_mat3 firn_constitutive_as(const firn_material *m, int model,
+                                                     firn_mat3 *F, float *Jp, float *dmg, float dt)
+{
+    if (!firn_needs_svd_as(m, model))
+        return firn_constitutive_direct_as(m, model, F);
+    firn_mat3 U, V;
+    firn_vec3 s;
+    firn_svd3_eig(*F, &U, &s, &V);
+    return firn_constitutive_svd_as(m, model, F, Jp, dmg, U, s, V, dt);
+}
+
 static inline FIRN_HD firn_mat3 firn_constitutive(const firn_material *m, firn_mat3 *F, float *Jp,
                                                   float *dmg, float dt)
 {
-    if (!firn_needs_svd(m))
-        return firn_constitutive_direct(m, F);
-    firn_mat3 U, V;
-    firn_vec3 s;
-    firn_svd3(*F, &U, &s, &V);
-    return firn_constitutive_svd(m, F, Jp, dmg, U, s, V, dt);
+    return firn_constitutive_as(m, FIRN_M_ANY, F, Jp, dmg, dt);
 }
 
 /* Wave speed factor: snow hardens by h = exp(xi (1 - Jp)), which scales both

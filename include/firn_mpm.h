@@ -187,24 +187,41 @@ static inline FIRN_HD firn_p2g_state firn_p2g_finish(int i, const firn_params *P
 
 /* Trial deformation gradient, constitutive update (F, Jp and damage written
  * back), and the particle's scatter state, from its position x, velocity v
- * and affine velocity C (as in memory, or as G2P just left them). */
+ * and affine velocity C (as in memory, or as G2P just left them). `model`:
+ * the model of every material the particles use (a GPU kernel compiled for
+ * it), or FIRN_M_ANY (firn_constitutive_as). */
+static inline FIRN_HD firn_p2g_state firn_p2g_prepare_from_as(int i, const firn_params *P,
+                                                              const firn_material *mats,
+                                                              firn_particles p, firn_vec3 x,
+                                                              firn_vec3 v, firn_mat3 C, int model)
+{
+    const firn_material *m = &mats[p.mat[i]];
+    firn_mat3 F = firn_p2g_trial_F(P, C, firn_load9(p.F, p.n, i));
+    float Jp = p.Jp[i], dmg = p.damage[i];
+    firn_mat3 tau = firn_constitutive_as(m, model, &F, &Jp, &dmg, P->dt);
+    return firn_p2g_finish(i, P, m, p, C, F, Jp, dmg, tau, v, firn_make_stencil(P, x));
+}
+
 static inline FIRN_HD firn_p2g_state firn_p2g_prepare_from(int i, const firn_params *P,
                                                            const firn_material *mats,
                                                            firn_particles p, firn_vec3 x,
                                                            firn_vec3 v, firn_mat3 C)
 {
-    const firn_material *m = &mats[p.mat[i]];
-    firn_mat3 F = firn_p2g_trial_F(P, C, firn_load9(p.F, p.n, i));
-    float Jp = p.Jp[i], dmg = p.damage[i];
-    firn_mat3 tau = firn_constitutive(m, &F, &Jp, &dmg, P->dt);
-    return firn_p2g_finish(i, P, m, p, C, F, Jp, dmg, tau, v, firn_make_stencil(P, x));
+    return firn_p2g_prepare_from_as(i, P, mats, p, x, v, C, FIRN_M_ANY);
+}
+
+static inline FIRN_HD firn_p2g_state firn_p2g_prepare_as(int i, const firn_params *P,
+                                                         const firn_material *mats,
+                                                         firn_particles p, int model)
+{
+    return firn_p2g_prepare_from_as(i, P, mats, p, firn_load3(p.x, p.n, i), firn_load3(p.v, p.n, i),
+                                    firn_load9(p.C, p.n, i), model);
 }
 
 static inline FIRN_HD firn_p2g_state firn_p2g_prepare(int i, const firn_params *P,
                                                       const firn_material *mats, firn_particles p)
 {
-    return firn_p2g_prepare_from(i, P, mats, p, firn_load3(p.x, p.n, i), firn_load3(p.v, p.n, i),
-                                 firn_load9(p.C, p.n, i));
+    return firn_p2g_prepare_as(i, P, mats, p, FIRN_M_ANY);
 }
 
 /* The scatter's momentum m v + affine dpos at the stencil's middle node
@@ -297,11 +314,18 @@ static inline FIRN_HD void firn_p2g_scatter_all(const firn_params *P, firn_grid 
 /* P2G of one particle (the GPU kernel's body): constitutive update, then
  * the scatter to all 27 stencil nodes. The CPU path does the same in
  * batches (host/solver_cpu.c, p2g_block). */
+static inline FIRN_HD void firn_p2g_particle_as(int i, const firn_params *P,
+                                                const firn_material *mats, firn_particles p,
+                                                firn_grid g, int model)
+{
+    firn_p2g_state st = firn_p2g_prepare_as(i, P, mats, p, model);
+    firn_p2g_scatter_all(P, g, &st);
+}
+
 static inline FIRN_HD void firn_p2g_particle(int i, const firn_params *P, const firn_material *mats,
                                              firn_particles p, firn_grid g)
 {
-    firn_p2g_state st = firn_p2g_prepare(i, P, mats, p);
-    firn_p2g_scatter_all(P, g, &st);
+    firn_p2g_particle_as(i, P, mats, p, g, FIRN_M_ANY);
 }
 
 /* Momentum to velocity plus gravity at one node; returns 0 for an empty
@@ -491,14 +515,22 @@ static inline FIRN_HD int firn_g2p_particle(int i, const firn_params *P, firn_pa
  * substep's P2G, from the x, v and C G2P left in registers: the arithmetic
  * of firn_g2p_particle followed by firn_p2g_prepare, without reading them
  * back. *bad: G2P's non-finite flag. */
-static inline FIRN_HD firn_p2g_state firn_g2p2g_particle(int i, const firn_params *P,
-                                                         const firn_material *mats,
-                                                         firn_particles p, firn_grid from, int *bad)
+static inline FIRN_HD firn_p2g_state firn_g2p2g_particle_as(int i, const firn_params *P,
+                                                            const firn_material *mats,
+                                                            firn_particles p, firn_grid from,
+                                                            int *bad, int model)
 {
     firn_vec3 x, v;
     firn_mat3 C;
     *bad = firn_g2p_particle_keep(i, P, p, from, &x, &v, &C);
-    return firn_p2g_prepare_from(i, P, mats, p, x, v, C);
+    return firn_p2g_prepare_from_as(i, P, mats, p, x, v, C, model);
+}
+
+static inline FIRN_HD firn_p2g_state firn_g2p2g_particle(int i, const firn_params *P,
+                                                         const firn_material *mats,
+                                                         firn_particles p, firn_grid from, int *bad)
+{
+    return firn_g2p2g_particle_as(i, P, mats, p, from, bad, FIRN_M_ANY);
 }
 
 #endif

@@ -13,6 +13,8 @@
 #ifndef FIRN_SVD_H
 #define FIRN_SVD_H
 
+#include <string.h>
+
 #include "firn_math.h"
 
 /* One Jacobi rotation on the symmetric S (rows/cols p, q) that zeroes S[p][q],
@@ -117,6 +119,166 @@ static inline FIRN_HD void firn_svd3(firn_mat3 A, firn_mat3 *U, firn_vec3 *sig, 
     firn_givens_qr(&B, U, 0, 2, 0);
     firn_givens_qr(&B, U, 1, 2, 1);
     *sig = firn_v3(B.m[0], B.m[4], B.m[8]);
+}
+
+/* 1 / sqrt(x): on the GPU the hardware's reciprocal square root (rsqrtf,
+ * MUFU.RSQ, within 2 ulp), on the CPU 1 / sqrtf. */
+static inline FIRN_HD float firn_rsqrtf(float x)
+{
+#ifdef __CUDA_ARCH__
+    return rsqrtf(x);
+#else
+    return 1.0f / sqrtf(x);
+#endif
+}
+
+/* 2^(e - 127) for x's biased exponent e clamped to [1, 253] (so that it and
+ * its inverse, firn_pow2_inv, are normal floats): a power of two near |x|,
+ * to scale by exactly. */
+static inline FIRN_HD unsigned firn_pow2_exponent(float x)
+{
+    unsigned b;
+    memcpy(&b, &x, sizeof b);
+    const unsigned e = (b >> 23) & 0xffu;
+    return e < 1u ? 1u : (e > 253u ? 253u : e);
+}
+
+static inline FIRN_HD float firn_pow2_bits(unsigned e)
+{
+    const unsigned b = e << 23;
+    float r;
+    memcpy(&r, &b, sizeof r);
+    return r;
+}
+
+/* One Jacobi rotation of a symmetric 3x3 matrix held as its six distinct
+ * entries, in the plane (p, q) with r the third axis: *app, *aqq, *apq and
+ * the off-diagonal *apr, *aqr; it zeroes a_pq, and accumulates U <- U G
+ * (G as firn_jacobi_rotate's: the same rotation, t = tan of its angle the
+ * root of t^2 + 2 theta t - 1 = 0 of smaller magnitude, theta = d / (2 a_pq),
+ * d = a_qq - a_pp). Without a division: the new a_pp and a_qq are the
+ * eigenvalues of the 2x2 block, (a_pp + a_qq) / 2 -+ sgn(d) h / 2 with
+ * h = sqrt(d^2 + 4 a_pq^2), and with k = 1 / h, cos^2 = (1 + |d| k) / 2 (in
+ * [1/2, 1]) and sin = sgn(d) a_pq k / cos: two reciprocal square roots. A
+ * NaN entry passes the test and spreads, for G2P to report. */
+static inline FIRN_HD void firn_sym_rotate(float *app, float *aqq, float *apq, float *apr,
+                                           float *aqr, firn_mat3 *U, int p, int q)
+{
+    const float a = *apq;
+    if (fabsf(a) < 1e-18f) /* so that d^2 + 4 a^2 is a normal float */
+        return;
+    const float d = *aqq - *app, h2 = d * d + 4.0f * a * a;
+    const float k = firn_rsqrtf(h2), sg = d >= 0.0f ? 1.0f : -1.0f;
+    const float c2 = 0.5f + 0.5f * fabsf(d) * k, rc = firn_rsqrtf(c2);
+    const float c = c2 * rc, s = sg * a * k * rc;
+    const float mid = 0.5f * (*app + *aqq), half = 0.5f * sg * h2 * k;
+    *app = mid - half;
+    *aqq = mid + half;
+    *apq = 0.0f;
+    const float xr = *apr, yr = *aqr;
+    *apr = c * xr - s * yr;
+    *aqr = s * xr + c * yr;
+    for (int k3 = 0; k3 < 3; k3++) {
+        const float up = U->m[3 * k3 + p], uq = U->m[3 * k3 + q];
+        U->m[3 * k3 + p] = c * up - s * uq;
+        U->m[3 * k3 + q] = s * up + c * uq;
+    }
+}
+
+/* The SVD A = U diag(s) V^T with firn_svd3's conventions (U and V proper
+ * rotations, s[0] >= s[1] >= |s[2]|, s[2] < 0 exactly when det A < 0), from
+ * the symmetric eigen-solve of A A^T instead of A^T A and a QR:
+ *   - cyclic Jacobi on the six distinct entries of A A^T (firn_sym_rotate),
+ *     with firn_svd3's stopping test, gives U and the squared singular
+ *     values, sorted as firn_svd3 sorts them;
+ *   - V^T = diag(s)^-1 U^T A: the columns w_j = A^T u_j are s_j v_j, so
+ *     Gram-Schmidt on them gives v_0, v_1 and s_0 = |w_0|, s_1 (one
+ *     reciprocal square root each, no division), v_2 = v_0 x v_1 (so V is a
+ *     rotation whatever s_2 is: a singular or inverted A needs no 1 / s_2),
+ *     and s_2 = w_2 . v_2, whose sign is that of det A.
+ * Where A has rank 1 or 0 (s_1 below 1e-6 s_0), v_1 (and v_0) are any unit
+ * vectors that complete the rotation, as any are a valid SVD there. A is
+ * first scaled by a power of two (exactly) to a largest entry in [1, 2), and
+ * s scaled back: A A^T neither overflows nor underflows for any finite A
+ * (firn_svd3's A^T A overflows past about 1e19; a blown-up F must still
+ * give a non-finite stress, not a zero one), and the thresholds below are
+ * relative to A's size. */
+static inline FIRN_HD void firn_svd3_eig(firn_mat3 A, firn_mat3 *U, firn_vec3 *sig, firn_mat3 *V)
+{
+    float big = 0.0f;
+    for (int c = 0; c < 9; c++)
+        big = fmaxf(big, fabsf(A.m[c]));
+    const unsigned ex = firn_pow2_exponent(big);
+    const float down = firn_pow2_bits(254u - ex), up = firn_pow2_bits(ex);
+    for (int c = 0; c < 9; c++)
+        A.m[c] *= down;
+    const float *a = A.m;
+    float s00 = a[0] * a[0] + a[1] * a[1] + a[2] * a[2];
+    float s11 = a[3] * a[3] + a[4] * a[4] + a[5] * a[5];
+    float s22 = a[6] * a[6] + a[7] * a[7] + a[8] * a[8];
+    float s01 = a[0] * a[3] + a[1] * a[4] + a[2] * a[5];
+    float s02 = a[0] * a[6] + a[1] * a[7] + a[2] * a[8];
+    float s12 = a[3] * a[6] + a[4] * a[7] + a[5] * a[8];
+    *U = firn_m3_identity();
+    const float scale = s00 + s11 + s22;
+    for (int sweep = 0; sweep < 12; sweep++) {
+        const float off = fabsf(s01) + fabsf(s02) + fabsf(s12);
+        if (off <= 1e-9f * scale)
+            break;
+        firn_sym_rotate(&s00, &s11, &s01, &s02, &s12, U, 0, 1);
+        firn_sym_rotate(&s00, &s22, &s02, &s01, &s12, U, 0, 2);
+        firn_sym_rotate(&s11, &s22, &s12, &s01, &s02, U, 1, 2);
+    }
+    float e0 = s00, e1 = s11, e2 = s22, t;
+    if (e0 < e1) {
+        firn_swap_cols(U, 0, 1);
+        t = e0;
+        e0 = e1;
+        e1 = t;
+    }
+    if (e0 < e2) {
+        firn_swap_cols(U, 0, 2);
+        t = e0;
+        e0 = e2;
+        e2 = t;
+    }
+    if (e1 < e2)
+        firn_swap_cols(U, 1, 2);
+    /* w_j = A^T u_j */
+    firn_vec3 w[3], u[3];
+    for (int j = 0; j < 3; j++) {
+        u[j] = firn_v3(U->m[j], U->m[3 + j], U->m[6 + j]);
+        for (int c = 0; c < 3; c++)
+            w[j].v[c] = a[c] * u[j].v[0] + a[3 + c] * u[j].v[1] + a[6 + c] * u[j].v[2];
+    }
+    firn_vec3 v0 = u[0], v1;
+    const float n0 = firn_dot(w[0], w[0]);
+    float s0 = 0.0f, s1;
+    if (n0 > 1e-30f) {
+        const float r = firn_rsqrtf(n0);
+        v0 = firn_scale(w[0], r);
+        s0 = n0 * r;
+    }
+    const firn_vec3 w1 = firn_sub(w[1], firn_scale(v0, firn_dot(v0, w[1])));
+    const float n1 = firn_dot(w1, w1);
+    if (n1 > 1e-12f * n0 && n1 > 1e-30f) {
+        const float r = firn_rsqrtf(n1);
+        v1 = firn_scale(w1, r);
+        s1 = n1 * r;
+    } else { /* rank <= 1: the longer of u_1 and u_2 made normal to v_0 */
+        const firn_vec3 c1 = firn_sub(u[1], firn_scale(v0, firn_dot(v0, u[1])));
+        const firn_vec3 c2 = firn_sub(u[2], firn_scale(v0, firn_dot(v0, u[2])));
+        const firn_vec3 cm = firn_dot(c1, c1) >= firn_dot(c2, c2) ? c1 : c2;
+        v1 = firn_scale(cm, firn_rsqrtf(firn_dot(cm, cm)));
+        s1 = sqrtf(n1);
+    }
+    const firn_vec3 v2 = firn_cross(v0, v1);
+    *sig = firn_v3(s0 * up, s1 * up, firn_dot(w[2], v2) * up);
+    for (int k = 0; k < 3; k++) {
+        V->m[3 * k + 0] = v0.v[k];
+        V->m[3 * k + 1] = v1.v[k];
+        V->m[3 * k + 2] = v2.v[k];
+    }
 }
 
 #endif

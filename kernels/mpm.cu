@@ -75,6 +75,41 @@ enum {
 #define FIRN_BIN         4
 #define FIRN_TILE        (FIRN_BIN + 2) /* a bin's stencils span its cells and two more per axis */
 #define FIRN_BIN_THREADS 128
+/* Blocks a multiprocessor at least holds of p2g_binned, p2g_warp and
+ * g2p2g compiled for a material model (__launch_bounds__'s second argument,
+ * which caps a thread at 65536 / (128 n) registers, rounded down to 8: 96,
+ * 80, 72, 64 for n = 5 to 8): the largest n at which nvcc 13.0 (sm_90)
+ * spills nothing, from --resource-usage over n = 4 to 8
+ * (bench/sass_counts.sh; docs/BENCH.md, "The constitutive update's
+ * instructions"). FIRN_BINNED_MIN_BLOCKS, FIRN_WARP_MIN_BLOCKS and
+ * FIRN_FUSED_MIN_BLOCKS, when defined, set one n for every model (for
+ * that measurement). */
+enum { FIRN_K_BINNED, FIRN_K_WARP, FIRN_K_FUSED };
+static constexpr int min_blocks(int kernel, int model)
+{
+#ifdef FIRN_BINNED_MIN_BLOCKS
+    if (kernel == FIRN_K_BINNED)
+        return FIRN_BINNED_MIN_BLOCKS;
+#endif
+#ifdef FIRN_WARP_MIN_BLOCKS
+    if (kernel == FIRN_K_WARP)
+        return FIRN_WARP_MIN_BLOCKS;
+#endif
+#ifdef FIRN_FUSED_MIN_BLOCKS
+    if (kernel == FIRN_K_FUSED)
+        return FIRN_FUSED_MIN_BLOCKS;
+#endif
+    /* Snow's hardening and clamps need the most registers, liquid's the
+     * fewest; the model read at run time (FIRN_M_ANY) carries every
+     * branch. */
+    return kernel == FIRN_K_BINNED
+               ? (model == FIRN_M_SNOW                                                     ? 5
+                  : model == FIRN_M_LIQUID                                                 ? 8
+                  : model == FIRN_M_ANY || model == FIRN_M_SAND || model == FIRN_M_ELASTIC ? 6
+                                                                                           : 7)
+           : kernel == FIRN_K_WARP ? (model == FIRN_M_SNOW || model == FIRN_M_ANY ? 6 : 7)
+                                   : (model == FIRN_M_SNOW || model == FIRN_M_LIQUID ? 5 : 6);
+}
 /* G2P2G's tile: the bins are those of the positions before G2P, and a
  * particle's stencil corner moves by at most one cell in a substep that
  * keeps the CFL condition (|v| dt < dx), so the stencils span the bin's
@@ -241,7 +276,8 @@ struct firn_cuda_state {
     const float *rigid_grid_host[FIRN_MAX_RIGIDS]; /* per rigid: its host grid, or NULL */
     const float *tool_grid_host[FIRN_MAX_TOOLS];   /* per tool: its host grid, or NULL */
     firn_mpm_bins bins;                            /* binned P2G (p2g_binned); bins.on 0: atomic */
-    size_t bytes;                                  /* device memory allocated */
+    int model;    /* mpm_model: the P2G kernels' material model, or FIRN_M_ANY */
+    size_t bytes; /* device memory allocated */
     /* CUDA graphs: whether the world uses them, and whether a failed
      * capture is an error (--graphs on) or ends their use (auto); the
      * captured calls (key.nsub 0: a free slot), the calls so far, counts. */
@@ -253,13 +289,64 @@ struct firn_cuda_state {
 
 static void graph_release(graph_slot *g);
 
+/* A launch of template kernel k (p2g, p2g_binned, p2g_warp, g2p2g) for
+ * material model `model` (FIRN_M_*, or FIRN_M_ANY). */
+#define FIRN_MPM_LAUNCH(k, model, grid, block, shared_bytes, stream, ...)                          \
+    do {                                                                                           \
+        switch (model) {                                                                           \
+        case FIRN_M_ELASTIC:                                                                       \
+            FIRN_LAUNCH(k<FIRN_M_ELASTIC>, grid, block, shared_bytes, stream, __VA_ARGS__);        \
+            break;                                                                                 \
+        case FIRN_M_LIQUID:                                                                        \
+            FIRN_LAUNCH(k<FIRN_M_LIQUID>, grid, block, shared_bytes, stream, __VA_ARGS__);         \
+            break;                                                                                 \
+        case FIRN_M_SNOW:                                                                          \
+            FIRN_LAUNCH(k<FIRN_M_SNOW>, grid, block, shared_bytes, stream, __VA_ARGS__);           \
+            break;                                                                                 \
+        case FIRN_M_SAND:                                                                          \
+            FIRN_LAUNCH(k<FIRN_M_SAND>, grid, block, shared_bytes, stream, __VA_ARGS__);           \
+            break;                                                                                 \
+        case FIRN_M_VON_MISES:                                                                     \
+            FIRN_LAUNCH(k<FIRN_M_VON_MISES>, grid, block, shared_bytes, stream, __VA_ARGS__);      \
+            break;                                                                                 \
+        case FIRN_M_FRACTURE:                                                                      \
+            FIRN_LAUNCH(k<FIRN_M_FRACTURE>, grid, block, shared_bytes, stream, __VA_ARGS__);       \
+            break;                                                                                 \
+        default:                                                                                   \
+            FIRN_LAUNCH(k<FIRN_M_ANY>, grid, block, shared_bytes, stream, __VA_ARGS__);            \
+        }                                                                                          \
+    } while (0)
+
+/* The material model of every MPM particle of w, or FIRN_M_ANY when they
+ * use several (or there are none): the P2G kernels' MODEL (FIRN_MPM_LAUNCH).
+ * From the particles' material indices, as the state is built; the GPU
+ * path adds no particles afterwards. */
+static int mpm_model(const firn_world *w)
+{
+    int model = FIRN_M_ANY;
+    for (int i = 0; i < w->p.n; i++) {
+        const int mi = w->mats[w->p.mat[i]].model;
+        if (i > 0 && mi != model)
+            return FIRN_M_ANY;
+        model = mi;
+    }
+    return model;
+}
+
 /* ---- GPU kernels ---------------------------------------------------------- */
 
+/* The P2G kernels that run the constitutive update (p2g, p2g_binned,
+ * p2g_warp, g2p2g) are templates on MODEL, the material model of every
+ * particle (FIRN_M_*), or FIRN_M_ANY to read each particle's: a scene of
+ * one model runs the kernel compiled for it, without the other models'
+ * branches (mpm_model, chosen when the state is built; FIRN_MPM_LAUNCH).
+ * Each is instantiated for FIRN_MODELS + 1 values. */
+template <int MODEL>
 static __global__ void p2g(firn_params P, const firn_material *mats, firn_particles p, firn_grid g)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < p.n)
-        firn_p2g_particle(i, &P, mats, p, g);
+        firn_p2g_particle_as(i, &P, mats, p, g, MODEL);
 }
 
 /* Binned P2G, step 1: each particle's bin, the bin of its stencil corner
@@ -579,11 +666,12 @@ static __device__ int bin_lanes(int n) { return 32 * ((n + 31) / 32); }
  * is 0.4 global atomics a particle (1.7 scalar ones before sm_90) instead
  * of atomic P2G's 27 (108), and the particles of one bin read neighbouring
  * grid lines. Empty bins return at once. The lanes of a warp take
- * particles of different cells (bin_lane_particle). At least six blocks a
- * multiprocessor: 80 registers, no spills (nvcc 13, sm_90); without the
- * bound the lane order's indexing took it to 96 and five blocks
- * (docs/BENCH.md, "Shared-atomic conflicts"). */
-static __global__ void __launch_bounds__(FIRN_BIN_THREADS, 6)
+ * particles of different cells (bin_lane_particle). The blocks a
+ * multiprocessor holds at least: min_blocks (without a bound the lane
+ * order's indexing took the kernel to 96 registers and five blocks,
+ * docs/BENCH.md, "Shared-atomic conflicts"). */
+template <int MODEL>
+static __global__ void __launch_bounds__(FIRN_BIN_THREADS, min_blocks(FIRN_K_BINNED, MODEL))
     p2g_binned(firn_params P, const firn_material *mats, firn_particles p, firn_grid g,
                firn_mpm_bins b)
 {
@@ -599,7 +687,7 @@ static __global__ void __launch_bounds__(FIRN_BIN_THREADS, 6)
         const int k = bin_lane_particle(j, hi - lo);
         if (k < 0)
             continue;
-        const firn_p2g_state st = firn_p2g_prepare(b.order[lo + k], &P, mats, p);
+        const firn_p2g_state st = firn_p2g_prepare_as(b.order[lo + k], &P, mats, p, MODEL);
         const int t = firn_tile_slot(&st.s, o, FIRN_TILE);
         if (t >= 0)
             tile_scatter<FIRN_TILE>(&P, tile, t, &st);
@@ -623,7 +711,8 @@ static __global__ void __launch_bounds__(FIRN_BIN_THREADS, 6)
  * stencil corner is not in the cell its key names (bin_keys): it adds its
  * own values to the tile, or when the tile does not hold its stencil
  * scatters straight into the grid and shuffles zeros. */
-static __global__ void __launch_bounds__(FIRN_BIN_THREADS)
+template <int MODEL>
+static __global__ void __launch_bounds__(FIRN_BIN_THREADS, min_blocks(FIRN_K_WARP, MODEL))
     p2g_warp(firn_params P, const firn_material *mats, firn_particles p, firn_grid g,
              firn_mpm_bins b)
 {
@@ -646,7 +735,7 @@ static __global__ void __launch_bounds__(FIRN_BIN_THREADS)
         firn_vec3 col[3], m0 = firn_v3(0.0f, 0.0f, 0.0f);
         int t = -1;
         if (valid) {
-            st = firn_p2g_prepare(b.order[k], &P, mats, p);
+            st = firn_p2g_prepare_as(b.order[k], &P, mats, p, MODEL);
             m0 = firn_p2g_middle(&P, &st, col);
             t = firn_tile_slot(&st.s, o, FIRN_TILE);
             if (t != key_tile_slot(key))
@@ -703,7 +792,8 @@ static __global__ void __launch_bounds__(FIRN_BIN_THREADS)
  * The tile is then added to grid `to` (substep k + 1's, cleared) as in
  * p2g_binned. What fusion saves: the launch, and P2G's reads of x, v and C
  * (60 of the 225 bytes a particle moves in a substep, docs/BENCH.md). */
-static __global__ void __launch_bounds__(FIRN_BIN_THREADS)
+template <int MODEL>
+static __global__ void __launch_bounds__(FIRN_BIN_THREADS, min_blocks(FIRN_K_FUSED, MODEL))
     g2p2g(firn_params P, const firn_material *mats, firn_particles p, firn_grid from, firn_grid to,
           firn_mpm_bins b, unsigned long long *bad, unsigned substep)
 {
@@ -723,7 +813,7 @@ static __global__ void __launch_bounds__(FIRN_BIN_THREADS)
             continue;
         const int i = b.order[lo + k];
         int nonfinite;
-        const firn_p2g_state st = firn_g2p2g_particle(i, &P, mats, p, from, &nonfinite);
+        const firn_p2g_state st = firn_g2p2g_particle_as(i, &P, mats, p, from, &nonfinite, MODEL);
         if (nonfinite)
             atomicMin(bad, firn_cuda_bad_word(substep, i));
         const int t = firn_tile_slot(&st.s, o, FIRN_FTILE);
@@ -827,7 +917,12 @@ static void bins_layout(const firn_world *w, firn_mpm_bins *b)
  * its first launch, whichever kernel it is. A kernel added to the file is
  * added here; the GPU tests count the file's __global__ functions against
  * firn_cuda_mpm_kernel_count. */
-static const void *const mpm_kernels[] = {(const void *)p2g,
+#define FIRN_MPM_MODEL_KERNELS(k)                                                                  \
+    (const void *)k<FIRN_M_ANY>, (const void *)k<FIRN_M_ELASTIC>, (const void *)k<FIRN_M_LIQUID>,  \
+        (const void *)k<FIRN_M_SNOW>, (const void *)k<FIRN_M_SAND>,                                \
+        (const void *)k<FIRN_M_VON_MISES>, (const void *)k<FIRN_M_FRACTURE>
+static_assert(FIRN_MODELS == 6, "FIRN_MPM_MODEL_KERNELS and FIRN_MPM_LAUNCH list every model");
+static const void *const mpm_kernels[] = {FIRN_MPM_MODEL_KERNELS(p2g),
                                           (const void *)bin_keys,
                                           (const void *)skew_keys,
                                           (const void *)bin_ranges,
@@ -839,15 +934,17 @@ static const void *const mpm_kernels[] = {(const void *)p2g,
                                           (const void *)sparse_clear,
                                           (const void *)sparse_update,
                                           (const void *)p2g_ordered_sparse,
-                                          (const void *)p2g_binned,
-                                          (const void *)p2g_warp,
-                                          (const void *)g2p2g,
+                                          FIRN_MPM_MODEL_KERNELS(p2g_binned),
+                                          FIRN_MPM_MODEL_KERNELS(p2g_warp),
+                                          FIRN_MPM_MODEL_KERNELS(g2p2g),
                                           (const void *)grid_update,
                                           (const void *)g2p};
 #define FIRN_MPM_KERNELS ((int)(sizeof mpm_kernels / sizeof mpm_kernels[0]))
 
-/* For the GPU tests only (declared there). */
+/* For the GPU tests only (declared there): the kernels the table lists,
+ * and the instantiations of each template kernel. */
 extern "C" int firn_cuda_mpm_kernel_count(void) { return FIRN_MPM_KERNELS; }
+extern "C" int firn_cuda_mpm_model_variants(void) { return FIRN_MODELS + 1; }
 
 /* ---- device state --------------------------------------------------------- */
 
@@ -1122,6 +1219,7 @@ static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
     }
     s->bytes = want;
     s->n_rigids = w->n_rigids;
+    s->model = mpm_model(w);
     s->rigid_mpm = w->coupler.rigid_mpm;
     s->cpic = w->coupler.cpic && s->p.cpic_slots > 0;
     s->mpm = w->coupler.active[FIRN_SOLVER_MPM];
@@ -1297,13 +1395,13 @@ static int queue_binned_scatter(firn_cuda_state *s, const firn_params *P, unsign
         return 0;
     }
     if (b.warp) {
-        FIRN_LAUNCH(p2g_warp, (unsigned)b.count, FIRN_BIN_THREADS, 0, s->stream, *P, s->mats, s->p,
-                    s->grid, b);
+        FIRN_MPM_LAUNCH(p2g_warp, s->model, (unsigned)b.count, FIRN_BIN_THREADS, 0, s->stream, *P,
+                        s->mats, s->p, s->grid, b);
         FIRN_CUDA_CHECK_LAUNCH("p2g_warp", s->stream, err);
         return 0;
     }
-    FIRN_LAUNCH(p2g_binned, (unsigned)b.count, FIRN_BIN_THREADS, 0, s->stream, *P, s->mats, s->p,
-                s->grid, b);
+    FIRN_MPM_LAUNCH(p2g_binned, s->model, (unsigned)b.count, FIRN_BIN_THREADS, 0, s->stream, *P,
+                    s->mats, s->p, s->grid, b);
     FIRN_CUDA_CHECK_LAUNCH("p2g_binned", s->stream, err);
     return 0;
 }
@@ -1333,8 +1431,8 @@ static int queue_fused(firn_cuda_state *s, const firn_params *P, unsigned k, int
                        k, (void *)s->grid.node, (void *)s->gbuf[0], (void *)s->gbuf[1]);
         return FIRN_CUDA_FAILED;
     }
-    FIRN_LAUNCH(g2p2g, (unsigned)s->bins.count, FIRN_BIN_THREADS, 0, s->stream, *P, s->mats, s->p,
-                from, s->grid, s->bins, s->bad, k - 1);
+    FIRN_MPM_LAUNCH(g2p2g, s->model, (unsigned)s->bins.count, FIRN_BIN_THREADS, 0, s->stream, *P,
+                    s->mats, s->p, from, s->grid, s->bins, s->bad, k - 1);
     FIRN_CUDA_CHECK_LAUNCH("g2p2g", s->stream, err);
     if ((int)k + 1 < s->nsub && queue_binning(s, P, pblocks, err))
         return FIRN_CUDA_FAILED;
@@ -1380,7 +1478,8 @@ static int queue_mpm_pre(firn_cuda_state *s, const firn_params *P, unsigned k, i
             queue_binned_scatter(s, P, pblocks, err))
             return FIRN_CUDA_FAILED;
     } else if (s->mpm && pblocks > 0) {
-        FIRN_LAUNCH(p2g, pblocks, FIRN_BLOCK, 0, s->stream, *P, s->mats, s->p, s->grid);
+        FIRN_MPM_LAUNCH(p2g, s->model, pblocks, FIRN_BLOCK, 0, s->stream, *P, s->mats, s->p,
+                        s->grid);
         FIRN_CUDA_CHECK_LAUNCH("p2g", s->stream, err);
     }
     if (timed)

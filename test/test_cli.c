@@ -158,9 +158,15 @@ Test(cli, runaway_cfl_step_is_refused_naming_its_cause)
 
 Test(cli, nonfinite_state_stops_and_keeps_earlier_frames)
 {
-    /* Courant number 3.3: the elastic block blows up within a few frames. */
+    /* Courant number 6.6: the elastic block blows up within a few frames.
+     * Whether a blow-up is reported depends on its course: one that ends
+     * with every particle pressed into a corner of the domain, at rest,
+     * with a huge but finite F, is not (at Courant 3.3 this block did so
+     * once the SVD's rounding changed, and at E = 1e7 or 1e8 it did before
+     * that change): a blown-up state that stays finite is a known gap of
+     * the non-finite check. */
     const char *p = write_scene("nan.json", SCENE_HEAD
-                                "\"time\": {\"frame_dt\": 0.01, \"frames\": 40, \"dt\": 0.005, "
+                                "\"time\": {\"frame_dt\": 0.01, \"frames\": 40, \"dt\": 0.01, "
                                 "\"force_dt\": true}," SCENE_BODY "}");
     char args[256];
     snprintf(args, sizeof args, "run %s --out %s/o", p, dir);

@@ -196,6 +196,7 @@ static void expect_grid_close(const char *name, firn_world *cpu, firn_world *gpu
 /* kernels/mpm.cu, for these tests only. */
 int firn_cuda_skew_bin_keys(firn_world *w, int every, firn_error *err);
 int firn_cuda_mpm_kernel_count(void);
+int firn_cuda_mpm_model_variants(void);
 #endif
 
 /* One substep of P2G variant `variant` (firn_p2g_variant) on grid `grid`
@@ -273,7 +274,9 @@ Test(gpu, binned_p2g_with_keys_a_cell_off_matches_cpu, .timeout = 300)
 }
 
 /* check_device_memory sizes the stack of every kernel of kernels/mpm.cu:
- * its table holds as many kernels as the file defines. */
+ * its table holds as many kernels as the file defines, a template kernel
+ * (on the line after `template <int MODEL>`) once per material model and
+ * once for FIRN_M_ANY. */
 Test(gpu, every_mpm_kernel_is_in_the_stack_sizing_table)
 {
     require_gpu();
@@ -281,8 +284,12 @@ Test(gpu, every_mpm_kernel_is_in_the_stack_sizing_table)
     FILE *f = fopen("kernels/mpm.cu", "r");
     cr_assert_not_null(f, "kernels/mpm.cu (the tests run from the repository's root)");
     char line[1024];
-    int defined = 0, in_comment = 0;
+    int defined = 0, in_comment = 0, templ = 0;
+    const int variants = firn_cuda_mpm_model_variants();
+    cr_expect_eq(variants, FIRN_MODELS + 1);
     while (fgets(line, sizeof line, f)) {
+        const int was_templ = templ;
+        templ = !in_comment && !strncmp(line, "template <int MODEL>", 20);
         /* __global__ outside comments */
         for (const char *c = line; *c; c++) {
             if (in_comment) {
@@ -293,7 +300,7 @@ Test(gpu, every_mpm_kernel_is_in_the_stack_sizing_table)
             } else if (c[0] == '/' && c[1] == '/') {
                 break;
             } else if (!strncmp(c, "__global__", 10)) {
-                defined++;
+                defined += was_templ ? variants : 1;
                 c += 9;
             }
         }

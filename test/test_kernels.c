@@ -265,12 +265,101 @@ static void check_svd_result(firn_mat3 A, firn_mat3 U, firn_vec3 s, firn_mat3 V,
                   det);
 }
 
+/* Both SVDs: firn_svd3 (Jacobi on A^T A, then QR) and firn_svd3_eig (the
+ * eigen-solve of A A^T, then Gram-Schmidt on A^T U), each checked against
+ * the definition; where A's singular values are apart by more than float
+ * rounding can blur (1e-3 of the largest), the two agree on them. */
 static void check_svd(firn_mat3 A, const char *what)
 {
-    firn_mat3 U, V;
-    firn_vec3 s;
+    firn_mat3 U, V, Ue, Ve;
+    firn_vec3 s, se;
     firn_svd3(A, &U, &s, &V);
     check_svd_result(A, U, s, V, what);
+    firn_svd3_eig(A, &Ue, &se, &Ve);
+    check_svd_result(A, Ue, se, Ve, what);
+    const float scale = fmaxf(max_abs(A), 1e-6f);
+    if (s.v[1] > 1e-3f * s.v[0] && fabsf(s.v[2]) > 1e-3f * s.v[0])
+        for (int d = 0; d < 3; d++)
+            cr_assert(fabsf(se.v[d] - s.v[d]) <= 4e-6f * scale,
+                      "%s: singular value %d: %g from A A^T, %g from A^T A", what, d, se.v[d],
+                      s.v[d]);
+}
+
+/* A random rotation (a normalised random quaternion). */
+static firn_mat3 random_rotation(void)
+{
+    float q[4], n = 0.0f;
+    do {
+        n = 0.0f;
+        for (int k = 0; k < 4; k++) {
+            q[k] = frand(-1.0f, 1.0f);
+            n += q[k] * q[k];
+        }
+    } while (n < 1e-2f || n > 1.0f);
+    n = sqrtf(n);
+    const float w = q[0] / n, x = q[1] / n, y = q[2] / n, z = q[3] / n;
+    firn_mat3 R = {{1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y),
+                    2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x),
+                    2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)}};
+    return R;
+}
+
+/* R1 diag(s) R2^T with known singular values: rotations, stretches near
+ * rest, repeated values, near-singular, singular and inverted ones. */
+Test(svd, rotated_known_singular_values)
+{
+    for (int t = 0; t < 4000; t++) {
+        const firn_mat3 R1 = random_rotation(), R2 = random_rotation();
+        firn_vec3 s;
+        switch (t % 8) {
+        case 0: /* a rotation */
+            s = firn_v3(1.0f, 1.0f, 1.0f);
+            break;
+        case 1: /* near rest */
+            s = firn_v3(1.0f + frand(-1e-3f, 1e-3f), 1.0f + frand(-1e-3f, 1e-3f),
+                        1.0f + frand(-1e-3f, 1e-3f));
+            break;
+        case 2: /* two equal */
+            s = firn_v3(1.2f, 0.9f, 0.9f);
+            break;
+        case 3: /* large strains */
+            s = firn_v3(frand(0.3f, 3.0f), frand(0.3f, 3.0f), frand(0.3f, 3.0f));
+            break;
+        case 4: /* near-singular */
+            s = firn_v3(frand(0.5f, 1.5f), frand(0.5f, 1.5f), frand(-1e-4f, 1e-4f));
+            break;
+        case 5: /* inverted */
+            s = firn_v3(frand(0.5f, 1.5f), frand(0.5f, 1.5f), -frand(0.3f, 1.0f));
+            break;
+        case 6: /* singular */
+            s = firn_v3(frand(0.5f, 1.5f), frand(0.5f, 1.5f), 0.0f);
+            break;
+        default: /* rank one */
+            s = firn_v3(frand(0.5f, 1.5f), 0.0f, 0.0f);
+            break;
+        }
+        const firn_mat3 A = firn_m3_usv(R1, s, R2);
+        check_svd(A, "rotated");
+        /* The singular values as built, sorted by magnitude (the sign on the
+         * smallest, det A's). */
+        float m[3] = {fabsf(s.v[0]), fabsf(s.v[1]), fabsf(s.v[2])}, x;
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < 2 - i; j++)
+                if (m[j] < m[j + 1])
+                    x = m[j], m[j] = m[j + 1], m[j + 1] = x;
+        if (s.v[0] * s.v[1] * s.v[2] < 0.0f)
+            m[2] = -m[2];
+        firn_mat3 U, V;
+        firn_vec3 se;
+        firn_svd3_eig(A, &U, &se, &V);
+        /* Float rounding in A (2^-24 |A|) moves a singular value by as much
+         * (Weyl); the eigen-solve of A A^T loses the smallest ones below
+         * sqrt(eps) |A| ~ 3e-4 |A|, as A^T A's does. */
+        const float tol = (t % 8) >= 4 ? 5e-4f : 4e-6f;
+        for (int d = 0; d < 3; d++)
+            cr_assert(fabsf(se.v[d] - m[d]) <= tol * m[0], "case %d: s%d = %g, built %g", t % 8, d,
+                      se.v[d], m[d]);
+    }
 }
 
 Test(svd, random_matrices)
@@ -578,7 +667,10 @@ static firn_mat3 batch_matrix(int t, int l)
  * default on x86-64), the two do the same operations and must agree
  * bitwise; a build with FMA may contract them differently, and is held to
  * the tolerances only. */
-Test(svd, batched_matches_scalar)
+typedef void (*svd_fn)(firn_mat3, firn_mat3 *, firn_vec3 *, firn_mat3 *);
+typedef void (*svd_batch_fn)(int, const firn_mat3 *, firn_mat3 *, firn_vec3 *, firn_mat3 *);
+
+static void batched_matches_scalar(svd_batch_fn batch, svd_fn scalar)
 {
     for (int t = 0; t < 2000; t++) {
         const int n = 1 + t % FIRN_SVD_BATCH;
@@ -586,12 +678,12 @@ Test(svd, batched_matches_scalar)
         firn_vec3 s[FIRN_SVD_BATCH];
         for (int l = 0; l < n; l++)
             A[l] = batch_matrix(t, l);
-        firn_svd3_batch(n, A, U, s, V);
+        batch(n, A, U, s, V);
         for (int l = 0; l < n; l++) {
             check_svd_result(A[l], U[l], s[l], V[l], "batched");
             firn_mat3 Us, Vs;
             firn_vec3 ss;
-            firn_svd3(A[l], &Us, &ss, &Vs);
+            scalar(A[l], &Us, &ss, &Vs);
 #if !defined(__FMA__) && !defined(__FP_FAST_FMAF)
             cr_assert(memcmp(&U[l], &Us, sizeof Us) == 0 && memcmp(&V[l], &Vs, sizeof Vs) == 0 &&
                           memcmp(&s[l], &ss, sizeof ss) == 0,
@@ -612,10 +704,19 @@ Test(svd, batched_matches_scalar)
     }
 }
 
+Test(svd, batched_matches_scalar) { batched_matches_scalar(firn_svd3_batch, firn_svd3); }
+
+/* The same for firn_svd3_eig, the MPM constitutive update's (the CPU
+ * path's batches and the GPU's firn_constitutive). */
+Test(svd, eig_batched_matches_scalar)
+{
+    batched_matches_scalar(firn_svd3_eig_batch, firn_svd3_eig);
+}
+
 /* A lane's result depends on its own matrix only: not on its neighbours
  * (one of them NaN, or rank-deficient and slow to converge), nor on how
  * many lanes the batch has. A NaN matrix gives NaN singular values. */
-Test(svd, batched_lanes_are_independent)
+static void batched_lanes_are_independent(svd_batch_fn batch)
 {
     firn_mat3 A[FIRN_SVD_BATCH], U[FIRN_SVD_BATCH], V[FIRN_SVD_BATCH];
     firn_vec3 s[FIRN_SVD_BATCH];
@@ -624,12 +725,12 @@ Test(svd, batched_lanes_are_independent)
         const int lane = t % FIRN_SVD_BATCH;
         firn_mat3 U0, V0;
         firn_vec3 s0;
-        firn_svd3_batch(1, &probe, &U0, &s0, &V0);
+        batch(1, &probe, &U0, &s0, &V0);
         for (int l = 0; l < FIRN_SVD_BATCH; l++)
             A[l] = batch_matrix(t + 1, l);
         A[(lane + 1) % FIRN_SVD_BATCH].m[4] = NAN;
         A[lane] = probe;
-        firn_svd3_batch(FIRN_SVD_BATCH, A, U, s, V);
+        batch(FIRN_SVD_BATCH, A, U, s, V);
         cr_assert(memcmp(&U[lane], &U0, sizeof U0) == 0 && memcmp(&V[lane], &V0, sizeof V0) == 0 &&
                       memcmp(&s[lane], &s0, sizeof s0) == 0,
                   "batch %d: lane %d's SVD changed with its neighbours", t, lane);
@@ -639,6 +740,9 @@ Test(svd, batched_lanes_are_independent)
                   sn.v[2]);
     }
 }
+
+Test(svd, batched_lanes_are_independent) { batched_lanes_are_independent(firn_svd3_batch); }
+Test(svd, eig_batched_lanes_are_independent) { batched_lanes_are_independent(firn_svd3_eig_batch); }
 
 /* Material table entry for a model with E = 1e5, nu = 0.3. */
 static firn_material make_material(int model, int law)
@@ -944,4 +1048,95 @@ Test(materials, inverted_particles_recover)
     cr_assert(firn_m3_det(F) > 0.0f, "liquid kept an inverted F (det %g)", firn_m3_det(F));
     cr_assert(trace(tau) < 0.0f, "a crushed liquid particle must be pushed open, trace(tau) = %g",
               trace(tau));
+}
+
+/* The constitutive update on the GPU's SVD (firn_constitutive, with
+ * firn_svd3_eig) against the same law on firn_svd3's (the CPU's batched
+ * path, firn_constitutive_svd after firn_svd3_batch), for every model that
+ * needs an SVD, on deformation gradients R1 diag(s) R2^T: rotations, rest,
+ * repeated singular values, plastic strains well past snow's clamps and
+ * sand's cone (s in [0.6, 1.6]), and inverted ones. Both SVDs reconstruct
+ * F to a few float roundings (svd tests), so their singular values differ
+ * by at most ~4e-6 |F|; the laws are Lipschitz in s with a constant below
+ * (2 mu + 3 lambda) h (h <= e, snow's hardening at Jp >= 0.9), which bounds
+ * tau's difference by ~1e-5 (2 mu + 3 lambda) h, and F's and Jp's by as
+ * many roundings. Repeated singular values leave U free within their
+ * eigenspace; the laws are isotropic, so tau and F do not depend on it. */
+Test(materials, return_maps_on_either_svd_agree)
+{
+    static const int models[] = {FIRN_M_SNOW, FIRN_M_SAND, FIRN_M_VON_MISES, FIRN_M_FRACTURE,
+                                 FIRN_M_ELASTIC};
+    for (int k = 0; k < (int)(sizeof models / sizeof models[0]); k++) {
+        firn_material m = make_material(models[k], FIRN_L_COROTATED);
+        const float h = m.model == FIRN_M_SNOW ? expf(m.xi * 0.1f) : 1.0f;
+        const float tol_tau = 1e-5f * (2.0f * m.mu + 3.0f * m.lambda) * h;
+        for (int t = 0; t < 3000; t++) {
+            const firn_mat3 R1 = random_rotation(), R2 = random_rotation();
+            firn_vec3 s;
+            switch (t % 5) {
+            case 0:
+                s = firn_v3(1.0f, 1.0f, 1.0f);
+                break;
+            case 1:
+                s = firn_v3(1.0f + frand(-2e-3f, 2e-3f), 1.0f + frand(-2e-3f, 2e-3f),
+                            1.0f + frand(-2e-3f, 2e-3f));
+                break;
+            case 2:
+                s = firn_v3(1.04f, 0.97f, 0.97f); /* fracture: s0 - 1 off crit */
+                break;
+            case 3:
+                s = firn_v3(frand(0.6f, 1.6f), frand(0.6f, 1.6f), frand(0.6f, 1.6f));
+                break;
+            default: /* inverted, |s2| 0.1 below the others: where the negative
+                      * value's magnitude ties another's, the laws (snow's
+                      * clamp of the negative one, von Mises' floor) jump
+                      * with which one carries the sign */
+                s = firn_v3(frand(0.6f, 1.6f), frand(0.6f, 1.6f), 0.0f);
+                s.v[2] = -frand(0.3f, fminf(s.v[0], s.v[1]) - 0.1f);
+                break;
+            }
+            const firn_mat3 F0 = firn_m3_usv(R1, s, R2);
+            const float jp0 = m.model == FIRN_M_SAND
+                                  ? frand(-0.01f, 0.05f)
+                                  : (m.model == FIRN_M_SNOW ? frand(0.9f, 1.2f) : 1.0f);
+            const float d0 = m.model == FIRN_M_FRACTURE ? frand(0.0f, 0.5f) : 0.0f;
+            firn_mat3 Fe = F0, Fr = F0, U, V;
+            firn_vec3 sr;
+            float jpe = jp0, jpr = jp0, de = d0, dr = d0;
+            const firn_mat3 te = firn_constitutive(&m, &Fe, &jpe, &de, 1e-4f);
+            firn_svd3(F0, &U, &sr, &V);
+            const firn_mat3 tr = firn_constitutive_svd(&m, &Fr, &jpr, &dr, U, sr, V, 1e-4f);
+            cr_assert(max_abs_diff(te, tr) <= tol_tau,
+                      "model %d case %d: |tau - tau_svd3| = %g > %g (|tau| %g)", m.model, t % 5,
+                      max_abs_diff(te, tr), tol_tau, max_abs(tr));
+            cr_assert(max_abs_diff(Fe, Fr) <= 2e-5f, "model %d case %d: |F - F_svd3| = %g", m.model,
+                      t % 5, max_abs_diff(Fe, Fr));
+            cr_assert(fabsf(jpe - jpr) <= 2e-5f * fmaxf(fabsf(jpr), 1.0f),
+                      "model %d case %d: Jp %g, on firn_svd3 %g", m.model, t % 5, jpe, jpr);
+            cr_assert(de == dr, "model %d case %d: damage %g, on firn_svd3 %g", m.model, t % 5, de,
+                      dr);
+        }
+        /* Singular and rank-one F: finite, and F still what the law keeps
+         * (snow's clamp: every singular value of the new F in its range). */
+        for (int t = 0; t < 500; t++) {
+            firn_vec3 s = t % 2 ? firn_v3(frand(0.8f, 1.2f), frand(0.8f, 1.2f), 0.0f)
+                                : firn_v3(frand(0.8f, 1.2f), 0.0f, 0.0f);
+            firn_mat3 F = firn_m3_usv(random_rotation(), s, random_rotation());
+            float jp = initial_jp(m.model), d = 0.0f;
+            const firn_mat3 tau = firn_constitutive(&m, &F, &jp, &d, 1e-4f);
+            for (int c = 0; c < 9; c++)
+                cr_assert(isfinite(tau.m[c]) && isfinite(F.m[c]), "model %d: singular F: NaN",
+                          m.model);
+            if (m.model == FIRN_M_SNOW) {
+                firn_mat3 U, V;
+                firn_vec3 sn;
+                firn_svd3(F, &U, &sn, &V);
+                for (int d2 = 0; d2 < 3; d2++)
+                    cr_assert(sn.v[d2] >= 1.0f - m.theta_c - 1e-5f &&
+                                  sn.v[d2] <= 1.0f + m.theta_s + 1e-5f,
+                              "snow, singular F: new singular value %g outside the clamp",
+                              sn.v[d2]);
+            }
+        }
+    }
 }

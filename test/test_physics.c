@@ -384,7 +384,10 @@ Test(sand, return_map_projects_onto_the_cone_keeping_the_volume)
  * compressed back uniformly by k with 3 ln k + c >= 0 it is still loose:
  * no stress and c <- c + 3 ln k; compressed past that it carries pressure
  * again and c = 0. The stretch is 0.6 %: any cohesion (tension held below
- * some volume gain) shows. Tolerances: float logs of numbers near 1, 1e-6. */
+ * some volume gain) shows. Tolerances: float logs of numbers near 1, 1e-6;
+ * c, the sum of three logs of singular values of a float F, 2e-6 (over
+ * 100,000 random rotations of this F the sum's error reached 1.35e-6 with
+ * firn_svd3 and 1.23e-6 with firn_svd3_eig). */
 Test(sand, no_tension_and_loosened_sand_carries_no_pressure_until_compacted)
 {
     const firn_material m = sand_material(35.0);
@@ -401,7 +404,7 @@ Test(sand, no_tension_and_loosened_sand_carries_no_pressure_until_compacted)
     double cw = log(s[0] * s[1] * s[2]);
     expect_mat(tau, zero, 1e-6 * (l.la + 2.0 * l.mu), "stretched sand");
     expect_mat(F, rot, 1e-6, "stretched sand's F");
-    cr_assert(fabs(c - cw) <= 1e-6, "correction %.7g, want %.7g", c, cw);
+    cr_assert(fabs(c - cw) <= 2e-6, "correction %.7g, want %.7g", c, cw);
 
     /* Compress by k = 0.999: 3 ln k = -0.003 > -c = -0.006, still loose. */
     for (int a = 0; a < 9; a++)
@@ -409,7 +412,7 @@ Test(sand, no_tension_and_loosened_sand_carries_no_pressure_until_compacted)
     tau = firn_constitutive(&m, &F, &c, &d, 1e-4f);
     cw += 3.0 * log(0.999f);
     expect_mat(tau, zero, 1e-6 * (l.la + 2.0 * l.mu), "loose sand");
-    cr_assert(fabs(c - cw) <= 1e-6, "correction %.7g, want %.7g", c, cw);
+    cr_assert(fabs(c - cw) <= 2e-6, "correction %.7g, want %.7g", c, cw);
 
     /* Compress by 0.99: past the volume gained, pressure. */
     for (int a = 0; a < 9; a++)

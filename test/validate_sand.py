@@ -258,7 +258,7 @@ def run_case(firn, case, a, res, opt, root):
     scene, g = build(case, a, res, opt, out)
     env = dict(os.environ, OMP_WAIT_POLICY="passive", OMP_NUM_THREADS=str(opt.threads))
     t0 = time.time()
-    r = subprocess.run([firn, "run", scene, "--backend", "cpu", "--quiet"], env=env,
+    r = subprocess.run([firn, "run", scene, "--backend", opt.backend, "--quiet"], env=env,
                        capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit("validate_sand: %s a = %g: firn run failed (%d): %s" %
@@ -308,7 +308,7 @@ def review_scene(opt):
         json.dump(sc, f, indent=1)
     env = dict(os.environ, OMP_WAIT_POLICY="passive", OMP_NUM_THREADS=str(opt.threads))
     t0 = time.time()
-    r = subprocess.run([opt.firn, "run", path, "--backend", "cpu", "--quiet"], env=env,
+    r = subprocess.run([opt.firn, "run", path, "--backend", opt.backend, "--quiet"], env=env,
                        capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit("validate_sand: --scene %s: firn run failed (%d): %s" %
@@ -360,6 +360,8 @@ def main():
     ap.add_argument("--room", type=float, default=1.6, help="the domain reaches this many "
                     "times the law's runout past the column, plus L0 / 2 (a run marked far "
                     "wall needs more)")
+    ap.add_argument("--backend", default="cpu", help="firn run's backend: cpu (default) or "
+                    "cuda (the GPU path's constitutive update, e.g. on the emulated runtime)")
     ap.add_argument("--jobs", type=int, default=1, help="cases run at once")
     ap.add_argument("--threads", type=int, default=2, help="OpenMP threads per case")
     ap.add_argument("--scene", help="instead of the cases: run this axisymmetric scene (a "

@@ -39,9 +39,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 PLANTS = [
     ("host-pointer", "a host pointer passed to a kernel (the host-side state for the device "
      "materials)", "kernels/mpm.cu",
-     "FIRN_LAUNCH(p2g, pblocks, FIRN_BLOCK, 0, s->stream, *P, s->mats, s->p, s->grid);",
-     "FIRN_LAUNCH(p2g, pblocks, FIRN_BLOCK, 0, s->stream, *P, (const firn_material *)s, s->p,\n"
-     "                    s->grid);",
+     "FIRN_MPM_LAUNCH(p2g, s->model, pblocks, FIRN_BLOCK, 0, s->stream, *P, s->mats, s->p,\n"
+     "                        s->grid);",
+     "FIRN_MPM_LAUNCH(p2g, s->model, pblocks, FIRN_BLOCK, 0, s->stream, *P,\n"
+     "                        (const firn_material *)s, s->p, s->grid);",
      "compare:sand_column"),
     ("tail-block", "missing tail-block bounds check in g2p (threads past the last particle "
      "run)", "kernels/mpm.cu",
@@ -60,8 +61,10 @@ PLANTS = [
      "compare:sand_column"),
     ("default-stream", "work on the default stream (p2g launched on stream 0, the rest on the "
      "world's)", "kernels/mpm.cu",
-     "FIRN_LAUNCH(p2g, pblocks, FIRN_BLOCK, 0, s->stream, *P, s->mats, s->p, s->grid);",
-     "FIRN_LAUNCH(p2g, pblocks, FIRN_BLOCK, 0, 0, *P, s->mats, s->p, s->grid);",
+     "FIRN_MPM_LAUNCH(p2g, s->model, pblocks, FIRN_BLOCK, 0, s->stream, *P, s->mats, s->p,\n"
+     "                        s->grid);",
+     "FIRN_MPM_LAUNCH(p2g, s->model, pblocks, FIRN_BLOCK, 0, 0, *P, s->mats, s->p,\n"
+     "                        s->grid);",
      "compare:sand_column"),
     ("read-before-sync", "a result read on the host before the stream is synchronised (the "
      "non-finite word)", "kernels/mpm.cu",
@@ -164,7 +167,7 @@ PLANTS = [
      "    from.node = s->gbuf[(s->gbase + k) & 1];",
      "test:gpu/g2p2g*"),
     ("kernel-unsized", "a kernel left out of the MPM stack sizing table", "kernels/mpm.cu",
-     "                                          (const void *)g2p2g,\n",
+     "                                          FIRN_MPM_MODEL_KERNELS(g2p2g),\n",
      "",
      "test:gpu/every_mpm_kernel*"),
     ("int-soa-offset", "firn_store9 indexes component c of particle i with an int c n + i",
