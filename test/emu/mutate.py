@@ -182,10 +182,10 @@ PLANTS = [
      "test:gpu/g2p2g*"),
     ("pcg-past-stop", "the implicit FEM solve's CG update kernel ignores the device's stop flag, "
      "so the iterations queued after convergence keep moving du", "kernels/fem_implicit.cu",
-     "        LAUNCH(imp_pcg_update, nv, I->ctl, I->p, I->Ap, I->Minv, I->du, I->r, I->z, n, B->v0, B->v1,\n"
-     "               done);",
-     "        LAUNCH(imp_pcg_update, nv, I->ctl, I->p, I->Ap, I->Minv, I->du, I->r, I->z, n, B->v0, B->v1,\n"
-     "               (const int *)NULL);",
+     "        LAUNCH(imp_pcg_update, nv, I->ctl, I->p, I->Ap, I->Minv, I->held, I->du, I->r, I->z, n,\n"
+     "               B->v0, B->v1, done);",
+     "        LAUNCH(imp_pcg_update, nv, I->ctl, I->p, I->Ap, I->Minv, I->held, I->du, I->r, I->z, n,\n"
+     "               B->v0, B->v1, (const int *)NULL);",
      "test:gpu_fem/implicit_*"),
     ("newton-max-ignored", "the implicit FEM's device check lets Newton run past newton_max, "
      "which only the host's cap then stops", "kernels/fem_implicit.cu",
