@@ -314,10 +314,12 @@ mutate:
 	bash test/mutate.sh
 
 # Only that each mutation's text occurs exactly once in its file (CI: a
-# refactor that moves the text leaves the mutation planting nothing).
+# refactor that moves the text leaves the mutation planting nothing), and
+# the same of the emulated runtime's plants (test/emu/mutate.py).
 .PHONY: mutate-patterns
 mutate-patterns:
 	MUTATE_PATTERNS_ONLY=1 bash test/mutate.sh
+	EMU_MUTATE_PATTERNS_ONLY=1 python3 test/emu/mutate.py
 
 # The style of .clang-format over every C, CUDA and C++ source: `make format`
 # rewrites them, `make format-check` (CI) lists the files that differ.

@@ -290,7 +290,23 @@ def build(tree, tsan, tests=False):
               tree)
 
 
+def patterns_only():
+    """EMU_MUTATE_PATTERNS_ONLY=1 (make mutate-patterns, CI): each plant's
+    text must occur exactly once in its file, so that a plant cannot go
+    stale unseen when the code it names is edited."""
+    bad = 0
+    for pid, _bug, path, old, _new, _check in PLANTS:
+        n = open(os.path.join(ROOT, path)).read().count(old)
+        if n != 1:
+            print(f"emu-mutate: plant {pid} matches {n} times in {path}")
+            bad += 1
+    print(f"emu-mutate: {len(PLANTS)} plants, {bad} broken pattern(s)")
+    return 1 if bad else 0
+
+
 def main():
+    if os.environ.get("EMU_MUTATE_PATTERNS_ONLY") == "1":
+        return patterns_only()
     t_start = time.time()
     only = os.environ.get("EMU_MUTATE_ONLY", "").split()
     plants = [p for p in PLANTS if not only or p[0] in only]
