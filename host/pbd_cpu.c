@@ -76,7 +76,7 @@ void firn_pbd_cpu_particle_passes(firn_pbd *S, const firn_rigid *bodies, int nb,
             firn_pbf_lambda(i, P, S->mats, S->s, S->G, bodies, nb);
 #pragma omp parallel for schedule(static)
         for (int i = 0; i < n; i++)
-            firn_pbf_delta(i, P, S->mats, S->s, S->G, bodies, nb);
+            firn_pbf_delta(i, P, S->mats, S->s, S->G);
         if (nb > 0)
             body_reaction(S, bodies, nb, chunk_acc, acc);
         apply(S);

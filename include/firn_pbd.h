@@ -24,7 +24,8 @@ typedef struct {
     float *x0;     /* 3n positions at the start of the substep [m] */
     float *mass;   /* n [kg] */
     float *w;      /* n inverse mass [1/kg]; 0: pinned (never moves) */
-    float *dx;     /* 3n a particle pass's correction, applied after the pass (Jacobi) [m] */
+    float *dx;     /* 3n a particle pass's correction, applied after the pass (Jacobi) [m];
+                    * between PBF's lambda and delta passes the ghosts' gradient [1/m^4] */
     float *lambda; /* n liquid: the density constraint's multiplier of the iteration [m^2] */
     float *rho;    /* n liquid: the density of the latest iteration [kg/m^3] */
     uint8_t *mat;  /* n scene material index */

@@ -169,8 +169,10 @@ static inline FIRN_HD firn_vec3 firn_pbf_body_dx(const firn_pbd_material *m, flo
  * (firn_pbf_body) adding their ghosts' density and gradient to rho_i and
  * sum_j g_ij.
  * The constraint is one-sided (compression only): a free surface, where
- * the sum is incomplete, is not pulled inward. Stores rho_i; lambda is 0
- * for other particles. */
+ * the sum is incomplete, is not pulled inward. Stores rho_i, and the
+ * ghosts' gradient in dx_i for firn_pbf_delta (the positions do not move
+ * between the two passes: computed once, not twice); lambda is 0 for
+ * other particles. */
 static inline FIRN_HD void firn_pbf_lambda(int i, const firn_pbd_params *P,
                                            const firn_pbd_material *mats, firn_pbd_particles s,
                                            firn_nbr_grid G, const firn_rigid *bodies, int nb)
@@ -191,13 +193,14 @@ static inline FIRN_HD void firn_pbf_lambda(int i, const firn_pbd_params *P,
         sum = firn_add(sum, g);
         sq += firn_dot(g, g);
     }
-    firn_vec3 gw;
-    rho += s.mass[i] * firn_pbf_walls(P, x, &gw);
-    sum = firn_add(sum, firn_scale(gw, s.mass[i] * inv_rho0));
+    firn_vec3 gw, ghosts;
+    rho += s.mass[i] * firn_pbf_walls(P, x, &ghosts);
     for (int k = 0; k < nb; k++) {
         rho += s.mass[i] * firn_pbf_body(P, &bodies[k], x, &gw);
-        sum = firn_add(sum, firn_scale(gw, s.mass[i] * inv_rho0));
+        ghosts = firn_add(ghosts, gw);
     }
+    sum = firn_add(sum, firn_scale(ghosts, s.mass[i] * inv_rho0));
+    firn_store3(s.dx, s.n, i, ghosts); /* read by firn_pbf_delta */
     s.rho[i] = rho;
     const float C = firn_maxf(rho * inv_rho0 - 1.0f, 0.0f);
     s.lambda[i] = -C / (firn_dot(sum, sum) + sq + P->pbf_eps);
@@ -206,11 +209,13 @@ static inline FIRN_HD void firn_pbf_lambda(int i, const firn_pbd_params *P,
 /* The density correction of liquid particle i (ibid., eq. 12):
  * dx_i = relaxation (sum_j (lambda_i + lambda_j) g_ij + lambda_i g_walls)
  * + sum_b firn_pbf_body_dx (the bodies' ghosts, whose reaction
- * firn_pbf_body_react gives them); lambda_j is 0 for a particle that is
- * not liquid. 0 for other particles. */
+ * firn_pbf_body_react gives them), the walls' and bodies' gradient
+ * g_walls + sum_b g_b taken from dx_i, where firn_pbf_lambda left it;
+ * lambda_j is 0 for a particle that is not liquid. 0 for other
+ * particles. */
 static inline FIRN_HD void firn_pbf_delta(int i, const firn_pbd_params *P,
                                           const firn_pbd_material *mats, firn_pbd_particles s,
-                                          firn_nbr_grid G, const firn_rigid *bodies, int nb)
+                                          firn_nbr_grid G)
 {
     firn_vec3 dx = firn_v3(0.0f, 0.0f, 0.0f), d;
     if (firn_pbf_liquid(mats, s, i)) {
@@ -223,14 +228,11 @@ static inline FIRN_HD void firn_pbf_delta(int i, const firn_pbd_params *P,
         while (firn_nbr_next(&c, &P->nb, G, s.x, s.n, i, x, &j, &d, &r))
             dx = firn_add(dx, firn_scale(firn_pbf_grad_w(P, d, r),
                                          (li + s.lambda[j]) * s.mass[j] * inv_rho0));
-        firn_vec3 gw;
-        firn_pbf_walls(P, x, &gw);
-        dx = firn_add(dx, firn_scale(gw, li * s.mass[i] * inv_rho0));
+        /* the walls' and bodies' ghosts' gradient, which firn_pbf_lambda left
+         * in dx_i (the correction firn_pbf_body_dx is linear in it) */
+        const firn_vec3 ghosts = firn_load3(s.dx, s.n, i);
         dx = firn_scale(dx, m->density_relaxation);
-        for (int k = 0; k < nb; k++) {
-            firn_pbf_body(P, &bodies[k], x, &gw);
-            dx = firn_add(dx, firn_pbf_body_dx(m, li, s.mass[i], gw));
-        }
+        dx = firn_add(dx, firn_pbf_body_dx(m, li, s.mass[i], ghosts));
     }
     firn_store3(s.dx, s.n, i, dx);
 }

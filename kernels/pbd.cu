@@ -99,12 +99,11 @@ static __global__ void pbf_lambda(firn_pbd_params P, const firn_pbd_material *ma
 }
 
 static __global__ void pbf_delta(firn_pbd_params P, const firn_pbd_material *mats,
-                                 firn_pbd_particles s, firn_nbr_grid G, const firn_rigid *bodies,
-                                 int nb)
+                                 firn_pbd_particles s, firn_nbr_grid G)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < s.n)
-        firn_pbf_delta(i, &P, mats, s, G, bodies, nb);
+        firn_pbf_delta(i, &P, mats, s, G);
 }
 
 static __global__ void pbf_viscosity(firn_pbd_params P, const firn_pbd_material *mats,
@@ -212,7 +211,7 @@ static int queue_particle_passes(firn_pbd_cuda *S, const firn_pbd *H, const firn
             return FIRN_CUDA_FAILED;
         FIRN_LAUNCH(pbf_lambda, b, FIRN_PBD_BLOCK, 0, st, H->P, S->mats, S->s, S->N.G, bodies, nb);
         FIRN_CUDA_CHECK_LAUNCH("pbf_lambda", st, err);
-        FIRN_LAUNCH(pbf_delta, b, FIRN_PBD_BLOCK, 0, st, H->P, S->mats, S->s, S->N.G, bodies, nb);
+        FIRN_LAUNCH(pbf_delta, b, FIRN_PBD_BLOCK, 0, st, H->P, S->mats, S->s, S->N.G);
         FIRN_CUDA_CHECK_LAUNCH("pbf_delta", st, err);
         if (nb > 0) {
             const firn_pbd_view V = firn_cuda_pbd_view(S, &H->P);
