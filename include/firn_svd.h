@@ -58,6 +58,28 @@ static inline FIRN_HD void firn_swap_cols(firn_mat3 *M, int i, int j)
     }
 }
 
+/* Orders the eigenvalues e0, e1, e2 decreasing by three compare-and-swaps,
+ * swapping M's columns with them (firn_swap_cols keeps det M); both SVDs
+ * sort their eigenvalues this way. */
+static inline FIRN_HD void firn_sort_eig3(float e0, float e1, float e2, firn_mat3 *M)
+{
+    float t;
+    if (e0 < e1) {
+        firn_swap_cols(M, 0, 1);
+        t = e0;
+        e0 = e1;
+        e1 = t;
+    }
+    if (e0 < e2) {
+        firn_swap_cols(M, 0, 2);
+        t = e0;
+        e0 = e2;
+        e2 = t;
+    }
+    if (e1 < e2)
+        firn_swap_cols(M, 1, 2);
+}
+
 /* Givens rotation on rows p, q of B (p < q) zeroing B[q][col]; U <- U G. The
  * new B[p][col] = sqrt(a^2 + b^2) >= 0. */
 static inline FIRN_HD void firn_givens_qr(firn_mat3 *B, firn_mat3 *U, int p, int q, int col)
@@ -93,26 +115,7 @@ static inline FIRN_HD void firn_svd3(firn_mat3 A, firn_mat3 *U, firn_vec3 *sig, 
         firn_jacobi_rotate(&S, V, 1, 2);
     }
     /* Sort eigenvalues of A^T A (squared singular values) in decreasing order. */
-    float e0 = S.m[0], e1 = S.m[4], e2 = S.m[8], t;
-    if (e0 < e1) {
-        firn_swap_cols(V, 0, 1);
-        t = e0;
-        e0 = e1;
-        e1 = t;
-    }
-    if (e0 < e2) {
-        firn_swap_cols(V, 0, 2);
-        t = e0;
-        e0 = e2;
-        e2 = t;
-    }
-    if (e1 < e2) {
-        firn_swap_cols(V, 1, 2);
-        t = e1;
-        e1 = e2;
-        e2 = t;
-    }
-    (void)e0;
+    firn_sort_eig3(S.m[0], S.m[4], S.m[8], V);
     firn_mat3 B = firn_m3_mul(A, *V);
     *U = firn_m3_identity();
     firn_givens_qr(&B, U, 0, 1, 0);
@@ -229,21 +232,7 @@ static inline FIRN_HD void firn_svd3_eig(firn_mat3 A, firn_mat3 *U, firn_vec3 *s
         firn_sym_rotate(&s00, &s22, &s02, &s01, &s12, U, 0, 2);
         firn_sym_rotate(&s11, &s22, &s12, &s01, &s02, U, 1, 2);
     }
-    float e0 = s00, e1 = s11, e2 = s22, t;
-    if (e0 < e1) {
-        firn_swap_cols(U, 0, 1);
-        t = e0;
-        e0 = e1;
-        e1 = t;
-    }
-    if (e0 < e2) {
-        firn_swap_cols(U, 0, 2);
-        t = e0;
-        e0 = e2;
-        e2 = t;
-    }
-    if (e1 < e2)
-        firn_swap_cols(U, 1, 2);
+    firn_sort_eig3(s00, s11, s22, U);
     /* w_j = A^T u_j */
     firn_vec3 w[3], u[3];
     for (int j = 0; j < 3; j++) {
