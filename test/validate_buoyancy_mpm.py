@@ -100,10 +100,10 @@ def scene(args, shape, rho, tag):
         body = rigid(shape, a, c, motion='dynamic', density=rho)
         if args.held is not None:  # lowered to the depth that submerges `held` of it, then held
             body = rigid(shape, a, c, motion='kinematic')
-        if args.softness is not None:
-            body['softness'] = args.softness
             body['keyframes'] = [{'t': 0.0, 'position': c},
                                  {'t': 0.4, 'position': [c[0], held_centre(args, shape, floor), c[2]]}]
+        if args.softness is not None:
+            body['softness'] = args.softness
         if args.mesh:
             os.makedirs(args.out, exist_ok=True)
             cube_obj(os.path.join(args.out, 'cube.obj'), a)
