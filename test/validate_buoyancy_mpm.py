@@ -63,7 +63,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from buoyancy_common import (RHO_W, G, cube_obj, level, read_ply, rigid, run_scene,  # noqa: E402
                              sub_volume, submerged_volume, volume)
 
-L, POOL, HEIGHT = 0.3, 0.12, 0.35
+L, HEIGHT = 0.3, 0.35
 NU_W = 0.2
 
 
@@ -75,9 +75,11 @@ def lam(args):
 def held_centre(args, shape, floor):
     """The centre height at which the fraction args.held of the body lies
     below the level its pool then takes (bisection)."""
-    a, A = args.size, (L - 4 * args.dx) ** 2
+    a, A, pool = args.size, (L - 4 * args.dx) ** 2, args.pool
+    if args.held_at is not None:
+        return floor + args.held_at
     Vb = volume(shape, a)
-    h = floor + (A * POOL * (1 - RHO_W * G * POOL / (2 * lam(args))) + args.held * Vb) / A
+    h = floor + (A * pool * (1 - RHO_W * G * pool / (2 * lam(args))) + args.held * Vb) / A
     lo, hi = h - a, h + a
     for _ in range(60):
         m = (lo + hi) / 2
@@ -88,12 +90,12 @@ def held_centre(args, shape, floor):
 def scene(args, shape, rho, tag):
     a, dx = args.size, args.dx
     floor = 2 * dx
-    c = [L / 2, floor + POOL + a / 2 + 0.01, L / 2]
+    c = [L / 2, floor + args.pool + a / 2 + 0.01, L / 2]
     sc = {'domain': {'lower': [0, 0, 0], 'upper': [L, HEIGHT, L], 'dx': dx},
           'gravity': [0, -G, 0], 'time': {'frame_dt': 0.02, 'frames': args.frames, 'dt': args.dt},
           'materials': {'water': {'model': 'liquid', 'E': args.liquid_E, 'nu': NU_W, 'density': RHO_W}},
           'bodies': [{'material': 'water', 'shape': {'type': 'box', 'lower': [floor, floor, floor],
-                                                      'upper': [L - floor, floor + POOL, L - floor]}}],
+                                                      'upper': [L - floor, floor + args.pool, L - floor]}}],
           'output': {'dir': os.path.join(args.out, tag), 'preview': False}}
     s = rigid(shape, a, c)['shape']
     if args.body == 'rigid':
@@ -185,6 +187,8 @@ def run(args, shape, rho):
                                               args.liquid_E, args.dt,
                                               '' if args.held is None else '_held%g' % args.held,
                                               '' if args.softness is None else '_s%g' % args.softness)
+    tag += '' if args.held_at is None else '_at%g' % args.held_at
+    tag += '' if args.pool == 0.12 else '_pool%g' % args.pool
     rows = run_scene(args.firn, scene(args, shape, rho, tag), args.out, tag)
     last = [frame(args, shape, rho, tag, st) for st in rows[-args.average:]]
     if args.held is not None:  # the force over rho g V_sub, V_sub by the volume level
@@ -211,6 +215,10 @@ def main():
     ap.add_argument('--held', type=float, default=None,
                     help='rigid: lower a kinematic body until this fraction of it is below the '
                     'level, hold it there, and report the force over rho g V_sub')
+    ap.add_argument('--held-at', type=float, default=None,
+                    help='rigid, with --held: hold the centre this high above the pool floor [m] '
+                    '(a body below the surface is held fully submerged)')
+    ap.add_argument('--pool', type=float, default=0.12, help="the pool's depth [m]")
     ap.add_argument('--softness', type=float, default=None, help="rigid: the body's softness [m]")
     ap.add_argument('--shapes', default='box,sphere,cylinder')
     ap.add_argument('--densities', default='300,500,700')
