@@ -106,6 +106,7 @@ def scene(args, shape, rho, tag):
                                  {'t': 0.4, 'position': [c[0], held_centre(args, shape, floor), c[2]]}]
         if args.softness is not None:
             body['softness'] = args.softness
+        body['friction'] = args.friction
         if args.mesh:
             os.makedirs(args.out, exist_ok=True)
             cube_obj(os.path.join(args.out, 'cube.obj'), a)
@@ -189,6 +190,7 @@ def run(args, shape, rho):
                                               '' if args.softness is None else '_s%g' % args.softness)
     tag += '' if args.held_at is None else '_at%g' % args.held_at
     tag += '' if args.pool == 0.12 else '_pool%g' % args.pool
+    tag += '' if args.friction == 0.0 else '_mu%g' % args.friction
     rows = run_scene(args.firn, scene(args, shape, rho, tag), args.out, tag)
     last = [frame(args, shape, rho, tag, st) for st in rows[-args.average:]]
     if args.held is not None:  # the force over rho g V_sub, V_sub by the volume level
@@ -219,6 +221,7 @@ def main():
                     help='rigid, with --held: hold the centre this high above the pool floor [m] '
                     '(a body below the surface is held fully submerged)')
     ap.add_argument('--pool', type=float, default=0.12, help="the pool's depth [m]")
+    ap.add_argument('--friction', type=float, default=0.0, help="rigid: the body's friction")
     ap.add_argument('--softness', type=float, default=None, help="rigid: the body's softness [m]")
     ap.add_argument('--shapes', default='box,sphere,cylinder')
     ap.add_argument('--densities', default='300,500,700')
