@@ -40,6 +40,7 @@
 #include "firn_pbd_coupling.h"
 #include "firn_sph_coupling.h"
 #include "pbd.h"
+#include "reduce.h"
 #include "solver_cpu.h"
 #include "sph.h"
 #include "tool.h"
@@ -220,87 +221,86 @@ static firn_sph_view sph_view(firn_world *w)
  * order - the same result for any thread count. A chunk with no node the
  * last P2G could write holds no mass, which the update leaves alone: its
  * slot is zero without a visit, so a mostly empty domain costs little. */
+typedef struct {
+    const firn_params *P;
+    firn_grid g;
+    const firn_tool *tools;
+    int nt, rstride;
+    const firn_rigid *bodies;
+    int nb;
+    const firn_sph_view *V;
+} grid_pairs_ctx;
+
+static long long grid_pairs_chunk(long long begin, long long end, double *acc, void *ctx)
+{
+    const grid_pairs_ctx *c = ctx;
+    for (long long node = begin; node < end; node++)
+        firn_grid_node_tools(node, c->P, c->g, c->tools, c->nt, acc + c->rstride, c->bodies, c->nb,
+                             acc, c->V);
+    return FIRN_REDUCE_NONE;
+}
+
+/* The grid update with the rigid bodies, tools and MPM-SPH, in chunks of
+ * nodes (reduce.h); the chunks without mass are skipped. */
 static void couple_grid_pairs(firn_world *w)
 {
-    const firn_params *P = &w->params;
-    const firn_grid g = w->grid;
     const int nb = w->coupler.rigid_mpm ? w->n_rigids : 0;
     const int nt = w->coupler.tool_mpm ? w->n_tools : 0;
     const int rstride = nb * FIRN_RIGID_ACC, stride = rstride + nt * FIRN_TOOL_ACC;
     const firn_sph_view view = sph_view(w);
-    const firn_sph_view *V = w->coupler.mpm_sph ? &view : NULL;
-    const firn_rigid *bodies = w->rigids;
-    const firn_tool *tools = w->tools;
-    double *chunk_acc = w->chunk_acc;
-    const long long chunks = w->chunks;
-    const unsigned char *live = w->chunk_live;
+    grid_pairs_ctx c = {&w->params, w->grid,   w->tools, nt,
+                        rstride,    w->rigids, nb,       w->coupler.mpm_sph ? &view : NULL};
     firn_cpu_live_chunks(w, FIRN_COUPLE_CHUNK, w->chunk_live);
-#pragma omp parallel for schedule(static)
-    for (long long ch = 0; ch < chunks; ch++) {
-        double *acc = chunk_acc + ch * stride;
-        for (int k = 0; k < stride; k++)
-            acc[k] = 0.0;
-        if (!live[ch])
-            continue;
-        long long end = (ch + 1) * FIRN_COUPLE_CHUNK;
-        if (end > g.nodes)
-            end = g.nodes;
-        for (long long node = ch * FIRN_COUPLE_CHUNK; node < end; node++)
-            firn_grid_node_tools(node, P, g, tools, nt, acc + rstride, bodies, nb, acc, V);
-    }
-    for (long long ch = 0; ch < chunks; ch++) {
-        for (int k = 0; k < rstride; k++)
-            w->rigid_acc[k] += chunk_acc[ch * stride + k];
-        for (int k = 0; k < stride - rstride; k++)
-            w->tool_acc[k] += chunk_acc[ch * stride + rstride + k];
-    }
+    firn_reduce_run(w->grid.nodes, FIRN_COUPLE_CHUNK, stride, w->chunk_acc, w->chunk_live,
+                    grid_pairs_chunk, &c);
+    firn_reduce_add(w->chunk_acc, w->chunks, stride, 0, rstride, w->rigid_acc);
+    firn_reduce_add(w->chunk_acc, w->chunks, stride, rstride, stride - rstride, w->tool_acc);
 }
 
-/* SPH-rigid: each chunk of particles sums its reaction in particle order
- * into its own slot, the slots are added in chunk order. */
+typedef struct {
+    const firn_sph_view *V;
+    const firn_rigid *bodies;
+    int nb;
+    const firn_pbd *S;
+} particles_ctx;
+
+static long long sph_rigid_chunk(long long begin, long long end, double *acc, void *ctx)
+{
+    const particles_ctx *c = ctx;
+    for (int i = (int)begin; i < (int)end; i++)
+        firn_sph_rigid_particle(i, c->V, c->bodies, c->nb, acc);
+    return FIRN_REDUCE_NONE;
+}
+
+/* SPH-rigid: the particles' reaction on the bodies, in chunks of particles
+ * (reduce.h). */
 static void couple_sph_rigid(firn_world *w)
 {
-    const int nb = w->n_rigids, stride = nb * FIRN_RIGID_ACC, n = w->sph.n;
     const firn_sph_view V = sph_view(w);
-    const firn_rigid *bodies = w->rigids;
-    double *chunk_acc = w->sph_chunk_acc;
-    const long long chunks = w->sph_chunks;
-#pragma omp parallel for schedule(static)
-    for (long long ch = 0; ch < chunks; ch++) {
-        double *acc = chunk_acc + ch * stride;
-        for (int k = 0; k < stride; k++)
-            acc[k] = 0.0;
-        const int end = (int)((ch + 1) * FIRN_COUPLE_CHUNK < n ? (ch + 1) * FIRN_COUPLE_CHUNK : n);
-        for (int i = (int)(ch * FIRN_COUPLE_CHUNK); i < end; i++)
-            firn_sph_rigid_particle(i, &V, bodies, nb, acc);
-    }
-    for (long long ch = 0; ch < chunks; ch++)
-        for (int k = 0; k < stride; k++)
-            w->rigid_acc[k] += chunk_acc[ch * stride + k];
+    particles_ctx c = {&V, w->rigids, w->n_rigids, NULL};
+    const int stride = w->n_rigids * FIRN_RIGID_ACC;
+    firn_reduce_run(w->sph.n, FIRN_COUPLE_CHUNK, stride, w->sph_chunk_acc, NULL, sph_rigid_chunk,
+                    &c);
+    firn_reduce_add(w->sph_chunk_acc, w->sph_chunks, stride, 0, stride, w->rigid_acc);
 }
 
-/* PBD-rigid: as SPH-rigid, each chunk of particles sums its reaction in
- * particle order into its own slot, the slots added in chunk order. */
+static long long pbd_rigid_chunk(long long begin, long long end, double *acc, void *ctx)
+{
+    const particles_ctx *c = ctx;
+    for (int i = (int)begin; i < (int)end; i++)
+        firn_pbd_rigid_particle(i, &c->S->P, c->S->mats, c->S->s, c->bodies, c->nb, acc);
+    return FIRN_REDUCE_NONE;
+}
+
+/* PBD-rigid: as SPH-rigid. */
 static void couple_pbd_rigid(firn_world *w)
 {
-    const int nb = w->n_rigids, stride = nb * FIRN_RIGID_ACC, n = w->pbd.n;
     firn_pbd *S = &w->pbd;
-    const firn_rigid *bodies = w->rigids;
-    double *chunk_acc = w->pbd_chunk_acc;
-    const long long chunks = w->pbd_chunks;
     S->P.dt = w->params.dt;
-#pragma omp parallel for schedule(static)
-    for (long long ch = 0; ch < chunks; ch++) {
-        double *acc = chunk_acc + ch * stride;
-        for (int k = 0; k < stride; k++)
-            acc[k] = 0.0;
-        const int end = (int)((ch + 1) * FIRN_COUPLE_CHUNK < n ? (ch + 1) * FIRN_COUPLE_CHUNK : n);
-        for (int i = (int)(ch * FIRN_COUPLE_CHUNK); i < end; i++)
-            firn_pbd_rigid_particle(i, &S->P, S->mats, S->s, bodies, nb, acc);
-    }
-    for (long long ch = 0; ch < chunks; ch++)
-        for (int k = 0; k < stride; k++)
-            w->rigid_acc[k] += chunk_acc[ch * stride + k];
+    particles_ctx c = {NULL, w->rigids, w->n_rigids, S};
+    const int stride = w->n_rigids * FIRN_RIGID_ACC;
+    firn_reduce_run(S->n, FIRN_COUPLE_CHUNK, stride, w->pbd_chunk_acc, NULL, pbd_rigid_chunk, &c);
+    firn_reduce_add(w->pbd_chunk_acc, w->pbd_chunks, stride, 0, stride, w->rigid_acc);
 }
 
 static int cmp_mpm_pbd_key(const void *pa, const void *pb)

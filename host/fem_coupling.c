@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "reduce.h"
 
 /* Index of vertex v in the ascending surf[0..ns), or -1. */
 static int surface_index(const int *surf, int ns, int v)
@@ -72,8 +73,7 @@ firn_fem_surface firn_fem_surface_of(const firn_fem *S, const int *vf_start, con
 
 long long firn_fem_rigid_chunk_doubles(int ns, int nb)
 {
-    const long long chunks = ((long long)ns + FIRN_FEM_COUPLE_CHUNK - 1) / FIRN_FEM_COUPLE_CHUNK;
-    return chunks * nb * FIRN_RIGID_ACC;
+    return firn_reduce_chunks(ns, FIRN_FEM_COUPLE_CHUNK) * nb * FIRN_RIGID_ACC;
 }
 
 void firn_fem_normals_cpu(const firn_fem_surface *S)
@@ -83,24 +83,28 @@ void firn_fem_normals_cpu(const firn_fem_surface *S)
         firn_fem_surface_normal(k, S);
 }
 
+typedef struct {
+    const firn_fem_surface *S;
+    const firn_rigid *bodies;
+    int nb;
+} fem_rigid_ctx;
+
+static long long fem_rigid_chunk(long long begin, long long end, double *acc, void *ctx)
+{
+    const fem_rigid_ctx *c = ctx;
+    for (int k = (int)begin; k < (int)end; k++)
+        firn_fem_rigid_vertex(k, c->S, c->bodies, c->nb, acc);
+    return FIRN_REDUCE_NONE;
+}
+
 void firn_fem_rigid_cpu(const firn_fem_surface *S, const firn_rigid *bodies, int nb,
                         double *chunk_acc, double *acc)
 {
-    const int stride = nb * FIRN_RIGID_ACC, ns = S->ns;
-    const long long chunks = ((long long)ns + FIRN_FEM_COUPLE_CHUNK - 1) / FIRN_FEM_COUPLE_CHUNK;
-#pragma omp parallel for schedule(static)
-    for (long long ch = 0; ch < chunks; ch++) {
-        double *a = chunk_acc + ch * stride;
-        for (int k = 0; k < stride; k++)
-            a[k] = 0.0;
-        const long long end =
-            (ch + 1) * FIRN_FEM_COUPLE_CHUNK < ns ? (ch + 1) * FIRN_FEM_COUPLE_CHUNK : ns;
-        for (int k = (int)(ch * FIRN_FEM_COUPLE_CHUNK); k < end; k++)
-            firn_fem_rigid_vertex(k, S, bodies, nb, a);
-    }
-    for (long long ch = 0; ch < chunks; ch++)
-        for (int k = 0; k < stride; k++)
-            acc[k] += chunk_acc[ch * stride + k];
+    const int stride = nb * FIRN_RIGID_ACC;
+    fem_rigid_ctx c = {S, bodies, nb};
+    firn_reduce_run(S->ns, FIRN_FEM_COUPLE_CHUNK, stride, chunk_acc, NULL, fem_rigid_chunk, &c);
+    firn_reduce_add(chunk_acc, firn_reduce_chunks(S->ns, FIRN_FEM_COUPLE_CHUNK), stride, 0, stride,
+                    acc);
 }
 
 void firn_fem_mpm_cpu(const firn_fem_surface *S, const firn_params *P, firn_grid g, float *D)

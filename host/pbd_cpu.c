@@ -13,6 +13,7 @@
 #include "firn_pbf.h"
 #include "neighbour.h"
 #include "pbd.h"
+#include "reduce.h"
 #include "world.h"
 
 void firn_pbd_cpu_sweep(const firn_pbd_constraints *C, int bend, float dt, firn_pbd_particles s)
@@ -40,23 +41,27 @@ static void apply(firn_pbd *S)
  * (firn_pbf_body_react), as PBD-rigid's: each chunk of particles sums it in
  * particle order into its own slot of chunk_acc, the slots are added into
  * acc in chunk order, so the sum is the same for any thread count. */
+typedef struct {
+    const firn_pbd *S;
+    const firn_rigid *bodies;
+    int nb;
+} react_ctx;
+
+static long long react_chunk(long long begin, long long end, double *acc, void *ctx)
+{
+    const react_ctx *c = ctx;
+    for (int i = (int)begin; i < (int)end; i++)
+        firn_pbf_body_react(i, &c->S->P, c->S->mats, c->S->s, c->bodies, c->nb, acc);
+    return FIRN_REDUCE_NONE;
+}
+
 static void body_reaction(firn_pbd *S, const firn_rigid *bodies, int nb, double *chunk_acc,
                           double *acc)
 {
-    const int n = S->n, stride = nb * FIRN_RIGID_ACC;
-    const long long chunks = ((long long)n + FIRN_COUPLE_CHUNK - 1) / FIRN_COUPLE_CHUNK;
-#pragma omp parallel for schedule(static)
-    for (long long ch = 0; ch < chunks; ch++) {
-        double *a = chunk_acc + ch * stride;
-        for (int k = 0; k < stride; k++)
-            a[k] = 0.0;
-        const int end = (int)((ch + 1) * FIRN_COUPLE_CHUNK < n ? (ch + 1) * FIRN_COUPLE_CHUNK : n);
-        for (int i = (int)(ch * FIRN_COUPLE_CHUNK); i < end; i++)
-            firn_pbf_body_react(i, &S->P, S->mats, S->s, bodies, nb, a);
-    }
-    for (long long ch = 0; ch < chunks; ch++)
-        for (int k = 0; k < stride; k++)
-            acc[k] += chunk_acc[ch * stride + k];
+    const int stride = nb * FIRN_RIGID_ACC;
+    react_ctx c = {S, bodies, nb};
+    firn_reduce_run(S->n, FIRN_COUPLE_CHUNK, stride, chunk_acc, NULL, react_chunk, &c);
+    firn_reduce_add(chunk_acc, firn_reduce_chunks(S->n, FIRN_COUPLE_CHUNK), stride, 0, stride, acc);
 }
 
 /* Genesis's order (GENESIS s3.4, steps 6-9): the density iterations

@@ -38,6 +38,7 @@
 #include "cpu_simd.h"
 #include "error.h"
 #include "firn_cpic.h"
+#include "reduce.h"
 #include "sample.h"
 #include "solver_cpu.h"
 #include "svd_batch.h"
@@ -447,37 +448,33 @@ void firn_cpu_cpic_mark(firn_world *w)
         firn_cpic_mark(i, P, w->p, bodies, nb);
 }
 
-/* Each chunk of FIRN_CPIC_CHUNK particles sums the bodies' reaction in
- * particle order into its own slot; the slots are added in chunk order. */
+static long long g2p_cpic_chunk(long long begin, long long end, double *acc, void *ctx)
+{
+    const firn_world *w = ctx;
+    const firn_params *P = &w->params;
+    const int nb = w->n_rigids;
+    long long bad = FIRN_REDUCE_NONE;
+    for (int i = (int)begin; i < (int)end; i++) {
+        /* firn_g2p_particle_cpic, with plain G2P in the node-vector form. */
+        firn_cpic_ctx c;
+        int b = firn_cpic_load(&c, w->p, i, nb)
+                    ? firn_g2p_near_cpic(i, P, w->mats, w->p, w->grid, w->rigids, nb, &c, acc)
+                    : firn_cpu_g2p_particle(i, P, w->p, w->grid);
+        if (b && w->bins.id[i] < bad)
+            bad = w->bins.id[i];
+    }
+    return bad;
+}
+
+/* G2P with CPIC's rigid response, in chunks of FIRN_CPIC_CHUNK particles
+ * (reduce.h). */
 int firn_cpu_g2p_cpic(firn_world *w)
 {
-    const firn_params *P = &w->params;
-    const int n = w->p.n, nb = w->n_rigids, stride = nb * FIRN_RIGID_ACC;
-    const firn_rigid *bodies = w->rigids;
-    double *cpic_acc = w->cpic_acc;
-    const long long chunks = w->cpic_chunks;
-    const int *id = w->bins.id;
-    int bad = n;
-#pragma omp parallel for schedule(static) reduction(min : bad)
-    for (long long ch = 0; ch < chunks; ch++) {
-        double *acc = cpic_acc + ch * stride;
-        for (int k = 0; k < stride; k++)
-            acc[k] = 0.0;
-        const int end = (int)((ch + 1) * FIRN_CPIC_CHUNK < n ? (ch + 1) * FIRN_CPIC_CHUNK : n);
-        for (int i = (int)(ch * FIRN_CPIC_CHUNK); i < end; i++) {
-            /* firn_g2p_particle_cpic, with plain G2P in the node-vector form. */
-            firn_cpic_ctx c;
-            int b = firn_cpic_load(&c, w->p, i, nb)
-                        ? firn_g2p_near_cpic(i, P, w->mats, w->p, w->grid, bodies, nb, &c, acc)
-                        : firn_cpu_g2p_particle(i, P, w->p, w->grid);
-            if (b && id[i] < bad)
-                bad = id[i];
-        }
-    }
-    for (long long ch = 0; ch < chunks; ch++)
-        for (int k = 0; k < stride; k++)
-            w->rigid_acc[k] += cpic_acc[ch * stride + k];
-    return bad < n ? bad : -1;
+    const int stride = w->n_rigids * FIRN_RIGID_ACC;
+    long long bad =
+        firn_reduce_run(w->p.n, FIRN_CPIC_CHUNK, stride, w->cpic_acc, NULL, g2p_cpic_chunk, w);
+    firn_reduce_add(w->cpic_acc, w->cpic_chunks, stride, 0, stride, w->rigid_acc);
+    return bad < w->p.n ? (int)bad : -1;
 }
 
 /* The MPM solver's phases for the Coupler (host/coupler.c). */
