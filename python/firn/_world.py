@@ -11,6 +11,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from . import _lib
+from ._compare import BackendComparison, from_report
 from ._errors import ClosedError, UsageError, error_from
 from ._scene import Scene
 from ._views import FirnArray, Life, soa, soa_matrix, wrap
@@ -235,6 +236,52 @@ class World:
         v = _lib.ParticlesView()
         self._check(_lib_.firn_world_particles(self._ptr, byref(v), byref(self._err)))
         self._check(_lib_.firn_write_ply(os.fsencode(os.fspath(path)), byref(v), byref(self._err)))
+
+    def write_frame(self, dir: str | os.PathLike) -> None:
+        """Writes the current frame into the existing folder `dir` as `firn run`
+        writes a frame (firn_world_write_frame, by the CLI's own frame writer):
+        frame_NNNNN.ply / .png, sph_, pbd_, fem_, rigids_ and tools_ files as the
+        scene's output keys say (output.every does not apply), the ParaView time
+        series beside them, then the frame's line appended to stats.jsonl. Stepped
+        with step(), the line is the one `firn run` writes for that frame (up to
+        its wall-clock fields); after substep() or a load it has the statistics
+        of the current state.
+
+        Raises FirnIOError for a missing folder, a path that is not a folder or
+        one a running `firn run` holds; UsageError when its stats.jsonl already
+        has this frame or a later one (frames are appended in order); ClosedError
+        after close(). Nothing is written then, and nothing already there changes.
+        """
+        ptr = self._ptr
+        f, _, n = self._clock()
+        stats = byref(self._stats) if self._stepped and (self._stats.frame, self._stats.substeps) == (f, n) else None
+        self._check(_lib_.firn_world_write_frame(ptr, os.fsencode(os.fspath(dir)), stats, byref(self._err)))
+
+    def compare_backends(self, frames: int = 10) -> BackendComparison:
+        """Runs this world's scene on the CPU path and on the CUDA backend, from
+        its initial state, and compares them as `firn compare` does
+        (firn_compare_backends): every particle field and the grid after one
+        substep, the particle fields after one substep from a perturbed state,
+        and the scene statistics after `frames` frames (0: none). This world is
+        not stepped or changed.
+
+        Returns a BackendComparison: `ok`, and each field's or statistic's
+        Difference by stage (`substep`, `perturbed`, `frames`). A difference
+        beyond tolerance is reported (`ok` False), not raised. Raises
+        DeviceError without a usable GPU or in a build without CUDA (the
+        message of `firn compare`), UsageError for frames < 0, NumericError for
+        a scene that blows up, ClosedError after close().
+        """
+        self._ptr
+        if isinstance(frames, bool) or not isinstance(frames, int):
+            raise TypeError(f"frames must be an int, not {type(frames).__name__}")
+        r = _lib.CompareReport()
+        if _lib_.firn_compare_backends(byref(self.scene.raw), frames, byref(r), byref(self._err)):
+            raise error_from(self._err, path=self.scene.path)
+        try:
+            return from_report(r)
+        finally:
+            _lib_.firn_compare_report_free(byref(r))
 
     def __repr__(self) -> str:
         if self.closed:
