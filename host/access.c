@@ -108,6 +108,8 @@ size_t firn_struct_size(const char *name)
         {"firn_fem_mesh_view", sizeof(firn_fem_mesh_view)},
         {"firn_rigid_view", sizeof(firn_rigid_view)},
         {"firn_error", sizeof(firn_error)},
+        {"firn_compare_entry", sizeof(firn_compare_entry)},
+        {"firn_compare_report", sizeof(firn_compare_report)},
     };
     for (size_t i = 0; name && i < sizeof sizes / sizeof sizes[0]; i++)
         if (!strcmp(name, sizes[i].name))

@@ -2,10 +2,13 @@
  * the worker hand one frame back and forth under a mutex: `pending` is set
  * by the caller and cleared by the worker when the frame is on disk. */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "error.h"
@@ -497,5 +500,122 @@ int firn_frame_writer_finish(firn_frame_writer *fw, double *busy, double *waited
     free(fw->fem_block);
     free(fw->series), free(fw->series_kinds), free(fw->scratch);
     free(fw);
+    return rc;
+}
+
+/* The folder dir/ for one frame of firn_world_write_frame: an existing
+ * folder, not held by a `firn run` (a .firn.lock there that another process
+ * holds), whose stats.jsonl has no line of frame `frame` or later. Returns
+ * the lock file's descriptor, locked (-2 when there is none), or -1 with
+ * err filled. */
+static int frame_folder(const char *dir, int frame, firn_error *err)
+{
+    struct stat st;
+    if (stat(dir, &st)) {
+        firn_set_error(err, FIRN_E_IO, "cannot write frame %d into %s: %s", frame, dir,
+                       strerror(errno));
+        return -1;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        firn_set_error(err, FIRN_E_IO, "cannot write frame %d into %s: not a folder", frame, dir);
+        return -1;
+    }
+    char path[FIRN_PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/.firn.lock", dir);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 && errno != ENOENT) {
+        firn_set_error(err, FIRN_E_IO, "cannot open the lock file %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB)) {
+        const int e = errno;
+        close(fd);
+        firn_set_error(err, FIRN_E_IO,
+                       e == EWOULDBLOCK ? "output folder %s/ is in use by a firn run (lock file "
+                                          "%s); wait for it to end, or write into another folder"
+                                        : "cannot lock %s/ (lock file %s)",
+                       dir, path);
+        return -1;
+    }
+    snprintf(path, sizeof path, "%s/stats.jsonl", dir);
+    FILE *f = fopen(path, "r");
+    int later = -1;
+    if (f) {
+        char *line = NULL;
+        size_t cap = 0;
+        while (getline(&line, &cap, f) > 0) {
+            int k;
+            if (sscanf(line, "{\"frame\":%d", &k) == 1 && k >= frame && k > later)
+                later = k;
+        }
+        free(line);
+        fclose(f);
+    }
+    if (later >= 0) {
+        if (fd >= 0)
+            close(fd);
+        firn_set_error(err, FIRN_E_USAGE,
+                       "cannot write frame %d into %s/: its stats.jsonl already has frame %d, and "
+                       "frames are appended in order; write into another folder",
+                       frame, dir, later);
+        return -1;
+    }
+    return fd >= 0 ? fd : -2;
+}
+
+int firn_world_write_frame(firn_world *w, const char *dir, const firn_frame_stats *stats,
+                           firn_error *err)
+{
+    static const char fn[] = "firn_world_write_frame";
+    if (!w || !dir || !*dir) {
+        firn_set_error(err, FIRN_E_USAGE, "%s: %s", fn, !w ? "no world" : "no folder");
+        return -1;
+    }
+    if (strlen(dir) >= FIRN_PATH_MAX) {
+        firn_set_error(err, FIRN_E_USAGE, "%s: folder name longer than %d bytes", fn,
+                       FIRN_PATH_MAX - 1);
+        return -1;
+    }
+    int frame;
+    long long substeps;
+    firn_world_clock(w, &frame, NULL, &substeps);
+    if (stats && (stats->frame != frame || stats->substeps != substeps)) {
+        firn_set_error(err, FIRN_E_USAGE,
+                       "%s: the statistics given are of frame %d after %lld substeps, the world "
+                       "is at frame %d after %lld substeps",
+                       fn, stats->frame, stats->substeps, frame, substeps);
+        return -1;
+    }
+    firn_frame_stats s;
+    if (stats)
+        s = *stats;
+    else if (firn_world_stats(w, &s, err))
+        return -1;
+    const int lock = frame_folder(dir, frame, err);
+    if (lock == -1)
+        return -1;
+    const firn_scene_def *def = firn_world_scene(w);
+    firn_particles_view view;
+    firn_sph_particles_view sph;
+    firn_pbd_particles_view pbd;
+    firn_fem_mesh_view fem;
+    const int files = def->write_ply || def->write_preview;
+    int rc = -1;
+    if (!files || !(firn_world_particles(w, &view, err) || firn_world_sph_particles(w, &sph, err) ||
+                    firn_world_pbd_particles(w, &pbd, err) || firn_world_fem_mesh(w, &fem, err))) {
+        firn_frame_writer *fw = firn_frame_writer_start(def, dir, err);
+        if (fw) {
+            rc = firn_frame_writer_submit(fw, files ? &view : NULL, files ? &sph : NULL,
+                                          files ? &pbd : NULL, files ? &fem : NULL, &s, err);
+            firn_error ferr = {0};
+            if (firn_frame_writer_finish(fw, NULL, NULL, &ferr) && !rc) {
+                if (err)
+                    *err = ferr;
+                rc = -1;
+            }
+        }
+    }
+    if (lock >= 0)
+        close(lock);
     return rc;
 }

@@ -725,10 +725,27 @@ int firn_world_rigid_view(firn_world *world, int k, firn_rigid_view *view, firn_
 int firn_world_set_rigid_velocity(firn_world *world, int k, const float v[3], const float w[3],
                                   firn_error *err);
 
+/* Writes the world's current frame into the existing folder dir as
+ * `firn run` writes a frame there (docs/CLI.md, "Output"), by the same
+ * writer: frame_NNNNN.ply / .png, sph_, pbd_, fem_, rigids_ and tools_
+ * files as the scene's output keys say (output.every does not apply: this
+ * frame is written), the time series beside them, and last the frame's
+ * statistics line appended to stats.jsonl. Files are written whole or not
+ * at all. stats: the frame's statistics as firn_world_step_frame returned
+ * them (their frame and substeps must be the world's), or NULL for
+ * firn_world_stats of the current state (its substep, dt and wall-clock
+ * fields 0). Refused, with nothing written: a missing dir or one that is
+ * not a folder (FIRN_E_IO), a folder a `firn run` holds (its .firn.lock),
+ * one whose stats.jsonl already has this frame or a later one, or stats of
+ * another frame (FIRN_E_USAGE). */
+int firn_world_write_frame(firn_world *world, const char *dir, const firn_frame_stats *stats,
+                           firn_error *err);
+
 /* sizeof the public struct called name ("firn_scene_def",
  * "firn_frame_stats", "firn_tool_state", "firn_particles_view",
  * "firn_sph_particles_view", "firn_pbd_particles_view",
- * "firn_fem_mesh_view", "firn_rigid_view", "firn_error"), 0 for another
+ * "firn_fem_mesh_view", "firn_rigid_view", "firn_error",
+ * "firn_compare_entry", "firn_compare_report"), 0 for another
  * name: a binding that mirrors these structs checks its mirrors with it. */
 size_t firn_struct_size(const char *name);
 
@@ -823,6 +840,65 @@ int firn_write_preview_png_fem(const char *path, const firn_scene_def *def,
                                const firn_frame_stats *stats, firn_error *err);
 int firn_append_stats_jsonl(const char *path, const firn_scene_def *def, const firn_frame_stats *s,
                             firn_error *err);
+
+/* ---- comparing the backends (firn compare) -------------------------------- */
+
+/* When an entry of a comparison was taken: after the first substep from
+ * the scene's initial state, after one substep from a perturbed state (F,
+ * C and the points moved off their lattice: docs/CLI.md, "compare"), or
+ * after the frames. */
+typedef enum {
+    FIRN_COMPARE_SUBSTEP = 0,
+    FIRN_COMPARE_PERTURBED = 1,
+    FIRN_COMPARE_FRAMES = 2
+} firn_compare_stage;
+
+/* One line of a comparison. A field (statistic 0: "x", "sph rho", "grid
+ * vel", ...) is compared element by element: max_abs the largest |gpu -
+ * cpu| over its elements, at element `worst` (-1: none), scale its
+ * largest CPU magnitude (or a floor, docs/CLI.md). A statistic (statistic
+ * 1: "kinetic energy", "centre of mass x", a rigid body's or a tool's
+ * pose, ...) has its two values cpu and gpu, max_abs |gpu - cpu|. Both:
+ * rel = max_abs / scale, within tolerance when ok. */
+typedef struct {
+    char name[48];
+    firn_compare_stage stage;
+    int statistic;
+    double cpu, gpu;
+    double max_abs, scale, rel, tolerance;
+    long long worst;
+    int ok;
+} firn_compare_entry;
+
+typedef struct {
+    int ok;                 /* every entry within its tolerance */
+    long long particles;    /* firn_world_particle_count */
+    float dt;               /* the substep compared [s] */
+    int frames;             /* frames compared (0: no statistics) */
+    double time;            /* simulated time after them [s] */
+    double state_tolerance; /* of the fields (relative) */
+    double stats_tolerance; /* of the statistics (relative) */
+    char cpu_device[256], gpu_device[256];
+    long long graph_captures, graph_launches; /* CUDA graphs of the GPU run */
+    int graphs_fell_back;                     /* a capture failed: graphs_why */
+    char graphs_why[FIRN_ERRMSG_MAX];
+    int n_entries;
+    firn_compare_entry *entries; /* free with firn_compare_report_free */
+} firn_compare_report;
+
+/* `firn compare`'s check (docs/CLI.md): scene def on the CPU path and on
+ * the CUDA backend from the same initial state, every particle field and
+ * the grid compared after one substep, the particle fields after one
+ * substep from a perturbed state, and the scene statistics after `frames`
+ * frames (0: none). Returns 0 with r filled (r->ok says whether every
+ * entry is within its tolerance: a difference beyond it is not an error
+ * here; `firn compare` exits FIRN_E_COMPARE), or -1 with err filled and r
+ * holding no entries: FIRN_E_DEVICE without a usable GPU or in a build
+ * without CUDA, FIRN_E_SCENE, FIRN_E_NUMERIC, FIRN_E_NOMEM as from
+ * firn_world_create and the steps, FIRN_E_USAGE for frames < 0. */
+int firn_compare_backends(const firn_scene_def *def, int frames, firn_compare_report *r,
+                          firn_error *err);
+void firn_compare_report_free(firn_compare_report *r);
 
 /* Devices: number of usable CUDA devices (0 without a GPU or a CUDA build)
  * and a one-line description of each. */

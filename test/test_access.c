@@ -1,13 +1,20 @@
 /* test_access.c - the direct-access API of firn.h (host/access.c): the
  * world's clocks, zero-copy views of rigid bodies, commanding a kinematic
- * body's velocity, and the public structs' sizes that bindings check their
- * mirrors against. */
+ * body's velocity, the public structs' sizes that bindings check their
+ * mirrors against, a frame written as `firn run` writes it
+ * (firn_world_write_frame) and the backend comparison's refusal without a
+ * GPU (firn_compare_backends). */
 #include <criterion/criterion.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 
 #include "firn.h"
+#include "test_util.h"
 
 /* A small sand block on the floor and three rigid boxes far from it: one
  * static, one kinematic (keyframed, so that a command must stop that), one
@@ -180,6 +187,220 @@ Test(access, struct_sizes)
     cr_assert_eq(firn_struct_size("firn_fem_mesh_view"), sizeof(firn_fem_mesh_view));
     cr_assert_eq(firn_struct_size("firn_rigid_view"), sizeof(firn_rigid_view));
     cr_assert_eq(firn_struct_size("firn_error"), sizeof(firn_error));
+    cr_assert_eq(firn_struct_size("firn_compare_entry"), sizeof(firn_compare_entry));
+    cr_assert_eq(firn_struct_size("firn_compare_report"), sizeof(firn_compare_report));
     cr_assert_eq(firn_struct_size("firn_world"), 0);
     cr_assert_eq(firn_struct_size(NULL), 0);
+}
+
+/* ---- firn_world_write_frame ------------------------------------------------- */
+
+/* A sand block with a plate pressing on it and a rigid box beside it: MPM
+ * PLY and PNG, tools and rigids PLY, their series and stats.jsonl. */
+static const char write_scene[] =
+    "{\"domain\": {\"lower\": [0, 0, 0], \"upper\": [0.4, 0.3, 0.4], \"dx\": 0.025},"
+    " \"time\": {\"frame_dt\": 0.01, \"frames\": 3},"
+    " \"materials\": {\"sand\": {\"model\": \"sand\", \"E\": 3.5e5, \"density\": 1600}},"
+    " \"bodies\": [{\"material\": \"sand\", \"shape\": {\"type\": \"box\","
+    "   \"center\": [0.2, 0.11, 0.2], \"size\": [0.12, 0.1, 0.12]}}],"
+    " \"rigids\": [{\"name\": \"crate\", \"motion\": \"dynamic\", \"density\": 500,"
+    "   \"shape\": {\"type\": \"box\", \"center\": [0.08, 0.2, 0.08],"
+    "   \"size\": [0.04, 0.04, 0.04]}}],"
+    " \"tools\": [{\"name\": \"plate\", \"shape\": {\"type\": \"box\","
+    "   \"center\": [0.2, 0.18, 0.2], \"size\": [0.08, 0.01, 0.08]},"
+    "   \"velocity\": [0, -0.5, 0], \"softness\": 0.002}]}";
+
+static char *slurp(const char *path, long *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    *len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)*len + 1);
+    cr_assert(b);
+    cr_assert_eq(fread(b, 1, (size_t)*len, f), (size_t)*len);
+    b[*len] = '\0';
+    fclose(f);
+    return b;
+}
+
+/* The names in dir (but .firn.lock), sorted, joined by newlines. */
+static void list_dir(const char *dir, char *out, size_t size)
+{
+    struct dirent **names;
+    int n = scandir(dir, &names, NULL, alphasort);
+    cr_assert(n >= 0, "scandir %s", dir);
+    out[0] = '\0';
+    for (int i = 0; i < n; i++) {
+        if (names[i]->d_name[0] != '.') {
+            strncat(out, names[i]->d_name, size - strlen(out) - 2);
+            strcat(out, "\n");
+        }
+        free(names[i]);
+    }
+    free(names);
+}
+
+/* Frames 0..3 written by firn_world_write_frame are `firn run`'s: the same
+ * files, byte for byte, and the same stats.jsonl lines up to their
+ * wall-clock fields (wall_seconds, throughput: the last two). */
+Test(access, write_frame_is_firn_runs_frame, .timeout = 120)
+{
+    char dir[64], scene[128], cli[128], lib[128], out[8192];
+    test_mkdtemp(dir, sizeof dir, "wframe");
+    snprintf(scene, sizeof scene, "%s/scene.json", dir);
+    snprintf(cli, sizeof cli, "%s/cli", dir);
+    snprintf(lib, sizeof lib, "%s/lib", dir);
+    FILE *f = fopen(scene, "w");
+    cr_assert(f);
+    fputs(write_scene, f);
+    fclose(f);
+    char args[512];
+    snprintf(args, sizeof args, "run %s --backend cpu --out %s", scene, cli);
+    int rc = test_run_firn(out, sizeof out, NULL, args);
+    cr_assert_eq(rc, 0, "firn run: exit %d\n%s", rc, out);
+    cr_assert_eq(mkdir(lib, 0777), 0);
+    firn_scene_def def;
+    firn_error err;
+    cr_assert_eq(firn_scene_load_json(scene, &def, &err), 0, "%s", err.msg);
+    firn_world *w = firn_world_create(&def, FIRN_BACKEND_CPU, &err);
+    cr_assert_not_null(w, "%s", err.msg);
+    cr_assert_eq(firn_world_write_frame(w, lib, NULL, &err), 0, "%s", err.msg);
+    for (int k = 1; k <= 3; k++) {
+        firn_frame_stats s;
+        cr_assert_eq(firn_world_step_frame(w, &s, &err), 0, "%s", err.msg);
+        cr_assert_eq(firn_world_write_frame(w, lib, &s, &err), 0, "%s", err.msg);
+    }
+    firn_world_destroy(w);
+    char la[4096], lb[4096];
+    list_dir(cli, la, sizeof la);
+    list_dir(lib, lb, sizeof lb);
+    cr_assert_str_eq(lb, la, "files written:\n%s\nfirn run's:\n%s", lb, la);
+    cr_assert(strstr(la, "frame_00003.png\n") && strstr(la, "tools_00003.ply\n") &&
+                  strstr(la, "rigids.ply.series\n"),
+              "%s", la);
+    for (char *name = la, *end; (end = strchr(name, '\n')); name = end + 1) {
+        *end = '\0';
+        char pa[4400], pb[4400];
+        snprintf(pa, sizeof pa, "%s/%s", cli, name);
+        snprintf(pb, sizeof pb, "%s/%s", lib, name);
+        long na, nb;
+        char *a = slurp(pa, &na), *b = slurp(pb, &nb);
+        cr_assert(a && b, "%s", name);
+        if (!strcmp(name, "stats.jsonl")) {
+            int lines = 0;
+            for (char *p = a, *q = b; *p && *q; lines++) {
+                char *ea = strchr(p, '\n'), *eb = strchr(q, '\n');
+                cr_assert(ea && eb);
+                char *wa = strstr(p, ",\"wall_seconds\":"), *wb = strstr(q, ",\"wall_seconds\":");
+                cr_assert(wa && wb && wa < ea && wb < eb);
+                cr_assert(wa - p == wb - q && !memcmp(p, q, (size_t)(wa - p)),
+                          "stats.jsonl line %d differs:\n%.*s\n%.*s", lines, (int)(ea - p), p,
+                          (int)(eb - q), q);
+                p = ea + 1, q = eb + 1;
+            }
+            cr_assert_eq(lines, 4);
+        } else {
+            cr_assert(na == nb && !memcmp(a, b, (size_t)na), "%s differs from firn run's", name);
+        }
+        free(a), free(b);
+    }
+    test_rmdir(dir);
+}
+
+/* Each refusal names its cause and writes nothing: a missing folder, a
+ * file, a folder a firn run holds, a stats.jsonl with this frame or a later
+ * one, statistics of another frame. */
+Test(access, write_frame_refusals_write_nothing, .timeout = 60)
+{
+    char dir[64], path[256], out[4096];
+    test_mkdtemp(dir, sizeof dir, "wrefuse");
+    firn_world *w = make_world();
+    firn_error err = {0};
+    snprintf(path, sizeof path, "%s/none", dir);
+    cr_assert_eq(firn_world_write_frame(w, path, NULL, &err), -1);
+    cr_assert(err.code == FIRN_E_IO && strstr(err.msg, "No such file"), "%d %s", err.code, err.msg);
+    snprintf(path, sizeof path, "%s/file", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert(f);
+    fclose(f);
+    cr_assert_eq(firn_world_write_frame(w, path, NULL, &err), -1);
+    cr_assert(err.code == FIRN_E_IO && strstr(err.msg, "not a folder"), "%s", err.msg);
+    cr_assert_eq(unlink(path), 0);
+    /* A lock another open file description holds, as a running firn run does. */
+    snprintf(path, sizeof path, "%s/.firn.lock", dir);
+    int fd = open(path, O_RDWR | O_CREAT, 0666);
+    cr_assert(fd >= 0 && flock(fd, LOCK_EX) == 0);
+    cr_assert_eq(firn_world_write_frame(w, dir, NULL, &err), -1);
+    cr_assert(err.code == FIRN_E_IO && strstr(err.msg, "in use by a firn run"), "%s", err.msg);
+    close(fd);
+    list_dir(dir, out, sizeof out);
+    cr_assert_str_eq(out, "", "refused writes left %s", out);
+    /* With the lock released: frame 0, then a step, and frame 0 again. */
+    cr_assert_eq(firn_world_write_frame(w, dir, NULL, &err), 0, "%s", err.msg);
+    snprintf(path, sizeof path, "%s/stats.jsonl", dir);
+    long n0, n1;
+    char *before = slurp(path, &n0);
+    cr_assert(before && !strncmp(before, "{\"frame\":0,", 11), "%s", before);
+    firn_frame_stats s;
+    cr_assert_eq(firn_world_step_frame(w, &s, &err), 0, "%s", err.msg);
+    s.frame = 0;
+    cr_assert_eq(firn_world_write_frame(w, dir, &s, &err), -1);
+    cr_assert(err.code == FIRN_E_USAGE && strstr(err.msg, "statistics given are of frame 0"), "%s",
+              err.msg);
+    /* A world back at frame 0 (a new one) refused: the folder has frame 0. */
+    firn_world *w0 = make_world();
+    cr_assert_eq(firn_world_write_frame(w0, dir, NULL, &err), -1);
+    cr_assert(err.code == FIRN_E_USAGE && strstr(err.msg, "already has frame 0"), "%s", err.msg);
+    firn_world_destroy(w0);
+    char *after = slurp(path, &n1);
+    cr_assert(n1 == n0 && !memcmp(before, after, (size_t)n0), "stats.jsonl changed");
+    free(before), free(after);
+    /* The world's own frame 1 goes on after it. */
+    s.frame = 1;
+    cr_assert_eq(firn_world_write_frame(w, dir, &s, &err), 0, "%s", err.msg);
+    after = slurp(path, &n1);
+    cr_assert(after && strstr(after, "\n{\"frame\":1,"), "%s", after);
+    free(after);
+    cr_assert_eq(firn_world_write_frame(w, "", NULL, &err), -1);
+    cr_assert_eq(err.code, FIRN_E_USAGE);
+    firn_world_destroy(w);
+    test_rmdir(dir);
+}
+
+/* ---- firn_compare_backends ---------------------------------------------------- */
+
+/* Without a usable GPU (a build without CUDA, or no device) the comparison
+ * is refused as `firn compare` refuses it, FIRN_E_DEVICE, with no entries;
+ * a negative frame count is a usage error. */
+Test(access, compare_backends_refusals, .timeout = 60)
+{
+    firn_world *w = make_world();
+    const firn_scene_def *def = firn_world_scene(w);
+    firn_compare_report r;
+    firn_error err = {0};
+    cr_assert_eq(firn_compare_backends(def, -1, &r, &err), -1);
+    cr_assert(err.code == FIRN_E_USAGE && strstr(err.msg, "negative"), "%s", err.msg);
+    cr_assert(r.n_entries == 0 && r.entries == NULL);
+    if (!firn_cuda_available() || firn_cuda_device_count() == 0) {
+        cr_assert_eq(firn_compare_backends(def, 1, &r, &err), -1);
+        cr_assert_eq(err.code, FIRN_E_DEVICE, "%d %s", err.code, err.msg);
+        cr_assert(r.n_entries == 0 && r.entries == NULL);
+        char out[4096], dir[64], path[128], args[256];
+        test_mkdtemp(dir, sizeof dir, "cmpnogpu");
+        snprintf(path, sizeof path, "%s/s.json", dir);
+        FILE *f = fopen(path, "w");
+        cr_assert(f);
+        fputs(write_scene, f);
+        fclose(f);
+        snprintf(args, sizeof args, "compare %s --frames 1", path);
+        cr_assert_eq(test_run_firn(out, sizeof out, NULL, args), FIRN_E_DEVICE, "%s", out);
+        cr_assert(strstr(out, err.msg), "firn compare says\n%s\nthe library\n%s", out, err.msg);
+        test_rmdir(dir);
+    }
+    firn_compare_report_free(&r);
+    firn_compare_report_free(NULL);
+    firn_world_destroy(w);
 }

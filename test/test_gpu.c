@@ -1244,3 +1244,78 @@ Test(gpu, compare_checks_a_perturbed_state_for_every_solver, .timeout = 600)
     cr_assert(strstr(out, "compare: PASS"), "%s", out);
     test_rmdir(dir);
 }
+
+/* firn_compare_backends, the library call behind firn compare: on a sand
+ * block with a rigid body and a tool, the CPU and CUDA paths agree within
+ * every tolerance; the report's stages come in order (first substep,
+ * perturbed substep, frames), each entry's rel is its max_abs over its
+ * scale, a statistic's max_abs is |gpu - cpu|; and `firn compare` prints
+ * the report's entries, in its order, then PASS. */
+Test(gpu, compare_backends_report_is_what_firn_compare_prints, .timeout = 600)
+{
+    require_gpu();
+    static const char scene[] =
+        "{\"domain\": {\"lower\": [0, 0, 0], \"upper\": [0.3, 0.3, 0.3], \"dx\": 0.03},"
+        " \"time\": {\"frame_dt\": 0.005, \"frames\": 1},"
+        " \"materials\": {\"sand\": {\"model\": \"sand\", \"E\": 3.5e5, \"density\": 1600}},"
+        " \"bodies\": [{\"material\": \"sand\", \"shape\": {\"type\": \"box\","
+        "   \"center\": [0.15, 0.12, 0.15], \"size\": [0.1, 0.08, 0.1]}}],"
+        " \"rigids\": [{\"name\": \"crate\", \"motion\": \"dynamic\", \"density\": 500,"
+        "   \"shape\": {\"type\": \"box\", \"center\": [0.08, 0.22, 0.08],"
+        "   \"size\": [0.04, 0.04, 0.04]}}],"
+        " \"tools\": [{\"name\": \"plate\", \"shape\": {\"type\": \"box\","
+        "   \"center\": [0.15, 0.2, 0.15], \"size\": [0.06, 0.01, 0.06]},"
+        "   \"velocity\": [0, -0.5, 0], \"softness\": 0.002}]}";
+    char dir[64], path[128], args[256], out[32768];
+    test_mkdtemp(dir, sizeof dir, "cmplib");
+    snprintf(path, sizeof path, "%s/s.json", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert(f);
+    fputs(scene, f);
+    fclose(f);
+    firn_scene_def def;
+    firn_error err;
+    cr_assert_eq(firn_scene_load_json(path, &def, &err), 0, "%s", err.msg);
+    firn_compare_report r;
+    cr_assert_eq(firn_compare_backends(&def, 1, &r, &err), 0, "%s", err.msg);
+    cr_assert(r.ok && r.frames == 1 && r.particles > 0 && r.dt > 0.0f);
+    static const char *const want[] = {"x", "v", "C", "F", "Jp", "damage", "grid mass", "grid vel"};
+    for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+        int found = 0;
+        for (int e = 0; e < r.n_entries; e++)
+            found |=
+                r.entries[e].stage == FIRN_COMPARE_SUBSTEP && !strcmp(r.entries[e].name, want[k]);
+        cr_assert(found, "no first-substep entry '%s'", want[k]);
+    }
+    int stage = FIRN_COMPARE_SUBSTEP, stats = 0;
+    for (int e = 0; e < r.n_entries; e++) {
+        const firn_compare_entry *c = &r.entries[e];
+        cr_assert(c->ok && (int)c->stage >= stage, "%s", c->name);
+        stage = (int)c->stage;
+        cr_assert(c->rel <= c->tolerance, "%s", c->name);
+        const double rel = c->scale > 0.0 ? c->max_abs / c->scale : c->max_abs;
+        cr_assert(fabs(c->rel - rel) <= 1e-12 * c->rel, "%s", c->name);
+        if (c->statistic) {
+            stats++;
+            cr_assert(c->stage == FIRN_COMPARE_FRAMES && c->max_abs == fabs(c->gpu - c->cpu), "%s",
+                      c->name);
+        }
+    }
+    cr_assert_eq(stage, FIRN_COMPARE_FRAMES);
+    cr_assert(stats > 0);
+    snprintf(args, sizeof args, "compare %s --frames 1", path);
+    int rc = test_run_firn(out, sizeof out, NULL, args);
+    cr_assert_eq(rc, 0, "exit %d:\n%s", rc, out);
+    const char *at = out;
+    for (int e = 0; e < r.n_entries; e++) {
+        char line[64];
+        snprintf(line, sizeof line, "\n  %s ", r.entries[e].name);
+        const char *next = strstr(at, line);
+        cr_assert(next, "firn compare does not print '%s' after the entries before it:\n%s",
+                  r.entries[e].name, out);
+        at = next + 1;
+    }
+    cr_assert(strstr(at, "compare: PASS"), "%s", out);
+    firn_compare_report_free(&r);
+    test_rmdir(dir);
+}

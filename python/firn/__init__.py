@@ -23,6 +23,7 @@ from ._errors import (
     StaleViewError,
     UsageError,
 )
+from ._compare import BackendComparison, Difference
 from ._lib import lib as _cdll
 from ._scene import Scene
 from ._views import FirnArray
@@ -41,6 +42,8 @@ __all__ = [
     "Scene",
     "World",
     "FirnArray",
+    "BackendComparison",
+    "Difference",
     "MPM",
     "SPH",
     "PBD",

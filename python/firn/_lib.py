@@ -402,6 +402,42 @@ class RigidView(Structure):
     ]
 
 
+class CompareEntry(Structure):
+    _fields_ = [
+        ("name", c_char * 48),
+        ("stage", c_int),
+        ("statistic", c_int),
+        ("cpu", c_double),
+        ("gpu", c_double),
+        ("max_abs", c_double),
+        ("scale", c_double),
+        ("rel", c_double),
+        ("tolerance", c_double),
+        ("worst", c_longlong),
+        ("ok", c_int),
+    ]
+
+
+class CompareReport(Structure):
+    _fields_ = [
+        ("ok", c_int),
+        ("particles", c_longlong),
+        ("dt", c_float),
+        ("frames", c_int),
+        ("time", c_double),
+        ("state_tolerance", c_double),
+        ("stats_tolerance", c_double),
+        ("cpu_device", c_char * 256),
+        ("gpu_device", c_char * 256),
+        ("graph_captures", c_longlong),
+        ("graph_launches", c_longlong),
+        ("graphs_fell_back", c_int),
+        ("graphs_why", c_char * ERRMSG_MAX),
+        ("n_entries", c_int),
+        ("entries", POINTER(CompareEntry)),
+    ]
+
+
 MIRRORS = {
     "firn_scene_def": SceneDef,
     "firn_frame_stats": FrameStats,
@@ -412,6 +448,8 @@ MIRRORS = {
     "firn_fem_mesh_view": FemMeshView,
     "firn_rigid_view": RigidView,
     "firn_error": Error,
+    "firn_compare_entry": CompareEntry,
+    "firn_compare_report": CompareReport,
 }
 
 BACKEND_AUTO, BACKEND_CPU, BACKEND_CUDA = 0, 1, 2
@@ -452,6 +490,9 @@ _SIGNATURES = {
     "firn_world_set_tool_velocity": (c_int, [_W, c_int, f3, f3, _E]),
     "firn_world_tool_state": (c_int, [_W, c_int, POINTER(ToolState)]),
     "firn_write_ply": (c_int, [c_char_p, POINTER(ParticlesView), _E]),
+    "firn_world_write_frame": (c_int, [_W, c_char_p, POINTER(FrameStats), _E]),
+    "firn_compare_backends": (c_int, [_S, c_int, POINTER(CompareReport), _E]),
+    "firn_compare_report_free": (None, [POINTER(CompareReport)]),
     "firn_cuda_available": (c_int, []),
     "firn_cuda_device_count": (c_int, []),
 }

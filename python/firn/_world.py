@@ -11,6 +11,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from . import _lib
+from ._compare import BackendComparison, from_report
 from ._errors import ClosedError, UsageError, error_from
 from ._scene import Scene
 from ._views import FirnArray, Life, soa, soa_matrix, wrap
@@ -236,21 +237,116 @@ class World:
         self._check(_lib_.firn_world_particles(self._ptr, byref(v), byref(self._err)))
         self._check(_lib_.firn_write_ply(os.fsencode(os.fspath(path)), byref(v), byref(self._err)))
 
+    def write_frame(self, dir: str | os.PathLike) -> None:
+        """Writes the current frame into the existing folder `dir` as `firn run`
+        writes a frame (firn_world_write_frame, by the CLI's own frame writer):
+        frame_NNNNN.ply / .png, sph_, pbd_, fem_, rigids_ and tools_ files as the
+        scene's output keys say (output.every does not apply), the ParaView time
+        series beside them, then the frame's line appended to stats.jsonl. Stepped
+        with step(), the line is the one `firn run` writes for that frame (up to
+        its wall-clock fields); after substep() or a load it has the statistics
+        of the current state.
+
+        Raises FirnIOError for a missing folder, a path that is not a folder or
+        one a running `firn run` holds; UsageError when its stats.jsonl already
+        has this frame or a later one (frames are appended in order); ClosedError
+        after close(). Nothing is written then, and nothing already there changes.
+        """
+        ptr = self._ptr
+        f, _, n = self._clock()
+        stats = byref(self._stats) if self._stepped and (self._stats.frame, self._stats.substeps) == (f, n) else None
+        self._check(_lib_.firn_world_write_frame(ptr, os.fsencode(os.fspath(dir)), stats, byref(self._err)))
+
+    def compare_backends(self, frames: int = 10) -> BackendComparison:
+        """Runs this world's scene on the CPU path and on the CUDA backend, from
+        its initial state, and compares them as `firn compare` does
+        (firn_compare_backends): every particle field and the grid after one
+        substep, the particle fields after one substep from a perturbed state,
+        and the scene statistics after `frames` frames (0: none). This world is
+        not stepped or changed.
+
+        Returns a BackendComparison: `ok`, and each field's or statistic's
+        Difference by stage (`substep`, `perturbed`, `frames`). A difference
+        beyond tolerance is reported (`ok` False), not raised. Raises
+        DeviceError without a usable GPU or in a build without CUDA (the
+        message of `firn compare`), UsageError for frames < 0, NumericError for
+        a scene that blows up, ClosedError after close().
+        """
+        self._ptr
+        if isinstance(frames, bool) or not isinstance(frames, int):
+            raise TypeError(f"frames must be an int, not {type(frames).__name__}")
+        r = _lib.CompareReport()
+        if _lib_.firn_compare_backends(byref(self.scene.raw), frames, byref(r), byref(self._err)):
+            raise error_from(self._err, path=self.scene.path)
+        try:
+            return from_report(r)
+        finally:
+            _lib_.firn_compare_report_free(byref(r))
+
     def __repr__(self) -> str:
         if self.closed:
             return "firn.World(closed)"
         return f"firn.World({self.scene.path!r}, backend={self.backend!r}, frame={self.frame})"
 
 
+class _Field:
+    """A view property of a solver (or a rigid body): the C view's pointer
+    `field` as a FirnArray.
+
+    layout "vec": (count, 3) over C's component-major block (soa); "mat":
+    (count, 3, 3) (soa_matrix); "flat": (count, *shape) of dtype, or just
+    `shape` when count is None. Writable only where `writable` and the
+    owner's path allows it (the CPU path). Read-only as an attribute: the
+    state is written through the array, not by assigning to the property.
+    """
+
+    def __init__(self, field: str, layout: str = "flat", dtype: type = np.float32,
+                 shape: tuple = (), count: str | None = "n", writable: bool = False,
+                 doc: str | None = None):
+        self.field, self.layout, self.dtype = field, layout, dtype
+        self.shape, self.count, self.writable = shape, count, writable
+        self.__doc__ = doc
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.name = name
+
+    def __get__(self, owner, cls=None):
+        if owner is None:
+            return self
+        v, life, rw = owner._v()
+        ptr, rw = getattr(v, self.field), rw and self.writable
+        n = int(getattr(v, self.count)) if self.count else None
+        if self.layout == "vec":
+            return soa(life, ptr, n, 3, rw)
+        if self.layout == "mat":
+            return soa_matrix(life, ptr, n, rw)
+        shape = self.shape if n is None else (n, *self.shape)
+        return wrap(life, ptr, self.dtype, shape, writeable=rw)
+
+    def __set__(self, owner, value) -> None:
+        raise AttributeError(f"can't set attribute '{self.name}' (write through the view: .{self.name}[...] = ...)")
+
+
 class _Solver:
+    """A solver's state: `_VIEW` (the view struct) filled by `_FETCH` (its
+    firn_world_* call)."""
+
+    _VIEW: type
+    _FETCH: str
+
     def __init__(self, world: World):
         self._world = world
 
-    def _fetch(self, view_type, fn):
+    def _v(self):
         w = self._world
-        v = view_type()
-        w._check(fn(w._ptr, byref(v), byref(w._err)))
+        v = self._VIEW()
+        w._check(getattr(_lib_, self._FETCH)(w._ptr, byref(v), byref(w._err)))
         return v, w._life, w.backend == "cpu"
+
+    @property
+    def n(self) -> int:
+        """Particles (vertices) of this solver."""
+        return int(self._v()[0].n)
 
 
 class MPM(_Solver):
@@ -262,126 +358,40 @@ class MPM(_Solver):
     path they show the host mirror (downloaded when fetched) and are
     read-only. Fetch them again after each step."""
 
-    def _v(self):
-        return self._fetch(_lib.ParticlesView, _lib_.firn_world_particles)
-
-    @property
-    def n(self) -> int:
-        return int(self._v()[0].n)
-
-    @property
-    def x(self) -> FirnArray:
-        v, life, rw = self._v()
-        return soa(life, v.x, v.n, 3, rw)
-
-    @property
-    def v(self) -> FirnArray:
-        v, life, rw = self._v()
-        return soa(life, v.v, v.n, 3, rw)
-
-    @property
-    def C(self) -> FirnArray:
-        v, life, rw = self._v()
-        return soa_matrix(life, v.C, v.n, rw)
-
-    @property
-    def F(self) -> FirnArray:
-        v, life, rw = self._v()
-        return soa_matrix(life, v.F, v.n, rw)
-
-    @property
-    def Jp(self) -> FirnArray:
-        v, life, rw = self._v()
-        return wrap(life, v.Jp, np.float32, (v.n,), writeable=rw)
-
-    @property
-    def damage(self) -> FirnArray:
-        v, life, rw = self._v()
-        return wrap(life, v.damage, np.float32, (v.n,), writeable=rw)
-
-    @property
-    def vol(self) -> FirnArray:
-        v, life, _ = self._v()
-        return wrap(life, v.vol, np.float32, (v.n,), writeable=False)
-
-    @property
-    def material(self) -> FirnArray:
-        v, life, _ = self._v()
-        return wrap(life, v.mat, np.uint8, (v.n,), writeable=False)
+    _VIEW, _FETCH = _lib.ParticlesView, "firn_world_particles"
+    x = _Field("x", "vec", writable=True, doc="Positions [m], (n, 3).")
+    v = _Field("v", "vec", writable=True, doc="Velocities [m/s], (n, 3).")
+    C = _Field("C", "mat", writable=True, doc="Affine velocity fields (APIC) [1/s], (n, 3, 3).")
+    F = _Field("F", "mat", writable=True, doc="Deformation gradients, (n, 3, 3).")
+    Jp = _Field("Jp", writable=True, doc="Plastic state (snow: Jp; sand: volume correction), (n,).")
+    damage = _Field("damage", writable=True, doc="Fracture damage in [0, 1], (n,).")
+    vol = _Field("vol", doc="Initial volumes [m^3], (n,); read-only.")
+    material = _Field("mat", dtype=np.uint8, doc="Material indices (the scene's order), (n,) uint8; read-only.")
 
 
 class SPH(_Solver):
     """The SPH particles (firn_world_sph_particles): x, v (n, 3), density, pressure,
     material (n,). Writable on the CPU path (x, v), as MPM's."""
 
-    def _v(self):
-        return self._fetch(_lib.SphParticlesView, _lib_.firn_world_sph_particles)
-
-    @property
-    def n(self) -> int:
-        return int(self._v()[0].n)
-
-    @property
-    def x(self) -> FirnArray:
-        v, life, rw = self._v()
-        return soa(life, v.x, v.n, 3, rw)
-
-    @property
-    def v(self) -> FirnArray:
-        v, life, rw = self._v()
-        return soa(life, v.v, v.n, 3, rw)
-
-    @property
-    def density(self) -> FirnArray:
-        v, life, _ = self._v()
-        return wrap(life, v.rho, np.float32, (v.n,), writeable=False)
-
-    @property
-    def pressure(self) -> FirnArray:
-        v, life, _ = self._v()
-        return wrap(life, v.p, np.float32, (v.n,), writeable=False)
-
-    @property
-    def material(self) -> FirnArray:
-        v, life, _ = self._v()
-        return wrap(life, v.mat, np.uint8, (v.n,), writeable=False)
+    _VIEW, _FETCH = _lib.SphParticlesView, "firn_world_sph_particles"
+    x = _Field("x", "vec", writable=True, doc="Positions [m], (n, 3).")
+    v = _Field("v", "vec", writable=True, doc="Velocities [m/s], (n, 3).")
+    density = _Field("rho", doc="Densities [kg/m^3], (n,); read-only.")
+    pressure = _Field("p", doc="Pressures [Pa], (n,); read-only.")
+    material = _Field("mat", dtype=np.uint8, doc="Material indices, (n,) uint8; read-only.")
 
 
 class PBD(_Solver):
     """The PBD particles (firn_world_pbd_particles): x, v (n, 3), inverse_mass,
     material (n,), triangles (m, 3) int32. x, v writable on the CPU path."""
 
-    def _v(self):
-        return self._fetch(_lib.PbdParticlesView, _lib_.firn_world_pbd_particles)
-
-    @property
-    def n(self) -> int:
-        return int(self._v()[0].n)
-
-    @property
-    def x(self) -> FirnArray:
-        v, life, rw = self._v()
-        return soa(life, v.x, v.n, 3, rw)
-
-    @property
-    def v(self) -> FirnArray:
-        v, life, rw = self._v()
-        return soa(life, v.v, v.n, 3, rw)
-
-    @property
-    def inverse_mass(self) -> FirnArray:
-        v, life, _ = self._v()
-        return wrap(life, v.w, np.float32, (v.n,), writeable=False)
-
-    @property
-    def material(self) -> FirnArray:
-        v, life, _ = self._v()
-        return wrap(life, v.mat, np.uint8, (v.n,), writeable=False)
-
-    @property
-    def triangles(self) -> FirnArray:
-        v, life, _ = self._v()
-        return wrap(life, v.tri, np.int32, (v.triangles, 3), writeable=False)
+    _VIEW, _FETCH = _lib.PbdParticlesView, "firn_world_pbd_particles"
+    x = _Field("x", "vec", writable=True, doc="Positions [m], (n, 3).")
+    v = _Field("v", "vec", writable=True, doc="Velocities [m/s], (n, 3).")
+    inverse_mass = _Field("w", doc="Inverse masses [1/kg] (0: pinned), (n,); read-only.")
+    material = _Field("mat", dtype=np.uint8, doc="Material indices, (n,) uint8; read-only.")
+    triangles = _Field("tri", dtype=np.int32, shape=(3,), count="triangles",
+                       doc="Cloth triangles (particle indices), (m, 3) int32; read-only.")
 
 
 class FEM(_Solver):
@@ -390,52 +400,18 @@ class FEM(_Solver):
     von_mises (m,) computed from the current positions when fetched. x, v writable
     on the CPU path."""
 
-    def _v(self):
-        return self._fetch(_lib.FemMeshView, _lib_.firn_world_fem_mesh)
-
-    @property
-    def n(self) -> int:
-        return int(self._v()[0].n)
-
-    @property
-    def x(self) -> FirnArray:
-        v, life, rw = self._v()
-        return soa(life, v.x, v.n, 3, rw)
-
-    @property
-    def v(self) -> FirnArray:
-        v, life, rw = self._v()
-        return soa(life, v.v, v.n, 3, rw)
-
-    @property
-    def fixed(self) -> FirnArray:
-        v, life, _ = self._v()
-        return wrap(life, v.fixed, np.uint8, (v.n,), writeable=False)
-
-    @property
-    def tets(self) -> FirnArray:
-        v, life, _ = self._v()
-        return wrap(life, v.tet, np.int32, (v.elements, 4), writeable=False)
-
-    @property
-    def material(self) -> FirnArray:
-        v, life, _ = self._v()
-        return wrap(life, v.mat, np.uint8, (v.elements,), writeable=False)
-
-    @property
-    def stress(self) -> FirnArray:
-        v, life, _ = self._v()
-        return wrap(life, v.stress, np.float32, (v.elements, 6), writeable=False)
-
-    @property
-    def strain(self) -> FirnArray:
-        v, life, _ = self._v()
-        return wrap(life, v.strain, np.float32, (v.elements, 6), writeable=False)
-
-    @property
-    def von_mises(self) -> FirnArray:
-        v, life, _ = self._v()
-        return wrap(life, v.von_mises, np.float32, (v.elements,), writeable=False)
+    _VIEW, _FETCH = _lib.FemMeshView, "firn_world_fem_mesh"
+    x = _Field("x", "vec", writable=True, doc="Vertex positions [m], (n, 3).")
+    v = _Field("v", "vec", writable=True, doc="Vertex velocities [m/s], (n, 3).")
+    fixed = _Field("fixed", dtype=np.uint8, doc="1 for a fixed vertex, (n,) uint8; read-only.")
+    tets = _Field("tet", dtype=np.int32, shape=(4,), count="elements",
+                  doc="Tetrahedra (vertex indices), (m, 4) int32; read-only.")
+    material = _Field("mat", dtype=np.uint8, count="elements", doc="Element materials, (m,) uint8; read-only.")
+    stress = _Field("stress", shape=(6,), count="elements",
+                    doc="Cauchy stress [Pa] per element, (m, 6: xx yy zz xy yz xz); read-only.")
+    strain = _Field("strain", shape=(6,), count="elements",
+                    doc="Green strain per element, (m, 6: xx yy zz xy yz xz); read-only.")
+    von_mises = _Field("von_mises", count="elements", doc="Von Mises stress [Pa] per element, (m,); read-only.")
 
 
 class _Bodies(Sequence):
@@ -472,31 +448,18 @@ class Rigid:
         w = self._world
         v = _lib.RigidView()
         w._check(_lib_.firn_world_rigid_view(w._ptr, self.index, byref(v), byref(w._err)))
-        return v, w._life
+        return v, w._life, False
 
     @property
     def motion(self) -> str:
+        """"static", "kinematic" or "dynamic"."""
         return _MOTIONS.get(self._v()[0].motion, "?")
 
-    @property
-    def position(self) -> FirnArray:
-        v, life = self._v()
-        return wrap(life, v.position, np.float32, (3,), writeable=False)
-
-    @property
-    def quaternion(self) -> FirnArray:
-        v, life = self._v()
-        return wrap(life, v.orientation, np.float32, (4,), writeable=False)
-
-    @property
-    def velocity(self) -> FirnArray:
-        v, life = self._v()
-        return wrap(life, v.velocity, np.float32, (3,), writeable=False)
-
-    @property
-    def angular_velocity(self) -> FirnArray:
-        v, life = self._v()
-        return wrap(life, v.angular_velocity, np.float32, (3,), writeable=False)
+    position = _Field("position", shape=(3,), count=None, doc="Centre of mass [m], (3,).")
+    quaternion = _Field("orientation", shape=(4,), count=None, doc="Orientation, unit quaternion (w, x, y, z).")
+    velocity = _Field("velocity", shape=(3,), count=None, doc="Velocity [m/s], (3,).")
+    angular_velocity = _Field("angular_velocity", shape=(3,), count=None,
+                              doc="Angular velocity [rad/s, world frame], (3,).")
 
     def set_velocity(self, v: Sequence[float], omega: Sequence[float] = (0.0, 0.0, 0.0)) -> None:
         """Commands a kinematic body's velocity [m/s] and angular velocity [rad/s,
@@ -512,6 +475,11 @@ class Rigid:
 
     def __repr__(self) -> str:
         return f"firn.Rigid({self.index}, {self.name!r})"
+
+
+def _state_vector(field: str, doc: str) -> property:
+    """A Tool property: firn_tool_state's `field` as a float32 array (a copy)."""
+    return property(lambda tool: np.array(getattr(tool._state(), field), dtype=np.float32), doc=doc)
 
 
 class Tool:
@@ -533,29 +501,12 @@ class Tool:
     def state(self) -> dict:
         return _to_py(self._state())
 
-    @property
-    def position(self) -> np.ndarray:
-        return np.array(self._state().position, dtype=np.float32)
-
-    @property
-    def quaternion(self) -> np.ndarray:
-        return np.array(self._state().orientation, dtype=np.float32)
-
-    @property
-    def velocity(self) -> np.ndarray:
-        return np.array(self._state().velocity, dtype=np.float32)
-
-    @property
-    def force(self) -> np.ndarray:
-        return np.array(self._state().force, dtype=np.float32)
-
-    @property
-    def force_mean(self) -> np.ndarray:
-        return np.array(self._state().force_mean, dtype=np.float32)
-
-    @property
-    def torque(self) -> np.ndarray:
-        return np.array(self._state().torque, dtype=np.float32)
+    position = _state_vector("position", "Position [m] (a copy), (3,).")
+    quaternion = _state_vector("orientation", "Orientation, unit quaternion (w, x, y, z) (a copy).")
+    velocity = _state_vector("velocity", "Commanded velocity [m/s] (a copy), (3,).")
+    force = _state_vector("force", "The material's force on the tool over the last substep [N] (a copy).")
+    force_mean = _state_vector("force_mean", "The material's mean force on the tool over the last frame [N].")
+    torque = _state_vector("torque", "The material's torque on the tool over the last substep [N m].")
 
     def set_velocity(self, v: Sequence[float], omega: Sequence[float] = (0.0, 0.0, 0.0)) -> None:
         """Commands the tool's velocity [m/s] and angular velocity [rad/s, world frame]

@@ -1,0 +1,590 @@
+/* compare.c - firn_compare_backends (firn.h), behind `firn compare`
+ * (host/cli_compare.c): the same scene on the CPU reference path and the
+ * CUDA backend, from the same initial state.
+ *
+ * After one substep every particle field and the grid are compared element
+ * by element, and so are the particle fields after one substep from a
+ * perturbed state (stress, plasticity and the SVD at work). Float atomics on the GPU sum in another
+ * order than the CPU's fixed order, so the two agree to rounding, not bitwise; the tolerance is
+ * relative to the field's scale: max|gpu - cpu| <= 1e-5 scale (a few
+ * float32 ulps), the scale being the field's largest CPU magnitude - for C
+ * at least 4 max|v| / dx: C is a difference of grid velocities over a cell,
+ * so its rounding follows the velocities, not C (a body translating at
+ * 2 m/s on 1.6 cm cells has C near 0 give or take 5e-5 / s).
+ * The SPH particles' x, v, rho and p are compared the same way after the
+ * first substep (their neighbour sums run in one order on both paths, so
+ * only FMA contraction, libm's last bits and the pairs' force sums differ),
+ * with the density's tolerance carried through the pressure law: WCSPH's
+ * p = k ((rho / rho0)^gamma - 1) turns a density difference of 1e-6 rho
+ * (8 ulps) into 1e-4 of a resting tank's pressure scale, so p's scale is at
+ * least dp/drho times rho's, and v's at least dt times the acceleration
+ * that pressure scale gives over a support radius, p / (rho h).
+ * The PBD particles' x and v are compared the same way (the constraint
+ * sweeps run colour by colour in the CPU's order, so only FMA contraction,
+ * libm's last bits and the PBD-rigid reactions' atomic sums differ), and
+ * so are the FEM vertices' x and v (each element writes its own force
+ * slots and each vertex sums them in one order on both paths: only FMA
+ * contraction, libm and the FEM pairs' atomic scatters differ).
+ * The check from a perturbed state covers every solver: the MPM particles'
+ * F and C, and the SPH, PBD and FEM points moved off their rest lattice or
+ * mesh (perturb_points), each solver's fields compared as after the first
+ * substep.
+ * After N frames chaotic flows diverge particle by particle, so only scene
+ * statistics are compared, each within 1 percent of its scale (see
+ * docs/CLI.md). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_backend.h"
+#include "error.h"
+#include "inspect.h"
+
+#define STATE_TOL 1e-5
+#define STATS_TOL 1e-2
+
+typedef struct {
+    const char *name;
+    double max_abs, scale, rel;
+    long long worst;
+} field_diff;
+
+/* The report being filled and the stage its next entries belong to; nomem
+ * once an entry could not be stored. */
+typedef struct {
+    firn_compare_report *r;
+    firn_compare_stage stage;
+    int nomem, cap;
+} cmp_ctx;
+
+static firn_compare_entry *new_entry(cmp_ctx *cmp, const char *name)
+{
+    firn_compare_report *r = cmp->r;
+    if (r->n_entries == cmp->cap) {
+        const int cap = cmp->cap ? 2 * cmp->cap : 64;
+        firn_compare_entry *e = realloc(r->entries, (size_t)cap * sizeof *e);
+        if (!e) {
+            cmp->nomem = 1;
+            return NULL;
+        }
+        r->entries = e;
+        cmp->cap = cap;
+    }
+    firn_compare_entry *e = &r->entries[r->n_entries++];
+    memset(e, 0, sizeof *e);
+    snprintf(e->name, sizeof e->name, "%s", name);
+    e->stage = cmp->stage;
+    e->worst = -1;
+    return e;
+}
+
+/* The largest |a - b| over count values, relative to the larger of the
+ * largest |b| and `floor`. */
+static field_diff diff_field(const char *name, const float *a, const float *b, long long count,
+                             double floor)
+{
+    field_diff d = {name, 0.0, floor, 0.0, -1};
+    for (long long i = 0; i < count; i++) {
+        double e = fabs((double)a[i] - (double)b[i]);
+        if (!(e <= d.max_abs)) { /* also catches NaN */
+            d.max_abs = e;
+            d.worst = i;
+        }
+        if (fabs((double)b[i]) > d.scale)
+            d.scale = fabs((double)b[i]);
+    }
+    d.rel = d.scale > 0.0 ? d.max_abs / d.scale : d.max_abs;
+    return d;
+}
+
+/* A field's comparison entered into the report; returns whether it is
+ * within tol. */
+static int report(cmp_ctx *cmp, const field_diff *d, double tol)
+{
+    const int ok = d->rel <= tol;
+    firn_compare_entry *e = new_entry(cmp, d->name);
+    if (e) {
+        e->max_abs = d->max_abs;
+        e->scale = d->scale;
+        e->rel = d->rel;
+        e->tolerance = tol;
+        e->worst = d->worst;
+        e->ok = ok;
+    }
+    cmp->r->ok &= ok;
+    return ok;
+}
+
+/* Position moments: mean and variance per axis. */
+static void moments(const firn_particles_view *p, double mean[3], double var[3])
+{
+    for (int a = 0; a < 3; a++) {
+        double s = 0.0, s2 = 0.0;
+        for (long long i = 0; i < p->n; i++) {
+            double x = p->x[a * p->n + i];
+            s += x;
+            s2 += x * x;
+        }
+        mean[a] = s / (double)p->n;
+        var[a] = s2 / (double)p->n - mean[a] * mean[a];
+    }
+}
+
+/* A statistic's comparison entered into the report: within STATS_TOL of
+ * scale. */
+static void stat_line(cmp_ctx *cmp, const char *name, double cpu, double gpu, double scale)
+{
+    const double rel = fabs(gpu - cpu) / scale;
+    const int ok = rel <= STATS_TOL;
+    firn_compare_entry *e = new_entry(cmp, name);
+    if (e) {
+        e->statistic = 1;
+        e->cpu = cpu;
+        e->gpu = gpu;
+        e->max_abs = fabs(gpu - cpu);
+        e->scale = scale;
+        e->rel = rel;
+        e->tolerance = STATS_TOL;
+        e->ok = ok;
+    }
+    cmp->r->ok &= ok;
+}
+
+/* A deterministic value in [-1, 1] for (i, k). */
+static float unit_hash(long long i, int k)
+{
+    uint64_t h = (uint64_t)i * 0x9e3779b97f4a7c15ULL + (uint64_t)k * 0xbf58476d1ce4e5b9ULL;
+    h ^= h >> 31;
+    h *= 0x94d049bb133111ebULL;
+    h ^= h >> 29;
+    return (float)((double)(h >> 11) / 4503599627370496.0 - 1.0);
+}
+
+/* Every particle's F = I + 0.05 U and C = 2 U' / s (U, U' with entries in
+ * [-1, 1]): a state in which stress, the return maps and the SVD all act
+ * in the first substep, where a scene's initial F = I and C = 0 leave them
+ * idle (F after one substep from rest differs by exactly 0). */
+static void perturb(firn_particles *p, void *ctx)
+{
+    (void)ctx;
+    const long long n = p->n;
+    for (long long i = 0; i < n; i++)
+        for (int k = 0; k < 9; k++) {
+            p->F[k * n + i] = (k % 4 == 0 ? 1.0f : 0.0f) + 0.05f * unit_hash(i, k);
+            p->C[k * n + i] = 2.0f * unit_hash(i, 9 + k);
+        }
+}
+
+/* Every SPH, PBD and FEM point not held moved by 0.02 of its solver's
+ * length scale along U (entries in [-1, 1]), and the SPH particles'
+ * velocities changed by 0.02 h / dt along U': a state in which the first
+ * substep's SPH densities and pressures, PBD constraints and FEM elastic
+ * forces all act away from the scene's rest lattice, and the SPH viscosity
+ * on a velocity field that is not uniform. A point moves 0.02 of its
+ * length scale in the substep at most: well inside every solver's step
+ * bound (the CFL's 0.4). ctx: the substep [s]. */
+static void perturb_points(const char *solver, int n, float *x, float *v, const uint8_t *held,
+                           float length, void *ctx)
+{
+    const float dt = *(const float *)ctx;
+    const int sph = !strcmp(solver, "sph"), salt = 18 + 6 * (solver[0] - 'a');
+    for (long long i = 0; i < n; i++) {
+        if (held && held[i])
+            continue;
+        for (int c = 0; c < 3; c++) {
+            x[c * (long long)n + i] += 0.02f * length * unit_hash(i, salt + c);
+            if (sph)
+                v[c * (long long)n + i] += 0.02f * length / dt * unit_hash(i, salt + 3 + c);
+        }
+    }
+}
+
+/* Compares the particle fields of the two worlds, element by element. */
+static int compare_state(firn_world *cpu, firn_world *gpu, firn_error *err, cmp_ctx *cmp)
+{
+    firn_particles_view a, b;
+    if (firn_world_particles(gpu, &a, err) || firn_world_particles(cpu, &b, err))
+        return -1;
+    const long long n = b.n;
+    field_diff d[6];
+    int nd = 0;
+    d[nd++] = diff_field("x", a.x, b.x, 3 * n, 0.0);
+    d[nd++] = diff_field("v", a.v, b.v, 3 * n, 0.0);
+    d[nd++] = diff_field("C", a.C, b.C, 9 * n, 4.0 * firn_inspect_inv_dx(cpu) * d[1].scale);
+    d[nd++] = diff_field("F", a.F, b.F, 9 * n, 0.0);
+    d[nd++] = diff_field("Jp", a.Jp, b.Jp, n, 0.0);
+    d[nd++] = diff_field("damage", a.damage, b.damage, n, 0.0);
+    for (int k = 0; k < nd; k++)
+        report(cmp, &d[k], STATE_TOL);
+    return 0;
+}
+
+/* The SPH particles of the two worlds, element by element (none: nothing). */
+static int compare_sph_state(firn_world *cpu, firn_world *gpu, float dt, firn_error *err,
+                             cmp_ctx *cmp)
+{
+    firn_sph_particles_view a, b;
+    if (firn_world_sph_particles(gpu, &a, err) || firn_world_sph_particles(cpu, &b, err))
+        return -1;
+    if (b.n == 0)
+        return 0;
+    const long long n = b.n;
+    field_diff rho = diff_field("sph rho", a.rho, b.rho, n, 0.0);
+    const double p_floor = firn_inspect_sph_pressure_slope(cpu, rho.scale) * rho.scale;
+    const double v_floor =
+        rho.scale > 0.0 ? dt * p_floor / (rho.scale * firn_inspect_sph_support(cpu)) : 0.0;
+    field_diff d[4] = {diff_field("sph x", a.x, b.x, 3 * n, 0.0),
+                       diff_field("sph v", a.v, b.v, 3 * n, v_floor), rho,
+                       diff_field("sph p", a.p, b.p, n, p_floor)};
+    for (int k = 0; k < 4; k++)
+        report(cmp, &d[k], STATE_TOL);
+    return 0;
+}
+
+/* Positions and velocities (3 n floats each) of n points of a solver
+ * (`solver` names it), the GPU's (gx, gv) against the CPU's, element by
+ * element. */
+static void compare_points(const char *solver, const float *gx, const float *gv, const float *cx,
+                           const float *cv, long long n, cmp_ctx *cmp)
+{
+    char xn[16], vn[16];
+    snprintf(xn, sizeof xn, "%s x", solver);
+    snprintf(vn, sizeof vn, "%s v", solver);
+    field_diff d[2] = {diff_field(xn, gx, cx, 3 * n, 0.0), diff_field(vn, gv, cv, 3 * n, 0.0)};
+    for (int k = 0; k < 2; k++)
+        report(cmp, &d[k], STATE_TOL);
+}
+
+/* The PBD particles and the FEM vertices of the two worlds (none:
+ * nothing). */
+static int compare_pbd_fem_state(firn_world *cpu, firn_world *gpu, firn_error *err, cmp_ctx *cmp)
+{
+    firn_pbd_particles_view a, b;
+    if (firn_world_pbd_particles(gpu, &a, err) || firn_world_pbd_particles(cpu, &b, err))
+        return -1;
+    if (b.n > 0)
+        compare_points("pbd", a.x, a.v, b.x, b.v, b.n, cmp);
+    firn_fem_mesh_view fa, fb;
+    if (firn_world_fem_mesh(gpu, &fa, err) || firn_world_fem_mesh(cpu, &fb, err))
+        return -1;
+    if (fb.n > 0)
+        compare_points("fem", fa.x, fa.v, fb.x, fb.v, fb.n, cmp);
+    return 0;
+}
+
+/* One substep from the perturbed state (perturb), on a fresh pair of
+ * worlds, so that the frames compared afterwards are the scene's own. */
+static int compare_perturbed(const firn_scene_def *def, float dt, cmp_ctx *cmp, firn_error *err)
+{
+    firn_world *cpu = firn_world_create(def, FIRN_BACKEND_CPU, err);
+    if (!cpu)
+        return -1;
+    firn_world *gpu = firn_world_create(def, FIRN_BACKEND_CUDA, err);
+    int failed = !gpu;
+    if (!failed)
+        failed = firn_inspect_edit_particles(cpu, perturb, NULL, err) ||
+                 firn_inspect_edit_particles(gpu, perturb, NULL, err) ||
+                 firn_inspect_edit_points(cpu, perturb_points, &dt, err) ||
+                 firn_inspect_edit_points(gpu, perturb_points, &dt, err);
+    if (!failed) {
+        cmp->stage = FIRN_COMPARE_PERTURBED;
+        failed = firn_world_substep(cpu, dt, err) || firn_world_substep(gpu, dt, err) ||
+                 compare_state(cpu, gpu, err, cmp) || compare_sph_state(cpu, gpu, dt, err, cmp) ||
+                 compare_pbd_fem_state(cpu, gpu, err, cmp);
+    }
+    firn_world_destroy(cpu);
+    if (gpu)
+        firn_world_destroy(gpu);
+    return failed ? -1 : 0;
+}
+
+/* The grids after the first substep, node by node. */
+static int compare_grid(firn_world *cpu, firn_world *gpu, cmp_ctx *cmp, firn_error *err)
+{
+    field_diff d[2];
+    int nd = 0;
+    long long nodes = firn_inspect_grid_nodes(cpu);
+    float *gm = malloc((size_t)nodes * sizeof(float)),
+          *gv = malloc(3 * (size_t)nodes * sizeof(float));
+    float *cm = malloc((size_t)nodes * sizeof(float)),
+          *cv = malloc(3 * (size_t)nodes * sizeof(float));
+    int rc = -1;
+    if (!gm || !gv || !cm || !cv) {
+        firn_set_error(err, FIRN_E_NOMEM, "out of host memory for the grid copy");
+        goto done;
+    }
+    if (firn_inspect_grid(gpu, gm, gv, err) || firn_inspect_grid(cpu, cm, cv, err))
+        goto done;
+    d[nd++] = diff_field("grid mass", gm, cm, nodes, 0.0);
+    d[nd++] = diff_field("grid vel", gv, cv, 3 * nodes, 0.0);
+    for (int k = 0; k < nd; k++)
+        report(cmp, &d[k], STATE_TOL);
+    rc = 0;
+done:
+    free(gm), free(gv), free(cm), free(cv);
+    return rc;
+}
+
+/* A solver's speed scale: the larger rms speed of its particles (mass M,
+ * kinetic energies ke_c and ke_g), at least a tenth of sqrt(g L). */
+static double speed_scale(double M, double ke_c, double ke_g, double L, double g)
+{
+    double speed = sqrt(2.0 * fmax(ke_c, ke_g) / (M > 0.0 ? M : 1.0));
+    return fmax(speed, sqrt(fmax(g, 1e-3) * L) * 1e-1);
+}
+
+static double sph_speed_scale(const firn_sph_frame_stats *c, const firn_sph_frame_stats *s,
+                              double L, double g)
+{
+    return speed_scale(c->mass, c->kinetic_energy, s->kinetic_energy, L, g);
+}
+
+/* The SPH particles' statistics, scaled as the MPM particles' (density by
+ * the CPU's mean density, pressure by the hydrostatic rho g L). */
+static int compare_sph_stats(const firn_sph_frame_stats *c, const firn_sph_frame_stats *s, double L,
+                             double g, cmp_ctx *cmp)
+{
+    static const char *ax = "xyz";
+    char name[32];
+    const double M = c->mass;
+    const double ke_scale =
+        fmax(fmax(c->kinetic_energy, s->kinetic_energy), 1e-3 * M * fmax(g, 1e-3) * L);
+    const double p_scale = M * sph_speed_scale(c, s, L, g);
+    stat_line(cmp, "sph kinetic energy", c->kinetic_energy, s->kinetic_energy, ke_scale);
+    for (int k = 0; k < 3; k++) {
+        snprintf(name, sizeof name, "sph centre %c", ax[k]);
+        stat_line(cmp, name, c->center_of_mass[k], s->center_of_mass[k], L);
+        snprintf(name, sizeof name, "sph momentum %c", ax[k]);
+        stat_line(cmp, name, c->momentum[k], s->momentum[k], p_scale);
+        snprintf(name, sizeof name, "sph bbox lower %c", ax[k]);
+        stat_line(cmp, name, c->bbox_lower[k], s->bbox_lower[k], L);
+        snprintf(name, sizeof name, "sph bbox upper %c", ax[k]);
+        stat_line(cmp, name, c->bbox_upper[k], s->bbox_upper[k], L);
+    }
+    const double rho = c->mean_density > 0.0 ? c->mean_density : 1.0;
+    stat_line(cmp, "sph mean density", c->mean_density, s->mean_density, rho);
+    stat_line(cmp, "sph mean pressure", c->mean_pressure, s->mean_pressure,
+              fmax(rho * fmax(g, 1e-3) * L, fabs(c->mean_pressure)));
+    return 0;
+}
+
+/* What the PBD and FEM statistics have in common, one side's. */
+typedef struct {
+    double mass, kinetic_energy;
+    const double *momentum, *center_of_mass;
+    const float *bbox_lower, *bbox_upper;
+} body_stats;
+
+#define BODY_STATS(st)                                                                             \
+    ((body_stats){(st)->mass, (st)->kinetic_energy, (st)->momentum, (st)->center_of_mass,          \
+                  (st)->bbox_lower, (st)->bbox_upper})
+
+/* A solver's kinetic energy, centre of mass, momentum and bounding box
+ * (`solver` names it), scaled as the SPH particles'. Returns the kinetic
+ * energy's scale. */
+static double compare_body_stats(const char *solver, body_stats c, body_stats s, double L, double g,
+                                 cmp_ctx *cmp)
+{
+    static const char *ax = "xyz";
+    char name[40];
+    const double M = c.mass;
+    const double ke_scale =
+        fmax(fmax(c.kinetic_energy, s.kinetic_energy), 1e-3 * M * fmax(g, 1e-3) * L);
+    const double p_scale = M * speed_scale(M, c.kinetic_energy, s.kinetic_energy, L, g);
+    snprintf(name, sizeof name, "%s kinetic energy", solver);
+    stat_line(cmp, name, c.kinetic_energy, s.kinetic_energy, ke_scale);
+    for (int k = 0; k < 3; k++) {
+        snprintf(name, sizeof name, "%s centre %c", solver, ax[k]);
+        stat_line(cmp, name, c.center_of_mass[k], s.center_of_mass[k], L);
+        snprintf(name, sizeof name, "%s momentum %c", solver, ax[k]);
+        stat_line(cmp, name, c.momentum[k], s.momentum[k], p_scale);
+        snprintf(name, sizeof name, "%s bbox lower %c", solver, ax[k]);
+        stat_line(cmp, name, c.bbox_lower[k], s.bbox_lower[k], L);
+        snprintf(name, sizeof name, "%s bbox upper %c", solver, ax[k]);
+        stat_line(cmp, name, c.bbox_upper[k], s.bbox_upper[k], L);
+    }
+    return ke_scale;
+}
+
+/* The PBD particles' statistics; the largest edge strain (a ratio already)
+ * within STATS_TOL of 1. */
+static void compare_pbd_stats(const firn_pbd_frame_stats *c, const firn_pbd_frame_stats *s,
+                              double L, double g, cmp_ctx *cmp)
+{
+    compare_body_stats("pbd", BODY_STATS(c), BODY_STATS(s), L, g, cmp);
+    stat_line(cmp, "pbd max strain", c->max_strain, s->max_strain, 1.0);
+}
+
+/* The FEM bodies' statistics; the elastic energy by the kinetic energy's
+ * scale, the largest von Mises stress by the larger of the two. */
+static void compare_fem_stats(const firn_fem_frame_stats *c, const firn_fem_frame_stats *s,
+                              double L, double g, cmp_ctx *cmp)
+{
+    const double ke_scale = compare_body_stats("fem", BODY_STATS(c), BODY_STATS(s), L, g, cmp);
+    stat_line(cmp, "fem elastic energy", c->elastic_energy, s->elastic_energy,
+              fmax(ke_scale, fmax(c->elastic_energy, s->elastic_energy)));
+    stat_line(cmp, "fem max von Mises", c->max_von_mises, s->max_von_mises,
+              fmax(c->max_von_mises, s->max_von_mises));
+}
+
+/* Scene statistics of the two worlds after their frames (sc, sg), each
+ * within STATS_TOL of its scale. */
+static int compare_stats(firn_world *cpu, firn_world *gpu, const firn_scene_def *def,
+                         const firn_frame_stats *sc, const firn_frame_stats *sg, int frames,
+                         cmp_ctx *cmp, firn_error *err)
+{
+    firn_particles_view a, b;
+    if (firn_world_particles(gpu, &a, err) || firn_world_particles(cpu, &b, err))
+        return -1;
+    double L = 0.0, g = 0.0;
+    for (int k = 0; k < 3; k++) {
+        L = fmax(L, def->upper[k] - def->lower[k]);
+        g += def->gravity[k] * def->gravity[k];
+    }
+    g = sqrt(g);
+    /* Scales: positions by the domain size; energy by the larger of the two
+     * kinetic energies and 1e-3 of the potential energy M g L; momentum by
+     * M sqrt(g L) or the larger speed. */
+    double M = sc->mass;
+    double ke_scale =
+        fmax(fmax(sc->kinetic_energy, sg->kinetic_energy), 1e-3 * M * fmax(g, 1e-3) * L);
+    double speed = M > 0.0 ? sqrt(2.0 * fmax(sc->kinetic_energy, sg->kinetic_energy) / M) : 0.0;
+    double p_scale = M * fmax(speed, sqrt(fmax(g, 1e-3) * L) * 1e-1);
+    cmp->stage = FIRN_COMPARE_FRAMES;
+    cmp->r->frames = frames;
+    cmp->r->time = sc->time;
+    static const char *ax = "xyz";
+    char name[32];
+    double mc[3], vc[3], mg[3], vg[3];
+    if (b.n > 0) {
+        moments(&b, mc, vc);
+        moments(&a, mg, vg);
+        stat_line(cmp, "kinetic energy", sc->kinetic_energy, sg->kinetic_energy, ke_scale);
+    }
+    for (int k = 0; k < 3 && b.n > 0; k++) {
+        snprintf(name, sizeof name, "centre of mass %c", ax[k]);
+        stat_line(cmp, name, sc->center_of_mass[k], sg->center_of_mass[k], L);
+        snprintf(name, sizeof name, "momentum %c", ax[k]);
+        stat_line(cmp, name, sc->momentum[k], sg->momentum[k], p_scale);
+        snprintf(name, sizeof name, "bbox lower %c", ax[k]);
+        stat_line(cmp, name, sc->bbox_lower[k], sg->bbox_lower[k], L);
+        snprintf(name, sizeof name, "bbox upper %c", ax[k]);
+        stat_line(cmp, name, sc->bbox_upper[k], sg->bbox_upper[k], L);
+        snprintf(name, sizeof name, "std dev %c", ax[k]);
+        stat_line(cmp, name, sqrt(fmax(vc[k], 0.0)), sqrt(fmax(vg[k], 0.0)), L);
+    }
+    if (sc->sph.particles > 0 && compare_sph_stats(&sc->sph, &sg->sph, L, g, cmp))
+        return -1;
+    if (sc->pbd.particles > 0)
+        compare_pbd_stats(&sc->pbd, &sg->pbd, L, g, cmp);
+    if (sc->fem.vertices > 0)
+        compare_fem_stats(&sc->fem, &sg->fem, L, g, cmp);
+    /* Rigid bodies: pose by the domain size, speed by the momentum scale's
+     * speed (the SPH particles', else the PBD particles', without MPM
+     * particles), angular speed by that speed over the domain size. */
+    double v_scale =
+        M > 0.0                 ? p_scale / M
+        : sc->sph.particles > 0 ? sph_speed_scale(&sc->sph, &sg->sph, L, g)
+        : sc->pbd.particles > 0
+            ? speed_scale(sc->pbd.mass, sc->pbd.kinetic_energy, sg->pbd.kinetic_energy, L, g)
+            : speed_scale(sc->fem.mass, sc->fem.kinetic_energy, sg->fem.kinetic_energy, L, g);
+    for (int r = 0; r < sc->n_rigids; r++) {
+        const firn_rigid_stats *rc = &sc->rigids[r], *rg = &sg->rigids[r];
+        const char *rn = def->rigids[r].name;
+        for (int k = 0; k < 3; k++) {
+            snprintf(name, sizeof name, "%.10s pos %c", rn, ax[k]);
+            stat_line(cmp, name, rc->position[k], rg->position[k], L);
+            snprintf(name, sizeof name, "%.10s vel %c", rn, ax[k]);
+            stat_line(cmp, name, rc->velocity[k], rg->velocity[k], v_scale);
+            snprintf(name, sizeof name, "%.10s omega %c", rn, ax[k]);
+            stat_line(cmp, name, rc->angular_velocity[k], rg->angular_velocity[k], v_scale / L);
+        }
+    }
+    /* Tools: position by the domain size (commanded: equal to rounding),
+     * the last frame's mean force by the larger of the material's weight
+     * and the two forces' largest component. */
+    for (int t = 0; t < sc->n_tools; t++) {
+        const firn_tool_state *tc = &sc->tools[t], *tg = &sg->tools[t];
+        const char *tn = def->tools[t].name;
+        double f_scale = (M + sc->sph.mass + sc->pbd.mass + sc->fem.mass) * fmax(g, 1e-3);
+        for (int k = 0; k < 3; k++)
+            f_scale = fmax(f_scale, fmax(fabs(tc->force_mean[k]), fabs(tg->force_mean[k])));
+        for (int k = 0; k < 3; k++) {
+            snprintf(name, sizeof name, "%.10s pos %c", tn, ax[k]);
+            stat_line(cmp, name, tc->position[k], tg->position[k], L);
+            snprintf(name, sizeof name, "%.10s force %c", tn, ax[k]);
+            stat_line(cmp, name, tc->force_mean[k], tg->force_mean[k], f_scale);
+        }
+    }
+    return 0;
+}
+
+int firn_compare_backends(const firn_scene_def *def, int frames, firn_compare_report *r,
+                          firn_error *err)
+{
+    memset(r, 0, sizeof *r);
+    r->ok = 1;
+    r->state_tolerance = STATE_TOL;
+    r->stats_tolerance = STATS_TOL;
+    if (frames < 0) {
+        firn_set_error(err, FIRN_E_USAGE, "firn_compare_backends: frames = %d is negative", frames);
+        return -1;
+    }
+    cmp_ctx cmp = {r, FIRN_COMPARE_SUBSTEP, 0, 0};
+    firn_world *cpu = firn_world_create(def, FIRN_BACKEND_CPU, err);
+    if (!cpu)
+        return -1;
+    firn_world *gpu = firn_world_create(def, FIRN_BACKEND_CUDA, err);
+    if (!gpu) {
+        firn_world_destroy(cpu);
+        return -1;
+    }
+    r->particles = firn_world_particle_count(cpu);
+    snprintf(r->cpu_device, sizeof r->cpu_device, "%s", firn_world_device_name(cpu));
+    snprintf(r->gpu_device, sizeof r->gpu_device, "%s", firn_world_device_name(gpu));
+    /* The first frame's substep, from the CPU state (the same as the
+     * GPU's); a runaway step is refused with its cause. */
+    float dt;
+    int nsub, rc = -1;
+    firn_frame_stats sc, sg;
+    if (firn_world_next_frame_step(cpu, &dt, &nsub, err))
+        goto done;
+    r->dt = dt;
+    if (firn_world_substep(cpu, dt, err) || firn_world_substep(gpu, dt, err) ||
+        compare_state(cpu, gpu, err, &cmp) || compare_sph_state(cpu, gpu, dt, err, &cmp) ||
+        compare_pbd_fem_state(cpu, gpu, err, &cmp) || compare_grid(cpu, gpu, &cmp, err))
+        goto done;
+    if (compare_perturbed(def, dt, &cmp, err))
+        goto done;
+    for (int f = 0; f < frames; f++)
+        if (firn_world_step_frame(cpu, &sc, err) || firn_world_step_frame(gpu, &sg, err))
+            goto done;
+    if (frames > 0 && compare_stats(cpu, gpu, def, &sc, &sg, frames, &cmp, err))
+        goto done;
+    firn_cuda_graph_stats gs;
+    firn_cuda_graph_stats_get(gpu, &gs);
+    r->graph_captures = gs.captures;
+    r->graph_launches = gs.launches;
+    r->graphs_fell_back = gs.fell_back;
+    snprintf(r->graphs_why, sizeof r->graphs_why, "%s", gs.fell_back ? gs.why : "");
+    rc = 0;
+done:
+    if (!rc && cmp.nomem) {
+        firn_set_error(err, FIRN_E_NOMEM, "out of host memory for the comparison's report");
+        rc = -1;
+    }
+    if (rc)
+        firn_compare_report_free(r);
+    firn_world_destroy(cpu);
+    firn_world_destroy(gpu);
+    return rc;
+}
+
+void firn_compare_report_free(firn_compare_report *r)
+{
+    if (!r)
+        return;
+    free(r->entries);
+    r->entries = NULL;
+    r->n_entries = 0;
+}
