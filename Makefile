@@ -117,7 +117,7 @@ FIRN_PYTHON ?= $(firstword $(shell for p in python3 /usr/bin/python3; do \
     $$p -c 'import numpy, pytest' >/dev/null 2>&1 && echo $$p; done) python3)
 HAVE_PY_TEST_DEPS := $(shell $(FIRN_PYTHON) -c 'import numpy, pytest' >/dev/null 2>&1 && echo yes)
 
-.PHONY: all test test-run python-test clean info deps demo emu emu-check emu-mutate tet-assets
+.PHONY: mpi-test all test test-run python-test clean info deps demo emu emu-check emu-mutate tet-assets
 # The shared library (the Python package's) is not built under sanitizers
 # (the emulated runtime, make asan), which a Python process does not load.
 all: info $(BUILD)/firn $(BUILD)/reorder_probe $(BUILD)/tool_press $(BUILD)/make_tet_assets \
@@ -335,6 +335,14 @@ validate-buoyancy-mpm: $(BUILD)/firn
 .PHONY: mutate
 mutate:
 	bash test/mutate.sh
+
+# The distributed run (docs/MPI.md): firn built with MPI=1 on the CPU path in
+# MPI_BUILD, run on 2 ranks against $(BUILD)/firn on one (test/mpi_test.sh).
+# OpenMPI must be installed (libopenmpi-dev, openmpi-bin): without it this fails.
+MPI_BUILD ?= build/mpi
+mpi-test: $(BUILD)/firn
+	$(MAKE) MPI=1 CUDA=0 BUILD=$(MPI_BUILD) $(MPI_BUILD)/firn
+	ONE=$(BUILD)/firn MPI_FIRN=$(MPI_BUILD)/firn bash test/mpi_test.sh
 
 # Only that each mutation's text occurs exactly once in its file (CI: a
 # refactor that moves the text leaves the mutation planting nothing), and
