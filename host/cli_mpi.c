@@ -74,15 +74,19 @@ static int parse(int argc, char **argv, mpi_opts *o, int rank)
     return 0;
 }
 
-/* err's message once (rank 0's, or the first failing rank's when rank 0
- * has none), and the exit code every rank returns. */
+/* err's message once, from the first rank that failed for a reason of
+ * its own (a rank told that another rank's particle went non-finite
+ * defers to that rank, which names the particle), and the exit code every
+ * rank returns. */
 static int fail_all(int failed, const firn_error *err)
 {
-    int rank_failed = failed ? firn_mpi_rank() : firn_mpi_size(), first;
-    MPI_Allreduce(&rank_failed, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    const int size = firn_mpi_size();
+    const int deferred = failed && strstr(err->msg, "on another rank") != NULL;
+    int mine = (failed ? (deferred ? 1 : 0) : 2) * size + firn_mpi_rank(), first;
+    MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     int code = failed ? (int)err->code : 0, rc;
     MPI_Allreduce(&code, &rc, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    if (firn_mpi_rank() == first)
+    if (mine == first)
         firn_cli_fail(err);
     return rc ? rc : FIRN_E_IO;
 }
@@ -123,8 +127,9 @@ int firn_cli_mpi_run(int argc, char **argv)
         goto done;
     }
     if (!o.quiet && rank == 0)
-        fprintf(stderr, "firn: %s: %d MPM particles on %d MPI ranks (CPU, %d OpenMP threads each) "
-                        "-> %s/\n",
+        fprintf(stderr,
+                "firn: %s: %d MPM particles on %d MPI ranks (CPU, %d OpenMP threads each) "
+                "-> %s/\n",
                 def.source, whole->p.n, size, omp_get_max_threads(), def.out_dir);
     const double t0 = firn_now();
     double simulating = 0.0;

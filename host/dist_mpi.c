@@ -46,7 +46,7 @@ enum { TAG_MASS = 11, TAG_VEL = 12, TAG_MIGRATE = 13 };
 /* A particle on the wire: its scene index, x, v, C, F, Jp, damage, vol
  * (27 floats) and its material, 29 words. */
 #define REC_FLOATS 27
-#define REC_BYTES (4 * (REC_FLOATS + 2))
+#define REC_BYTES  (4 * (REC_FLOATS + 2))
 
 typedef struct {
     MPI_Comm comm;
@@ -179,8 +179,8 @@ static void after_grid(firn_world *w)
         MPI_Irecv(node + d->hi * pf, (int)(d->up * pf), MPI_FLOAT, d->rank + 1, TAG_VEL, d->comm,
                   &rq[n++]);
     if (d->down)
-        MPI_Isend(node + d->lo * pf, (int)(d->down * pf), MPI_FLOAT, d->rank - 1, TAG_VEL,
-                  d->comm, &rq[n++]);
+        MPI_Isend(node + d->lo * pf, (int)(d->down * pf), MPI_FLOAT, d->rank - 1, TAG_VEL, d->comm,
+                  &rq[n++]);
     MPI_Waitall(n, rq, MPI_STATUSES_IGNORE);
     d->halo_bytes += (long long)(d->up + d->down) * (long long)pf * 4;
     d->t_halo += MPI_Wtime() - t1;
@@ -290,8 +290,10 @@ static int migrate(firn_world *w, dist_state *d, int bad)
 {
     const double t0 = MPI_Wtime();
     const int n = w->p.n, size = d->size;
-    int *scount = calloc(2 * (size_t)size, sizeof(int)), *rcount = calloc(2 * (size_t)size, sizeof(int));
-    int *soff = calloc((size_t)size + 1, sizeof(int)), *roff = calloc((size_t)size + 1, sizeof(int));
+    int *scount = calloc(2 * (size_t)size, sizeof(int)),
+        *rcount = calloc(2 * (size_t)size, sizeof(int));
+    int *soff = calloc((size_t)size + 1, sizeof(int)),
+        *roff = calloc((size_t)size + 1, sizeof(int));
     if (!scount || !rcount || !soff || !roff)
         fatal("out of host memory migrating particles");
     for (int k = 0; k < n; k++) {
