@@ -197,6 +197,7 @@ done:
         firn_frame_writer_finish(fw, &busy, &waited, &ignored);
     }
     firn_world_destroy(whole);
+    firn_mpi_release(w);
     firn_world_destroy(w);
     return rc;
 }

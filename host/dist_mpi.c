@@ -461,6 +461,18 @@ int firn_mpi_distribute(firn_world *w, firn_error *err)
     return 0;
 }
 
+void firn_mpi_release(firn_world *w)
+{
+    dist_state *d = w ? w->dist_state : NULL;
+    if (!d)
+        return;
+    free(d->col_lo), free(d->owner), free(d->gid), free(d->dest), free(d->halo), free(d->acc);
+    free(d->acc_all);
+    free(d);
+    w->dist_state = NULL;
+    w->dist = NULL;
+}
+
 int firn_mpi_gather(firn_world *w, firn_world *out, firn_error *err)
 {
     dist_state *d = w->dist_state;

@@ -30,6 +30,9 @@ int firn_mpi_any(int value);
  * (host/dist.h). Collective; every rank gets the same answer. */
 int firn_mpi_distribute(firn_world *w, firn_error *err);
 
+/* Frees what firn_mpi_distribute attached to w (before firn_world_destroy). */
+void firn_mpi_release(firn_world *w);
+
 /* Gathers every rank's particles into out (rank 0's world of the whole
  * scene, in the scene's order) and copies the replicated state (rigid
  * bodies, tools, time, substeps, the last dt) into it. out is NULL on the

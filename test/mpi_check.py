@@ -2,7 +2,7 @@
 """Checks a distributed run (firn run under mpirun) against the one-rank run
 of the same scene, and against a second distributed run (test/mpi_test.sh).
 
-usage: mpi_check.py SCENE ONE_DIR RANKS_DIR RANKS_AGAIN_DIR RANKS_LOG [--both-ways]
+usage: mpi_check.py SCENE ONE_DIR RANKS_DIR RANKS_AGAIN_DIR RANKS_LOG [--both-ways] [--empty-rank]
 
 * Particle count and mass: equal, to the bit, at every frame. Mass is a
   sum in double over the particles in the scene's order, whose volumes and
@@ -22,7 +22,8 @@ usage: mpi_check.py SCENE ONE_DIR RANKS_DIR RANKS_AGAIN_DIR RANKS_LOG [--both-wa
   frame identical to the bit.
 * Particles crossed the slabs' boundary: the ranks' migration counts in
   RANKS_LOG (firn_mpi_report's lines) are not all zero; with --both-ways,
-  every rank sent some.
+  every rank sent some; with --empty-rank, a rank ended the run with no
+  particle (it still owns its slab, exchanges halos and steps the grid).
 """
 import json
 import math
@@ -63,6 +64,7 @@ def fail(msg):
 def main():
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     both_ways = "--both-ways" in sys.argv
+    empty_rank = "--empty-rank" in sys.argv
     scene, one, ranks, again, log = args
     a, b, c = read_stats(one), read_stats(ranks), read_stats(again)
     if not (len(a) == len(b) == len(c)) or len(a) < 2:
@@ -131,7 +133,12 @@ def main():
                 fail("%s: two distributed runs differ" % name)
     print("mpi_check: two distributed runs: stats and %d PLY frames identical" % len(frames))
     # Migration.
-    sent = [int(m.group(1)) for m in re.finditer(r"migrated (\d+) out", open(log).read())]
+    with open(log) as f:
+        report = f.read()
+    sent = [int(m.group(1)) for m in re.finditer(r"migrated (\d+) out", report)]
+    held = [int(m.group(1)) for m in re.finditer(r" (\d+) particles now", report)]
+    if empty_rank and 0 not in held:
+        fail("no rank was left without particles (ranks hold %s)" % held)
     if not sent or sum(sent) == 0:
         fail("no particle crossed a slab boundary (ranks sent %s)" % sent)
     if both_ways and min(sent) == 0:
