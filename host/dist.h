@@ -25,10 +25,15 @@ typedef struct firn_dist_ops {
     /* The rigid bodies' and tools' reactions summed over the ranks; the
      * owners' node velocities copied to the halos. */
     void (*after_grid)(struct firn_world *w);
-    /* `bad` as the substep found it on this rank (-1: none); returns it, or
-     * FIRN_DIST_BAD_ELSEWHERE when another rank's particle went non-finite.
-     * When none did, particles that left this rank's slab migrate. */
+    /* `bad` as the substep found it on this rank (-1: none). When a
+     * particle went non-finite on any rank, returns the one with the
+     * lowest scene index, as a local index, on the rank that holds it, and
+     * FIRN_DIST_BAD_ELSEWHERE on the others; else particles that left this
+     * rank's slab migrate, and -1. */
     int (*after_g2p)(struct firn_world *w, int bad);
+    /* The scene index of the particle with local index i (the index the
+     * MPM solver's phases report, host/solver_cpu.c's bins.id). */
+    int (*scene_index)(const struct firn_world *w, int i);
     /* The frame's CFL step: the minimum over the ranks (NaN if any is). */
     float (*reduce_dt)(struct firn_world *w, float dt);
 } firn_dist_ops;

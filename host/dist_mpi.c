@@ -27,6 +27,7 @@
  *               nor receives.
  * All sums and orders depend on the rank count only, never on timing, so
  * two runs on the same ranks give the same bits. */
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -282,10 +283,36 @@ static void rebuild(firn_world *w, dist_state *d, const unsigned char *recv, int
     d->rebuilds++;
 }
 
+/* The lowest scene index of this rank's non-finite particles (INT_MAX:
+ * none), its local index into *local. `bad` is G2P's (-1: none). */
+static int lowest_bad(const firn_world *w, const dist_state *d, int bad, int *local)
+{
+    if (bad < 0)
+        return INT_MAX;
+    const firn_particles p = w->p;
+    const firn_cpu_bins *b = &w->bins;
+    int best = INT_MAX;
+    *local = bad;
+    for (int k = 0; k < p.n; k++) {
+        const firn_vec3 x = firn_load3(p.x, p.n, k), v = firn_load3(p.v, p.n, k);
+        int finite = 1;
+        for (int a = 0; a < 3; a++)
+            finite &= isfinite(x.v[a]) && isfinite(v.v[a]);
+        const int at = b->in_scene_order ? k : b->id[k];
+        if (!finite && d->gid[at] < best) {
+            best = d->gid[at];
+            *local = at;
+        }
+    }
+    if (best == INT_MAX) /* G2P clamped its position back into the domain */
+        best = d->gid[bad];
+    return best;
+}
+
 /* The substep's one exchange after G2P: each rank tells every other how
- * many particles it sends it and whether a particle of its own went
- * non-finite; then, when none did, the particles move. Returns whether any
- * rank's particle went non-finite. */
+ * many particles it sends it and the lowest scene index of its particles
+ * that went non-finite (bad: INT_MAX when none did); then, when none did
+ * anywhere, the particles move. Returns that index over all ranks. */
 static int migrate(firn_world *w, dist_state *d, int bad)
 {
     const double t0 = MPI_Wtime();
@@ -302,14 +329,16 @@ static int migrate(firn_world *w, dist_state *d, int bad)
             scount[2 * d->dest[k]]++;
     }
     for (int r = 0; r < size; r++)
-        scount[2 * r + 1] = bad >= 0;
+        scount[2 * r + 1] = bad;
     MPI_Alltoall(scount, 2, MPI_INT, rcount, 2, MPI_INT, d->comm);
-    int any = bad >= 0;
+    int lowest = bad;
     for (int r = 0; r < size; r++) {
         soff[r + 1] = soff[r] + scount[2 * r];
         roff[r + 1] = roff[r] + rcount[2 * r];
-        any |= rcount[2 * r + 1];
+        if (rcount[2 * r + 1] < lowest)
+            lowest = rcount[2 * r + 1];
     }
+    const int any = lowest != INT_MAX;
     const int nsend = soff[size], nrecv = roff[size];
     if (!any && (nsend > 0 || nrecv > 0)) {
         unsigned char *sbuf = malloc((size_t)nsend * REC_BYTES + 1);
@@ -339,16 +368,24 @@ static int migrate(firn_world *w, dist_state *d, int bad)
     }
     free(scount), free(rcount), free(soff), free(roff);
     d->t_migrate += MPI_Wtime() - t0;
-    return any;
+    return lowest;
 }
 
 static int after_g2p(firn_world *w, int bad)
 {
     dist_state *d = w->dist_state;
     d->substeps++;
-    if (migrate(w, d, bad))
-        return bad >= 0 ? bad : FIRN_DIST_BAD_ELSEWHERE;
-    return -1;
+    int local = -1;
+    const int mine = lowest_bad(w, d, bad, &local), lowest = migrate(w, d, mine);
+    if (lowest == INT_MAX)
+        return -1;
+    return mine == lowest ? local : FIRN_DIST_BAD_ELSEWHERE;
+}
+
+static int scene_index(const firn_world *w, int i)
+{
+    const dist_state *d = w->dist_state;
+    return i >= 0 && i < w->p.n ? d->gid[i] : i;
 }
 
 static float reduce_dt(firn_world *w, float dt)
@@ -360,7 +397,7 @@ static float reduce_dt(firn_world *w, float dt)
     return out[1] > 0.0f ? NAN : out[0];
 }
 
-static const firn_dist_ops ops = {after_p2g, after_grid, after_g2p, reduce_dt};
+static const firn_dist_ops ops = {after_p2g, after_grid, after_g2p, scene_index, reduce_dt};
 
 /* What the distributed run does not do (yet): NULL when w is fine. */
 static const char *unsupported(const firn_world *w)

@@ -884,7 +884,8 @@ static int report_nonfinite(firn_world *w, int bad, long long substep, double t,
                    "%s: frame %d (t = %.6g s, %s): particle %d of material '%s' has a "
                    "non-finite position or velocity; the state is not written. Likely causes: a "
                    "time step too large for the material (dt = %g s), or extreme parameters",
-                   prefix(&w->def), w->frame + 1, t, when, bad, w->def.materials[m].name,
+                   prefix(&w->def), w->frame + 1, t, when,
+                   w->dist ? w->dist->scene_index(w, bad) : bad, w->def.materials[m].name,
                    w->params.dt);
     return -1;
 }

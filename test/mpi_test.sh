@@ -57,21 +57,23 @@ for scene in sand_column ball_in_sand; do
         "$out/$scene.log3" $empty
 done
 
-# Refused: each must exit with 2 and name what it refuses.
-refuse() {
-    local want=$1
-    shift
+# Exit code and message: refusals exit with 2 and name what they refuse (expect's
+# first argument: the exit code, then the text).
+expect() {
+    local code=$1 want=$2
+    shift 2
     set +e
     "${MPIRUN[@]}" "$MPI_FIRN" "$@" >"$out/refused.log" 2>&1
     local rc=$?
     set -e
-    if [ $rc != 2 ] || ! grep -q -- "$want" "$out/refused.log"; then
-        echo "mpi-test: FAIL: '$MPI_FIRN $*' on $RANKS ranks: exit $rc, expected 2 and '$want':" >&2
+    if [ $rc != "$code" ] || ! grep -q -- "$want" "$out/refused.log"; then
+        echo "mpi-test: FAIL: '$MPI_FIRN $*' on $RANKS ranks: exit $rc, expected $code and '$want':" >&2
         cat "$out/refused.log" >&2
         exit 1
     fi
-    echo "mpi-test: refused as it should: $* ($want)"
+    echo "mpi-test: exit $code as it should: $* ($want)"
 }
+refuse() { expect 2 "$@"; }
 refuse "SPH liquids" run scenes/sph_dam_break.json --out "$out/r1"
 refuse "PBD bodies" run scenes/pbd_cloth_sand.json --out "$out/r2"
 refuse "FEM bodies" run scenes/fem_ball_sand.json --out "$out/r3"
@@ -82,4 +84,13 @@ refuse "--checkpoint-every: not supported" run test/data/mpi/sand_column.json --
 refuse "--backend cuda: not supported" run test/data/mpi/sand_column.json --backend cuda \
     --out "$out/r6"
 refuse "firn bench: not supported" bench
+# A particle that goes non-finite stops every rank at that substep; one
+# rank (the one holding the lowest such scene index) names it, and the
+# frames before stay written.
+expect 5 "has a non-finite position or velocity" run test/data/mpi/blow_up.json --quiet \
+    --out "$out/blow"
+[ "$(grep -c 'non-finite' "$out/refused.log")" = 1 ] ||
+    { echo "mpi-test: FAIL: the non-finite particle named $(grep -c 'non-finite' "$out/refused.log") times" >&2; exit 1; }
+last=$(ls "$out/blow" | grep -c '^frame_.*\.ply$')
+[ "$last" -ge 2 ] || { echo "mpi-test: FAIL: the frames before the blow-up are missing" >&2; exit 1; }
 echo "mpi-test: ok"
