@@ -493,6 +493,12 @@ int firn_mpi_distribute(firn_world *w, firn_error *err)
         d->dest[k] = d->owner[column_of(w, d, k)];
     rebuild(w, d, NULL, 0);
     d->rebuilds = 0;
+    /* For the tests (test/mpi_test.sh): the CPU path's reordering threshold
+     * (FIRN_REORDER_RUN), so that the permuted layout, rare in a short run,
+     * meets the migrations. */
+    const char *run = getenv("FIRN_MPI_REORDER_RUN");
+    if (run && *run)
+        w->bins.reorder_run = atoi(run);
     w->dist_state = d;
     w->dist = &ops;
     return 0;
@@ -599,7 +605,7 @@ int firn_mpi_gather(firn_world *w, firn_world *out, firn_error *err)
 void firn_mpi_report(firn_world *w, FILE *f)
 {
     dist_state *d = w->dist_state;
-    double mine[10] = {(double)w->p.n,
+    double mine[12] = {(double)w->p.n,
                        (double)d->col_lo[d->rank],
                        (double)d->col_lo[d->rank + 1],
                        d->substeps > 0 ? (double)d->halo_bytes / (double)d->substeps : 0.0,
@@ -608,18 +614,22 @@ void firn_mpi_report(firn_world *w, FILE *f)
                        d->t_halo,
                        d->t_reduce,
                        d->t_migrate,
-                       w->prof.total};
-    double *all = d->rank == 0 ? malloc(10 * sizeof(double) * (size_t)d->size) : NULL;
-    MPI_Gather(mine, 10, MPI_DOUBLE, all, 10, MPI_DOUBLE, 0, d->comm);
+                       w->prof.total,
+                       (double)d->rebuilds,
+                       (double)w->bins.reorders};
+    double *all = d->rank == 0 ? malloc(12 * sizeof(double) * (size_t)d->size) : NULL;
+    MPI_Gather(mine, 12, MPI_DOUBLE, all, 12, MPI_DOUBLE, 0, d->comm);
     if (d->rank != 0)
         return;
     for (int r = 0; r < d->size; r++) {
-        const double *a = all + 10 * r;
+        const double *a = all + 12 * r;
         fprintf(f,
                 "firn: rank %d: block columns %.0f-%.0f of %d, %.0f particles now; halo %.0f "
-                "B/substep; migrated %.0f out, %.0f in; %.3f s in halo exchanges, %.3f s in "
-                "reductions, %.3f s migrating, of %.3f s of substeps\n",
-                r, a[1], a[2] - 1, d->nb0, a[0], a[3], a[4], a[5], a[6], a[7], a[8], a[9]);
+                "B/substep; migrated %.0f out, %.0f in (in %.0f substeps), %.0f reorders; %.3f s "
+                "in halo "
+                "exchanges, %.3f s in reductions, %.3f s migrating, of %.3f s of substeps\n",
+                r, a[1], a[2] - 1, d->nb0, a[0], a[3], a[4], a[5], a[10], a[11], a[6], a[7], a[8],
+                a[9]);
     }
     free(all);
 }

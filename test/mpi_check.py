@@ -2,7 +2,7 @@
 """Checks a distributed run (firn run under mpirun) against the one-rank run
 of the same scene, and against a second distributed run (test/mpi_test.sh).
 
-usage: mpi_check.py SCENE ONE_DIR RANKS_DIR RANKS_AGAIN_DIR RANKS_LOG [--both-ways] [--empty-rank]
+usage: mpi_check.py SCENE ONE_DIR RANKS_DIR RANKS_AGAIN_DIR RANKS_LOG [--both-ways] [--empty-rank] [--reordered]
 
 * Particle count and mass: equal, to the bit, at every frame. Mass is a
   sum in double over the particles in the scene's order, whose volumes and
@@ -23,7 +23,9 @@ usage: mpi_check.py SCENE ONE_DIR RANKS_DIR RANKS_AGAIN_DIR RANKS_LOG [--both-wa
 * Particles crossed the slabs' boundary: the ranks' migration counts in
   RANKS_LOG (firn_mpi_report's lines) are not all zero; with --both-ways,
   every rank sent some; with --empty-rank, a rank ended the run with no
-  particle (it still owns its slab, exchanges halos and steps the grid).
+  particle (it still owns its slab, exchanges halos and steps the grid);
+  with --reordered, a rank permuted its particles (the CPU path's block
+  order) during the run, so that migration met the permuted layout.
 """
 import json
 import math
@@ -65,6 +67,7 @@ def main():
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     both_ways = "--both-ways" in sys.argv
     empty_rank = "--empty-rank" in sys.argv
+    reordered = "--reordered" in sys.argv
     scene, one, ranks, again, log = args
     a, b, c = read_stats(one), read_stats(ranks), read_stats(again)
     if not (len(a) == len(b) == len(c)) or len(a) < 2:
@@ -137,6 +140,9 @@ def main():
         report = f.read()
     sent = [int(m.group(1)) for m in re.finditer(r"migrated (\d+) out", report)]
     held = [int(m.group(1)) for m in re.finditer(r" (\d+) particles now", report)]
+    reorders = [int(m.group(1)) for m in re.finditer(r" (\d+) reorders", report)]
+    if reordered and not any(reorders):
+        fail("no rank reordered its particles (reorders %s)" % reorders)
     if empty_rank and 0 not in held:
         fail("no rank was left without particles (ranks hold %s)" % held)
     if not sent or sum(sent) == 0:

@@ -47,12 +47,13 @@ for scene in sand_column ball_in_sand; do
     [ "$scene" = ball_in_sand ] && both=--both-ways
     "$PYTHON" test/mpi_check.py "$json" "$out/$scene.one" "$out/$scene.ranks" "$out/$scene.again" \
         "$out/$scene.log" $both
-    # 3 ranks, against one rank (its repeat: itself).
-    "${MPIRUN_BASE[@]}" -np 3 "$MPI_FIRN" run "$json" \
+    # 3 ranks, against one rank (its repeat: itself), with the particles
+    # reordered into block order at every substep that has a far step.
+    FIRN_MPI_REORDER_RUN=1073741824 "${MPIRUN_BASE[@]}" -np 3 -x FIRN_MPI_REORDER_RUN "$MPI_FIRN" run "$json" \
         --out "$out/$scene.three" 2>"$out/$scene.log3" || { cat "$out/$scene.log3" >&2; exit 1; }
     grep '^firn: rank' "$out/$scene.log3"
-    empty=""
-    [ "$scene" = sand_column ] && empty=--empty-rank
+    empty=--reordered
+    [ "$scene" = sand_column ] && empty="--empty-rank --reordered"
     "$PYTHON" test/mpi_check.py "$json" "$out/$scene.one" "$out/$scene.three" "$out/$scene.three" \
         "$out/$scene.log3" $empty
 done
