@@ -17,12 +17,18 @@
 #                   emulated runtime, and the size of bench/pack_gpu.sh's bundle
 #   make asan       the CPU build and the whole test suite under ASan and UBSan, in
 #                   build/asan/
+#   make MPI=1      firn with MPM across MPI ranks (mpirun -np N build/mpi/firn run SCENE),
+#                   in build/mpi/ (docs/MPI.md); OpenMPI found by mpicc or pkg-config ompi-c
+#   make mpi-test   the distributed run against one rank and against itself (test/mpi_test.sh)
 #   make fuzz       libFuzzer targets for the scene, OBJ, TetGen, Gmsh and checkpoint
 #                   readers (clang, ASan, UBSan, CPU only) and their seeds, in
 #                   build/fuzz/ (test/fuzz/); make fuzz-smoke runs each for
 #                   FUZZ_SECONDS (default 60)
 
 CC      ?= gcc
+ifeq ($(MPI),1)
+BUILD   ?= build/mpi
+endif
 BUILD   ?= build
 NVCC    ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
 PKGS     = libcjson libpng
@@ -45,7 +51,24 @@ EMU_SAN  ?= -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-om
 override CFLAGS += $(EMU_SAN)
 endif
 
+# make MPI=1: host/dist_mpi.c and host/cli_mpi.c, built by mpicc (else with
+# pkg-config's ompi-c); without it they are left out and nothing links MPI.
+MPI_SRC  = host/dist_mpi.c host/cli_mpi.c
+ifeq ($(MPI),1)
+MPICC   ?= $(shell command -v mpicc 2>/dev/null)
+ifneq ($(MPICC),)
+CC      := $(MPICC)
+else ifneq ($(shell pkg-config --exists ompi-c 2>/dev/null && echo yes),)
+override CFLAGS += $(shell pkg-config --cflags ompi-c)
+LDLIBS  += $(shell pkg-config --libs ompi-c)
+else
+$(error make MPI=1: neither mpicc nor pkg-config's ompi-c found; install libopenmpi-dev and openmpi-bin)
+endif
+override CFLAGS += -DFIRN_WITH_MPI
 HOST_SRC = $(wildcard host/*.c)
+else
+HOST_SRC = $(filter-out $(MPI_SRC),$(wildcard host/*.c))
+endif
 HOST_OBJ = $(HOST_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC = $(wildcard test/*.c)
 TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/%.o)
@@ -94,7 +117,7 @@ FIRN_PYTHON ?= $(firstword $(shell for p in python3 /usr/bin/python3; do \
     $$p -c 'import numpy, pytest' >/dev/null 2>&1 && echo $$p; done) python3)
 HAVE_PY_TEST_DEPS := $(shell $(FIRN_PYTHON) -c 'import numpy, pytest' >/dev/null 2>&1 && echo yes)
 
-.PHONY: all test test-run python-test clean info deps demo emu emu-check emu-mutate tet-assets
+.PHONY: mpi-test all test test-run python-test clean info deps demo emu emu-check emu-mutate tet-assets
 # The shared library (the Python package's) is not built under sanitizers
 # (the emulated runtime, make asan), which a Python process does not load.
 all: info $(BUILD)/firn $(BUILD)/reorder_probe $(BUILD)/tool_press $(BUILD)/make_tet_assets \
@@ -312,6 +335,14 @@ validate-buoyancy-mpm: $(BUILD)/firn
 .PHONY: mutate
 mutate:
 	bash test/mutate.sh
+
+# The distributed run (docs/MPI.md): firn built with MPI=1 on the CPU path in
+# MPI_BUILD, run on 2 ranks against $(BUILD)/firn on one (test/mpi_test.sh).
+# OpenMPI must be installed (libopenmpi-dev, openmpi-bin): without it this fails.
+MPI_BUILD ?= build/mpi
+mpi-test: $(BUILD)/firn
+	$(MAKE) MPI=1 CUDA=0 BUILD=$(MPI_BUILD) $(MPI_BUILD)/firn
+	ONE=$(BUILD)/firn MPI_FIRN=$(MPI_BUILD)/firn bash test/mpi_test.sh
 
 # Only that each mutation's text occurs exactly once in its file (CI: a
 # refactor that moves the text leaves the mutation planting nothing), and

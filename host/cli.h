@@ -35,6 +35,17 @@
     "(relative mesh paths in it are then taken from the current directory).\n"
 
 int firn_cli_run(int argc, char **argv);
+/* `firn run` with more than one MPI rank (host/cli_mpi.c, make MPI=1). */
+int firn_cli_mpi_run(int argc, char **argv);
+
+/* For a run other than firn_cli_run's (the distributed one): the output
+ * folder made, locked and cleared of an earlier run's files, as `firn run`
+ * does; and frame s of w handed to the writer, with its particles when the
+ * frame is one that writes them. */
+struct firn_frame_writer;
+int firn_cli_prepare_output(const char *dir, int quiet, firn_error *err);
+int firn_cli_submit_frame(struct firn_frame_writer *fw, firn_world *w, const firn_scene_def *def,
+                          const firn_frame_stats *s, firn_error *err);
 int firn_cli_compare(int argc, char **argv);
 int firn_cli_bench(int argc, char **argv);
 int firn_cli_render(int argc, char **argv);

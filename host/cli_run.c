@@ -1218,3 +1218,15 @@ int firn_cli_run(int argc, char **argv)
     firn_world_destroy(w);
     return rc;
 }
+
+int firn_cli_prepare_output(const char *dir, int quiet, firn_error *err)
+{
+    return firn_mkdirs(dir, err) || lock_output(dir, err) || clear_earlier_run(dir, quiet, err) ? -1
+                                                                                                : 0;
+}
+
+int firn_cli_submit_frame(firn_frame_writer *fw, firn_world *w, const firn_scene_def *def,
+                          const firn_frame_stats *s, firn_error *err)
+{
+    return submit_frame(fw, w, def, s, err);
+}

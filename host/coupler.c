@@ -407,9 +407,13 @@ int firn_coupler_substep(firn_world *w)
             if (s == FIRN_SOLVER_RIGID || s == FIRN_SOLVER_TOOL) /* MPM times its own phases */
                 w->prof.couple += omp_get_wtime() - t0;
         }
+    if (w->dist)
+        w->dist->after_p2g(w);
     double t0 = omp_get_wtime();
     firn_coupler_couple(w);
     w->prof.grid += omp_get_wtime() - t0;
+    if (w->dist)
+        w->dist->after_grid(w);
     for (int s = 0; s < FIRN_SOLVER_COUNT; s++)
         if (c->active[s]) {
             int b = solvers[s]->post_coupling(w);
@@ -418,6 +422,8 @@ int firn_coupler_substep(firn_world *w)
                 w->bad_solver = s;
             }
         }
+    if (w->dist)
+        bad = w->dist->after_g2p(w, bad);
     w->prof.total += omp_get_wtime() - t_total;
     return bad;
 }

@@ -15,6 +15,9 @@
 #include "inspect.h"
 #include "pbd.h"
 #include "rigid.h"
+#ifdef FIRN_WITH_MPI
+#include "dist_mpi.h"
+#endif
 
 static const char *usage =
     "firn " FIRN_VERSION
@@ -271,7 +274,7 @@ static int cmd_validate(int argc, char **argv)
     return 0;
 }
 
-int main(int argc, char **argv)
+static int firn_main(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
         !strcmp(argv[1], "help")) {
@@ -302,3 +305,30 @@ int main(int argc, char **argv)
     fprintf(stderr, "firn: unknown command '%s'\n\n%s", cmd, usage);
     return FIRN_E_USAGE;
 }
+
+#ifdef FIRN_WITH_MPI
+/* Built with make MPI=1: under mpirun with more than one rank, `firn run`
+ * is distributed (host/cli_mpi.c) and every other command is refused; with
+ * one rank, firn is the firn of the build without MPI. */
+int main(int argc, char **argv)
+{
+    const int ranks = firn_mpi_init(&argc, &argv);
+    int rc;
+    if (ranks == 1)
+        rc = firn_main(argc, argv);
+    else if (argc >= 2 && !strcmp(argv[1], "run"))
+        rc = firn_cli_mpi_run(argc - 2, argv + 2);
+    else {
+        if (firn_mpi_rank() == 0)
+            fprintf(stderr,
+                    "firn %s: not supported with %d MPI ranks: only `firn run` is distributed; "
+                    "run it with one rank\n",
+                    argc >= 2 ? argv[1] : "", ranks);
+        rc = FIRN_E_USAGE;
+    }
+    firn_mpi_finalize();
+    return rc;
+}
+#else
+int main(int argc, char **argv) { return firn_main(argc, argv); }
+#endif

@@ -411,6 +411,8 @@ int firn_world_next_frame_step(firn_world *w, float *dt_out, int *substeps, firn
     float dt = d->dt;
     if (d->dt <= 0.0f && cfl_step(w, &t, &dt, err))
         return -1;
+    if (d->dt <= 0.0f && w->dist) /* a distributed run: the step of every rank's particles */
+        dt = w->dist->reduce_dt(w, dt);
     /* A fixed dt is the user's (the loader holds its count below 2^31); a
      * CFL step this short is a runaway. */
     if (d->dt <= 0.0f && (!(dt > 0.0f) || !isfinite(dt) || d->frame_dt / dt > FIRN_MAX_SUBSTEPS)) {
@@ -882,7 +884,8 @@ static int report_nonfinite(firn_world *w, int bad, long long substep, double t,
                    "%s: frame %d (t = %.6g s, %s): particle %d of material '%s' has a "
                    "non-finite position or velocity; the state is not written. Likely causes: a "
                    "time step too large for the material (dt = %g s), or extreme parameters",
-                   prefix(&w->def), w->frame + 1, t, when, bad, w->def.materials[m].name,
+                   prefix(&w->def), w->frame + 1, t, when,
+                   w->dist ? w->dist->scene_index(w, bad) : bad, w->def.materials[m].name,
                    w->params.dt);
     return -1;
 }
@@ -922,6 +925,14 @@ int firn_world_run_substeps(firn_world *w, int nsub, float dt, firn_error *err)
         int bad = firn_coupler_substep(w);
         w->substeps++;
         w->time += dt;
+        if (bad == FIRN_DIST_BAD_ELSEWHERE) {
+            firn_set_error(err, FIRN_E_NUMERIC,
+                           "%s: frame %d (t = %.6g s, substep %lld): a particle on another rank "
+                           "has a non-finite position or velocity (that rank names it); the "
+                           "state is not written",
+                           prefix(&w->def), w->frame + 1, w->time, w->substeps);
+            return -1;
+        }
         if (bad >= 0)
             return report_nonfinite(w, bad, w->substeps, w->time, err);
     }

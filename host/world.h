@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "coupler.h"
+#include "dist.h"
 #include "firn.h"
 #include "firn_coupling.h"
 #include "firn_material.h"
@@ -78,6 +79,10 @@ struct firn_world {
     double time;
     long long substeps;
     firn_profile prof;
+    /* A distributed run's hooks and state (host/dist.h, host/mpi.c); NULL
+     * otherwise. */
+    const firn_dist_ops *dist;
+    void *dist_state;
 };
 
 /* Brings every host copy of the state up to date (the GPU's particles,

@@ -1,0 +1,50 @@
+/* dist_mpi.h - MPM across MPI ranks (host/dist_mpi.c; built with make
+ * MPI=1 only). The CPU path's MPM grid is split into slabs of whole node
+ * blocks along x, one per rank, chosen by particle count; each rank steps
+ * its own particles and the grid nodes of its slab, plus a halo of two node
+ * planes above it (docs/MPI.md). Rigid bodies and tools are replicated on
+ * every rank. */
+#ifndef FIRN_DIST_MPI_H
+#define FIRN_DIST_MPI_H
+
+#include <stdio.h>
+
+#include "firn.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* MPI_Init (threads: funneled); returns the number of ranks. */
+int firn_mpi_init(int *argc, char ***argv);
+void firn_mpi_finalize(void);
+int firn_mpi_rank(void);
+int firn_mpi_size(void);
+/* Whether any rank's value is non-zero (a collective call). */
+int firn_mpi_any(int value);
+
+/* Makes w, a world fresh from firn_world_create on every rank with the same
+ * scene, this rank's part of the distributed run: refuses what is not
+ * distributed (err names it), chooses the slabs from the particles'
+ * positions, keeps this rank's particles and attaches the substep's hooks
+ * (host/dist.h). Collective; every rank gets the same answer. */
+int firn_mpi_distribute(firn_world *w, firn_error *err);
+
+/* Frees what firn_mpi_distribute attached to w (before firn_world_destroy). */
+void firn_mpi_release(firn_world *w);
+
+/* Gathers every rank's particles into out (rank 0's world of the whole
+ * scene, in the scene's order) and copies the replicated state (rigid
+ * bodies, tools, time, substeps, the last dt) into it. out is NULL on the
+ * other ranks. Collective. */
+int firn_mpi_gather(firn_world *w, firn_world *out, firn_error *err);
+
+/* Each rank's slab, particles, halo bytes per substep, particles migrated
+ * and the seconds spent in exchanges, printed by rank 0. Collective. */
+void firn_mpi_report(firn_world *w, FILE *f);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
