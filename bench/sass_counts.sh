@@ -5,7 +5,9 @@
 # bench/constitutive_sass.cu against TREE's include/ with nvcc, and prints
 # per kernel the SASS instructions (NOPs not counted), the instructions in
 # the body of its longest backward branch (a loop: the SVDs' Jacobi
-# sweep), registers, and the local frame and spills of --resource-usage.
+# sweep), registers, and the local frame and spills of --resource-usage;
+# the binning kernels (bin_keys, key_scatter, bin_ranges, bin_flags,
+# bin_list) as well.
 #   NVCC      default nvcc on PATH, else /usr/local/cuda/bin/nvcc
 #   CUOBJDUMP default cuobjdump on PATH
 #   SASS_FLAGS more nvcc flags, e.g. -DFIRN_BINNED_MIN_BLOCKS=5 (kernels/mpm.cu)
@@ -59,7 +61,8 @@ for line in open(sass):
     if b and int(b.group(1), 16) < a:
         body = sum(1 for x, n in addr[fn] if int(b.group(1), 16) <= x <= a and not n)
         loop[fn] = max(loop[fn], body)
-hot = ("p2g", "g2p", "g2p2g", "constitutive", "svd3", "svd3_eig")
+hot = ("p2g", "g2p", "g2p2g", "constitutive", "svd3", "svd3_eig", "bin_keys", "key_scatter",
+       "bin_ranges", "bin_flags", "bin_list")
 for f in sorted(count):
     name = subprocess.run(["c++filt", f], capture_output=True, text=True).stdout.strip()
     base = re.sub(r"^void ", "", name).split("(")[0]

@@ -737,8 +737,16 @@ int firn_device_sparse(const firn_world *w)
            nodes > (double)FIRN_GRID_SPARSE_RATIO * (double)w->p.n;
 }
 
-/* Binned P2G's arrays besides CUB's sort storage: four ints a particle
- * (key, sorted key, ids, order) and two a bin of 4^3 cells (kernels/mpm.cu). */
+int firn_device_counting_sort(const firn_world *w)
+{
+    return firn_device_binned(w) && w->def.gpu_p2g != FIRN_P2G_ORDERED && !firn_device_sparse(w);
+}
+
+/* Binned P2G's arrays besides CUB's storage: four ints a particle (key,
+ * sorted key, ids, order) and two a bin of 4^3 cells (kernels/mpm.cu);
+ * the counting sort's two ints a cell, and one more each; the list of the
+ * bins that hold particles (not with ordered P2G): three ints a bin and
+ * its length. */
 static size_t binned_bytes(const firn_world *w)
 {
     if (!firn_device_binned(w))
@@ -757,8 +765,13 @@ static size_t binned_bytes(const firn_world *w)
             blocks *= (size_t)((w->params.n[a] - 1) / 4 + 1);
         sparse = 3 * firn_align256(blocks * sizeof(int)) + firn_align256(sizeof(int));
     }
+    size_t counting = 0, listed = 0;
+    if (firn_device_counting_sort(w))
+        counting = 2 * firn_align256((bins * 64 + 1) * sizeof(int));
+    if (w->def.gpu_p2g != FIRN_P2G_ORDERED)
+        listed = 3 * firn_align256(bins * sizeof(int)) + firn_align256(sizeof(int));
     return 4 * firn_align256((size_t)w->p.n * sizeof(int)) + 2 * firn_align256(bins * sizeof(int)) +
-           ordered + sparse;
+           ordered + sparse + counting + listed;
 }
 
 size_t firn_device_bytes(const firn_world *w)

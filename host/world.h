@@ -121,6 +121,10 @@ int firn_device_binned(const firn_world *w);
  * that works on the whole grid, and def.gpu_grid sparse, or auto with more
  * than FIRN_GRID_SPARSE_RATIO nodes per MPM particle. */
 int firn_device_sparse(const firn_world *w);
+/* Whether binned P2G sorts by counting (kernels/mpm.cu, queue_binning):
+ * binned, warp and g2p2g on a dense grid; ordered P2G and the sparse grid
+ * keep the radix sort. */
+int firn_device_counting_sort(const firn_world *w);
 /* Why w's CUDA substeps cannot be captured as a CUDA graph
  * (firn_graph_mode), or NULL when they can. */
 const char *firn_world_gpu_graph_obstacle(const firn_world *w);

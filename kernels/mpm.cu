@@ -125,11 +125,23 @@ struct firn_mpm_bins {
     int end_bit;      /* bits of the largest key, for the radix sort */
     int *key;         /* per particle: its key (bin and cell) */
     int *key_sorted;  /* the keys in sorted order */
-    int *ids;         /* 0 .. n - 1 */
-    int *order;       /* particles by key, stable */
+    int *ids;         /* radix sort: 0 .. n - 1; counting sort: the rank within its key */
+    int *order;       /* particles by key (the radix sort: stable) */
     int *start, *end; /* per bin: its range in order (start = end: empty) */
-    void *temp;       /* CUB's radix sort storage */
+    void *temp;       /* CUB's storage: the radix sort's, or the counting sort's scans */
     size_t temp_bytes;
+    /* The counting sort (every binned variant but ordered, on a dense grid;
+     * bin_keys, key_scatter): per key, its particle count (cells + 1
+     * entries, the last 0) and its exclusive scan, the key's first place in
+     * the order (the last: n). */
+    int counting;
+    int *ccount, *coff;
+    /* The list of the bins that hold particles (every binned variant but
+     * ordered; bin_flags, bin_list): per bin a flag and its scan, the
+     * list in bin order and its length, on the device. P2G's blocks run
+     * through the list, not through every bin. */
+    int listed;
+    int *bflag, *boff, *blist, *nbins;
     /* Ordered P2G (--p2g ordered, p2g_ordered): per key (count FIRN_BIN^3
      * cells) its range in order; per sorted particle its scatter state. */
     int ordered;
@@ -145,6 +157,7 @@ struct firn_mpm_bins {
     void *scan_temp; /* CUB's exclusive scan storage */
     size_t scan_temp_bytes;
     int skew; /* the GPU tests' key skew (firn_cuda_skew_bin_keys, skew_keys); 0: off */
+    int grid; /* the GPU tests' cap on binned P2G's blocks (firn_cuda_cap_bin_blocks); 0: off */
 };
 
 /* CUDA graphs (firn_graph_mode): what a captured call's work depends on
@@ -363,8 +376,11 @@ static __global__ void bin_keys(firn_params P, firn_particles p, firn_mpm_bins b
         ((st.base[0] / FIRN_BIN) * b.n[1] + st.base[1] / FIRN_BIN) * b.n[2] + st.base[2] / FIRN_BIN;
     const int cell = ((st.base[0] % FIRN_BIN) * FIRN_BIN + st.base[1] % FIRN_BIN) * FIRN_BIN +
                      st.base[2] % FIRN_BIN;
-    b.key[i] = bin * FIRN_BIN * FIRN_BIN * FIRN_BIN + cell;
-    b.ids[i] = i;
+    const int key = bin * FIRN_BIN * FIRN_BIN * FIRN_BIN + cell;
+    b.key[i] = key;
+    /* The counting sort's histogram, each particle's rank within its key
+     * taken from the global atomic's return (after skew_keys when it runs). */
+    b.ids[i] = b.counting ? (b.skew > 0 ? 0 : atomicAdd(b.ccount + key, 1)) : i;
 }
 
 /* For the GPU tests only (firn_cuda_skew_bin_keys): after bin_keys, the key
@@ -374,8 +390,13 @@ static __global__ void bin_keys(firn_params P, firn_particles p, firn_mpm_bins b
 static __global__ void skew_keys(int n, firn_mpm_bins b)
 {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n || i % b.skew != 0)
+    if (i >= n)
         return;
+    if (i % b.skew != 0) {
+        if (b.counting)
+            b.ids[i] = atomicAdd(b.ccount + b.key[i], 1);
+        return;
+    }
     const int cells = FIRN_BIN * FIRN_BIN * FIRN_BIN, bin = b.key[i] / cells,
               cell = b.key[i] % cells;
     int c[3] = {bin / (b.n[1] * b.n[2]) * FIRN_BIN + cell / (FIRN_BIN * FIRN_BIN),
@@ -386,6 +407,27 @@ static __global__ void skew_keys(int n, firn_mpm_bins b)
     c[a] = c[a] < 0 ? 0 : (c[a] > FIRN_BIN * b.n[a] - 1 ? FIRN_BIN * b.n[a] - 1 : c[a]);
     b.key[i] = (((c[0] / FIRN_BIN) * b.n[1] + c[1] / FIRN_BIN) * b.n[2] + c[2] / FIRN_BIN) * cells +
                ((c[0] % FIRN_BIN) * FIRN_BIN + c[1] % FIRN_BIN) * FIRN_BIN + c[2] % FIRN_BIN;
+    if (b.counting)
+        b.ids[i] = atomicAdd(b.ccount + b.key[i], 1);
+}
+
+/* The counting sort, step 3 (after bin_keys' histogram and CUB's exclusive
+ * scan of it): each particle to its key's first place plus its rank. The
+ * order is by bin, and by cell within a bin, as the radix sort's; within a
+ * cell it is the order in which the atomics of bin_keys ran, which on a GPU
+ * changes from run to run. That changes only the order in which P2G's
+ * float atomics add up a cell's particles, which they never fixed: the
+ * variants that use this sort (binned, warp, g2p2g) are not deterministic
+ * (firn_world_gpu_nondeterminism). Ordered P2G, whose sums follow the
+ * order within a cell, keeps the stable radix sort. */
+static __global__ void key_scatter(int n, firn_mpm_bins b)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n)
+        return;
+    const int key = b.key[i], k = b.coff[key] + b.ids[i];
+    b.order[k] = i;
+    b.key_sorted[k] = key;
 }
 
 /* Step 3 (after CUB's stable radix sort): each bin's range in the order,
@@ -401,6 +443,35 @@ static __global__ void bin_ranges(int n, firn_mpm_bins b)
         b.start[bin] = k;
     if (k == n - 1 || b.key_sorted[k + 1] / cells != bin)
         b.end[bin] = k + 1;
+}
+
+/* The list of bins that hold particles, step 1: with the counting sort,
+ * each bin's range from the scan (its first cell's first place, the next
+ * bin's first cell's); with either sort, whether the bin holds particles. */
+static __global__ void bin_flags(firn_mpm_bins b)
+{
+    const int bin = blockIdx.x * blockDim.x + threadIdx.x;
+    if (bin >= b.count)
+        return;
+    if (b.counting) {
+        const int cells = FIRN_BIN * FIRN_BIN * FIRN_BIN;
+        b.start[bin] = b.coff[bin * cells];
+        b.end[bin] = b.coff[(bin + 1) * cells];
+    }
+    b.bflag[bin] = b.start[bin] < b.end[bin];
+}
+
+/* Step 2, after CUB's exclusive scan of the flags: the list, in bin
+ * order, and its length. */
+static __global__ void bin_list(firn_mpm_bins b)
+{
+    const int bin = blockIdx.x * blockDim.x + threadIdx.x;
+    if (bin >= b.count)
+        return;
+    if (b.bflag[bin])
+        b.blist[b.boff[bin]] = bin;
+    if (bin == b.count - 1)
+        *b.nbins = b.boff[bin] + b.bflag[bin];
 }
 
 /* Ordered P2G, step 3: each key's (cell's) range in the sorted order;
@@ -665,7 +736,9 @@ static __device__ int bin_lanes(int n) { return 32 * ((n + 31) / 32); }
  * of one per particle. On dense sand (8 particles a cell, 512 a bin) that
  * is 0.4 global atomics a particle (1.7 scalar ones before sm_90) instead
  * of atomic P2G's 27 (108), and the particles of one bin read neighbouring
- * grid lines. Empty bins return at once. The lanes of a warp take
+ * grid lines. The blocks run through the list of the bins that hold
+ * particles (bin_list; bin_blocks of them, fewer than the bins on a large
+ * grid), not one block per bin. The lanes of a warp take
  * particles of different cells (bin_lane_particle). The blocks a
  * multiprocessor holds at least: min_blocks (without a bound the lane
  * order's indexing took the kernel to 96 registers and five blocks,
@@ -676,26 +749,27 @@ static __global__ void __launch_bounds__(FIRN_BIN_THREADS, min_blocks(FIRN_K_BIN
                firn_mpm_bins b)
 {
     __shared__ float tile[4 * FIRN_TILE * FIRN_TILE * FIRN_TILE];
-    const int bin = blockIdx.x, lo = b.start[bin], hi = b.end[bin];
-    if (lo >= hi)
-        return;
-    int o[3];
-    bin_origin(b, bin, o);
-    tile_clear<FIRN_TILE>(tile);
-    __syncthreads();
-    for (int j = threadIdx.x; j < bin_lanes(hi - lo); j += blockDim.x) {
-        const int k = bin_lane_particle(j, hi - lo);
-        if (k < 0)
-            continue;
-        const firn_p2g_state st = firn_p2g_prepare_as(b.order[lo + k], &P, mats, p, MODEL);
-        const int t = firn_tile_slot(&st.s, o, FIRN_TILE);
-        if (t >= 0)
-            tile_scatter<FIRN_TILE>(&P, tile, t, &st);
-        else /* a stencil corner outside the bin its key names (bin_keys) */
-            firn_p2g_scatter_nodes(&P, g, &st, 0u);
+    for (int item = blockIdx.x; item < *b.nbins; item += gridDim.x) {
+        const int bin = b.blist[item], lo = b.start[bin], hi = b.end[bin];
+        int o[3];
+        bin_origin(b, bin, o);
+        tile_clear<FIRN_TILE>(tile);
+        __syncthreads();
+        for (int j = threadIdx.x; j < bin_lanes(hi - lo); j += blockDim.x) {
+            const int k = bin_lane_particle(j, hi - lo);
+            if (k < 0)
+                continue;
+            const firn_p2g_state st = firn_p2g_prepare_as(b.order[lo + k], &P, mats, p, MODEL);
+            const int t = firn_tile_slot(&st.s, o, FIRN_TILE);
+            if (t >= 0)
+                tile_scatter<FIRN_TILE>(&P, tile, t, &st);
+            else /* a stencil corner outside the bin its key names (bin_keys) */
+                firn_p2g_scatter_nodes(&P, g, &st, 0u);
+        }
+        __syncthreads();
+        tile_flush<FIRN_TILE>(tile, o, g);
+        __syncthreads(); /* the flush has read the tile before the next bin clears it */
     }
-    __syncthreads();
-    tile_flush<FIRN_TILE>(tile, o, g);
 }
 
 /* P2G with a warp reduction (--p2g warp): as p2g_binned, but the lanes of a
@@ -717,66 +791,67 @@ static __global__ void __launch_bounds__(FIRN_BIN_THREADS, min_blocks(FIRN_K_WAR
              firn_mpm_bins b)
 {
     __shared__ float tile[4 * FIRN_TILE * FIRN_TILE * FIRN_TILE];
-    const int bin = blockIdx.x, lo = b.start[bin], hi = b.end[bin];
-    if (lo >= hi)
-        return;
-    int o[3];
-    bin_origin(b, bin, o);
-    const unsigned all = 0xffffffffu;
-    const int lane = threadIdx.x & 31;
-    tile_clear<FIRN_TILE>(tile);
-    __syncthreads();
-    for (int first = lo; first < hi; first += blockDim.x) {
-        if (first + (int)(threadIdx.x & ~31u) >= hi)
-            continue; /* the whole warp is past the bin's end */
-        const int k = first + threadIdx.x, valid = k < hi;
-        int key = valid ? b.key_sorted[k] : -1 - lane;
-        firn_p2g_state st;
-        firn_vec3 col[3], m0 = firn_v3(0.0f, 0.0f, 0.0f);
-        int t = -1;
-        if (valid) {
-            st = firn_p2g_prepare_as(b.order[k], &P, mats, p, MODEL);
-            m0 = firn_p2g_middle(&P, &st, col);
-            t = firn_tile_slot(&st.s, o, FIRN_TILE);
-            if (t != key_tile_slot(key))
-                key = -1 - lane; /* not its key's cell: a run of its own */
-            if (t < 0)
-                firn_p2g_scatter_nodes(&P, g, &st, 0u);
-        }
-        const int into = t >= 0; /* this lane's values go into the tile */
-        /* This lane's run of equal keys: it ends at the lowest lane at or
-         * above this one whose successor differs; it starts where the
-         * predecessor differs. The longest run bounds the shuffle steps. */
-        const int next = __shfl_down_sync(all, key, 1), prev = __shfl_up_sync(all, key, 1);
-        const unsigned ends = __ballot_sync(all, lane == 31 || next != key);
-        const int last = lane + __ffs((int)(ends >> lane)) - 1;
-        const int head = lane == 0 || prev != key;
-        int span = last - lane + 1;
-        for (int d = 16; d > 0; d /= 2) {
-            const int other = __shfl_xor_sync(all, span, d);
-            span = other > span ? other : span;
-        }
-        for (int a = 0; a < 3; a++)
-            for (int bb = 0; bb < 3; bb++)
-                for (int c = 0; c < 3; c++) {
-                    float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-                    if (into)
-                        firn_p2g_node_value(&st, m0, col, a, bb, c, v);
-                    for (int q = 0; q < 4; q++) {
-                        for (int d = 1; d < span; d *= 2) {
-                            const float w = __shfl_down_sync(all, v[q], d);
-                            if (lane + d <= last)
-                                v[q] += w;
+    for (int item = blockIdx.x; item < *b.nbins; item += gridDim.x) {
+        const int bin = b.blist[item], lo = b.start[bin], hi = b.end[bin];
+        int o[3];
+        bin_origin(b, bin, o);
+        const unsigned all = 0xffffffffu;
+        const int lane = threadIdx.x & 31;
+        tile_clear<FIRN_TILE>(tile);
+        __syncthreads();
+        for (int first = lo; first < hi; first += blockDim.x) {
+            if (first + (int)(threadIdx.x & ~31u) >= hi)
+                continue; /* the whole warp is past the bin's end */
+            const int k = first + threadIdx.x, valid = k < hi;
+            int key = valid ? b.key_sorted[k] : -1 - lane;
+            firn_p2g_state st;
+            firn_vec3 col[3], m0 = firn_v3(0.0f, 0.0f, 0.0f);
+            int t = -1;
+            if (valid) {
+                st = firn_p2g_prepare_as(b.order[k], &P, mats, p, MODEL);
+                m0 = firn_p2g_middle(&P, &st, col);
+                t = firn_tile_slot(&st.s, o, FIRN_TILE);
+                if (t != key_tile_slot(key))
+                    key = -1 - lane; /* not its key's cell: a run of its own */
+                if (t < 0)
+                    firn_p2g_scatter_nodes(&P, g, &st, 0u);
+            }
+            const int into = t >= 0; /* this lane's values go into the tile */
+            /* This lane's run of equal keys: it ends at the lowest lane at or
+             * above this one whose successor differs; it starts where the
+             * predecessor differs. The longest run bounds the shuffle steps. */
+            const int next = __shfl_down_sync(all, key, 1), prev = __shfl_up_sync(all, key, 1);
+            const unsigned ends = __ballot_sync(all, lane == 31 || next != key);
+            const int last = lane + __ffs((int)(ends >> lane)) - 1;
+            const int head = lane == 0 || prev != key;
+            int span = last - lane + 1;
+            for (int d = 16; d > 0; d /= 2) {
+                const int other = __shfl_xor_sync(all, span, d);
+                span = other > span ? other : span;
+            }
+            for (int a = 0; a < 3; a++)
+                for (int bb = 0; bb < 3; bb++)
+                    for (int c = 0; c < 3; c++) {
+                        float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+                        if (into)
+                            firn_p2g_node_value(&st, m0, col, a, bb, c, v);
+                        for (int q = 0; q < 4; q++) {
+                            for (int d = 1; d < span; d *= 2) {
+                                const float w = __shfl_down_sync(all, v[q], d);
+                                if (lane + d <= last)
+                                    v[q] += w;
+                            }
+                            if (head && into)
+                                atomicAdd(tile + q * FIRN_TILE * FIRN_TILE * FIRN_TILE +
+                                              (t + (a * FIRN_TILE + bb) * FIRN_TILE + c),
+                                          v[q]);
                         }
-                        if (head && into)
-                            atomicAdd(tile + q * FIRN_TILE * FIRN_TILE * FIRN_TILE +
-                                          (t + (a * FIRN_TILE + bb) * FIRN_TILE + c),
-                                      v[q]);
                     }
-                }
+        }
+        __syncthreads();
+        tile_flush<FIRN_TILE>(tile, o, g);
+        __syncthreads(); /* the flush has read the tile before the next bin clears it */
     }
-    __syncthreads();
-    tile_flush<FIRN_TILE>(tile, o, g);
 }
 
 /* G2P2G (--p2g g2p2g): substep k's G2P and substep k + 1's P2G in one
@@ -798,32 +873,44 @@ static __global__ void __launch_bounds__(FIRN_BIN_THREADS, min_blocks(FIRN_K_FUS
           firn_mpm_bins b, unsigned long long *bad, unsigned substep)
 {
     __shared__ float tile[4 * FIRN_FTILE * FIRN_FTILE * FIRN_FTILE];
-    const int bin = blockIdx.x, lo = b.start[bin], hi = b.end[bin];
-    if (lo >= hi)
-        return;
-    int o[3];
-    bin_origin(b, bin, o);
-    for (int a = 0; a < 3; a++)
-        o[a] -= 1; /* the tile starts a cell below the bin */
-    tile_clear<FIRN_FTILE>(tile);
+    /* The list entry the block takes next, in shared memory: as a loop
+     * counter in a register it took the kernel past its 80 registers
+     * (min_blocks), and nvcc 13.0 spilled the tile's origin. */
+    __shared__ int next;
+    if (threadIdx.x == 0)
+        next = blockIdx.x;
     __syncthreads();
-    for (int j = threadIdx.x; j < bin_lanes(hi - lo); j += blockDim.x) {
-        const int k = bin_lane_particle(j, hi - lo);
-        if (k < 0)
-            continue;
-        const int i = b.order[lo + k];
-        int nonfinite;
-        const firn_p2g_state st = firn_g2p2g_particle_as(i, &P, mats, p, from, &nonfinite, MODEL);
-        if (nonfinite)
-            atomicMin(bad, firn_cuda_bad_word(substep, i));
-        const int t = firn_tile_slot(&st.s, o, FIRN_FTILE);
-        if (t >= 0)
-            tile_scatter<FIRN_FTILE>(&P, tile, t, &st);
-        else
-            firn_p2g_scatter_nodes(&P, to, &st, 0u);
+    while (next < *b.nbins) {
+        const int bin = b.blist[next], lo = b.start[bin], hi = b.end[bin];
+        int o[3];
+        bin_origin(b, bin, o);
+        for (int a = 0; a < 3; a++)
+            o[a] -= 1; /* the tile starts a cell below the bin */
+        tile_clear<FIRN_FTILE>(tile);
+        __syncthreads();
+        for (int j = threadIdx.x; j < bin_lanes(hi - lo); j += blockDim.x) {
+            const int k = bin_lane_particle(j, hi - lo);
+            if (k < 0)
+                continue;
+            const int i = b.order[lo + k];
+            int nonfinite;
+            const firn_p2g_state st =
+                firn_g2p2g_particle_as(i, &P, mats, p, from, &nonfinite, MODEL);
+            if (nonfinite)
+                atomicMin(bad, firn_cuda_bad_word(substep, i));
+            const int t = firn_tile_slot(&st.s, o, FIRN_FTILE);
+            if (t >= 0)
+                tile_scatter<FIRN_FTILE>(&P, tile, t, &st);
+            else
+                firn_p2g_scatter_nodes(&P, to, &st, 0u);
+        }
+        __syncthreads();
+        tile_flush<FIRN_FTILE>(tile, o, to);
+        __syncthreads(); /* the flush has read the tile before the next bin clears it */
+        if (threadIdx.x == 0)
+            next += gridDim.x;
+        __syncthreads();
     }
-    __syncthreads();
-    tile_flush<FIRN_FTILE>(tile, o, to);
 }
 
 static __global__ void grid_update(firn_params P, firn_grid g)
@@ -879,6 +966,37 @@ static cudaError_t bin_sort(firn_cuda_state *s, void *temp, size_t &temp_bytes)
                                            s->p.n, 0, b.end_bit, s->stream);
 }
 
+/* The counting sort's scan of the per-key counts (cells + 1 entries, the
+ * last 0: its sum, n, closes the last key's range). */
+static cudaError_t key_scan(firn_cuda_state *s, void *temp, size_t &temp_bytes)
+{
+    firn_mpm_bins &b = s->bins;
+    return cub::DeviceScan::ExclusiveSum(temp, temp_bytes, b.ccount, b.coff,
+                                         b.count * FIRN_BIN * FIRN_BIN * FIRN_BIN + 1, s->stream);
+}
+
+/* The scan of the bins' flags for their list. */
+static cudaError_t bin_scan(firn_cuda_state *s, void *temp, size_t &temp_bytes)
+{
+    firn_mpm_bins &b = s->bins;
+    return cub::DeviceScan::ExclusiveSum(temp, temp_bytes, b.bflag, b.boff, b.count, s->stream);
+}
+
+/* Blocks of a binned P2G kernel (p2g_binned, p2g_warp, g2p2g), which run
+ * through the list of bins that hold particles: a block per bin up to
+ * FIRN_BIN_GRID, each taking every FIRN_BIN_GRID-th listed bin past that.
+ * The list's length is on the device (no host round trip, and a captured
+ * graph stays valid), so the grid is sized for the worst case, every bin
+ * listed, and capped: at 8M particles of dense sand about 16k of 125k bins
+ * hold particles, four a block. 4096 is not measured: enough for several
+ * waves on any GPU (an H200 holds about 800 of these blocks at once). */
+#define FIRN_BIN_GRID 4096
+static unsigned bin_blocks(const firn_mpm_bins &b)
+{
+    const int cap = b.grid > 0 ? b.grid : FIRN_BIN_GRID;
+    return (unsigned)(b.count < cap ? b.count : cap);
+}
+
 static cudaError_t block_scan(firn_cuda_state *s, void *temp, size_t &temp_bytes)
 {
     firn_mpm_bins &b = s->bins;
@@ -922,23 +1040,17 @@ static void bins_layout(const firn_world *w, firn_mpm_bins *b)
         (const void *)k<FIRN_M_SNOW>, (const void *)k<FIRN_M_SAND>,                                \
         (const void *)k<FIRN_M_VON_MISES>, (const void *)k<FIRN_M_FRACTURE>
 static_assert(FIRN_MODELS == 6, "FIRN_MPM_MODEL_KERNELS and FIRN_MPM_LAUNCH list every model");
-static const void *const mpm_kernels[] = {FIRN_MPM_MODEL_KERNELS(p2g),
-                                          (const void *)bin_keys,
-                                          (const void *)skew_keys,
-                                          (const void *)bin_ranges,
-                                          (const void *)cell_ranges,
-                                          (const void *)p2g_order_prepare,
-                                          (const void *)p2g_ordered,
-                                          (const void *)block_touched,
-                                          (const void *)block_list,
-                                          (const void *)sparse_clear,
-                                          (const void *)sparse_update,
-                                          (const void *)p2g_ordered_sparse,
-                                          FIRN_MPM_MODEL_KERNELS(p2g_binned),
-                                          FIRN_MPM_MODEL_KERNELS(p2g_warp),
-                                          FIRN_MPM_MODEL_KERNELS(g2p2g),
-                                          (const void *)grid_update,
-                                          (const void *)g2p};
+static const void *const mpm_kernels[] = {
+    FIRN_MPM_MODEL_KERNELS(p2g),      (const void *)bin_keys,
+    (const void *)skew_keys,          (const void *)key_scatter,
+    (const void *)bin_ranges,         (const void *)bin_flags,
+    (const void *)bin_list,           (const void *)cell_ranges,
+    (const void *)p2g_order_prepare,  (const void *)p2g_ordered,
+    (const void *)block_touched,      (const void *)block_list,
+    (const void *)sparse_clear,       (const void *)sparse_update,
+    (const void *)p2g_ordered_sparse, FIRN_MPM_MODEL_KERNELS(p2g_binned),
+    FIRN_MPM_MODEL_KERNELS(p2g_warp), FIRN_MPM_MODEL_KERNELS(g2p2g),
+    (const void *)grid_update,        (const void *)g2p};
 #define FIRN_MPM_KERNELS ((int)(sizeof mpm_kernels / sizeof mpm_kernels[0]))
 
 /* For the GPU tests only (declared there): the kernels the table lists,
@@ -1156,13 +1268,25 @@ static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
     s->bins.ordered = s->bins.on && w->def.gpu_p2g == FIRN_P2G_ORDERED;
     s->bins.fused = s->bins.on && w->def.gpu_p2g == FIRN_P2G_G2P2G;
     s->bins.sparse = firn_device_sparse(w);
+    s->bins.counting = firn_device_counting_sort(w);
+    s->bins.listed = s->bins.on && !s->bins.ordered;
     /* Under FIRN_DEBUG_SYNC each launch synchronises, which a capture cannot. */
     s->graphs = !firn_cuda_debug_sync() && w->def.gpu_graphs != FIRN_GRAPHS_OFF;
     s->graphs_required = s->graphs && w->def.gpu_graphs == FIRN_GRAPHS_ON;
     size_t sort_bytes = 0, scan_bytes = 0;
     if (s->bins.on) {
-        bins_layout(w, &s->bins);
-        FIRN_CUDA_CHECK(bin_sort(s, NULL, sort_bytes), err);
+        firn_mpm_bins &b = s->bins;
+        bins_layout(w, &b);
+        /* temp serves the counting sort's scan, or the radix sort, and the
+         * scan of the bins' flags after either. */
+        size_t list_bytes = 0;
+        if (b.counting)
+            FIRN_CUDA_CHECK(key_scan(s, NULL, sort_bytes), err);
+        else
+            FIRN_CUDA_CHECK(bin_sort(s, NULL, sort_bytes), err);
+        if (b.listed)
+            FIRN_CUDA_CHECK(bin_scan(s, NULL, list_bytes), err);
+        sort_bytes = sort_bytes > list_bytes ? sort_bytes : list_bytes;
     }
     if (s->bins.sparse)
         FIRN_CUDA_CHECK(block_scan(s, NULL, scan_bytes), err);
@@ -1198,6 +1322,18 @@ static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
         FIRN_CUDA_CHECK(cudaMalloc(&b.end, bb), err);
         FIRN_CUDA_CHECK(cudaMalloc(&b.temp, sort_bytes), err);
         b.temp_bytes = sort_bytes;
+        if (b.counting) {
+            const size_t kb = (bb * FIRN_BIN * FIRN_BIN * FIRN_BIN + 1) * sizeof(int);
+            FIRN_CUDA_CHECK(cudaMalloc(&b.ccount, kb), err);
+            FIRN_CUDA_CHECK(cudaMalloc(&b.coff, kb), err);
+        }
+        if (b.listed) {
+            FIRN_CUDA_CHECK(cudaMalloc(&b.bflag, bb), err);
+            FIRN_CUDA_CHECK(cudaMalloc(&b.boff, bb), err);
+            FIRN_CUDA_CHECK(cudaMalloc(&b.blist, bb), err);
+            FIRN_CUDA_CHECK(cudaMalloc(&b.nbins, sizeof(int)), err);
+            FIRN_CUDA_CHECK(cudaMemsetAsync(b.nbins, 0, sizeof(int), s->stream), err);
+        }
         if (b.sparse) {
             const size_t tb = (size_t)b.nblocks * sizeof(int);
             FIRN_CUDA_CHECK(cudaMalloc(&b.flag, tb), err);
@@ -1299,6 +1435,12 @@ extern "C" void firn_cuda_free(firn_world *w)
     cudaFree(s->bins.start);
     cudaFree(s->bins.end);
     cudaFree(s->bins.temp);
+    cudaFree(s->bins.ccount);
+    cudaFree(s->bins.coff);
+    cudaFree(s->bins.bflag);
+    cudaFree(s->bins.boff);
+    cudaFree(s->bins.blist);
+    cudaFree(s->bins.nbins);
     cudaFree(s->bins.flag);
     cudaFree(s->bins.offset);
     cudaFree(s->bins.list);
@@ -1338,12 +1480,25 @@ static int not_initialised(const char *fn, firn_error *err)
  * PBD-rigid, g2p, the SPH position step, the PBD velocities and box - p2g
  * and g2p in their CPIC variants when CPIC is on. Phases of a solver the
  * world does not have are left out. Returns 0 or -2. */
-/* Binned P2G's binning: the particles' bins, CUB's stable sort of them,
- * each bin's range; with a sparse grid, the blocks this substep reaches. */
+/* Binned P2G's binning: the particles' keys, their order and each bin's
+ * range, by a counting sort (on a dense grid without ordered P2G: the
+ * keys' histogram with global atomics in bin_keys, CUB's exclusive scan of
+ * it, key_scatter; the ranges from the scan in bin_flags) or CUB's stable
+ * radix sort (ordered P2G, whose sums follow the order within a cell, and
+ * the sparse grid, where a scan over every cell would cost what the sparse
+ * grid saves: bin_ranges); the list of the bins that hold particles (not
+ * with ordered P2G, which works per node); with a sparse grid, the blocks
+ * this substep reaches. */
 static int queue_binning(firn_cuda_state *s, const firn_params *P, unsigned pblocks,
                          firn_error *err)
 {
     firn_mpm_bins &b = s->bins;
+    if (b.counting)
+        FIRN_CUDA_CHECK(
+            cudaMemsetAsync(b.ccount, 0,
+                            ((size_t)b.count * FIRN_BIN * FIRN_BIN * FIRN_BIN + 1) * sizeof(int),
+                            s->stream),
+            err);
     FIRN_LAUNCH(bin_keys, pblocks, FIRN_BLOCK, 0, s->stream, *P, s->p, b);
     FIRN_CUDA_CHECK_LAUNCH("bin_keys", s->stream, err);
     if (b.skew > 0) {
@@ -1351,11 +1506,26 @@ static int queue_binning(firn_cuda_state *s, const firn_params *P, unsigned pblo
         FIRN_CUDA_CHECK_LAUNCH("skew_keys", s->stream, err);
     }
     size_t bytes = b.temp_bytes;
-    FIRN_CUDA_CHECK(bin_sort(s, b.temp, bytes), err);
-    FIRN_CUDA_CHECK(cudaMemsetAsync(b.start, 0, (size_t)b.count * sizeof(int), s->stream), err);
-    FIRN_CUDA_CHECK(cudaMemsetAsync(b.end, 0, (size_t)b.count * sizeof(int), s->stream), err);
-    FIRN_LAUNCH(bin_ranges, pblocks, FIRN_BLOCK, 0, s->stream, s->p.n, b);
-    FIRN_CUDA_CHECK_LAUNCH("bin_ranges", s->stream, err);
+    if (b.counting) {
+        FIRN_CUDA_CHECK(key_scan(s, b.temp, bytes), err);
+        FIRN_LAUNCH(key_scatter, pblocks, FIRN_BLOCK, 0, s->stream, s->p.n, b);
+        FIRN_CUDA_CHECK_LAUNCH("key_scatter", s->stream, err);
+    } else {
+        FIRN_CUDA_CHECK(bin_sort(s, b.temp, bytes), err);
+        FIRN_CUDA_CHECK(cudaMemsetAsync(b.start, 0, (size_t)b.count * sizeof(int), s->stream), err);
+        FIRN_CUDA_CHECK(cudaMemsetAsync(b.end, 0, (size_t)b.count * sizeof(int), s->stream), err);
+        FIRN_LAUNCH(bin_ranges, pblocks, FIRN_BLOCK, 0, s->stream, s->p.n, b);
+        FIRN_CUDA_CHECK_LAUNCH("bin_ranges", s->stream, err);
+    }
+    if (b.listed) {
+        const unsigned bblocks = (unsigned)((b.count + FIRN_BLOCK - 1) / FIRN_BLOCK);
+        FIRN_LAUNCH(bin_flags, bblocks, FIRN_BLOCK, 0, s->stream, b);
+        FIRN_CUDA_CHECK_LAUNCH("bin_flags", s->stream, err);
+        bytes = b.temp_bytes;
+        FIRN_CUDA_CHECK(bin_scan(s, b.temp, bytes), err);
+        FIRN_LAUNCH(bin_list, bblocks, FIRN_BLOCK, 0, s->stream, b);
+        FIRN_CUDA_CHECK_LAUNCH("bin_list", s->stream, err);
+    }
     if (!b.sparse)
         return 0;
     const unsigned tblocks = (unsigned)((b.nblocks + FIRN_BLOCK - 1) / FIRN_BLOCK);
@@ -1395,12 +1565,12 @@ static int queue_binned_scatter(firn_cuda_state *s, const firn_params *P, unsign
         return 0;
     }
     if (b.warp) {
-        FIRN_MPM_LAUNCH(p2g_warp, s->model, (unsigned)b.count, FIRN_BIN_THREADS, 0, s->stream, *P,
+        FIRN_MPM_LAUNCH(p2g_warp, s->model, bin_blocks(b), FIRN_BIN_THREADS, 0, s->stream, *P,
                         s->mats, s->p, s->grid, b);
         FIRN_CUDA_CHECK_LAUNCH("p2g_warp", s->stream, err);
         return 0;
     }
-    FIRN_MPM_LAUNCH(p2g_binned, s->model, (unsigned)b.count, FIRN_BIN_THREADS, 0, s->stream, *P,
+    FIRN_MPM_LAUNCH(p2g_binned, s->model, bin_blocks(b), FIRN_BIN_THREADS, 0, s->stream, *P,
                     s->mats, s->p, s->grid, b);
     FIRN_CUDA_CHECK_LAUNCH("p2g_binned", s->stream, err);
     return 0;
@@ -1431,7 +1601,7 @@ static int queue_fused(firn_cuda_state *s, const firn_params *P, unsigned k, int
                        k, (void *)s->grid.node, (void *)s->gbuf[0], (void *)s->gbuf[1]);
         return FIRN_CUDA_FAILED;
     }
-    FIRN_MPM_LAUNCH(g2p2g, s->model, (unsigned)s->bins.count, FIRN_BIN_THREADS, 0, s->stream, *P,
+    FIRN_MPM_LAUNCH(g2p2g, s->model, bin_blocks(s->bins), FIRN_BIN_THREADS, 0, s->stream, *P,
                     s->mats, s->p, from, s->grid, s->bins, s->bad, k - 1);
     FIRN_CUDA_CHECK_LAUNCH("g2p2g", s->stream, err);
     if ((int)k + 1 < s->nsub && queue_binning(s, P, pblocks, err))
@@ -2072,6 +2242,51 @@ extern "C" int firn_cuda_download_bins(firn_world *w, int *order, int *start, in
                                     cudaMemcpyDeviceToHost, s->stream),
                     err);
     FIRN_CUDA_CHECK(cudaStreamSynchronize(s->stream), err);
+    return 0;
+}
+
+/* For the GPU tests only (declared there): the list of the bins that hold
+ * particles that binned P2G's blocks ran through (list: up to the bin
+ * count; *listed its length). Returns 0, -1 when the world's P2G has no
+ * list (not binned, or ordered), or -2. */
+extern "C" int firn_cuda_download_bin_list(firn_world *w, int *list, int *listed, firn_error *err)
+{
+    firn_cuda_state *s = w->cuda;
+    if (!s)
+        return not_initialised("firn_cuda_download_bin_list", err);
+    if (!s->bins.on || !s->bins.listed)
+        return -1;
+    const firn_mpm_bins &b = s->bins;
+    FIRN_CUDA_CHECK(
+        cudaMemcpyAsync(listed, b.nbins, sizeof(int), cudaMemcpyDeviceToHost, s->stream), err);
+    FIRN_CUDA_CHECK(cudaMemcpyAsync(list, b.blist, (size_t)b.count * sizeof(int),
+                                    cudaMemcpyDeviceToHost, s->stream),
+                    err);
+    FIRN_CUDA_CHECK(cudaStreamSynchronize(s->stream), err);
+    if (*listed < 0 || *listed > b.count) {
+        firn_set_error(err, FIRN_E_DEVICE, "the list of bins has length %d of %d bins", *listed,
+                       b.count);
+        return FIRN_CUDA_FAILED;
+    }
+    return 0;
+}
+
+/* For the GPU tests only (declared there): from the next call on, binned
+ * P2G's kernels run on at most `blocks` blocks (0: FIRN_BIN_GRID), so that
+ * a small scene has more listed bins than blocks and each block runs
+ * through several. The captured graphs are dropped. Returns 0, -1 when
+ * the world's P2G is not binned, or -2. */
+extern "C" int firn_cuda_cap_bin_blocks(firn_world *w, int blocks, firn_error *err)
+{
+    firn_cuda_state *s = w->cuda;
+    if (!s)
+        return not_initialised("firn_cuda_cap_bin_blocks", err);
+    if (!s->bins.on)
+        return -1;
+    FIRN_CUDA_CHECK(cudaStreamSynchronize(s->stream), err);
+    for (int k = 0; k < FIRN_GRAPH_SLOTS; k++)
+        graph_release(&s->slot[k]);
+    s->bins.grid = blocks > 0 ? blocks : 0;
     return 0;
 }
 

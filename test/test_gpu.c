@@ -956,66 +956,146 @@ Test(gpu, nondeterminism_is_named_by_phase)
 }
 
 #ifdef FIRN_WITH_CUDA
-/* kernels/mpm.cu, for this test only. */
+/* kernels/mpm.cu, for these tests only. */
 int firn_cuda_download_bins(firn_world *w, int *order, int *start, int *end, int bins_n[3],
                             firn_error *err);
-#endif
+int firn_cuda_download_bin_list(firn_world *w, int *list, int *listed, firn_error *err);
+int firn_cuda_cap_bin_blocks(firn_world *w, int blocks, firn_error *err);
 
-/* Binned P2G's sort is a permutation: after a substep from a random state
- * every particle appears once in the order, each bin's range holds exactly
- * the particles whose stencil corner lies in its 4^3 cells (computed here
- * from the positions before the substep), the ranges tile the order in bin
- * order, and within a bin particles are in cell order and, within a cell,
- * in index order (the radix sort is stable). A particle within 1e-4 cell of
- * a cell face may fall on either side (nvcc's fused multiply-add rounds the
- * corner's floor differently) and is left out of the placement and order
- * checks. */
-Test(gpu, binning_is_a_stable_permutation_by_bin, .timeout = 60)
+/* Particle layouts for the binning tests (place_particles): the random
+ * state (a central cluster, one in five anywhere); clumps in every other
+ * bin with empty bins between them, the first bin taking about half the
+ * particles and the counts falling off steeply (a cube-law pick of the
+ * bin); every particle in one bin; every particle in one cell. */
+enum { PLACE_RANDOM, PLACE_GAPS, PLACE_ONE_BIN, PLACE_ONE_CELL, PLACE_COUNT };
+static const char *const place_labels[] = {"random state", "skewed clumps with empty bins between",
+                                           "one bin", "one cell"};
+
+/* Moves x of every particle to the layout `place` (but PLACE_RANDOM, which
+ * keeps it): each stencil corner a cell of the layout, the position inside
+ * it at least 0.05 cell from its faces, so that every corner is exact
+ * (bin_keys and a CPU floor agree). Bins of 4^3 cells, nb per axis. */
+static void place_particles(firn_particles *p, const firn_params *P, const int nb[3], int place)
 {
-    require_gpu();
-#ifdef FIRN_WITH_CUDA
+    if (place == PLACE_RANDOM)
+        return;
+    const int n = p->n;
+    rng_state = 0xb1a5ULL + (uint64_t)place;
+    /* bins 2 and 4 along each axis (a bin of 4 cells from corner 8 and 16;
+     * positions up to 20.5 dx above the lower face), empty bins between */
+    for (int a = 0; a < 3; a++)
+        cr_assert_geq(nb[a], 6, "the layouts need 6 bins along each axis, the grid has %d", nb[a]);
+    for (int i = 0; i < n; i++) {
+        int bin[3] = {2, 2, 2}, base[3];
+        if (place == PLACE_GAPS) {
+            const float r = frand(0.0f, 1.0f);
+            const int m = (int)(8.0f * r * r * r); /* 0 .. 7: bin m of the 8, m = 0 half the time */
+            for (int a = 0; a < 3; a++)
+                bin[a] = 2 + 2 * ((m >> a) & 1);
+        }
+        for (int a = 0; a < 3; a++) {
+            base[a] = 4 * bin[a] + (place == PLACE_ONE_CELL ? 1 : (int)frand(0.0f, 4.0f));
+            p->x[a * n + i] =
+                P->lower[a] + ((float)base[a] + 0.5f + frand(0.05f, 0.95f)) / P->inv_dx;
+            cr_assert(p->x[a * n + i] > P->x_min[a] && p->x[a * n + i] < P->x_max[a],
+                      "a placed particle is outside the particles' box");
+        }
+    }
+}
+
+/* Binned P2G's order is a permutation of the particles grouped by bin: after
+ * a call every particle appears once in the order, each bin's range holds
+ * exactly the particles whose stencil corner lies in its 4^3 cells
+ * (computed here from the positions the binning saw), the ranges tile the
+ * order in bin order, and within a bin particles are in cell order (warp
+ * P2G's runs, the binned kernels' lane spread) and, with the radix sort
+ * (ordered P2G, the sparse grid), within a cell in index order (it is
+ * stable; ordered P2G's sums follow that order). The counting sort's order
+ * within a cell follows its atomics and is not checked. The list of bins
+ * P2G's blocks run through holds every bin that has particles, once, in
+ * bin order, and no other. A particle within 1e-4 cell of a cell face may
+ * fall on either side (nvcc's fused multiply-add rounds the corner's floor
+ * differently) and is left out of the placement and order checks. Then
+ * the state and the grid match the CPU's after the same substeps, within
+ * g2p2g_case's tolerance: a particle lost or counted twice, or a bin P2G
+ * skipped, leaves mass missing from the grid. Each variant on each layout
+ * of place_particles; on every other layout the binned kernels run on
+ * three blocks (firn_cuda_cap_bin_blocks), each through several bins of
+ * the list (at the default cap of 4096 blocks, a block per bin here). */
+static void binning_case(int p2g, int grid, int place)
+{
     firn_world *cpu, *gpu;
     firn_error err = {0};
-    twin_worlds_p2g(FIRN_MODEL_SAND, 0, FIRN_P2G_BINNED, &cpu, &gpu);
+    char name[160];
+    snprintf(name, sizeof name, "%s%s, %s%s",
+             p2g == FIRN_P2G_BINNED    ? "binned"
+             : p2g == FIRN_P2G_WARP    ? "warp"
+             : p2g == FIRN_P2G_G2P2G   ? "g2p2g"
+             : p2g == FIRN_P2G_ORDERED ? "ordered"
+                                       : "?",
+             grid == FIRN_GRID_SPARSE ? " (sparse grid)" : "", place_labels[place],
+             place % 2 ? ", 3 blocks" : "");
+    twin_worlds_grid(FIRN_MODEL_SAND, 0, p2g, grid, &cpu, &gpu);
     const int n = gpu->p.n;
-    const firn_params *P = &gpu->params;
-    int *want = malloc((size_t)n * sizeof(int)), *cell = malloc((size_t)n * sizeof(int)),
-        *exact = malloc((size_t)n * sizeof(int));
-    cr_assert(want && cell && exact);
+    const firn_params *P = &cpu->params;
     int nb[3] = {0};
     for (int a = 0; a < 3; a++)
         nb[a] = (P->n[a] - 3) / 4 + 1;
+    if (place != PLACE_RANDOM) {
+        place_particles(&cpu->p, P, nb, place);
+        copy_state(&gpu->p, &cpu->p);
+        firn_cuda_free(gpu);
+        cr_assert_eq(firn_cuda_init(gpu, &err), 0, "%s: firn_cuda_init: %s", name, err.msg);
+    }
+    if (place % 2)
+        cr_assert_eq(firn_cuda_cap_bin_blocks(gpu, 3, &err), 0, "%s: %s", name, err.msg);
+    cr_assert_eq(firn_device_sparse(gpu), grid == FIRN_GRID_SPARSE, "%s: grid mode", name);
+    const int radix = !firn_device_counting_sort(gpu);
+    cr_assert_eq(radix, grid == FIRN_GRID_SPARSE || p2g == FIRN_P2G_ORDERED, "%s: the sort chosen",
+                 name);
+    int *want = malloc((size_t)n * sizeof(int)), *cell = malloc((size_t)n * sizeof(int)),
+        *exact = malloc((size_t)n * sizeof(int));
+    cr_assert(want && cell && exact);
     for (int i = 0; i < n; i++) {
-        firn_stencil st = firn_make_stencil(P, firn_load3(gpu->p.x, n, i));
+        firn_stencil st = firn_make_stencil(P, firn_load3(cpu->p.x, n, i));
         want[i] = ((st.base[0] / 4) * nb[1] + st.base[1] / 4) * nb[2] + st.base[2] / 4;
         cell[i] = ((st.base[0] % 4) * 4 + st.base[1] % 4) * 4 + st.base[2] % 4;
         exact[i] = 1;
         for (int a = 0; a < 3; a++) {
-            const float t = (gpu->p.x[a * n + i] - P->lower[a]) * P->inv_dx - 0.5f;
+            const float t = (cpu->p.x[a * n + i] - P->lower[a]) * P->inv_dx - 0.5f;
             exact[i] &= fabsf(t - rintf(t)) > 1e-4f;
         }
     }
-    cr_assert_neq(firn_cuda_run(gpu, 1, 1e-4f, NULL, &err), -2, "%s", err.msg);
+    /* G2P2G bins once before its first fused kernel; with two substeps
+     * (one fused kernel) that is the only binning, of these positions. */
+    const int nsub = p2g == FIRN_P2G_G2P2G ? 2 : 1;
+    const float dt = 1e-4f;
+    cr_assert_eq(firn_cuda_run(gpu, nsub, dt, NULL, &err), -1,
+                 "%s: firn_cuda_run: %s (or a non-finite particle)", name, err.msg);
     const int bins = nb[0] * nb[1] * nb[2];
     int *order = malloc((size_t)n * sizeof(int)), *start = malloc((size_t)bins * sizeof(int)),
-        *end = malloc((size_t)bins * sizeof(int)), *seen = calloc((size_t)n, sizeof(int));
-    cr_assert(order && start && end && seen);
+        *end = malloc((size_t)bins * sizeof(int)), *seen = calloc((size_t)n, sizeof(int)),
+        *list = malloc((size_t)bins * sizeof(int));
+    cr_assert(order && start && end && seen && list);
     int got[3];
     cr_assert_eq(firn_cuda_download_bins(gpu, order, start, end, got, &err), 0, "%s", err.msg);
     for (int a = 0; a < 3; a++)
-        cr_assert_eq(got[a], nb[a], "bins along axis %d: device %d, want %d", a, got[a], nb[a]);
-    int bad_perm = 0, next = 0, misplaced = 0, unstable = 0, used = 0;
+        cr_assert_eq(got[a], nb[a], "%s: bins along axis %d: device %d, want %d", name, a, got[a],
+                     nb[a]);
+    int bad_perm = 0, next = 0, misplaced = 0, unsorted = 0, used = 0, most = 0;
     for (int k = 0; k < n; k++) {
         if (order[k] < 0 || order[k] >= n || seen[order[k]]++)
             bad_perm++;
     }
-    cr_expect_eq(bad_perm, 0, "%d entries of the order are out of range or repeated", bad_perm);
+    cr_expect_eq(bad_perm, 0, "%s: %d entries of the order are out of range or repeated", name,
+                 bad_perm);
     for (int b = 0; b < bins && !bad_perm; b++) {
         if (start[b] == end[b])
             continue;
         used++;
-        cr_expect_eq(start[b], next, "bin %d starts at %d, the previous ended at %d", b, start[b],
-                     next);
+        most = end[b] - start[b] > most ? end[b] - start[b] : most;
+        cr_expect_eq(start[b], next, "%s: bin %d starts at %d, the previous ended at %d", name, b,
+                     start[b], next);
         next = end[b];
         int prev = -1; /* the last exactly placed particle of this bin */
         for (int k = start[b]; k < end[b]; k++) {
@@ -1024,17 +1104,75 @@ Test(gpu, binning_is_a_stable_permutation_by_bin, .timeout = 60)
                 continue;
             misplaced += want[i] != b;
             if (prev >= 0)
-                unstable += cell[prev] > cell[i] || (cell[prev] == cell[i] && prev > i);
+                unsorted += cell[prev] > cell[i] || (radix && cell[prev] == cell[i] && prev > i);
             prev = i;
         }
     }
-    cr_expect_eq(next, n, "the bins' ranges end at %d of %d particles", next, n);
-    cr_expect_eq(misplaced, 0, "%d particles in a bin their corner is not in", misplaced);
-    cr_expect_eq(unstable, 0, "%d particles out of cell or index order within their bin", unstable);
-    cr_expect_gt(used, 8, "only %d bins hold particles: the test needs many", used);
+    cr_expect_eq(next, n, "%s: the bins' ranges end at %d of %d particles", name, next, n);
+    cr_expect_eq(misplaced, 0, "%s: %d particles in a bin their corner is not in", name, misplaced);
+    cr_expect_eq(unsorted, 0, "%s: %d particles out of cell%s order within their bin", name,
+                 unsorted, radix ? " or index" : "");
+    if (place == PLACE_RANDOM)
+        cr_expect_gt(used, 8, "%s: only %d bins hold particles: the test needs many", name, used);
+    if (place == PLACE_GAPS)
+        cr_expect(used == 8 && most > n / 3, "%s: %d bins hold particles, the fullest %d of %d",
+                  name, used, most, n);
+    if (place == PLACE_ONE_BIN || place == PLACE_ONE_CELL)
+        cr_expect_eq(used, 1, "%s: %d bins hold particles", name, used);
+    int listed = -1;
+    const int lr = firn_cuda_download_bin_list(gpu, list, &listed, &err);
+    if (p2g == FIRN_P2G_ORDERED) {
+        cr_expect_eq(lr, -1, "%s: ordered P2G has no list of bins", name);
+    } else {
+        cr_assert_eq(lr, 0, "%s: %s", name, err.msg);
+        cr_expect_eq(listed, used, "%s: %d bins listed, %d hold particles", name, listed, used);
+        int k = 0;
+        for (int b = 0; b < bins && k < listed; b++)
+            if (start[b] < end[b]) {
+                cr_expect_eq(list[k], b, "%s: list entry %d is bin %d, want %d", name, k, list[k],
+                             b);
+                k++;
+            }
+    }
+    /* the same substeps on the CPU */
+    cpu->params.dt = dt;
+    for (int k = 0; k < nsub; k++) {
+        firn_cpu_repermute(cpu);
+        firn_cpu_clear(cpu);
+        firn_cpu_p2g(cpu);
+        firn_cpu_grid(cpu);
+        cr_assert_eq(firn_cpu_g2p(cpu), -1, "%s: the CPU state went non-finite", name);
+        firn_cpu_unpermute(cpu);
+    }
+    cr_assert_eq(firn_cuda_download(gpu, &err), 0, "%s: firn_cuda_download: %s", name, err.msg);
+    double vmax = 1.0;
+    for (long long k = 0; k < 3LL * n; k++)
+        vmax = fmax(vmax, fabs((double)cpu->p.v[k]));
+    expect_close_floor(name, "x", gpu->p.x, cpu->p.x, 3LL * n, n, 0.0);
+    expect_close_floor(name, "v", gpu->p.v, cpu->p.v, 3LL * n, n, 0.0);
+    expect_close_floor(name, "C", gpu->p.C, cpu->p.C, 9LL * n, n, 4.0 * P->inv_dx * vmax);
+    expect_close_floor(name, "F", gpu->p.F, cpu->p.F, 9LL * n, n, 0.0);
+    expect_grid_close(name, cpu, gpu, vmax);
     free(want), free(cell), free(exact), free(order), free(start), free(end), free(seen);
+    free(list);
     firn_world_destroy(cpu);
     firn_world_destroy(gpu);
+}
+
+#endif
+
+Test(gpu, binning_keeps_every_particle_and_bin, .timeout = 300)
+{
+    require_gpu();
+#ifdef FIRN_WITH_CUDA
+    const int cases[][2] = {{FIRN_P2G_BINNED, FIRN_GRID_DENSE},
+                            {FIRN_P2G_WARP, FIRN_GRID_DENSE},
+                            {FIRN_P2G_G2P2G, FIRN_GRID_DENSE},
+                            {FIRN_P2G_BINNED, FIRN_GRID_SPARSE},
+                            {FIRN_P2G_ORDERED, FIRN_GRID_DENSE}};
+    for (int c = 0; c < (int)(sizeof cases / sizeof cases[0]); c++)
+        for (int place = 0; place < PLACE_COUNT; place++)
+            binning_case(cases[c][0], cases[c][1], place);
 #endif
 }
 

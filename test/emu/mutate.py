@@ -90,8 +90,8 @@ PLANTS = [
     ("missing-barrier", "binned P2G flushes its shared tile to the grid without waiting for "
      "the block's other threads to finish scattering (the __syncthreads before the flush "
      "left out)", "kernels/mpm.cu",
-     "            firn_p2g_scatter_nodes(&P, g, &st, 0u);\n    }\n    __syncthreads();",
-     "            firn_p2g_scatter_nodes(&P, g, &st, 0u);\n    }",
+     "                firn_p2g_scatter_nodes(&P, g, &st, 0u);\n        }\n        __syncthreads();",
+     "                firn_p2g_scatter_nodes(&P, g, &st, 0u);\n        }",
      "compare_binned:sand_column"),
     ("bad-block-size", "a block of 2048 threads (over the 1024 limit)", "kernels/mpm.cu",
      "#define FIRN_BLOCK 256",
@@ -146,20 +146,20 @@ PLANTS = [
      "test:gpu/*"),
     ("g2p2g-drops-far", "G2P2G drops the scatter of a particle that moved more than a cell "
      "(outside its bin's tile)", "kernels/mpm.cu",
-     "        else\n            firn_p2g_scatter_nodes(&P, to, &st, 0u);",
-     "        else\n            (void)to;",
+     "            else\n                firn_p2g_scatter_nodes(&P, to, &st, 0u);",
+     "            else\n                (void)to;",
      "test:gpu/g2p2g*"),
     ("binned-tile-unchecked", "binned P2G scatters every particle into its bin's shared tile, "
      "also one whose stencil corner is a cell outside the bin its key names (on a GPU, bin_keys "
      "and P2G may floor the corner differently)", "kernels/mpm.cu",
-     "        const int t = firn_tile_slot(&st.s, o, FIRN_TILE);\n        if (t >= 0)",
-     "        const int t = ((st.s.base[0] - o[0]) * FIRN_TILE + st.s.base[1] - o[1]) * FIRN_TILE +\n"
-     "                      st.s.base[2] - o[2];\n        if (1)",
+     "            const int t = firn_tile_slot(&st.s, o, FIRN_TILE);\n            if (t >= 0)",
+     "            const int t = ((st.s.base[0] - o[0]) * FIRN_TILE + st.s.base[1] - o[1]) * FIRN_TILE +\n"
+     "                          st.s.base[2] - o[2];\n            if (1)",
      "test:gpu/binned_p2g_with_keys*"),
     ("warp-run-by-key", "warp P2G sums a lane whose stencil corner is not its key's cell into "
      "that cell's run", "kernels/mpm.cu",
-     "            if (t != key_tile_slot(key))\n                key = -1 - lane;",
-     "            if (t != t)\n                key = -1 - lane;",
+     "                if (t != key_tile_slot(key))\n                    key = -1 - lane;",
+     "                if (t != t)\n                    key = -1 - lane;",
      "test:gpu/binned_p2g_with_keys*"),
     ("g2p2g-same-grid", "G2P2G gathers (through the read-only cache) from the grid it scatters "
      "into", "kernels/mpm.cu",
@@ -167,8 +167,8 @@ PLANTS = [
      "    from.node = s->gbuf[(s->gbase + k) & 1];",
      "test:gpu/g2p2g*"),
     ("kernel-unsized", "a kernel left out of the MPM stack sizing table", "kernels/mpm.cu",
-     "                                          FIRN_MPM_MODEL_KERNELS(g2p2g),\n",
-     "",
+     "    FIRN_MPM_MODEL_KERNELS(p2g_warp), FIRN_MPM_MODEL_KERNELS(g2p2g),\n",
+     "    FIRN_MPM_MODEL_KERNELS(p2g_warp),\n",
      "test:gpu/every_mpm_kernel*"),
     ("int-soa-offset", "firn_store9 indexes component c of particle i with an int c n + i",
      "include/firn_mpm.h",
@@ -180,6 +180,28 @@ PLANTS = [
      "        s->gbase = (s->gbase + nsub - 1) & 1;",
      "        s->gbase = (s->gbase + nsub) & 1;",
      "test:gpu/g2p2g*"),
+    ("counting-rank-lost", "the counting sort's scatter ignores each particle's rank within "
+     "its cell: the particles of a cell overwrite one place, the rest of its range keeps stale "
+     "entries", "kernels/mpm.cu",
+     "    const int key = b.key[i], k = b.coff[key] + b.ids[i];",
+     "    const int key = b.key[i], k = b.coff[key];",
+     "test:gpu/binning_keeps*"),
+    ("bin-list-skips-single", "the list of bins P2G runs through leaves out the bins that hold "
+     "one particle", "kernels/mpm.cu",
+     "    b.bflag[bin] = b.start[bin] < b.end[bin];",
+     "    b.bflag[bin] = b.start[bin] + 1 < b.end[bin];",
+     "test:gpu/binning_keeps*"),
+    ("bin-list-first-only", "binned P2G's blocks each take only the first listed bin they "
+     "are given, not every gridDim-th one after it (on a list longer than the grid)",
+     "kernels/mpm.cu",
+     "    for (int item = blockIdx.x; item < *b.nbins; item += gridDim.x) {\n"
+     "        const int bin = b.blist[item], lo = b.start[bin], hi = b.end[bin];\n"
+     "        int o[3];\n        bin_origin(b, bin, o);\n        tile_clear<FIRN_TILE>(tile);",
+     "    for (int item = blockIdx.x; item < *b.nbins && item < (int)gridDim.x;\n"
+     "         item += gridDim.x) {\n"
+     "        const int bin = b.blist[item], lo = b.start[bin], hi = b.end[bin];\n"
+     "        int o[3];\n        bin_origin(b, bin, o);\n        tile_clear<FIRN_TILE>(tile);",
+     "test:gpu/binning_keeps*"),
     ("pcg-past-stop", "the implicit FEM solve's CG update kernel ignores the device's stop flag, "
      "so the iterations queued after convergence keep moving du", "kernels/fem_implicit.cu",
      "        LAUNCH(imp_pcg_update, nv, I->ctl, I->p, I->Ap, I->Minv, I->held, I->du, I->r, I->z, n,\n"
