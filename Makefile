@@ -219,7 +219,8 @@ python-test: $(BUILD)/libfirn.so $(BUILD)/firn
 	    FIRN_BIN=$(CURDIR)/$(BUILD)/firn PYTHONPATH=. $(FIRN_PYTHON) -m pytest -q -p no:cacheprovider tests
 
 # `pip install ./python` into a fresh venv (over the system's NumPy, offline:
-# no build isolation, no downloads), then a frame of a scene through it.
+# no build isolation, no downloads), then a frame of a scene and the pytest
+# suite (the examples among it) through the installed package.
 .PHONY: python-venv-check
 python-venv-check: $(BUILD)/libfirn.so
 	rm -rf $(BUILD)/pyvenv && $(FIRN_PYTHON) -m venv --system-site-packages $(BUILD)/pyvenv
@@ -228,6 +229,11 @@ python-venv-check: $(BUILD)/libfirn.so
 	cd $(BUILD) && OMP_WAIT_POLICY=passive FIRN_LIB=$(CURDIR)/$(BUILD)/libfirn.so pyvenv/bin/python -c \
 	    'import firn; w = firn.World(firn.Scene.from_json("$(CURDIR)/scenes/fem_jelly_drop.json"), backend="cpu"); \
 	     w.step(); print("python-venv-check:", firn.__file__, "frame", w.frame, "t =", w.time)'
+	cd $(BUILD) && OMP_WAIT_POLICY=passive FIRN_LIB=$(CURDIR)/$(BUILD)/libfirn.so FIRN_BIN=$(CURDIR)/$(BUILD)/firn \
+	    pyvenv/bin/python -c 'import firn, sys; sys.exit("python-venv-check: firn imported from " + firn.__file__) \
+	        if "/pyvenv/" not in firn.__file__ else None'
+	cd $(BUILD) && OMP_WAIT_POLICY=passive FIRN_LIB=$(CURDIR)/$(BUILD)/libfirn.so FIRN_BIN=$(CURDIR)/$(BUILD)/firn \
+	    pyvenv/bin/python -m pytest -q -p no:cacheprovider $(CURDIR)/python/tests
 
 # The Python controller example against the C one at full size (about 5 CPU
 # minutes; not in CI): the same lines, frame by frame.
