@@ -510,7 +510,7 @@ typedef struct {
     double max_strain;                  /* largest |length / rest length - 1| of an edge [-] */
     long long liquid;                   /* pbd_liquid particles */
     double density_error;               /* liquid: mean of max(rho / rho0 - 1, 0) over them at the
-                                           last density iteration [-] (docs/PHYSICS.md s10.5) */
+                                           last density iteration [-] (docs/PHYSICS.md s6.8) */
 } firn_pbd_frame_stats;
 
 /* The FEM solver's bodies at the end of a frame. */
