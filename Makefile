@@ -188,7 +188,7 @@ $(BUILD)/test_firn: $(TEST_OBJ) $(BUILD)/libfirn.a
 $(BUILD)/reorder_probe: $(BUILD)/bench/reorder_probe.o $(BUILD)/libfirn.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-# Counts firn_svd3's Jacobi sweeps (docs/BENCH.md, "The SVD's sweeps").
+# Counts firn_svd3's Jacobi sweeps (docs/BENCH_LOG.md, "The SVD's sweeps").
 $(BUILD)/svd_sweeps: $(BUILD)/bench/svd_sweeps.o
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lm
 

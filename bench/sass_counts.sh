@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # sass_counts.sh [TREE] - static SASS of the MPM kernels for sm_90, without
-# a GPU (docs/BENCH.md, "The constitutive update's instructions"): builds
+# a GPU (docs/BENCH_LOG.md, "The constitutive update's instructions"): builds
 # TREE's kernels/mpm.cu (default: this checkout) and this checkout's
 # bench/constitutive_sass.cu against TREE's include/ with nvcc, and prints
 # per kernel the SASS instructions (NOPs not counted), the instructions in

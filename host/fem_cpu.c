@@ -1,6 +1,6 @@
 /* fem_cpu.c - the FEM solver's explicit phases on the CPU path
  * (docs/PHYSICS.md, FEM): a parallel loop per pass of include/firn_fem.h,
- * in Genesis's substep order (docs/PHYSICS.md s11.3). Each element writes
+ * in Genesis's substep order (docs/PHYSICS.md s7.3). Each element writes
  * its own force slots and each vertex sums its slots in a fixed order, so
  * the state is the same for any thread count. */
 #include <omp.h>

@@ -441,7 +441,7 @@ void firn_pbd_params_kernels(firn_pbd_params *P)
      * that tells packings apart (body- and face-centred packings of the
      * lattice's number density read within 0.3 % of it; at Genesis's
      * 1.25 p, which holds the 6 nearest only, they read 13 and 15 % light,
-     * so the liquid packed denser unseen: docs/PHYSICS.md s10.8). */
+     * so the liquid packed denser unseen: docs/PHYSICS.md s6.8). */
     const float h = 2.5f * P->psize, p = P->psize;
     P->nb = firn_nbr_space_of(P->lower, P->upper, h);
     /* poly6 scaled so that the lattice sums to 1 / p^3 (the continuum
@@ -560,7 +560,7 @@ static int build_bodies(firn_pbd *S, const firn_scene_def *def, firn_error *err)
         /* A cloth's mass spread evenly over its vertices (Genesis: area
          * rho / N); a particle body's, liquid or not, its shape's exact
          * volume times rho over its particles, so that it holds its mass
-         * (Genesis gives liquid and free particles the mass rho: s10.5). */
+         * (Genesis gives liquid and free particles the mass rho: s6.1). */
         const float mass = surf[b].nv > 0 ? (float)(area * md->density / surf[b].nv)
                                           : (float)(volume[b] * md->density / (double)nv);
         for (int i = 0; i < nv; i++) {
@@ -715,7 +715,7 @@ float firn_pbd_cfl_dt(const firn_pbd *S, float cfl, float v_gravity, float *v_ma
     *v_max = sqrtf(v2);
     const float speed = sqrtf(v2) + v_gravity;
     float dt = S->n > 0 && S->pinned < S->n && speed > 0.0f ? cfl * S->P.psize / speed : INFINITY;
-    /* The liquid's hydrostatic bound (docs/PHYSICS.md s10.7): a resting
+    /* The liquid's hydrostatic bound (docs/PHYSICS.md s6.7): a resting
      * column of depth H holds when the density iterations lift each
      * particle by the g dt^2 gravity adds per substep, which takes a
      * compression growing with depth to C = g dt^2 H / (K omega L^2) at the

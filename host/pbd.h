@@ -3,7 +3,7 @@
  * statistics; host/pbd_cpu.c: the CPU path's phases; kernels/pbd.cu: the
  * CUDA path's). Its state is a structure of arrays (include/firn_pbd.h)
  * held on the host, and on the GPU resident on the device with the host
- * copy as a mirror. Physics: docs/PHYSICS.md s10. */
+ * copy as a mirror. Physics: docs/PHYSICS.md s6. */
 #ifndef FIRN_PBD_HOST_H
 #define FIRN_PBD_HOST_H
 
@@ -66,7 +66,7 @@ int firn_pbd_colour(firn_pbd_constraints *C, int nverts, firn_error *err);
  * compression FIRN_PBF_COMPRESSION. INFINITY when nothing moves. */
 float firn_pbd_cfl_dt(const firn_pbd *S, float cfl, float v_gravity, float *v_max);
 /* The compression C = rho / rho0 - 1 a resting liquid column may reach at
- * its bottom at the CFL step (firn_pbd_cfl_dt; docs/PHYSICS.md s10.7). */
+ * its bottom at the CFL step (firn_pbd_cfl_dt; docs/PHYSICS.md s6.7). */
 #define FIRN_PBF_COMPRESSION 0.005f
 /* L^2 = S / D of the density iterations in the lattice [m^2]: with
  * g_ij = p^3 grad W (x_i - x_j), S = sum_j (z_j - z_i) g_ij,z and
@@ -94,7 +94,7 @@ void firn_pbd_rect_estimate(int n0, int n1, firn_pbd_rect_size *out);
  * density at a particle mass of rho0 s^3, s^3 sum_k W(|k| s) = 1, by
  * bisection: a pbd_liquid body's lattice spacing, about (host/pbd.c). With
  * the kernel scaled so that the lattice of spacing p reads rest density
- * (s10.8), it is p to float rounding. */
+ * (s6.8), it is p to float rounding. */
 float firn_pbf_rest_spacing(const firn_pbd_params *P);
 /* The solver's kernel constants, neighbour space and density relaxation
  * epsilon from P->psize and the box (host/pbd.c). */
@@ -109,7 +109,7 @@ extern const firn_solver firn_pbd_solver;
 void firn_pbd_cpu_sweep(const firn_pbd_constraints *C, int bend, float dt, firn_pbd_particles s);
 /* CPU path: the particle passes of a substep after the constraints (the
  * neighbour grid, the density and viscosity iterations, contact),
- * docs/PHYSICS.md s10.8. The nb bodies' surfaces take part in the density
+ * docs/PHYSICS.md s6.8. The nb bodies' surfaces take part in the density
  * constraint (firn_pbf_body), their reactions summed per chunk of
  * FIRN_COUPLE_CHUNK particles into chunk_acc (one slot of
  * nb * FIRN_RIGID_ACC per chunk) and then into acc; nb = 0: none. */

@@ -1,5 +1,5 @@
 /* pbd_cpu.c - the PBD solver's phases on the CPU path (docs/PHYSICS.md
- * s10): a loop over particles per pass of include/firn_pbd.h and
+ * s6): a loop over particles per pass of include/firn_pbd.h and
  * include/firn_pbf.h, and the constraint projections as Gauss-Seidel
  * sweeps colour by colour (the colours of host/pbd.c), each colour's
  * constraints in parallel. No two constraints of a colour share a
@@ -68,7 +68,7 @@ static void body_reaction(firn_pbd *S, const firn_rigid *bodies, int nb, double 
  * (lambda, then the correction, then apply), the viscosity iterations, one
  * contact pass; the neighbour grid rebuilt from the current positions
  * before each pass that walks it, so that every pair within h finds each
- * other from both sides (docs/PHYSICS.md s10.5). */
+ * other from both sides (docs/PHYSICS.md s6.8). */
 void firn_pbd_cpu_particle_passes(firn_pbd *S, const firn_rigid *bodies, int nb, double *chunk_acc,
                                   double *acc)
 {

@@ -198,7 +198,7 @@ static int sample_bodies(firn_sph *S, const firn_scene_def *def, firn_error *err
             /* clipped to the SPH box; against its faces, which count as the
              * lattice's ghost layers (firn_sph_walls), a first layer half a
              * spacing from a face sums as the interior does (docs/PHYSICS.md
-             * 9.1), so the fill reaches the faces */
+             * 5.1), so the fill reaches the faces */
             const float *lo = S->P.lower, *hi = S->P.upper;
             firn_fill_fit(&shapes[n], p, NULL, NULL, lo, hi, &fills[n]);
             float blo[3], bhi[3];

@@ -314,9 +314,9 @@ typedef struct {
  * deterministic one: particles sorted as binned, each node gathering what
  * the particles of its 27 stencil-corner cells scatter to it in a fixed
  * order, without atomics, so that two runs give the same bits (docs/BENCH.md,
- * "Deterministic mode"); or g2p2g: binned, with each substep's G2P fused into
- * the next substep's P2G within a call (one kernel per bin; docs/BENCH.md,
- * "G2P2G"). The CPU path has one P2G (coloured blocks). */
+ * "GPU P2G"); or g2p2g: binned, with each substep's G2P fused into
+ * the next substep's P2G within a call (one kernel per bin; docs/BENCH_LOG.md,
+ * "G2P over bins, and G2P2G"). The CPU path has one P2G (coloured blocks). */
 typedef enum {
     FIRN_P2G_ATOMIC = 0,
     FIRN_P2G_BINNED = 1,
@@ -510,7 +510,7 @@ typedef struct {
     double max_strain;                  /* largest |length / rest length - 1| of an edge [-] */
     long long liquid;                   /* pbd_liquid particles */
     double density_error;               /* liquid: mean of max(rho / rho0 - 1, 0) over them at the
-                                           last density iteration [-] (docs/PHYSICS.md s10.5) */
+                                           last density iteration [-] (docs/PHYSICS.md s6.8) */
 } firn_pbd_frame_stats;
 
 /* The FEM solver's bodies at the end of a frame. */

@@ -287,7 +287,7 @@ static inline FIRN_HD firn_vec3 firn_fem_gather_force(int i, const firn_fem_vert
 }
 
 /* Vertex i's velocity step, after the element forces (docs/PHYSICS.md
- * s11.3): x0 = x, f = its gathered elastic force, then
+ * s7.3): x0 = x, f = its gathered elastic force, then
  * v = (v + dt (f / m + g)) exp(-dt damping). The decay takes the whole
  * update, gravity's share too, so that a body at rest (f / m = -g, v = 0)
  * stays at rest for any damping and substep; Genesis decays the velocity

@@ -109,7 +109,7 @@ static inline FIRN_HD void firn_pbd_predict(int i, const firn_pbd_params *P,
  * near 0.5 m is kept to 6e-8 m, which over a substep of 3.5e-5 s is a
  * velocity quantum of 1.7e-3 m/s, and a correction smaller than half of
  * it would round away from x and from the momentum with it (the pair that
- * made it keeps its side). docs/PHYSICS.md s10.6. */
+ * made it keeps its side). docs/PHYSICS.md s6.6. */
 static inline FIRN_HD void firn_pbd_move(firn_pbd_particles s, int i, firn_vec3 x, firn_vec3 c,
                                          float inv_dt)
 {

@@ -12,7 +12,7 @@
  * is the same for any thread count and on both paths (the neighbour walk
  * has one order). The walls of the PBD box and the coupled rigid bodies
  * take part in the density constraint as ghost liquid. docs/PHYSICS.md
- * s10.8. */
+ * s6.8. */
 #ifndef FIRN_PBF_H
 #define FIRN_PBF_H
 
@@ -51,7 +51,7 @@ static inline FIRN_HD int firn_pbf_liquid(const firn_pbd_material *mats, firn_pb
 /* ---- the box's walls -------------------------------------------------------- */
 
 /* The walls of the PBD box as liquid at rest beyond them (docs/PHYSICS.md
- * s10.8): particle i at distance d from a face sees ghost particles of its
+ * s6.8): particle i at distance d from a face sees ghost particles of its
  * own mass on the lattice continued through the face, in layers at
  * d + (k - 1/2) p behind it and at its own tangential offsets (b p, c p).
  * A particle of a lattice that fills the box then reads the interior's
@@ -92,7 +92,7 @@ static inline FIRN_HD float firn_pbf_walls(const firn_pbd_params *P, firn_vec3 x
 
 /* ---- the rigid bodies' surfaces -------------------------------------------- */
 
-/* Body b as liquid at rest inside it (docs/PHYSICS.md s10.8): with sd the
+/* Body b as liquid at rest inside it (docs/PHYSICS.md s6.8): with sd the
  * body's signed distance at x and n its outward normal, the ghosts are
  * the walls' lattice continued through the tangent plane at
  * d = max(sd, 0) - layers d + (k - 1/2) p behind x along -n, at tangential

@@ -136,7 +136,7 @@ static inline FIRN_HD float firn_sph_plane_volume(const firn_sph_params *P, floa
  * h = 2.15 s the continuum's Psi(s/2) = 0.206 exceeds what a resting
  * lattice's first layer misses beyond a wall (0.176), so a wall counted
  * as a continuum pushed the first layer off it, thinned it and raised the
- * whole liquid's pressure (docs/PHYSICS.md 9.5). */
+ * whole liquid's pressure (docs/PHYSICS.md 5.5). */
 typedef struct {
     float psi, grad, moment;
 } firn_sph_ghost;

@@ -27,7 +27,7 @@ typedef struct {
  * (Genesis sets the node to u and takes dp from every particle; firn's
  * earlier equal shares of dp conserved momentum but kicked the particles by
  * m / M times the velocity gap, which made energy when a heavy node met a
- * few particles: docs/PHYSICS.md 9.7). Returns the node's new velocity.
+ * few particles: docs/PHYSICS.md 5.7). Returns the node's new velocity.
  * Each particle is written by one node only, so nodes may run in
  * parallel. */
 static inline FIRN_HD firn_vec3 firn_mpm_sph_node(firn_vec3 xn, firn_vec3 v, float m, float dx,
@@ -82,7 +82,7 @@ static inline FIRN_HD firn_vec3 firn_mpm_sph_node(firn_vec3 xn, firn_vec3 v, flo
  * up to half its kernel sum, WCSPH clamps its pressure to 0 and DFSPH
  * leaves it uncorrected, so the liquid crowds onto the body's surface,
  * the body displaces less than its volume and floats high (docs/PHYSICS.md
- * 9.7). */
+ * 5.7). */
 static inline FIRN_HD float firn_sph_rigid_psi(const firn_sph_params *P, const firn_rigid *bodies,
                                                int nb, firn_vec3 x)
 {
@@ -123,7 +123,7 @@ static inline FIRN_HD float firn_sph_density_rigid(int i, const firn_sph_params 
  * as a wall of ghost layers (firn_sph_ghost_layers at the distance d): the
  * particle's acceleration (rho0 / rho^2) 2 p_i g n - (rho0 / rho) M g,
  * M = psi I + m_n n n, and minus its momentum change on the body. Both
- * reactions go to acc[6] per body (docs/PHYSICS.md 9.7). */
+ * reactions go to acc[6] per body (docs/PHYSICS.md 5.7). */
 static inline FIRN_HD void firn_sph_rigid_particle(int i, const firn_sph_view *V,
                                                    const firn_rigid *bodies, int nb, double *acc)
 {

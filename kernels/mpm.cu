@@ -80,7 +80,7 @@ enum {
  * which caps a thread at 65536 / (128 n) registers, rounded down to 8: 96,
  * 80, 72, 64 for n = 5 to 8): the largest n at which nvcc 13.0 (sm_90)
  * spills nothing, from --resource-usage over n = 4 to 8
- * (bench/sass_counts.sh; docs/BENCH.md, "The constitutive update's
+ * (bench/sass_counts.sh; docs/BENCH_LOG.md, "The constitutive update's
  * instructions"). FIRN_BINNED_MIN_BLOCKS, FIRN_WARP_MIN_BLOCKS and
  * FIRN_FUSED_MIN_BLOCKS, when defined, set one n for every model (for
  * that measurement). */
@@ -742,7 +742,7 @@ static __device__ int bin_lanes(int n) { return 32 * ((n + 31) / 32); }
  * particles of different cells (bin_lane_particle). The blocks a
  * multiprocessor holds at least: min_blocks (without a bound the lane
  * order's indexing took the kernel to 96 registers and five blocks,
- * docs/BENCH.md, "Shared-atomic conflicts"). */
+ * docs/BENCH_LOG.md, "Shared-atomic conflicts"). */
 template <int MODEL>
 static __global__ void __launch_bounds__(FIRN_BIN_THREADS, min_blocks(FIRN_K_BINNED, MODEL))
     p2g_binned(firn_params P, const firn_material *mats, firn_particles p, firn_grid g,

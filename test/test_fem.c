@@ -260,7 +260,7 @@ Test(fem_fall, unstressed_body_centre_of_mass_follows_the_closed_form)
     }
 }
 
-/* fem.damping takes the whole velocity update (docs/PHYSICS.md s11.3):
+/* fem.damping takes the whole velocity update (docs/PHYSICS.md s7.3):
  * v_n = a (v_{n-1} + dt g) with a = exp(-dt damping), so an unstressed body's
  * velocity is v_n = v0 a^n + dt g a (1 - a^n) / (1 - a), which tends to the
  * terminal dt g a / (1 - a) (about g / damping). Each of the n float updates

@@ -531,7 +531,7 @@ Test(gpu_pbd, mpm_pbd_pair_matches_cpu, .timeout = 300)
      * GPU's atomic order) over these 10 substeps: on the CPU alone, the
      * snow's velocities moved by one ulp change this field by up to 1.1
      * times firn compare's tolerance (0.7 times before PBD carried its
-     * velocity exactly, docs/PHYSICS.md 10.2). So v is held to 4 times that
+     * velocity exactly, docs/PHYSICS.md 6.2). So v is held to 4 times that
      * tolerance: a floor of 4 m/s on its scale (1.04 m/s). */
     expect_close_floor("MPM-PBD", "mpm v", pa.v, pb.v, 3 * (long long)pb.n, pb.n, 4.0);
     firn_world_destroy(cpu);

@@ -192,7 +192,7 @@ Test(pbf_lambda, matches_the_closed_form_on_a_line)
 /* A resting pool of footprint L x L and depth H at particle size p, in a
  * PBD box that fits its footprint, run 2 s at the automatic time step
  * (firn_world_next_frame_step: the CFL step with the liquid's hydrostatic
- * bound, docs/PHYSICS.md s10.7). The mass M = N rho0 p^3 at rest density
+ * bound, docs/PHYSICS.md s6.7). The mass M = N rho0 p^3 at rest density
  * fills the height M / (rho0 L^2) = H; for a column that is compressed
  * by C(z) falling linearly from C0 at the floor to 0 at the surface, twice
  * the centre of mass's height is H (1 - 2 C0 / 3). The step holds C0 to

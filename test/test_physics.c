@@ -1027,7 +1027,7 @@ Test(walls, separate_lets_a_body_leave_slip_and_sticky_hold_the_layer, .timeout 
               deficit[0][1], deficit[1][1]);
 }
 
-/* ---- CFL substep (PHYSICS.md 5) ------------------------------------------- */
+/* ---- CFL substep (PHYSICS.md 8) ------------------------------------------- */
 
 /* The substep from the scene's inputs alone: c = sqrt((lambda + 2 mu) / rho)
  * (mu = 0 for a liquid), v_g = |g| frame_dt,

@@ -888,7 +888,7 @@ Test(sph_pairs, sph_rigid_pressure_pushes_the_body_away_from_the_liquid)
 
 /* DFSPH's density source leaves a particle with fewer than 10 neighbours
  * uncorrected (ratio 1) however fast it is compressed, and corrects one
- * with a full neighbourhood (PHYSICS.md 9.4). */
+ * with a full neighbourhood (PHYSICS.md 5.4). */
 Test(sph_pairs, dfsph_density_source_skips_particles_with_few_neighbours)
 {
     sph_fixture f;
@@ -1018,7 +1018,7 @@ Test(sph_floating, box_of_half_the_density_floats_half_submerged)
  * equilibrium at p = 0, so it must stay at rest and keep its size. Its
  * surface particles lack neighbours (their kernel sums fall to about
  * half of rho0); the equation of state clamps their density to rho0 and
- * so their pressure to 0 (docs/PHYSICS.md s9). Without the clamp the
+ * so their pressure to 0 (docs/PHYSICS.md s5). Without the clamp the
  * surface's p = k ((rho / rho0)^gamma - 1) is close to -k and pulls it
  * inward. Bound: after 0.1 s no particle moves faster than 0.3 % of the
  * sound speed c0 = sqrt(gamma k / rho0), the particle speed c0 drho / rho0

@@ -478,7 +478,7 @@ static double bar_period(firn_elastic_law law, float nu, int cells, double *expe
 
 Test(motion, elastic_bar_vibrates_at_the_rod_frequency)
 {
-    /* PHYSICS.md 6: a free bar's first axial mode has the period 2 L / c,
+    /* PHYSICS.md 9: a free bar's first axial mode has the period 2 L / c,
      * c = sqrt(E / rho) (rod theory; the lateral-inertia correction is
      * under 1e-3 here). At the default 8 particles per cell and Courant number
      * the bar on 40 cells runs 1.3 % slow with either law, and the error
