@@ -7,7 +7,9 @@
  *                               its side of every rigid surface within reach,
  *                               with the rigid poses before their step
  *   2. pre_coupling per solver - tools: advect their pose; rigid: its
- *                               step; MPM: clear grid, P2G; FEM: element
+ *                               step; MPM: clear grid, P2G; SPH: density,
+ *                               pressure, velocities; PBD: prediction and
+ *                               constraint iterations; FEM: element
  *                               forces, vertex velocities
  *                               (with CPIC: not across a rigid surface)
  *   3. couple                 - grid update: velocity + gravity, each
