@@ -380,6 +380,11 @@ if [[ $MODE == speed ]]; then
         "$FIRN" bench --backend cuda --scenes sand_block --layout dense --particles "$(n 8m)" \
         --p2g atomic,binned,warp,ordered,g2p2g $(timing 300 100 3) \
         --json "$LOGS/sand8m.json" --csv "$LOGS/sand8m.csv"
+    # The counting sort against CUB's radix sort, binned P2G at 8M.
+    step "bench sand $(n 8m) dense, binned P2G on the radix sort (FIRN_BIN_SORT=radix)" bench 60 8 \
+        "$LOGS/sand8m-radix.json" -- env FIRN_BIN_SORT=radix "$FIRN" bench --backend cuda \
+        --scenes sand_block --layout dense --particles "$(n 8m)" --p2g binned $(timing 300 100 3) \
+        --json "$LOGS/sand8m-radix.json" --csv "$LOGS/sand8m-radix.csv"
     profile atomic p2g 7
     profile binned p2g_binned 7
     profile warp p2g_warp 7

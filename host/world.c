@@ -737,8 +737,15 @@ int firn_device_sparse(const firn_world *w)
            nodes > (double)FIRN_GRID_SPARSE_RATIO * (double)w->p.n;
 }
 
+/* Binned P2G sorts by counting on a dense grid, except with ordered P2G.
+ * FIRN_BIN_SORT=radix in the environment keeps CUB's radix sort there
+ * too, so that the GPU check can time the two side by side (docs/BENCH.md,
+ * "GPU P2G"). */
 int firn_device_counting_sort(const firn_world *w)
 {
+    const char *e = getenv("FIRN_BIN_SORT");
+    if (e && strcmp(e, "radix") == 0)
+        return 0;
     return firn_device_binned(w) && w->def.gpu_p2g != FIRN_P2G_ORDERED && !firn_device_sparse(w);
 }
 
