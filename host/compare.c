@@ -525,8 +525,7 @@ static int compare_stats(firn_world *cpu, firn_world *gpu, const firn_scene_def 
 int firn_compare_backends(const firn_scene_def *def, int frames, firn_compare_report *r,
                           firn_error *err)
 {
-    memset(r, 0, sizeof *r);
-    r->ok = 1;
+    memset(r, 0, sizeof *r); /* ok 0 until the comparison runs: a refused one is not ok */
     r->state_tolerance = STATE_TOL;
     r->stats_tolerance = STATS_TOL;
     if (frames < 0) {
@@ -542,6 +541,7 @@ int firn_compare_backends(const firn_scene_def *def, int frames, firn_compare_re
         firn_world_destroy(cpu);
         return -1;
     }
+    r->ok = 1;
     r->particles = firn_world_particle_count(cpu);
     snprintf(r->cpu_device, sizeof r->cpu_device, "%s", firn_world_device_name(cpu));
     snprintf(r->gpu_device, sizeof r->gpu_device, "%s", firn_world_device_name(gpu));
@@ -576,8 +576,10 @@ done:
         firn_set_error(err, FIRN_E_NOMEM, "out of host memory for the comparison's report");
         rc = -1;
     }
-    if (rc)
+    if (rc) {
         firn_compare_report_free(r);
+        r->ok = 0;
+    }
     firn_world_destroy(cpu);
     firn_world_destroy(gpu);
     return rc;

@@ -893,7 +893,7 @@ typedef struct {
  * frames (0: none). Returns 0 with r filled (r->ok says whether every
  * entry is within its tolerance: a difference beyond it is not an error
  * here; `firn compare` exits FIRN_E_COMPARE), or -1 with err filled and r
- * holding no entries: FIRN_E_DEVICE without a usable GPU or in a build
+ * holding no entries (ok 0): FIRN_E_DEVICE without a usable GPU or in a build
  * without CUDA, FIRN_E_SCENE, FIRN_E_NUMERIC, FIRN_E_NOMEM as from
  * firn_world_create and the steps, FIRN_E_USAGE for frames < 0. */
 int firn_compare_backends(const firn_scene_def *def, int frames, firn_compare_report *r,
