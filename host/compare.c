@@ -454,7 +454,10 @@ static int compare_stats(firn_world *cpu, firn_world *gpu, const firn_scene_def 
     cmp->r->frames = frames;
     cmp->r->time = sc->time;
     static const char *ax = "xyz";
-    char name[32];
+    /* A body's or tool's entries by its name, cut to fit the entry's name
+     * (" omega x" after it): cut at 10 bytes, "paddle_left" and
+     * "paddle_lefty" named the same entries. */
+    char name[sizeof((firn_compare_entry *)0)->name];
     double mc[3], vc[3], mg[3], vg[3];
     if (b.n > 0) {
         moments(&b, mc, vc);
@@ -492,11 +495,11 @@ static int compare_stats(firn_world *cpu, firn_world *gpu, const firn_scene_def 
         const firn_rigid_stats *rc = &sc->rigids[r], *rg = &sg->rigids[r];
         const char *rn = def->rigids[r].name;
         for (int k = 0; k < 3; k++) {
-            snprintf(name, sizeof name, "%.10s pos %c", rn, ax[k]);
+            snprintf(name, sizeof name, "%.38s pos %c", rn, ax[k]);
             stat_line(cmp, name, rc->position[k], rg->position[k], L);
-            snprintf(name, sizeof name, "%.10s vel %c", rn, ax[k]);
+            snprintf(name, sizeof name, "%.38s vel %c", rn, ax[k]);
             stat_line(cmp, name, rc->velocity[k], rg->velocity[k], v_scale);
-            snprintf(name, sizeof name, "%.10s omega %c", rn, ax[k]);
+            snprintf(name, sizeof name, "%.38s omega %c", rn, ax[k]);
             stat_line(cmp, name, rc->angular_velocity[k], rg->angular_velocity[k], v_scale / L);
         }
     }
@@ -510,9 +513,9 @@ static int compare_stats(firn_world *cpu, firn_world *gpu, const firn_scene_def 
         for (int k = 0; k < 3; k++)
             f_scale = fmax(f_scale, fmax(fabs(tc->force_mean[k]), fabs(tg->force_mean[k])));
         for (int k = 0; k < 3; k++) {
-            snprintf(name, sizeof name, "%.10s pos %c", tn, ax[k]);
+            snprintf(name, sizeof name, "%.38s pos %c", tn, ax[k]);
             stat_line(cmp, name, tc->position[k], tg->position[k], L);
-            snprintf(name, sizeof name, "%.10s force %c", tn, ax[k]);
+            snprintf(name, sizeof name, "%.38s force %c", tn, ax[k]);
             stat_line(cmp, name, tc->force_mean[k], tg->force_mean[k], f_scale);
         }
     }
@@ -522,8 +525,7 @@ static int compare_stats(firn_world *cpu, firn_world *gpu, const firn_scene_def 
 int firn_compare_backends(const firn_scene_def *def, int frames, firn_compare_report *r,
                           firn_error *err)
 {
-    memset(r, 0, sizeof *r);
-    r->ok = 1;
+    memset(r, 0, sizeof *r); /* ok 0 until the comparison runs: a refused one is not ok */
     r->state_tolerance = STATE_TOL;
     r->stats_tolerance = STATS_TOL;
     if (frames < 0) {
@@ -539,6 +541,7 @@ int firn_compare_backends(const firn_scene_def *def, int frames, firn_compare_re
         firn_world_destroy(cpu);
         return -1;
     }
+    r->ok = 1;
     r->particles = firn_world_particle_count(cpu);
     snprintf(r->cpu_device, sizeof r->cpu_device, "%s", firn_world_device_name(cpu));
     snprintf(r->gpu_device, sizeof r->gpu_device, "%s", firn_world_device_name(gpu));
@@ -573,8 +576,10 @@ done:
         firn_set_error(err, FIRN_E_NOMEM, "out of host memory for the comparison's report");
         rc = -1;
     }
-    if (rc)
+    if (rc) {
         firn_compare_report_free(r);
+        r->ok = 0;
+    }
     firn_world_destroy(cpu);
     firn_world_destroy(gpu);
     return rc;

@@ -71,6 +71,20 @@ typedef struct {
 
 static int g_rank, g_size = 1;
 
+/* A particle record as one MPI element, so that message counts are in
+ * particles: a count in bytes overflows an int past 2^31 / REC_BYTES
+ * (18.5M) particles. */
+static MPI_Datatype g_rec = MPI_DATATYPE_NULL;
+
+static MPI_Datatype rec_type(void)
+{
+    if (g_rec == MPI_DATATYPE_NULL) {
+        MPI_Type_contiguous(REC_BYTES, MPI_BYTE, &g_rec);
+        MPI_Type_commit(&g_rec);
+    }
+    return g_rec;
+}
+
 int firn_mpi_init(int *argc, char ***argv)
 {
     int provided;
@@ -80,7 +94,12 @@ int firn_mpi_init(int *argc, char ***argv)
     return g_size;
 }
 
-void firn_mpi_finalize(void) { MPI_Finalize(); }
+void firn_mpi_finalize(void)
+{
+    if (g_rec != MPI_DATATYPE_NULL)
+        MPI_Type_free(&g_rec);
+    MPI_Finalize();
+}
 int firn_mpi_rank(void) { return g_rank; }
 int firn_mpi_size(void) { return g_size; }
 
@@ -354,12 +373,12 @@ static int migrate(firn_world *w, dist_state *d, int bad)
         int m = 0;
         for (int r = 0; r < size; r++)
             if (rcount[2 * r] > 0)
-                MPI_Irecv(rbuf + (size_t)roff[r] * REC_BYTES, rcount[2 * r] * REC_BYTES, MPI_BYTE,
-                          r, TAG_MIGRATE, d->comm, &rq[m++]);
+                MPI_Irecv(rbuf + (size_t)roff[r] * REC_BYTES, rcount[2 * r], rec_type(), r,
+                          TAG_MIGRATE, d->comm, &rq[m++]);
         for (int r = 0; r < size; r++)
             if (scount[2 * r] > 0)
-                MPI_Isend(sbuf + (size_t)soff[r] * REC_BYTES, scount[2 * r] * REC_BYTES, MPI_BYTE,
-                          r, TAG_MIGRATE, d->comm, &rq[m++]);
+                MPI_Isend(sbuf + (size_t)soff[r] * REC_BYTES, scount[2 * r], rec_type(), r,
+                          TAG_MIGRATE, d->comm, &rq[m++]);
         MPI_Waitall(m, rq, MPI_STATUSES_IGNORE);
         rebuild(w, d, rbuf, nrecv);
         d->sent += nsend;
@@ -534,22 +553,23 @@ int firn_mpi_gather(firn_world *w, firn_world *out, firn_error *err)
         if (!counts || !displs || !all)
             fatal("out of host memory gathering particles");
     }
-    const int bytes = n * REC_BYTES;
-    MPI_Gather(&bytes, 1, MPI_INT, counts, 1, MPI_INT, 0, d->comm);
+    /* Counts and offsets in records (rec_type): in bytes they overflow an
+     * int past 18.5M particles. */
+    MPI_Gather(&n, 1, MPI_INT, counts, 1, MPI_INT, 0, d->comm);
     long long sum = 0;
     if (d->rank == 0)
         for (int r = 0; r < d->size; r++) {
             displs[r] = (int)sum;
             sum += counts[r];
         }
-    MPI_Gatherv(mine, bytes, MPI_BYTE, all, counts, displs, MPI_BYTE, 0, d->comm);
+    MPI_Gatherv(mine, n, rec_type(), all, counts, displs, rec_type(), 0, d->comm);
     free(mine);
     int rc = 0;
     if (d->rank == 0) {
-        if (sum != (long long)d->total * REC_BYTES || out->p.n != d->total) {
+        if (sum != d->total || out->p.n != d->total) {
             firn_set_error(err, FIRN_E_IO,
-                           "the ranks hold %lld particles between them, the scene %d",
-                           sum / REC_BYTES, d->total);
+                           "the ranks hold %lld particles between them, the scene %d", sum,
+                           d->total);
             rc = -1;
         } else {
             /* Each particle to its scene index: a scratch particle set of

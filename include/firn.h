@@ -734,8 +734,8 @@ int firn_world_set_rigid_velocity(firn_world *world, int k, const float v[3], co
  * at all. stats: the frame's statistics as firn_world_step_frame returned
  * them (their frame and substeps must be the world's), or NULL for
  * firn_world_stats of the current state (its substep, dt and wall-clock
- * fields 0). Refused, with nothing written: a missing dir or one that is
- * not a folder (FIRN_E_IO), a folder a `firn run` holds (its .firn.lock),
+ * fields 0). Refused, with nothing written: a missing dir, one that is
+ * not a folder or a folder a `firn run` holds (its .firn.lock) (FIRN_E_IO);
  * one whose stats.jsonl already has this frame or a later one, or stats of
  * another frame (FIRN_E_USAGE). */
 int firn_world_write_frame(firn_world *world, const char *dir, const firn_frame_stats *stats,
@@ -893,7 +893,7 @@ typedef struct {
  * frames (0: none). Returns 0 with r filled (r->ok says whether every
  * entry is within its tolerance: a difference beyond it is not an error
  * here; `firn compare` exits FIRN_E_COMPARE), or -1 with err filled and r
- * holding no entries: FIRN_E_DEVICE without a usable GPU or in a build
+ * holding no entries (ok 0): FIRN_E_DEVICE without a usable GPU or in a build
  * without CUDA, FIRN_E_SCENE, FIRN_E_NUMERIC, FIRN_E_NOMEM as from
  * firn_world_create and the steps, FIRN_E_USAGE for frames < 0. */
 int firn_compare_backends(const firn_scene_def *def, int frames, firn_compare_report *r,

@@ -1323,7 +1323,8 @@ static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
         FIRN_CUDA_CHECK(cudaMalloc(&b.temp, sort_bytes), err);
         b.temp_bytes = sort_bytes;
         if (b.counting) {
-            const size_t kb = (bb * FIRN_BIN * FIRN_BIN * FIRN_BIN + 1) * sizeof(int);
+            /* cells + 1 ints (bb is in bytes already) */
+            const size_t kb = ((size_t)b.count * FIRN_BIN * FIRN_BIN * FIRN_BIN + 1) * sizeof(int);
             FIRN_CUDA_CHECK(cudaMalloc(&b.ccount, kb), err);
             FIRN_CUDA_CHECK(cudaMalloc(&b.coff, kb), err);
         }

@@ -383,11 +383,11 @@ Test(access, compare_backends_refusals, .timeout = 60)
     firn_error err = {0};
     cr_assert_eq(firn_compare_backends(def, -1, &r, &err), -1);
     cr_assert(err.code == FIRN_E_USAGE && strstr(err.msg, "negative"), "%s", err.msg);
-    cr_assert(r.n_entries == 0 && r.entries == NULL);
+    cr_assert(r.n_entries == 0 && r.entries == NULL && !r.ok, "a refused comparison is not ok");
     if (!firn_cuda_available() || firn_cuda_device_count() == 0) {
         cr_assert_eq(firn_compare_backends(def, 1, &r, &err), -1);
         cr_assert_eq(err.code, FIRN_E_DEVICE, "%d %s", err.code, err.msg);
-        cr_assert(r.n_entries == 0 && r.entries == NULL);
+        cr_assert(r.n_entries == 0 && r.entries == NULL && !r.ok, "a refused comparison is not ok");
         char out[4096], dir[64], path[128], args[256];
         test_mkdtemp(dir, sizeof dir, "cmpnogpu");
         snprintf(path, sizeof path, "%s/s.json", dir);

@@ -1195,11 +1195,15 @@ Test(gpu, device_describe)
  * 1 MiB together) may come from a pool the driver already counts, so only
  * the rest must show in the rise. The body (0.24 m box at y 0.2) lies clear
  * of the 2 dx wall margin. */
-static void memory_case(int p2g)
+static void memory_case_dx(int p2g, float dx)
 {
     firn_scene_def def;
     small_scene(&def, FIRN_MODEL_SAND, 0.24f);
     def.gpu_p2g = p2g;
+    if (dx > 0.0f) {
+        def.dx = dx;
+        def.gpu_grid = FIRN_GRID_DENSE;
+    }
     firn_world *cpu = make_world(&def, FIRN_BACKEND_CPU);
     size_t used0 = firn_cuda_used_bytes();
     firn_world *gpu = make_world(&def, FIRN_BACKEND_CUDA);
@@ -1220,12 +1224,25 @@ static void memory_case(int p2g)
     firn_world_destroy(cpu);
 }
 
+static void memory_case(int p2g) { memory_case_dx(p2g, 0.0f); }
+
 /* The default P2G, and G2P2G with its second grid. */
 Test(gpu, memory_figure_is_what_the_device_allocates, .timeout = 60)
 {
     require_gpu();
     memory_case(FIRN_P2G_AUTO);
     memory_case(FIRN_P2G_G2P2G);
+}
+
+/* Binned P2G's counting sort on a dense grid of 129^3 nodes (33^3 bins of
+ * 4^3 cells): its two per-cell arrays are 9 MiB each, so that an
+ * allocation of another size shows in the device's memory beyond the
+ * case's 24 MiB of page rounding (four times the size, as when the bins'
+ * byte count was taken for their count, is 27 MiB more each). */
+Test(gpu, memory_figure_holds_on_a_fine_dense_grid, .timeout = 120)
+{
+    require_gpu();
+    memory_case_dx(FIRN_P2G_BINNED, 1.0f / 128.0f);
 }
 
 /* A NaN planted in one particle's C spreads through its 27 nodes to its

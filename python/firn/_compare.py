@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from . import _lib
 
@@ -45,8 +45,11 @@ class BackendComparison:
     """What firn_compare_backends reports (docs/CLI.md, "compare").
 
     `substep`, `perturbed` and `frames` map each name to its Difference in
-    that stage; `ok` is whether every one is within its tolerance
-    (`firn compare` prints PASS). `failures()` lists those that are not.
+    that stage; `entries` holds every Difference in the report's order (a
+    rigid body and a tool of the same name give two "pos x" lines of one
+    stage, which the maps hold one of). `ok` is whether every one is within
+    its tolerance (`firn compare` prints PASS). `failures()` lists those
+    that are not.
     """
 
     ok: bool
@@ -64,22 +67,26 @@ class BackendComparison:
     substep: Dict[str, Difference] = field(default_factory=dict)
     perturbed: Dict[str, Difference] = field(default_factory=dict)
     frames: Dict[str, Difference] = field(default_factory=dict)
+    entries: Tuple[Difference, ...] = ()
 
     def failures(self) -> List[Difference]:
         """The differences beyond their tolerance, in the report's order."""
-        return [d for stage in (self.substep, self.perturbed, self.frames) for d in stage.values() if not d.ok]
+        return [d for d in self.entries if not d.ok]
 
 
 def from_report(r: _lib.CompareReport) -> BackendComparison:
     """A filled firn_compare_report as a BackendComparison (copied: the C
     report can be freed afterwards)."""
     stages: Dict[str, Dict[str, Difference]] = {s: {} for s in STAGES}
+    entries: List[Difference] = []
     for k in range(r.n_entries):
         e = r.entries[k]
         stage = STAGES[e.stage] if 0 <= e.stage < len(STAGES) else str(e.stage)
         stat = bool(e.statistic)
-        stages.setdefault(stage, {})[e.name.decode()] = Difference(
-            name=e.name.decode(),
+        # A body's name is cut to fit the entry, maybe inside a UTF-8 sequence.
+        name = e.name.decode(errors="replace")
+        entries.append(Difference(
+            name=name,
             stage=stage,
             statistic=stat,
             max_abs=e.max_abs,
@@ -90,7 +97,8 @@ def from_report(r: _lib.CompareReport) -> BackendComparison:
             cpu=e.cpu if stat else None,
             gpu=e.gpu if stat else None,
             worst=None if stat or e.worst < 0 else int(e.worst),
-        )
+        ))
+        stages.setdefault(stage, {}).setdefault(name, entries[-1])
     return BackendComparison(
         ok=bool(r.ok),
         particles=int(r.particles),
@@ -107,4 +115,5 @@ def from_report(r: _lib.CompareReport) -> BackendComparison:
         substep=stages["substep"],
         perturbed=stages["perturbed"],
         frames=stages["frames"],
+        entries=tuple(entries),
     )

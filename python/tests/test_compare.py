@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import ctypes
 import json
 
 import pytest
 
 import firn
+from firn import _lib
+from firn._compare import from_report
 from conftest import run_cli, sand_block
 
 
@@ -49,3 +52,31 @@ def test_compare_backends_argument_errors():
     w.close()
     with pytest.raises(firn.ClosedError):
         w.compare_backends()
+
+
+def _entry(name: bytes, ok: int, stage: int = 2, statistic: int = 1):
+    e = _lib.CompareEntry()
+    e.name, e.stage, e.statistic, e.ok = name, stage, statistic, ok
+    e.cpu, e.gpu, e.max_abs, e.scale, e.rel, e.tolerance, e.worst = 1.0, 2.0, 1.0, 1.0, 1.0, 0.01, -1
+    return e
+
+
+def test_compare_report_names_that_collide_or_are_cut():
+    """A report as firn_compare_backends fills it, read without a GPU: a
+    rigid body and a tool of the same name give two "pos x" entries of one
+    stage, and failures() lists the failing one whichever the map keeps; a
+    name cut inside a UTF-8 sequence (the C side cuts a body's name to fit
+    its entry) is read, not raised on."""
+    arr = (_lib.CompareEntry * 3)(
+        _entry(b"arm pos x", 0),
+        _entry(b"arm pos x", 1),
+        _entry("k\u00fapa".encode()[:2] + b" pos y", 1),
+    )
+    r = _lib.CompareReport()
+    r.ok, r.frames, r.n_entries = 0, 1, 3
+    r.entries = ctypes.cast(arr, ctypes.POINTER(_lib.CompareEntry))
+    c = from_report(r)
+    assert not c.ok
+    assert [d.name for d in c.failures()] == ["arm pos x"] and not c.failures()[0].ok
+    assert len(c.entries) == 3 and c.entries[0] is c.failures()[0]
+    assert c.entries[2].name.endswith(" pos y") and c.entries[2].name.startswith("k")
