@@ -746,6 +746,13 @@ int firn_device_counting_sort(const firn_world *w)
     const char *e = getenv("FIRN_BIN_SORT");
     if (e && strcmp(e, "radix") == 0)
         return 0;
+    /* The counting sort scans one int per cell of every bin, plus one, with
+     * int offsets: a grid near the loader's 2^31 nodes keeps the radix sort. */
+    double cells = 64.0;
+    for (int a = 0; a < 3; a++)
+        cells *= (double)((w->params.n[a] - 3) / 4 + 1);
+    if (cells + 1.0 > 2147483647.0)
+        return 0;
     return firn_device_binned(w) && w->def.gpu_p2g != FIRN_P2G_ORDERED && !firn_device_sparse(w);
 }
 
