@@ -1177,9 +1177,34 @@ static int check_state(const firn_world *w, const char *path, firn_error *err)
                : 0;
 }
 
+/* Whether the file, from its first section on, holds a section MPIR (one
+ * rank's file of a distributed run): the sections' headers are walked by
+ * their sizes, nothing else is read. The position is left where it was. */
+static int holds_dist_section(source *s, const header *h)
+{
+    const long at = ftell(s->f);
+    int found = 0;
+    for (uint32_t k = 0; k < h->sections && !found; k++) {
+        unsigned char b[SECTION_BYTES];
+        uint64_t bytes;
+        if (fread(b, 1, sizeof b, s->f) != sizeof b)
+            break;
+        get_at(b, 8, &bytes, 8);
+        found = !memcmp(b, section_tag[SEC_DIST], 4);
+        if (bytes > h->file_bytes || fseek(s->f, (long)bytes, SEEK_CUR))
+            break;
+    }
+    fseek(s->f, at, SEEK_SET);
+    return found;
+}
+
 static int read_body(firn_world *w, source *s, const header *h, firn_error *err)
 {
     const char *path = s->path;
+    if (!w->dist && holds_dist_section(s, h))
+        return refuse(err, path,
+                      "is one rank's file of a run on several MPI ranks: resume that run "
+                      "under mpirun, on its rank count, from its manifest (docs/MPI.md)");
     if (h->particles != w->p.n || h->cpic_slots != w->p.cpic_slots ||
         h->sph_particles != w->sph.n || h->rigids != w->n_rigids)
         return refuse(err, path,
@@ -1214,10 +1239,6 @@ static int read_body(firn_world *w, source *s, const header *h, firn_error *err)
         if (sec == SEC_COUNT)
             return refuse(err, path, "is damaged: no section '%.4s' is known (at byte %llu)",
                           (const char *)b, (unsigned long long)at);
-        if (sec == SEC_DIST && !w->dist)
-            return refuse(err, path,
-                          "is one rank's file of a run on several MPI ranks: resume that run "
-                          "under mpirun, on its rank count, from its manifest (docs/MPI.md)");
         if (seen[sec]++ || bytes != size[sec])
             return refuse(err, path,
                           "is damaged: section %s at byte %llu (%llu bytes) is %s (%llu bytes "

@@ -761,6 +761,7 @@ int firn_cli_mpi_run(int argc, char **argv)
     int first = 0;
     if (o.resume) {
         resume_set set;
+        memset(&set, 0, sizeof set);
         char mpath[FIRN_PATH_MAX + 64];
         rc = resume(w, &o, def.out_dir, &set, mpath, sizeof mpath);
         free_set(&set);

@@ -154,6 +154,15 @@ refuse_resume 2 "$out/bad2" "cannot read rank 1's checkpoint file '.*checkpoint_
 cp -r "$out/lay" "$out/bad3"
 printf 'X' | dd of="$out/bad3/checkpoint_00004.rank0.firn" bs=1 seek=5000 conv=notrunc status=none
 refuse_resume 2 "$out/bad3" "field 'crc32c': rank 0's file"
+# One rank's file, given to the build without MPI: refused as such.
+set +e
+"$ONE" run $ball --backend cpu --resume "$out/lay/checkpoint_00004.rank0.firn" --out "$out/one_res" \
+    >"$out/refused.log" 2>&1
+rc=$?
+set -e
+[ $rc = 9 ] && grep -q "is one rank's file of a run on several MPI ranks" "$out/refused.log" ||
+    { echo "mpi-test: FAIL: a rank's file resumed by one process: exit $rc" >&2; cat "$out/refused.log" >&2; exit 1; }
+echo "mpi-test: refused as it should: $(grep -m 1 -o "error: .*" "$out/refused.log" | head -c 200)"
 # Another rank count: refused, naming both.
 refuse_resume 3 "$out/lay" "field 'ranks': the set was written by 2 MPI ranks; this run has 3"
 
