@@ -785,12 +785,18 @@ int firn_cli_mpi_run(int argc, char **argv)
         failed = !whole;
         if (!failed && o.resume) {
             failed = firn_cli_prepare_resume(def.out_dir, first, o.quiet, &err) != 0;
-            if (!failed)
-                remove_sets(def.out_dir, first, -1);
+            const int sets = failed ? 0 : remove_sets(def.out_dir, first, -1);
+            if (sets > 0 && !o.quiet)
+                fprintf(stderr,
+                        "firn: removed %d checkpoint sets after frame %d from %s/ (they are "
+                        "computed again)\n",
+                        sets, first, def.out_dir);
         } else if (!failed) {
             failed = firn_cli_prepare_output(def.out_dir, o.quiet, &err) != 0;
-            if (!failed)
-                remove_sets(def.out_dir, -1, -1);
+            const int sets = failed ? 0 : remove_sets(def.out_dir, -1, -1);
+            if (sets > 0 && !o.quiet)
+                fprintf(stderr, "firn: removed %d checkpoint sets of an earlier run from %s/\n",
+                        sets, def.out_dir);
         }
         if (!failed) {
             fw = firn_frame_writer_start(firn_world_scene(whole), def.out_dir, &err);
