@@ -4,7 +4,11 @@
 # one run of ONE (the build without MPI) on the CPU path, two runs of
 # MPI_FIRN under mpirun -np 2 and one with -np 3, each checked by
 # test/mpi_check.py (on 3 ranks the sand column leaves a rank without
-# particles). Then what the distributed run refuses, each by name with
+# particles). Then checkpoint sets: resumed runs (after SIGTERM to one
+# rank, from a permuted layout, on 3 ranks with an empty one) against
+# uninterrupted runs, to the bit, and refused resumes (a damaged manifest,
+# a missing or damaged rank file, one rank's file in one process, another
+# rank count). Then what the distributed run refuses, each by name with
 # exit code 2.
 # Nothing here is optional: without mpirun the test fails.
 set -euo pipefail
@@ -124,6 +128,16 @@ grep -qa CPUL "$out"/lay/checkpoint_00002.rank*.firn ||
     --resume "$out/lay2/checkpoint_00002.manifest" --out "$out/lay2"
 same "$out/lay" "$out/lay2" "resumed from frame 2 (permuted layout) on 2 ranks"
 unset FIRN_MPI_REORDER_RUN
+# 3 ranks, the last without particles (its file holds none): the same.
+"${MPIRUN_BASE[@]}" -np 3 "$MPI_FIRN" run test/data/mpi/sand_column.json --quiet --checkpoint-every 2 \
+    --out "$out/three"
+grep -q '^rank 2 file checkpoint_00002.rank2.firn bytes [0-9]* crc32c [0-9a-f]* particles 0$' \
+    "$out/three/checkpoint_00002.manifest" ||
+    { echo "mpi-test: FAIL: rank 2 holds particles at frame 2" >&2; exit 1; }
+cp -r "$out/three" "$out/three2"
+"${MPIRUN_BASE[@]}" -np 3 "$MPI_FIRN" run test/data/mpi/sand_column.json --quiet --checkpoint-every 2 \
+    --resume "$out/three2/checkpoint_00002.manifest" --out "$out/three2"
+same "$out/three" "$out/three2" "resumed from frame 2 on 3 ranks, one without particles"
 t1=$(date +%s%N)
 echo "mpi-test: checkpoint and resume runs: $(((t1 - t0) / 1000000)) ms"
 
