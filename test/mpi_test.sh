@@ -97,8 +97,12 @@ for _ in $(seq 1 600); do
     [ -f "$out/sig/stats.jsonl" ] && [ "$(wc -l <"$out/sig/stats.jsonl")" -ge 2 ] && break
     sleep 0.02
 done
-rank1=$(ps -o pid= --ppid $mp | tail -n 1)
-kill -TERM $rank1
+rank1=
+for p in $(ps -o pid= --ppid $mp); do # the rank process whose MPI rank is 1
+    grep -qaxz OMPI_COMM_WORLD_RANK=1 "/proc/$p/environ" && rank1=$p
+done
+[ -n "$rank1" ] || { echo "mpi-test: FAIL: rank 1's process not found under mpirun ($mp)" >&2; exit 1; }
+kill -TERM "$rank1"
 set +e
 wait $mp
 rc=$?
