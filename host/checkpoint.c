@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "checkpoint.h"
+#include "dist.h"
 #include "error.h"
 #include "output.h"
 #include "world.h"
@@ -319,10 +320,11 @@ enum {
     SEC_PBD,
     SEC_TOOL,
     SEC_FEM,
+    SEC_DIST,
     SEC_COUNT
 };
 static const char section_tag[SEC_COUNT][5] = {"WRLD", "MPMP", "CPIC", "CPUL", "RIGD",
-                                               "SPHP", "PBDP", "TOOL", "FEMV"};
+                                               "SPHP", "PBDP", "TOOL", "FEMV", "MPIR"};
 
 /* Payload bytes of each section of w's checkpoint; 0: not in the file.
  * The world section is always there. */
@@ -338,6 +340,10 @@ static void section_sizes(const firn_world *w, uint64_t size[SEC_COUNT])
     size[SEC_PBD] = PBD_BYTES * (uint64_t)w->pbd.n;
     size[SEC_TOOL] = w->n_tools > 0 ? 8 + TOOL_RECORD * (uint64_t)w->n_tools : 0;
     size[SEC_FEM] = FEM_BYTES * (uint64_t)w->fem.V.n;
+    /* One rank's file of a distributed run (host/dist_mpi.c): its rank, the
+     * rank count, the scene's particle count, then each particle's scene
+     * index. */
+    size[SEC_DIST] = w->dist ? 16 + 4 * n : 0;
 }
 
 /* The arrays of a particle section, in file order: pointer and bytes. */
@@ -545,6 +551,13 @@ static int emit_checkpoint(FILE *f, void *arg)
         put_section(&s, SEC_FEM, size[SEC_FEM]);
         for (int k = 0, m = fem_spans(w, sp); k < m; k++)
             put(&s, sp[k].data, sp[k].bytes);
+    }
+    if (size[SEC_DIST] > 0) {
+        int32_t head[4] = {0, 0, 0, 0};
+        const int *index = w->dist->indices(w, &head[0], &head[1], &head[2]);
+        put_section(&s, SEC_DIST, size[SEC_DIST]);
+        put(&s, head, sizeof head);
+        put(&s, index, 4 * (size_t)w->p.n);
     }
     put(&s, "FEND", 4);
     const uint32_t crc = s.crc;
@@ -828,6 +841,30 @@ static int read_tools(firn_world *w, source *s, firn_error *err)
     return 0;
 }
 
+/* One rank's section of a distributed run: it must be this rank's of this
+ * rank count and scene, and name particles of the scene (that every
+ * particle is on exactly one rank, the run checks across the ranks). */
+static int read_dist(firn_world *w, source *s, firn_error *err)
+{
+    int32_t head[4];
+    int rank, ranks, total;
+    int *index = w->dist->indices(w, &rank, &ranks, &total);
+    if (get(s, head, sizeof head, err) || get(s, index, 4 * (size_t)w->p.n, err))
+        return -1;
+    if (head[0] != rank || head[1] != ranks || head[2] != total || head[3] != 0)
+        return refuse(err, s->path,
+                      "is rank %d's file of a run of %d particles on %d MPI ranks; this is rank "
+                      "%d of %d, with %d particles",
+                      (int)head[0], (int)head[2], (int)head[1], rank, ranks, total);
+    for (int k = 0; k < w->p.n; k++)
+        if (index[k] < 0 || index[k] >= total)
+            return refuse(err, s->path,
+                          "is damaged: its particle %d has scene index %d; the scene has %d "
+                          "particles",
+                          k, index[k], total);
+    return 0;
+}
+
 static int read_section(firn_world *w, source *s, int sec, uint64_t bytes, firn_error *err)
 {
     span sp[10];
@@ -866,6 +903,8 @@ static int read_section(firn_world *w, source *s, int sec, uint64_t bytes, firn_
             if (get(s, sp[k].data, sp[k].bytes, err))
                 return -1;
         return 0;
+    case SEC_DIST:
+        return read_dist(w, s, err);
     default:
         for (int k = 0, m = sph_spans(w, sp); k < m; k++)
             if (get(s, sp[k].data, sp[k].bytes, err))
@@ -1138,9 +1177,34 @@ static int check_state(const firn_world *w, const char *path, firn_error *err)
                : 0;
 }
 
+/* Whether the file, from its first section on, holds a section MPIR (one
+ * rank's file of a distributed run): the sections' headers are walked by
+ * their sizes, nothing else is read. The position is left where it was. */
+static int holds_dist_section(source *s, const header *h)
+{
+    const long at = ftell(s->f);
+    int found = 0;
+    for (uint32_t k = 0; k < h->sections && !found; k++) {
+        unsigned char b[SECTION_BYTES];
+        uint64_t bytes;
+        if (fread(b, 1, sizeof b, s->f) != sizeof b)
+            break;
+        get_at(b, 8, &bytes, 8);
+        found = !memcmp(b, section_tag[SEC_DIST], 4);
+        if (bytes > h->file_bytes || fseek(s->f, (long)bytes, SEEK_CUR))
+            break;
+    }
+    fseek(s->f, at, SEEK_SET);
+    return found;
+}
+
 static int read_body(firn_world *w, source *s, const header *h, firn_error *err)
 {
     const char *path = s->path;
+    if (!w->dist && holds_dist_section(s, h))
+        return refuse(err, path,
+                      "is one rank's file of a run on several MPI ranks: resume that run "
+                      "under mpirun, on its rank count, from its manifest (docs/MPI.md)");
     if (h->particles != w->p.n || h->cpic_slots != w->p.cpic_slots ||
         h->sph_particles != w->sph.n || h->rigids != w->n_rigids)
         return refuse(err, path,

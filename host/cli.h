@@ -46,6 +46,16 @@ struct firn_frame_writer;
 int firn_cli_prepare_output(const char *dir, int quiet, firn_error *err);
 int firn_cli_submit_frame(struct firn_frame_writer *fw, firn_world *w, const firn_scene_def *def,
                           const firn_frame_stats *s, firn_error *err);
+/* For the distributed run's resume: the output folder made and locked
+ * (nothing removed); then, once its checkpoint is accepted, the folder cut
+ * back to frame `frame` as `firn run --resume` does (stats.jsonl, the frame
+ * files and single-process checkpoints after it). */
+int firn_cli_lock_output(const char *dir, firn_error *err);
+int firn_cli_prepare_resume(const char *dir, int frame, int quiet, firn_error *err);
+/* --checkpoint-every's value (NULL: the option not given, the default of
+ * `firn run`): every *frames frames, or every *seconds of wall time (0:
+ * not by that measure). 0, or -1 for a value it does not take. */
+int firn_cli_checkpoint_every(const char *value, int *frames, double *seconds);
 int firn_cli_compare(int argc, char **argv);
 int firn_cli_bench(int argc, char **argv);
 int firn_cli_render(int argc, char **argv);

@@ -1230,3 +1230,24 @@ int firn_cli_submit_frame(firn_frame_writer *fw, firn_world *w, const firn_scene
 {
     return submit_frame(fw, w, def, s, err);
 }
+
+int firn_cli_lock_output(const char *dir, firn_error *err)
+{
+    return firn_mkdirs(dir, err) || lock_output(dir, err) ? -1 : 0;
+}
+
+int firn_cli_prepare_resume(const char *dir, int frame, int quiet, firn_error *err)
+{
+    return prepare_resume(dir, frame, quiet, err);
+}
+
+int firn_cli_checkpoint_every(const char *value, int *frames, double *seconds)
+{
+    run_opts o;
+    memset(&o, 0, sizeof o);
+    if (value && parse_checkpoint_every(value, &o))
+        return -1;
+    *frames = value ? o.ckpt_frames : 0;
+    *seconds = value ? o.ckpt_seconds : DEFAULT_CHECKPOINT_SECONDS;
+    return 0;
+}

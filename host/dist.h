@@ -36,6 +36,11 @@ typedef struct firn_dist_ops {
     int (*scene_index)(const struct firn_world *w, int i);
     /* The frame's CFL step: the minimum over the ranks (NaN if any is). */
     float (*reduce_dt)(struct firn_world *w, float dt);
+    /* The scene indices of this rank's particles, in the order of w->p
+     * (room for the scene's count), this rank, the rank count and the
+     * scene's particle count: what a rank's checkpoint file saves and
+     * restores besides the state of a world (host/checkpoint.c). */
+    int *(*indices)(struct firn_world *w, int *rank, int *ranks, int *total);
 } firn_dist_ops;
 
 #ifdef __cplusplus

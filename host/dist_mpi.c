@@ -35,6 +35,7 @@
 #include <mpi.h>
 #include <omp.h>
 
+#include "checkpoint.h"
 #include "cpu_simd.h"
 #include "dist.h"
 #include "dist_mpi.h"
@@ -416,7 +417,17 @@ static float reduce_dt(firn_world *w, float dt)
     return out[1] > 0.0f ? NAN : out[0];
 }
 
-static const firn_dist_ops ops = {after_p2g, after_grid, after_g2p, scene_index, reduce_dt};
+static int *indices(firn_world *w, int *rank, int *ranks, int *total)
+{
+    dist_state *d = w->dist_state;
+    *rank = d->rank;
+    *ranks = d->size;
+    *total = d->total;
+    return d->gid;
+}
+
+static const firn_dist_ops ops = {after_p2g,   after_grid, after_g2p,
+                                  scene_index, reduce_dt,  indices};
 
 /* What the distributed run does not do (yet): NULL when w is fine. */
 static const char *unsupported(const firn_world *w)
@@ -652,4 +663,85 @@ void firn_mpi_report(firn_world *w, FILE *f)
                 a[9]);
     }
     free(all);
+}
+
+const int *firn_mpi_slabs(const firn_world *w, int *columns)
+{
+    const dist_state *d = w->dist_state;
+    *columns = d->nb0;
+    return d->col_lo;
+}
+
+int firn_mpi_load(firn_world *w, const char *path, int n, firn_error *err)
+{
+    dist_state *d = w->dist_state;
+    if (n < 0 || n > d->total) {
+        firn_set_error(err, FIRN_E_CHECKPOINT,
+                       "checkpoint '%s': %d particles on this rank; the scene has %d", path, n,
+                       d->total);
+        return -1;
+    }
+    /* The particles of the file replace those of the fresh split, in the
+     * file's order (the CPU layout, if saved, is read with them). */
+    firn_particles np;
+    if (firn_particles_alloc(&np, n))
+        fatal("out of host memory reading a checkpoint");
+    firn_particles_free(&w->p);
+    w->p = np;
+    firn_cpu_bins *b = &w->bins;
+    for (int k = 0; k < n; k++)
+        b->id[k] = k;
+    b->permuted = 0;
+    b->in_scene_order = 0;
+    if (firn_checkpoint_read(w, path, err))
+        return -1;
+    /* Every particle in this rank's slab: a checkpoint is written at the
+     * end of a substep, after the migration. */
+    for (int k = 0; k < n; k++) {
+        const int c = column_of(w, d, k);
+        if (d->owner[c] != d->rank) {
+            firn_set_error(err, FIRN_E_CHECKPOINT,
+                           "checkpoint '%s' is not this rank's: its particle %d (scene index "
+                           "%d) lies in block column %d, which rank %d owns; this is rank %d "
+                           "(columns %d to %d)",
+                           path, k, d->gid[k], c, d->owner[c], d->rank, d->col_lo[d->rank],
+                           d->col_lo[d->rank + 1] - 1);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int firn_mpi_check_indices(firn_world *w, firn_error *err)
+{
+    dist_state *d = w->dist_state;
+    int *count = calloc((size_t)d->total + 1, sizeof(int)), *sum = NULL;
+    if (!count)
+        fatal("out of host memory checking a checkpoint");
+    for (int k = 0; k < w->p.n; k++)
+        count[d->gid[k]]++;
+    if (d->rank == 0 && !(sum = calloc((size_t)d->total + 1, sizeof(int))))
+        fatal("out of host memory checking a checkpoint");
+    MPI_Reduce(count, sum, d->total, MPI_INT, MPI_SUM, 0, d->comm);
+    int bad = -1;
+    if (d->rank == 0)
+        for (int g = 0; g < d->total && bad < 0; g++)
+            if (sum[g] != 1)
+                bad = g;
+    int info[2] = {bad, bad >= 0 ? sum[bad] : 0};
+    MPI_Bcast(info, 2, MPI_INT, 0, d->comm);
+    free(count), free(sum);
+    if (info[0] < 0)
+        return 0;
+    firn_set_error(err, FIRN_E_CHECKPOINT,
+                   "the ranks' checkpoint files hold scene particle %d %d times (once is "
+                   "right): they are not of one checkpoint",
+                   info[0], info[1]);
+    return -1;
+}
+
+int firn_mpi_total(const firn_world *w)
+{
+    const dist_state *d = w->dist_state;
+    return d->total;
 }

@@ -43,6 +43,23 @@ int firn_mpi_gather(firn_world *w, firn_world *out, firn_error *err);
  * and the seconds spent in exchanges, printed by rank 0. Collective. */
 void firn_mpi_report(firn_world *w, FILE *f);
 
+/* The slabs: *columns node-block columns along x; rank r owns columns
+ * [col_lo[r], col_lo[r + 1]) of the returned col_lo (ranks + 1 entries). */
+const int *firn_mpi_slabs(const firn_world *w, int *columns);
+
+/* The scene's particle count (every rank's together). */
+int firn_mpi_total(const firn_world *w);
+
+/* Replaces this rank's particles by the n of its checkpoint file path
+ * (host/checkpoint.c's format with the rank's section of scene indices),
+ * which also restores the replicated state; each must lie in this rank's
+ * slab. Not collective; w is to be destroyed on failure. */
+int firn_mpi_load(firn_world *w, const char *path, int n, firn_error *err);
+
+/* Whether every particle of the scene is on exactly one rank, once each
+ * rank has loaded its file. Collective; every rank gets the same answer. */
+int firn_mpi_check_indices(firn_world *w, firn_error *err);
+
 #ifdef __cplusplus
 }
 #endif
