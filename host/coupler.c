@@ -281,9 +281,8 @@ static void couple_sph_rigid(firn_world *w)
     const firn_sph_view V = sph_view(w);
     particles_ctx c = {&V, w->rigids, w->n_rigids, NULL};
     const int stride = w->n_rigids * FIRN_RIGID_ACC;
-    firn_reduce_run(w->sph.n, FIRN_COUPLE_CHUNK, stride, w->sph_chunk_acc, NULL, sph_rigid_chunk,
-                    &c);
-    firn_reduce_add(w->sph_chunk_acc, w->sph_chunks, stride, 0, stride, w->rigid_acc);
+    firn_reduce_sum(w->sph.n, FIRN_COUPLE_CHUNK, stride, w->sph_chunk_acc, sph_rigid_chunk, &c,
+                    w->rigid_acc);
 }
 
 static long long pbd_rigid_chunk(long long begin, long long end, double *acc, void *ctx)
@@ -301,8 +300,8 @@ static void couple_pbd_rigid(firn_world *w)
     S->P.dt = w->params.dt;
     particles_ctx c = {NULL, w->rigids, w->n_rigids, S};
     const int stride = w->n_rigids * FIRN_RIGID_ACC;
-    firn_reduce_run(S->n, FIRN_COUPLE_CHUNK, stride, w->pbd_chunk_acc, NULL, pbd_rigid_chunk, &c);
-    firn_reduce_add(w->pbd_chunk_acc, w->pbd_chunks, stride, 0, stride, w->rigid_acc);
+    firn_reduce_sum(S->n, FIRN_COUPLE_CHUNK, stride, w->pbd_chunk_acc, pbd_rigid_chunk, &c,
+                    w->rigid_acc);
 }
 
 static int cmp_mpm_pbd_key(const void *pa, const void *pb)

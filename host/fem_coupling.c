@@ -102,9 +102,7 @@ void firn_fem_rigid_cpu(const firn_fem_surface *S, const firn_rigid *bodies, int
 {
     const int stride = nb * FIRN_RIGID_ACC;
     fem_rigid_ctx c = {S, bodies, nb};
-    firn_reduce_run(S->ns, FIRN_FEM_COUPLE_CHUNK, stride, chunk_acc, NULL, fem_rigid_chunk, &c);
-    firn_reduce_add(chunk_acc, firn_reduce_chunks(S->ns, FIRN_FEM_COUPLE_CHUNK), stride, 0, stride,
-                    acc);
+    firn_reduce_sum(S->ns, FIRN_FEM_COUPLE_CHUNK, stride, chunk_acc, fem_rigid_chunk, &c, acc);
 }
 
 void firn_fem_mpm_cpu(const firn_fem_surface *S, const firn_params *P, firn_grid g, float *D)

@@ -60,8 +60,7 @@ static void body_reaction(firn_pbd *S, const firn_rigid *bodies, int nb, double 
 {
     const int stride = nb * FIRN_RIGID_ACC;
     react_ctx c = {S, bodies, nb};
-    firn_reduce_run(S->n, FIRN_COUPLE_CHUNK, stride, chunk_acc, NULL, react_chunk, &c);
-    firn_reduce_add(chunk_acc, firn_reduce_chunks(S->n, FIRN_COUPLE_CHUNK), stride, 0, stride, acc);
+    firn_reduce_sum(S->n, FIRN_COUPLE_CHUNK, stride, chunk_acc, react_chunk, &c, acc);
 }
 
 /* Genesis's order (GENESIS s3.4, steps 6-9): the density iterations

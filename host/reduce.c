@@ -1,4 +1,6 @@
 /* reduce.c - deterministic chunked sums on the CPU path (reduce.h). */
+#include <stddef.h>
+
 #include "reduce.h"
 
 long long firn_reduce_chunks(long long n, long long chunk) { return (n + chunk - 1) / chunk; }
@@ -29,4 +31,12 @@ void firn_reduce_add(const double *chunk_acc, long long chunks, int stride, int 
     for (long long ch = 0; ch < chunks; ch++)
         for (int k = 0; k < count; k++)
             dst[k] += chunk_acc[ch * stride + offset + k];
+}
+
+long long firn_reduce_sum(long long n, long long chunk, int stride, double *chunk_acc,
+                          firn_chunk_fn fn, void *ctx, double *dst)
+{
+    const long long bad = firn_reduce_run(n, chunk, stride, chunk_acc, NULL, fn, ctx);
+    firn_reduce_add(chunk_acc, firn_reduce_chunks(n, chunk), stride, 0, stride, dst);
+    return bad;
 }

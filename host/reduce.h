@@ -29,6 +29,12 @@ long long firn_reduce_chunks(long long n, long long chunk);
 long long firn_reduce_run(long long n, long long chunk, int stride, double *chunk_acc,
                           const unsigned char *live, firn_chunk_fn fn, void *ctx);
 
+/* firn_reduce_run without skipped chunks, then every slot added whole to
+ * dst[0..stride) in chunk order (firn_reduce_add). Returns as
+ * firn_reduce_run. */
+long long firn_reduce_sum(long long n, long long chunk, int stride, double *chunk_acc,
+                          firn_chunk_fn fn, void *ctx, double *dst);
+
 /* Adds entries [offset, offset + count) of every slot to dst[0..count),
  * in chunk order. */
 void firn_reduce_add(const double *chunk_acc, long long chunks, int stride, int offset, int count,

@@ -471,9 +471,8 @@ static long long g2p_cpic_chunk(long long begin, long long end, double *acc, voi
 int firn_cpu_g2p_cpic(firn_world *w)
 {
     const int stride = w->n_rigids * FIRN_RIGID_ACC;
-    long long bad =
-        firn_reduce_run(w->p.n, FIRN_CPIC_CHUNK, stride, w->cpic_acc, NULL, g2p_cpic_chunk, w);
-    firn_reduce_add(w->cpic_acc, w->cpic_chunks, stride, 0, stride, w->rigid_acc);
+    const long long bad = firn_reduce_sum(w->p.n, FIRN_CPIC_CHUNK, stride, w->cpic_acc,
+                                          g2p_cpic_chunk, w, w->rigid_acc);
     return bad < w->p.n ? (int)bad : -1;
 }
 
