@@ -385,6 +385,15 @@ if [[ $MODE == speed ]]; then
         "$LOGS/sand8m-radix.json" -- env FIRN_BIN_SORT=radix "$FIRN" bench --backend cuda \
         --scenes sand_block --layout dense --particles "$(n 8m)" --p2g binned $(timing 300 100 3) \
         --json "$LOGS/sand8m-radix.json" --csv "$LOGS/sand8m-radix.csv"
+    # The fixed-point tile against the float one (binned and G2P2G P2G at 8M):
+    # its gate against the CPU, then the timing.
+    step "gate: compare $(basename "$GATE" .json) (1 frame), binned P2G, fixed-point tile" \
+        compare 60 2 - -- env FIRN_P2G_TILE=fixed "$FIRN" compare "$GATE" --frames 1 --p2g binned
+    step "bench sand $(n 8m) dense, binned and g2p2g P2G, fixed-point tile (FIRN_P2G_TILE=fixed)" \
+        bench 60 8 "$LOGS/sand8m-fixed.json" -- env FIRN_P2G_TILE=fixed "$FIRN" bench \
+        --backend cuda --scenes sand_block --layout dense --particles "$(n 8m)" \
+        --p2g binned,g2p2g $(timing 300 100 3) \
+        --json "$LOGS/sand8m-fixed.json" --csv "$LOGS/sand8m-fixed.csv"
     profile atomic p2g 7
     profile binned p2g_binned 7
     profile warp p2g_warp 7

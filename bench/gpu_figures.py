@@ -159,7 +159,11 @@ def ncu_figure(path):
 
 
 EMU_FIELDS = ["kernel", "runs", "blocks", "threads", "shared_atomics", "global_atomics",
-              "vector_atomics", "warp_shared_atomics", "shared_rounds", "shared_wavefronts"]
+              "vector_atomics", "warp_shared_atomics", "shared_rounds", "shared_wavefronts",
+              "shared_cas_atomics", "shared_cas_rounds"]
+# Profiles written before the compare-and-swap loops were counted apart
+# end at shared_wavefronts.
+EMU_FIELDS_BEFORE_CAS = 10
 
 
 def emu_counts(path):
@@ -168,6 +172,8 @@ def emu_counts(path):
     totals = {}
     for line in read_text(path, 10 ** 7).splitlines():
         parts = line.split("\t")
+        if len(parts) == EMU_FIELDS_BEFORE_CAS:
+            parts += ["0", "0"]
         if len(parts) != len(EMU_FIELDS):
             continue
         name = parts[0]
@@ -189,7 +195,8 @@ def emu_figure(path):
         # atomics per particle and launch.
         if particles and t["runs"]:
             for f in ("shared_atomics", "global_atomics", "vector_atomics", "warp_shared_atomics",
-                      "shared_rounds", "shared_wavefronts"):
+                      "shared_rounds", "shared_wavefronts", "shared_cas_atomics",
+                      "shared_cas_rounds"):
                 k[f + "_per_particle_launch"] = t[f] / (particles * t["runs"])
         # The shared atomics' modelled passes and wavefronts per warp
         # instruction (test/emu/runtime.cpp): 1 when no lanes collide.

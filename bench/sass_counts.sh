@@ -61,7 +61,7 @@ for line in open(sass):
     if b and int(b.group(1), 16) < a:
         body = sum(1 for x, n in addr[fn] if int(b.group(1), 16) <= x <= a and not n)
         loop[fn] = max(loop[fn], body)
-hot = ("p2g", "g2p", "g2p2g", "constitutive", "svd3", "svd3_eig", "bin_keys", "key_scatter",
+hot = ("p2g", "g2p", "g2p2g", "g2p2g_fixed", "constitutive", "svd3", "svd3_eig", "bin_keys", "key_scatter",
        "bin_ranges", "bin_flags", "bin_list")
 for f in sorted(count):
     name = subprocess.run(["c++filt", f], capture_output=True, text=True).stdout.strip()

@@ -756,8 +756,21 @@ int firn_device_counting_sort(const firn_world *w)
     return firn_device_binned(w) && w->def.gpu_p2g != FIRN_P2G_ORDERED && !firn_device_sparse(w);
 }
 
+/* Binned and G2P2G P2G sum their tiles in 32-bit fixed point when
+ * FIRN_P2G_TILE=fixed is in the environment (kernels/mpm.cu,
+ * tile_scatter_fixed): until a GPU has timed it against the float tile,
+ * the GPU check asks for it by name (docs/BENCH.md, "GPU P2G"). */
+int firn_device_fixed_tile(const firn_world *w)
+{
+    const char *e = getenv("FIRN_P2G_TILE");
+    return e && strcmp(e, "fixed") == 0 && firn_device_binned(w) &&
+           (w->def.gpu_p2g == FIRN_P2G_BINNED || w->def.gpu_p2g == FIRN_P2G_G2P2G ||
+            w->def.gpu_p2g == FIRN_P2G_AUTO);
+}
+
 /* Binned P2G's arrays besides CUB's storage: four ints a particle (key,
- * sorted key, ids, order) and two a bin of 4^3 cells (kernels/mpm.cu);
+ * sorted key, ids, order) and two a bin of 4^3 cells (kernels/mpm.cu),
+ * one more float a bin with the fixed-point tile;
  * the counting sort's two ints a cell, and one more each; the list of the
  * bins that hold particles (not with ordered P2G): three ints a bin and
  * its length. */
@@ -784,8 +797,10 @@ static size_t binned_bytes(const firn_world *w)
         counting = 2 * firn_align256((bins * 64 + 1) * sizeof(int));
     if (w->def.gpu_p2g != FIRN_P2G_ORDERED)
         listed = 3 * firn_align256(bins * sizeof(int)) + firn_align256(sizeof(int));
+    /* the fixed-point tile: a momentum bound per bin */
+    const size_t fixed = firn_device_fixed_tile(w) ? firn_align256(bins * sizeof(float)) : 0;
     return 4 * firn_align256((size_t)w->p.n * sizeof(int)) + 2 * firn_align256(bins * sizeof(int)) +
-           ordered + sparse + counting + listed;
+           ordered + sparse + counting + listed + fixed;
 }
 
 size_t firn_device_bytes(const firn_world *w)

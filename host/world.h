@@ -125,6 +125,8 @@ int firn_device_sparse(const firn_world *w);
  * binned, warp and g2p2g on a dense grid; ordered P2G and the sparse grid
  * keep the radix sort. */
 int firn_device_counting_sort(const firn_world *w);
+/* FIRN_P2G_TILE=fixed: binned or G2P2G P2G with a fixed-point tile. */
+int firn_device_fixed_tile(const firn_world *w);
 /* Why w's CUDA substeps cannot be captured as a CUDA graph
  * (firn_graph_mode), or NULL when they can. */
 const char *firn_world_gpu_graph_obstacle(const firn_world *w);

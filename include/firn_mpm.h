@@ -438,10 +438,10 @@ static inline FIRN_HD firn_mat3 firn_g2p_affine(const firn_params *P, const firn
 }
 
 /* Advect *x with the gathered v, keep the particle inside the domain, store
- * x, v and C (*x is left the new position). Returns 1 if the new state is
- * not finite. */
-static inline FIRN_HD int firn_g2p_store(int i, const firn_params *P, firn_particles p,
-                                         firn_vec3 *x, firn_vec3 v, firn_mat3 C)
+ * x, and v and C unless store_vc is 0 (*x is left the new position).
+ * Returns 1 if the new state is not finite. */
+static inline FIRN_HD int firn_g2p_store_as(int i, const firn_params *P, firn_particles p,
+                                            firn_vec3 *x, firn_vec3 v, firn_mat3 C, int store_vc)
 {
     const int n = p.n;
     *x = firn_add(*x, firn_scale(v, P->dt));
@@ -452,9 +452,17 @@ static inline FIRN_HD int firn_g2p_store(int i, const firn_params *P, firn_parti
         x->v[a] = firn_clampf(x->v[a], P->x_min[a], P->x_max[a]);
     }
     firn_store3(p.x, n, i, *x);
-    firn_store3(p.v, n, i, v);
-    firn_store9(p.C, n, i, C);
+    if (store_vc) {
+        firn_store3(p.v, n, i, v);
+        firn_store9(p.C, n, i, C);
+    }
     return bad;
+}
+
+static inline FIRN_HD int firn_g2p_store(int i, const firn_params *P, firn_particles p,
+                                         firn_vec3 *x, firn_vec3 v, firn_mat3 C)
+{
+    return firn_g2p_store_as(i, P, p, x, v, C, 1);
 }
 
 static inline FIRN_HD int firn_g2p_finish(int i, const firn_params *P, firn_particles p,
@@ -464,11 +472,11 @@ static inline FIRN_HD int firn_g2p_finish(int i, const firn_params *P, firn_part
 }
 
 /* Gather v and C from the grid, advect, keep the particle inside the domain,
- * store; the new x, v and C are also left in *xo, *vo and *Co. Returns 1 if
- * the new state is not finite. */
+ * store x (and v and C unless store_vc is 0); the new x, v and C are also
+ * left in *xo, *vo and *Co. Returns 1 if the new state is not finite. */
 static inline FIRN_HD int firn_g2p_particle_keep(int i, const firn_params *P, firn_particles p,
                                                  firn_grid g, firn_vec3 *xo, firn_vec3 *vo,
-                                                 firn_mat3 *Co)
+                                                 firn_mat3 *Co, int store_vc)
 {
     firn_vec3 x = firn_load3(p.x, p.n, i);
     firn_stencil s = firn_make_stencil(P, x);
@@ -499,7 +507,7 @@ static inline FIRN_HD int firn_g2p_particle_keep(int i, const firn_params *P, fi
     *xo = x;
     *vo = acc.v;
     *Co = firn_g2p_affine(P, &s, &acc);
-    return firn_g2p_store(i, P, p, xo, *vo, *Co);
+    return firn_g2p_store_as(i, P, p, xo, *vo, *Co, store_vc);
 }
 
 static inline FIRN_HD int firn_g2p_particle(int i, const firn_params *P, firn_particles p,
@@ -507,14 +515,16 @@ static inline FIRN_HD int firn_g2p_particle(int i, const firn_params *P, firn_pa
 {
     firn_vec3 x, v;
     firn_mat3 C;
-    return firn_g2p_particle_keep(i, P, p, g, &x, &v, &C);
+    return firn_g2p_particle_keep(i, P, p, g, &x, &v, &C, 1);
 }
 
 /* G2P2G (kernels/mpm.cu, --p2g g2p2g): particle i's G2P of one substep from
  * grid `from`, then its constitutive update and scatter state for the next
  * substep's P2G, from the x, v and C G2P left in registers: the arithmetic
  * of firn_g2p_particle followed by firn_p2g_prepare, without reading them
- * back. *bad: G2P's non-finite flag. */
+ * back. v and C are not stored: nothing reads them before the call's last
+ * substep, whose G2P (the g2p kernel) stores them (48 of the bytes a fused
+ * substep moves). *bad: G2P's non-finite flag. */
 static inline FIRN_HD firn_p2g_state firn_g2p2g_particle_as(int i, const firn_params *P,
                                                             const firn_material *mats,
                                                             firn_particles p, firn_grid from,
@@ -522,7 +532,7 @@ static inline FIRN_HD firn_p2g_state firn_g2p2g_particle_as(int i, const firn_pa
 {
     firn_vec3 x, v;
     firn_mat3 C;
-    *bad = firn_g2p_particle_keep(i, P, p, from, &x, &v, &C);
+    *bad = firn_g2p_particle_keep(i, P, p, from, &x, &v, &C, 0);
     return firn_p2g_prepare_from_as(i, P, mats, p, x, v, C, model);
 }
 

@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_reduce.cuh>
@@ -156,8 +157,15 @@ struct firn_mpm_bins {
     int *flag, *offset, *list, *nlisted;
     void *scan_temp; /* CUB's exclusive scan storage */
     size_t scan_temp_bytes;
-    int skew; /* the GPU tests' key skew (firn_cuda_skew_bin_keys, skew_keys); 0: off */
-    int grid; /* the GPU tests' cap on binned P2G's blocks (firn_cuda_cap_bin_blocks); 0: off */
+    /* The tile in 32-bit fixed point (p2g_binned_fixed, g2p2g_fixed;
+     * firn_device_fixed_tile): binned and G2P2G only. mass_max: the
+     * heaviest MPM particle's mass, vol rho (the tile's scale). */
+    int fixed;
+    float mass_max;
+    float *bound; /* per bin: its particles' largest momentum bound in the last
+                     fixed-point P2G (tile_scatter_fixed), 0 before the first */
+    int skew;     /* the GPU tests' key skew (firn_cuda_skew_bin_keys, skew_keys); 0: off */
+    int grid;     /* the GPU tests' cap on binned P2G's blocks (firn_cuda_cap_bin_blocks); 0: off */
 };
 
 /* CUDA graphs (firn_graph_mode): what a captured call's work depends on
@@ -660,10 +668,10 @@ static __device__ void bin_origin(const firn_mpm_bins &b, int bin, int o[3])
     o[2] = bin % b.n[2] * FIRN_BIN;
 }
 
-template <int T> static __device__ void tile_clear(float *tile)
+template <int T, typename V> static __device__ void tile_clear(V *tile)
 {
     for (int k = threadIdx.x; k < 4 * T * T * T; k += blockDim.x)
-        tile[k] = 0.0f;
+        tile[k] = 0;
 }
 
 static __device__ int key_tile_slot(int key)
@@ -710,6 +718,157 @@ static __device__ void tile_scatter(const firn_params *P, float *tile, int t,
             }
 }
 
+/* The tile in 32-bit fixed point (p2g_binned_fixed, g2p2g_fixed; chosen
+ * by firn_device_fixed_tile). A float atomicAdd on shared memory is a
+ * compare-and-swap loop on sm_80 and sm_90 (load, add, ATOMS.CAST.SPIN,
+ * branch, again while another lane won); an integer add is one native
+ * ATOMS.ADD. Each value a particle adds to a node is scaled by 1 / q and
+ * rounded to the nearest integer, the tile's integers are summed exactly,
+ * and the flush adds integer times q to the grid.
+ *
+ * The quanta, per bin of n particles, n' = max(n, 256), L = 2^30 (1 -
+ * 2^-10) / n':
+ *   q_m = n' W m_max / 2^29 for mass,  q_p = 2 W B / L for momentum,
+ * W = (3/4)^3 the largest of the quadratic B-spline's 27 weights, m_max
+ * the heaviest particle's mass (firn_mpm_bins.mass_max), and B the largest
+ * momentum bound B_i of the bin's particles in the previous substep
+ * (firn_mpm_bins.bound), where B_i = max over the components of
+ * |m0| + |col0| + |col1| + |col2| bounds particle i's 27 momenta over W.
+ * A particle's values go into the tile only when each is at most L quanta
+ * (tile_scatter_fixed bounds them first): its masses always are (w m <= W
+ * m_max = 2^29 / n' quanta), its momenta while B_i <= 2 B, so a bin's
+ * particles may double their momentum bound from one substep to the next.
+ * A particle with larger values, or non-finite ones, scatters into the
+ * grid as floats, as atomic P2G does, and so does every particle of a bin
+ * without a bound (the first substep after the state is built, a bin its
+ * particles reach for the first time, a bound gone non-finite), which
+ * records one for the next. So q_p follows the bin's own momenta: a
+ * fixed scale (a cell a substep) would be 100 to 1000 times coarser than
+ * sand's momenta at the CFL substep. A bin's bound stays from the last
+ * substep that had particles in it.
+ *
+ * Range: a node of the tile receives at most one value per particle of the
+ * bin, so every partial sum of its integers is below n (L + 1/2) <= 2^30 +
+ * n / 2 < 2^31 in magnitude: no sum can overflow, whatever the order.
+ * Rounding: each value is v / q rounded once (one fused multiply-add, see
+ * below) and moves by at most q / 2 plus the float rounding of v itself,
+ * so a node's sum of N values is within N q / 2 + 2^-23 sum |v| of their
+ * exact sum; the flush's conversion to float adds two more roundings of
+ * the result (test gpu/fixed_tile_within_its_bound, docs/BENCH.md).
+ * n' >= 256 keeps every scaled value within 2^22, where adding 1.5 2^23
+ * in the same fused multiply-add leaves the rounded integer in the float's
+ * low mantissa bits: the conversion is an FFMA and an integer add, where
+ * F2I runs at a quarter of the rate. */
+struct fixed_scale {
+    float qp, qm;         /* the quanta: momentum, mass */
+    float inv_qp, inv_qm; /* 1 / q */
+    float lim;            /* L: the largest scaled value that goes into the tile */
+    int most;             /* the bin's largest B_i so far, a float's bits (>= 0) */
+};
+#define FIRN_FIXED_WMAX  0.421875f   /* (3/4)^3 */
+#define FIRN_FIXED_MAGIC 12582912.0f /* 1.5 2^23 */
+#define FIRN_FIXED_BIAS  0x4B400000  /* its bits */
+static __device__ fixed_scale fixed_scale_of(const firn_mpm_bins &b, int n, int bin)
+{
+    const float ne = (float)(n > 256 ? n : 256);
+    fixed_scale f;
+    f.lim = (1073741824.0f - 1048576.0f) / ne;                 /* 2^30 (1 - 2^-10) */
+    f.qm = ne * (FIRN_FIXED_WMAX / 536870912.0f) * b.mass_max; /* 2^29 */
+    const float B = b.bound[bin];
+    f.qp = 2.0f * FIRN_FIXED_WMAX * B / f.lim;
+    if (!(B > 0.0f && B < INFINITY)) { /* no bound yet: every particle scatters as floats */
+        f.lim = -1.0f;
+        f.qp = 1.0f;
+    }
+    f.inv_qp = 1.0f / f.qp;
+    f.inv_qm = 1.0f / f.qm;
+    f.most = 0;
+    return f;
+}
+
+/* round(a b) for |a b| <= 2^22: the fused a b + 1.5 2^23 lies in
+ * [2^23, 2^24], where floats are the integers, rounded once to the nearest
+ * (ties to even), and its bits less those of 1.5 2^23 are that integer. */
+static __device__ __forceinline__ int fixed_round(float a, float b)
+{
+    return __float_as_int(fmaf(a, b, FIRN_FIXED_MAGIC)) - FIRN_FIXED_BIAS;
+}
+
+/* A particle's scatter into the fixed-point tile (tile_scatter's values,
+ * w (m0 + (a - 1) col0 + (b - 1) col1 + (c - 1) col2) and w m, with w / q
+ * taken first), when every value fits: w <= W, so W (|m0| + |col0| +
+ * |col1| + |col2|) per component and W m bound them. Returns 0, adding
+ * nothing, when they do not fit or are not finite: the caller scatters the
+ * particle into the grid as floats. most: the thread's largest B_i so far
+ * (fixed_bound_record). One test per particle, not per value:
+ * a branch per value made each value's add a dozen instructions (the
+ * branch, its reconvergence and the shared window's address again), more
+ * than the float loop it replaces. */
+template <int T>
+static __device__ __forceinline__ int tile_scatter_fixed(const firn_params *P, int *tile, int t,
+                                                         const firn_p2g_state *st,
+                                                         const fixed_scale &f, float &most)
+{
+    firn_vec3 col[3];
+    const firn_vec3 m0 = firn_p2g_middle(P, st, col);
+    const float lim = f.lim, inv_qp = f.inv_qp, inv_qm = f.inv_qm;
+    float B = 0.0f;
+    for (int q = 0; q < 3; q++)
+        B = fmaxf(B, fabsf(m0.v[q]) + fabsf(col[0].v[q]) + fabsf(col[1].v[q]) + fabsf(col[2].v[q]));
+    if (B != B)
+        B = INFINITY; /* fmaxf drops a NaN: the bin's bound goes infinite, then unset */
+    most = fmaxf(most, B);
+    if (!(FIRN_FIXED_WMAX * st->mass * inv_qm <= lim && FIRN_FIXED_WMAX * inv_qp * B <= lim))
+        return 0;
+    const firn_stencil *s = &st->s;
+    const float mq = st->mass * inv_qm;
+    for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 3; b++) {
+            const firn_vec3 ma = firn_add(m0, firn_scale(col[0], (float)(a - 1)));
+            const firn_vec3 mab = firn_add(ma, firn_scale(col[1], (float)(b - 1)));
+            for (int c = 0; c < 3; c++) {
+                const float w = s->w[a][0] * s->w[b][1] * s->w[c][2];
+                const float wp = w * inv_qp;
+                const int node = t + (a * T + b) * T + c;
+                for (int q = 0; q < 3; q++)
+                    atomicAdd(tile + q * T * T * T + node,
+                              fixed_round(wp, mab.v[q] + (float)(c - 1) * col[2].v[q]));
+                atomicAdd(tile + 3 * T * T * T + node, fixed_round(w, mq));
+            }
+        }
+    return 1;
+}
+
+/* After a bin's scatter, every thread of the block: the threads' largest
+ * B_i, reduced over each warp by shuffles, into the block's (one shared
+ * atomic a warp, not one a particle). */
+static __device__ __forceinline__ void fixed_bound_record(fixed_scale *fs, float most)
+{
+    for (int d = 16; d > 0; d /= 2)
+        most = fmaxf(most, __shfl_xor_sync(0xffffffffu, most, d));
+    if ((threadIdx.x & 31) == 0)
+        atomicMax(&fs->most, __float_as_int(most)); /* most >= 0: its bits order as it does */
+}
+
+/* The fixed-point tile's flush: each node that received anything, its
+ * integers times the quanta, added to the grid as tile_flush does. */
+template <int T>
+static __device__ void tile_flush_fixed(const int *tile, const int o[3], firn_grid g,
+                                        const fixed_scale &f)
+{
+    for (int t = threadIdx.x; t < T * T * T; t += blockDim.x) {
+        const int q[4] = {tile[t], tile[T * T * T + t], tile[2 * T * T * T + t],
+                          tile[3 * T * T * T + t]};
+        if ((q[0] | q[1] | q[2] | q[3]) == 0)
+            continue;
+        const float v[4] = {(float)q[0] * f.qp, (float)q[1] * f.qp, (float)q[2] * f.qp,
+                            (float)q[3] * f.qm};
+        float *d =
+            g.node + 4 * firn_node_index(g.n, o[0] + t / (T * T), o[1] + t / T % T, o[2] + t % T);
+        firn_atomic_add_node(d, v, FIRN_NODE_GLOBAL);
+    }
+}
+
 /* Which of a bin's n particles (sorted by cell, about 8 a cell in dense
  * sand) thread j of the bin's loop takes: the lanes of a warp take
  * particles ceil(n / 32) apart in the order (lane l runs through its own
@@ -743,33 +902,69 @@ static __device__ int bin_lanes(int n) { return 32 * ((n + 31) / 32); }
  * multiprocessor holds at least: min_blocks (without a bound the lane
  * order's indexing took the kernel to 96 registers and five blocks,
  * docs/BENCH_LOG.md, "Shared-atomic conflicts"). */
-template <int MODEL>
-static __global__ void __launch_bounds__(FIRN_BIN_THREADS, min_blocks(FIRN_K_BINNED, MODEL))
-    p2g_binned(firn_params P, const firn_material *mats, firn_particles p, firn_grid g,
-               firn_mpm_bins b)
+template <int MODEL, typename V>
+static __device__ __forceinline__ void binned_p2g(const firn_params &P, const firn_material *mats,
+                                                  firn_particles p, firn_grid g,
+                                                  const firn_mpm_bins &b, V *tile, fixed_scale *fs)
 {
-    __shared__ float tile[4 * FIRN_TILE * FIRN_TILE * FIRN_TILE];
     for (int item = blockIdx.x; item < *b.nbins; item += gridDim.x) {
         const int bin = b.blist[item], lo = b.start[bin], hi = b.end[bin];
         int o[3];
         bin_origin(b, bin, o);
+        if (std::is_same<V, int>::value && threadIdx.x == 0)
+            *fs = fixed_scale_of(b, hi - lo, bin);
         tile_clear<FIRN_TILE>(tile);
         __syncthreads();
+        float most = 0.0f; /* the fixed-point tile's largest B_i of this thread's particles */
         for (int j = threadIdx.x; j < bin_lanes(hi - lo); j += blockDim.x) {
             const int k = bin_lane_particle(j, hi - lo);
             if (k < 0)
                 continue;
             const firn_p2g_state st = firn_p2g_prepare_as(b.order[lo + k], &P, mats, p, MODEL);
             const int t = firn_tile_slot(&st.s, o, FIRN_TILE);
-            if (t >= 0)
-                tile_scatter<FIRN_TILE>(&P, tile, t, &st);
-            else /* a stencil corner outside the bin its key names (bin_keys) */
+            /* t < 0: a stencil corner outside the bin its key names (bin_keys) */
+            if constexpr (std::is_same<V, int>::value) {
+                if (t < 0 || !tile_scatter_fixed<FIRN_TILE>(&P, tile, t, &st, *fs, most))
+                    firn_p2g_scatter_nodes(&P, g, &st, 0u);
+            } else if (t < 0) {
                 firn_p2g_scatter_nodes(&P, g, &st, 0u);
+            } else {
+                tile_scatter<FIRN_TILE>(&P, tile, t, &st);
+            }
         }
+        if constexpr (std::is_same<V, int>::value)
+            fixed_bound_record(fs, most);
+        else
+            (void)most;
         __syncthreads();
-        tile_flush<FIRN_TILE>(tile, o, g);
+        if constexpr (std::is_same<V, int>::value) {
+            tile_flush_fixed<FIRN_TILE>(tile, o, g, *fs);
+            if (threadIdx.x == 0)
+                b.bound[bin] = __int_as_float(fs->most);
+        } else
+            tile_flush<FIRN_TILE>(tile, o, g);
         __syncthreads(); /* the flush has read the tile before the next bin clears it */
     }
+}
+
+template <int MODEL>
+static __global__ void __launch_bounds__(FIRN_BIN_THREADS, min_blocks(FIRN_K_BINNED, MODEL))
+    p2g_binned(firn_params P, const firn_material *mats, firn_particles p, firn_grid g,
+               firn_mpm_bins b)
+{
+    __shared__ float tile[4 * FIRN_TILE * FIRN_TILE * FIRN_TILE];
+    binned_p2g<MODEL>(P, mats, p, g, b, tile, (fixed_scale *)nullptr);
+}
+
+/* Binned P2G with the tile in 32-bit fixed point (tile_scatter_fixed). */
+template <int MODEL>
+static __global__ void __launch_bounds__(FIRN_BIN_THREADS, min_blocks(FIRN_K_BINNED, MODEL))
+    p2g_binned_fixed(firn_params P, const firn_material *mats, firn_particles p, firn_grid g,
+                     firn_mpm_bins b)
+{
+    __shared__ int tile[4 * FIRN_TILE * FIRN_TILE * FIRN_TILE];
+    __shared__ fixed_scale fs; /* the bin's, in shared memory: fewer registers */
+    binned_p2g<MODEL>(P, mats, p, g, b, tile, &fs);
 }
 
 /* P2G with a warp reduction (--p2g warp): as p2g_binned, but the lanes of a
@@ -859,24 +1054,22 @@ static __global__ void __launch_bounds__(FIRN_BIN_THREADS, min_blocks(FIRN_K_WAR
  * bin of the positions before G2P (the bins substep k's P2G used, or built
  * after the last fused kernel): each thread gathers its particle's velocity
  * and affine velocity from grid `from` (substep k's, updated), advects it,
- * stores x, v and C, runs the constitutive update from those values in
+ * stores x (v and C are stored by the call's last G2P only: nothing reads
+ * them in between), runs the constitutive update from those values in
  * registers (firn_g2p2g_particle) and scatters into an FIRN_FTILE^3 tile
  * one cell wider than p2g_binned's on each side, which the particle's new
  * stencil lies in when it moved at most a cell; a particle that moved
  * further (a substep beyond the CFL limit) scatters straight into the grid.
  * The tile is then added to grid `to` (substep k + 1's, cleared) as in
- * p2g_binned. What fusion saves: the launch, and P2G's reads of x, v and C
- * (60 of the 225 bytes a particle moves in a substep, docs/BENCH.md). */
-template <int MODEL>
-static __global__ void __launch_bounds__(FIRN_BIN_THREADS, min_blocks(FIRN_K_FUSED, MODEL))
-    g2p2g(firn_params P, const firn_material *mats, firn_particles p, firn_grid from, firn_grid to,
-          firn_mpm_bins b, unsigned long long *bad, unsigned substep)
+ * p2g_binned. What fusion saves: the launch, P2G's reads of x, v and C
+ * and G2P's writes of v and C (108 of the 225 bytes a particle moves in a
+ * substep, docs/BENCH.md). */
+template <int MODEL, typename V>
+static __device__ __forceinline__ void
+fused_g2p2g(const firn_params &P, const firn_material *mats, firn_particles p, firn_grid from,
+            firn_grid to, const firn_mpm_bins &b, unsigned long long *bad, unsigned substep,
+            V *tile, int &next, fixed_scale *fs)
 {
-    __shared__ float tile[4 * FIRN_FTILE * FIRN_FTILE * FIRN_FTILE];
-    /* The list entry the block takes next, in shared memory: as a loop
-     * counter in a register it took the kernel past its 80 registers
-     * (min_blocks), and nvcc 13.0 spilled the tile's origin. */
-    __shared__ int next;
     if (threadIdx.x == 0)
         next = blockIdx.x;
     __syncthreads();
@@ -886,8 +1079,11 @@ static __global__ void __launch_bounds__(FIRN_BIN_THREADS, min_blocks(FIRN_K_FUS
         bin_origin(b, bin, o);
         for (int a = 0; a < 3; a++)
             o[a] -= 1; /* the tile starts a cell below the bin */
+        if (std::is_same<V, int>::value && threadIdx.x == 0)
+            *fs = fixed_scale_of(b, hi - lo, bin);
         tile_clear<FIRN_FTILE>(tile);
         __syncthreads();
+        float most = 0.0f; /* the fixed-point tile's largest B_i of this thread's particles */
         for (int j = threadIdx.x; j < bin_lanes(hi - lo); j += blockDim.x) {
             const int k = bin_lane_particle(j, hi - lo);
             if (k < 0)
@@ -899,18 +1095,56 @@ static __global__ void __launch_bounds__(FIRN_BIN_THREADS, min_blocks(FIRN_K_FUS
             if (nonfinite)
                 atomicMin(bad, firn_cuda_bad_word(substep, i));
             const int t = firn_tile_slot(&st.s, o, FIRN_FTILE);
-            if (t >= 0)
-                tile_scatter<FIRN_FTILE>(&P, tile, t, &st);
-            else
+            if constexpr (std::is_same<V, int>::value) {
+                if (t < 0 || !tile_scatter_fixed<FIRN_FTILE>(&P, tile, t, &st, *fs, most))
+                    firn_p2g_scatter_nodes(&P, to, &st, 0u);
+            } else if (t < 0) {
                 firn_p2g_scatter_nodes(&P, to, &st, 0u);
+            } else {
+                tile_scatter<FIRN_FTILE>(&P, tile, t, &st);
+            }
         }
+        if constexpr (std::is_same<V, int>::value)
+            fixed_bound_record(fs, most);
+        else
+            (void)most;
         __syncthreads();
-        tile_flush<FIRN_FTILE>(tile, o, to);
+        if constexpr (std::is_same<V, int>::value) {
+            tile_flush_fixed<FIRN_FTILE>(tile, o, to, *fs);
+            if (threadIdx.x == 0)
+                b.bound[bin] = __int_as_float(fs->most);
+        } else
+            tile_flush<FIRN_FTILE>(tile, o, to);
         __syncthreads(); /* the flush has read the tile before the next bin clears it */
         if (threadIdx.x == 0)
             next += gridDim.x;
         __syncthreads();
     }
+}
+
+template <int MODEL>
+static __global__ void __launch_bounds__(FIRN_BIN_THREADS, min_blocks(FIRN_K_FUSED, MODEL))
+    g2p2g(firn_params P, const firn_material *mats, firn_particles p, firn_grid from, firn_grid to,
+          firn_mpm_bins b, unsigned long long *bad, unsigned substep)
+{
+    __shared__ float tile[4 * FIRN_FTILE * FIRN_FTILE * FIRN_FTILE];
+    /* The list entry the block takes next, in shared memory: as a loop
+     * counter in a register it took the kernel past its 80 registers
+     * (min_blocks), and nvcc 13.0 spilled the tile's origin. */
+    __shared__ int next;
+    fused_g2p2g<MODEL>(P, mats, p, from, to, b, bad, substep, tile, next, (fixed_scale *)nullptr);
+}
+
+/* G2P2G with the tile in 32-bit fixed point (tile_scatter_fixed). */
+template <int MODEL>
+static __global__ void __launch_bounds__(FIRN_BIN_THREADS, min_blocks(FIRN_K_FUSED, MODEL))
+    g2p2g_fixed(firn_params P, const firn_material *mats, firn_particles p, firn_grid from,
+                firn_grid to, firn_mpm_bins b, unsigned long long *bad, unsigned substep)
+{
+    __shared__ int tile[4 * FIRN_FTILE * FIRN_FTILE * FIRN_FTILE];
+    __shared__ int next;
+    __shared__ fixed_scale fs;
+    fused_g2p2g<MODEL>(P, mats, p, from, to, b, bad, substep, tile, next, &fs);
 }
 
 static __global__ void grid_update(firn_params P, firn_grid g)
@@ -1040,17 +1274,28 @@ static void bins_layout(const firn_world *w, firn_mpm_bins *b)
         (const void *)k<FIRN_M_SNOW>, (const void *)k<FIRN_M_SAND>,                                \
         (const void *)k<FIRN_M_VON_MISES>, (const void *)k<FIRN_M_FRACTURE>
 static_assert(FIRN_MODELS == 6, "FIRN_MPM_MODEL_KERNELS and FIRN_MPM_LAUNCH list every model");
-static const void *const mpm_kernels[] = {
-    FIRN_MPM_MODEL_KERNELS(p2g),      (const void *)bin_keys,
-    (const void *)skew_keys,          (const void *)key_scatter,
-    (const void *)bin_ranges,         (const void *)bin_flags,
-    (const void *)bin_list,           (const void *)cell_ranges,
-    (const void *)p2g_order_prepare,  (const void *)p2g_ordered,
-    (const void *)block_touched,      (const void *)block_list,
-    (const void *)sparse_clear,       (const void *)sparse_update,
-    (const void *)p2g_ordered_sparse, FIRN_MPM_MODEL_KERNELS(p2g_binned),
-    FIRN_MPM_MODEL_KERNELS(p2g_warp), FIRN_MPM_MODEL_KERNELS(g2p2g),
-    (const void *)grid_update,        (const void *)g2p};
+static const void *const mpm_kernels[] = {FIRN_MPM_MODEL_KERNELS(p2g),
+                                          (const void *)bin_keys,
+                                          (const void *)skew_keys,
+                                          (const void *)key_scatter,
+                                          (const void *)bin_ranges,
+                                          (const void *)bin_flags,
+                                          (const void *)bin_list,
+                                          (const void *)cell_ranges,
+                                          (const void *)p2g_order_prepare,
+                                          (const void *)p2g_ordered,
+                                          (const void *)block_touched,
+                                          (const void *)block_list,
+                                          (const void *)sparse_clear,
+                                          (const void *)sparse_update,
+                                          (const void *)p2g_ordered_sparse,
+                                          FIRN_MPM_MODEL_KERNELS(p2g_binned),
+                                          FIRN_MPM_MODEL_KERNELS(p2g_warp),
+                                          FIRN_MPM_MODEL_KERNELS(g2p2g),
+                                          FIRN_MPM_MODEL_KERNELS(p2g_binned_fixed),
+                                          FIRN_MPM_MODEL_KERNELS(g2p2g_fixed),
+                                          (const void *)grid_update,
+                                          (const void *)g2p};
 #define FIRN_MPM_KERNELS ((int)(sizeof mpm_kernels / sizeof mpm_kernels[0]))
 
 /* For the GPU tests only (declared there): the kernels the table lists,
@@ -1269,6 +1514,20 @@ static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
     s->bins.fused = s->bins.on && w->def.gpu_p2g == FIRN_P2G_G2P2G;
     s->bins.sparse = firn_device_sparse(w);
     s->bins.counting = firn_device_counting_sort(w);
+    const char *tile_env = getenv("FIRN_P2G_TILE");
+    if (tile_env && strcmp(tile_env, "fixed") != 0 && strcmp(tile_env, "float") != 0) {
+        firn_set_error(err, FIRN_E_USAGE,
+                       "FIRN_P2G_TILE=%.40s in the environment: binned P2G's tile is \"float\" "
+                       "(the default) or \"fixed\"",
+                       tile_env);
+        return FIRN_CUDA_FAILED;
+    }
+    s->bins.fixed = firn_device_fixed_tile(w);
+    s->bins.mass_max = 0.0f;
+    for (int i = 0; i < w->p.n; i++) {
+        const float m = w->p.vol[i] * w->mats[w->p.mat[i]].rho;
+        s->bins.mass_max = m > s->bins.mass_max ? m : s->bins.mass_max;
+    }
     s->bins.listed = s->bins.on && !s->bins.ordered;
     /* Under FIRN_DEBUG_SYNC each launch synchronises, which a capture cannot. */
     s->graphs = !firn_cuda_debug_sync() && w->def.gpu_graphs != FIRN_GRAPHS_OFF;
@@ -1327,6 +1586,10 @@ static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
             const size_t kb = ((size_t)b.count * FIRN_BIN * FIRN_BIN * FIRN_BIN + 1) * sizeof(int);
             FIRN_CUDA_CHECK(cudaMalloc(&b.ccount, kb), err);
             FIRN_CUDA_CHECK(cudaMalloc(&b.coff, kb), err);
+        }
+        if (b.fixed) {
+            FIRN_CUDA_CHECK(cudaMalloc(&b.bound, bb), err);
+            FIRN_CUDA_CHECK(cudaMemsetAsync(b.bound, 0, bb, s->stream), err);
         }
         if (b.listed) {
             FIRN_CUDA_CHECK(cudaMalloc(&b.bflag, bb), err);
@@ -1438,6 +1701,7 @@ extern "C" void firn_cuda_free(firn_world *w)
     cudaFree(s->bins.temp);
     cudaFree(s->bins.ccount);
     cudaFree(s->bins.coff);
+    cudaFree(s->bins.bound);
     cudaFree(s->bins.bflag);
     cudaFree(s->bins.boff);
     cudaFree(s->bins.blist);
@@ -1571,6 +1835,12 @@ static int queue_binned_scatter(firn_cuda_state *s, const firn_params *P, unsign
         FIRN_CUDA_CHECK_LAUNCH("p2g_warp", s->stream, err);
         return 0;
     }
+    if (b.fixed) {
+        FIRN_MPM_LAUNCH(p2g_binned_fixed, s->model, bin_blocks(b), FIRN_BIN_THREADS, 0, s->stream,
+                        *P, s->mats, s->p, s->grid, b);
+        FIRN_CUDA_CHECK_LAUNCH("p2g_binned_fixed", s->stream, err);
+        return 0;
+    }
     FIRN_MPM_LAUNCH(p2g_binned, s->model, bin_blocks(b), FIRN_BIN_THREADS, 0, s->stream, *P,
                     s->mats, s->p, s->grid, b);
     FIRN_CUDA_CHECK_LAUNCH("p2g_binned", s->stream, err);
@@ -1602,9 +1872,15 @@ static int queue_fused(firn_cuda_state *s, const firn_params *P, unsigned k, int
                        k, (void *)s->grid.node, (void *)s->gbuf[0], (void *)s->gbuf[1]);
         return FIRN_CUDA_FAILED;
     }
-    FIRN_MPM_LAUNCH(g2p2g, s->model, bin_blocks(s->bins), FIRN_BIN_THREADS, 0, s->stream, *P,
-                    s->mats, s->p, from, s->grid, s->bins, s->bad, k - 1);
-    FIRN_CUDA_CHECK_LAUNCH("g2p2g", s->stream, err);
+    if (s->bins.fixed) {
+        FIRN_MPM_LAUNCH(g2p2g_fixed, s->model, bin_blocks(s->bins), FIRN_BIN_THREADS, 0, s->stream,
+                        *P, s->mats, s->p, from, s->grid, s->bins, s->bad, k - 1);
+        FIRN_CUDA_CHECK_LAUNCH("g2p2g_fixed", s->stream, err);
+    } else {
+        FIRN_MPM_LAUNCH(g2p2g, s->model, bin_blocks(s->bins), FIRN_BIN_THREADS, 0, s->stream, *P,
+                        s->mats, s->p, from, s->grid, s->bins, s->bad, k - 1);
+        FIRN_CUDA_CHECK_LAUNCH("g2p2g", s->stream, err);
+    }
     if ((int)k + 1 < s->nsub && queue_binning(s, P, pblocks, err))
         return FIRN_CUDA_FAILED;
     if (timed)
@@ -2308,4 +2584,22 @@ extern "C" int firn_cuda_skew_bin_keys(firn_world *w, int every, firn_error *err
         graph_release(&s->slot[k]);
     s->bins.skew = every > 0 ? every : 0;
     return 0;
+}
+
+/* For the GPU tests only (declared there): the fixed-point tile's bound of
+ * each bin (firn_mpm_bins.bound), copied into out[count]. Returns the
+ * number of bins, or -1 when the world's P2G has no fixed-point tile or
+ * count is short. */
+extern "C" int firn_cuda_fixed_tile_bounds(firn_world *w, float *out, int count, firn_error *err)
+{
+    firn_cuda_state *s = w->cuda;
+    if (!s)
+        return not_initialised("firn_cuda_fixed_tile_bounds", err);
+    if (!s->bins.fixed || count < s->bins.count)
+        return -1;
+    FIRN_CUDA_CHECK(cudaMemcpyAsync(out, s->bins.bound, (size_t)s->bins.count * sizeof(float),
+                                    cudaMemcpyDeviceToHost, s->stream),
+                    err);
+    FIRN_CUDA_CHECK(cudaStreamSynchronize(s->stream), err);
+    return s->bins.count;
 }

@@ -460,7 +460,8 @@ ParameterizedTest(firn_model *model, gpu, reduce_matches_cpu)
 }
 
 /* G2P2G (--p2g g2p2g) fuses each substep's G2P with the next one's P2G
- * within a call, on two grids taken in turn: calls of several substeps
+ * within a call, on two grids taken in turn, with the float tile and the
+ * fixed-point one: calls of several substeps
  * against as many CPU substeps (clear, P2G, grid update, G2P each), every
  * particle field and the last substep's grid, within 1e-5 of each field's
  * scale plus 1e-4 of the value (expect_close; the fused arithmetic is the
@@ -473,12 +474,14 @@ ParameterizedTest(firn_model *model, gpu, reduce_matches_cpu)
  * With jump, dt is long enough for some particles to move more than a cell
  * in a substep (their new stencil leaves the bin's tile and scatters
  * straight into the grid); the test checks that some did. */
-static void g2p2g_case(firn_model model, int jump)
+static void g2p2g_case(firn_model model, int jump, int fixed)
 {
     char name[64];
-    snprintf(name, sizeof name, "%s, g2p2g%s", model_label(model), jump ? ", jumps" : "");
+    snprintf(name, sizeof name, "%s, g2p2g%s%s", model_label(model), jump ? ", jumps" : "",
+             fixed ? ", fixed-point tile" : "");
     firn_world *cpu, *gpu;
     firn_error err = {0};
+    cr_assert_eq(setenv("FIRN_P2G_TILE", fixed ? "fixed" : "float", 1), 0);
     twin_worlds_p2g(model, 0, FIRN_P2G_G2P2G, &cpu, &gpu);
     const long long n = cpu->p.n;
     const float dt = jump ? 1e-3f : 1e-4f;
@@ -541,6 +544,7 @@ static void g2p2g_case(firn_model model, int jump)
     free(corner);
     firn_world_destroy(cpu);
     firn_world_destroy(gpu);
+    unsetenv("FIRN_P2G_TILE");
 }
 
 ParameterizedTestParameters(gpu, g2p2g_matches_cpu_over_substeps)
@@ -551,8 +555,209 @@ ParameterizedTestParameters(gpu, g2p2g_matches_cpu_over_substeps)
 ParameterizedTest(firn_model *model, gpu, g2p2g_matches_cpu_over_substeps, .timeout = 120)
 {
     require_gpu();
-    g2p2g_case(*model, 0);
-    g2p2g_case(*model, 1);
+    g2p2g_case(*model, 0, 0);
+    g2p2g_case(*model, 1, 0);
+    /* The fixed-point tile (FIRN_P2G_TILE=fixed): the first substep after
+     * the state is built scatters as floats, the later ones through the
+     * tile; with jumps a particle that moved beyond the tile scatters as
+     * floats too. The jumps (dt 1e-3 s, 60 m/s, random C of +-5/s) only
+     * for the models without a plastic return: there the tile's rounding,
+     * a few times the float sums' (gpu/fixed_tile_within_its_bound), is
+     * amplified past the tolerance by the yield projections (F of von
+     * Mises 27 times, of sand 1.5 times, over four substeps), and snow's
+     * state runs away to 1e17 m/s on both paths. */
+    g2p2g_case(*model, 0, 1);
+    if (*model == FIRN_MODEL_ELASTIC || *model == FIRN_MODEL_LIQUID ||
+        *model == FIRN_MODEL_FRACTURE)
+        g2p2g_case(*model, 1, 1);
+}
+
+/* ---- the fixed-point tile ------------------------------------------------- */
+
+#ifdef FIRN_WITH_CUDA
+int firn_cuda_fixed_tile_bounds(firn_world *w, float *out, int count, firn_error *err);
+#endif
+
+/* Binned P2G with the tile in 32-bit fixed point (FIRN_P2G_TILE=fixed,
+ * kernels/mpm.cu, tile_scatter_fixed) against the exact sum of the values
+ * the particles add, in double precision on the host from the same state
+ * (firn_p2g_prepare and firn_p2g_node_value, the kernels' own arithmetic),
+ * within the bound the kernel's comment derives, node by node:
+ *   |grid - exact| <= sum_i q_i / 2 + (k + 4) 2^-24 sum_i |v_i|
+ * where q_i is the quantum of the bin of the particle adding value v_i
+ * (the test recomputes it from the bin's particle count and the bound the
+ * previous substep left, read back from the device), and k the float adds
+ * at the node (up to 8 tiles' flushes, and the values of particles that
+ * did not fit the tile); the 4 more cover the flush's conversion and the
+ * grid update's division and the test's product mass x velocity.
+ * Adversarial cases, each after one substep that records the bins' bounds
+ * (a bin without one scatters as floats): a dense heap (half the particles
+ * within 1.3 cells: bins of several hundred, the coarsest quanta), and a
+ * fast particle (60 m/s, 200 times the others' momentum) a tenth of a cell
+ * short of the next bin, which it enters with a momentum its new bin's
+ * scale cannot hold (it must scatter as floats: the test checks it did
+ * not fit). The float tile's error against the same exact sums is logged
+ * beside it. */
+typedef struct {
+    double worst;  /* the largest |grid - exact| / bound over the nodes and components */
+    double fitted; /* particles whose values went into the tile */
+    double missed; /* particles in a bin with a bound whose values did not fit */
+} fixed_tile_result;
+
+static fixed_tile_result fixed_tile_case(firn_model model, int heap, int fast, int fixed)
+{
+    fixed_tile_result r = {0.0, 0.0, 0.0};
+    if (fixed)
+        cr_assert_eq(setenv("FIRN_P2G_TILE", "fixed", 1), 0);
+    else
+        cr_assert_eq(setenv("FIRN_P2G_TILE", "float", 1), 0);
+    firn_world *cpu, *gpu;
+    firn_error err = {0};
+    twin_worlds_p2g(model, 1, FIRN_P2G_BINNED, &cpu, &gpu);
+    const int n = cpu->p.n;
+    const float dt = 1e-4f, dx = cpu->params.dx;
+    /* a bin's first cell along an axis: stencil corners 4 k (kernels/mpm.cu, bin_keys) */
+    const float bin_face = cpu->params.lower[0] + (16.0f + 0.5f) * dx;
+    for (int i = 0; i < n; i++) {
+        if (heap && i % 2 == 1)
+            for (int a = 0; a < 3; a++)
+                cpu->p.x[a * n + i] = 0.5f + frand(-0.02f, 0.02f);
+        if (fast && i == 0) {
+            cpu->p.x[0] = bin_face - 0.1f * dx;
+            cpu->p.x[n] = cpu->p.x[2 * n] = 0.5f;
+            cpu->p.v[0] = 60.0f;
+        }
+    }
+    copy_state(&gpu->p, &cpu->p);
+    firn_cuda_free(gpu);
+    cr_assert_eq(firn_cuda_init(gpu, &err), 0, "firn_cuda_init: %s", err.msg);
+    cr_assert_neq(firn_cuda_run(gpu, 1, dt, NULL, &err), -2, "firn_cuda_run: %s", err.msg);
+    cr_assert_eq(firn_cuda_download(gpu, &err), 0, "firn_cuda_download: %s", err.msg);
+
+    /* The exact sums of the next P2G, from the state it starts from. */
+    copy_state(&cpu->p, &gpu->p);
+    firn_params P = cpu->params;
+    P.dt = dt;
+    const long long nodes = cpu->grid.nodes;
+    int nb[3], bins = 1;
+    for (int a = 0; a < 3; a++) {
+        nb[a] = (P.n[a] - 3) / 4 + 1;
+        bins *= nb[a];
+    }
+    float *bound = calloc((size_t)bins, sizeof(float));
+    int *count = calloc((size_t)bins, sizeof(int));
+    double *exact = calloc(4 * (size_t)nodes, sizeof(double));
+    double *abs_sum = calloc(4 * (size_t)nodes, sizeof(double));
+    double *quanta = calloc(4 * (size_t)nodes, sizeof(double));
+    int *floats = calloc((size_t)nodes, sizeof(int));
+    firn_p2g_state *st = malloc((size_t)n * sizeof *st);
+    int *bin_of = malloc((size_t)n * sizeof(int));
+    cr_assert(bound && count && exact && abs_sum && quanta && floats && st && bin_of,
+              "out of host memory");
+#ifdef FIRN_WITH_CUDA
+    if (fixed)
+        cr_assert_eq(firn_cuda_fixed_tile_bounds(gpu, bound, bins, &err), bins,
+                     "firn_cuda_fixed_tile_bounds: %s", err.msg);
+#endif
+    float mass_max = 0.0f;
+    for (int i = 0; i < n; i++) {
+        st[i] = firn_p2g_prepare(i, &P, cpu->mats, cpu->p);
+        mass_max = fmaxf(mass_max, st[i].mass);
+        bin_of[i] =
+            ((st[i].s.base[0] / 4) * nb[1] + st[i].s.base[1] / 4) * nb[2] + st[i].s.base[2] / 4;
+        count[bin_of[i]]++;
+    }
+    const double W = 27.0 / 64.0;
+    for (int i = 0; i < n; i++) {
+        const double ne = count[bin_of[i]] > 256 ? count[bin_of[i]] : 256;
+        const double L = (1073741824.0 - 1048576.0) / ne, B = bound[bin_of[i]];
+        const double qm = ne * W * mass_max / 536870912.0, qp = 2.0 * W * B / L;
+        firn_vec3 col[3];
+        const firn_vec3 m0 = firn_p2g_middle(&P, &st[i], col);
+        double Bi = 0.0;
+        for (int q = 0; q < 3; q++)
+            Bi =
+                fmax(Bi, fabs(m0.v[q]) + fabs(col[0].v[q]) + fabs(col[1].v[q]) + fabs(col[2].v[q]));
+        /* with a little room for the kernel's float evaluation of the test */
+        const int in_tile = fixed && B > 0.0 && W * Bi / qp <= L * (1.0 - 1e-5);
+        const int maybe = fixed && B > 0.0 && W * Bi / qp <= L * (1.0 + 1e-5);
+        if (fixed && B > 0.0) {
+            r.fitted += in_tile;
+            r.missed += !maybe;
+        }
+        long long sx, sy;
+        const long long corner = firn_stencil_corner(&P, &st[i].s, &sx, &sy) / 4;
+        for (int a = 0; a < 3; a++)
+            for (int b = 0; b < 3; b++)
+                for (int c = 0; c < 3; c++) {
+                    float v[4];
+                    firn_p2g_node_value(&st[i], m0, col, a, b, c, v);
+                    const long long node = corner + (a * sx + b * sy) / 4 + c;
+                    for (int q = 0; q < 4; q++) {
+                        exact[4 * node + q] += v[q];
+                        abs_sum[4 * node + q] += fabs(v[q]);
+                        if (maybe)
+                            quanta[4 * node + q] += 0.5 * (q == 3 ? qm : qp);
+                    }
+                    if (!in_tile)
+                        floats[node]++;
+                }
+    }
+    cr_assert_neq(firn_cuda_run(gpu, 1, dt, NULL, &err), -2, "firn_cuda_run: %s", err.msg);
+    float *mass = malloc((size_t)nodes * sizeof(float));
+    float *vel = malloc(3 * (size_t)nodes * sizeof(float));
+    cr_assert(mass && vel, "out of host memory");
+    cr_assert_eq(firn_cuda_download_grid(gpu, mass, vel, &err), 0, "firn_cuda_download_grid: %s",
+                 err.msg);
+    for (long long k = 0; k < nodes; k++)
+        for (int q = 0; q < 4; q++) {
+            const double got = q == 3 ? mass[k] : (double)mass[k] * vel[q * nodes + k];
+            const double tol =
+                quanta[4 * k + q] + (8.0 + floats[k] + 4.0) * ldexp(abs_sum[4 * k + q], -24);
+            const double e = fabs(got - exact[4 * k + q]);
+            if (e == 0.0)
+                continue;
+            r.worst = fmax(r.worst, tol > 0.0 ? e / tol : INFINITY);
+        }
+    free(mass);
+    free(vel);
+    free(bound);
+    free(count);
+    free(exact);
+    free(abs_sum);
+    free(quanta);
+    free(floats);
+    free(st);
+    free(bin_of);
+    firn_world_destroy(cpu);
+    firn_world_destroy(gpu);
+    unsetenv("FIRN_P2G_TILE");
+    return r;
+}
+
+Test(gpu, fixed_tile_within_its_bound, .timeout = 300)
+{
+    require_gpu();
+    const firn_model models[] = {FIRN_MODEL_SAND, FIRN_MODEL_ELASTIC};
+    const char *cases[3] = {"random state", "a dense heap", "a fast particle"};
+    for (int m = 0; m < 2; m++)
+        for (int c = 0; c < 3; c++) {
+            const fixed_tile_result fx = fixed_tile_case(models[m], c == 1, c == 2, 1);
+            const fixed_tile_result fl = fixed_tile_case(models[m], c == 1, c == 2, 0);
+            cr_log_info("%s, %s: fixed-point tile %.3g of its bound (%.0f particles in the "
+                        "tile, %.0f not), float tile %.3g of it",
+                        model_label(models[m]), cases[c], fx.worst, fx.fitted, fx.missed, fl.worst);
+            cr_expect(fx.worst <= 1.0,
+                      "%s, %s: the fixed-point tile's grid is %.3g x its derived bound away "
+                      "from the exact sums",
+                      model_label(models[m]), cases[c], fx.worst);
+            cr_expect(fx.fitted >= 100.0, "%s, %s: only %.0f particles went into the tile",
+                      model_label(models[m]), cases[c], fx.fitted);
+            if (c == 2)
+                cr_expect(fx.missed >= 1.0,
+                          "%s, a fast particle: every particle fitted its bin's scale",
+                          model_label(models[m]));
+        }
 }
 
 /* ---- scenes --------------------------------------------------------------- */

@@ -84,6 +84,11 @@ for run in mixed:binned ball_in_sand:binned mixed:warp mixed:ordered ball_in_san
     step "compare $scene, $FRAMES frame(s), $variant P2G" "$FIRN" compare "scenes/$scene.json" \
         --frames "$FRAMES" --p2g "$variant"
 done
+# The fixed-point tile (FIRN_P2G_TILE=fixed) of binned P2G and G2P2G.
+step "compare mixed, $FRAMES frame(s), binned P2G, fixed-point tile" env FIRN_P2G_TILE=fixed \
+    "$FIRN" compare scenes/mixed.json --frames "$FRAMES" --p2g binned
+step "compare ball_in_sand, $FRAMES frame(s), g2p2g P2G, fixed-point tile" env \
+    FIRN_P2G_TILE=fixed "$FIRN" compare scenes/ball_in_sand.json --frames "$FRAMES" --p2g g2p2g
 step "compare sand_column, $FRAMES frame(s), binned P2G, sparse grid" "$FIRN" compare \
     scenes/sand_column.json --frames "$FRAMES" --p2g binned --grid sparse
 step "bench --backend cuda (sand_block, 2000 particles)" "$FIRN" bench --backend cuda \

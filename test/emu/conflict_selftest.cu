@@ -16,7 +16,10 @@
  *                             16 passes of 2 wavefronts
  *
  * and that a lane's second atomic at the same call site is a second
- * instruction. test/emu/check.sh builds and runs it against the emulated
+ * instruction; the float adds are counted again as compare-and-swap loops
+ * (cas_warp, cas_rounds), and an integer atomicAdd of every lane on one
+ * int (the native instruction) is 1 instruction of 32 passes and 32
+ * wavefronts with no loop. test/emu/check.sh builds and runs it against the emulated
  * runtime only (make emu-check).
  * Prints "conflict_selftest: N passed, M failed"; exits non-zero on a
  * failure. */
@@ -29,6 +32,17 @@
 static __global__ void pattern(int which, float *out)
 {
     __shared__ float s[256];
+    __shared__ int si[32];
+    if (which == 5) { /* an integer add, every lane on word 0: native, no loop */
+        if (threadIdx.x == 0)
+            si[0] = 0;
+        __syncthreads();
+        atomicAdd(si, 1);
+        __syncthreads();
+        if (threadIdx.x == 0)
+            out[0] = (float)si[0];
+        return;
+    }
     for (int k = threadIdx.x; k < 256; k += blockDim.x)
         s[k] = 0.0f;
     __syncthreads();
@@ -77,12 +91,15 @@ int main(int argc, char **argv)
         cudaFree(out);
         return 0;
     }
-    static const unsigned long long want[5][3] = {
-        {2, 2, 2}, {1, 32, 32}, {1, 1, 4}, {1, 8, 8}, {1, 16, 32}};
-    static const char *names[5] = {"lane l on word l, twice", "every lane on word 0",
-                                   "lane l on word 4 l", "lane l on word l / 8",
-                                   "lane l on word 32 (l % 2)"};
-    for (int p = 0; p < 5; p++) {
+    /* warp instructions, passes, wavefronts; of them compare-and-swap loops
+     * and their passes */
+    static const unsigned long long want[6][5] = {{2, 2, 2, 2, 2},    {1, 32, 32, 1, 32},
+                                                  {1, 1, 4, 1, 1},    {1, 8, 8, 1, 8},
+                                                  {1, 16, 32, 1, 16}, {1, 32, 32, 0, 0}};
+    static const char *names[6] = {"lane l on word l, twice",   "every lane on word 0",
+                                   "lane l on word 4 l",        "lane l on word l / 8",
+                                   "lane l on word 32 (l % 2)", "every lane on int 0"};
+    for (int p = 0; p < 6; p++) {
         char path[64], cmd[512];
         snprintf(path, sizeof path, "/tmp/conflict_selftest.%d.%d.tsv", (int)getpid(), p);
         remove(path);
@@ -93,22 +110,26 @@ int main(int argc, char **argv)
         }
         FILE *f = fopen(path, "r");
         char line[512];
-        unsigned long long c[9] = {0};
+        unsigned long long c[11] = {0};
         bool found = false;
         while (f && fgets(line, sizeof line, f))
             if (strstr(line, "pattern") &&
-                sscanf(strchr(line, '\t'), "%llu %llu %llu %llu %llu %llu %llu %llu %llu", &c[0],
-                       &c[1], &c[2], &c[3], &c[4], &c[5], &c[6], &c[7], &c[8]) == 9)
+                sscanf(strchr(line, '\t'), "%llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu",
+                       &c[0], &c[1], &c[2], &c[3], &c[4], &c[5], &c[6], &c[7], &c[8], &c[9],
+                       &c[10]) == 11)
                 found = true;
         if (f)
             fclose(f);
         remove(path);
         char what[256];
         snprintf(what, sizeof what,
-                 "%s: %llu warp instructions, %llu passes, %llu wavefronts (want %llu, %llu, "
-                 "%llu)",
-                 names[p], c[6], c[7], c[8], want[p][0], want[p][1], want[p][2]);
-        expect(found && c[6] == want[p][0] && c[7] == want[p][1] && c[8] == want[p][2], what);
+                 "%s: %llu warp instructions, %llu passes, %llu wavefronts, %llu loops of %llu "
+                 "passes (want %llu, %llu, %llu, %llu, %llu)",
+                 names[p], c[6], c[7], c[8], c[9], c[10], want[p][0], want[p][1], want[p][2],
+                 want[p][3], want[p][4]);
+        expect(found && c[6] == want[p][0] && c[7] == want[p][1] && c[8] == want[p][2] &&
+                   c[9] == want[p][3] && c[10] == want[p][4],
+               what);
     }
     printf("conflict_selftest: %d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;

@@ -214,15 +214,18 @@ static constexpr int warpSize = 32;
  * live device allocation (an atomic on host memory, or on freed memory). */
 /* file and line: the atomic's call site in the kernel source, by which
  * FIRN_EMU_PROFILE groups a warp's lanes into one instruction (the k-th
- * atomic each lane issues at one site). */
+ * atomic each lane issues at one site). cas_loop: a float add, which on
+ * shared memory is a compare-and-swap loop on sm_80 and sm_90 (an integer
+ * add, min, max or exchange is one native instruction there). */
 void firn_emu_check_device_pointer(const void *p, size_t bytes, const char *what, const char *file,
-                                   int line);
+                                   int line, int cas_loop);
 
 template <typename T, typename F>
-static inline T firn_emu_atomic_rmw(T *addr, F f, const char *what, const char *file, int line)
+static inline T firn_emu_atomic_rmw(T *addr, F f, const char *what, const char *file, int line,
+                                    int cas_loop = 0)
 {
     static_assert(sizeof(T) == 4 || sizeof(T) == 8, "atomics on 4 or 8 bytes");
-    firn_emu_check_device_pointer(addr, sizeof(T), what, file, line);
+    firn_emu_check_device_pointer(addr, sizeof(T), what, file, line, cas_loop);
     using W = typename std::conditional<sizeof(T) == 4, uint32_t, uint64_t>::type;
     W *w = reinterpret_cast<W *>(addr);
     W old_bits = __atomic_load_n(w, __ATOMIC_RELAXED);
@@ -243,7 +246,8 @@ static inline T atomicAdd(T *addr, T value, const char *file = __builtin_FILE(),
                           int line = __builtin_LINE())
 {
     return firn_emu_atomic_rmw(
-        addr, [value](T a) { return a + value; }, "atomicAdd", file, line);
+        addr, [value](T a) { return a + value; }, "atomicAdd", file, line,
+        (int)std::is_floating_point<T>::value);
 }
 /* sm_90's vector atomic: each component added atomically on its own (as
  * CUDA documents it, not one 16-byte transaction), on global memory only,
@@ -287,6 +291,20 @@ static inline T atomicCAS(T *addr, T compare, T value, const char *file = __buil
 {
     return firn_emu_atomic_rmw(
         addr, [compare, value](T a) { return a == compare ? value : a; }, "atomicCAS", file, line);
+}
+
+/* A float's bits as an int. */
+static inline int __float_as_int(float x)
+{
+    int i;
+    std::memcpy(&i, &x, sizeof i);
+    return i;
+}
+static inline float __int_as_float(int i)
+{
+    float x;
+    std::memcpy(&x, &i, sizeof x);
+    return x;
 }
 
 /* A load through the read-only data cache: device memory only, aligned to

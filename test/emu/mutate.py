@@ -90,8 +90,10 @@ PLANTS = [
     ("missing-barrier", "binned P2G flushes its shared tile to the grid without waiting for "
      "the block's other threads to finish scattering (the __syncthreads before the flush "
      "left out)", "kernels/mpm.cu",
-     "                firn_p2g_scatter_nodes(&P, g, &st, 0u);\n        }\n        __syncthreads();",
-     "                firn_p2g_scatter_nodes(&P, g, &st, 0u);\n        }",
+     "            (void)most;\n        __syncthreads();\n        if constexpr (std::is_same<V, int>::value) {\n"
+     "            tile_flush_fixed<FIRN_TILE>",
+     "            (void)most;\n        if constexpr (std::is_same<V, int>::value) {\n"
+     "            tile_flush_fixed<FIRN_TILE>",
      "compare_binned:sand_column"),
     ("bad-block-size", "a block of 2048 threads (over the 1024 limit)", "kernels/mpm.cu",
      "#define FIRN_BLOCK 256",
@@ -146,15 +148,18 @@ PLANTS = [
      "test:gpu/*"),
     ("g2p2g-drops-far", "G2P2G drops the scatter of a particle that moved more than a cell "
      "(outside its bin's tile)", "kernels/mpm.cu",
-     "            else\n                firn_p2g_scatter_nodes(&P, to, &st, 0u);",
-     "            else\n                (void)to;",
+     "            } else if (t < 0) {\n                firn_p2g_scatter_nodes(&P, to, &st, 0u);",
+     "            } else if (t < 0) {\n                (void)to;",
      "test:gpu/g2p2g*"),
     ("binned-tile-unchecked", "binned P2G scatters every particle into its bin's shared tile, "
      "also one whose stencil corner is a cell outside the bin its key names (on a GPU, bin_keys "
      "and P2G may floor the corner differently)", "kernels/mpm.cu",
-     "            const int t = firn_tile_slot(&st.s, o, FIRN_TILE);\n            if (t >= 0)",
-     "            const int t = ((st.s.base[0] - o[0]) * FIRN_TILE + st.s.base[1] - o[1]) * FIRN_TILE +\n"
-     "                          st.s.base[2] - o[2];\n            if (1)",
+     "            } else if (t < 0) {\n                firn_p2g_scatter_nodes(&P, g, &st, 0u);\n"
+     "            } else {\n                tile_scatter<FIRN_TILE>(&P, tile, t, &st);",
+     "            } else {\n"
+     "                const int u = ((st.s.base[0] - o[0]) * FIRN_TILE + st.s.base[1] - o[1]) *\n"
+     "                                  FIRN_TILE + st.s.base[2] - o[2];\n"
+     "                tile_scatter<FIRN_TILE>(&P, tile, u, &st);",
      "test:gpu/binned_p2g_with_keys*"),
     ("warp-run-by-key", "warp P2G sums a lane whose stencil corner is not its key's cell into "
      "that cell's run", "kernels/mpm.cu",
@@ -167,8 +172,8 @@ PLANTS = [
      "    from.node = s->gbuf[(s->gbase + k) & 1];",
      "test:gpu/g2p2g*"),
     ("kernel-unsized", "a kernel left out of the MPM stack sizing table", "kernels/mpm.cu",
-     "    FIRN_MPM_MODEL_KERNELS(p2g_warp), FIRN_MPM_MODEL_KERNELS(g2p2g),\n",
-     "    FIRN_MPM_MODEL_KERNELS(p2g_warp),\n",
+     "                                          FIRN_MPM_MODEL_KERNELS(g2p2g),\n",
+     "",
      "test:gpu/every_mpm_kernel*"),
     ("int-soa-offset", "firn_store9 indexes component c of particle i with an int c n + i",
      "include/firn_mpm.h",
@@ -196,12 +201,29 @@ PLANTS = [
      "kernels/mpm.cu",
      "    for (int item = blockIdx.x; item < *b.nbins; item += gridDim.x) {\n"
      "        const int bin = b.blist[item], lo = b.start[bin], hi = b.end[bin];\n"
-     "        int o[3];\n        bin_origin(b, bin, o);\n        tile_clear<FIRN_TILE>(tile);",
+     "        int o[3];\n        bin_origin(b, bin, o);\n        if (std::is_same<V, int>::value",
      "    for (int item = blockIdx.x; item < *b.nbins && item < (int)gridDim.x;\n"
      "         item += gridDim.x) {\n"
      "        const int bin = b.blist[item], lo = b.start[bin], hi = b.end[bin];\n"
-     "        int o[3];\n        bin_origin(b, bin, o);\n        tile_clear<FIRN_TILE>(tile);",
+     "        int o[3];\n        bin_origin(b, bin, o);\n        if (std::is_same<V, int>::value",
      "test:gpu/binning_keeps*"),
+    ("fixed-tile-unbounded", "the fixed-point tile takes every particle's values, also "
+     "those past the range its scale allows", "kernels/mpm.cu",
+     "    if (!(FIRN_FIXED_WMAX * st->mass * inv_qm <= lim && FIRN_FIXED_WMAX * inv_qp * B <= lim))\n"
+     "        return 0;",
+     "    (void)lim;",
+     "test:gpu/fixed_tile*"),
+    ("fixed-tile-quantum", "the fixed-point tile's flush scales a momentum by the mass "
+     "quantum", "kernels/mpm.cu",
+     "        const float v[4] = {(float)q[0] * f.qp,",
+     "        const float v[4] = {(float)q[0] * f.qm,",
+     "test:gpu/fixed_tile*"),
+    ("fixed-tile-bound-lost", "binned P2G's fixed-point tile never records its bins' momentum "
+     "bounds, so every bin scatters as floats", "kernels/mpm.cu",
+     "            tile_flush_fixed<FIRN_TILE>(tile, o, g, *fs);\n            if (threadIdx.x == 0)\n"
+     "                b.bound[bin] = __int_as_float(fs->most);",
+     "            tile_flush_fixed<FIRN_TILE>(tile, o, g, *fs);",
+     "test:gpu/fixed_tile*"),
     ("pcg-past-stop", "the implicit FEM solve's CG update kernel ignores the device's stop flag, "
      "so the iterations queued after convergence keep moving du", "kernels/fem_implicit.cu",
      "        LAUNCH(imp_pcg_update, nv, I->ctl, I->p, I->Ap, I->Minv, I->held, I->du, I->r, I->z, n,\n"

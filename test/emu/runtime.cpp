@@ -521,6 +521,7 @@ struct shared_event {
     unsigned k; /* the thread's k-th atomic at this site */
     int warp, lane;
     uintptr_t addr;
+    int cas_loop; /* a float add: a compare-and-swap loop on shared memory */
 };
 
 struct cuda_thread {
@@ -580,11 +581,15 @@ static thread_local scheduler *t_sched;
  * banks (a bank conflict; lanes on one address are a broadcast). Columns:
  * warp_shared (warp instructions), shared_rounds (passes, summed),
  * shared_wavefronts (summed over passes). An uncontended instruction is
- * one round and one wavefront. */
+ * one round and one wavefront. The last two columns count the float adds
+ * among them (cas_warp: warp instructions; cas_rounds: their passes),
+ * each pass of which is a loop iteration of several instructions; an
+ * integer atomic is one native instruction, whose lanes on one address the
+ * hardware serialises as passes too (shared_rounds). */
 struct kernel_counts {
     std::atomic<unsigned long long> runs{0}, blocks{0}, threads{0}, shared_atomics{0},
         global_atomics{0}, vector_atomics{0}, warp_shared{0}, shared_rounds{0},
-        shared_wavefronts{0};
+        shared_wavefronts{0}, cas_warp{0}, cas_rounds{0};
 };
 static std::mutex &g_profile_lock = *new std::mutex;
 static std::map<std::string, kernel_counts *> &g_profile =
@@ -600,10 +605,11 @@ static void write_profile()
     for (const auto &kv : g_profile) {
         const kernel_counts *c = kv.second;
         /* A vector atomic's four components each passed the scalar count. */
-        fprintf(f, "%s\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\n", kv.first.c_str(),
-                c->runs.load(), c->blocks.load(), c->threads.load(), c->shared_atomics.load(),
-                c->global_atomics.load() - 4 * c->vector_atomics.load(), c->vector_atomics.load(),
-                c->warp_shared.load(), c->shared_rounds.load(), c->shared_wavefronts.load());
+        fprintf(f, "%s\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\n",
+                kv.first.c_str(), c->runs.load(), c->blocks.load(), c->threads.load(),
+                c->shared_atomics.load(), c->global_atomics.load() - 4 * c->vector_atomics.load(),
+                c->vector_atomics.load(), c->warp_shared.load(), c->shared_rounds.load(),
+                c->shared_wavefronts.load(), c->cas_warp.load(), c->cas_rounds.load());
     }
     fclose(f);
 }
@@ -852,7 +858,7 @@ static void count_shared_conflicts(std::vector<shared_event> &ev, kernel_counts 
             return a.k < b.k;
         return a.addr < b.addr;
     });
-    unsigned long long warps = 0, rounds = 0, wavefronts = 0;
+    unsigned long long warps = 0, rounds = 0, wavefronts = 0, cas_warps = 0, cas_rounds = 0;
     for (size_t i = 0; i < ev.size();) {
         size_t j = i;
         while (j < ev.size() && ev[j].warp == ev[i].warp && ev[j].file == ev[i].file &&
@@ -878,11 +884,15 @@ static void count_shared_conflicts(std::vector<shared_event> &ev, kernel_counts 
             wavefronts += (unsigned long long)ways;
         }
         warps++, rounds += (unsigned long long)most;
+        if (ev[i].cas_loop)
+            cas_warps++, cas_rounds += (unsigned long long)most;
         i = j;
     }
     c->warp_shared.fetch_add(warps, std::memory_order_relaxed);
     c->shared_rounds.fetch_add(rounds, std::memory_order_relaxed);
     c->shared_wavefronts.fetch_add(wavefronts, std::memory_order_relaxed);
+    c->cas_warp.fetch_add(cas_warps, std::memory_order_relaxed);
+    c->cas_rounds.fetch_add(cas_rounds, std::memory_order_relaxed);
 }
 
 static void run_block(scheduler *s, kernel_exec *e, unsigned b)
@@ -1181,7 +1191,7 @@ static kernel_counts *running_counts()
 }
 
 void firn_emu_check_device_pointer(const void *p, size_t bytes, const char *what, const char *file,
-                                   int line)
+                                   int line, int cas_loop)
 {
     kernel_counts *c = running_counts();
     if (in_shared(p, bytes)) {
@@ -1203,7 +1213,7 @@ void firn_emu_check_device_pointer(const void *p, size_t bytes, const char *what
                 (int)(x.thread_idx.x +
                       x.block_dim.x * (x.thread_idx.y + x.block_dim.y * x.thread_idx.z));
             t_sched->events.push_back(
-                shared_event{file, line, k, flat / 32, flat % 32, (uintptr_t)p});
+                shared_event{file, line, k, flat / 32, flat % 32, (uintptr_t)p, cas_loop});
         }
         return; /* an atomic on the block's shared memory */
     }
