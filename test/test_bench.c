@@ -1245,16 +1245,16 @@ TestSuite(bench_plot, .init = setup, .fini = teardown, .timeout = 120);
 Test(bench_plot, draws_each_chart_from_a_bench_file)
 {
     /* A CPU bench of two scenes swept over 1 and 2 threads: throughput,
-     * phases, cost and threads charts; no GPU, so cpu_vs_gpu is skipped
-     * with a note that says why. */
+     * phases, cost, threads and floors charts; no GPU, so cpu_vs_gpu is
+     * skipped with a note that says why. */
     run_bench("p", "--particles 2k,4k --scenes sand_block,dam_break,sph_dam_break --layout dense "
                    "--repeats 2 --substeps 1 --warmup 1 --threads 1,2");
     char args[512], path[160];
     snprintf(args, sizeof args, "%s/p.json --out %s/plots --prefix t", dir, dir);
     int rc = run_plot(args);
     cr_assert_eq(rc, 0, "bench/plot %s: exit %d:\n%s", args, rc, out);
-    static const char *charts[] = {"throughput", "phases", "cost", "threads"};
-    for (int k = 0; k < 4; k++) {
+    static const char *charts[] = {"throughput", "phases", "cost", "threads", "floors"};
+    for (int k = 0; k < 5; k++) {
         snprintf(path, sizeof path, "%s/plots/t-%s.png", dir, charts[k]);
         expect_png(path, 10000);
     }
