@@ -1,7 +1,8 @@
 /* cli_bench.c - `firn bench`: throughput of the standard scenes over
  * particle counts and backends, with per-phase times, memory and the
  * achieved fraction of the measured copy bandwidth (MPM scenes), or the SPH
- * phases and DFSPH's iterations (SPH scenes). */
+ * phases and DFSPH's iterations (SPH scenes), and every phase of every
+ * solver against its modelled floor (docs/BENCH.md). */
 #include <errno.h>
 #include <stdio.h>
 #include <limits.h>

@@ -1,5 +1,6 @@
 /* test_bench.c - the benchmark's arithmetic (throughput, bandwidth model,
- * median, particle-count lists), its standard scenes (the particle count
+ * the floor per phase's models, median, particle-count lists), its
+ * standard scenes (the particle count
  * asked for is the count built; sparse means more empty grid; the SPH dam
  * break is SPH, to within 3 % of its count), and the firn-bench-1 JSON and
  * CSV that `firn bench` writes (for MPM and SPH cases). */
