@@ -518,8 +518,10 @@ static int roof_mpm(const firn_roof_case *c, firn_roof_phase *out)
     if (c->fused && c->substeps > 0)
         p2g -= FIRN_BENCH_FUSED_SAVES * (double)(c->substeps - 1) / (double)c->substeps;
     out[0] = roof_phase("clear", FIRN_ROOF_MPM_CLEAR_NODE_BYTES * nodes, 0.0);
+    const double constitutive =
+        c->mpm_liquid ? FIRN_ROOF_MPM_LIQUID_P_OPS : FIRN_ROOF_MPM_SVD_P_OPS;
     out[1] = roof_phase("p2g", p2g * N + FIRN_ROOF_MPM_P2G_NODE_BYTES * nodes,
-                        FIRN_ROOF_MPM_P2G_P_OPS * N);
+                        (FIRN_ROOF_MPM_P2G_P_OPS + constitutive) * N);
     out[2] = roof_phase("grid", FIRN_ROOF_MPM_GRID_NODE_BYTES * nodes,
                         FIRN_ROOF_MPM_GRID_NODE_OPS * nodes);
     out[3] = roof_phase("g2p", FIRN_ROOF_MPM_G2P_P_BYTES * N + FIRN_ROOF_MPM_G2P_NODE_BYTES * nodes,

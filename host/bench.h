@@ -288,15 +288,18 @@ double firn_bench_host_copy_bandwidth(size_t bytes);
 
 /* MPM (include/firn_mpm.h), the traffic model's split by phase: clear, 16
  * B a node written; P2G, 153 B a particle (less G2P2G's saving) and 16 a
- * node, and the trial F, the SVD, the return mapping, the stress and the
- * 27-node scatter: 1300 operations; the grid update, 32 B and 15
+ * node, and the trial F and the 27-node scatter (800 operations) with the
+ * constitutive update: the SVD, return mapping and stress of sand and
+ * snow (500), a liquid's J and pressure (50); the grid update, 32 B and 15
  * operations a node; G2P, 72 B a particle and 16 a node, the 27-node
  * gather of v and C and the advection: 740 operations. The nodes are a
  * GPU's dense grid, else at least the body's cells (particles / 8). */
 #define FIRN_ROOF_MPM_CLEAR_NODE_BYTES 16.0
 #define FIRN_ROOF_MPM_P2G_P_BYTES      (FIRN_BENCH_P2G_READ_BYTES + FIRN_BENCH_P2G_WRITE_BYTES)
 #define FIRN_ROOF_MPM_P2G_NODE_BYTES   16.0
-#define FIRN_ROOF_MPM_P2G_P_OPS        1300.0
+#define FIRN_ROOF_MPM_P2G_P_OPS        800.0
+#define FIRN_ROOF_MPM_SVD_P_OPS        500.0
+#define FIRN_ROOF_MPM_LIQUID_P_OPS     50.0
 #define FIRN_ROOF_MPM_GRID_NODE_BYTES  32.0
 #define FIRN_ROOF_MPM_GRID_NODE_OPS    15.0
 #define FIRN_ROOF_MPM_G2P_P_BYTES      FIRN_BENCH_G2P_BYTES
@@ -328,6 +331,7 @@ typedef struct {
     long long constraints[2]; /* cloth: stretch and bending constraints */
     int rigid_contact;        /* cloth: PBD-rigid against a body (the Coupler's pass) */
     int substeps, fused;      /* MPM: substeps a call and whether G2P2G fuses them */
+    int mpm_liquid;           /* MPM: a liquid (no SVD in its constitutive update) */
 } firn_roof_case;
 
 #define FIRN_ROOF_MAX_PHASES 5

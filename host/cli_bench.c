@@ -142,6 +142,7 @@ static void roofline(bench_result *r, const firn_bench_world_info *info, long lo
     c.rigid_contact = info->pbd_rigid;
     c.substeps = r->substeps;
     c.fused = fused;
+    c.mpm_liquid = r->scene == FIRN_BENCH_DAM;
     r->nroof = firn_roof_phases(&c, r->roof);
     r->floor_ms = r->floor_measured_ms = 0.0;
     for (int k = 0; k < r->nroof; k++) {

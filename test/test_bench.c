@@ -239,6 +239,13 @@ Test(bench_math, roofline_mpm_phases_add_up_to_the_traffic_model)
     firn_roof_phase ph[FIRN_ROOF_MAX_PHASES];
     firn_roof_phases(&c, ph);
     cr_expect_float_eq(ph[0].bytes, 16.0 * 1000, 1e-9, "clear: 16 B a node of 8000 / 8");
+    /* P2G's operations: the scatter's 800 and the constitutive update's,
+     * 500 with the SVD (sand, snow), 50 for a liquid. */
+    cr_expect_float_eq(ph[1].ops, 1300.0 * 8000, 1e-6);
+    const firn_roof_case liquid = {
+        .solver = FIRN_ROOF_MPM, .particles = 8000, .substeps = 10, .mpm_liquid = 1};
+    firn_roof_phases(&liquid, ph);
+    cr_expect_float_eq(ph[1].ops, 850.0 * 8000, 1e-6);
 }
 
 /* Cloth: the prediction, then per stretch iteration 28 B a constraint and
