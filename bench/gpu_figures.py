@@ -73,8 +73,10 @@ def bench_figure(path):
     for r in d.get("results", []):
         row = {k: r.get(k) for k in ("scene", "layout", "backend", "particles", "p2g", "substeps",
                                      "median_seconds", "particle_substeps_per_second",
-                                     "roofline_fraction", "memory_bytes")}
+                                     "roofline_fraction", "memory_bytes", "floor_ratio")}
         row["phase_ms"] = r.get("phase_ms")
+        if r.get("roofline_phases"):  # the floor per phase (docs/BENCH.md), from 2026-12-07
+            row["roofline_phases"] = r.get("roofline_phases")
         if r.get("solver") and r.get("solver") != "mpm":
             row["solver"] = r.get("solver")
             for k in ("sph_phase_ms", "sph_iterations_per_substep", "pbd_phase_ms",
@@ -332,14 +334,14 @@ def report(args):
         md.append("### Throughput")
         md.append("")
         md.append("| step | scene | particles | P2G | particle-substeps/s | p2g ms | grid ms | "
-                  "g2p ms | roofline |")
-        md.append("| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |")
+                  "g2p ms | roofline | measured / floor |")
+        md.append("| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
         for s, r in bench_rows:
             ph = r.get("phase_ms") or {}
             md.append(f"| {s['index']} | {r['scene']} | {r['particles']:,} | {r.get('p2g') or ''} | "
                       f"{fmt(r['particle_substeps_per_second'])} | {fmt(ph.get('p2g'))} | "
                       f"{fmt(ph.get('grid'))} | {fmt(ph.get('g2p'))} | "
-                      f"{fmt(r.get('roofline_fraction'))} |")
+                      f"{fmt(r.get('roofline_fraction'))} | {fmt(r.get('floor_ratio'))} |")
     prof = [(s, k) for s in steps if s["kind"] == "ncu" and s["figure_data"]
             for k in s["figure_data"]["kernels"]]
     if prof:

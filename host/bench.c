@@ -362,8 +362,23 @@ void firn_bench_world_info_get(const firn_world *w, firn_bench_world_info *info)
     info->iters[0] = S->iters_total[0];
     info->iters[1] = S->iters_total[1];
     info->solves = S->solves;
+    if (S->n > 0)
+        info->h_over_a = S->P.h / cbrt(S->P.vol);
+    const firn_pbd *B = &w->pbd;
+    if (B->n > 0) {
+        info->pbd_iters[0] = B->stretch_iterations;
+        info->pbd_iters[1] = B->bending_iterations;
+        info->pbd_iters[2] = B->particle_passes ? B->density_iterations : 0;
+        info->pbd_iters[3] = B->particle_passes ? B->viscosity_iterations : 0;
+        info->constraints[0] = B->stretch.n;
+        info->constraints[1] = B->bend.n;
+        info->pbd_rigid = w->coupler.pbd_rigid && w->n_rigids > 0;
+        if (B->particle_passes)
+            info->h_over_a = B->P.nb.h / firn_pbf_rest_spacing(&B->P);
+    }
     const firn_fem *F = &w->fem;
     info->elements = F->E.n;
+    info->vertices = F->V.n;
     if (F->E.n > 0 && w->p.n == 0 && S->n == 0 && w->pbd.n == 0) {
         const firn_body_def *b = &w->def.bodies[F->scene_body[0]];
         for (int a = 0; a < 3; a++)
@@ -466,5 +481,235 @@ double firn_bench_host_copy_bandwidth(size_t bytes)
     }
     free(a);
     free(b);
+    return best;
+}
+
+/* ---------------------------------------------------------------- roofline */
+
+double firn_roof_neighbours(double h_over_a)
+{
+    return 4.0 * M_PI / 3.0 * h_over_a * h_over_a * h_over_a - 1.0;
+}
+
+double firn_roof_candidates(double h_over_a) { return 27.0 * h_over_a * h_over_a * h_over_a; }
+
+static firn_roof_phase roof_phase(const char *name, double bytes, double ops)
+{
+    firn_roof_phase ph;
+    memset(&ph, 0, sizeof ph);
+    ph.name = name;
+    ph.bytes = bytes;
+    ph.ops = ops;
+    return ph;
+}
+
+/* The neighbour search's sort: per particle and per cell of the grid. */
+static firn_roof_phase roof_sort(const char *name, double N, double cells, double cand)
+{
+    return roof_phase(name, FIRN_ROOF_SORT_P_BYTES * N + FIRN_ROOF_SORT_CELL_BYTES * cells,
+                      (FIRN_ROOF_SORT_P_OPS + FIRN_ROOF_CANDIDATE_OPS * cand) * N);
+}
+
+static int roof_mpm(const firn_roof_case *c, firn_roof_phase *out)
+{
+    const double N = (double)c->particles;
+    const double nodes = c->nodes > 0 ? (double)c->nodes : N / FIRN_ROOF_MPM_PPC;
+    double p2g = FIRN_ROOF_MPM_P2G_P_BYTES;
+    if (c->fused && c->substeps > 0)
+        p2g -= FIRN_BENCH_FUSED_SAVES * (double)(c->substeps - 1) / (double)c->substeps;
+    out[0] = roof_phase("clear", FIRN_ROOF_MPM_CLEAR_NODE_BYTES * nodes, 0.0);
+    const double constitutive =
+        c->mpm_liquid ? FIRN_ROOF_MPM_LIQUID_P_OPS : FIRN_ROOF_MPM_SVD_P_OPS;
+    out[1] = roof_phase("p2g", p2g * N + FIRN_ROOF_MPM_P2G_NODE_BYTES * nodes,
+                        (FIRN_ROOF_MPM_P2G_P_OPS + constitutive) * N);
+    out[2] = roof_phase("grid", FIRN_ROOF_MPM_GRID_NODE_BYTES * nodes,
+                        FIRN_ROOF_MPM_GRID_NODE_OPS * nodes);
+    out[3] = roof_phase("g2p", FIRN_ROOF_MPM_G2P_P_BYTES * N + FIRN_ROOF_MPM_G2P_NODE_BYTES * nodes,
+                        FIRN_ROOF_MPM_G2P_P_OPS * N);
+    return 4;
+}
+
+static int roof_sph(const firn_roof_case *c, firn_roof_phase *out)
+{
+    const double N = (double)c->particles, nb = firn_roof_neighbours(c->h_over_a);
+    out[0] = roof_sort("sort", N, (double)c->nodes, firn_roof_candidates(c->h_over_a));
+    out[1] = roof_phase("density", FIRN_ROOF_SPH_DENSITY_P_BYTES * N,
+                        (FIRN_ROOF_SPH_DENSITY_N_OPS * nb + FIRN_ROOF_SPH_WALL_OPS) * N);
+    if (c->solver == FIRN_ROOF_DFSPH) {
+        const double itd = c->iters[0], itr = c->iters[1], it = itd + itr;
+        const double iter_bytes =
+            (FIRN_ROOF_DFSPH_DIV_P_BYTES * itd + FIRN_ROOF_DFSPH_DENS_P_BYTES * itr) * N;
+        const double iter_ops = (FIRN_ROOF_DFSPH_ITER_N_OPS * nb + FIRN_ROOF_DFSPH_ITER_P_OPS) * N;
+        out[2] = roof_phase("pressure", FIRN_ROOF_DFSPH_ONCE_P_BYTES * N + iter_bytes,
+                            (FIRN_ROOF_DFSPH_ONCE_N_OPS * nb + FIRN_ROOF_DFSPH_ONCE_P_OPS) * N +
+                                iter_ops * it);
+        out[2].iterations = it;
+        out[2].iter_bytes = it > 0.0 ? iter_bytes / it : 0.0;
+        out[2].iter_ops = it > 0.0 ? iter_ops : 0.0;
+    } else {
+        out[2] =
+            roof_phase("pressure", FIRN_ROOF_WCSPH_PRESSURE_P_BYTES * N,
+                       (FIRN_ROOF_WCSPH_PRESSURE_N_OPS * nb + FIRN_ROOF_WCSPH_PRESSURE_P_OPS) * N);
+    }
+    out[3] = roof_phase("integrate", FIRN_ROOF_SPH_INTEGRATE_P_BYTES * N,
+                        FIRN_ROOF_SPH_INTEGRATE_P_OPS * N);
+    return 4;
+}
+
+static int roof_pbf(const firn_roof_case *c, firn_roof_phase *out)
+{
+    const double N = (double)c->particles, nb = firn_roof_neighbours(c->h_over_a);
+    const double di = c->pbd_iters[2], vi = c->pbd_iters[3];
+    const firn_roof_phase sort =
+        roof_sort("", N, (double)c->nodes, firn_roof_candidates(c->h_over_a));
+    out[0] = roof_phase("constraints", FIRN_ROOF_PBD_PREDICT_P_BYTES * N,
+                        FIRN_ROOF_PBD_PREDICT_P_OPS * N);
+    /* a sort before each density and viscosity iteration and the contact */
+    const double sorts = di + vi + 1.0;
+    const double bytes = sorts * sort.bytes +
+                         di *
+                             (FIRN_ROOF_PBF_LAMBDA_P_BYTES + FIRN_ROOF_PBF_DELTA_P_BYTES +
+                              FIRN_ROOF_PBD_APPLY_P_BYTES) *
+                             N +
+                         vi * (FIRN_ROOF_PBF_VISCOSITY_P_BYTES + FIRN_ROOF_PBD_APPLY_P_BYTES) * N +
+                         (FIRN_ROOF_PBF_CONTACT_P_BYTES + FIRN_ROOF_PBD_APPLY_P_BYTES) * N;
+    const double ops = sorts * sort.ops +
+                       di *
+                           ((FIRN_ROOF_PBF_LAMBDA_N_OPS + FIRN_ROOF_PBF_DELTA_N_OPS) * nb +
+                            FIRN_ROOF_SPH_WALL_OPS + FIRN_ROOF_PBD_APPLY_P_OPS) *
+                           N +
+                       vi * (FIRN_ROOF_PBF_VISCOSITY_N_OPS * nb + FIRN_ROOF_PBD_APPLY_P_OPS) * N +
+                       (FIRN_ROOF_PBF_CONTACT_N_OPS * nb + FIRN_ROOF_PBD_APPLY_P_OPS) * N;
+    out[1] = roof_phase("particles", bytes, ops);
+    out[2] =
+        roof_phase("integrate", FIRN_ROOF_PBD_FINISH_P_BYTES * N, FIRN_ROOF_PBD_FINISH_P_OPS * N);
+    return 3;
+}
+
+static int roof_cloth(const firn_roof_case *c, firn_roof_phase *out)
+{
+    const double V = (double)c->particles, S = (double)c->constraints[0],
+                 B = (double)c->constraints[1];
+    const double si = c->pbd_iters[0], bi = c->pbd_iters[1];
+    int k = 0;
+    out[k++] =
+        roof_phase("constraints",
+                   FIRN_ROOF_PBD_PREDICT_P_BYTES * V +
+                       si * (FIRN_ROOF_PBD_STRETCH_BYTES * S + FIRN_ROOF_PBD_SWEEP_V_BYTES * V) +
+                       bi * (FIRN_ROOF_PBD_BEND_BYTES * B + FIRN_ROOF_PBD_SWEEP_V_BYTES * V),
+                   FIRN_ROOF_PBD_PREDICT_P_OPS * V + si * FIRN_ROOF_PBD_STRETCH_OPS * S +
+                       bi * FIRN_ROOF_PBD_BEND_OPS * B);
+    if (c->rigid_contact)
+        out[k++] =
+            roof_phase("couple", FIRN_ROOF_PBD_RIGID_P_BYTES * V, FIRN_ROOF_PBD_RIGID_P_OPS * V);
+    out[k++] =
+        roof_phase("integrate", FIRN_ROOF_PBD_FINISH_P_BYTES * V, FIRN_ROOF_PBD_FINISH_P_OPS * V);
+    return k;
+}
+
+static int roof_fem(const firn_roof_case *c, firn_roof_phase *out)
+{
+    const double E = (double)c->particles, V = (double)c->vertices;
+    out[0] =
+        roof_phase("elements", FIRN_ROOF_FEM_FORCES_E_BYTES * E + FIRN_ROOF_FEM_FORCES_V_BYTES * V,
+                   FIRN_ROOF_FEM_FORCES_E_OPS * E);
+    if (c->solver == FIRN_ROOF_FEM_IMPLICIT) {
+        const double nn = c->iters[0], cg = c->iters[1];
+        const double newton_bytes = FIRN_ROOF_NEWTON_E_BYTES * E + FIRN_ROOF_NEWTON_V_BYTES * V,
+                     newton_ops = FIRN_ROOF_NEWTON_E_OPS * E + FIRN_ROOF_NEWTON_V_OPS * V;
+        const double energy_bytes = FIRN_ROOF_ENERGY_E_BYTES * E + FIRN_ROOF_ENERGY_V_BYTES * V,
+                     energy_ops = FIRN_ROOF_ENERGY_E_OPS * E + FIRN_ROOF_ENERGY_V_OPS * V;
+        const double cg_bytes = FIRN_ROOF_CG_E_BYTES * E + FIRN_ROOF_CG_V_BYTES * V,
+                     cg_ops = FIRN_ROOF_CG_E_OPS * E + FIRN_ROOF_CG_V_OPS * V;
+        out[1] = roof_phase("velocity",
+                            cg * cg_bytes + nn * (newton_bytes + 2.0 * energy_bytes) + newton_bytes,
+                            cg * cg_ops + nn * (newton_ops + 2.0 * energy_ops) + newton_ops);
+        out[1].iterations = cg;
+        out[1].iter_bytes = cg > 0.0 ? cg_bytes : 0.0;
+        out[1].iter_ops = cg > 0.0 ? cg_ops : 0.0;
+    } else {
+        out[1] = roof_phase("velocity",
+                            FIRN_ROOF_FEM_GATHER_E_BYTES * E + FIRN_ROOF_FEM_VELOCITY_V_BYTES * V,
+                            FIRN_ROOF_FEM_GATHER_E_OPS * E + FIRN_ROOF_FEM_VELOCITY_V_OPS * V);
+    }
+    out[2] = roof_phase("position", FIRN_ROOF_FEM_POSITION_V_BYTES * V,
+                        FIRN_ROOF_FEM_POSITION_V_OPS * V);
+    return 3;
+}
+
+int firn_roof_phases(const firn_roof_case *c, firn_roof_phase out[FIRN_ROOF_MAX_PHASES])
+{
+    if (c->particles <= 0)
+        return 0;
+    switch (c->solver) {
+    case FIRN_ROOF_MPM:
+        return roof_mpm(c, out);
+    case FIRN_ROOF_WCSPH:
+    case FIRN_ROOF_DFSPH:
+        return roof_sph(c, out);
+    case FIRN_ROOF_PBF:
+        return roof_pbf(c, out);
+    case FIRN_ROOF_CLOTH:
+        return roof_cloth(c, out);
+    case FIRN_ROOF_FEM:
+    case FIRN_ROOF_FEM_IMPLICIT:
+        return roof_fem(c, out);
+    }
+    return 0;
+}
+
+/* max(bytes / bandwidth, ops / rate) in ms; *compute: the operations set it. */
+static double roof_time_ms(double bytes, double ops, double bandwidth, double rate, int *compute)
+{
+    const double tb = bandwidth > 0.0 ? bytes / bandwidth : 0.0;
+    const double to = rate > 0.0 ? ops / rate : 0.0;
+    if (compute)
+        *compute = to > tb;
+    return 1e3 * (to > tb ? to : tb);
+}
+
+void firn_roof_floor(firn_roof_phase *ph, double bandwidth, double rate, double measured_ms)
+{
+    ph->floor_ms = roof_time_ms(ph->bytes, ph->ops, bandwidth, rate, &ph->compute_bound);
+    ph->measured_ms = measured_ms;
+    ph->ratio = ph->floor_ms > 0.0 ? measured_ms / ph->floor_ms : 0.0;
+    ph->iter_floor_ms = ph->iterations > 0.0
+                            ? roof_time_ms(ph->iter_bytes, ph->iter_ops, bandwidth, rate, NULL)
+                            : 0.0;
+    ph->iter_ms = ph->iterations > 0.0 ? measured_ms / ph->iterations : 0.0;
+}
+
+double firn_bench_host_compute_rate(void)
+{
+    /* 32 independent chains a thread (vectorised across them where the
+     * compiler can), each step a multiply and an add: 2 operations. The
+     * chains converge to c / (1 - m), far from denormals and overflow. */
+    enum { LANES = 32 };
+    const long reps = 1L << 21;
+    static volatile float seed = 0.999f, sink;
+    double best = 0.0;
+    for (int r = 0; r < 3; r++) {
+        double ops = 0.0;
+        const double t0 = firn_now();
+#pragma omp parallel reduction(+ : ops)
+        {
+            float a[LANES];
+            const float m = seed, c = 1e-3f * seed;
+            for (int k = 0; k < LANES; k++)
+                a[k] = 1e-3f * (float)k;
+            for (long it = 0; it < reps; it++)
+                for (int k = 0; k < LANES; k++)
+                    a[k] = a[k] * m + c;
+            float s = 0.0f;
+            for (int k = 0; k < LANES; k++)
+                s += a[k];
+#pragma omp critical
+            sink = sink + s;
+            ops += 2.0 * LANES * (double)reps;
+        }
+        const double dt = firn_now() - t0;
+        if (dt > 0.0 && ops / dt > best)
+            best = ops / dt;
+    }
     return best;
 }

@@ -104,12 +104,22 @@ int firn_bench_make_scene(firn_bench_scene scene, firn_bench_layout layout, long
  * solved since the world was made (0 for WCSPH); for an FEM world with an
  * implicit body its Newton and CG iterations and implicit solves.
  * elements: the FEM elements (0: none). */
+/* For the roofline's models: h_over_a, the SPH or PBF support radius over
+ * the rest lattice spacing (0: neither); pbd_iters, the PBD stretch,
+ * bending, density and viscosity iterations a substep; constraints, its
+ * stretch and bending constraints; pbd_rigid, PBD-rigid coupling on with
+ * a rigid body; vertices, the FEM vertices. */
 typedef struct {
     int grid[3];
     long long nodes;
     long long sph_particles;
     long long iters[2], solves;
     long long elements;
+    double h_over_a;
+    int pbd_iters[4];
+    long long constraints[2];
+    int pbd_rigid;
+    long long vertices;
 } firn_bench_world_info;
 void firn_bench_world_info_get(const firn_world *w, firn_bench_world_info *info);
 
@@ -130,6 +140,227 @@ int firn_bench_parse_counts(const char *s, long long *out, int max);
 /* Host memory copy bandwidth [bytes/s, read + write], best of 3 copies of
  * `bytes`, all threads. */
 double firn_bench_host_copy_bandwidth(size_t bytes);
+
+/* ---- The roofline per solver and phase (docs/BENCH.md, "The floor per
+ * phase") ---------------------------------------------------------------
+ *
+ * Each phase a case times gets a model of the bytes it must move from
+ * memory (each array it touches read or written once per pass: particles
+ * in cell order, so that neighbours come through the caches) and of the
+ * floating-point operations it must execute (counted from the formulas of
+ * include/ headers; a divide, square root, compare or table lookup counts one).
+ * Its floor is max(bytes / copy bandwidth, operations / compute rate), and
+ * measured / floor its ratio. The constants below are per particle (P),
+ * per neighbour pair (N), per element (E), per vertex (V), per grid node
+ * or cell, or per constraint; a pass or iteration the bench counts at run
+ * time multiplies them. */
+
+/* Neighbour search (SPH and PBF): the sort reads x and writes its cell key,
+ * reads the key and writes the sorted index, and writes every cell's start
+ * and end; it computes the cell (10 operations) and must test each
+ * candidate of the 27 cells around a particle once a substep (6: a
+ * difference, its square length and a compare). */
+#define FIRN_ROOF_SORT_P_BYTES    24.0
+#define FIRN_ROOF_SORT_CELL_BYTES 8.0
+#define FIRN_ROOF_SORT_P_OPS      10.0
+#define FIRN_ROOF_CANDIDATE_OPS   6.0
+/* Every accepted neighbour: its offset, distance and the compare (10). */
+#define FIRN_ROOF_PAIR_OPS 10.0
+
+/* SPH (include/firn_sph.h; x, v, acc 12 B, rho, p, alpha, drho 4 B, mat
+ * 1 B). Density: reads x and mat, writes rho; per pair the distance and
+ * W (20). WCSPH's pressure phase: the non-pressure forces (reads x, v,
+ * rho, mat, writes acc: 41 B; per pair cohesion, viscosity and grad W: 64),
+ * the equation of state (rho, mat read, rho and p written: 13 B, 25
+ * operations with its powf) and the pressure step (reads x, acc, p, rho,
+ * mat, v and writes acc and v: 69 B; per pair 45); the walls 30 operations
+ * a pass. Integrate: x and v read and written, 48 B, 25 operations. */
+#define FIRN_ROOF_SPH_DENSITY_P_BYTES    17.0
+#define FIRN_ROOF_SPH_DENSITY_N_OPS      20.0
+#define FIRN_ROOF_SPH_WALL_OPS           30.0
+#define FIRN_ROOF_WCSPH_PRESSURE_P_BYTES 123.0
+#define FIRN_ROOF_WCSPH_PRESSURE_N_OPS   109.0
+#define FIRN_ROOF_WCSPH_PRESSURE_P_OPS   85.0
+#define FIRN_ROOF_SPH_INTEGRATE_P_BYTES  48.0
+#define FIRN_ROOF_SPH_INTEGRATE_P_OPS    25.0
+/* DFSPH's pressure phase once a substep: the factor (x read, alpha and p
+ * written: 20 B; 34 a pair), the divergence source (x, v read, drho
+ * written: 28 B; 33 a pair), the non-pressure forces (41 B; 64), the kick
+ * (v, acc read, v written: 36 B; 6) and the density source (x, v, rho,
+ * mat read, drho written: 33 B; 33 a pair): 158 B, 164 a pair, 4 walls
+ * (120) and 6 operations. Each solver iteration: the Jacobi update (x,
+ * drho, alpha read, v read and written; the density solve's p read and
+ * written and mat: 44 or 53 B; 35 a pair), the source pass again (28 or
+ * 33 B; 33 a pair) and the error mean (drho, 4 B): 76 B (divergence) or
+ * 90 B (density), 68 operations a pair, 2 walls. */
+#define FIRN_ROOF_DFSPH_ONCE_P_BYTES 158.0
+#define FIRN_ROOF_DFSPH_ONCE_N_OPS   164.0
+#define FIRN_ROOF_DFSPH_ONCE_P_OPS   126.0
+#define FIRN_ROOF_DFSPH_DIV_P_BYTES  76.0
+#define FIRN_ROOF_DFSPH_DENS_P_BYTES 90.0
+#define FIRN_ROOF_DFSPH_ITER_N_OPS   68.0
+#define FIRN_ROOF_DFSPH_ITER_P_OPS   61.0
+
+/* PBD (include/firn_pbd.h, firn_pbf.h; x, v, x0, dx 12 B, mass, w,
+ * lambda, rho 4 B, mat 1 B). The prediction: x, v, w, mat read, x0, v, x
+ * written: 65 B, 25 operations. Integrate (firn_pbd_finish): w, x, v read,
+ * x, v written: 52 B, 25. The apply pass after each particle pass: w, x,
+ * dx, v read, x, v written: 64 B, 10. A stretch constraint per iteration:
+ * its two indices, rest, compliance, order and lambda read and written:
+ * 28 B, 45 operations; a bending constraint: four indices, rest,
+ * compliance, order, lambda: 36 B, 220 operations (the dihedral angle,
+ * its atan2 and four gradients); each sweep also reads and writes every
+ * vertex's x and v and reads w once: 52 B. */
+#define FIRN_ROOF_PBD_PREDICT_P_BYTES 65.0
+#define FIRN_ROOF_PBD_PREDICT_P_OPS   25.0
+#define FIRN_ROOF_PBD_FINISH_P_BYTES  52.0
+#define FIRN_ROOF_PBD_FINISH_P_OPS    25.0
+#define FIRN_ROOF_PBD_APPLY_P_BYTES   64.0
+#define FIRN_ROOF_PBD_APPLY_P_OPS     10.0
+#define FIRN_ROOF_PBD_STRETCH_BYTES   28.0
+#define FIRN_ROOF_PBD_STRETCH_OPS     45.0
+#define FIRN_ROOF_PBD_BEND_BYTES      36.0
+#define FIRN_ROOF_PBD_BEND_OPS        220.0
+#define FIRN_ROOF_PBD_SWEEP_V_BYTES   52.0
+/* PBF's passes: lambda (x, mass, mat read, dx, rho, lambda written: 37 B;
+ * 40 a pair; the walls 30), delta (x, lambda, mass, mat, dx read, dx
+ * written: 45 B; 29 a pair), viscosity (x, x0, mass, mat read, dx written:
+ * 41 B; 29 a pair), contact (x, x0, w, mat read, dx written: 41 B; 13 a
+ * pair: two liquid particles only test their kinds). PBD-rigid (the
+ * Coupler's pass): x, x0, w, mat, v read, x, v written: 65 B, 40. */
+#define FIRN_ROOF_PBF_LAMBDA_P_BYTES    37.0
+#define FIRN_ROOF_PBF_LAMBDA_N_OPS      40.0
+#define FIRN_ROOF_PBF_DELTA_P_BYTES     45.0
+#define FIRN_ROOF_PBF_DELTA_N_OPS       29.0
+#define FIRN_ROOF_PBF_VISCOSITY_P_BYTES 41.0
+#define FIRN_ROOF_PBF_VISCOSITY_N_OPS   29.0
+#define FIRN_ROOF_PBF_CONTACT_P_BYTES   41.0
+#define FIRN_ROOF_PBF_CONTACT_N_OPS     13.0
+#define FIRN_ROOF_PBD_RIGID_P_BYTES     65.0
+#define FIRN_ROOF_PBD_RIGID_P_OPS       40.0
+
+/* Explicit FEM (include/firn_fem.h). Element forces: the element's four
+ * indices, B, volume and material read, its four force slots written:
+ * 105 B, and every vertex's x read once (12 B a vertex); F, the stable
+ * Neo-Hookean stress and V P B^T: 215 operations. Velocity: each vertex's
+ * slots gathered through adj (4 + 12 B a slot, 4 a element: 64 B an
+ * element, 12 operations), and per vertex x read and x0, f written, v read
+ * and written, mass, fixed, adj_start read: 69 B, 40 operations (expf).
+ * Position: fixed, v, x0 read, x, v written: 49 B, 25. */
+#define FIRN_ROOF_FEM_FORCES_E_BYTES   105.0
+#define FIRN_ROOF_FEM_FORCES_V_BYTES   12.0
+#define FIRN_ROOF_FEM_FORCES_E_OPS     215.0
+#define FIRN_ROOF_FEM_GATHER_E_BYTES   64.0
+#define FIRN_ROOF_FEM_GATHER_E_OPS     12.0
+#define FIRN_ROOF_FEM_VELOCITY_V_BYTES 69.0
+#define FIRN_ROOF_FEM_VELOCITY_V_OPS   40.0
+#define FIRN_ROOF_FEM_POSITION_V_BYTES 49.0
+#define FIRN_ROOF_FEM_POSITION_V_OPS   25.0
+/* Implicit FEM (include/firn_fem_implicit.h, host/fem_implicit.c). One CG
+ * iteration: the element product K p (indices, B, volume, the 30-float
+ * Hessian read, four slots written: 224 B; dF, H : dF and its slots, 340
+ * operations) and its gather (64 B, 12 an element); per vertex the product
+ * (p, mass read, A p written: 28 B, 15), two dot products and the update
+ * of du and r (p . Ap, r . r: 36 B; du, r read and written, p, Ap, held
+ * read: 73 B), the preconditioner (Minv, r read, z written: 60 B), r . z
+ * (24 B) and p = z + b p (36 B): 257 B, 69 operations. One Newton
+ * iteration besides its CG: the element pass (F at x0 + u, the stress,
+ * the projected Hessian with its eigen-decomposition, written with the
+ * gradient slots and the energy: 229 B, 750 operations), the vertex
+ * gradient (gathered, 64 B an element), the preconditioner's diagonal
+ * blocks (each element's Hessian read again, 120 B, 1200 operations over
+ * its four vertices) and per vertex u, v, mass, fixed, g, Minv, held: 100
+ * B, 60; and at least two energies for the line search (61 B and 120
+ * operations an element, 29 B and 15 a vertex each). A solve adds one
+ * element pass more, for the converged gradient. */
+#define FIRN_ROOF_CG_E_BYTES     288.0
+#define FIRN_ROOF_CG_E_OPS       352.0
+#define FIRN_ROOF_CG_V_BYTES     257.0
+#define FIRN_ROOF_CG_V_OPS       69.0
+#define FIRN_ROOF_NEWTON_E_BYTES 413.0
+#define FIRN_ROOF_NEWTON_E_OPS   1950.0
+#define FIRN_ROOF_NEWTON_V_BYTES 100.0
+#define FIRN_ROOF_NEWTON_V_OPS   60.0
+#define FIRN_ROOF_ENERGY_E_BYTES 61.0
+#define FIRN_ROOF_ENERGY_E_OPS   120.0
+#define FIRN_ROOF_ENERGY_V_BYTES 29.0
+#define FIRN_ROOF_ENERGY_V_OPS   15.0
+
+/* MPM (include/firn_mpm.h), the traffic model's split by phase: clear, 16
+ * B a node written; P2G, 153 B a particle (less G2P2G's saving) and 16 a
+ * node, and the trial F and the 27-node scatter (800 operations) with the
+ * constitutive update: the SVD, return mapping and stress of sand and
+ * snow (500), a liquid's J and pressure (50); the grid update, 32 B and 15
+ * operations a node; G2P, 72 B a particle and 16 a node, the 27-node
+ * gather of v and C and the advection: 740 operations. The nodes are a
+ * GPU's dense grid, else at least the body's cells (particles / 8). */
+#define FIRN_ROOF_MPM_CLEAR_NODE_BYTES 16.0
+#define FIRN_ROOF_MPM_P2G_P_BYTES      (FIRN_BENCH_P2G_READ_BYTES + FIRN_BENCH_P2G_WRITE_BYTES)
+#define FIRN_ROOF_MPM_P2G_NODE_BYTES   16.0
+#define FIRN_ROOF_MPM_P2G_P_OPS        800.0
+#define FIRN_ROOF_MPM_SVD_P_OPS        500.0
+#define FIRN_ROOF_MPM_LIQUID_P_OPS     50.0
+#define FIRN_ROOF_MPM_GRID_NODE_BYTES  32.0
+#define FIRN_ROOF_MPM_GRID_NODE_OPS    15.0
+#define FIRN_ROOF_MPM_G2P_P_BYTES      FIRN_BENCH_G2P_BYTES
+#define FIRN_ROOF_MPM_G2P_NODE_BYTES   16.0
+#define FIRN_ROOF_MPM_G2P_P_OPS        740.0
+#define FIRN_ROOF_MPM_PPC              8.0
+
+typedef enum {
+    FIRN_ROOF_MPM = 0,
+    FIRN_ROOF_WCSPH,
+    FIRN_ROOF_DFSPH,
+    FIRN_ROOF_PBF,   /* pbd_liquid */
+    FIRN_ROOF_CLOTH, /* pbd_cloth (XPBD) */
+    FIRN_ROOF_FEM,
+    FIRN_ROOF_FEM_IMPLICIT
+} firn_roof_solver;
+
+/* What a case's models need to know of its world. */
+typedef struct {
+    firn_roof_solver solver;
+    long long particles;      /* particles, cloth vertices, or FEM elements */
+    long long vertices;       /* FEM: vertices */
+    long long nodes;          /* MPM: the dense grid's nodes (0: not known, the body's cells);
+                                 SPH, PBF: the neighbour grid's cells */
+    double h_over_a;          /* SPH, PBF: support radius over the rest lattice spacing */
+    double iters[2];          /* DFSPH: divergence, density iterations per substep;
+                                 implicit FEM: Newton, CG iterations per substep */
+    int pbd_iters[4];         /* stretch, bending, density, viscosity iterations */
+    long long constraints[2]; /* cloth: stretch and bending constraints */
+    int rigid_contact;        /* cloth: PBD-rigid against a body (the Coupler's pass) */
+    int substeps, fused;      /* MPM: substeps a call and whether G2P2G fuses them */
+    int mpm_liquid;           /* MPM: a liquid (no SVD in its constitutive update) */
+} firn_roof_case;
+
+#define FIRN_ROOF_MAX_PHASES 5
+typedef struct {
+    const char *name;  /* the phase's key, as the bench's phase keys */
+    double bytes, ops; /* per substep */
+    double iterations; /* solver iterations the phase's model holds per substep (0: none) */
+    double iter_bytes, iter_ops;         /* one such iteration's share */
+    double floor_ms, measured_ms, ratio; /* ratio: measured / floor (0 when the floor is 0) */
+    double iter_floor_ms, iter_ms;       /* one iteration's floor, and the measured time over
+                                            the iterations (0 without iterations) */
+    int compute_bound;                   /* 1 where the operations set the floor */
+} firn_roof_phase;
+
+/* Neighbours within h of a particle in the bulk of a liquid at rest
+ * density, (4 pi / 3) (h / a)^3 - 1, and the candidates the 27 cells of
+ * edge h around it hold, 27 (h / a)^3 (a^3 the volume per particle). */
+double firn_roof_neighbours(double h_over_a);
+double firn_roof_candidates(double h_over_a);
+/* The models of a case's phases, in the order the bench reports them
+ * (bytes, ops, iterations; the floor not yet set): their count. */
+int firn_roof_phases(const firn_roof_case *c, firn_roof_phase out[FIRN_ROOF_MAX_PHASES]);
+/* Sets the floor of a phase from the copy bandwidth [B/s] and compute rate
+ * [operations/s] (0: unknown, the floor is the bytes' alone), and its
+ * ratio with the measured time [ms per substep]. */
+void firn_roof_floor(firn_roof_phase *ph, double bandwidth, double rate, double measured_ms);
+/* Host compute rate [floating-point operations / s]: a timed loop of
+ * independent multiply-adds on every OpenMP thread, best of 3. */
+double firn_bench_host_compute_rate(void);
 
 /* What the benchmark measures of the device itself (kernels/bench.cu;
  * host/device.c without CUDA): device-to-device copy bandwidth [bytes/s,

@@ -1,7 +1,8 @@
 /* cli_bench.c - `firn bench`: throughput of the standard scenes over
  * particle counts and backends, with per-phase times, memory and the
  * achieved fraction of the measured copy bandwidth (MPM scenes), or the SPH
- * phases and DFSPH's iterations (SPH scenes). */
+ * phases and DFSPH's iterations (SPH scenes), and every phase of every
+ * solver against its modelled floor (docs/BENCH.md). */
 #include <errno.h>
 #include <stdio.h>
 #include <limits.h>
@@ -73,6 +74,11 @@ typedef struct {
     float psize;         /* particle diameter [m] */
     double sph_ms[4];    /* sort, density, pressure, integrate per substep */
     double sph_iters[2]; /* DFSPH: divergence, density iterations per substep */
+    /* The roofline per phase (firn_roof_phases): each phase's floor beside
+     * its measured time, and their sums over the modelled phases. */
+    int nroof;
+    firn_roof_phase roof[FIRN_ROOF_MAX_PHASES];
+    double floor_ms, floor_measured_ms, floor_ratio;
 } bench_result;
 
 typedef struct {
@@ -80,7 +86,75 @@ typedef struct {
     int graphs; /* CUDA: --graphs (firn_graph_mode), -1: auto */
 } bench_opts;
 
-static int run_case(bench_result *r, const bench_opts *o, double copy_bw, firn_error *err)
+/* A phase's measured time [ms per substep], by its roofline name. */
+static double phase_measured_ms(const bench_result *r, const char *name)
+{
+    if (r->sph) {
+        static const char *k[4] = {"sort", "density", "pressure", "integrate"};
+        for (int q = 0; q < 4; q++)
+            if (!strcmp(name, k[q]))
+                return r->sph_ms[q];
+    } else if (r->pbd) {
+        if (!strcmp(name, "constraints"))
+            return r->pbd_ms[0];
+        if (!strcmp(name, "particles"))
+            return r->pbd_ms[1];
+        if (!strcmp(name, "integrate"))
+            return r->pbd_ms[2];
+        if (!strcmp(name, "couple")) /* the Coupler's pass: PBD-rigid */
+            return r->phase_ms[2];
+    } else if (r->fem) {
+        static const char *k[3] = {"elements", "velocity", "position"};
+        for (int q = 0; q < 3; q++)
+            if (!strcmp(name, k[q]))
+                return r->fem_ms[q];
+    } else {
+        static const char *k[5] = {"clear", "p2g", "grid", "couple", "g2p"};
+        for (int q = 0; q < 5; q++)
+            if (!strcmp(name, k[q]))
+                return r->phase_ms[q];
+    }
+    return 0.0;
+}
+
+/* The roofline of a case that has run: its models from the world's info,
+ * each phase's floor at the backend's copy bandwidth and compute rate (0:
+ * not measured, the bytes alone). */
+static void roofline(bench_result *r, const firn_bench_world_info *info, long long model_nodes,
+                     int fused, double copy_bw, double rate)
+{
+    firn_roof_case c;
+    memset(&c, 0, sizeof c);
+    c.solver = r->fem   ? (r->fem_implicit ? FIRN_ROOF_FEM_IMPLICIT : FIRN_ROOF_FEM)
+               : r->sph ? (r->dfsph ? FIRN_ROOF_DFSPH : FIRN_ROOF_WCSPH)
+               : r->pbd ? (r->scene == FIRN_BENCH_PBD_LIQUID ? FIRN_ROOF_PBF : FIRN_ROOF_CLOTH)
+                        : FIRN_ROOF_MPM;
+    c.particles = r->particles;
+    c.vertices = info->vertices;
+    c.nodes = r->sph || r->pbd ? r->nodes : model_nodes;
+    c.h_over_a = info->h_over_a;
+    for (int k = 0; k < 2; k++) {
+        c.iters[k] = r->fem ? r->fem_iters[k] : r->sph_iters[k];
+        c.constraints[k] = info->constraints[k];
+    }
+    for (int k = 0; k < 4; k++)
+        c.pbd_iters[k] = info->pbd_iters[k];
+    c.rigid_contact = info->pbd_rigid;
+    c.substeps = r->substeps;
+    c.fused = fused;
+    c.mpm_liquid = r->scene == FIRN_BENCH_DAM;
+    r->nroof = firn_roof_phases(&c, r->roof);
+    r->floor_ms = r->floor_measured_ms = 0.0;
+    for (int k = 0; k < r->nroof; k++) {
+        firn_roof_floor(&r->roof[k], copy_bw, rate, phase_measured_ms(r, r->roof[k].name));
+        r->floor_ms += r->roof[k].floor_ms;
+        r->floor_measured_ms += r->roof[k].measured_ms;
+    }
+    r->floor_ratio = r->floor_ms > 0.0 ? r->floor_measured_ms / r->floor_ms : 0.0;
+}
+
+static int run_case(bench_result *r, const bench_opts *o, double copy_bw, double rate,
+                    firn_error *err)
 {
     firn_scene_def def;
     if (firn_bench_make_scene(r->scene, r->layout, r->particles, &def, err))
@@ -180,6 +254,7 @@ static int run_case(bench_result *r, const bench_opts *o, double copy_bw, firn_e
                      : firn_bench_traffic(r->particles, model_nodes, o->substeps, fused);
     r->bandwidth = firn_bench_bandwidth(r->throughput, r->traffic);
     r->roofline = !r->sph && !r->fem && copy_bw > 0.0 ? r->bandwidth / copy_bw : 0.0;
+    roofline(r, &info1, model_nodes, fused, copy_bw, rate);
     return 0;
 }
 
@@ -213,8 +288,31 @@ static void put_num(FILE *f, int apply, double v, int json)
         fputs("null", f);
 }
 
+/* A case's roofline per phase, as JSON. */
+static void write_json_roofline(FILE *f, const bench_result *x)
+{
+    fprintf(f, ", \"floor_ms\": %.6g, \"floor_measured_ms\": %.6g, \"floor_ratio\": %.6g",
+            x->floor_ms, x->floor_measured_ms, x->floor_ratio);
+    fputs(", \"roofline_phases\": [", f);
+    for (int k = 0; k < x->nroof; k++) {
+        const firn_roof_phase *ph = &x->roof[k];
+        fprintf(f,
+                "%s{\"phase\": \"%s\", \"bytes\": %.6g, \"ops\": %.6g, \"floor_ms\": %.6g, "
+                "\"measured_ms\": %.6g, \"ratio\": %.6g, \"bound\": \"%s\", \"iterations\": ",
+                k ? ", " : "", ph->name, ph->bytes, ph->ops, ph->floor_ms, ph->measured_ms,
+                ph->ratio, ph->compute_bound ? "compute" : "memory");
+        put_num(f, ph->iterations > 0.0, ph->iterations, 1);
+        fputs(", \"iteration_floor_ms\": ", f);
+        put_num(f, ph->iterations > 0.0, ph->iter_floor_ms, 1);
+        fputs(", \"iteration_ms\": ", f);
+        put_num(f, ph->iterations > 0.0, ph->iter_ms, 1);
+        fputc('}', f);
+    }
+    fputc(']', f);
+}
+
 static void write_json(FILE *f, const bench_result *r, int nr, double cpu_bw, double gpu_bw,
-                       int complete)
+                       double cpu_rate, int complete)
 {
     char date[32], dev[512] = "";
     time_t now = time(NULL);
@@ -230,6 +328,8 @@ static void write_json(FILE *f, const bench_result *r, int nr, double cpu_bw, do
             *c = '\'';
     fprintf(f, "  \"cpu_threads\": %d,\n  \"cuda_device\": \"%s\",\n", omp_get_max_threads(), dev);
     fprintf(f, "  \"copy_bandwidth_Bps\": {\"cpu\": %.6g, \"cuda\": %.6g},\n", cpu_bw, gpu_bw);
+    /* The GPU's compute rate is not measured: its floors are the bytes'. */
+    fprintf(f, "  \"compute_rate_ops\": {\"cpu\": %.6g, \"cuda\": 0},\n", cpu_rate);
     fprintf(f, "  \"state_bytes_per_particle_substep\": %.0f,\n", FIRN_BENCH_STATE_BYTES);
     fprintf(f, "  \"complete\": %s,\n", complete ? "true" : "false");
     fprintf(f, "  \"results\": [\n");
@@ -284,12 +384,13 @@ static void write_json(FILE *f, const bench_result *r, int nr, double cpu_bw, do
             fprintf(f, "\"%s\"", p2g_name(x->p2g));
         else
             fputs("null", f);
+        write_json_roofline(f, x);
         fprintf(f, "}%s\n", k + 1 < nr ? "," : "");
     }
     fprintf(f, "  ]\n}\n");
 }
 
-static void write_csv(FILE *f, const bench_result *r, int nr)
+static void write_csv(FILE *f, const bench_result *r, int nr, double cpu_rate)
 {
     fprintf(f, "scene,layout,backend,particles,nx,ny,nz,substeps,repeats,median_seconds,"
                "particle_substeps_per_second,clear_ms,p2g_ms,grid_ms,couple_ms,g2p_ms,memory_bytes,"
@@ -297,7 +398,8 @@ static void write_csv(FILE *f, const bench_result *r, int nr)
                "sph_particle_size,sort_ms,density_ms,pressure_ms,integrate_ms,"
                "divergence_iterations,density_iterations,p2g,pbd_constraints_ms,pbd_integrate_ms,"
                "pbd_particles_ms,fem_elements_ms,fem_velocity_ms,fem_position_ms,"
-               "newton_iterations,cg_iterations,traffic_bytes\n");
+               "newton_iterations,cg_iterations,traffic_bytes,floor_ms,floor_measured_ms,"
+               "floor_ratio,compute_rate_ops,roofline_phases\n");
     for (int k = 0; k < nr; k++) {
         const bench_result *x = &r[k];
         fprintf(f, "%s,%s,%s,%lld,%d,%d,%d,%d,%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,",
@@ -321,6 +423,12 @@ static void write_csv(FILE *f, const bench_result *r, int nr)
         put_num(f, x->fem_implicit, x->fem_iters[1], 0);
         fputc(',', f);
         put_num(f, !x->sph && !x->pbd && !x->fem, x->traffic, 0);
+        fprintf(f, ",%.6g,%.6g,%.6g,%.6g,", x->floor_ms, x->floor_measured_ms, x->floor_ratio,
+                x->backend == FIRN_BACKEND_CPU ? cpu_rate : 0.0);
+        /* phase:floor_ms:measured_ms:ratio, ';' between phases */
+        for (int q = 0; q < x->nroof; q++)
+            fprintf(f, "%s%s:%.6g:%.6g:%.6g", q ? ";" : "", x->roof[q].name, x->roof[q].floor_ms,
+                    x->roof[q].measured_ms, x->roof[q].ratio);
         fputc('\n', f);
     }
 }
@@ -411,16 +519,16 @@ static FILE *open_temp(const char *path, char *tmp, size_t size)
 }
 
 static int write_file(const char *path, const bench_result *r, int nr, double cpu_bw, double gpu_bw,
-                      int json, int complete)
+                      double cpu_rate, int json, int complete)
 {
     char tmp[FIRN_PATH_MAX + 32];
     FILE *f = open_temp(path, tmp, sizeof tmp);
     if (!f)
         return FIRN_E_IO;
     if (json)
-        write_json(f, r, nr, cpu_bw, gpu_bw, complete);
+        write_json(f, r, nr, cpu_bw, gpu_bw, cpu_rate, complete);
     else
-        write_csv(f, r, nr);
+        write_csv(f, r, nr, cpu_rate);
     int bad = ferror(f);
     if (fclose(f) || bad || rename(tmp, path)) {
         fprintf(stderr, "firn: error: cannot write %s: %s\n", path,
@@ -434,10 +542,10 @@ static int write_file(const char *path, const bench_result *r, int nr, double cp
 /* Both files, rewritten whole (and atomically) after every case, so that a
  * run cut short keeps the cases it finished, marked incomplete. */
 static int write_files(const char *json, const char *csv, const bench_result *r, int nr,
-                       double cpu_bw, double gpu_bw, int complete)
+                       double cpu_bw, double gpu_bw, double cpu_rate, int complete)
 {
-    int rc = write_file(json, r, nr, cpu_bw, gpu_bw, 1, complete);
-    return rc ? rc : write_file(csv, r, nr, cpu_bw, gpu_bw, 0, complete);
+    int rc = write_file(json, r, nr, cpu_bw, gpu_bw, cpu_rate, 1, complete);
+    return rc ? rc : write_file(csv, r, nr, cpu_bw, gpu_bw, cpu_rate, 0, complete);
 }
 
 /* 1 when a and b are one file: the same inode where both exist, else the
@@ -723,6 +831,23 @@ static void print_header(int kind)
                "p-substep/s", "clear", "p2g", "grid", "g2p", "B/p", "B/p-s", "roofline");
 }
 
+/* Under a case's row: each modelled phase's floor / measured ms per
+ * substep (ratio, m: memory-bound floor, c: compute-bound), one
+ * iteration's where the phase iterates, and the substep's. */
+static void print_roofline_line(const bench_result *r)
+{
+    printf("  floor/measured ms:");
+    for (int k = 0; k < r->nroof; k++) {
+        const firn_roof_phase *ph = &r->roof[k];
+        printf(" %s %.3g/%.3g (%.1fx %c)", ph->name, ph->floor_ms, ph->measured_ms, ph->ratio,
+               ph->compute_bound ? 'c' : 'm');
+        if (ph->iterations > 0.0)
+            printf(" [per iteration %.3g/%.3g]", ph->iter_floor_ms, ph->iter_ms);
+        putchar(k + 1 < r->nroof ? ',' : ';');
+    }
+    printf(" substep %.3g/%.3g (%.1fx)\n", r->floor_ms, r->floor_measured_ms, r->floor_ratio);
+}
+
 static void print_result_row(const bench_result *r)
 {
     static int kind = -1; /* of the last row printed */
@@ -756,6 +881,7 @@ static void print_result_row(const bench_result *r)
            firn_bench_scene_name(r->scene), r->layout ? "sparse" : "dense",
            backend_name(r->backend), r->threads, variant, r->particles, grid, r->median,
            r->throughput, ph[0], ph[1], ph[2], ph[3], r->bytes_per_particle, tail);
+    print_roofline_line(r);
     fflush(stdout);
 }
 
@@ -763,7 +889,7 @@ static void print_result_row(const bench_result *r)
  * rewritten after each; returns 0 or the exit code (*nr = 0 when the files
  * could not be written). */
 static int run_backend(int b, const bench_args *g, const long long *counts, int ncounts, double bw,
-                       double cpu_bw, double gpu_bw, bench_result *res, int *nr)
+                       double cpu_bw, double gpu_bw, double cpu_rate, bench_result *res, int *nr)
 {
     const int saved_threads = omp_get_max_threads();
     firn_backend backend = b ? FIRN_BACKEND_CUDA : FIRN_BACKEND_CPU;
@@ -792,12 +918,12 @@ static int run_backend(int b, const bench_args *g, const long long *counts, int 
                     r->threads = b ? saved_threads : g->threads[t];
                     r->particles = counts[c];
                     omp_set_num_threads(r->threads);
-                    int failed = run_case(r, &ob, bw, &err);
+                    int failed = run_case(r, &ob, bw, b ? 0.0 : cpu_rate, &err);
                     omp_set_num_threads(saved_threads);
                     if (failed)
                         return firn_cli_fail(&err);
                     (*nr)++;
-                    int rc = write_files(g->json, g->csv, res, *nr, cpu_bw, gpu_bw, 0);
+                    int rc = write_files(g->json, g->csv, res, *nr, cpu_bw, gpu_bw, cpu_rate, 0);
                     if (rc) {
                         *nr = 0; /* nothing is where it should be */
                         return rc;
@@ -836,9 +962,15 @@ int firn_cli_bench(int argc, char **argv)
                 g.threads[k], omp_get_num_procs());
             break;
         }
+    const double cpu_rate = g.want_cpu ? firn_bench_host_compute_rate() : 0.0;
     printf("copy bandwidth: cpu %.1f GB/s%s", cpu_bw / 1e9, g.want_gpu ? "" : "\n");
     if (g.want_gpu)
         printf(", cuda %.1f GB/s\n", gpu_bw / 1e9);
+    if (g.want_cpu)
+        printf("compute rate: cpu %.1f Gop/s (multiply-adds on %d threads)\n", cpu_rate / 1e9,
+               omp_get_max_threads());
+    if (g.want_gpu)
+        printf("compute rate: cuda not measured (the GPU's floors are the bytes' alone)\n");
     bench_result *res =
         calloc(2 * FIRN_BENCH_SCENES * 2 * MAX_COUNTS * MAX_THREADS_LIST, sizeof *res);
     if (!res) {
@@ -848,8 +980,8 @@ int firn_cli_bench(int argc, char **argv)
     int nr = 0;
     for (int b = 0; b < 2 && !rc; b++)
         if (b ? g.want_gpu : g.want_cpu)
-            rc = run_backend(b, &g, counts[b], ncounts[b], b ? gpu_bw : cpu_bw, cpu_bw, gpu_bw, res,
-                             &nr);
+            rc = run_backend(b, &g, counts[b], ncounts[b], b ? gpu_bw : cpu_bw, cpu_bw, gpu_bw,
+                             cpu_rate, res, &nr);
     if (g.scenes & ((1 << FIRN_BENCH_MPM_SCENES) - 1))
         printf("(phase columns: ms per substep; B/p: device or host memory per particle; B/p-s: "
                "the traffic model's bytes per particle-substep, %g of particle state plus %g per "
@@ -858,15 +990,19 @@ int firn_cli_bench(int argc, char **argv)
                FIRN_BENCH_STATE_BYTES, FIRN_BENCH_NODE_BYTES);
     if (g.scenes & ((1 << FIRN_BENCH_SPH_DAM) | (1 << FIRN_BENCH_SPH_DAM_DFSPH)))
         printf("(SPH: sph grid = neighbour cells of h = 2p; pressure includes DFSPH's solves; "
-               "iters d/rho: DFSPH's divergence/density iterations per substep; no roofline: the "
-               "traffic model is MPM's)\n");
+               "iters d/rho: DFSPH's divergence/density iterations per substep; the MPM traffic "
+               "model's roofline does not apply, the floor per phase does)\n");
     if (g.scenes & (1 << FIRN_BENCH_PBD_CLOTH))
         printf("(PBD: vertices of the cloth; constr: prediction and constraint iterations; "
                "couple: the Coupler's pass (PBD-rigid); integr: velocities and the box)\n");
+    if (nr > 0)
+        printf("(floor/measured: each phase's modelled floor, max(bytes / copy bandwidth, "
+               "operations / compute rate), beside its measured ms per substep; m / c: the bytes "
+               "or the operations set the floor; docs/BENCH.md)\n");
     if (!rc)
         print_scaling(res, nr, g.nthreads);
     if (nr > 0 && !rc) {
-        rc = write_files(g.json, g.csv, res, nr, cpu_bw, gpu_bw, 1);
+        rc = write_files(g.json, g.csv, res, nr, cpu_bw, gpu_bw, cpu_rate, 1);
         if (!rc)
             printf("wrote %s and %s\n", g.json, g.csv);
     } else if (nr > 0) {

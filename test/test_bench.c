@@ -1,5 +1,6 @@
 /* test_bench.c - the benchmark's arithmetic (throughput, bandwidth model,
- * median, particle-count lists), its standard scenes (the particle count
+ * the floor per phase's models, median, particle-count lists), its
+ * standard scenes (the particle count
  * asked for is the count built; sparse means more empty grid; the SPH dam
  * break is SPH, to within 3 % of its count), and the firn-bench-1 JSON and
  * CSV that `firn bench` writes (for MPM and SPH cases). */
@@ -135,6 +136,189 @@ Test(bench_math, parse_counts_rejects_more_values_than_fit)
     long long c[2];
     cr_expect_eq(firn_bench_parse_counts("1,2,3", c, 2), -1);
     cr_expect_eq(firn_bench_parse_counts("1,2", c, 2), 2);
+}
+
+/* ---------------------------------------------------------------- roofline */
+
+/* Neighbours in the bulk at rest density: the ball of radius h holds
+ * (4 pi / 3) (h / a)^3 particle volumes a^3, one of them the particle's
+ * own; the 27 cells of edge h hold 27 (h / a)^3. SPH: h = 2p, a^3 = 0.8
+ * p^3, so (h / a)^3 = 10: 40.89 neighbours, 270 candidates. */
+Test(bench_math, roofline_neighbours_of_the_sph_rest_lattice)
+{
+    const double q = 2.0 / cbrt(0.8);
+    cr_expect_float_eq(firn_roof_neighbours(q), 40.0 * M_PI / 3.0 - 1.0, 1e-9);
+    cr_expect_float_eq(firn_roof_neighbours(q), 40.8879, 1e-4);
+    cr_expect_float_eq(firn_roof_candidates(q), 270.0, 1e-9);
+    /* PBF: h = 2.5 p over its rest spacing 0.9527 p: about 75 neighbours. */
+    cr_expect(fabs(firn_roof_neighbours(2.5 / 0.9527) - 74.7) < 0.1, "PBF %g",
+              firn_roof_neighbours(2.5 / 0.9527));
+}
+
+/* A WCSPH substep's passes against their arrays (firn_sph_particles'
+ * element types): each array a pass touches, once. Density reads x and
+ * mat and writes rho; the pressure phase is the non-pressure forces (x, v,
+ * rho, mat read, acc written), the equation of state (rho, mat read, rho,
+ * p written) and the pressure step (x, acc, p, rho, mat, v read, acc, v
+ * written); integrate reads and writes x and v. The sort: x read, key
+ * written and read, index written, 8 bytes a cell. Operations: per
+ * neighbour pair and per particle, times the 40.89 neighbours. */
+Test(bench_math, roofline_wcsph_bytes_and_operations_per_pass)
+{
+    const firn_sph_particles s = {0};
+    const double x = 3 * sizeof *s.x, v = 3 * sizeof *s.v, acc = 3 * sizeof *s.acc,
+                 rho = sizeof *s.rho, p = sizeof *s.p, mat = sizeof *s.mat;
+    const double density = x + mat + rho;
+    const double pressure =
+        (x + v + rho + mat + acc) + (rho + mat + rho + p) + (x + acc + p + rho + mat + v + acc + v);
+    cr_expect_eq(density, 17.0);
+    cr_expect_eq(pressure, 123.0);
+    const firn_roof_case c = {
+        .solver = FIRN_ROOF_WCSPH, .particles = 1000, .nodes = 500, .h_over_a = 2.0 / cbrt(0.8)};
+    firn_roof_phase ph[FIRN_ROOF_MAX_PHASES];
+    cr_assert_eq(firn_roof_phases(&c, ph), 4);
+    static const char *names[] = {"sort", "density", "pressure", "integrate"};
+    for (int k = 0; k < 4; k++)
+        cr_expect_str_eq(ph[k].name, names[k]);
+    const double nb = 40.0 * M_PI / 3.0 - 1.0;
+    cr_expect_float_eq(ph[0].bytes, 24.0 * 1000 + 8.0 * 500, 1e-9);
+    cr_expect_float_eq(ph[0].ops, (10.0 + 6.0 * 270.0) * 1000, 1e-6);
+    cr_expect_float_eq(ph[1].bytes, density * 1000, 1e-9);
+    cr_expect_float_eq(ph[1].ops, (20.0 * nb + 30.0) * 1000, 1e-6);
+    cr_expect_float_eq(ph[2].bytes, pressure * 1000, 1e-9);
+    cr_expect_float_eq(ph[2].ops, (109.0 * nb + 85.0) * 1000, 1e-6);
+    cr_expect_float_eq(ph[3].bytes, 2.0 * (x + v) * 1000, 1e-9);
+    cr_expect_eq(ph[2].iterations, 0.0, "WCSPH does not iterate");
+}
+
+/* DFSPH's pressure phase grows with its iterations: 158 B once, 76 B a
+ * divergence iteration and 90 B a density one; 1 + 2 iterations at 1000
+ * particles: 158k + 76k + 180k bytes, one iteration's share the mean. */
+Test(bench_math, roofline_dfsph_pressure_counts_its_iterations)
+{
+    firn_roof_case c = {.solver = FIRN_ROOF_DFSPH,
+                        .particles = 1000,
+                        .nodes = 500,
+                        .h_over_a = 2.0 / cbrt(0.8),
+                        .iters = {1.0, 2.0}};
+    firn_roof_phase ph[FIRN_ROOF_MAX_PHASES];
+    cr_assert_eq(firn_roof_phases(&c, ph), 4);
+    const double nb = 40.0 * M_PI / 3.0 - 1.0;
+    cr_expect_float_eq(ph[2].bytes, (158.0 + 76.0 + 2.0 * 90.0) * 1000, 1e-9);
+    cr_expect_float_eq(ph[2].ops, ((164.0 * nb + 126.0) + 3.0 * (68.0 * nb + 61.0)) * 1000, 1e-6);
+    cr_expect_eq(ph[2].iterations, 3.0);
+    cr_expect_float_eq(ph[2].iter_bytes, (76.0 + 180.0) / 3.0 * 1000, 1e-9);
+    cr_expect_float_eq(ph[2].iter_ops, (68.0 * nb + 61.0) * 1000, 1e-6);
+    /* One more density iteration adds 90 B a particle. */
+    firn_roof_phase more[FIRN_ROOF_MAX_PHASES];
+    c.iters[1] = 3.0;
+    firn_roof_phases(&c, more);
+    cr_expect_float_eq(more[2].bytes - ph[2].bytes, 90.0 * 1000, 1e-9);
+}
+
+/* MPM's phases split the traffic model: on a dense grid their bytes add
+ * up to firn_bench_traffic's per particle-substep, plain and G2P2G; with
+ * no grid known, the body's cells (particles / 8) stand for it. */
+Test(bench_math, roofline_mpm_phases_add_up_to_the_traffic_model)
+{
+    for (int fused = 0; fused < 2; fused++) {
+        const firn_roof_case c = {.solver = FIRN_ROOF_MPM,
+                                  .particles = 8000,
+                                  .nodes = 3000,
+                                  .substeps = 10,
+                                  .fused = fused};
+        firn_roof_phase ph[FIRN_ROOF_MAX_PHASES];
+        cr_assert_eq(firn_roof_phases(&c, ph), 4);
+        double bytes = 0.0;
+        for (int k = 0; k < 4; k++)
+            bytes += ph[k].bytes;
+        cr_expect_float_eq(bytes / 8000, firn_bench_traffic(8000, 3000, 10, fused), 1e-9,
+                           "fused %d", fused);
+    }
+    const firn_roof_case c = {.solver = FIRN_ROOF_MPM, .particles = 8000, .substeps = 10};
+    firn_roof_phase ph[FIRN_ROOF_MAX_PHASES];
+    firn_roof_phases(&c, ph);
+    cr_expect_float_eq(ph[0].bytes, 16.0 * 1000, 1e-9, "clear: 16 B a node of 8000 / 8");
+    /* P2G's operations: the scatter's 800 and the constitutive update's,
+     * 500 with the SVD (sand, snow), 50 for a liquid. */
+    cr_expect_float_eq(ph[1].ops, 1300.0 * 8000, 1e-6);
+    const firn_roof_case liquid = {
+        .solver = FIRN_ROOF_MPM, .particles = 8000, .substeps = 10, .mpm_liquid = 1};
+    firn_roof_phases(&liquid, ph);
+    cr_expect_float_eq(ph[1].ops, 850.0 * 8000, 1e-6);
+}
+
+/* Cloth: the prediction, then per stretch iteration 28 B a constraint and
+ * 52 B a vertex, per bending iteration 36 B a constraint and 52 B a
+ * vertex; the Coupler's pass only where PBD-rigid has a body. */
+Test(bench_math, roofline_cloth_constraints_count_their_sweeps)
+{
+    firn_roof_case c = {.solver = FIRN_ROOF_CLOTH,
+                        .particles = 100,
+                        .constraints = {300, 250},
+                        .pbd_iters = {4, 2, 0, 0},
+                        .rigid_contact = 1};
+    firn_roof_phase ph[FIRN_ROOF_MAX_PHASES];
+    cr_assert_eq(firn_roof_phases(&c, ph), 3);
+    cr_expect_str_eq(ph[1].name, "couple");
+    cr_expect_float_eq(ph[0].bytes,
+                       65.0 * 100 + 4 * (28.0 * 300 + 52.0 * 100) + 2 * (36.0 * 250 + 52.0 * 100),
+                       1e-9);
+    cr_expect_float_eq(ph[0].ops, 25.0 * 100 + 4 * 45.0 * 300 + 2 * 220.0 * 250, 1e-9);
+    c.rigid_contact = 0;
+    cr_expect_eq(firn_roof_phases(&c, ph), 2, "no body, no Coupler's pass");
+}
+
+/* Implicit FEM: the solve is its CG iterations (288 B an element and 257
+ * a vertex each), its Newton iterations (the element pass, gradient and
+ * preconditioner, 413 and 100, with two energies of 61 and 29) and one
+ * element pass more; explicit FEM's velocity is the gather (64 B an
+ * element) and the vertex step (69 B). */
+Test(bench_math, roofline_fem_solve_counts_newton_and_cg_iterations)
+{
+    firn_roof_case c = {
+        .solver = FIRN_ROOF_FEM_IMPLICIT, .particles = 600, .vertices = 100, .iters = {2.0, 10.0}};
+    firn_roof_phase ph[FIRN_ROOF_MAX_PHASES];
+    cr_assert_eq(firn_roof_phases(&c, ph), 3);
+    const double cg = 288.0 * 600 + 257.0 * 100, newton = 413.0 * 600 + 100.0 * 100,
+                 energy = 61.0 * 600 + 29.0 * 100;
+    cr_expect_float_eq(ph[1].bytes, 10 * cg + 2 * (newton + 2 * energy) + newton, 1e-9);
+    cr_expect_eq(ph[1].iterations, 10.0);
+    cr_expect_float_eq(ph[1].iter_bytes, cg, 1e-9);
+    cr_expect_float_eq(ph[0].bytes, 105.0 * 600 + 12.0 * 100, 1e-9);
+    cr_expect_float_eq(ph[2].bytes, 49.0 * 100, 1e-9);
+    c.solver = FIRN_ROOF_FEM;
+    firn_roof_phases(&c, ph);
+    cr_expect_float_eq(ph[1].bytes, 64.0 * 600 + 69.0 * 100, 1e-9);
+    cr_expect_eq(ph[1].iterations, 0.0);
+}
+
+/* The floor is the larger of bytes / bandwidth and operations / rate; with
+ * no rate, the bytes' alone; the ratio is measured over floor. */
+Test(bench_math, roofline_floor_is_the_slower_of_memory_and_compute)
+{
+    firn_roof_phase ph = {.name = "x", .bytes = 1e6, .ops = 1e9};
+    firn_roof_floor(&ph, 1e9, 1e10, 250.0);
+    cr_expect_float_eq(ph.floor_ms, 100.0, 1e-9, "1e9 operations at 1e10/s");
+    cr_expect_eq(ph.compute_bound, 1);
+    cr_expect_float_eq(ph.ratio, 2.5, 1e-12);
+    firn_roof_floor(&ph, 1e9, 1e13, 2.0);
+    cr_expect_float_eq(ph.floor_ms, 1.0, 1e-9, "1e6 bytes at 1e9 B/s");
+    cr_expect_eq(ph.compute_bound, 0);
+    firn_roof_floor(&ph, 1e9, 0.0, 2.0);
+    cr_expect_float_eq(ph.floor_ms, 1.0, 1e-9, "no compute rate: the bytes' floor");
+    cr_expect_float_eq(ph.ratio, 2.0, 1e-12);
+    /* An iterating phase: one iteration's floor and the time per iteration. */
+    firn_roof_phase it = {.name = "y", .bytes = 4e6, .iterations = 4.0, .iter_bytes = 1e6};
+    firn_roof_floor(&it, 1e9, 0.0, 8.0);
+    cr_expect_float_eq(it.iter_floor_ms, 1.0, 1e-9);
+    cr_expect_float_eq(it.iter_ms, 2.0, 1e-12);
+}
+
+Test(bench_math, host_compute_rate_is_measured)
+{
+    const double r = firn_bench_host_compute_rate();
+    cr_expect(r > 1e8 && r < 1e14, "compute rate %g operations/s", r);
 }
 
 /* ---------------------------------------------------------------- scenes */
@@ -409,6 +593,69 @@ static void expect_rel(double got, double want, const char *what)
     cr_expect(fabs(got - want) <= PRINTED_REL * fabs(want), "%s: %.9g, want %.9g", what, got, want);
 }
 
+static void csv_field(const char *line, int k, char *field, size_t size);
+static int csv_column(const char *header, const char *name);
+
+/* A case's roofline per phase (docs/BENCH.md, "The floor per phase"): the
+ * phases named, in order, each with bytes and a floor above 0 and a bound;
+ * its measured time that of the bench's phase (measured[k]); ratio =
+ * measured / floor; floor_ms their sum, floor_ratio the measured sum over
+ * it; none of them null. */
+static void expect_roofline(const cJSON *r, const char *const *names, const double *measured, int n)
+{
+    const char *scene = str(r, "scene");
+    const cJSON *ph = item(r, "roofline_phases");
+    cr_assert(cJSON_IsArray(ph), "%s: roofline_phases is not an array", scene);
+    cr_assert_eq(cJSON_GetArraySize(ph), n, "%s: %d phases, want %d", scene, cJSON_GetArraySize(ph),
+                 n);
+    double floor = 0.0, meas = 0.0;
+    for (int k = 0; k < n; k++) {
+        const cJSON *p = cJSON_GetArrayItem(ph, k);
+        cr_expect_str_eq(str(p, "phase"), names[k], "%s phase %d", scene, k);
+        cr_expect_gt(num(p, "bytes"), 0.0, "%s %s bytes", scene, names[k]);
+        cr_expect_geq(num(p, "ops"), 0.0, "%s %s ops", scene, names[k]);
+        const double f = num(p, "floor_ms"), m = num(p, "measured_ms");
+        cr_expect_gt(f, 0.0, "%s %s floor_ms", scene, names[k]);
+        expect_rel(m, measured[k], "measured_ms is the phase's time");
+        cr_expect_gt(num(p, "ratio"), 0.0, "%s %s ratio", scene, names[k]);
+        expect_rel(num(p, "ratio"), m / f, "ratio = measured / floor");
+        const char *b = str(p, "bound");
+        cr_expect(!strcmp(b, "memory") || !strcmp(b, "compute"), "%s bound %s", scene, b);
+        (void)item(p, "iterations");
+        floor += f;
+        meas += m;
+    }
+    expect_rel(num(r, "floor_ms"), floor, "floor_ms = sum of the phases' floors");
+    expect_rel(num(r, "floor_measured_ms"), meas, "floor_measured_ms = sum of the measured");
+    cr_expect_gt(num(r, "floor_ratio"), 0.0, "%s floor_ratio", scene);
+    expect_rel(num(r, "floor_ratio"), meas / floor, "floor_ratio");
+}
+
+/* The CSV's roofline_phases field of data row `row` (1-based) of text:
+ * "phase:floor:measured:ratio;..." with as many phases as the JSON. */
+static void expect_csv_roofline(const char *csv, int row, int phases)
+{
+    const int col = csv_column(csv, "roofline_phases");
+    cr_assert_geq(col, 0, "no roofline_phases column");
+    cr_expect_geq(csv_column(csv, "floor_ratio"), 0, "no floor_ratio column");
+    const char *line = csv;
+    for (int k = 0; k < row; k++) {
+        line = strchr(line, '\n');
+        cr_assert(line, "no CSV row %d", row);
+        line++;
+    }
+    char f[512];
+    csv_field(line, col, f, sizeof f);
+    int n = f[0] ? 1 : 0;
+    for (const char *c = f; *c; c++)
+        n += *c == ';';
+    cr_expect_eq(n, phases, "row %d roofline_phases '%s'", row, f);
+    char name[32];
+    double fl, me, ra;
+    cr_expect_eq(sscanf(f, "%31[^:]:%lf:%lf:%lf", name, &fl, &me, &ra), 4, "'%s'", f);
+    cr_expect(fl > 0.0 && ra > 0.0, "'%s'", f);
+}
+
 TestSuite(bench_cli, .init = setup, .fini = teardown, .timeout = 60);
 
 Test(bench_cli, json_and_csv_carry_every_documented_key)
@@ -500,6 +747,13 @@ Test(bench_cli, json_and_csv_carry_every_documented_key)
     double bwp = num(r, "bandwidth_Bps");
     expect_rel(bwp, 225.0 * tp, "bandwidth_Bps = 225 B x throughput");
     expect_rel(num(r, "roofline_fraction"), bwp / cpu_bw, "roofline_fraction");
+    /* The floor per phase: clear, p2g, grid, g2p (the bench scenes couple nothing). */
+    cr_expect_gt(num(item(doc, "compute_rate_ops"), "cpu"), 0.0, "measured CPU compute rate");
+    {
+        static const char *const names[] = {"clear", "p2g", "grid", "g2p"};
+        const double m[] = {num(ph, "clear"), num(ph, "p2g"), num(ph, "grid"), num(ph, "g2p")};
+        expect_roofline(r, names, m, 4);
+    }
 
     /* The CSV: a header and one row for the same case. */
     char *csv = slurp_in_dir("b.csv");
@@ -507,6 +761,9 @@ Test(bench_cli, json_and_csv_carry_every_documented_key)
     cr_assert(nl, "b.csv has no header line:\n%s", csv);
     *nl = '\0';
     cr_expect(!strncmp(csv, "scene,layout,backend,particles,", 31), "header: %s", csv);
+    *nl = '\n';
+    expect_csv_roofline(csv, 1, 4);
+    *nl = '\0';
     cr_expect(strstr(csv, "particle_substeps_per_second") && strstr(csv, "roofline_fraction") &&
                   strstr(csv, ",threads") && strstr(csv, ",traffic_bytes"),
               "header: %s", csv);
@@ -696,6 +953,10 @@ Test(bench_cli, pbd_case_reports_its_phases)
     cr_expect(cJSON_IsNull(item(r, "bandwidth_Bps")));
     cr_expect(cJSON_IsNull(item(r, "roofline_fraction")));
     cr_expect(cJSON_IsNull(item(r, "p2g")));
+    /* The floor per phase: constraints, the Coupler's PBD-rigid pass, integrate. */
+    static const char *const names[] = {"constraints", "couple", "integrate"};
+    const double m[] = {c, num(item(r, "phase_ms"), "grid"), g};
+    expect_roofline(r, names, m, 3);
     cJSON_Delete(doc);
     free(text);
 }
@@ -735,6 +996,16 @@ Test(bench_cli, fem_cases_report_their_phases_and_iterations)
                   e + v + x, per_substep_ms);
         cr_expect(cJSON_IsNull(item(r, "bandwidth_Bps")));
         cr_expect(cJSON_IsNull(item(r, "roofline_fraction")));
+        static const char *const names[] = {"elements", "velocity", "position"};
+        const double m[] = {e, v, x};
+        expect_roofline(r, names, m, 3);
+        /* The implicit solve's floor counts its CG iterations. */
+        const cJSON *solve = cJSON_GetArrayItem(item(r, "roofline_phases"), 1);
+        if (k)
+            expect_rel(num(solve, "iterations"), num(item(r, "fem_iterations_per_substep"), "cg"),
+                       "the solve's iterations are CG's");
+        else
+            cr_expect(cJSON_IsNull(item(solve, "iterations")));
         const cJSON *it = item(r, "fem_iterations_per_substep");
         if (!k) {
             cr_expect(cJSON_IsNull(it), "explicit FEM has no iterations");
@@ -783,6 +1054,9 @@ Test(bench_cli, pbd_liquid_case_reports_its_phases)
     cr_expect(fabs(gx - cells) <= 2.0, "grid %g cells per axis, the neighbour grid's about %g", gx,
               cells);
     cr_expect_gt(num(r, "memory_bytes"), 65.0 * n, "the PBD state is counted");
+    static const char *const names[] = {"constraints", "particles", "integrate"};
+    const double m[] = {c, q, g};
+    expect_roofline(r, names, m, 3);
     cJSON_Delete(doc);
     free(text);
 }
@@ -829,6 +1103,9 @@ Test(bench_cli, sph_cases_report_their_phases_and_dfsph_iterations)
         cr_expect_gt(num(r, "memory_bytes"), 61.0 * particles, "the SPH state is counted");
         cr_expect(cJSON_IsNull(item(r, "bandwidth_Bps")));
         cr_expect(cJSON_IsNull(item(r, "roofline_fraction")));
+        const double m[] = {num(ph, "sort"), num(ph, "density"), num(ph, "pressure"),
+                            num(ph, "integrate")};
+        expect_roofline(r, phases, m, 4);
         const cJSON *it = item(r, "sph_iterations_per_substep");
         if (k) {
             cr_assert(cJSON_IsObject(it));
@@ -880,6 +1157,8 @@ Test(bench_cli, sph_cases_report_their_phases_and_dfsph_iterations)
         row++;
     }
     cr_expect_eq(*row, '\0');
+    expect_csv_roofline(csv, 1, 4);
+    expect_csv_roofline(csv, 2, 4);
     free(csv);
 }
 
@@ -974,16 +1253,16 @@ TestSuite(bench_plot, .init = setup, .fini = teardown, .timeout = 120);
 Test(bench_plot, draws_each_chart_from_a_bench_file)
 {
     /* A CPU bench of two scenes swept over 1 and 2 threads: throughput,
-     * phases, cost and threads charts; no GPU, so cpu_vs_gpu is skipped
-     * with a note that says why. */
+     * phases, cost, threads and floors charts; no GPU, so cpu_vs_gpu is
+     * skipped with a note that says why. */
     run_bench("p", "--particles 2k,4k --scenes sand_block,dam_break,sph_dam_break --layout dense "
                    "--repeats 2 --substeps 1 --warmup 1 --threads 1,2");
     char args[512], path[160];
     snprintf(args, sizeof args, "%s/p.json --out %s/plots --prefix t", dir, dir);
     int rc = run_plot(args);
     cr_assert_eq(rc, 0, "bench/plot %s: exit %d:\n%s", args, rc, out);
-    static const char *charts[] = {"throughput", "phases", "cost", "threads"};
-    for (int k = 0; k < 4; k++) {
+    static const char *charts[] = {"throughput", "phases", "cost", "threads", "floors"};
+    for (int k = 0; k < 5; k++) {
         snprintf(path, sizeof path, "%s/plots/t-%s.png", dir, charts[k]);
         expect_png(path, 10000);
     }
