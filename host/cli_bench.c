@@ -49,8 +49,9 @@ typedef struct {
     firn_bench_scene scene;
     firn_bench_layout layout;
     firn_backend backend;
-    int threads; /* OpenMP threads of the run (CUDA: of the host) */
-    int p2g;     /* CUDA MPM cases: firn_p2g_variant; -1: none (CPU, SPH) */
+    int threads;    /* OpenMP threads of the run (CUDA: of the host) */
+    int p2g;        /* CUDA MPM cases: firn_p2g_variant; -1: none (CPU, SPH) */
+    int tile_fixed; /* ... whose P2G sums a fixed-point tile (FIRN_P2G_TILE=fixed) */
     long long particles;
     int n[3];
     long long nodes;
@@ -168,6 +169,7 @@ static int run_case(bench_result *r, const bench_opts *o, double copy_bw, double
     if (!w)
         return -1;
     r->particles = firn_world_particle_count(w);
+    r->tile_fixed = r->backend == FIRN_BACKEND_CUDA && firn_device_fixed_tile(w);
     firn_bench_world_info info0, info1;
     firn_bench_world_info_get(w, &info0);
     r->fem = firn_bench_scene_is_fem(r->scene);
@@ -381,9 +383,10 @@ static void write_json(FILE *f, const bench_result *r, int nr, double cpu_bw, do
             fputs("null", f);
         fputs(", \"p2g\": ", f);
         if (x->p2g >= 0)
-            fprintf(f, "\"%s\"", p2g_name(x->p2g));
+            fprintf(f, "\"%s\", \"p2g_tile\": \"%s\"", p2g_name(x->p2g),
+                    x->tile_fixed ? "fixed" : "float");
         else
-            fputs("null", f);
+            fputs("null, \"p2g_tile\": null", f);
         write_json_roofline(f, x);
         fprintf(f, "}%s\n", k + 1 < nr ? "," : "");
     }
@@ -399,7 +402,7 @@ static void write_csv(FILE *f, const bench_result *r, int nr, double cpu_rate)
                "divergence_iterations,density_iterations,p2g,pbd_constraints_ms,pbd_integrate_ms,"
                "pbd_particles_ms,fem_elements_ms,fem_velocity_ms,fem_position_ms,"
                "newton_iterations,cg_iterations,traffic_bytes,floor_ms,floor_measured_ms,"
-               "floor_ratio,compute_rate_ops,roofline_phases\n");
+               "floor_ratio,compute_rate_ops,roofline_phases,p2g_tile\n");
     for (int k = 0; k < nr; k++) {
         const bench_result *x = &r[k];
         fprintf(f, "%s,%s,%s,%lld,%d,%d,%d,%d,%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,",
@@ -429,7 +432,7 @@ static void write_csv(FILE *f, const bench_result *r, int nr, double cpu_rate)
         for (int q = 0; q < x->nroof; q++)
             fprintf(f, "%s%s:%.6g:%.6g:%.6g", q ? ";" : "", x->roof[q].name, x->roof[q].floor_ms,
                     x->roof[q].measured_ms, x->roof[q].ratio);
-        fputc('\n', f);
+        fprintf(f, ",%s\n", x->p2g < 0 ? "" : x->tile_fixed ? "fixed" : "float");
     }
 }
 
