@@ -47,12 +47,14 @@ typedef struct {
     int ckpt_frames;      /* checkpoint every this many frames (0: by time or never) */
     double ckpt_seconds;  /* checkpoint when this much wall time has passed (0: never) */
     int resume;           /* --resume given */
+    double rebalance;     /* --rebalance: the imbalance that resplits the slabs (0: off) */
     const char *manifest; /* --resume's MANIFEST, or NULL: the newest in the folder */
 } mpi_opts;
 
 static int parse(int argc, char **argv, mpi_opts *o, int rank)
 {
     memset(o, 0, sizeof *o);
+    o->rebalance = FIRN_MPI_REBALANCE_DEFAULT;
     const char *every = NULL;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
@@ -77,6 +79,23 @@ static int parse(int argc, char **argv, mpi_opts *o, int rank)
                             "or h (wall time), or off; got '%s'\n",
                             every);
                 return FIRN_E_USAGE;
+            }
+        } else if (!strcmp(a, "--rebalance")) {
+            const char *v = i + 1 < argc ? argv[++i] : "";
+            char *end;
+            const double x = strtod(v, &end);
+            if (!strcmp(v, "off")) {
+                o->rebalance = 0.0;
+            } else if (!*v || *end || !(x >= 1.0 && x <= 1e6)) {
+                if (rank == 0)
+                    fprintf(stderr,
+                            "firn run: --rebalance expects the imbalance (the largest rank's "
+                            "particles over the mean, 1 or more) that resplits the slabs at a "
+                            "frame boundary, or off; got '%s'\n",
+                            v);
+                return FIRN_E_USAGE;
+            } else {
+                o->rebalance = x;
             }
         } else if (!strcmp(a, "--resume")) {
             o->resume = 1;
@@ -103,8 +122,8 @@ static int parse(int argc, char **argv, mpi_opts *o, int rank)
             if (rank == 0)
                 fprintf(stderr,
                         "firn run: %s: not supported with %d MPI ranks (the distributed run "
-                        "takes --frames, --every, --out, --quiet, --checkpoint-every, --resume "
-                        "and --backend cpu); run it with one rank\n",
+                        "takes --frames, --every, --out, --quiet, --checkpoint-every, --resume, "
+                        "--rebalance and --backend cpu); run it with one rank\n",
                         a, firn_mpi_size());
             return FIRN_E_USAGE;
         } else if (!o->scene) {
@@ -272,9 +291,14 @@ static int list_sets(const char *dir, long *k, int max)
         const long f = firn_cli_indexed_name(e->d_name, "checkpoint_", ".manifest");
         if (f < 0)
             continue;
-        int at = n < max ? n++ : max - 1;
-        if (at == max - 1 && n == max && k[at] >= f)
-            continue;
+        int at;
+        if (n < max) {
+            at = n++;
+        } else { /* full: f replaces the oldest kept, if it is newer */
+            if (k[max - 1] >= f)
+                continue;
+            at = max - 1;
+        }
         while (at > 0 && k[at - 1] < f) {
             k[at] = k[at - 1];
             at--;
@@ -551,14 +575,15 @@ static int parse_manifest(const char *path, const char *text, size_t len, firn_w
         if (sscanf(p, " %d%n", &s->col_lo[r], &used) != 1)
             return bad_manifest(err, path, "col_lo", "fewer than %d columns", ranks + 1);
         p += used;
-        if (s->col_lo[r] != col_lo[r])
-            return bad_manifest(err, path, "col_lo",
-                                "rank %d's slab starts at column %d; this run's split of the "
-                                "scene starts it at %d",
-                                r, s->col_lo[r], col_lo[r]);
     }
     if (*p)
         return bad_manifest(err, path, "col_lo", "more than %d columns", ranks + 1);
+    /* The set's slabs (a rebalanced run's differ from the scene's first
+     * split), checked and adopted before the ranks' files are read. */
+    (void)col_lo;
+    firn_error serr = {0};
+    if (firn_mpi_set_slabs(w, s->col_lo, &serr))
+        return bad_manifest(err, path, "col_lo", "%s", serr.msg);
     if (next_line(&at, line, sizeof line) || sscanf(line, "frame %d%n", &s->frame, &used) != 1 ||
         line[used] || s->frame < 0)
         return bad_manifest(err, path, "frame", "missing or malformed");
@@ -826,6 +851,12 @@ int firn_cli_mpi_run(int argc, char **argv)
             rc = fail_all(failed, &err);
     }
     while (!rc) {
+        /* At a frame boundary past the first, the slabs are split again
+         * when the ranks' particle counts drifted apart (every rank decides
+         * alike, from the positions); before the checkpoint set, whose
+         * manifest then holds the new slabs. */
+        if (frame > first && o.rebalance > 0.0)
+            firn_mpi_rebalance(w, o.rebalance);
         /* At each frame boundary the ranks agree whether to write a
          * checkpoint set (every N frames, or by rank 0's clock) and whether
          * to stop (a signal on any rank): every rank stops at the same

@@ -2,8 +2,9 @@
  *
  * Decomposition: the grid's node blocks (BLOCK^3 nodes, host/solver_cpu.c)
  * form columns along x; rank r owns the columns [col_lo[r], col_lo[r+1]),
- * at least one each, chosen once from the initial particles so that each
- * rank holds about as many particles. A particle belongs to the rank that
+ * at least one each, chosen from the initial particles so that each rank
+ * holds about as many particles, and chosen again at a frame boundary
+ * when the ranks' counts drift apart (firn_mpi_rebalance). A particle belongs to the rank that
  * owns the column of its stencil's corner (base[0] / BLOCK, the block P2G
  * bins it by), so its 3 x 3 x 3 stencil lies in the rank's node planes
  * [lo, hi) plus the two planes above, [hi, hi + 2): the halo, which the
@@ -66,8 +67,8 @@ typedef struct {
     double *acc, *acc_all;
     int nacc;
     /* Counters for firn_mpi_report. */
-    long long halo_bytes, sent, received, rebuilds, substeps;
-    double t_halo, t_reduce, t_migrate;
+    long long halo_bytes, sent, received, rebuilds, substeps, rebalances;
+    double t_halo, t_reduce, t_migrate, t_rebalance;
 } dist_state;
 
 static int g_rank, g_size = 1;
@@ -449,6 +450,101 @@ static const char *unsupported(const firn_world *w)
     return NULL;
 }
 
+/* Slabs of about equal particle counts: count[c + 1] the particles in
+ * column c (count[0] = 0), turned into running sums here; every rank at
+ * least one column. The same counts give the same split on every rank. */
+static void split_columns(const dist_state *d, long long *count, int *col_lo)
+{
+    const int nb0 = d->nb0, size = d->size;
+    for (int c = 0; c < nb0; c++)
+        count[c + 1] += count[c]; /* count[c]: particles in the columns before c */
+    const long long n = count[nb0];
+    col_lo[0] = 0;
+    col_lo[size] = nb0;
+    for (int r = 1; r < size; r++) {
+        const long long target = n * r / size;
+        int c = col_lo[r - 1] + 1;
+        while (c < nb0 - (size - r) && count[c] < target)
+            c++;
+        col_lo[r] = c;
+    }
+}
+
+/* Adopts slabs col_lo (size + 1 column starts): each column's owner, and
+ * this rank's node planes and halo widths. */
+static void set_slabs(const firn_world *w, dist_state *d, const int *col_lo)
+{
+    if (col_lo != d->col_lo)
+        memcpy(d->col_lo, col_lo, ((size_t)d->size + 1) * sizeof(int));
+    for (int r = 0; r < d->size; r++)
+        for (int c = d->col_lo[r]; c < d->col_lo[r + 1]; c++)
+            d->owner[c] = r;
+    const int n0 = w->grid.n[0];
+    d->lo = d->block * d->col_lo[d->rank];
+    d->hi = d->block * d->col_lo[d->rank + 1];
+    if (d->hi > n0)
+        d->hi = n0;
+    /* Two planes: the quadratic B-spline's stencil reaches base + 2. */
+    d->up = d->rank + 1 < d->size ? (d->hi + 2 < n0 ? 2 : n0 - d->hi) : 0;
+    d->down = d->rank > 0 ? (d->lo + 2 < n0 ? 2 : n0 - d->lo) : 0;
+}
+
+int firn_mpi_set_slabs(firn_world *w, const int *col_lo, firn_error *err)
+{
+    dist_state *d = w->dist_state;
+    int ok = col_lo[0] == 0 && col_lo[d->size] == d->nb0;
+    for (int r = 0; r < d->size && ok; r++)
+        ok = col_lo[r + 1] > col_lo[r];
+    if (!ok) {
+        firn_set_error(err, FIRN_E_CHECKPOINT,
+                       "slabs from column 0 to %d, each rank at least one column, are needed; "
+                       "these start at %d and end at %d, or give a rank none",
+                       d->nb0, col_lo[0], col_lo[d->size]);
+        return -1;
+    }
+    set_slabs(w, d, col_lo);
+    return 0;
+}
+
+double firn_mpi_imbalance(firn_world *w)
+{
+    dist_state *d = w->dist_state;
+    long long mine = w->p.n, most = 0, sum = 0;
+    MPI_Allreduce(&mine, &most, 1, MPI_LONG_LONG, MPI_MAX, d->comm);
+    MPI_Allreduce(&mine, &sum, 1, MPI_LONG_LONG, MPI_SUM, d->comm);
+    return sum > 0 ? (double)most * d->size / (double)sum : 1.0;
+}
+
+int firn_mpi_rebalance(firn_world *w, double threshold)
+{
+    dist_state *d = w->dist_state;
+    const double t0 = MPI_Wtime();
+    if (!(firn_mpi_imbalance(w) > threshold)) {
+        d->t_rebalance += MPI_Wtime() - t0;
+        return 0;
+    }
+    long long *mine = calloc((size_t)d->nb0 + 1, sizeof(long long)),
+              *count = calloc((size_t)d->nb0 + 1, sizeof(long long));
+    int *col_lo = malloc(((size_t)d->size + 1) * sizeof(int));
+    if (!mine || !count || !col_lo)
+        fatal("out of host memory rebalancing the slabs");
+    for (int k = 0; k < w->p.n; k++)
+        mine[column_of(w, d, k) + 1]++;
+    MPI_Allreduce(mine, count, d->nb0 + 1, MPI_LONG_LONG, MPI_SUM, d->comm);
+    split_columns(d, count, col_lo);
+    const int changed = memcmp(col_lo, d->col_lo, ((size_t)d->size + 1) * sizeof(int)) != 0;
+    if (changed) {
+        set_slabs(w, d, col_lo);
+        /* Every particle to the owner of its column, as after a G2P (no
+         * particle is non-finite between frames). */
+        migrate(w, d, INT_MAX);
+        d->rebalances++;
+    }
+    free(mine), free(count), free(col_lo);
+    d->t_rebalance += MPI_Wtime() - t0;
+    return changed;
+}
+
 int firn_mpi_distribute(firn_world *w, firn_error *err)
 {
     const char *why = unsupported(w);
@@ -489,30 +585,10 @@ int firn_mpi_distribute(firn_world *w, firn_error *err)
         d->gid[k] = k;
         count[column_of(w, d, k) + 1]++;
     }
-    for (int c = 0; c < nb0; c++)
-        count[c + 1] += count[c]; /* count[c]: particles in the columns before c */
-    d->col_lo[0] = 0;
-    d->col_lo[g_size] = nb0;
-    for (int r = 1; r < g_size; r++) {
-        const long long target = (long long)n * r / g_size;
-        int c = d->col_lo[r - 1] + 1;
-        while (c < nb0 - (g_size - r) && count[c] < target)
-            c++;
-        d->col_lo[r] = c;
-    }
+    split_columns(d, count, d->col_lo);
     free(count);
-    for (int r = 0; r < g_size; r++)
-        for (int c = d->col_lo[r]; c < d->col_lo[r + 1]; c++)
-            d->owner[c] = r;
-    const int n0 = w->grid.n[0];
     d->plane = (long long)w->grid.n[1] * w->grid.n[2];
-    d->lo = block * d->col_lo[g_rank];
-    d->hi = block * d->col_lo[g_rank + 1];
-    if (d->hi > n0)
-        d->hi = n0;
-    /* Two planes: the quadratic B-spline's stencil reaches base + 2. */
-    d->up = g_rank + 1 < g_size ? (d->hi + 2 < n0 ? 2 : n0 - d->hi) : 0;
-    d->down = g_rank > 0 ? (d->lo + 2 < n0 ? 2 : n0 - d->lo) : 0;
+    set_slabs(w, d, d->col_lo);
     d->halo = malloc(4 * (size_t)d->plane * 2 * sizeof(float) + 1);
     d->nacc = w->n_rigids * FIRN_RIGID_ACC + w->n_tools * FIRN_TOOL_ACC;
     d->acc = malloc((size_t)d->nacc * sizeof(double) + 1);
@@ -636,7 +712,7 @@ int firn_mpi_gather(firn_world *w, firn_world *out, firn_error *err)
 void firn_mpi_report(firn_world *w, FILE *f)
 {
     dist_state *d = w->dist_state;
-    double mine[12] = {(double)w->p.n,
+    double mine[14] = {(double)w->p.n,
                        (double)d->col_lo[d->rank],
                        (double)d->col_lo[d->rank + 1],
                        d->substeps > 0 ? (double)d->halo_bytes / (double)d->substeps : 0.0,
@@ -647,20 +723,24 @@ void firn_mpi_report(firn_world *w, FILE *f)
                        d->t_migrate,
                        w->prof.total,
                        (double)d->rebuilds,
-                       (double)w->bins.reorders};
-    double *all = d->rank == 0 ? malloc(12 * sizeof(double) * (size_t)d->size) : NULL;
-    MPI_Gather(mine, 12, MPI_DOUBLE, all, 12, MPI_DOUBLE, 0, d->comm);
+                       (double)w->bins.reorders,
+                       (double)d->rebalances,
+                       d->t_rebalance};
+    double *all = d->rank == 0 ? malloc(14 * sizeof(double) * (size_t)d->size) : NULL;
+    if (d->rank == 0 && !all)
+        fatal("out of host memory for the ranks' report");
+    MPI_Gather(mine, 14, MPI_DOUBLE, all, 14, MPI_DOUBLE, 0, d->comm);
     if (d->rank != 0)
         return;
     for (int r = 0; r < d->size; r++) {
-        const double *a = all + 12 * r;
+        const double *a = all + 14 * r;
         fprintf(f,
                 "firn: rank %d: block columns %.0f-%.0f of %d, %.0f particles now; halo %.0f "
-                "B/substep; migrated %.0f out, %.0f in (in %.0f substeps), %.0f reorders; %.3f s "
-                "in halo "
-                "exchanges, %.3f s in reductions, %.3f s migrating, of %.3f s of substeps\n",
-                r, a[1], a[2] - 1, d->nb0, a[0], a[3], a[4], a[5], a[10], a[11], a[6], a[7], a[8],
-                a[9]);
+                "B/substep; migrated %.0f out, %.0f in (in %.0f substeps), %.0f reorders, "
+                "%.0f rebalances; %.3f s in halo exchanges, %.3f s in reductions, %.3f s "
+                "migrating, %.3f s rebalancing, of %.3f s of substeps\n",
+                r, a[1], a[2] - 1, d->nb0, a[0], a[3], a[4], a[5], a[10], a[11], a[12], a[6], a[7],
+                a[8], a[13], a[9]);
     }
     free(all);
 }

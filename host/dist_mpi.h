@@ -50,6 +50,25 @@ const int *firn_mpi_slabs(const firn_world *w, int *columns);
 /* The scene's particle count (every rank's together). */
 int firn_mpi_total(const firn_world *w);
 
+/* firn run's --rebalance by default (docs/MPI.md, "Rebalancing"). */
+#define FIRN_MPI_REBALANCE_DEFAULT 1.1
+
+/* The largest rank's particle count over the mean (1: balanced); every
+ * rank calls it and gets the same value. */
+double firn_mpi_imbalance(firn_world *w);
+
+/* At a frame boundary, every rank: when firn_mpi_imbalance exceeds
+ * threshold, the slabs are split again by the particles' columns now (the
+ * rule of the start) and the particles migrate to their new owners.
+ * Returns 1 if the slabs changed. Depends on the positions only: two runs
+ * on the same ranks rebalance alike. */
+int firn_mpi_rebalance(firn_world *w, double threshold);
+
+/* Adopts the slabs col_lo (ranks + 1 column starts, a checkpoint set's):
+ * FIRN_E_CHECKPOINT unless they run from column 0 to the last and give
+ * every rank at least one. Before firn_mpi_load. */
+int firn_mpi_set_slabs(firn_world *w, const int *col_lo, firn_error *err);
+
 /* Replaces this rank's particles by the n of its checkpoint file path
  * (host/checkpoint.c's format with the rank's section of scene indices),
  * which also restores the replicated state; each must lie in this rank's

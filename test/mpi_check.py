@@ -2,7 +2,7 @@
 """Checks a distributed run (firn run under mpirun) against the one-rank run
 of the same scene, and against a second distributed run (test/mpi_test.sh).
 
-usage: mpi_check.py SCENE ONE_DIR RANKS_DIR RANKS_AGAIN_DIR RANKS_LOG [--both-ways] [--empty-rank] [--reordered]
+usage: mpi_check.py SCENE ONE_DIR RANKS_DIR RANKS_AGAIN_DIR RANKS_LOG [--both-ways] [--empty-rank] [--reordered] [--rebalanced]
 
 * Particle count and mass: equal, to the bit, at every frame. Mass is a
   sum in double over the particles in the scene's order, whose volumes and
@@ -25,7 +25,9 @@ usage: mpi_check.py SCENE ONE_DIR RANKS_DIR RANKS_AGAIN_DIR RANKS_LOG [--both-wa
   every rank sent some; with --empty-rank, a rank ended the run with no
   particle (it still owns its slab, exchanges halos and steps the grid);
   with --reordered, a rank permuted its particles (the CPU path's block
-  order) during the run, so that migration met the permuted layout.
+  order) during the run, so that migration met the permuted layout; with
+  --rebalanced, the slabs were split again during the run, alike on every
+  rank (each counts the same rebalances).
 """
 import json
 import math
@@ -68,6 +70,7 @@ def main():
     both_ways = "--both-ways" in sys.argv
     empty_rank = "--empty-rank" in sys.argv
     reordered = "--reordered" in sys.argv
+    rebalanced = "--rebalanced" in sys.argv
     scene, one, ranks, again, log = args
     a, b, c = read_stats(one), read_stats(ranks), read_stats(again)
     if not (len(a) == len(b) == len(c)) or len(a) < 2:
@@ -141,6 +144,12 @@ def main():
     sent = [int(m.group(1)) for m in re.finditer(r"migrated (\d+) out", report)]
     held = [int(m.group(1)) for m in re.finditer(r" (\d+) particles now", report)]
     reorders = [int(m.group(1)) for m in re.finditer(r" (\d+) reorders", report)]
+    rebalances = [int(m.group(1)) for m in re.finditer(r" (\d+) rebalances", report)]
+    if rebalanced and (not rebalances or min(rebalances) == 0 or len(set(rebalances)) != 1):
+        fail("the slabs were not split again alike on every rank (rebalances %s)" % rebalances)
+    if rebalanced:
+        print("mpi_check: the slabs were split again %d times; the ranks hold %s" %
+              (rebalances[0], held))
     if reordered and not any(reorders):
         fail("no rank reordered its particles (reorders %s)" % reorders)
     if empty_rank and 0 not in held:

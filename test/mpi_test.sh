@@ -62,6 +62,18 @@ for scene in sand_column ball_in_sand; do
         "$out/$scene.log3" $empty
 done
 
+# Rebalancing (docs/MPI.md): a sand block thrown along x leaves the first
+# slabs for the last; the slabs are split again at frame boundaries, alike
+# on every rank, and the run matches one rank's as the others do.
+drift=test/data/mpi/sand_drift.json
+"$ONE" run $drift --backend cpu --quiet --out "$out/drift.one"
+"${MPIRUN[@]}" "$MPI_FIRN" run $drift --out "$out/drift.ranks" 2>"$out/drift.log" ||
+    { cat "$out/drift.log" >&2; exit 1; }
+"${MPIRUN[@]}" "$MPI_FIRN" run $drift --quiet --out "$out/drift.again"
+grep '^firn: rank' "$out/drift.log"
+"$PYTHON" test/mpi_check.py $drift "$out/drift.one" "$out/drift.ranks" "$out/drift.again" \
+    "$out/drift.log" --rebalanced
+
 # Checkpoint sets (docs/MPI.md): resumed runs give the frames of an
 # uninterrupted run, to the bit (stats.jsonl less wall times, every PLY).
 same() { # same DIR_A DIR_B WHAT: stats.jsonl (less wall times) and every PLY frame equal
@@ -142,6 +154,20 @@ cp -r "$out/three" "$out/three2"
 "${MPIRUN_BASE[@]}" -np 3 "$MPI_FIRN" run test/data/mpi/sand_column.json --quiet --checkpoint-every 2 \
     --resume "$out/three2/checkpoint_00002.manifest" --out "$out/three2"
 same "$out/three" "$out/three2" "resumed from frame 2 on 3 ranks, one without particles"
+# A set written after the slabs were split again (its manifest's slabs are
+# not the scene's first split, which --rebalance off keeps): resumed on
+# them, to the bit.
+"${MPIRUN_BASE[@]}" -np 2 "$MPI_FIRN" run $drift --quiet --checkpoint-every 3 --out "$out/dr"
+"${MPIRUN_BASE[@]}" -np 2 "$MPI_FIRN" run $drift --quiet --checkpoint-every 3 --rebalance off \
+    --out "$out/dr_off"
+split=$(grep '^col_lo' "$out/dr/checkpoint_00003.manifest")
+first=$(grep '^col_lo' "$out/dr_off/checkpoint_00003.manifest")
+[ "$split" != "$first" ] ||
+    { echo "mpi-test: FAIL: the slabs at frame 3 ($split) are the first split's" >&2; exit 1; }
+cp -r "$out/dr" "$out/dr2"
+"${MPIRUN_BASE[@]}" -np 2 "$MPI_FIRN" run $drift --quiet --checkpoint-every 3 \
+    --resume "$out/dr2/checkpoint_00003.manifest" --out "$out/dr2"
+same "$out/dr" "$out/dr2" "resumed from frame 3 on slabs split again ($split, first $first)"
 t1=$(date +%s%N)
 echo "mpi-test: checkpoint and resume runs: $(((t1 - t0) / 1000000)) ms"
 
@@ -208,6 +234,8 @@ refuse "CPIC" run scenes/snow_cup.json --out "$out/r0"
 refuse "--backend cuda: not supported" run test/data/mpi/sand_column.json --backend cuda \
     --out "$out/r6"
 refuse "firn bench: not supported" bench
+refuse "--rebalance expects the imbalance" run test/data/mpi/sand_column.json --rebalance 0.5 \
+    --out "$out/r7"
 # A particle that goes non-finite stops every rank at that substep; one
 # rank (the one holding the lowest such scene index) names it, and the
 # frames before stay written.
