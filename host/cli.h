@@ -56,6 +56,13 @@ int firn_cli_prepare_resume(const char *dir, int frame, int quiet, firn_error *e
  * `firn run`): every *frames frames, or every *seconds of wall time (0:
  * not by that measure). 0, or -1 for a value it does not take. */
 int firn_cli_checkpoint_every(const char *value, int *frames, double *seconds);
+/* SIGINT, SIGTERM and SIGHUP: the first asks the frame loop to stop after
+ * the frame in progress (firn_cli_stop_signal, the signal's number, 0
+ * before), with a message unless quiet; a second exits at once, removing
+ * the temporary files being written. SIGPIPE is ignored. */
+void firn_cli_catch_signals(int quiet);
+int firn_cli_stop_signal(void);
+const char *firn_cli_signal_name(int sig);
 int firn_cli_compare(int argc, char **argv);
 int firn_cli_bench(int argc, char **argv);
 int firn_cli_render(int argc, char **argv);

@@ -21,7 +21,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -168,44 +167,12 @@ static int fail_all(int failed, const firn_error *err)
 
 /* ---- signals ------------------------------------------------------------------ */
 
-/* The first SIGINT, SIGTERM or SIGHUP asks this rank to stop after the
- * frame in progress; the ranks agree on it after each frame, so that every
- * rank stops at the same one, with a checkpoint set. A second exits at
- * once, removing the temporary files being written (the set then stays
- * without a manifest, which no resume reads). */
-static volatile sig_atomic_t stop_signal;
-
-static void on_signal(int sig)
-{
-    if (stop_signal) {
-        firn_remove_temporaries();
-        struct sigaction dfl;
-        memset(&dfl, 0, sizeof dfl);
-        dfl.sa_handler = SIG_DFL;
-        sigaction(sig, &dfl, NULL);
-        raise(sig);
-        return;
-    }
-    stop_signal = sig;
-}
-
-static void catch_signals(void)
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sa.sa_flags = SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
-}
-
-static const char *signal_name(int sig)
-{
-    return sig == SIGINT ? "SIGINT" : sig == SIGHUP ? "SIGHUP" : "SIGTERM";
-}
+/* firn run's handler (firn_cli_catch_signals, without its message, which
+ * every rank would print): the first SIGINT, SIGTERM or SIGHUP asks this
+ * rank to stop after the frame in progress; the ranks agree on it after
+ * each frame, so that every rank stops at the same one, with a checkpoint
+ * set. A second exits at once, removing the temporary files being written
+ * (the set then stays without a manifest, which no resume reads). */
 
 /* ---- checkpoint sets ---------------------------------------------------------- */
 
@@ -771,7 +738,7 @@ int firn_cli_mpi_run(int argc, char **argv)
         def.out_every = o.every;
     if (o.out)
         snprintf(def.out_dir, sizeof def.out_dir, "%s", o.out);
-    catch_signals();
+    firn_cli_catch_signals(1);
     firn_world *w = firn_world_create(&def, FIRN_BACKEND_CPU, &err);
     failed = !w || firn_mpi_distribute(w, &err);
     if (firn_mpi_any(failed)) {
@@ -861,7 +828,7 @@ int firn_cli_mpi_run(int argc, char **argv)
          * checkpoint set (every N frames, or by rank 0's clock) and whether
          * to stop (a signal on any rank): every rank stops at the same
          * frame, after the same set. */
-        int want[2] = {stop_signal, 0}, agreed[2];
+        int want[2] = {firn_cli_stop_signal(), 0}, agreed[2];
         if (frame > first && o.ckpt_frames > 0 && frame % o.ckpt_frames == 0)
             want[1] = 1;
         if (frame > first && rank == 0 && o.ckpt_seconds > 0.0 &&
@@ -881,7 +848,7 @@ int firn_cli_mpi_run(int argc, char **argv)
                 manifest_path(path, sizeof path, def.out_dir, frame);
                 fprintf(stderr,
                         "firn: %s: every rank stopped after frame %d of %d; checkpoint %s\n",
-                        signal_name(agreed[0]), frame, def.frames, path);
+                        firn_cli_signal_name(agreed[0]), frame, def.frames, path);
                 print_resume_hint(argc, argv);
             }
             rc = 128 + agreed[0];

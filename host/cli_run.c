@@ -828,9 +828,16 @@ static int prepare_resume(const char *dir, int k, int quiet, firn_error *err)
 /* The first SIGINT, SIGTERM or SIGHUP (a terminal or SSH session gone)
  * asks the frame loop to stop after the frame in progress, with a
  * checkpoint; a second exits at once, removing the temporary files being
- * written. */
+ * written. Shared with the distributed run (host/cli_mpi.c). */
 static volatile sig_atomic_t stop_signal;
 static volatile sig_atomic_t signal_quiet;
+
+int firn_cli_stop_signal(void) { return stop_signal; }
+
+const char *firn_cli_signal_name(int sig)
+{
+    return sig == SIGINT ? "SIGINT" : sig == SIGHUP ? "SIGHUP" : "SIGTERM";
+}
 
 static void on_signal(int sig)
 {
@@ -850,7 +857,7 @@ static void on_signal(int sig)
         (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
 }
 
-static void catch_signals(int quiet)
+void firn_cli_catch_signals(int quiet)
 {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -962,11 +969,7 @@ static int run_frames(firn_world *w, const firn_scene_def *def, const run_opts *
             char path[FIRN_PATH_MAX + 64];
             checkpoint_path(path, sizeof path, def->out_dir, frame);
             fprintf(stderr, "%sfirn: %s: stopped after frame %d of %d; checkpoint %s\n",
-                    tty && !quiet ? "\n" : "",
-                    sig == SIGINT   ? "SIGINT"
-                    : sig == SIGHUP ? "SIGHUP"
-                                    : "SIGTERM",
-                    frame, def->frames, path);
+                    tty && !quiet ? "\n" : "", firn_cli_signal_name(sig), frame, def->frames, path);
             print_resume_hint(argc, argv);
             rc = 128 + sig;
             break;
@@ -1164,7 +1167,7 @@ int firn_cli_run(int argc, char **argv)
     if (firn_mkdirs(def.out_dir, &err) || lock_output(def.out_dir, &err))
         return firn_cli_fail(&err);
 
-    catch_signals(o.quiet);
+    firn_cli_catch_signals(o.quiet);
     int gpus = firn_cuda_device_count(), first;
     firn_world *w = start_world(&def, &o, &first, &err);
     if (!w)
