@@ -81,6 +81,8 @@ int firn_cli_graphs(const char *name, int *out);
 int firn_cli_p2g(const char *name, int *out);
 /* Parses a positive integer option value; prints and returns -1 on error. */
 int firn_cli_int(const char *opt, const char *value, int *out);
+/* The same, printing only when say is non-zero (one rank of several). */
+int firn_cli_int_said(const char *opt, const char *value, int *out, int say);
 /* mkdir -p; fills err on failure. */
 int firn_mkdirs(const char *path, firn_error *err);
 int firn_cli_fail(const firn_error *err);

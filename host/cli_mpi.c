@@ -57,13 +57,17 @@ static int parse(int argc, char **argv, mpi_opts *o, int rank)
     const char *every = NULL;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "--frames")) {
-            if (firn_cli_int("--frames", i + 1 < argc ? argv[++i] : NULL, &o->frames))
+        if (!strcmp(a, "--frames") || !strcmp(a, "--every")) {
+            /* firn_cli_int prints its message: once, from rank 0 */
+            const char *v = i + 1 < argc ? argv[++i] : NULL;
+            if (firn_cli_int_said(a, v, !strcmp(a, "--frames") ? &o->frames : &o->every, rank == 0))
                 return FIRN_E_USAGE;
-        } else if (!strcmp(a, "--every")) {
-            if (firn_cli_int("--every", i + 1 < argc ? argv[++i] : NULL, &o->every))
+        } else if (!strcmp(a, "--out")) {
+            if (i + 1 >= argc || !argv[i + 1][0]) {
+                if (rank == 0)
+                    fprintf(stderr, "firn run: --out needs a folder\n");
                 return FIRN_E_USAGE;
-        } else if (!strcmp(a, "--out") && i + 1 < argc) {
+            }
             o->out = argv[++i];
         } else if (!strcmp(a, "--quiet")) {
             o->quiet = 1;

@@ -278,17 +278,24 @@ int firn_cli_backend(const char *name, firn_backend *out)
     return 0;
 }
 
-int firn_cli_int(const char *opt, const char *value, int *out)
+int firn_cli_int_said(const char *opt, const char *value, int *out, int say)
 {
     char *end;
     errno = 0;
     long v = value ? strtol(value, &end, 10) : 0;
     if (!value || errno || *end || v < 1 || v > 100000000) {
-        fprintf(stderr, "firn: %s expects a positive integer, got '%s'\n", opt, value ? value : "");
+        if (say)
+            fprintf(stderr, "firn: %s expects a positive integer, got '%s'\n", opt,
+                    value ? value : "");
         return -1;
     }
     *out = (int)v;
     return 0;
+}
+
+int firn_cli_int(const char *opt, const char *value, int *out)
+{
+    return firn_cli_int_said(opt, value, out, 1);
 }
 
 int firn_mkdirs(const char *path, firn_error *err)

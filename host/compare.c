@@ -532,6 +532,13 @@ int firn_compare_backends(const firn_scene_def *def, int frames, firn_compare_re
         firn_set_error(err, FIRN_E_USAGE, "firn_compare_backends: frames = %d is negative", frames);
         return -1;
     }
+    if (!firn_cuda_available()) {
+        firn_set_error(err, FIRN_E_DEVICE,
+                       "a comparison runs the scene on the CUDA backend against the CPU path, "
+                       "and this firn was built without CUDA (nvcc was not found at build "
+                       "time): rebuild with the CUDA toolkit");
+        return -1;
+    }
     cmp_ctx cmp = {r, FIRN_COMPARE_SUBSTEP, 0, 0};
     firn_world *cpu = firn_world_create(def, FIRN_BACKEND_CPU, err);
     if (!cpu)

@@ -236,6 +236,11 @@ refuse "--backend cuda: not supported" run test/data/mpi/sand_column.json --back
 refuse "firn bench: not supported" bench
 refuse "--rebalance expects the imbalance" run test/data/mpi/sand_column.json --rebalance 0.5 \
     --out "$out/r7"
+refuse "--out needs a folder" run test/data/mpi/sand_column.json --out
+refuse "--frames expects a positive integer" run test/data/mpi/sand_column.json --frames x \
+    --out "$out/r8"
+[ "$(grep -c 'expects a positive integer' "$out/refused.log")" = 1 ] ||
+    { echo "mpi-test: FAIL: --frames x named $(grep -c 'expects' "$out/refused.log") times, not once" >&2; exit 1; }
 # A particle that goes non-finite stops every rank at that substep; one
 # rank (the one holding the lowest such scene index) names it, and the
 # frames before stay written.
