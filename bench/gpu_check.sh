@@ -516,13 +516,26 @@ if [[ $MODE == correct ]]; then
         bench --backend cuda --scenes sand_block --layout dense --particles "$(n 20k)" \
         --p2g atomic,binned,ordered --warmup 1 --substeps 3 --repeats 1 \
         --json "$TMP/mc-bench.json" --csv "$TMP/mc-bench.csv"
+    # The fixed-point tile (FIRN_P2G_TILE=fixed, in the environment of the
+    # sanitizer and its target): past the third substep every bin has a
+    # bound and scatters through the tile.
+    FIRN_P2G_TILE=fixed sanitize memcheck \
+        "bench sand $(n 20k), binned and g2p2g P2G, fixed-point tile, 6 substeps" 5 "$FIRN" \
+        bench --backend cuda --scenes sand_block --layout dense --particles "$(n 20k)" \
+        --p2g binned,g2p2g --warmup 3 --substeps 3 --repeats 1 \
+        --json "$TMP/mc-fixed.json" --csv "$TMP/mc-fixed.csv"
     # racecheck: the shared-memory tiles of the tiled P2G variants (zeroing,
-    # scatter, flush between barriers), and SPH's kernels.
+    # scatter, flush between barriers), the fixed-point tile's, and SPH's
+    # kernels.
     for v in binned warp g2p2g; do
         sanitize racecheck "bench sand $(n 20k), $v P2G, 3 substeps" 12 "$FIRN" bench \
             --backend cuda --scenes sand_block --layout dense --particles "$(n 20k)" --p2g "$v" \
             --warmup 1 --substeps 3 --repeats 1 --json "$TMP/rc-$v.json" --csv "$TMP/rc-$v.csv"
     done
+    FIRN_P2G_TILE=fixed sanitize racecheck \
+        "bench sand $(n 20k), binned P2G, fixed-point tile, 6 substeps" 12 "$FIRN" bench \
+        --backend cuda --scenes sand_block --layout dense --particles "$(n 20k)" --p2g binned \
+        --warmup 3 --substeps 3 --repeats 1 --json "$TMP/rc-fixed.json" --csv "$TMP/rc-fixed.csv"
     sanitize racecheck "bench sph_dam_break $(n 20k), 3 substeps" 12 "$FIRN" bench --backend cuda \
         --scenes sph_dam_break --layout dense --particles "$(n 20k)" --warmup 1 --substeps 3 \
         --repeats 1 --json "$TMP/rc-sph.json" --csv "$TMP/rc-sph.csv"
