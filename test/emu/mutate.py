@@ -207,6 +207,11 @@ PLANTS = [
      "        const int bin = b.blist[item], lo = b.start[bin], hi = b.end[bin];\n"
      "        int o[3];\n        bin_origin(b, bin, o);\n        if (std::is_same<V, int>::value",
      "test:gpu/binning_keeps*"),
+    ("g2p-drops-v-c", "the g2p kernel stores x but not v and C (G2P2G's skip of the stores "
+     "reaching the call's last G2P)", "include/firn_mpm.h",
+     "    return firn_g2p_particle_keep(i, P, p, g, &x, &v, &C, 1);",
+     "    return firn_g2p_particle_keep(i, P, p, g, &x, &v, &C, 0);",
+     "test:gpu/substep_matches_cpu*"),
     ("fixed-tile-unbounded", "the fixed-point tile takes every particle's values, also "
      "those past the range its scale allows", "kernels/mpm.cu",
      "    if (!(FIRN_FIXED_WMAX * st->mass * inv_qm <= lim && FIRN_FIXED_WMAX * inv_qp * B <= lim))\n"
