@@ -1064,10 +1064,6 @@ static __global__ void __launch_bounds__(FIRN_BIN_THREADS, min_blocks(FIRN_K_WAR
  * p2g_binned. What fusion saves: the launch, P2G's reads of x, v and C
  * and G2P's writes of v and C (108 of the 225 bytes a particle moves in a
  * substep, docs/BENCH.md). */
-/* Its particle dispatch and its tile's close repeat binned_p2g's: moved
- * into shared helpers, nvcc 13.0 (sm_90) spilled 16-28 bytes in every
- * float g2p2g instance that spilled none (bench/sass_counts.sh), so the
- * two stay written out. */
 template <int MODEL, typename V>
 static __device__ __forceinline__ void
 fused_g2p2g(const firn_params &P, const firn_material *mats, firn_particles p, firn_grid from,
