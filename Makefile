@@ -49,6 +49,12 @@ BUILD    := $(EMU_BUILD)
 CXX      ?= g++
 EMU_SAN  ?= -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 override CFLAGS += $(EMU_SAN)
+# EMU_COVERAGE=1 (clang, make emu-sectors): every load and store of the
+# kernels' translation units calls the runtime's sanitizer-coverage hooks,
+# which FIRN_EMU_PROFILE counts as 32-byte sectors per warp access.
+ifeq ($(EMU_COVERAGE),1)
+EMU_KERNEL_FLAGS = -fsanitize-coverage=func,trace-loads,trace-stores
+endif
 endif
 
 # make MPI=1: host/dist_mpi.c and host/cli_mpi.c, built by mpicc (else with
@@ -170,7 +176,7 @@ ifeq ($(CUDA),emu)
 $(BUILD)/kernels/%.o: kernels/%.cu $(wildcard include/*.h host/*.h kernels/*.cuh test/emu/*.h) \
                       $(wildcard test/emu/*/*/*.h test/emu/*/*/*.cuh)
 	@mkdir -p $(@D)
-	$(CXX) $(EMU_CXXFLAGS) -include cuda_runtime.h -c -o $@ $<
+	$(CXX) $(EMU_CXXFLAGS) $(EMU_KERNEL_FLAGS) -include cuda_runtime.h -c -o $@ $<
 
 $(BUILD)/test/emu/runtime.o: test/emu/runtime.cpp test/emu/cuda_runtime.h
 	@mkdir -p $(@D)
@@ -265,6 +271,15 @@ emu-mutate:
 
 emu-check: emu
 	bash test/emu/check.sh
+
+# The emulated runtime built by clang with the kernels' loads and stores
+# traced (EMU_COVERAGE), for FIRN_EMU_PROFILE's global-memory sectors
+# (bench/emu_sectors.py, docs/BENCH.md); a measurement build, not in CI.
+EMU_SECTORS_BUILD ?= build/emu-sectors
+.PHONY: emu-sectors
+emu-sectors:
+	$(MAKE) CUDA=emu CC=clang CXX=clang++ EMU_COVERAGE=1 EMU_BUILD=$(EMU_SECTORS_BUILD) \
+	    LDFLAGS=-fsanitize-link-c++-runtime all
 
 # The GPU check's device window rehearsed on the emulated runtime (CI): the
 # bundle's size, both calls of bench/gpu_check.sh scaled down, $OUT within the

@@ -162,10 +162,13 @@ def ncu_figure(path):
 
 EMU_FIELDS = ["kernel", "runs", "blocks", "threads", "shared_atomics", "global_atomics",
               "vector_atomics", "warp_shared_atomics", "shared_rounds", "shared_wavefronts",
-              "shared_cas_atomics", "shared_cas_rounds"]
+              "shared_cas_atomics", "shared_cas_rounds", "load_warp", "load_sectors",
+              "load_bytes", "store_warp", "store_sectors", "store_bytes"]
 # Profiles written before the compare-and-swap loops were counted apart
-# end at shared_wavefronts.
+# end at shared_wavefronts, those before the global sectors were counted at
+# shared_cas_rounds: the missing columns read 0.
 EMU_FIELDS_BEFORE_CAS = 10
+EMU_FIELDS_BEFORE_SECTORS = 12
 
 
 def emu_counts(path):
@@ -174,8 +177,8 @@ def emu_counts(path):
     totals = {}
     for line in read_text(path, 10 ** 7).splitlines():
         parts = line.split("\t")
-        if len(parts) == EMU_FIELDS_BEFORE_CAS:
-            parts += ["0", "0"]
+        if len(parts) in (EMU_FIELDS_BEFORE_CAS, EMU_FIELDS_BEFORE_SECTORS):
+            parts += ["0"] * (len(EMU_FIELDS) - len(parts))
         if len(parts) != len(EMU_FIELDS):
             continue
         name = parts[0]

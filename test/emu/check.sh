@@ -59,6 +59,19 @@ step "CUB stand-ins (test/emu/cub_selftest.cu)" emu_selftest cub_selftest
 # The model of shared atomics' conflicts (FIRN_EMU_PROFILE) on patterns
 # whose passes and wavefronts are known by hand.
 step "shared-atomic conflict model (test/emu/conflict_selftest.cu)" emu_selftest conflict_selftest
+# The count of global-memory sectors per warp access (FIRN_EMU_PROFILE,
+# make emu-sectors) on patterns whose coalescing is known by hand: the test
+# and the runtime built by clang, the test's loads and stores traced.
+sector_selftest() {
+    local f=(-std=c++17 -x c++ -O2 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined
+        -fno-omit-frame-pointer -Wall -Wextra -DFIRN_EMU -Itest/emu)
+    clang++ "${f[@]}" -c test/emu/runtime.cpp -o build/emu/sector_runtime.o &&
+        clang++ "${f[@]}" -fsanitize-coverage=func,trace-loads,trace-stores -include cuda_runtime.h \
+            test/emu/sector_selftest.cu -x none build/emu/sector_runtime.o -lpthread \
+            -o build/emu/sector_selftest &&
+        build/emu/sector_selftest
+}
+step "global-memory sector count (test/emu/sector_selftest.cu)" sector_selftest
 # A compare also fails here when a CUDA graph capture failed and the run
 # fell back to kernel-by-kernel launches (firn_graph_mode auto).
 compare_scene() {

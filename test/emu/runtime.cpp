@@ -40,6 +40,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -524,11 +525,27 @@ struct shared_event {
     int cas_loop; /* a float add: a compare-and-swap loop on shared memory */
 };
 
+/* FIRN_EMU_PROFILE under EMU_COVERAGE: one lane's load or store of global
+ * memory, and the one before it that a contiguous access may extend (as a
+ * vector load does) while both lie in one aligned 16-byte chunk. */
+struct global_access {
+    uintptr_t pc; /* the instruction: the hook's return address */
+    unsigned k;   /* the thread's k-th access at pc */
+    int warp, lane;
+    uintptr_t addr;
+    unsigned bytes;
+    int store;
+};
+
 struct cuda_thread {
     firn_emu_thread ctx;
     thread_state state;
     fiber *f;
     std::vector<site_count> sites; /* FIRN_EMU_PROFILE only */
+    /* FIRN_EMU_PROFILE under EMU_COVERAGE: accesses per instruction, and
+     * the access not yet recorded (bytes 0: none) */
+    std::unordered_map<uintptr_t, unsigned> global_sites;
+    global_access pending;
     /* at a warp collective */
     unsigned mask;
     firn_emu_warp_op op;
@@ -556,6 +573,8 @@ struct scheduler {
     std::vector<int> warps_ready;     /* warps whose collective every lane of the mask reached */
     std::vector<int> run_queue;       /* released threads, to resume */
     std::vector<shared_event> events; /* this block's shared atomics (FIRN_EMU_PROFILE) */
+    std::vector<global_access> global_events; /* its global loads and stores (EMU_COVERAGE) */
+    const void *skip_load = NULL;             /* a global atomic's own read, not a load */
     kernel_exec *exec = NULL;
     fiber *returned = NULL; /* the fiber that just switched back */
     bool returned_idle = false;
@@ -585,11 +604,26 @@ static thread_local scheduler *t_sched;
  * among them (cas_warp: warp instructions; cas_rounds: their passes),
  * each pass of which is a loop iteration of several instructions; an
  * integer atomic is one native instruction, whose lanes on one address the
- * hardware serialises as passes too (shared_rounds). */
+ * hardware serialises as passes too (shared_rounds).
+ *
+ * Global loads and stores, counted only in a build whose kernels call the
+ * sanitizer-coverage hooks on every load and store (make emu-sectors:
+ * clang, -fsanitize-coverage=trace-loads,trace-stores; elsewhere these
+ * columns are 0), are modelled the same way: the lanes of one warp that
+ * issue their k-th access at one instruction form one warp access, which
+ * touches as many 32-byte sectors as the distinct aligned 32-byte blocks
+ * its lanes' bytes lie in. A lane's access that continues its previous one
+ * (same kind, the next bytes, both in one aligned 16-byte chunk) extends it,
+ * as a vector load or store (ld.v2, ld.v4) does: the compiler may split a
+ * float4 copy into two 8-byte loads. Only addresses in device memory count
+ * (not shared memory, the stack or kernel parameters), and not an atomic's
+ * own read. Columns: load_warp, load_sectors, load_bytes, store_warp,
+ * store_sectors, store_bytes. */
 struct kernel_counts {
     std::atomic<unsigned long long> runs{0}, blocks{0}, threads{0}, shared_atomics{0},
         global_atomics{0}, vector_atomics{0}, warp_shared{0}, shared_rounds{0},
-        shared_wavefronts{0}, cas_warp{0}, cas_rounds{0};
+        shared_wavefronts{0}, cas_warp{0}, cas_rounds{0}, load_warp{0}, load_sectors{0},
+        load_bytes{0}, store_warp{0}, store_sectors{0}, store_bytes{0};
 };
 static std::mutex &g_profile_lock = *new std::mutex;
 static std::map<std::string, kernel_counts *> &g_profile =
@@ -605,11 +639,16 @@ static void write_profile()
     for (const auto &kv : g_profile) {
         const kernel_counts *c = kv.second;
         /* A vector atomic's four components each passed the scalar count. */
-        fprintf(f, "%s\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\n",
-                kv.first.c_str(), c->runs.load(), c->blocks.load(), c->threads.load(),
-                c->shared_atomics.load(), c->global_atomics.load() - 4 * c->vector_atomics.load(),
-                c->vector_atomics.load(), c->warp_shared.load(), c->shared_rounds.load(),
-                c->shared_wavefronts.load(), c->cas_warp.load(), c->cas_rounds.load());
+        fprintf(
+            f,
+            "%s\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%"
+            "llu\t%llu\t%llu\t%llu\n",
+            kv.first.c_str(), c->runs.load(), c->blocks.load(), c->threads.load(),
+            c->shared_atomics.load(), c->global_atomics.load() - 4 * c->vector_atomics.load(),
+            c->vector_atomics.load(), c->warp_shared.load(), c->shared_rounds.load(),
+            c->shared_wavefronts.load(), c->cas_warp.load(), c->cas_rounds.load(),
+            c->load_warp.load(), c->load_sectors.load(), c->load_bytes.load(), c->store_warp.load(),
+            c->store_sectors.load(), c->store_bytes.load());
     }
     fclose(f);
 }
@@ -895,6 +934,53 @@ static void count_shared_conflicts(std::vector<shared_event> &ev, kernel_counts 
     c->cas_rounds.fetch_add(cas_rounds, std::memory_order_relaxed);
 }
 
+/* A block's global loads and stores as warp accesses (kernel_counts): the
+ * distinct 32-byte sectors of each. */
+static void count_global_sectors(scheduler *s, kernel_counts *c)
+{
+    std::vector<global_access> &ev = s->global_events;
+    for (cuda_thread &t : s->threads)
+        if (t.pending.bytes) {
+            t.pending.k = t.global_sites[t.pending.pc]++;
+            ev.push_back(t.pending);
+            t.pending.bytes = 0;
+        }
+    std::sort(ev.begin(), ev.end(), [](const global_access &a, const global_access &b) {
+        if (a.store != b.store)
+            return a.store < b.store;
+        if (a.warp != b.warp)
+            return a.warp < b.warp;
+        if (a.pc != b.pc)
+            return a.pc < b.pc;
+        return a.k < b.k;
+    });
+    unsigned long long warps[2] = {0, 0}, sectors[2] = {0, 0}, bytes[2] = {0, 0};
+    std::vector<uintptr_t> sec;
+    for (size_t i = 0; i < ev.size();) {
+        size_t j = i;
+        sec.clear();
+        while (j < ev.size() && ev[j].store == ev[i].store && ev[j].warp == ev[i].warp &&
+               ev[j].pc == ev[i].pc && ev[j].k == ev[i].k) {
+            for (uintptr_t a = ev[j].addr >> 5; a <= (ev[j].addr + ev[j].bytes - 1) >> 5; a++)
+                sec.push_back(a);
+            bytes[ev[i].store] += ev[j].bytes;
+            j++;
+        }
+        std::sort(sec.begin(), sec.end());
+        warps[ev[i].store]++;
+        sectors[ev[i].store] +=
+            (unsigned long long)(std::unique(sec.begin(), sec.end()) - sec.begin());
+        i = j;
+    }
+    c->load_warp.fetch_add(warps[0], std::memory_order_relaxed);
+    c->load_sectors.fetch_add(sectors[0], std::memory_order_relaxed);
+    c->load_bytes.fetch_add(bytes[0], std::memory_order_relaxed);
+    c->store_warp.fetch_add(warps[1], std::memory_order_relaxed);
+    c->store_sectors.fetch_add(sectors[1], std::memory_order_relaxed);
+    c->store_bytes.fetch_add(bytes[1], std::memory_order_relaxed);
+    ev.clear();
+}
+
 static void run_block(scheduler *s, kernel_exec *e, unsigned b)
 {
     const dim3 g = e->grid, bd = e->block;
@@ -917,8 +1003,12 @@ static void run_block(scheduler *s, kernel_exec *e, unsigned b)
         t.state = T_UNSTARTED;
         t.f = NULL;
         t.sites.clear();
+        t.global_sites.clear();
+        t.pending.bytes = 0;
     }
     s->events.clear();
+    s->global_events.clear();
+    s->skip_load = NULL;
     for (;;) {
         /* Start the unstarted threads, in order; a fiber runs them one
          * after another until one waits. */
@@ -973,6 +1063,8 @@ static void run_block(scheduler *s, kernel_exec *e, unsigned b)
     }
     if (e->counts && !s->events.empty())
         count_shared_conflicts(s->events, e->counts);
+    if (e->counts)
+        count_global_sectors(s, e->counts);
     firn_emu_current = NULL;
     s->exec = NULL;
 }
@@ -1217,11 +1309,61 @@ void firn_emu_check_device_pointer(const void *p, size_t bytes, const char *what
         }
         return; /* an atomic on the block's shared memory */
     }
-    if (c)
+    if (c) {
         c->global_atomics.fetch_add(1, std::memory_order_relaxed);
+        t_sched->skip_load = p; /* the atomic's read of the old value, next */
+    }
     if (!in_region(p) || !in_region((const char *)p + bytes - 1))
         fatal("%s on %p, which is neither device memory nor the block's shared memory", what, p);
 }
+
+/* The sanitizer-coverage hooks (EMU_COVERAGE: the kernels' loads and
+ * stores), which record a kernel thread's accesses of device memory under
+ * FIRN_EMU_PROFILE. Anything else (host code, no profile) returns at the
+ * first test. */
+static void global_access_hook(const void *p, unsigned bytes, int store, uintptr_t pc)
+{
+    scheduler *s = t_sched;
+    if (!s || !s->exec || !s->exec->counts || !firn_emu_current || !in_region(p))
+        return;
+    if (s->skip_load) { /* only the access right after the atomic's check */
+        const bool atomic_read = !store && p == s->skip_load;
+        s->skip_load = NULL;
+        if (atomic_read)
+            return;
+    }
+    cuda_thread *t = current_thread();
+    global_access &a = t->pending;
+    const uintptr_t x = (uintptr_t)p;
+    if (a.bytes && a.store == store && x == a.addr + a.bytes &&
+        a.addr >> 4 == (x + bytes - 1) >> 4) {
+        a.bytes += bytes;
+        return;
+    }
+    if (a.bytes) {
+        a.k = t->global_sites[a.pc]++;
+        s->global_events.push_back(a);
+    }
+    const firn_emu_thread &c = t->ctx;
+    const int flat =
+        (int)(c.thread_idx.x + c.block_dim.x * (c.thread_idx.y + c.block_dim.y * c.thread_idx.z));
+    a = global_access{pc, 0, flat / 32, flat % 32, x, bytes, store};
+}
+
+#define EMU_COVERAGE_HOOKS(n)                                                                      \
+    extern "C" void __sanitizer_cov_load##n(void *p)                                               \
+    {                                                                                              \
+        global_access_hook(p, n, 0, (uintptr_t)__builtin_return_address(0));                       \
+    }                                                                                              \
+    extern "C" void __sanitizer_cov_store##n(void *p)                                              \
+    {                                                                                              \
+        global_access_hook(p, n, 1, (uintptr_t)__builtin_return_address(0));                       \
+    }
+EMU_COVERAGE_HOOKS(1)
+EMU_COVERAGE_HOOKS(2)
+EMU_COVERAGE_HOOKS(4)
+EMU_COVERAGE_HOOKS(8)
+EMU_COVERAGE_HOOKS(16)
 
 void firn_emu_check_global_vector(const void *p, size_t bytes, const char *what)
 {
