@@ -13,6 +13,8 @@
 #   make emu        the CUDA code on the emulated runtime (test/emu/), under ASan and
 #                   UBSan, in build/emu/ (docs/EMULATION.md); make emu-check runs its
 #                   GPU tests, firn compare on every scene and a small bench
+#   make emu-sectors  the same built by clang in build/emu-sectors/, the kernels' global
+#                   loads and stores counted in 32-byte sectors (bench/emu_sectors.py)
 #   make gpu-rehearsal  bench/gpu_check.sh's two device calls rehearsed on the
 #                   emulated runtime, and the size of bench/pack_gpu.sh's bundle
 #   make asan       the CPU build and the whole test suite under ASan and UBSan, in
