@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # check.sh - the CUDA code against the emulated runtime (make emu-check; CI):
-# the GPU tests (none may skip), the CUB stand-ins' self-test, firn compare
+# the GPU tests (none may skip), the emulator's self-tests, firn compare
 # on every shipped scene, and a small firn bench on the emulated device.
 # Prints a table of PASS/FAIL and seconds per step; exits non-zero if any
 # step failed.
