@@ -55,6 +55,9 @@ struct firn_world {
      * the particle indices in that order (n ints), in one allocation. */
     struct firn_mpm_pbd_key *mpm_pbd_keys;
     int *mpm_pbd_runs;
+    /* CPU, MPM-SPH: the MPM particles' volume fraction per grid node
+     * (firn_mpm_phi_scatter), rebuilt each substep before the SPH density */
+    float *mpm_phi;
     int bad_solver;        /* FIRN_SOLVER_* of the non-finite particle the last substep reported */
     double *sph_chunk_acc; /* CPU, SPH-rigid: reaction per particle chunk [chunks][n_rigids][6] */
     long long sph_chunks;

@@ -279,6 +279,18 @@ static void fixture_free(sph_fixture *f)
 
 static float urand(void) { return (float)rand() / (float)RAND_MAX; }
 
+/* The SPH solver as a pair sees it, without MPM-SPH's contact. */
+static firn_sph_view view_of(const firn_sph *S)
+{
+    firn_sph_view V;
+    memset(&V, 0, sizeof V);
+    V.P = S->P;
+    V.mats = S->mats;
+    V.s = S->s;
+    V.G = S->G;
+    return V;
+}
+
 /* The cursor visits exactly the particles a brute-force O(n^2) search
  * finds within h (strictly, self excluded), each once, including those
  * in the boundary cells. */
@@ -379,7 +391,7 @@ Test(sph_pairs, mpm_sph_exchange_is_a_perfectly_inelastic_collision)
             }
         firn_sph_cpu_sort(S);
         memcpy(v0, S->s.v, 3 * (size_t)n * sizeof *v0);
-        firn_sph_view V = {S->P, S->mats, S->s, S->G};
+        firn_sph_view V = view_of(S);
         int inside = 0;
         double mean[3] = {0}, before[3] = {0}, ke0 = 0.0;
         char *in = calloc((size_t)n, 1);
@@ -513,7 +525,7 @@ Test(sph_pairs, sph_rigid_obeys_newtons_third_law)
         }
         S->s.p[i] = 500.0f * urand();
     }
-    firn_sph_view V = {S->P, S->mats, S->s, S->G};
+    firn_sph_view V = view_of(S);
     double p0[3] = {0}, L0[3] = {0}, acc[FIRN_RIGID_ACC] = {0};
     const float mi = S->mats[0].mass;
     double *v0 = malloc(3 * sizeof(double) * n);
@@ -873,7 +885,7 @@ Test(sph_pairs, sph_rigid_pressure_pushes_the_body_away_from_the_liquid)
         }
         expect += 2.0 * S->s.p[i] * S->P.vol * sigma * S->P.dt;
     }
-    firn_sph_view V = {S->P, S->mats, S->s, S->G};
+    firn_sph_view V = view_of(S);
     double acc[FIRN_RIGID_ACC] = {0}, dp = 0.0;
     for (int i = 0; i < n; i++)
         firn_sph_rigid_particle(i, &V, &body, 1, acc);
