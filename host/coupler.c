@@ -163,7 +163,7 @@ int firn_coupler_alloc(firn_world *w, firn_error *err)
     w->mpm_pbd_keys = NULL;
     w->mpm_pbd_runs = NULL;
     w->mpm_phi = NULL;
-    if (!w->cuda && w->coupler.mpm_sph && w->p.n > 0) {
+    if (!w->cuda && firn_mpm_sph_contact(w)) {
         w->mpm_phi = calloc((size_t)w->grid.nodes, sizeof(float));
         if (!w->mpm_phi) {
             firn_set_error(err, FIRN_E_NOMEM, "out of host memory for the MPM-SPH pair");

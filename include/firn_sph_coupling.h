@@ -200,6 +200,30 @@ static inline FIRN_HD float firn_sph_mpm_psi(const firn_sph_params *P, const fir
     return firn_sph_ghost_layers(P, d).psi;
 }
 
+/* Where SPH particle x meets the MPM bodies in MPM-SPH's collision: a
+ * particle inside them (phi >= 1/2) at its own position; one that touches
+ * them, its centre less than r (a particle radius) out of the surface,
+ * at its contact point a cell inside the surface, x - (d + dx / 2) n, so
+ * that the node it meets (the one whose cell holds the point) holds the
+ * body's mass, not the grid's light shell beyond it. Returns 0 (no
+ * collision) elsewhere. */
+static inline FIRN_HD int firn_mpm_contact_point(const firn_mpm_level *L, firn_vec3 x, float r,
+                                                 firn_vec3 *xc)
+{
+    float d;
+    firn_vec3 n;
+    int inside;
+    const int touch = firn_mpm_level_at(L, x, r, &d, &n, &inside);
+    if (inside) {
+        *xc = x;
+        return 1;
+    }
+    if (!touch)
+        return 0;
+    *xc = firn_sub(x, firn_scale(n, d + 0.5f * L->P.dx));
+    return 1;
+}
+
 /* MPM-SPH at one MPM node (at xn, mass m, velocity v after gravity and the
  * rigid bodies): the SPH particles in the node's own cell of the MPM grid,
  * |x_i - xn|_inf < dx / 2 (cells that tile space, so a particle meets one
@@ -217,19 +241,24 @@ static inline FIRN_HD float firn_sph_mpm_psi(const firn_sph_params *P, const fir
  * With the contact on (V->L.phi), the node first takes the reaction of the
  * contact force on the particles whose stencil holds it
  * (firn_sph_mpm_contact: -m_i dv N_j / Ms each), and the collision takes
- * only the particles inside the MPM bodies (phi >= 1/2): the liquid
- * outside is held off by the contact force, at the bodies' surface, not
- * stopped where the grid's mass ends. */
+ * only the particles that touch the MPM bodies, their centre less than a
+ * particle radius p / 2 out of the surface, or are inside them, each in the
+ * cell of its contact point (firn_mpm_contact_point): the liquid is met
+ * where it touches the bodies, as FEM-SPH's vertices meet it, not where
+ * the grid's mass ends, about a cell farther out. */
 static inline FIRN_HD firn_vec3 firn_mpm_sph_node(firn_vec3 xn, firn_vec3 v, float m, float dx,
                                                   const firn_sph_view *V)
 {
     const firn_sph_params *P = &V->P;
     const firn_sph_particles s = V->s;
     const float half = 0.5f * dx;
+    /* with the contact, a touching particle meets the node whose cell holds
+     * its contact point, up to dx + p / 2 from it */
+    const float reach = V->L.phi ? dx + 0.5f * P->psize : half;
     int lo[3], hi[3];
     for (int a = 0; a < 3; a++) {
-        lo[a] = firn_nbr_cell_axis(&P->nb, xn.v[a] - half, a);
-        hi[a] = firn_nbr_cell_axis(&P->nb, xn.v[a] + half, a);
+        lo[a] = firn_nbr_cell_axis(&P->nb, xn.v[a] - reach, a);
+        hi[a] = firn_nbr_cell_axis(&P->nb, xn.v[a] + reach, a);
     }
     if (V->L.phi) {
         const firn_params *G = &V->L.P;
@@ -283,17 +312,17 @@ static inline FIRN_HD firn_vec3 firn_mpm_sph_node(firn_vec3 xn, firn_vec3 v, flo
                     for (int k = V->G.start[cell]; k < V->G.end[cell]; k++) {
                         int i = V->G.sorted[k];
                         firn_vec3 d = firn_sub(firn_load3(s.x, s.n, i), xn);
-                        if (!(fabsf(d.v[0]) < half && fabsf(d.v[1]) < half && fabsf(d.v[2]) < half))
+                        if (!(fabsf(d.v[0]) < reach && fabsf(d.v[1]) < reach &&
+                              fabsf(d.v[2]) < reach))
                             continue;
                         if (V->L.phi) {
-                            float dd;
-                            firn_vec3 nn;
-                            int inside;
-                            firn_mpm_level_at(&V->L, firn_load3(s.x, s.n, i), 0.0f, &dd, &nn,
-                                              &inside);
-                            if (!inside)
+                            if (!firn_mpm_contact_point(&V->L, firn_load3(s.x, s.n, i),
+                                                        0.5f * P->psize, &d))
                                 continue;
+                            d = firn_sub(d, xn);
                         }
+                        if (!(fabsf(d.v[0]) < half && fabsf(d.v[1]) < half && fabsf(d.v[2]) < half))
+                            continue;
                         firn_vec3 vi = firn_load3(s.v, s.n, i);
                         if (pass == 0) {
                             const float mi = V->mats[s.mat[i]].mass;

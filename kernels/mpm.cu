@@ -1362,9 +1362,8 @@ static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
     s->cpic = w->coupler.cpic && s->p.cpic_slots > 0;
     s->mpm = w->coupler.active[FIRN_SOLVER_MPM];
     s->mpm_sph = w->coupler.mpm_sph;
-    if (s->mpm_sph && s->mpm && s->p.n > 0 && w->sph.n > 0) {
+    if (firn_mpm_sph_contact(w)) { /* counted in firn_device_bytes */
         FIRN_CUDA_CHECK(cudaMalloc(&s->mpm_phi, (size_t)s->grid.nodes * sizeof(float)), err);
-        s->bytes += (size_t)s->grid.nodes * sizeof(float);
     }
     s->sph_rigid = w->coupler.sph_rigid;
     s->pbd_rigid = w->coupler.pbd_rigid;
