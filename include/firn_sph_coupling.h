@@ -169,9 +169,9 @@ static inline FIRN_HD int firn_sph_mpm_contact(int i, const firn_sph_view *V, fi
     const float rho0 = V->mats[s.mat[i]].rho0, rho = s.rho[i];
     const firn_vec3 g = firn_v3(P->gravity[0], P->gravity[1], P->gravity[2]);
     const firn_vec3 mg = firn_add(firn_scale(g, gl.psi), firn_scale(n, gl.moment * firn_dot(n, g)));
-    const firn_vec3 acc =
-        firn_sub(firn_scale(n, 2.0f * rho0 * firn_maxf(s.p[i], 0.0f) * gl.grad / (rho * rho)),
-                 firn_scale(mg, rho0 / rho));
+    const float r0 = rho0 / rho;
+    const firn_vec3 acc = firn_sub(
+        firn_scale(n, 2.0f * r0 * firn_maxf(s.p[i], 0.0f) * gl.grad / rho), firn_scale(mg, r0));
     *dv = firn_scale(acc, P->dt);
     return 1;
 }
