@@ -84,12 +84,17 @@ static inline FIRN_HD float firn_mpm_face_distance(float phi)
  * surface is phi = 1/2 (a flat face's step, smoothed symmetrically by the
  * scatter and the interpolation, crosses 1/2 on the face), the outward
  * normal n = -grad phi / |grad phi|, and the distance to it as for a flat
- * face, d = dx firn_mpm_face_distance(phi), 0 inside (phi >= 1/2). (The
- * linearised (1/2 - phi) / |grad phi| would double the distance at a
- * cell.) Returns 1 with d
- * and n where x is within reach (d < reach) and the normal is defined;
- * 0 elsewhere, and outside the grid. *inside is phi >= 1/2 (0 when the
- * level is off or x is outside the grid). */
+ * face, d = dx firn_mpm_face_distance(phi). (The linearised
+ * (1/2 - phi) / |grad phi| would double the distance at a cell.) Returns
+ * 1 with d and n where x is outside the bodies and within reach
+ * (d < reach) and the normal is defined; 0 elsewhere, and outside the
+ * grid. *inside is phi >= 1/2 (0 when the level is off or x is outside the
+ * grid): a particle inside a body gets neither the kernel volume nor the
+ * wall term, only the collision, which carries it with the body (a body
+ * created overlapping the liquid holds the particles it covers, as
+ * before; given the wall term at d = 0 and the kernel volume, they were
+ * thrown out at hundreds of m/s and a snowball created in the pool
+ * stopped on a non-finite velocity within 12 substeps). */
 static inline FIRN_HD int firn_mpm_level_at(const firn_mpm_level *L, firn_vec3 x, float reach,
                                             float *d, firn_vec3 *n, int *inside)
 {
@@ -123,9 +128,9 @@ static inline FIRN_HD int firn_mpm_level_at(const firn_mpm_level *L, firn_vec3 x
             }
     *inside = phi >= 0.5f;
     const float g = sqrtf(firn_dot(gr, gr));
-    if (!(phi > 0.0f) || !(g > 1e-3f * P->inv_dx))
+    if (!(phi > 0.0f) || *inside || !(g > 1e-3f * P->inv_dx))
         return 0;
-    *d = phi >= 0.5f ? 0.0f : P->dx * firn_mpm_face_distance(phi);
+    *d = P->dx * firn_mpm_face_distance(phi);
     if (!(*d < reach))
         return 0;
     *n = firn_scale(gr, -1.0f / g);
