@@ -164,7 +164,7 @@ int firn_coupler_alloc(firn_world *w, firn_error *err)
     w->mpm_pbd_runs = NULL;
     w->mpm_phi = NULL;
     if (!w->cuda && firn_mpm_sph_contact(w)) {
-        w->mpm_phi = calloc((size_t)w->grid.nodes, sizeof(float));
+        w->mpm_phi = calloc(4 * (size_t)w->grid.nodes, sizeof(float)); /* phi, react */
         if (!w->mpm_phi) {
             firn_set_error(err, FIRN_E_NOMEM, "out of host memory for the MPM-SPH pair");
             return -1;
@@ -226,6 +226,7 @@ firn_mpm_level firn_coupler_mpm_level(const firn_world *w)
     if (w->mpm_phi) {
         L.P = w->params;
         L.phi = w->mpm_phi;
+        L.react = w->mpm_phi + w->grid.nodes;
         L.node = w->grid.node;
     }
     return L;
@@ -406,11 +407,17 @@ static void couple_fem(firn_world *w)
 void firn_coupler_couple(firn_world *w)
 {
     if (w->coupler.active[FIRN_SOLVER_MPM]) {
+        if (w->mpm_phi) { /* MPM-SPH's contact: its reaction on the nodes, in particle order */
+            const firn_sph_view V = sph_view(w);
+            memset(V.L.react, 0, 3 * (size_t)w->grid.nodes * sizeof(float));
+            for (int i = 0; i < w->sph.n; i++)
+                firn_sph_mpm_react(i, &V);
+        }
         if (w->coupler.rigid_mpm || w->coupler.mpm_sph || w->coupler.tool_mpm)
             couple_grid_pairs(w);
         else
             firn_cpu_grid(w);
-        if (w->mpm_phi) { /* MPM-SPH's contact force; the nodes took its reaction */
+        if (w->mpm_phi) { /* MPM-SPH's contact force on the particles */
             const firn_sph_view V = sph_view(w);
 #pragma omp parallel for schedule(static)
             for (int i = 0; i < w->sph.n; i++)

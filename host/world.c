@@ -804,7 +804,7 @@ size_t firn_device_bytes(const firn_world *w)
            firn_align256((size_t)w->n_tools * FIRN_TOOL_ACC * sizeof(double)) +
            firn_align256((size_t)w->n_tools * sizeof(firn_tool_record)) +
            firn_mesh_grid_bytes(w, firn_align256) +
-           (firn_mpm_sph_contact(w) ? firn_align256(nodes * sizeof(float)) : 0); /* MPM-SPH phi */
+           (firn_mpm_sph_contact(w) ? firn_align256(4 * nodes * sizeof(float)) : 0); /* MPM-SPH */
 }
 
 int firn_mpm_sph_contact(const firn_world *w)
@@ -825,7 +825,7 @@ void firn_world_memory(const firn_world *w, firn_memory *m)
                 ((double)w->chunks + (double)w->cpic_chunks) * acc + /* coupling sums */
                 (double)w->chunks * tool_acc +                       /* the tools' */
                 (double)w->chunks +                                  /* live chunk flags */
-                (w->mpm_phi ? (double)w->grid.nodes * 4.0 : 0.0);    /* MPM-SPH's phi */
+                (w->mpm_phi ? (double)w->grid.nodes * 16.0 : 0.0);   /* MPM-SPH's phi */
     }
     host += (double)firn_sph_host_bytes(&w->sph); /* the SPH solver's, on either path */
     host += (double)firn_pbd_host_bytes(&w->pbd); /* the PBD solver's, on either path */

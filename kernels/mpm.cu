@@ -1363,7 +1363,7 @@ static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
     s->mpm = w->coupler.active[FIRN_SOLVER_MPM];
     s->mpm_sph = w->coupler.mpm_sph;
     if (firn_mpm_sph_contact(w)) { /* counted in firn_device_bytes */
-        FIRN_CUDA_CHECK(cudaMalloc(&s->mpm_phi, (size_t)s->grid.nodes * sizeof(float)), err);
+        FIRN_CUDA_CHECK(cudaMalloc(&s->mpm_phi, 4 * (size_t)s->grid.nodes * sizeof(float)), err);
     }
     s->sph_rigid = w->coupler.sph_rigid;
     s->pbd_rigid = w->coupler.pbd_rigid;
@@ -1677,6 +1677,9 @@ static int queue_couple(firn_world *w, const firn_params *P, firn_error *err)
         V.L.P = *P;
         V.L.phi = s->mpm_phi;
         V.L.node = s->grid.node;
+        V.L.react = s->mpm_phi + s->grid.nodes;
+        if (w->sph.cuda && firn_cuda_queue_sph_mpm_react(&V, s->grid.nodes, s->stream, err))
+            return FIRN_CUDA_FAILED;
     }
     if (s->mpm && s->tool_mpm && s->n_tools > 0) {
         if (firn_cuda_queue_grid_tools(P, s->grid, s->tools, s->n_tools, s->tool_acc, s->rigids,

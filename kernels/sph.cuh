@@ -69,6 +69,10 @@ int firn_cuda_queue_sph_rigid(const firn_sph_view *V, const firn_rigid *bodies, 
 int firn_cuda_queue_mpm_phi(const firn_params *P, firn_particles p, float *phi, long long nodes,
                             cudaStream_t st, firn_error *err);
 int firn_cuda_queue_sph_mpm(const firn_sph_view *V, cudaStream_t st, firn_error *err);
+/* MPM-SPH's contact: zeroes V->L.react and scatters the reaction of the
+ * contact force into it (firn_sph_mpm_react), before the grid update. */
+int firn_cuda_queue_sph_mpm_react(const firn_sph_view *V, long long nodes, cudaStream_t st,
+                                  firn_error *err);
 /* Raises *bytes to the most local memory one thread of the SPH coupling
  * kernels uses (as firn_cuda_coupling_local_bytes). */
 int firn_cuda_sph_coupling_local_bytes(size_t *bytes, firn_error *err);
