@@ -162,6 +162,14 @@ int firn_coupler_alloc(firn_world *w, firn_error *err)
     }
     w->mpm_pbd_keys = NULL;
     w->mpm_pbd_runs = NULL;
+    w->mpm_phi = NULL;
+    if (!w->cuda && firn_mpm_sph_contact(w)) {
+        w->mpm_phi = calloc(4 * (size_t)w->grid.nodes, sizeof(float)); /* phi, react */
+        if (!w->mpm_phi) {
+            firn_set_error(err, FIRN_E_NOMEM, "out of host memory for the MPM-SPH pair");
+            return -1;
+        }
+    }
     if (!w->cuda && w->coupler.mpm_pbd) {
         w->mpm_pbd_keys = malloc((size_t)w->pbd.n * sizeof *w->mpm_pbd_keys + 1);
         w->mpm_pbd_runs = malloc((2 * (size_t)w->pbd.n + 1) * sizeof(int));
@@ -198,6 +206,8 @@ void firn_coupler_free(firn_world *w)
     free(w->pbd_chunk_acc);
     free(w->mpm_pbd_keys);
     free(w->mpm_pbd_runs);
+    free(w->mpm_phi);
+    w->mpm_phi = NULL;
     w->mpm_pbd_keys = NULL;
     w->mpm_pbd_runs = NULL;
     w->chunk_acc = w->cpic_acc = w->sph_chunk_acc = w->pbd_chunk_acc = NULL;
@@ -209,10 +219,34 @@ void firn_coupler_free(firn_world *w)
     w->fem_chunk_acc = NULL;
 }
 
+firn_mpm_level firn_coupler_mpm_level(const firn_world *w)
+{
+    firn_mpm_level L;
+    memset(&L, 0, sizeof L);
+    if (w->mpm_phi) {
+        L.P = w->params;
+        L.phi = w->mpm_phi;
+        L.react = w->mpm_phi + w->grid.nodes;
+        L.node = w->grid.node;
+    }
+    return L;
+}
+
+/* One thread, in particle order: the same sums for any thread count. */
+void firn_coupler_mpm_phi(firn_world *w)
+{
+    if (!w->mpm_phi)
+        return;
+    memset(w->mpm_phi, 0, (size_t)w->grid.nodes * sizeof(float));
+    const firn_particles *p = &w->p;
+    for (int i = 0; i < p->n; i++)
+        firn_mpm_phi_scatter(&w->params, firn_load3(p->x, p->n, i), p->vol[i], w->mpm_phi);
+}
+
 /* The SPH solver as the pairs see it. */
 static firn_sph_view sph_view(firn_world *w)
 {
-    firn_sph_view V = {w->sph.P, w->sph.mats, w->sph.s, w->sph.G};
+    firn_sph_view V = {w->sph.P, w->sph.mats, w->sph.s, w->sph.G, firn_coupler_mpm_level(w)};
     V.P.dt = w->params.dt;
     return V;
 }
@@ -373,10 +407,22 @@ static void couple_fem(firn_world *w)
 void firn_coupler_couple(firn_world *w)
 {
     if (w->coupler.active[FIRN_SOLVER_MPM]) {
+        if (w->mpm_phi) { /* MPM-SPH's contact: its reaction on the nodes, in particle order */
+            const firn_sph_view V = sph_view(w);
+            memset(V.L.react, 0, 3 * (size_t)w->grid.nodes * sizeof(float));
+            for (int i = 0; i < w->sph.n; i++)
+                firn_sph_mpm_react(i, &V);
+        }
         if (w->coupler.rigid_mpm || w->coupler.mpm_sph || w->coupler.tool_mpm)
             couple_grid_pairs(w);
         else
             firn_cpu_grid(w);
+        if (w->mpm_phi) { /* MPM-SPH's contact force on the particles */
+            const firn_sph_view V = sph_view(w);
+#pragma omp parallel for schedule(static)
+            for (int i = 0; i < w->sph.n; i++)
+                firn_sph_mpm_particle(i, &V);
+        }
         if (w->coupler.mpm_pbd)
             couple_mpm_pbd(w);
     }

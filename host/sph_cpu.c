@@ -8,6 +8,7 @@
 
 #include <omp.h>
 
+#include "coupler.h"
 #include "firn_sph_coupling.h"
 #include "neighbour.h"
 #include "sph.h"
@@ -125,10 +126,13 @@ static void sph_pre_coupling(firn_world *w)
     const firn_rigid *bodies = w->rigids;
     double t0 = omp_get_wtime();
     firn_sph_cpu_sort(S);
+    /* and the MPM bodies MPM-SPH couples (firn_mpm_level_at), after P2G */
+    firn_coupler_mpm_phi(w);
+    const firn_mpm_level L = firn_coupler_mpm_level(w);
     double t1 = omp_get_wtime();
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < n; i++)
-        S->s.rho[i] = firn_sph_density_rigid(i, &S->P, S->mats, S->s, S->G, bodies, nb);
+        S->s.rho[i] = firn_sph_density_rigid(i, &S->P, S->mats, S->s, S->G, bodies, nb, &L);
     double t2 = omp_get_wtime();
     if (S->P.solver == FIRN_SPH_DFSPH)
         dfsph(S);

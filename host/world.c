@@ -818,7 +818,13 @@ size_t firn_device_bytes(const firn_world *w)
            firn_align256((size_t)w->n_tools * sizeof(firn_tool)) +
            firn_align256((size_t)w->n_tools * FIRN_TOOL_ACC * sizeof(double)) +
            firn_align256((size_t)w->n_tools * sizeof(firn_tool_record)) +
-           firn_mesh_grid_bytes(w, firn_align256);
+           firn_mesh_grid_bytes(w, firn_align256) +
+           (firn_mpm_sph_contact(w) ? firn_align256(4 * nodes * sizeof(float)) : 0); /* MPM-SPH */
+}
+
+int firn_mpm_sph_contact(const firn_world *w)
+{
+    return w->coupler.mpm_sph && w->coupler.active[FIRN_SOLVER_MPM] && w->p.n > 0 && w->sph.n > 0;
 }
 
 void firn_world_memory(const firn_world *w, firn_memory *m)
@@ -833,7 +839,8 @@ void firn_world_memory(const firn_world *w, firn_memory *m)
                 (double)w->bins.nblocks * (4.0 * w->bins.chunks + 8.0 + 5.0) +
                 ((double)w->chunks + (double)w->cpic_chunks) * acc + /* coupling sums */
                 (double)w->chunks * tool_acc +                       /* the tools' */
-                (double)w->chunks;                                   /* live chunk flags */
+                (double)w->chunks +                                  /* live chunk flags */
+                (w->mpm_phi ? (double)w->grid.nodes * 16.0 : 0.0);   /* MPM-SPH's phi */
     }
     host += (double)firn_sph_host_bytes(&w->sph); /* the SPH solver's, on either path */
     host += (double)firn_pbd_host_bytes(&w->pbd); /* the PBD solver's, on either path */

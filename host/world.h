@@ -55,6 +55,9 @@ struct firn_world {
      * the particle indices in that order (n ints), in one allocation. */
     struct firn_mpm_pbd_key *mpm_pbd_keys;
     int *mpm_pbd_runs;
+    /* CPU, MPM-SPH: the MPM particles' volume fraction per grid node
+     * (firn_mpm_phi_scatter), rebuilt each substep before the SPH density */
+    float *mpm_phi;
     int bad_solver;        /* FIRN_SOLVER_* of the non-finite particle the last substep reported */
     double *sph_chunk_acc; /* CPU, SPH-rigid: reaction per particle chunk [chunks][n_rigids][6] */
     long long sph_chunks;
@@ -112,6 +115,9 @@ size_t firn_align256(size_t bytes);
 size_t firn_particle_layout(int n, int slots, char *base, firn_particles *p);
 size_t firn_mesh_grid_bytes(const firn_world *w, size_t (*align)(size_t));
 size_t firn_device_bytes(const firn_world *w);
+/* Whether MPM-SPH's contact runs (the pair on, both solvers with
+ * particles): its volume fraction grid is then allocated on either path. */
+int firn_mpm_sph_contact(const firn_world *w);
 /* Whether w's CUDA P2G is binned: def.gpu_p2g asks for it (binned, warp,
  * ordered, or auto with at least FIRN_P2G_BINNED_MIN particles) and the world has MPM
  * particles outside CPIC (whose P2G skips nodes per particle and stays

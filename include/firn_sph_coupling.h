@@ -8,13 +8,279 @@
 #include "firn_coupling.h"
 #include "firn_sph.h"
 
+/* The MPM bodies as the SPH liquid sees them (MPM-SPH's contact): the
+ * grid (its geometry P, its nodes with the mass at [4 j + 3]) and the MPM
+ * particles' volume fraction on it, phi_j = sum_p N_j(x_p) V_p / dx^3
+ * (firn_mpm_phi_scatter, V_p the particle's initial volume). phi NULL:
+ * no contact distance, the collision alone (docs/PHYSICS.md 5.7). */
+typedef struct {
+    firn_params P;
+    const float *phi;
+    const float *node;
+    float *react; /* the contact's reaction, a velocity change per node (3 floats) */
+} firn_mpm_level;
+
 /* The SPH solver as a coupling pair sees it. */
 typedef struct {
     firn_sph_params P;
     const firn_sph_material *mats;
     firn_sph_particles s;
     firn_nbr_grid G;
+    firn_mpm_level L; /* MPM-SPH's contact; L.phi NULL when off */
 } firn_sph_view;
+
+/* MPM particle p's volume V_p into the volume fraction grid phi (zeroed
+ * before), with P2G's quadratic B-spline weights, over dx^3. */
+static inline FIRN_HD void firn_mpm_phi_scatter(const firn_params *P, firn_vec3 x, float vol,
+                                                float *phi)
+{
+    const firn_stencil st = firn_make_stencil(P, x);
+    const float f = vol * P->inv_dx * P->inv_dx * P->inv_dx;
+    for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 3; b++)
+            for (int c = 0; c < 3; c++)
+                firn_atomic_add(
+                    phi + firn_node_index(P->n, st.base[0] + a, st.base[1] + b, st.base[2] + c),
+                    f * st.w[a][0] * st.w[b][1] * st.w[c][2]);
+}
+
+/* The volume fraction at distance t (in cells) outside a flat face of a
+ * body of full volume fraction, as the scatter and the interpolation leave
+ * it: the step smoothed twice by the quadratic B-spline, that is by the
+ * quintic B-spline (the sum of six uniform variables on [-1/2, 1/2]), so
+ * phi(t) = P(S > t) = sum_{k <= 3 - t} (-1)^k C(6, k) (3 - t - k)^6 / 720
+ * (1/2 at the face, 0.016 at 1.5 cells, 0 from 3 cells). */
+static inline FIRN_HD float firn_mpm_face_phi(float t)
+{
+    const float u = 3.0f - t;
+    if (!(u > 0.0f))
+        return 0.0f;
+    const float c[4] = {1.0f, -6.0f, 15.0f, -20.0f};
+    float sum = 0.0f;
+    for (int k = 0; k < 4 && (float)k < u; k++) {
+        const float r = u - (float)k, r2 = r * r;
+        sum += c[k] * r2 * r2 * r2;
+    }
+    return sum * (1.0f / 720.0f);
+}
+
+/* The distance t in [0, 3) cells outside a flat face at which the volume
+ * fraction is phi (0 < phi <= 1/2): firn_mpm_face_phi inverted by
+ * bisection (it falls monotonically), to 3 / 2^20 cells. */
+static inline FIRN_HD float firn_mpm_face_distance(float phi)
+{
+    float lo = 0.0f, hi = 3.0f;
+    for (int k = 0; k < 20; k++) {
+        const float mid = 0.5f * (lo + hi);
+        if (firn_mpm_face_phi(mid) > phi)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return 0.5f * (lo + hi);
+}
+
+/* The MPM bodies' surface near x, as a level set of the volume fraction
+ * interpolated with the same weights, phi(x) = sum_j N_j(x) phi_j: the
+ * surface is phi = 1/2 (a flat face's step, smoothed symmetrically by the
+ * scatter and the interpolation, crosses 1/2 on the face), the outward
+ * normal n = -grad phi / |grad phi|, and the distance to it as for a flat
+ * face, d = dx firn_mpm_face_distance(phi). (The linearised
+ * (1/2 - phi) / |grad phi| would double the distance at a cell.) Returns
+ * 1 with d and n where x is outside the bodies and within reach
+ * (d < reach) and the normal is defined; 0 elsewhere, and outside the
+ * grid. *inside is phi >= 1/2 (0 when the level is off or x is outside the
+ * grid): a particle inside a body gets neither the kernel volume nor the
+ * wall term, only the collision, which carries it with the body (a body
+ * created overlapping the liquid holds the particles it covers, as
+ * before; given the wall term at d = 0 and the kernel volume, they were
+ * thrown out at hundreds of m/s and a snowball created in the pool
+ * stopped on a non-finite velocity within 12 substeps). */
+static inline FIRN_HD int firn_mpm_level_at(const firn_mpm_level *L, firn_vec3 x, float reach,
+                                            float *d, firn_vec3 *n, int *inside)
+{
+    *inside = 0;
+    if (!L->phi)
+        return 0;
+    const firn_params *P = &L->P;
+    const firn_stencil st = firn_make_stencil(P, x);
+    float dw[3][3];
+    for (int a = 0; a < 3; a++) {
+        const float f = st.fx[a];
+        if (!(f >= 0.5f && f <= 1.5f)) /* x outside the grid's interior */
+            return 0;
+        dw[0][a] = (f - 1.5f) * P->inv_dx;
+        dw[1][a] = -2.0f * (f - 1.0f) * P->inv_dx;
+        dw[2][a] = (f - 0.5f) * P->inv_dx;
+    }
+    float phi = 0.0f;
+    firn_vec3 gr = firn_v3(0.0f, 0.0f, 0.0f);
+    for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 3; b++)
+            for (int c = 0; c < 3; c++) {
+                const float q =
+                    L->phi[firn_node_index(P->n, st.base[0] + a, st.base[1] + b, st.base[2] + c)];
+                if (q == 0.0f)
+                    continue;
+                phi += q * st.w[a][0] * st.w[b][1] * st.w[c][2];
+                gr.v[0] += q * dw[a][0] * st.w[b][1] * st.w[c][2];
+                gr.v[1] += q * st.w[a][0] * dw[b][1] * st.w[c][2];
+                gr.v[2] += q * st.w[a][0] * st.w[b][1] * dw[c][2];
+            }
+    *inside = phi >= 0.5f;
+    const float g = sqrtf(firn_dot(gr, gr));
+    if (!(phi > 0.0f) || *inside || !(g > 1e-3f * P->inv_dx))
+        return 0;
+    *d = P->dx * firn_mpm_face_distance(phi);
+    if (!(*d < reach))
+        return 0;
+    *n = firn_scale(gr, -1.0f / g);
+    return 1;
+}
+
+/* MPM-SPH's contact force on SPH particle i (docs/PHYSICS.md 5.7): where
+ * i lies within h of an MPM body's surface (firn_mpm_level_at), the body
+ * is a wall of ghost layers as a rigid body's is (firn_sph_rigid_particle's
+ * wall term at the distance d along the normal n): the velocity change
+ * dv = dt ((rho0 / rho^2) 2 p_i g n - (rho0 / rho) M g). Its reaction,
+ * -m_i dv, goes to the nodes of the stencil of i's contact point
+ * xc = x_i - (d + dx / 2) n, half a cell inside the surface, in proportion
+ * to their mass, N_j(xc) m_j / Ms, Ms = sum_k N_k(xc) m_k: each node's
+ * velocity changes by -m_i dv N_j / Ms, and the momentum the nodes gain is
+ * -m_i dv exactly. (At x_i itself the stencil holds the grid's light shell
+ * outside the body: Ms fell to a fifth of an SPH particle's mass, the
+ * nodes took five times the particle's kick, and a snowball created 3 cm
+ * into a pool stopped on a non-finite velocity within 20 substeps.)
+ * Returns 1 with dv, the stencil and Ms; 0 where there is no contact (or
+ * no mass in the stencil). */
+static inline FIRN_HD int firn_sph_mpm_contact(int i, const firn_sph_view *V, firn_vec3 *dv,
+                                               firn_stencil *st, float *Ms)
+{
+    const firn_sph_params *P = &V->P;
+    const firn_sph_particles s = V->s;
+    const firn_vec3 x = firn_load3(s.x, s.n, i);
+    float d;
+    firn_vec3 n;
+    int inside;
+    if (!firn_mpm_level_at(&V->L, x, P->h, &d, &n, &inside))
+        return 0;
+    *st = firn_make_stencil(&V->L.P, firn_sub(x, firn_scale(n, d + 0.5f * V->L.P.dx)));
+    float M = 0.0f;
+    for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 3; b++)
+            for (int c = 0; c < 3; c++)
+                M += V->L.node[4 * firn_node_index(V->L.P.n, st->base[0] + a, st->base[1] + b,
+                                                   st->base[2] + c) +
+                               3] *
+                     st->w[a][0] * st->w[b][1] * st->w[c][2];
+    if (!(M > 0.0f))
+        return 0;
+    *Ms = M;
+    const firn_sph_ghost gl = firn_sph_ghost_layers(P, d);
+    const float rho0 = V->mats[s.mat[i]].rho0, rho = s.rho[i];
+    const firn_vec3 g = firn_v3(P->gravity[0], P->gravity[1], P->gravity[2]);
+    const firn_vec3 mg = firn_add(firn_scale(g, gl.psi), firn_scale(n, gl.moment * firn_dot(n, g)));
+    const float r0 = rho0 / rho;
+    const firn_vec3 acc = firn_sub(
+        firn_scale(n, 2.0f * r0 * firn_maxf(s.p[i], 0.0f) * gl.grad / rho), firn_scale(mg, r0));
+    *dv = firn_scale(acc, P->dt);
+    return 1;
+}
+
+/* MPM-SPH's contact force on particle i (after the grid update, which took
+ * its reaction): v_i += dv. */
+static inline FIRN_HD void firn_sph_mpm_particle(int i, const firn_sph_view *V)
+{
+    firn_vec3 dv;
+    firn_stencil st;
+    float Ms;
+    if (firn_sph_mpm_contact(i, V, &dv, &st, &Ms))
+        firn_store3(V->s.v, V->s.n, i, firn_add(firn_load3(V->s.v, V->s.n, i), dv));
+}
+
+/* The reaction of MPM-SPH's contact force on particle i, scattered to the
+ * nodes (L.react, zeroed before): react_j -= m_i dv N_j / Ms, the velocity
+ * change of node j (firn_sph_mpm_contact). firn_mpm_sph_node adds it to
+ * the node's velocity before the collision. */
+static inline FIRN_HD void firn_sph_mpm_react(int i, const firn_sph_view *V)
+{
+    firn_vec3 dv;
+    firn_stencil st;
+    float Ms;
+    if (!firn_sph_mpm_contact(i, V, &dv, &st, &Ms))
+        return;
+    const float f = -V->mats[V->s.mat[i]].mass / Ms;
+    for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 3; b++)
+            for (int c = 0; c < 3; c++) {
+                const long long j =
+                    firn_node_index(V->L.P.n, st.base[0] + a, st.base[1] + b, st.base[2] + c);
+                const float wj = f * st.w[a][0] * st.w[b][1] * st.w[c][2];
+                for (int e = 0; e < 3; e++)
+                    firn_atomic_add(V->L.react + 3 * j + e, wj * dv.v[e]);
+            }
+}
+
+/* V_p sum_j W_ij over i's neighbours j inside the MPM bodies (phi >= 1/2
+ * at x_j): the part of the bodies' kernel volume that liquid covered by a
+ * body already fills. A body created overlapping the liquid covers
+ * particles; counted in i's kernel sum and again in the bodies' psi, they
+ * doubled i's density beside the body, and a snowball created 1.5 cm into
+ * a pool stopped on a non-finite velocity within 8 substeps. The bodies
+ * then add max(psi - this, 0): the space beyond the surface holds liquid
+ * at rest, its own particles where there are any. */
+static inline FIRN_HD float firn_sph_mpm_inside_sum(int i, const firn_sph_params *P,
+                                                    firn_sph_particles s, firn_nbr_grid G,
+                                                    const firn_mpm_level *L)
+{
+    firn_vec3 x = firn_load3(s.x, s.n, i), d, nrm;
+    float sum = 0.0f, r, dist;
+    int j, inside;
+    firn_nbr_cursor c = firn_nbr_cursor_for(&P->nb, G, i, x);
+    while (firn_nbr_next(&c, &P->nb, G, s.x, s.n, i, x, &j, &d, &r)) {
+        firn_mpm_level_at(L, firn_load3(s.x, s.n, j), 0.0f, &dist, &nrm, &inside);
+        if (inside)
+            sum += firn_sph_w(P, r);
+    }
+    return P->vol * sum;
+}
+
+/* The MPM bodies' kernel volume at x, psi(d) of the ghost layers at the
+ * distance to their surface (0 without the contact). */
+static inline FIRN_HD float firn_sph_mpm_psi(const firn_sph_params *P, const firn_mpm_level *L,
+                                             firn_vec3 x)
+{
+    float d;
+    firn_vec3 n;
+    int inside;
+    if (!L || !firn_mpm_level_at(L, x, P->h, &d, &n, &inside))
+        return 0.0f;
+    return firn_sph_ghost_layers(P, d).psi;
+}
+
+/* Where SPH particle x meets the MPM bodies in MPM-SPH's collision: a
+ * particle inside them (phi >= 1/2) at its own position; one that touches
+ * them, its centre less than r (a particle radius) out of the surface,
+ * at its contact point a cell inside the surface, x - (d + dx / 2) n, so
+ * that the node it meets (the one whose cell holds the point) holds the
+ * body's mass, not the grid's light shell beyond it. Returns 0 (no
+ * collision) elsewhere. */
+static inline FIRN_HD int firn_mpm_contact_point(const firn_mpm_level *L, firn_vec3 x, float r,
+                                                 firn_vec3 *xc)
+{
+    float d;
+    firn_vec3 n;
+    int inside;
+    const int touch = firn_mpm_level_at(L, x, r, &d, &n, &inside);
+    if (inside) {
+        *xc = x;
+        return 1;
+    }
+    if (!touch)
+        return 0;
+    *xc = firn_sub(x, firn_scale(n, d + 0.5f * L->P.dx));
+    return 1;
+}
 
 /* MPM-SPH at one MPM node (at xn, mass m, velocity v after gravity and the
  * rigid bodies): the SPH particles in the node's own cell of the MPM grid,
@@ -29,17 +295,34 @@ typedef struct {
  * m / M times the velocity gap, which made energy when a heavy node met a
  * few particles: docs/PHYSICS.md 5.7). Returns the node's new velocity.
  * Each particle is written by one node only, so nodes may run in
- * parallel. */
+ * parallel.
+ * With the contact on (V->L.phi), the node first takes the reaction of the
+ * contact force (firn_sph_mpm_react, scattered before), and the collision takes
+ * only the particles that touch the MPM bodies, their centre less than a
+ * particle radius p / 2 out of the surface, or are inside them, each in the
+ * cell of its contact point (firn_mpm_contact_point): the liquid is met
+ * where it touches the bodies, as FEM-SPH's vertices meet it, not where
+ * the grid's mass ends, about a cell farther out. */
 static inline FIRN_HD firn_vec3 firn_mpm_sph_node(firn_vec3 xn, firn_vec3 v, float m, float dx,
                                                   const firn_sph_view *V)
 {
     const firn_sph_params *P = &V->P;
     const firn_sph_particles s = V->s;
     const float half = 0.5f * dx;
+    /* with the contact, a touching particle meets the node whose cell holds
+     * its contact point, up to dx + p / 2 from it */
+    const float reach = V->L.phi ? dx + 0.5f * P->psize : half;
     int lo[3], hi[3];
     for (int a = 0; a < 3; a++) {
-        lo[a] = firn_nbr_cell_axis(&P->nb, xn.v[a] - half, a);
-        hi[a] = firn_nbr_cell_axis(&P->nb, xn.v[a] + half, a);
+        lo[a] = firn_nbr_cell_axis(&P->nb, xn.v[a] - reach, a);
+        hi[a] = firn_nbr_cell_axis(&P->nb, xn.v[a] + reach, a);
+    }
+    if (V->L.react) {
+        const firn_params *G = &V->L.P;
+        const long long j = firn_node_index(G->n, (int)lrintf((xn.v[0] - G->lower[0]) * G->inv_dx),
+                                            (int)lrintf((xn.v[1] - G->lower[1]) * G->inv_dx),
+                                            (int)lrintf((xn.v[2] - G->lower[2]) * G->inv_dx));
+        v = firn_add(v, firn_v3(V->L.react[3 * j], V->L.react[3 * j + 1], V->L.react[3 * j + 2]));
     }
     float mass = 0.0f;
     firn_vec3 mom = firn_v3(0.0f, 0.0f, 0.0f), w = v, shift = firn_v3(0.0f, 0.0f, 0.0f);
@@ -57,6 +340,15 @@ static inline FIRN_HD firn_vec3 firn_mpm_sph_node(firn_vec3 xn, firn_vec3 v, flo
                     for (int k = V->G.start[cell]; k < V->G.end[cell]; k++) {
                         int i = V->G.sorted[k];
                         firn_vec3 d = firn_sub(firn_load3(s.x, s.n, i), xn);
+                        if (!(fabsf(d.v[0]) < reach && fabsf(d.v[1]) < reach &&
+                              fabsf(d.v[2]) < reach))
+                            continue;
+                        if (V->L.phi) {
+                            if (!firn_mpm_contact_point(&V->L, firn_load3(s.x, s.n, i),
+                                                        0.5f * P->psize, &d))
+                                continue;
+                            d = firn_sub(d, xn);
+                        }
                         if (!(fabsf(d.v[0]) < half && fabsf(d.v[1]) < half && fabsf(d.v[2]) < half))
                             continue;
                         firn_vec3 vi = firn_load3(s.v, s.n, i);
@@ -101,17 +393,28 @@ static inline FIRN_HD float firn_sph_rigid_psi(const firn_sph_params *P, const f
 
 /* The density pass with the bodies: firn_sph_density plus
  * rho0 psi_b (1 - psi_walls), the bodies' kernel volume where the box's
- * faces do not already fill it. */
+ * faces do not already fill it: the rigid bodies' and the MPM bodies'
+ * (L, MPM-SPH's contact; NULL or L->phi NULL: none), as a union,
+ * psi_b = 1 - (1 - psi_rigid) (1 - psi_mpm), psi_mpm less the liquid the
+ * MPM bodies cover (firn_sph_mpm_inside_sum). */
 static inline FIRN_HD float firn_sph_density_rigid(int i, const firn_sph_params *P,
                                                    const firn_sph_material *mats,
                                                    firn_sph_particles s, firn_nbr_grid G,
-                                                   const firn_rigid *bodies, int nb)
+                                                   const firn_rigid *bodies, int nb,
+                                                   const firn_mpm_level *L)
 {
     const float rho = firn_sph_density(i, P, mats, s, G);
-    if (nb <= 0)
+    const int mpm = L && L->phi;
+    if (nb <= 0 && !mpm)
         return rho;
     const firn_vec3 x = firn_load3(s.x, s.n, i);
-    const float psi = firn_sph_rigid_psi(P, bodies, nb, x);
+    float psi = nb > 0 ? firn_sph_rigid_psi(P, bodies, nb, x) : 0.0f;
+    if (mpm) {
+        const float pm = firn_sph_mpm_psi(P, L, x);
+        if (pm > 0.0f)
+            psi = 1.0f - (1.0f - psi) *
+                             (1.0f - firn_maxf(pm - firn_sph_mpm_inside_sum(i, P, s, G, L), 0.0f));
+    }
     if (!(psi > 0.0f))
         return rho;
     return rho + mats[s.mat[i]].rho0 * psi * (1.0f - firn_sph_walls(P, x).psi);

@@ -281,6 +281,7 @@ struct firn_cuda_state {
     int cpic;                        /* the Coupler's CPIC is on (p.cpic allocated) */
     int mpm;                         /* the MPM solver is active (has particles) */
     int mpm_sph;                     /* the Coupler's mpm_sph pair is active */
+    float *mpm_phi;                  /* MPM-SPH's contact: the volume fraction per node, or NULL */
     int sph_rigid;                   /* the Coupler's sph_rigid pair is active */
     int pbd_rigid;                   /* the Coupler's pbd_rigid pair is active */
     int fem_rigid, fem_mpm, fem_sph; /* the Coupler's FEM pairs are active */
@@ -1624,6 +1625,9 @@ static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
     s->cpic = w->coupler.cpic && s->p.cpic_slots > 0;
     s->mpm = w->coupler.active[FIRN_SOLVER_MPM];
     s->mpm_sph = w->coupler.mpm_sph;
+    if (firn_mpm_sph_contact(w)) { /* counted in firn_device_bytes */
+        FIRN_CUDA_CHECK(cudaMalloc(&s->mpm_phi, 4 * (size_t)s->grid.nodes * sizeof(float)), err);
+    }
     s->sph_rigid = w->coupler.sph_rigid;
     s->pbd_rigid = w->coupler.pbd_rigid;
     s->fem_rigid = w->coupler.fem_rigid;
@@ -1716,6 +1720,7 @@ extern "C" void firn_cuda_free(firn_world *w)
     cudaFree(s->bins.ps);
     cudaFree(s->rigids);
     cudaFree(s->rigid_acc);
+    cudaFree(s->mpm_phi);
     cudaFree(s->tools);
     cudaFree(s->tool_acc);
     cudaFree(s->tool_rec);
@@ -1944,6 +1949,14 @@ static int queue_couple(firn_world *w, const firn_params *P, firn_error *err)
     memset(&V, 0, sizeof V);
     if (w->sph.cuda)
         V = firn_cuda_sph_view(w->sph.cuda, &w->sph.P);
+    if (s->mpm_phi) {
+        V.L.P = *P;
+        V.L.phi = s->mpm_phi;
+        V.L.node = s->grid.node;
+        V.L.react = s->mpm_phi + s->grid.nodes;
+        if (w->sph.cuda && firn_cuda_queue_sph_mpm_react(&V, s->grid.nodes, s->stream, err))
+            return FIRN_CUDA_FAILED;
+    }
     if (s->mpm && s->tool_mpm && s->n_tools > 0) {
         if (firn_cuda_queue_grid_tools(P, s->grid, s->tools, s->n_tools, s->tool_acc, s->rigids,
                                        s->rigid_mpm ? s->n_rigids : 0, s->rigid_acc,
@@ -1965,6 +1978,8 @@ static int queue_couple(firn_world *w, const firn_params *P, firn_error *err)
         FIRN_LAUNCH(grid_update, gblocks, FIRN_BLOCK, 0, s->stream, *P, s->grid);
         FIRN_CUDA_CHECK_LAUNCH("grid_update", s->stream, err);
     }
+    if (s->mpm_phi && w->sph.cuda && firn_cuda_queue_sph_mpm(&V, s->stream, err))
+        return FIRN_CUDA_FAILED;
     if (s->mpm && w->coupler.mpm_pbd && w->pbd.cuda &&
         firn_cuda_pbd_queue_mpm(w->pbd.cuda, P, s->grid, s->stream, err))
         return FIRN_CUDA_FAILED;
@@ -2004,8 +2019,17 @@ static int queue_substep(firn_world *w, const firn_params *P, unsigned substep, 
     if (queue_mpm_pre(s, P, substep, timed, err))
         return FIRN_CUDA_FAILED;
     if (w->sph.cuda) {
+        firn_mpm_level L;
+        memset(&L, 0, sizeof L);
+        if (s->mpm_phi) {
+            if (firn_cuda_queue_mpm_phi(P, s->p, s->mpm_phi, s->grid.nodes, s->stream, err))
+                return FIRN_CUDA_FAILED;
+            L.P = *P;
+            L.phi = s->mpm_phi;
+            L.node = s->grid.node;
+        }
         if (firn_cuda_sph_queue_pre(w->sph.cuda, &w->sph.P, s->sph_rigid ? s->rigids : NULL,
-                                    s->sph_rigid ? s->n_rigids : 0, s->stream,
+                                    s->sph_rigid ? s->n_rigids : 0, &L, s->stream,
                                     timed ? &s->ev[EV_SPH_SORT] : NULL, err))
             return FIRN_CUDA_FAILED;
     } else if (timed) {

@@ -59,11 +59,11 @@ struct firn_sph_cuda {
 
 static __global__ void sph_density(firn_sph_params P, const firn_sph_material *mats,
                                    firn_sph_particles s, firn_nbr_grid G, const firn_rigid *bodies,
-                                   int nb)
+                                   int nb, firn_mpm_level L)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < s.n)
-        s.rho[i] = firn_sph_density_rigid(i, &P, mats, s, G, bodies, nb);
+        s.rho[i] = firn_sph_density_rigid(i, &P, mats, s, G, bodies, nb, &L);
 }
 
 static __global__ void sph_nonpressure(firn_sph_params P, const firn_sph_material *mats,
@@ -265,7 +265,8 @@ static int queue_dfsph(firn_sph_cuda *S, const firn_sph_params *P, cudaStream_t 
 }
 
 int firn_cuda_sph_queue_pre(firn_sph_cuda *S, const firn_sph_params *P, const firn_rigid *bodies,
-                            int nb, cudaStream_t st, cudaEvent_t ev[3], firn_error *err)
+                            int nb, const firn_mpm_level *L, cudaStream_t st, cudaEvent_t ev[3],
+                            firn_error *err)
 {
     S->N.temp = S->temp;
     S->N.temp_bytes = S->temp_bytes;
@@ -273,8 +274,10 @@ int firn_cuda_sph_queue_pre(firn_sph_cuda *S, const firn_sph_params *P, const fi
         return FIRN_CUDA_FAILED;
     if (ev)
         FIRN_CUDA_CHECK(cudaEventRecord(ev[0], st), err);
+    firn_mpm_level none;
+    memset(&none, 0, sizeof none);
     FIRN_LAUNCH(sph_density, blocks_for(S->s.n), FIRN_SPH_BLOCK, 0, st, *P, S->mats, S->s, S->N.G,
-                bodies, nb);
+                bodies, nb, L ? *L : none);
     FIRN_CUDA_CHECK_LAUNCH("sph_density", st, err);
     if (ev)
         FIRN_CUDA_CHECK(cudaEventRecord(ev[1], st), err);
@@ -297,6 +300,7 @@ int firn_cuda_sph_queue_post(firn_sph_cuda *S, const firn_sph_params *P, unsigne
 firn_sph_view firn_cuda_sph_view(const firn_sph_cuda *S, const firn_sph_params *P)
 {
     firn_sph_view V;
+    memset(&V, 0, sizeof V);
     V.P = *P;
     V.mats = S->mats;
     V.s = S->s;

@@ -20,12 +20,13 @@ cudaStream_t firn_cuda_world_stream(const struct firn_world *w);
  * indices by cell), the density, then WCSPH (non-pressure, equation of
  * state, pressure and velocity step) or DFSPH (factor, divergence solve,
  * non-pressure, kick, density solve). The density counts the nb device
- * bodies (SPH-rigid's; NULL and 0 when the pair is off) as boundaries
+ * bodies (SPH-rigid's; NULL and 0 when the pair is off) and the MPM
+ * bodies (L: MPM-SPH's contact; L->phi NULL when off) as boundaries
  * (firn_sph_density_rigid). ev, when not NULL, gets three events
  * recorded: after the sort, after the density, after the pressure phase. */
 int firn_cuda_sph_queue_pre(struct firn_sph_cuda *S, const firn_sph_params *P,
-                            const firn_rigid *bodies, int nb, cudaStream_t st, cudaEvent_t ev[3],
-                            firn_error *err);
+                            const firn_rigid *bodies, int nb, const firn_mpm_level *L,
+                            cudaStream_t st, cudaEvent_t ev[3], firn_error *err);
 /* Post-coupling: the position step and the box, non-finite particles
  * recorded in the SPH word (substep of the call, particle index). */
 int firn_cuda_sph_queue_post(struct firn_sph_cuda *S, const firn_sph_params *P, unsigned substep,
@@ -60,6 +61,18 @@ int firn_cuda_queue_grid_pairs(const firn_params *P, firn_grid g, const firn_rig
  * reaction reduced per warp, then double atomicAdd into acc. */
 int firn_cuda_queue_sph_rigid(const firn_sph_view *V, const firn_rigid *bodies, int nb, double *acc,
                               cudaStream_t st, firn_error *err);
+/* MPM-SPH's contact: the MPM particles' volume fraction on the grid
+ * (firn_mpm_phi_scatter into phi, zeroed first, nodes floats; float
+ * atomics), after P2G and before the SPH density; and, after the grid
+ * update, the contact force on the SPH particles (firn_sph_mpm_particle,
+ * one thread each; V->L set). */
+int firn_cuda_queue_mpm_phi(const firn_params *P, firn_particles p, float *phi, long long nodes,
+                            cudaStream_t st, firn_error *err);
+int firn_cuda_queue_sph_mpm(const firn_sph_view *V, cudaStream_t st, firn_error *err);
+/* MPM-SPH's contact: zeroes V->L.react and scatters the reaction of the
+ * contact force into it (firn_sph_mpm_react), before the grid update. */
+int firn_cuda_queue_sph_mpm_react(const firn_sph_view *V, long long nodes, cudaStream_t st,
+                                  firn_error *err);
 /* Raises *bytes to the most local memory one thread of the SPH coupling
  * kernels uses (as firn_cuda_coupling_local_bytes). */
 int firn_cuda_sph_coupling_local_bytes(size_t *bytes, firn_error *err);

@@ -56,6 +56,14 @@ def run(args, shape, rho):
           'output': {'dir': os.path.join(args.out, tag)}}
     if args.body == 'fem':
         sc['fem'] = {'damping': 2}
+    else:
+        # the MPM walls act on the grid's 3 outer node layers: the domain
+        # reaches 3 cells beyond the SPH box, so that they do not hold the
+        # body up from the floor or the sides
+        m = 3 * args.dx
+        sc['domain']['lower'] = [-m, -m, -m]
+        sc['domain']['upper'] = [L + m, 0.3, L + m]
+        sc['sph']['lower'], sc['sph']['upper'] = [0, 0, 0], [L, 0.3, L]
     if args.solver == 'dfsph':
         sc['materials']['water']['pressure_solver'] = 'dfsph'
     rows = run_scene(args.firn, sc, args.out, tag)
