@@ -824,7 +824,8 @@ size_t firn_device_bytes(const firn_world *w)
 
 int firn_mpm_sph_contact(const firn_world *w)
 {
-    return w->coupler.mpm_sph && w->coupler.active[FIRN_SOLVER_MPM] && w->p.n > 0 && w->sph.n > 0;
+    return w->coupler.mpm_sph && w->coupler.active[FIRN_SOLVER_MPM] && w->p.n > 0 && w->sph.n > 0 &&
+           w->sph.P.solver == FIRN_SPH_WCSPH;
 }
 
 void firn_world_memory(const firn_world *w, firn_memory *m)
