@@ -398,10 +398,10 @@ if [[ $MODE == speed ]]; then
     # against the same variants without (above): its gate, then the timing.
     step "gate: compare $(basename "$GATE" .json) (1 frame), g2p2g P2G, reorder (FIRN_P2G_REORDER=1)" \
         compare 60 2 - -- env FIRN_P2G_REORDER=1 "$FIRN" compare "$GATE" --frames 1 --p2g g2p2g
-    step "bench sand $(n 8m) dense, binned and g2p2g P2G, reorder every substep (FIRN_P2G_REORDER=1)" \
-        bench 60 8 "$LOGS/sand8m-reorder.json" -- env FIRN_P2G_REORDER=1 "$FIRN" bench \
+    step "bench sand $(n 8m) dense, binned, warp and g2p2g P2G, reorder every substep (FIRN_P2G_REORDER=1)" \
+        bench 60 12 "$LOGS/sand8m-reorder.json" -- env FIRN_P2G_REORDER=1 "$FIRN" bench \
         --backend cuda --scenes sand_block --layout dense --particles "$(n 8m)" \
-        --p2g binned,g2p2g $(timing 300 100 3) \
+        --p2g binned,warp,g2p2g $(timing 300 100 3) \
         --json "$LOGS/sand8m-reorder.json" --csv "$LOGS/sand8m-reorder.csv"
     profile atomic p2g 7
     profile binned p2g_binned 7
