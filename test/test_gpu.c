@@ -1578,7 +1578,8 @@ Test(gpu, reorder_keeps_the_scene_order_and_resumes, .timeout = 300)
 
 /* With the reorder on, the non-finite report names the particle's index in
  * the scene's order (the CPU's), and the memory figure counts the second
- * particle block and the index arrays. */
+ * particle block and the index arrays; a value of FIRN_P2G_REORDER that is
+ * not a count is refused. */
 Test(gpu, reorder_reports_scene_indices_and_its_memory, .timeout = 120)
 {
     require_gpu();
@@ -1586,6 +1587,18 @@ Test(gpu, reorder_reports_scene_indices_and_its_memory, .timeout = 120)
     nonfinite_case(FIRN_P2G_BINNED);
     nonfinite_case(FIRN_P2G_G2P2G);
     memory_case(FIRN_P2G_BINNED);
+    /* A value that is not a substep count is refused by name. */
+    cr_assert_eq(setenv("FIRN_P2G_REORDER", "often", 1), 0);
+    firn_scene_def def;
+    small_scene(&def, FIRN_MODEL_SAND, 0.15f);
+    def.gpu_p2g = FIRN_P2G_BINNED;
+    firn_error err = {0};
+    firn_world *w = firn_world_create(&def, FIRN_BACKEND_CUDA, &err);
+    cr_expect_null(w, "FIRN_P2G_REORDER=often was taken");
+    cr_expect_eq(err.code, FIRN_E_USAGE, "%s", err.msg);
+    cr_expect(strstr(err.msg, "FIRN_P2G_REORDER=often") != NULL, "%s", err.msg);
+    if (w)
+        firn_world_destroy(w);
     unsetenv("FIRN_P2G_REORDER");
 }
 
