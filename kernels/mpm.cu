@@ -2646,11 +2646,10 @@ extern "C" int firn_cuda_download_ids(firn_world *w, int *id, firn_error *err)
 
 /* For the GPU tests only (declared there): binned P2G's last order and
  * per-bin ranges (order: n; start, end: the bin count, n[0] n[1] n[2] of
- * *bins_n); with the reorder on, the order names each particle by its
- * scene index (id), as without. Returns 0, -1 when the world's P2G is not
- * binned, or -2. */
-extern "C" int firn_cuda_download_bins(firn_world *w, int *order, int *start, int *end,
-                                       int bins_n[3], firn_error *err)
+ * *bins_n), the order by slot; firn_cuda_download_bins names the slots'
+ * particles. Returns 0, -1 when the world's P2G is not binned, or -2. */
+static int download_bins_raw(firn_world *w, int *order, int *start, int *end, int bins_n[3],
+                             firn_error *err)
 {
     firn_cuda_state *s = w->cuda;
     if (!s)
@@ -2670,20 +2669,31 @@ extern "C" int firn_cuda_download_bins(firn_world *w, int *order, int *start, in
                                     cudaMemcpyDeviceToHost, s->stream),
                     err);
     FIRN_CUDA_CHECK(cudaStreamSynchronize(s->stream), err);
-    if (s->reorder > 0 && s->p.n > 0) { /* the order's particles by their scene index */
-        int *id = (int *)malloc((size_t)s->p.n * sizeof(int));
-        if (!id) {
-            firn_set_error(err, FIRN_E_NOMEM, "out of host memory");
-            return FIRN_CUDA_FAILED;
-        }
-        if (firn_cuda_download_ids(w, id, err)) {
-            free(id);
-            return FIRN_CUDA_FAILED;
-        }
-        for (int k = 0; k < s->p.n; k++)
-            order[k] = id[order[k]];
-        free(id);
+    return 0;
+}
+
+/* For the GPU tests only (declared there): download_bins_raw, the order
+ * naming each particle by its index in the scene's order (with the
+ * reorder on, id[order[k]]), as without the reorder. */
+extern "C" int firn_cuda_download_bins(firn_world *w, int *order, int *start, int *end,
+                                       int bins_n[3], firn_error *err)
+{
+    const int r = download_bins_raw(w, order, start, end, bins_n, err);
+    firn_cuda_state *s = w->cuda;
+    if (r || s->reorder <= 0 || s->p.n == 0)
+        return r;
+    int *id = (int *)malloc((size_t)s->p.n * sizeof(int));
+    if (!id) {
+        firn_set_error(err, FIRN_E_NOMEM, "out of host memory");
+        return FIRN_CUDA_FAILED;
     }
+    if (firn_cuda_download_ids(w, id, err)) {
+        free(id);
+        return FIRN_CUDA_FAILED;
+    }
+    for (int k = 0; k < s->p.n; k++)
+        order[k] = id[order[k]];
+    free(id);
     return 0;
 }
 
