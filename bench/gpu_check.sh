@@ -394,6 +394,15 @@ if [[ $MODE == speed ]]; then
         --backend cuda --scenes sand_block --layout dense --particles "$(n 8m)" \
         --p2g binned,g2p2g $(timing 300 100 3) \
         --json "$LOGS/sand8m-fixed.json" --csv "$LOGS/sand8m-fixed.csv"
+    # The particles moved into the bin order every substep (FIRN_P2G_REORDER=1)
+    # against the same variants without (above): its gate, then the timing.
+    step "gate: compare $(basename "$GATE" .json) (1 frame), g2p2g P2G, reorder (FIRN_P2G_REORDER=1)" \
+        compare 60 2 - -- env FIRN_P2G_REORDER=1 "$FIRN" compare "$GATE" --frames 1 --p2g g2p2g
+    step "bench sand $(n 8m) dense, binned, warp and g2p2g P2G, reorder every substep (FIRN_P2G_REORDER=1)" \
+        bench 60 12 "$LOGS/sand8m-reorder.json" -- env FIRN_P2G_REORDER=1 "$FIRN" bench \
+        --backend cuda --scenes sand_block --layout dense --particles "$(n 8m)" \
+        --p2g binned,warp,g2p2g $(timing 300 100 3) \
+        --json "$LOGS/sand8m-reorder.json" --csv "$LOGS/sand8m-reorder.csv"
     profile atomic p2g 7
     profile binned p2g_binned 7
     profile warp p2g_warp 7
@@ -524,6 +533,12 @@ if [[ $MODE == correct ]]; then
         bench --backend cuda --scenes sand_block --layout dense --particles "$(n 20k)" \
         --p2g binned,g2p2g --warmup 3 --substeps 3 --repeats 1 \
         --json "$TMP/mc-fixed.json" --csv "$TMP/mc-fixed.csv"
+    # The reorder (FIRN_P2G_REORDER=1): the particles gathered into the bin
+    # order every substep, scattered back to the scene's order at the
+    # frame's download.
+    FIRN_P2G_REORDER=1 sanitize memcheck "sand_column (1 frame, g2p2g P2G, reorder every substep)" \
+        5 "$FIRN" run scenes/sand_column.json --backend cuda --frames 1 --p2g g2p2g --quiet \
+        --out "$TMP/memcheck-reorder"
     # racecheck: the shared-memory tiles of the tiled P2G variants (zeroing,
     # scatter, flush between barriers), the fixed-point tile's, and SPH's
     # kernels.

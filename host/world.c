@@ -768,6 +768,31 @@ int firn_device_fixed_tile(const firn_world *w)
             w->def.gpu_p2g == FIRN_P2G_AUTO);
 }
 
+/* FIRN_P2G_REORDER's value: 0 (off) or every how many substeps of a call
+ * the particles move into the bin order (1 to 1000000); -1 when it is
+ * neither. */
+int firn_reorder_every(const char *e)
+{
+    char *end = NULL;
+    const long k = strtol(e, &end, 10);
+    if (end == e || *end != '\0' || k < 0 || k > 1000000)
+        return -1;
+    return (int)k;
+}
+
+/* With binned P2G (any variant), FIRN_P2G_REORDER=k in the environment
+ * moves the device particle arrays into the bin order after the binning
+ * of substeps 0, k, 2k ... of each call (kernels/mpm.cu, reorder_gather):
+ * off until a GPU has timed it (docs/BENCH.md, "GPU P2G"). */
+int firn_device_reorder(const firn_world *w)
+{
+    const char *e = getenv("FIRN_P2G_REORDER");
+    if (!e || !firn_device_binned(w))
+        return 0;
+    const int k = firn_reorder_every(e);
+    return k > 0 ? k : 0;
+}
+
 /* Binned P2G's arrays besides CUB's storage: four ints a particle (key,
  * sorted key, ids, order) and two a bin of 4^3 cells (kernels/mpm.cu),
  * one more float a bin with the fixed-point tile;
@@ -806,7 +831,13 @@ static size_t binned_bytes(const firn_world *w)
 size_t firn_device_bytes(const firn_world *w)
 {
     const size_t nodes = (size_t)w->params.n[0] * w->params.n[1] * w->params.n[2];
-    return binned_bytes(w) +
+    /* the reorder: a second particle block and two ints a particle (id and its scratch) */
+    const size_t reorder =
+        firn_device_reorder(w) > 0 && w->p.n > 0
+            ? firn_align256(firn_particle_layout(w->p.n, w->p.cpic_slots, NULL, NULL)) +
+                  2 * firn_align256((size_t)w->p.n * sizeof(int))
+            : 0;
+    return binned_bytes(w) + reorder +
            firn_align256(firn_particle_layout(w->p.n, w->p.cpic_slots, NULL, NULL)) +
            (firn_device_binned(w) && w->def.gpu_p2g == FIRN_P2G_G2P2G ? 2 : 1) *
                firn_align256(4 * nodes * sizeof(float)) +              /* grid (G2P2G: two) */

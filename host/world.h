@@ -136,6 +136,11 @@ int firn_device_sparse(const firn_world *w);
 int firn_device_counting_sort(const firn_world *w);
 /* FIRN_P2G_TILE=fixed: binned or G2P2G P2G with a fixed-point tile. */
 int firn_device_fixed_tile(const firn_world *w);
+/* FIRN_P2G_REORDER=k: binned P2G with the particles moved into the bin
+ * order every k substeps (0: off); firn_reorder_every parses k (-1: not a
+ * count). */
+int firn_reorder_every(const char *e);
+int firn_device_reorder(const firn_world *w);
 /* Why w's CUDA substeps cannot be captured as a CUDA graph
  * (firn_graph_mode), or NULL when they can. */
 const char *firn_world_gpu_graph_obstacle(const firn_world *w);

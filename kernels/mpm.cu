@@ -164,6 +164,8 @@ struct firn_mpm_bins {
     float mass_max;
     float *bound; /* per bin: its particles' largest momentum bound in the last
                      fixed-point P2G (tile_scatter_fixed), 0 before the first */
+    int *id;      /* with the reorder on (FIRN_P2G_REORDER), per slot the particle's
+                     index in the scene's order (firn_cuda_state's id); else NULL */
     int skew;     /* the GPU tests' key skew (firn_cuda_skew_bin_keys, skew_keys); 0: off */
     int grid;     /* the GPU tests' cap on binned P2G's blocks (firn_cuda_cap_bin_blocks); 0: off */
 };
@@ -259,7 +261,16 @@ struct graph_slot {
 struct firn_cuda_state {
     firn_particles p; /* device SoA, same layout as the host mirror w->p */
     void *p_block;    /* one allocation holding all particle arrays */
-    firn_grid grid;   /* device grid: mass (nodes), then mom (3 nodes), contiguous */
+    /* The physical reorder (FIRN_P2G_REORDER; firn_device_reorder): every
+     * `reorder` substeps of a call (0: off), the particles move into the
+     * bin order. q: a scratch block of p's layout; id: per slot, the
+     * particle's original index (the identity at upload); id_q: its
+     * scratch. NULL when off. */
+    int reorder;
+    firn_particles q;
+    void *q_block;
+    int *id, *id_q;
+    firn_grid grid; /* device grid: mass (nodes), then mom (3 nodes), contiguous */
     /* The grid's buffers: one, or with G2P2G two (substep k of a call uses
      * gbuf[(gbase + k) & 1], the previous substep's is read by its fused
      * G2P); grid.node is the one in use, after a call its last substep's. */
@@ -495,6 +506,76 @@ static __global__ void cell_ranges(int n, firn_mpm_bins b)
         b.cstart[key] = k;
     if (k == n - 1 || b.key_sorted[k + 1] != key)
         b.cend[key] = k + 1;
+}
+
+/* The physical reorder (FIRN_P2G_REORDER, firn_device_reorder): after a
+ * substep's binning, the particle arrays themselves are put in the bin
+ * order, so that binned P2G and G2P2G read a bin's particles k = lo..hi
+ * from consecutive slots rather than through b.order. Particle field f's
+ * component c of slot k moves between two blocks of one layout
+ * (firn_particle_layout). */
+static __device__ void particle_move(const firn_particles &dst, int j, const firn_particles &src,
+                                     int i)
+{
+    const int n = src.n;
+    for (int c = 0; c < 3; c++) {
+        dst.x[c * n + j] = src.x[c * n + i];
+        dst.v[c * n + j] = src.v[c * n + i];
+    }
+    for (int c = 0; c < 9; c++) {
+        dst.C[c * n + j] = src.C[c * n + i];
+        dst.F[c * n + j] = src.F[c * n + i];
+    }
+    dst.Jp[j] = src.Jp[i];
+    dst.damage[j] = src.damage[i];
+    dst.vol[j] = src.vol[i];
+    dst.mat[j] = src.mat[i];
+    for (int c = 0; c < src.cpic_slots; c++)
+        dst.cpic[c * n + j] = src.cpic[c * n + i];
+}
+
+/* Step 1: slot k of the scratch block q takes the particle at b.order[k],
+ * and its index in the scene's order. */
+static __global__ void reorder_gather(firn_particles p, firn_particles q, const int *id, int *id_q,
+                                      firn_mpm_bins b)
+{
+    const int k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= p.n)
+        return;
+    const int i = b.order[k];
+    particle_move(q, k, p, i);
+    id_q[k] = id[i];
+}
+
+/* Step 2: back into the particle block (whose pointers the kernels and the
+ * captured graphs hold), and the bin order is now the identity. */
+static __global__ void reorder_commit(firn_particles p, firn_particles q, int *id, const int *id_q,
+                                      firn_mpm_bins b)
+{
+    const int k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= p.n)
+        return;
+    particle_move(p, k, q, k);
+    id[k] = id_q[k];
+    b.order[k] = k;
+}
+
+/* Downloads with the reorder on: slot k's particle back to its original
+ * index id[k] in the scratch block, which the host copy then reads. */
+static __global__ void reorder_scatter(firn_particles p, firn_particles q, const int *id)
+{
+    const int k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= p.n)
+        return;
+    particle_move(q, id[k], p, k);
+}
+
+/* Uploads: the particles are in the original order. */
+static __global__ void reorder_identity(int n, int *id)
+{
+    const int k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k < n)
+        id[k] = k;
 }
 
 /* Step 4: the constitutive update of the particle at sorted position k (as
@@ -1094,7 +1175,7 @@ fused_g2p2g(const firn_params &P, const firn_material *mats, firn_particles p, f
             const firn_p2g_state st =
                 firn_g2p2g_particle_as(i, &P, mats, p, from, &nonfinite, MODEL);
             if (nonfinite)
-                atomicMin(bad, firn_cuda_bad_word(substep, i));
+                atomicMin(bad, firn_cuda_bad_word(substep, b.id ? b.id[i] : i));
             const int t = firn_tile_slot(&st.s, o, FIRN_FTILE);
             if constexpr (std::is_same<V, int>::value) {
                 if (t < 0 || !tile_scatter_fixed<FIRN_FTILE>(&P, tile, t, &st, *fs, most))
@@ -1155,12 +1236,14 @@ static __global__ void grid_update(firn_params P, firn_grid g)
         firn_grid_node(node, &P, g);
 }
 
+/* A non-finite particle is named by its index in the scene's order: with
+ * the reorder on, id[i] (the CPU path's report names the lowest). */
 static __global__ void g2p(firn_params P, firn_particles p, firn_grid g, unsigned long long *bad,
-                           unsigned substep)
+                           unsigned substep, const int *id)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < p.n && firn_g2p_particle(i, &P, p, g))
-        atomicMin(bad, firn_cuda_bad_word(substep, i));
+        atomicMin(bad, firn_cuda_bad_word(substep, id ? id[i] : i));
 }
 
 /* Reduction input per particle: (|v|^2, firn_wave_speed2). */
@@ -1283,6 +1366,10 @@ static const void *const mpm_kernels[] = {FIRN_MPM_MODEL_KERNELS(p2g),
                                           (const void *)bin_flags,
                                           (const void *)bin_list,
                                           (const void *)cell_ranges,
+                                          (const void *)reorder_gather,
+                                          (const void *)reorder_commit,
+                                          (const void *)reorder_scatter,
+                                          (const void *)reorder_identity,
                                           (const void *)p2g_order_prepare,
                                           (const void *)p2g_ordered,
                                           (const void *)block_touched,
@@ -1524,6 +1611,16 @@ static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
         return FIRN_CUDA_FAILED;
     }
     s->bins.fixed = firn_device_fixed_tile(w);
+    const char *reorder_env = getenv("FIRN_P2G_REORDER");
+    if (reorder_env && firn_reorder_every(reorder_env) < 0) {
+        firn_set_error(err, FIRN_E_USAGE,
+                       "FIRN_P2G_REORDER=%.40s in the environment: the particles' reorder into "
+                       "the bin order is 0 (off, the default) or every how many substeps (1 to "
+                       "1000000)",
+                       reorder_env);
+        return FIRN_CUDA_FAILED;
+    }
+    s->reorder = firn_device_reorder(w);
     s->bins.mass_max = 0.0f;
     for (int i = 0; i < w->p.n; i++) {
         const float m = w->p.vol[i] * w->mats[w->p.mat[i]].rho;
@@ -1559,6 +1656,18 @@ static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
         FIRN_CUDA_CHECK(cudaEventCreate(&s->ev[k]), err);
     FIRN_CUDA_CHECK(cudaMalloc(&s->p_block, p_bytes), err);
     firn_particle_layout(n, w->p.cpic_slots, (char *)s->p_block, &s->p);
+    if (s->reorder > 0 && n > 0) {
+        FIRN_CUDA_CHECK(cudaMalloc(&s->q_block, p_bytes), err);
+        firn_particle_layout(n, w->p.cpic_slots, (char *)s->q_block, &s->q);
+        FIRN_CUDA_CHECK(cudaMalloc(&s->id, (size_t)n * sizeof(int)), err);
+        FIRN_CUDA_CHECK(cudaMalloc(&s->id_q, (size_t)n * sizeof(int)), err);
+        FIRN_LAUNCH(reorder_identity, (unsigned)((n + FIRN_BLOCK - 1) / FIRN_BLOCK), FIRN_BLOCK, 0,
+                    s->stream, n, s->id);
+        FIRN_CUDA_CHECK_LAUNCH("reorder_identity", s->stream, err);
+        s->bins.id = s->id;
+    } else {
+        s->reorder = 0;
+    }
     for (int k = 0; k < 1 + s->bins.fused; k++) {
         FIRN_CUDA_CHECK(cudaMalloc(&s->gbuf[k], g_bytes), err);
         /* Zero once: a sparse grid clears only the blocks it wrote since. */
@@ -1690,6 +1799,9 @@ extern "C" void firn_cuda_free(firn_world *w)
     for (int k = 0; k < FIRN_GRAPH_SLOTS; k++)
         graph_release(&s->slot[k]);
     cudaFree(s->p_block);
+    cudaFree(s->q_block);
+    cudaFree(s->id);
+    cudaFree(s->id_q);
     cudaFree(s->gbuf[0]);
     cudaFree(s->gbuf[1]);
     cudaFree(s->mats);
@@ -1760,7 +1872,7 @@ static int not_initialised(const char *fn, firn_error *err)
  * with ordered P2G, which works per node); with a sparse grid, the blocks
  * this substep reaches. */
 static int queue_binning(firn_cuda_state *s, const firn_params *P, unsigned pblocks,
-                         firn_error *err)
+                         unsigned substep, firn_error *err)
 {
     firn_mpm_bins &b = s->bins;
     if (b.counting)
@@ -1786,6 +1898,16 @@ static int queue_binning(firn_cuda_state *s, const firn_params *P, unsigned pblo
         FIRN_CUDA_CHECK(cudaMemsetAsync(b.end, 0, (size_t)b.count * sizeof(int), s->stream), err);
         FIRN_LAUNCH(bin_ranges, pblocks, FIRN_BLOCK, 0, s->stream, s->p.n, b);
         FIRN_CUDA_CHECK_LAUNCH("bin_ranges", s->stream, err);
+    }
+    /* The reorder on substeps 0, r, 2r ... of the call (a captured graph
+     * holds the same launches whatever call replays it). */
+    if (s->reorder > 0 && substep % (unsigned)s->reorder == 0 && pblocks > 0) {
+        FIRN_LAUNCH(reorder_gather, pblocks, FIRN_BLOCK, 0, s->stream, s->p, s->q, s->id, s->id_q,
+                    b);
+        FIRN_CUDA_CHECK_LAUNCH("reorder_gather", s->stream, err);
+        FIRN_LAUNCH(reorder_commit, pblocks, FIRN_BLOCK, 0, s->stream, s->p, s->q, s->id, s->id_q,
+                    b);
+        FIRN_CUDA_CHECK_LAUNCH("reorder_commit", s->stream, err);
     }
     if (b.listed) {
         const unsigned bblocks = (unsigned)((b.count + FIRN_BLOCK - 1) / FIRN_BLOCK);
@@ -1886,7 +2008,7 @@ static int queue_fused(firn_cuda_state *s, const firn_params *P, unsigned k, int
                         s->mats, s->p, from, s->grid, s->bins, s->bad, k - 1);
         FIRN_CUDA_CHECK_LAUNCH("g2p2g", s->stream, err);
     }
-    if ((int)k + 1 < s->nsub && queue_binning(s, P, pblocks, err))
+    if ((int)k + 1 < s->nsub && queue_binning(s, P, pblocks, k + 1, err))
         return FIRN_CUDA_FAILED;
     if (timed)
         FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_P2G], s->stream), err);
@@ -1912,7 +2034,7 @@ static int queue_mpm_pre(firn_cuda_state *s, const firn_params *P, unsigned k, i
         FIRN_LAUNCH(sparse_clear, sparse_blocks(s->bins), FIRN_SPARSE_THREADS, 0, s->stream,
                     s->bins, s->grid);
         FIRN_CUDA_CHECK_LAUNCH("sparse_clear", s->stream, err);
-        if (queue_binning(s, P, pblocks, err))
+        if (queue_binning(s, P, pblocks, k, err))
             return FIRN_CUDA_FAILED;
     } else if (s->mpm && !s->bins.ordered) { /* ordered P2G writes every node itself */
         FIRN_CUDA_CHECK(
@@ -1926,7 +2048,7 @@ static int queue_mpm_pre(firn_cuda_state *s, const firn_params *P, unsigned k, i
                                      err))
             return FIRN_CUDA_FAILED;
     } else if (s->mpm && s->bins.on) {
-        if ((!s->bins.sparse && queue_binning(s, P, pblocks, err)) ||
+        if ((!s->bins.sparse && queue_binning(s, P, pblocks, k, err)) ||
             queue_binned_scatter(s, P, pblocks, err))
             return FIRN_CUDA_FAILED;
     } else if (s->mpm && pblocks > 0) {
@@ -2070,7 +2192,8 @@ static int queue_substep(firn_world *w, const firn_params *P, unsigned substep, 
         /* In storage order, binned or not: on an H200 (8M sand) G2P in the
          * binned order took 0.36 ms against 0.30 - its particle reads
          * become gathers, and the sampled order is coherent already. */
-        FIRN_LAUNCH(g2p, pblocks, FIRN_BLOCK, 0, s->stream, *P, s->p, s->grid, s->bad, substep);
+        FIRN_LAUNCH(g2p, pblocks, FIRN_BLOCK, 0, s->stream, *P, s->p, s->grid, s->bad, substep,
+                    s->id);
         FIRN_CUDA_CHECK_LAUNCH("g2p", s->stream, err);
     }
     if (timed)
@@ -2391,7 +2514,16 @@ extern "C" int firn_cuda_download_parts(firn_world *w, int parts, firn_error *er
     firn_cuda_state *s = w->cuda;
     if (!s)
         return not_initialised("firn_cuda_download", err);
-    if (copy_particles(&w->p, &s->p, cudaMemcpyDeviceToHost, s->stream, parts, err))
+    /* With the reorder on, slot k holds particle id[k]: back to the
+     * scene's order in the scratch block first. */
+    const firn_particles *src = &s->p;
+    if (s->reorder > 0 && s->p.n > 0) {
+        FIRN_LAUNCH(reorder_scatter, (unsigned)((s->p.n + FIRN_BLOCK - 1) / FIRN_BLOCK), FIRN_BLOCK,
+                    0, s->stream, s->p, s->q, s->id);
+        FIRN_CUDA_CHECK_LAUNCH("reorder_scatter", s->stream, err);
+        src = &s->q;
+    }
+    if (copy_particles(&w->p, src, cudaMemcpyDeviceToHost, s->stream, parts, err))
         return FIRN_CUDA_FAILED;
     FIRN_CUDA_CHECK(cudaStreamSynchronize(s->stream), err);
     w->host_stale &= ~parts;
@@ -2519,11 +2651,29 @@ extern "C" int firn_cuda_download_grid(firn_world *w, float *mass, float *vel, f
     return 0;
 }
 
+/* For the GPU tests only (declared there): with the reorder on, per slot
+ * the scene index of the particle in it (id); returns 0, -1 when the
+ * reorder is off, or -2. */
+extern "C" int firn_cuda_download_ids(firn_world *w, int *id, firn_error *err)
+{
+    firn_cuda_state *s = w->cuda;
+    if (!s)
+        return not_initialised("firn_cuda_download_ids", err);
+    if (s->reorder <= 0)
+        return -1;
+    const cudaError_t e =
+        cudaMemcpyAsync(id, s->id, (size_t)s->p.n * sizeof(int), cudaMemcpyDeviceToHost, s->stream);
+    FIRN_CUDA_CHECK(e, err);
+    FIRN_CUDA_CHECK(cudaStreamSynchronize(s->stream), err);
+    return 0;
+}
+
 /* For the GPU tests only (declared there): binned P2G's last order and
  * per-bin ranges (order: n; start, end: the bin count, n[0] n[1] n[2] of
- * *bins_n). Returns 0, -1 when the world's P2G is not binned, or -2. */
-extern "C" int firn_cuda_download_bins(firn_world *w, int *order, int *start, int *end,
-                                       int bins_n[3], firn_error *err)
+ * *bins_n), the order by slot; firn_cuda_download_bins names the slots'
+ * particles. Returns 0, -1 when the world's P2G is not binned, or -2. */
+static int download_bins_raw(firn_world *w, int *order, int *start, int *end, int bins_n[3],
+                             firn_error *err)
 {
     firn_cuda_state *s = w->cuda;
     if (!s)
@@ -2543,6 +2693,31 @@ extern "C" int firn_cuda_download_bins(firn_world *w, int *order, int *start, in
                                     cudaMemcpyDeviceToHost, s->stream),
                     err);
     FIRN_CUDA_CHECK(cudaStreamSynchronize(s->stream), err);
+    return 0;
+}
+
+/* For the GPU tests only (declared there): download_bins_raw, the order
+ * naming each particle by its index in the scene's order (with the
+ * reorder on, id[order[k]]), as without the reorder. */
+extern "C" int firn_cuda_download_bins(firn_world *w, int *order, int *start, int *end,
+                                       int bins_n[3], firn_error *err)
+{
+    const int r = download_bins_raw(w, order, start, end, bins_n, err);
+    firn_cuda_state *s = w->cuda;
+    if (r || s->reorder <= 0 || s->p.n == 0)
+        return r;
+    int *id = (int *)malloc((size_t)s->p.n * sizeof(int));
+    if (!id) {
+        firn_set_error(err, FIRN_E_NOMEM, "out of host memory");
+        return FIRN_CUDA_FAILED;
+    }
+    if (firn_cuda_download_ids(w, id, err)) {
+        free(id);
+        return FIRN_CUDA_FAILED;
+    }
+    for (int k = 0; k < s->p.n; k++)
+        order[k] = id[order[k]];
+    free(id);
     return 0;
 }
 

@@ -102,6 +102,12 @@ step "compare mixed, $FRAMES frame(s), binned P2G, fixed-point tile" env FIRN_P2
     "$FIRN" compare scenes/mixed.json --frames "$FRAMES" --p2g binned
 step "compare ball_in_sand, $FRAMES frame(s), g2p2g P2G, fixed-point tile" env \
     FIRN_P2G_TILE=fixed "$FIRN" compare scenes/ball_in_sand.json --frames "$FRAMES" --p2g g2p2g
+# The particles moved into the bin order (FIRN_P2G_REORDER): every substep with
+# G2P2G, every second one with binned P2G.
+step "compare ball_in_sand, $FRAMES frame(s), g2p2g P2G, reorder every substep" env \
+    FIRN_P2G_REORDER=1 "$FIRN" compare scenes/ball_in_sand.json --frames "$FRAMES" --p2g g2p2g
+step "compare mixed, $FRAMES frame(s), binned P2G, reorder every 2 substeps" env \
+    FIRN_P2G_REORDER=2 "$FIRN" compare scenes/mixed.json --frames "$FRAMES" --p2g binned
 step "compare sand_column, $FRAMES frame(s), binned P2G, sparse grid" "$FIRN" compare \
     scenes/sand_column.json --frames "$FRAMES" --p2g binned --grid sparse
 step "bench --backend cuda (sand_block, 2000 particles)" "$FIRN" bench --backend cuda \

@@ -56,8 +56,8 @@ PLANTS = [
      "compare:sand_column"),
     ("copy-direction", "a copy in the wrong direction (download queued as host to device)",
      "kernels/mpm.cu",
-     "copy_particles(&w->p, &s->p, cudaMemcpyDeviceToHost, s->stream, parts, err)",
-     "copy_particles(&w->p, &s->p, cudaMemcpyHostToDevice, s->stream, parts, err)",
+     "copy_particles(&w->p, src, cudaMemcpyDeviceToHost, s->stream, parts, err)",
+     "copy_particles(&w->p, src, cudaMemcpyHostToDevice, s->stream, parts, err)",
      "compare:sand_column"),
     ("default-stream", "work on the default stream (p2g launched on stream 0, the rest on the "
      "world's)", "kernels/mpm.cu",
@@ -171,6 +171,17 @@ PLANTS = [
      "    from.node = s->gbuf[(s->gbase + k - 1) & 1];",
      "    from.node = s->gbuf[(s->gbase + k) & 1];",
      "test:gpu/g2p2g*"),
+    ("reorder-download-unscattered", "with the particles reordered into the bin order on "
+     "the device (FIRN_P2G_REORDER), the download copies the slots as they are instead of "
+     "scattering them back through id to the scene's order", "kernels/mpm.cu",
+     "        FIRN_CUDA_CHECK_LAUNCH(\"reorder_scatter\", s->stream, err);\n        src = &s->q;",
+     "        FIRN_CUDA_CHECK_LAUNCH(\"reorder_scatter\", s->stream, err);",
+     "test:gpu/reorder*"),
+    ("reorder-bad-slot", "with the reorder on, G2P's non-finite report names the "
+     "particle's slot on the device, not its index in the scene's order", "kernels/mpm.cu",
+     "firn_cuda_bad_word(substep, id ? id[i] : i)",
+     "firn_cuda_bad_word(substep, i)",
+     "test:gpu/reorder*"),
     ("kernel-unsized", "a kernel left out of the MPM stack sizing table", "kernels/mpm.cu",
      "                                          FIRN_MPM_MODEL_KERNELS(g2p2g),\n",
      "",
