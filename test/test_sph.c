@@ -12,6 +12,7 @@
 #include "firn_sph_coupling.h"
 #include "mass_family.h"
 #include "sph.h"
+#include "test_util.h"
 #include "world.h"
 
 static firn_sph_params params(float p)
@@ -476,15 +477,11 @@ Test(sph_pairs, mpm_body_overlapping_water_separates_without_blowing_up, .timeou
             "   {\"material\": \"jelly\", \"shape\": {\"type\": \"box\","
             "     \"center\": [0.15, %g, 0.15], \"size\": [0.08, 0.08, 0.08]}}]}",
             centres[k]);
-        firn_scene_def def;
-        firn_error err;
-        cr_assert_eq(firn_scene_parse_json(json, "overlap.json", &def, &err), 0, "%s", err.msg);
-        firn_world *w = firn_world_create(&def, FIRN_BACKEND_CPU, &err);
-        cr_assert(w, "%s", err.msg);
+        char what[64];
+        snprintf(what, sizeof what, "cube at y = %g", centres[k]);
+        firn_world *w = test_world_json(json, "overlap.json");
         firn_frame_stats st;
-        for (int f = 0; f < 10; f++)
-            cr_assert_eq(firn_world_step_frame(w, &st, &err), 0, "cube at y = %g, frame %d: %s",
-                         centres[k], f, err.msg);
+        test_step_frames(w, 10, &st, what);
         const double bound = (st.mass + st.sph.mass) * 9.81 * 0.3;
         const double ke = st.kinetic_energy + st.sph.kinetic_energy;
         cr_assert_lt(ke, bound, "cube at y = %g: kinetic energy %g J, more than M g H = %g J",
@@ -524,11 +521,8 @@ Test(sph_pairs, liquid_covered_by_an_mpm_body_is_counted_once, .timeout = 60)
             "   {\"material\": \"jelly\", \"shape\": {\"type\": \"box\","
             "     \"center\": [0.15, 0.12, 0.15], \"size\": [0.08, 0.08, 0.08]}}]}",
             dxs[r], ps[r]);
-        firn_scene_def def;
         firn_error err;
-        cr_assert_eq(firn_scene_parse_json(json, "covered.json", &def, &err), 0, "%s", err.msg);
-        firn_world *w = firn_world_create(&def, FIRN_BACKEND_CPU, &err);
-        cr_assert(w, "%s", err.msg);
+        firn_world *w = test_world_json(json, "covered.json");
         cr_assert(firn_world_run_substeps(w, 1, 1e-5f, &err) == 0, "%s", err.msg);
         const firn_sph *S = &w->sph;
         const float s = cbrtf(S->P.vol);
@@ -573,19 +567,13 @@ Test(sph_pairs, snowball_created_in_the_pool_separates_without_blowing_up, .time
             "   {\"material\": \"snow\", \"shape\": {\"type\": \"sphere\","
             "     \"center\": [0.1, %g, 0.1], \"radius\": 0.045}, \"velocity\": [1.5, -2, 0]}]}",
             centres[k]);
-        firn_scene_def def;
-        firn_error err;
-        cr_assert_eq(firn_scene_parse_json(json, "snowball.json", &def, &err), 0, "%s", err.msg);
-        firn_world *w = firn_world_create(&def, FIRN_BACKEND_CPU, &err);
-        cr_assert(w, "%s", err.msg);
+        char what[64];
+        snprintf(what, sizeof what, "ball at y = %g", centres[k]);
+        firn_world *w = test_world_json(json, "snowball.json");
         firn_frame_stats st;
-        double ke0 = -1.0;
-        for (int f = 0; f < 3; f++) {
-            cr_assert_eq(firn_world_step_frame(w, &st, &err), 0, "ball at y = %g, frame %d: %s",
-                         centres[k], f, err.msg);
-            if (ke0 < 0.0) /* the ball's kinetic energy at its speed of 2.5 m/s */
-                ke0 = 0.5 * st.mass * (1.5 * 1.5 + 2.0 * 2.0);
-        }
+        test_step_frames(w, 3, &st, what);
+        /* the ball's kinetic energy at its speed of 2.5 m/s */
+        const double ke0 = 0.5 * st.mass * (1.5 * 1.5 + 2.0 * 2.0);
         const double bound = ke0 + (st.mass + st.sph.mass) * 9.81 * 0.3;
         const double ke = st.kinetic_energy + st.sph.kinetic_energy;
         cr_assert_lt(ke, bound, "ball at y = %g: kinetic energy %g J, more than %g J", centres[k],
@@ -690,11 +678,8 @@ static double mpm_ball_fraction(double rho)
         "   {\"material\": \"b\", \"shape\": {\"type\": \"sphere\", \"center\": "
         "[0.1, 0.14, 0.1], \"radius\": 0.05}}]}",
         rho);
-    firn_scene_def def;
     firn_error err;
-    cr_assert_eq(firn_scene_parse_json(json, "ball.json", &def, &err), 0, "%s", err.msg);
-    firn_world *w = firn_world_create(&def, FIRN_BACKEND_CPU, &err);
-    cr_assert(w, "%s", err.msg);
+    firn_world *w = test_world_json(json, "ball.json");
     firn_frame_stats st;
     double sum = 0.0;
     int n = 0;

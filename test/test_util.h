@@ -11,6 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "firn.h"
+
 /* Makes /tmp/firn_<tag>_XXXXXX into dir (at least 64 bytes). */
 static inline void test_mkdtemp(char *dir, size_t size, const char *tag)
 {
@@ -52,6 +54,28 @@ static inline int test_run_firn(char *out, size_t size, const char *cwd, const c
     else
         snprintf(cmd, sizeof cmd, "%s %s", abs, args);
     return test_run(out, size, cmd);
+}
+
+/* A CPU world from scene text json (named name in its messages); the
+ * test stops with the parser's or the world's message if either fails. */
+static inline firn_world *test_world_json(const char *json, const char *name)
+{
+    firn_scene_def def;
+    firn_error err;
+    cr_assert_eq(firn_scene_parse_json(json, name, &def, &err), 0, "%s", err.msg);
+    firn_world *w = firn_world_create(&def, FIRN_BACKEND_CPU, &err);
+    cr_assert(w, "%s: %s", name, err.msg);
+    return w;
+}
+
+/* Steps w by `frames` frames into *st (the last frame's stats); the test
+ * stops on the first failed frame, naming what (a case) and the frame. */
+static inline void test_step_frames(firn_world *w, int frames, firn_frame_stats *st,
+                                    const char *what)
+{
+    firn_error err;
+    for (int f = 0; f < frames; f++)
+        cr_assert_eq(firn_world_step_frame(w, st, &err), 0, "%s, frame %d: %s", what, f, err.msg);
 }
 
 #endif
