@@ -27,7 +27,9 @@
  * firn_solver to `solvers` and its pairs to `pairs` below. Calls go one
  * way: the Coupler calls the solvers' phases (host/solver.h) and, for the
  * coupled grid update, the MPM solver's grid helpers; no solver calls the
- * Coupler. This file is the CPU executor; the CUDA path queues the same phases in kernels/mpm.cu.
+ * Coupler. firn_coupler_run is the one executor of this order for both
+ * paths: the CPU runs each phase, the CUDA path (kernels/mpm.cu
+ * queue_substep) queues each solver's CUDA phases from the same tables.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -402,75 +404,235 @@ static void couple_fem(firn_world *w)
     }
 }
 
-/* Genesis's couple(): the MPM grid update with its pairs (MPM-PBD after
- * the rest), then SPH-rigid, then PBD-rigid, then the FEM pairs. */
-void firn_coupler_couple(firn_world *w)
+/* ---- the couple stage: one list for both paths -------------------------- */
+
+/* MPM-SPH's contact: its reaction on the nodes, in particle order (one
+ * thread: the same sums for any thread count), before the grid update. */
+static int cpu_mpm_sph_react(firn_world *w, firn_step *st)
 {
-    if (w->coupler.active[FIRN_SOLVER_MPM]) {
-        if (w->mpm_phi) { /* MPM-SPH's contact: its reaction on the nodes, in particle order */
-            const firn_sph_view V = sph_view(w);
-            memset(V.L.react, 0, 3 * (size_t)w->grid.nodes * sizeof(float));
-            for (int i = 0; i < w->sph.n; i++)
-                firn_sph_mpm_react(i, &V);
-        }
-        if (w->coupler.rigid_mpm || w->coupler.mpm_sph || w->coupler.tool_mpm)
-            couple_grid_pairs(w);
-        else
-            firn_cpu_grid(w);
-        if (w->mpm_phi) { /* MPM-SPH's contact force on the particles */
-            const firn_sph_view V = sph_view(w);
-#pragma omp parallel for schedule(static)
-            for (int i = 0; i < w->sph.n; i++)
-                firn_sph_mpm_particle(i, &V);
-        }
-        if (w->coupler.mpm_pbd)
-            couple_mpm_pbd(w);
-    }
-    if (w->coupler.sph_rigid)
-        couple_sph_rigid(w);
-    if (w->coupler.pbd_rigid)
-        couple_pbd_rigid(w);
-    if (w->coupler.fem_rigid || w->coupler.fem_mpm || w->coupler.fem_sph)
-        couple_fem(w);
+    (void)st;
+    const firn_sph_view V = sph_view(w);
+    memset(V.L.react, 0, 3 * (size_t)w->grid.nodes * sizeof(float));
+    for (int i = 0; i < w->sph.n; i++)
+        firn_sph_mpm_react(i, &V);
+    return 0;
 }
 
-int firn_coupler_substep(firn_world *w)
+/* The grid update, with the rigid bodies, the tools and MPM-SPH's
+ * collision when they are coupled. */
+static int cpu_grid(firn_world *w, firn_step *st)
+{
+    (void)st;
+    if (w->coupler.rigid_mpm || w->coupler.mpm_sph || w->coupler.tool_mpm)
+        couple_grid_pairs(w);
+    else
+        firn_cpu_grid(w);
+    return 0;
+}
+
+/* MPM-SPH's contact force on the particles, after the grid update. */
+static int cpu_mpm_sph_contact(firn_world *w, firn_step *st)
+{
+    (void)st;
+    const firn_sph_view V = sph_view(w);
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < w->sph.n; i++)
+        firn_sph_mpm_particle(i, &V);
+    return 0;
+}
+
+static int cpu_mpm_pbd(firn_world *w, firn_step *st)
+{
+    (void)st;
+    couple_mpm_pbd(w);
+    return 0;
+}
+
+static int cpu_sph_rigid(firn_world *w, firn_step *st)
+{
+    (void)st;
+    couple_sph_rigid(w);
+    return 0;
+}
+
+static int cpu_pbd_rigid(firn_world *w, firn_step *st)
+{
+    (void)st;
+    couple_pbd_rigid(w);
+    return 0;
+}
+
+static int cpu_fem(firn_world *w, firn_step *st)
+{
+    (void)st;
+    couple_fem(w);
+    return 0;
+}
+
+static int on_mpm_sph_contact(const firn_world *w) { return firn_mpm_sph_contact(w); }
+static int on_mpm(const firn_world *w) { return w->coupler.active[FIRN_SOLVER_MPM]; }
+static int on_mpm_pbd(const firn_world *w) { return w->coupler.mpm_pbd; }
+static int on_sph_rigid(const firn_world *w) { return w->coupler.sph_rigid; }
+static int on_pbd_rigid(const firn_world *w) { return w->coupler.pbd_rigid; }
+static int on_fem(const firn_world *w)
+{
+    return w->coupler.fem_rigid || w->coupler.fem_mpm || w->coupler.fem_sph;
+}
+
+/* Genesis's couple(), in order: the MPM grid update with the pairs that
+ * act on its nodes (the tools, rigid_mpm, mpm_sph; MPM-SPH's contact
+ * reaction before it and its force on the particles after it), then
+ * MPM-PBD, SPH-rigid, PBD-rigid and the FEM pairs (on the FEM surface:
+ * its normals, FEM-rigid, FEM-MPM, FEM-SPH). Each entry's CPU step and
+ * its CUDA step (kernels/mpm.cu; NULL in a build without CUDA). */
+typedef struct {
+    const char *name;
+    int (*is_active)(const firn_world *w);
+    firn_step_fn cpu;
+    const firn_step_fn *cuda;
+} couple_entry;
+
+static const couple_entry couple_order[] = {
+    {"mpm_sph contact reaction", on_mpm_sph_contact, cpu_mpm_sph_react, &firn_cuda_mpm_sph_react},
+    {"grid update", on_mpm, cpu_grid, &firn_cuda_grid},
+    {"mpm_sph contact", on_mpm_sph_contact, cpu_mpm_sph_contact, &firn_cuda_mpm_sph_contact},
+    {"mpm_pbd", on_mpm_pbd, cpu_mpm_pbd, &firn_cuda_mpm_pbd},
+    {"sph_rigid", on_sph_rigid, cpu_sph_rigid, &firn_cuda_sph_rigid},
+    {"pbd_rigid", on_pbd_rigid, cpu_pbd_rigid, &firn_cuda_pbd_rigid},
+    {"fem pairs", on_fem, cpu_fem, &firn_cuda_fem_pairs},
+};
+
+static int couple(firn_world *w, int cuda, firn_step *st)
+{
+    for (size_t k = 0; k < sizeof couple_order / sizeof couple_order[0]; k++) {
+        const couple_entry *e = &couple_order[k];
+        if (e->is_active(w) && (cuda ? (*e->cuda)(w, st) : e->cpu(w, st)))
+            return -1;
+    }
+    return 0;
+}
+
+/* ---- the substep, for both paths ----------------------------------------- */
+
+double *firn_prof_field(firn_profile *p, int k)
+{
+    double *const f[FIRN_PROF_COUNT] = {
+        [FIRN_PROF_COUPLE] = &p->couple,
+        [FIRN_PROF_CLEAR] = &p->clear,
+        [FIRN_PROF_P2G] = &p->p2g,
+        [FIRN_PROF_SPH_SORT] = &p->sph_sort,
+        [FIRN_PROF_SPH_DENSITY] = &p->sph_density,
+        [FIRN_PROF_SPH_PRESSURE] = &p->sph_pressure,
+        [FIRN_PROF_PBD_CONSTRAINTS] = &p->pbd_constraints,
+        [FIRN_PROF_PBD_PARTICLES] = &p->pbd_particles,
+        [FIRN_PROF_FEM_ELEMENTS] = &p->fem_elements,
+        [FIRN_PROF_FEM_VELOCITY] = &p->fem_velocity,
+        [FIRN_PROF_GRID] = &p->grid,
+        [FIRN_PROF_G2P] = &p->g2p,
+        [FIRN_PROF_SPH_INTEGRATE] = &p->sph_integrate,
+        [FIRN_PROF_PBD_INTEGRATE] = &p->pbd_integrate,
+        [FIRN_PROF_FEM_POSITION] = &p->fem_position,
+    };
+    return k >= 0 && k < FIRN_PROF_COUNT ? f[k] : NULL;
+}
+
+/* The CPU path's clock: the wall clock, each interval into w->prof. */
+typedef struct {
+    firn_profile *prof;
+    double last;
+} cpu_clock;
+
+static int cpu_mark(firn_clock *c, int slot, firn_error *err)
+{
+    (void)err;
+    cpu_clock *k = c->impl;
+    const double now = omp_get_wtime();
+    double *f = firn_prof_field(k->prof, slot);
+    if (f)
+        *f += now - k->last;
+    k->last = now;
+    return 0;
+}
+
+static int cpu_cpic_mark(firn_world *w, firn_step *st)
+{
+    (void)st;
+    firn_cpu_cpic_mark(w);
+    return 0;
+}
+
+/* The one list of a substep's order (PHYSICS.md 1, Genesis's Coupler; step
+ * 0 is firn's own), for both paths:
+ *   0. begin per solver;
+ *   1. preprocess: CPIC's side marking (coupling.cpic);
+ *   2. pre-coupling per solver, in solver order;
+ *   3. couple: the grid update with its pairs, then the particle and
+ *      surface pairs (couple_order);
+ *   4. post-coupling per solver, in solver order.
+ * A distributed run's exchanges (w->dist) follow steps 2, 3 and 4. */
+int firn_coupler_run(firn_world *w, int cuda, firn_step *st, int *bad)
 {
     const firn_coupler *c = &w->coupler;
-    int bad = -1;
+    const firn_phase_ops *ops[FIRN_SOLVER_COUNT];
     for (int s = 0; s < FIRN_SOLVER_COUNT; s++)
-        if (c->active[s] && solvers[s]->begin_substep)
-            solvers[s]->begin_substep(w);
-    const double t_total = omp_get_wtime();
-    if (c->cpic) {
-        double t0 = omp_get_wtime();
-        firn_cpu_cpic_mark(w);
-        w->prof.couple += omp_get_wtime() - t0;
-    }
+        ops[s] = cuda ? solvers[s]->cuda : &solvers[s]->cpu;
+    *bad = -1;
     for (int s = 0; s < FIRN_SOLVER_COUNT; s++)
-        if (c->active[s]) {
-            double t0 = omp_get_wtime();
-            solvers[s]->pre_coupling(w);
-            if (s == FIRN_SOLVER_RIGID || s == FIRN_SOLVER_TOOL) /* MPM times its own phases */
-                w->prof.couple += omp_get_wtime() - t0;
-        }
+        if (c->active[s] && ops[s]->begin && ops[s]->begin(w, st))
+            return -1;
+    if (firn_step_mark(st, -1))
+        return -1;
+    if (c->cpic && ((cuda ? firn_cuda_cpic_mark(w, st) : cpu_cpic_mark(w, st)) ||
+                    firn_step_mark(st, FIRN_PROF_COUPLE)))
+        return -1;
+    for (int s = 0; s < FIRN_SOLVER_COUNT; s++)
+        if (c->active[s] && (ops[s]->pre(w, st) || firn_step_mark(st, solvers[s]->prof_pre)))
+            return -1;
     if (w->dist)
         w->dist->after_p2g(w);
-    double t0 = omp_get_wtime();
-    firn_coupler_couple(w);
-    w->prof.grid += omp_get_wtime() - t0;
+    if (couple(w, cuda, st) || firn_step_mark(st, FIRN_PROF_GRID))
+        return -1;
     if (w->dist)
         w->dist->after_grid(w);
     for (int s = 0; s < FIRN_SOLVER_COUNT; s++)
         if (c->active[s]) {
-            int b = solvers[s]->post_coupling(w);
-            if (b >= 0 && bad < 0) { /* the first solver's, in solver order */
-                bad = b;
+            st->bad = -1;
+            if (ops[s]->post(w, st) || firn_step_mark(st, solvers[s]->prof_post))
+                return -1;
+            if (st->bad >= 0 && *bad < 0) { /* the first solver's, in solver order */
+                *bad = st->bad;
                 w->bad_solver = s;
             }
         }
     if (w->dist)
-        bad = w->dist->after_g2p(w, bad);
+        *bad = w->dist->after_g2p(w, *bad);
+    return 0;
+}
+
+const char *firn_coupler_no_cuda(const firn_world *w)
+{
+    for (int s = 0; s < FIRN_SOLVER_COUNT; s++) {
+        const firn_phase_ops *o = solvers[s]->cuda;
+        if (w->coupler.active[s] && (!o || !o->pre || !o->post))
+            return solvers[s]->name;
+    }
+    for (size_t k = 0; k < sizeof couple_order / sizeof couple_order[0]; k++)
+        if (couple_order[k].is_active(w) && !*couple_order[k].cuda)
+            return couple_order[k].name;
+    if (w->coupler.cpic && !firn_cuda_cpic_mark)
+        return "cpic";
+    return NULL;
+}
+
+int firn_coupler_substep(firn_world *w)
+{
+    const double t_total = omp_get_wtime();
+    cpu_clock k = {&w->prof, t_total};
+    firn_clock clock = {cpu_mark, &k};
+    firn_error err;
+    firn_step st = {0, &w->params, &clock, &err, -1};
+    int bad;
+    firn_coupler_run(w, 0, &st, &bad); /* the CPU phases do not fail */
     w->prof.total += omp_get_wtime() - t_total;
     return bad;
 }

@@ -1,6 +1,7 @@
 /* coupler.h - the Coupler (host/coupler.c): the solvers of a world
  * and the active coupling pairs, decided once when the world is built, and
- * the CPU substep that runs their phases (host/solver.h) in order. A new
+ * the one order of a substep that runs their phases (host/solver.h) on
+ * either path. A new
  * solver registers its firn_solver in coupler.c and its pairs there,
  * without touching the others. The Coupler calls the solvers; they never
  * call it. */
@@ -38,11 +39,18 @@ typedef struct {
 void firn_coupler_build(firn_world *w);
 int firn_coupler_alloc(firn_world *w, firn_error *err);
 void firn_coupler_free(firn_world *w);
-/* One substep on the CPU path, every active solver's phases in order;
- * returns the lowest scene index of a non-finite particle, or -1. */
+/* One substep on the path (cuda 0: CPU, 1: CUDA, queued into its stream),
+ * every active solver's phases in the one order; *bad the lowest scene
+ * index of a non-finite element a CPU phase found (-1: none; the CUDA
+ * path finds its own after the call), w->bad_solver its solver. 0, or -1
+ * with st->err set where a phase failed. */
+int firn_coupler_run(firn_world *w, int cuda, firn_step *st, int *bad);
+/* One substep on the CPU path, timed into w->prof; returns the lowest
+ * scene index of a non-finite particle, or -1. */
 int firn_coupler_substep(firn_world *w);
-/* The CPU grid update with the active pairs. */
-void firn_coupler_couple(firn_world *w);
+/* The name of an active solver or couple step with no CUDA path in its
+ * table, or NULL when the CUDA path can run the world. */
+const char *firn_coupler_no_cuda(const firn_world *w);
 /* MPM-SPH's contact on the CPU path: the MPM particles' volume fraction on
  * the grid (w->mpm_phi), after P2G and before the SPH density, and the
  * level the SPH passes read (phi NULL when the pair is off). */

@@ -6,8 +6,21 @@
 #include "bench.h"
 #include "cuda_backend.h"
 #include "error.h"
+#include "solver.h"
 
 #ifndef FIRN_WITH_CUDA
+
+/* No solver has a CUDA path (host/solver.h): the phases are NULL. */
+const firn_phase_ops firn_cuda_tool_phases = {NULL, NULL, NULL};
+const firn_phase_ops firn_cuda_rigid_phases = {NULL, NULL, NULL};
+const firn_phase_ops firn_cuda_mpm_phases = {NULL, NULL, NULL};
+const firn_phase_ops firn_cuda_sph_phases = {NULL, NULL, NULL};
+const firn_phase_ops firn_cuda_pbd_phases = {NULL, NULL, NULL};
+const firn_phase_ops firn_cuda_fem_phases = {NULL, NULL, NULL};
+const firn_step_fn firn_cuda_cpic_mark = NULL, firn_cuda_mpm_sph_react = NULL,
+                   firn_cuda_grid = NULL, firn_cuda_mpm_sph_contact = NULL,
+                   firn_cuda_mpm_pbd = NULL, firn_cuda_sph_rigid = NULL, firn_cuda_pbd_rigid = NULL,
+                   firn_cuda_fem_pairs = NULL;
 
 int firn_cuda_available(void) { return 0; }
 int firn_cuda_device_count(void) { return 0; }

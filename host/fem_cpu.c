@@ -15,7 +15,7 @@ static int fem_active(const firn_world *w) { return w->fem.E.n > 0; }
 
 /* Element forces from the start-of-substep positions, then each vertex:
  * x0 = x, v += dt f / m, damping, gravity. */
-static void fem_pre_coupling(firn_world *w)
+static int fem_pre_coupling(firn_world *w, firn_step *step)
 {
     firn_fem *S = &w->fem;
     const firn_fem_elements E = S->E;
@@ -24,11 +24,10 @@ static void fem_pre_coupling(firn_world *w)
     const int ne = E.n, nv = V.n;
     S->P.dt = w->params.dt;
     const firn_fem_params P = S->P;
-    double t0 = omp_get_wtime();
 #pragma omp parallel for schedule(static)
     for (int e = 0; e < ne; e++)
         firn_fem_element_forces(e, mats, &E, V.x, nv);
-    double t1 = omp_get_wtime();
+    firn_step_mark(step, FIRN_PROF_FEM_ELEMENTS);
     (void)nv;
     S->implicit_failed = -1;
     for (int b = 0; b < S->bodies; b++) {
@@ -62,31 +61,30 @@ static void fem_pre_coupling(firn_world *w)
                 V.v[i] = NAN;
         }
     }
-    w->prof.fem_elements += t1 - t0;
-    w->prof.fem_velocity += omp_get_wtime() - t1;
+    return 0;
 }
 
 /* x = x0 + dt v, fixed vertices, walls; the lowest non-finite vertex. */
-static int fem_post_coupling(firn_world *w)
+static int fem_post_coupling(firn_world *w, firn_step *st)
 {
     firn_fem *S = &w->fem;
     const firn_fem_vertices V = S->V;
     const firn_fem_params P = S->P;
     const int n = V.n;
     int bad = n;
-    double t0 = omp_get_wtime();
 #pragma omp parallel for schedule(static) reduction(min : bad)
     for (int i = 0; i < n; i++)
         if (!firn_fem_position(i, &P, &V) && i < bad)
             bad = i;
-    w->prof.fem_position += omp_get_wtime() - t0;
-    return bad < n ? bad : -1;
+    st->bad = bad < n ? bad : -1;
+    return 0;
 }
 
 const firn_solver firn_fem_solver = {
     .name = "fem",
     .is_active = fem_active,
-    .begin_substep = NULL,
-    .pre_coupling = fem_pre_coupling,
-    .post_coupling = fem_post_coupling,
+    .cpu = {NULL, fem_pre_coupling, fem_post_coupling},
+    .cuda = &firn_cuda_fem_phases,
+    .prof_pre = FIRN_PROF_FEM_VELOCITY,
+    .prof_post = FIRN_PROF_FEM_POSITION,
 };

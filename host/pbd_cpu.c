@@ -104,11 +104,10 @@ static int pbd_active(const firn_world *w) { return w->pbd.n > 0; }
 /* Genesis's order (GENESIS.md s3.4): store x0, gravity and air resistance,
  * x += v dt, then the stretch iterations and the bending iterations, each
  * constraint's lambda starting the substep at 0. */
-static void pbd_pre_coupling(firn_world *w)
+static int pbd_pre_coupling(firn_world *w, firn_step *st)
 {
     firn_pbd *S = &w->pbd;
     const int n = S->n;
-    const double t0 = omp_get_wtime();
     S->P.dt = w->params.dt;
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < n; i++)
@@ -119,36 +118,35 @@ static void pbd_pre_coupling(firn_world *w)
         firn_pbd_cpu_sweep(&S->stretch, 0, S->P.dt, S->s);
     for (int it = 0; it < S->bending_iterations; it++)
         firn_pbd_cpu_sweep(&S->bend, 1, S->P.dt, S->s);
-    const double t1 = omp_get_wtime();
-    w->prof.pbd_constraints += t1 - t0;
+    firn_step_mark(st, FIRN_PROF_PBD_CONSTRAINTS);
     if (S->particle_passes) {
         /* the rigid step has run: the bodies stand where the couple phase finds them */
         const int nb = w->coupler.pbd_rigid ? w->n_rigids : 0;
         firn_pbd_cpu_particle_passes(S, w->rigids, nb, w->pbd_chunk_acc, w->rigid_acc);
-        w->prof.pbd_particles += omp_get_wtime() - t1;
     }
+    return 0;
 }
 
 /* After PBD-rigid and MPM-PBD: the box (v carries the substep's corrections,
  * firn_pbd_move). */
-static int pbd_post_coupling(firn_world *w)
+static int pbd_post_coupling(firn_world *w, firn_step *st)
 {
     firn_pbd *S = &w->pbd;
     const int n = S->n;
     int bad = n;
-    const double t0 = omp_get_wtime();
 #pragma omp parallel for schedule(static) reduction(min : bad)
     for (int i = 0; i < n; i++)
         if (!firn_pbd_finish(i, &S->P, S->s) && i < bad)
             bad = i;
-    w->prof.pbd_integrate += omp_get_wtime() - t0;
-    return bad < n ? bad : -1;
+    st->bad = bad < n ? bad : -1;
+    return 0;
 }
 
 const firn_solver firn_pbd_solver = {
     .name = "pbd",
     .is_active = pbd_active,
-    .begin_substep = NULL,
-    .pre_coupling = pbd_pre_coupling,
-    .post_coupling = pbd_post_coupling,
+    .cpu = {NULL, pbd_pre_coupling, pbd_post_coupling},
+    .cuda = &firn_cuda_pbd_phases,
+    .prof_pre = FIRN_PROF_PBD_PARTICLES,
+    .prof_post = FIRN_PROF_PBD_INTEGRATE,
 };

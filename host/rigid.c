@@ -239,18 +239,24 @@ int firn_rigids_init(firn_world *w, firn_error *err)
 static int rigid_active(const firn_world *w) { return w->n_rigids > 0; }
 
 /* A handful of bodies: serial, so trivially deterministic. */
-static void rigid_pre_coupling(firn_world *w)
+static int rigid_pre_coupling(firn_world *w, firn_step *st)
 {
+    (void)st;
     for (int k = 0; k < w->n_rigids; k++)
         firn_rigid_step(&w->rigids[k], w->rigid_acc + FIRN_RIGID_ACC * k, w->params.gravity,
                         w->params.dt);
+    return 0;
 }
 
-static int rigid_post_coupling(firn_world *w)
+static int rigid_post_coupling(firn_world *w, firn_step *st)
 {
-    (void)w;
-    return -1;
+    (void)w, (void)st;
+    return 0;
 }
 
-const firn_solver firn_rigid_solver = {"rigid", rigid_active, NULL, rigid_pre_coupling,
-                                       rigid_post_coupling};
+const firn_solver firn_rigid_solver = {"rigid",
+                                       rigid_active,
+                                       {NULL, rigid_pre_coupling, rigid_post_coupling},
+                                       &firn_cuda_rigid_phases,
+                                       FIRN_PROF_COUPLE,
+                                       FIRN_PROF_GRID};

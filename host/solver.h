@@ -1,33 +1,21 @@
-/* solver.h - the table of substep phases by which a solver plugs into
- * the Coupler (host/coupler.h), and the solvers a world can have. A solver
- * implements its phases in its own module (host/solver_cpu.c: MPM,
- * host/tool.c: tools, host/rigid.c: rigid bodies, host/sph_cpu.c: SPH, host/pbd_cpu.c: PBD,
- * host/fem_cpu.c: FEM) and
- * never calls the Coupler: the Coupler calls the phases in order (PHYSICS.md s1). */
+/* solver.h - how a solver plugs into the substep: its phases on each path
+ * and the profile they are timed into. A solver implements its phases in
+ * its own modules (CPU: host/solver_cpu.c MPM, host/tool.c tools,
+ * host/rigid.c rigid bodies, host/sph_cpu.c SPH, host/pbd_cpu.c PBD,
+ * host/fem_cpu.c FEM; CUDA: kernels/mpm.cu for MPM, tools and rigid
+ * bodies, kernels/sph.cu, pbd.cu, fem.cu) and never calls the Coupler.
+ * The Coupler (host/coupler.c) holds the one list of the substep's order
+ * and runs it for both paths: the CPU path runs each phase, the CUDA path
+ * queues it into its stream (docs/ARCHITECTURE.md, PHYSICS.md 1). */
 #ifndef FIRN_SOLVER_H
 #define FIRN_SOLVER_H
 
 #include "firn.h"
+#include "firn_mpm.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* A solver's substep phases, as the Coupler runs them. */
-typedef struct {
-    const char *name;
-    int (*is_active)(const firn_world *w);
-    /* Before anything else in a substep: bring the solver's state into the
-     * layout its phases expect (MPM, CPU: the particle order of its bins).
-     * May be NULL. Not timed. */
-    void (*begin_substep)(firn_world *w);
-    /* Advance the solver up to coupling (rigid: its whole step; MPM: clear
-     * and P2G). */
-    void (*pre_coupling)(firn_world *w);
-    /* After coupling (MPM: G2P). Returns the lowest scene index of a non-finite
-     * element, or -1. */
-    int (*post_coupling)(firn_world *w);
-} firn_solver;
 
 /* The solvers a world can have, in the order the Coupler runs their phases. */
 enum {
@@ -39,6 +27,97 @@ enum {
     FIRN_SOLVER_FEM,
     FIRN_SOLVER_COUNT
 };
+
+/* The profile's intervals (firn_profile's fields): a mark of slot k ends an
+ * interval, which is added to slot k. The Coupler marks the end of every
+ * (solver, phase) with the slot the solver's table names; a solver marks
+ * the intervals inside a phase itself (firn_step_mark). */
+typedef enum {
+    FIRN_PROF_COUPLE = 0, /* CPIC marking, the tools' and rigid bodies' pre-coupling */
+    FIRN_PROF_CLEAR,
+    FIRN_PROF_P2G,
+    FIRN_PROF_SPH_SORT,
+    FIRN_PROF_SPH_DENSITY,
+    FIRN_PROF_SPH_PRESSURE,
+    FIRN_PROF_PBD_CONSTRAINTS,
+    FIRN_PROF_PBD_PARTICLES,
+    FIRN_PROF_FEM_ELEMENTS,
+    FIRN_PROF_FEM_VELOCITY,
+    FIRN_PROF_GRID, /* the couple phase (the grid update and every pair), the tools' records */
+    FIRN_PROF_G2P,
+    FIRN_PROF_SPH_INTEGRATE,
+    FIRN_PROF_PBD_INTEGRATE,
+    FIRN_PROF_FEM_POSITION,
+    FIRN_PROF_COUNT
+} firn_prof_slot;
+
+/* firn_profile's field for slot k. */
+double *firn_prof_field(firn_profile *prof, int k);
+
+/* A path's clock: mark(c, k, err) ends the interval since the last mark
+ * and adds it to slot k (CPU: the wall clock now; CUDA: an event recorded
+ * into the stream, read when the call ends). 0, or -1 with err set. */
+typedef struct firn_clock {
+    int (*mark)(struct firn_clock *c, int slot, firn_error *err);
+    void *impl;
+} firn_clock;
+
+/* The substep being run, as every phase sees it. */
+typedef struct {
+    unsigned substep;     /* its index in the call (CUDA; 0 on the CPU path) */
+    const firn_params *P; /* the call's parameters (dt) */
+    firn_clock *clock;    /* NULL: not timed */
+    firn_error *err;      /* where a failed phase says why */
+    int bad;              /* post: the solver's lowest non-finite element found, or -1 */
+} firn_step;
+
+/* Ends the interval of slot k, if the substep is timed. 0 or -1. */
+static inline int firn_step_mark(firn_step *st, int k)
+{
+    return st->clock ? st->clock->mark(st->clock, k, st->err) : 0;
+}
+
+/* One path's phases of a solver. begin (may be NULL): bring the state into
+ * the layout the phases expect (CPU: MPM's particles in bin order; CUDA:
+ * G2P2G's grid of the substep). pre: advance up to coupling (rigid: its
+ * whole step; MPM: clear and P2G). post: after coupling (MPM: G2P); a
+ * path that finds non-finite elements on the host sets st->bad. Each
+ * returns 0, or -1 with st->err set (CUDA: a failed launch or copy). */
+typedef struct {
+    int (*begin)(firn_world *w, firn_step *st);
+    int (*pre)(firn_world *w, firn_step *st);
+    int (*post)(firn_world *w, firn_step *st);
+} firn_phase_ops;
+
+/* A solver: whether a world has it, its phases on both paths and the
+ * profile slots the Coupler ends after its pre and post phases. A solver
+ * with no CUDA path has NULL phases in `cuda`; the CUDA backend refuses a
+ * world that has it. */
+typedef struct {
+    const char *name;
+    int (*is_active)(const firn_world *w);
+    firn_phase_ops cpu;
+    const firn_phase_ops *cuda; /* kernels/ (a build without CUDA: host/device.c, all NULL) */
+    int prof_pre, prof_post;
+} firn_solver;
+
+/* The CUDA paths' phases (kernels/mpm.cu, sph.cu, pbd.cu, fem.cu; in a
+ * build without CUDA, host/device.c's, all NULL). */
+extern const firn_phase_ops firn_cuda_tool_phases, firn_cuda_rigid_phases, firn_cuda_mpm_phases,
+    firn_cuda_sph_phases, firn_cuda_pbd_phases, firn_cuda_fem_phases;
+
+/* A step of the couple stage on one path (host/coupler.c couple_order):
+ * 0, or -1 with st->err set. */
+typedef int (*firn_step_fn)(firn_world *w, firn_step *st);
+
+/* The couple stage's CUDA steps (kernels/mpm.cu; NULL in a build without
+ * CUDA), in host/coupler.c's couple_order: CPIC's side marking (the
+ * preprocess), MPM-SPH's contact reaction on the nodes, the grid update
+ * with the pairs on its nodes, MPM-SPH's contact force, MPM-PBD,
+ * SPH-rigid, PBD-rigid, the FEM pairs. */
+extern const firn_step_fn firn_cuda_cpic_mark, firn_cuda_mpm_sph_react, firn_cuda_grid,
+    firn_cuda_mpm_sph_contact, firn_cuda_mpm_pbd, firn_cuda_sph_rigid, firn_cuda_pbd_rigid,
+    firn_cuda_fem_pairs;
 
 #ifdef __cplusplus
 }

@@ -479,27 +479,33 @@ int firn_cpu_g2p_cpic(firn_world *w)
 /* The MPM solver's phases for the Coupler (host/coupler.c). */
 static int mpm_active(const firn_world *w) { return w->p.n > 0; }
 
-static void mpm_pre_coupling(firn_world *w)
+static int mpm_begin(firn_world *w, firn_step *st)
 {
-    double t0 = omp_get_wtime();
+    (void)st;
+    firn_cpu_repermute(w);
+    return 0;
+}
+
+static int mpm_pre_coupling(firn_world *w, firn_step *st)
+{
     clear_dirty(w);
-    double t1 = omp_get_wtime();
+    firn_step_mark(st, FIRN_PROF_CLEAR);
     firn_cpu_p2g(w);
-    double t2 = omp_get_wtime();
-    w->prof.clear += t1 - t0;
-    w->prof.p2g += t2 - t1;
+    return 0;
 }
 
-static int mpm_post_coupling(firn_world *w)
+static int mpm_post_coupling(firn_world *w, firn_step *st)
 {
-    double t0 = omp_get_wtime();
-    int bad = w->coupler.cpic ? firn_cpu_g2p_cpic(w) : firn_cpu_g2p(w);
-    w->prof.g2p += omp_get_wtime() - t0;
-    return bad;
+    st->bad = w->coupler.cpic ? firn_cpu_g2p_cpic(w) : firn_cpu_g2p(w);
+    return 0;
 }
 
-const firn_solver firn_mpm_solver = {"mpm", mpm_active, firn_cpu_repermute, mpm_pre_coupling,
-                                     mpm_post_coupling};
+const firn_solver firn_mpm_solver = {"mpm",
+                                     mpm_active,
+                                     {mpm_begin, mpm_pre_coupling, mpm_post_coupling},
+                                     &firn_cuda_mpm_phases,
+                                     FIRN_PROF_P2G,
+                                     FIRN_PROF_G2P};
 
 void firn_grid_split(const firn_grid *g, float *mass, float *vel)
 {

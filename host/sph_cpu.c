@@ -116,7 +116,7 @@ static void dfsph(firn_sph *S)
 
 static int sph_active(const firn_world *w) { return w->sph.n > 0; }
 
-static void sph_pre_coupling(firn_world *w)
+static int sph_pre_coupling(firn_world *w, firn_step *st)
 {
     firn_sph *S = &w->sph;
     const int n = S->n;
@@ -124,32 +124,27 @@ static void sph_pre_coupling(firn_world *w)
     /* the bodies SPH-rigid couples bound the density (firn_sph_density_rigid) */
     const int nb = w->coupler.sph_rigid ? w->n_rigids : 0;
     const firn_rigid *bodies = w->rigids;
-    double t0 = omp_get_wtime();
     firn_sph_cpu_sort(S);
     /* and the MPM bodies MPM-SPH couples (firn_mpm_level_at), after P2G */
     firn_coupler_mpm_phi(w);
     const firn_mpm_level L = firn_coupler_mpm_level(w);
-    double t1 = omp_get_wtime();
+    firn_step_mark(st, FIRN_PROF_SPH_SORT);
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < n; i++)
         S->s.rho[i] = firn_sph_density_rigid(i, &S->P, S->mats, S->s, S->G, bodies, nb, &L);
-    double t2 = omp_get_wtime();
+    firn_step_mark(st, FIRN_PROF_SPH_DENSITY);
     if (S->P.solver == FIRN_SPH_DFSPH)
         dfsph(S);
     else
         wcsph(S);
-    double t3 = omp_get_wtime();
-    w->prof.sph_sort += t1 - t0;
-    w->prof.sph_density += t2 - t1;
-    w->prof.sph_pressure += t3 - t2;
+    return 0;
 }
 
-static int sph_post_coupling(firn_world *w)
+static int sph_post_coupling(firn_world *w, firn_step *st)
 {
     firn_sph *S = &w->sph;
     const int n = S->n;
     int bad = n;
-    double t0 = omp_get_wtime();
 #pragma omp parallel for schedule(static) reduction(min : bad)
     for (int i = 0; i < n; i++) {
         firn_sph_advect(i, &S->P, S->s);
@@ -157,14 +152,15 @@ static int sph_post_coupling(firn_world *w)
         if (!isfinite(x.v[0] + x.v[1] + x.v[2] + v.v[0] + v.v[1] + v.v[2]) && i < bad)
             bad = i;
     }
-    w->prof.sph_integrate += omp_get_wtime() - t0;
-    return bad < n ? bad : -1;
+    st->bad = bad < n ? bad : -1;
+    return 0;
 }
 
 const firn_solver firn_sph_solver = {
     .name = "sph",
     .is_active = sph_active,
-    .begin_substep = NULL,
-    .pre_coupling = sph_pre_coupling,
-    .post_coupling = sph_post_coupling,
+    .cpu = {NULL, sph_pre_coupling, sph_post_coupling},
+    .cuda = &firn_cuda_sph_phases,
+    .prof_pre = FIRN_PROF_SPH_PRESSURE,
+    .prof_post = FIRN_PROF_SPH_INTEGRATE,
 };

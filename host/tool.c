@@ -111,24 +111,31 @@ static int tool_active(const firn_world *w) { return w->n_tools > 0; }
 
 /* Genesis's order: the pose advects before coupling; the coupling's
  * reaction sums start from zero. */
-static void tool_pre_coupling(firn_world *w)
+static int tool_pre_coupling(firn_world *w, firn_step *st)
 {
+    (void)st;
     for (int k = 0; k < w->n_tools; k++)
         firn_tool_advect(&w->tools[k], w->params.dt);
     memset(w->tool_acc, 0, sizeof w->tool_acc);
+    return 0;
 }
 
 /* The coupling's reaction into the records, in tool order. */
-static int tool_post_coupling(firn_world *w)
+static int tool_post_coupling(firn_world *w, firn_step *st)
 {
+    (void)st;
     for (int k = 0; k < w->n_tools; k++)
         firn_tool_record_add(&w->tool_rec[k], w->tool_acc + FIRN_TOOL_ACC * k, w->params.dt, 0);
     w->tool_frame_time += w->params.dt;
-    return -1;
+    return 0;
 }
 
-const firn_solver firn_tool_solver = {"tool", tool_active, NULL, tool_pre_coupling,
-                                      tool_post_coupling};
+const firn_solver firn_tool_solver = {"tool",
+                                      tool_active,
+                                      {NULL, tool_pre_coupling, tool_post_coupling},
+                                      &firn_cuda_tool_phases,
+                                      FIRN_PROF_COUPLE,
+                                      FIRN_PROF_GRID};
 
 void firn_tool_fill_state(const firn_world *w, int k, firn_tool_state *out)
 {

@@ -131,16 +131,20 @@ static __global__ void fem_position(firn_fem_params P, firn_fem_vertices V, unsi
 
 /* ---- launchers ------------------------------------------------------------ */
 
-int firn_cuda_fem_queue_pre(firn_fem_cuda *S, firn_fem *H, unsigned substep, cudaStream_t st,
-                            cudaEvent_t ev, firn_error *err)
+static int fem_queue_pre(firn_world *w, firn_step *step)
 {
+    firn_fem_cuda *S = w->fem.cuda;
+    firn_fem *H = &w->fem;
+    const unsigned substep = step->substep;
+    firn_error *err = step->err;
+    const cudaStream_t st = firn_cuda_world_stream(w);
     if (S->E.n > 0) {
         FIRN_LAUNCH(fem_forces, blocks_for(S->E.n), FIRN_FEM_BLOCK, 0, st, S->mats, S->E, S->V.x,
                     S->V.n);
         FIRN_CUDA_CHECK_LAUNCH("fem_forces", st, err);
     }
-    if (ev)
-        FIRN_CUDA_CHECK(cudaEventRecord(ev, st), err);
+    if (firn_step_mark(step, FIRN_PROF_FEM_ELEMENTS))
+        return FIRN_CUDA_FAILED;
     if (!S->imp) {
         FIRN_LAUNCH(fem_velocity, blocks_for(S->V.n), FIRN_FEM_BLOCK, 0, st, H->P, S->V, S->E, 0,
                     S->V.n);
@@ -198,14 +202,17 @@ int firn_cuda_fem_queue_couple(firn_fem_cuda *S, const firn_rigid *bodies, int n
     return 0;
 }
 
-int firn_cuda_fem_queue_post(firn_fem_cuda *S, const firn_fem *H, unsigned substep, cudaStream_t st,
-                             firn_error *err)
+static int fem_queue_post(firn_world *w, firn_step *step)
 {
-    FIRN_LAUNCH(fem_position, blocks_for(S->V.n), FIRN_FEM_BLOCK, 0, st, H->P, S->V, S->bad,
-                substep);
-    FIRN_CUDA_CHECK_LAUNCH("fem_position", st, err);
+    firn_fem_cuda *S = w->fem.cuda;
+    const cudaStream_t st = firn_cuda_world_stream(w);
+    FIRN_LAUNCH(fem_position, blocks_for(S->V.n), FIRN_FEM_BLOCK, 0, st, w->fem.P, S->V, S->bad,
+                step->substep);
+    FIRN_CUDA_CHECK_LAUNCH("fem_position", st, step->err);
     return 0;
 }
+
+const firn_phase_ops firn_cuda_fem_phases = {NULL, fem_queue_pre, fem_queue_post};
 
 int firn_cuda_fem_end_call(firn_world *w, unsigned long long *bad, firn_error *err)
 {

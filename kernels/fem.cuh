@@ -13,24 +13,21 @@
 
 struct firn_fem_cuda; /* kernels/fem.cu, held in firn_fem.cuda */
 
-/* Pre-coupling (host/fem_cpu.c fem_pre_coupling): the element forces, one
- * thread per element, then each explicit body's velocity step, one thread
- * per vertex, and each implicit body's backward Euler solve
- * (firn_cuda_fem_implicit_step); ev (when not NULL) recorded after the
- * forces. H is the host solver (parameters, dt set; the implicit solves'
- * counts and first failure, reset at substep 0 of a call). */
-int firn_cuda_fem_queue_pre(struct firn_fem_cuda *S, firn_fem *H, unsigned substep, cudaStream_t st,
-                            cudaEvent_t ev, firn_error *err);
+/* The FEM solver's CUDA phases (host/solver.h firn_cuda_fem_phases):
+ * pre-coupling (host/fem_cpu.c fem_pre_coupling) queues the element
+ * forces, one thread per element (the profile's element interval ends
+ * there), then each explicit body's velocity step, one thread per vertex,
+ * and each implicit body's backward Euler solve
+ * (firn_cuda_fem_implicit_step; the host solver's implicit counts and first
+ * failure are reset at substep 0 of a call). Post-coupling: the position
+ * step and the walls; non-finite vertices recorded in the FEM word
+ * (substep of the call, vertex index). */
 /* The FEM pairs (host/coupler.c couple_fem): the surface normals, then
  * FEM-Rigid with the nb bodies (nb 0: off), its reaction into acc, then
  * FEM-MPM on grid g (P NULL: off), then FEM-SPH with V (NULL: off). */
 int firn_cuda_fem_queue_couple(struct firn_fem_cuda *S, const firn_rigid *bodies, int nb,
                                double *acc, const firn_params *P, firn_grid g,
                                const firn_sph_view *V, cudaStream_t st, firn_error *err);
-/* Post-coupling: the position step and the walls; non-finite vertices
- * recorded in the FEM word (substep of the call, vertex index). */
-int firn_cuda_fem_queue_post(struct firn_fem_cuda *S, const firn_fem *H, unsigned substep,
-                             cudaStream_t st, firn_error *err);
 
 /* At the end of a call, after the stream synchronised: the FEM non-finite
  * word into *bad (FIRN_CUDA_BAD_NONE when none), which it resets. */

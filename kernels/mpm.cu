@@ -9,13 +9,14 @@
  *
  * A call of firn_cuda_run queues all its substeps on one stream and
  * synchronises once at the end; non-finite particles are recorded on the
- * device (lowest index, atomicMin) and read back once. queue_substep is
- * the Coupler's executor on this path: the rigid step (kernels/coupling.cu),
- * the MPM phases (none without MPM particles), the SPH solver's
- * (kernels/sph.cu), the PBD solver's (kernels/pbd.cu), the tools'
- * (kernels/coupling.cu) and the coupled grid update and particle pairs, in
- * host/coupler.c's order. The tools and their reaction records come back
- * to the host mirror with the call's one synchronisation. */
+ * device (lowest index, atomicMin) and read back once. queue_substep
+ * hands each substep to the Coupler's one order (host/coupler.c
+ * firn_coupler_run), which queues every active solver's CUDA phases from
+ * its table (host/solver.h): the tools', the rigid bodies' and MPM's
+ * (defined here), SPH's, PBD's and FEM's (kernels/sph.cu, pbd.cu, fem.cu),
+ * and the couple stage (the grid update with its pairs, then the particle
+ * and surface pairs). The tools and their reaction records come back to
+ * the host mirror with the call's one synchronisation. */
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -39,35 +40,11 @@
 
 #define FIRN_BLOCK 256
 
-/* Events: the call's start and end, and in its timed substep (the middle
- * one) the substep's start, then after each phase in the Coupler's order:
- * the coupling steps (CPIC marking, rigid step), the clear, P2G, the SPH
- * sort, density and pressure phases, the PBD prediction and constraint
- * sweeps, the FEM element forces and vertex velocities, the grid update
- * (with the SPH-rigid, PBD-rigid and FEM pairs), G2P, the SPH position
- * step, the PBD velocities and box and the FEM position step. A phase a world
- * does not have gets its two events back to back. */
-enum {
-    EV_START,
-    EV_SUB,
-    EV_COUPLE,
-    EV_CLEAR,
-    EV_P2G,
-    EV_SPH_SORT,
-    EV_SPH_DENSITY,
-    EV_SPH_PRESSURE,
-    EV_PBD_CONSTRAINTS,
-    EV_PBD_PARTICLES,
-    EV_FEM_ELEMENTS,
-    EV_FEM_VELOCITY,
-    EV_GRID,
-    EV_G2P,
-    EV_SPH_ADVECT,
-    EV_PBD_FINISH,
-    EV_FEM_POSITION,
-    EV_END,
-    EV_COUNT
-};
+/* Events: the call's start and end (EV_START, EV_END), then the marks of
+ * its timed substep (the middle one): the substep's start, then the end
+ * of every interval the Coupler and the solvers mark (host/solver.h,
+ * firn_step_mark), each with its profile slot. */
+enum { EV_START, EV_END, EV_MARK0, EV_COUNT = EV_MARK0 + 48 };
 
 /* Binned P2G: the particles' order by bin of FIRN_BIN^3 cells (their
  * stencil corner's) and, within a bin, by cell, rebuilt every substep, and
@@ -285,22 +262,18 @@ struct firn_cuda_state {
     size_t red_temp_bytes;
     cudaStream_t stream;
     cudaEvent_t ev[EV_COUNT];
-    firn_rigid *rigids; /* device rigid state (n_rigids), resident */
-    double *rigid_acc;  /* coupling force/torque for the next rigid step [n_rigids][6] */
+    int mark_slot[EV_COUNT]; /* the profile slot each mark ends (-1: the substep's start) */
+    int marks;               /* marks recorded in the timed substep */
+    firn_rigid *rigids;      /* device rigid state (n_rigids), resident */
+    double *rigid_acc;       /* coupling force/torque for the next rigid step [n_rigids][6] */
     int n_rigids;
-    int rigid_mpm;                   /* the Coupler's rigid_mpm pair is active */
-    int cpic;                        /* the Coupler's CPIC is on (p.cpic allocated) */
-    int mpm;                         /* the MPM solver is active (has particles) */
-    int mpm_sph;                     /* the Coupler's mpm_sph pair is active */
-    float *mpm_phi;                  /* MPM-SPH's contact: the volume fraction per node, or NULL */
-    int sph_rigid;                   /* the Coupler's sph_rigid pair is active */
-    int pbd_rigid;                   /* the Coupler's pbd_rigid pair is active */
-    int fem_rigid, fem_mpm, fem_sph; /* the Coupler's FEM pairs are active */
-    firn_tool *tools;                /* device tool state (n_tools), resident */
-    double *tool_acc;                /* this substep's reaction [n_tools][6] */
-    firn_tool_record *tool_rec;      /* the reaction's sums [n_tools] */
+    int cpic;                   /* the Coupler's CPIC is on (p.cpic allocated) */
+    int mpm;                    /* the MPM solver is active (has particles) */
+    float *mpm_phi;             /* MPM-SPH's contact: the volume fraction per node, or NULL */
+    firn_tool *tools;           /* device tool state (n_tools), resident */
+    double *tool_acc;           /* this substep's reaction [n_tools][6] */
+    firn_tool_record *tool_rec; /* the reaction's sums [n_tools] */
     int n_tools;
-    int tool_mpm; /* the Coupler's tool_mpm pair is active */
     /* Device SDF grids, one per distinct mesh of the bodies and tools, and
      * the host grid each copies. */
     float *mesh_grid[FIRN_MAX_RIGIDS + FIRN_MAX_TOOLS];
@@ -1730,20 +1703,12 @@ static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
     s->bytes = want;
     s->n_rigids = w->n_rigids;
     s->model = mpm_model(w);
-    s->rigid_mpm = w->coupler.rigid_mpm;
     s->cpic = w->coupler.cpic && s->p.cpic_slots > 0;
     s->mpm = w->coupler.active[FIRN_SOLVER_MPM];
-    s->mpm_sph = w->coupler.mpm_sph;
     if (firn_mpm_sph_contact(w)) { /* counted in firn_device_bytes */
         FIRN_CUDA_CHECK(cudaMalloc(&s->mpm_phi, 4 * (size_t)s->grid.nodes * sizeof(float)), err);
     }
-    s->sph_rigid = w->coupler.sph_rigid;
-    s->pbd_rigid = w->coupler.pbd_rigid;
-    s->fem_rigid = w->coupler.fem_rigid;
-    s->fem_mpm = w->coupler.fem_mpm && s->mpm;
-    s->fem_sph = w->coupler.fem_sph;
     s->n_tools = w->n_tools;
-    s->tool_mpm = w->coupler.tool_mpm;
     if (s->n_rigids > 0 && upload_rigids(w, s, r_bytes, a_bytes, err))
         return FIRN_CUDA_FAILED;
     if (s->n_tools > 0 && upload_tools(w, s, err))
@@ -1774,6 +1739,14 @@ cudaStream_t firn_cuda_world_stream(const firn_world *w) { return w->cuda->strea
 
 extern "C" int firn_cuda_init(firn_world *w, firn_error *err)
 {
+    const char *no_cuda = firn_coupler_no_cuda(w);
+    if (no_cuda) {
+        firn_set_error(err, FIRN_E_DEVICE,
+                       "the %s solver has no CUDA path (its table in host/solver.h); run the "
+                       "scene on the CPU (--backend cpu)",
+                       no_cuda);
+        return FIRN_CUDA_FAILED;
+    }
     firn_cuda_state *s = (firn_cuda_state *)calloc(1, sizeof *s);
     if (!s) {
         firn_set_error(err, FIRN_E_NOMEM, "out of host memory");
@@ -1978,15 +1951,15 @@ static int queue_binned_scatter(firn_cuda_state *s, const firn_params *P, unsign
  * substep k's grid, the fused G2P of substep k - 1 (from its grid) and P2G
  * of substep k, then the bins of the new positions for the next fused
  * kernel (none after the call's last). */
-static int queue_fused(firn_cuda_state *s, const firn_params *P, unsigned k, int timed,
+static int queue_fused(firn_cuda_state *s, const firn_params *P, unsigned k, firn_step *step,
                        firn_error *err)
 {
     const unsigned pblocks = (unsigned)((s->p.n + FIRN_BLOCK - 1) / FIRN_BLOCK);
     FIRN_CUDA_CHECK(
         cudaMemsetAsync(s->grid.node, 0, 4 * (size_t)s->grid.nodes * sizeof(float), s->stream),
         err);
-    if (timed)
-        FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_CLEAR], s->stream), err);
+    if (firn_step_mark(step, FIRN_PROF_CLEAR))
+        return FIRN_CUDA_FAILED;
     firn_grid from = s->grid;
     from.node = s->gbuf[(s->gbase + k - 1) & 1];
     /* g2p2g reads `from` through the read-only cache (__ldg, firn_load_node),
@@ -2010,8 +1983,6 @@ static int queue_fused(firn_cuda_state *s, const firn_params *P, unsigned k, int
     }
     if ((int)k + 1 < s->nsub && queue_binning(s, P, pblocks, k + 1, err))
         return FIRN_CUDA_FAILED;
-    if (timed)
-        FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_P2G], s->stream), err);
     return 0;
 }
 
@@ -2022,12 +1993,12 @@ static int ends_with_g2p(const firn_cuda_state *s, unsigned k)
     return !(s->mpm && s->bins.fused) || (int)k + 1 == s->nsub;
 }
 
-static int queue_mpm_pre(firn_cuda_state *s, const firn_params *P, unsigned k, int timed,
+static int queue_mpm_pre(firn_cuda_state *s, const firn_params *P, unsigned k, firn_step *step,
                          firn_error *err)
 {
     const unsigned pblocks = (unsigned)((s->p.n + FIRN_BLOCK - 1) / FIRN_BLOCK);
     if (s->mpm && s->bins.fused && k > 0)
-        return queue_fused(s, P, k, timed, err);
+        return queue_fused(s, P, k, step, err);
     if (s->mpm && s->bins.sparse) {
         /* The clear of the blocks the last substep wrote, then the new
          * list; the grid is zero outside it, as after a dense clear. */
@@ -2041,8 +2012,8 @@ static int queue_mpm_pre(firn_cuda_state *s, const firn_params *P, unsigned k, i
             cudaMemsetAsync(s->grid.node, 0, 4 * (size_t)s->grid.nodes * sizeof(float), s->stream),
             err);
     }
-    if (timed)
-        FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_CLEAR], s->stream), err);
+    if (firn_step_mark(step, FIRN_PROF_CLEAR))
+        return FIRN_CUDA_FAILED;
     if (s->mpm && s->cpic) {
         if (firn_cuda_queue_p2g_cpic(P, s->mats, s->p, s->grid, s->rigids, s->n_rigids, s->stream,
                                      err))
@@ -2056,17 +2027,16 @@ static int queue_mpm_pre(firn_cuda_state *s, const firn_params *P, unsigned k, i
                         s->grid);
         FIRN_CUDA_CHECK_LAUNCH("p2g", s->stream, err);
     }
-    if (timed)
-        FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_P2G], s->stream), err);
     return 0;
 }
 
-/* The grid update with its pairs, MPM-PBD, then SPH-rigid, then
- * PBD-rigid, then the FEM pairs (host/coupler.c firn_coupler_couple). */
-static int queue_couple(firn_world *w, const firn_params *P, firn_error *err)
+/* ---- the couple stage's steps (host/coupler.c couple_order) ------------- */
+
+/* The SPH solver as the pairs see it, with MPM-SPH's level set when the
+ * contact is on. */
+static firn_sph_view couple_view(firn_world *w, const firn_params *P)
 {
     firn_cuda_state *s = w->cuda;
-    const unsigned gblocks = (unsigned)((s->grid.nodes + FIRN_BLOCK - 1) / FIRN_BLOCK);
     firn_sph_view V;
     memset(&V, 0, sizeof V);
     if (w->sph.cuda)
@@ -2076,141 +2046,223 @@ static int queue_couple(firn_world *w, const firn_params *P, firn_error *err)
         V.L.phi = s->mpm_phi;
         V.L.node = s->grid.node;
         V.L.react = s->mpm_phi + s->grid.nodes;
-        if (w->sph.cuda && firn_cuda_queue_sph_mpm_react(&V, s->grid.nodes, s->stream, err))
-            return FIRN_CUDA_FAILED;
     }
-    if (s->mpm && s->tool_mpm && s->n_tools > 0) {
-        if (firn_cuda_queue_grid_tools(P, s->grid, s->tools, s->n_tools, s->tool_acc, s->rigids,
-                                       s->rigid_mpm ? s->n_rigids : 0, s->rigid_acc,
-                                       s->mpm_sph && w->sph.cuda ? &V : NULL, s->stream, err))
-            return FIRN_CUDA_FAILED;
-    } else if (s->mpm && s->mpm_sph && w->sph.cuda) {
-        if (firn_cuda_queue_grid_pairs(P, s->grid, s->rigids, s->rigid_mpm ? s->n_rigids : 0,
-                                       s->rigid_acc, &V, s->stream, err))
-            return FIRN_CUDA_FAILED;
-    } else if (s->mpm && s->rigid_mpm) {
-        if (firn_cuda_queue_grid_rigid(P, s->grid, s->rigids, s->n_rigids, s->rigid_acc, s->stream,
-                                       err))
-            return FIRN_CUDA_FAILED;
-    } else if (s->mpm && s->bins.sparse) {
+    return V;
+}
+
+static int cpic_queue(firn_world *w, firn_step *st)
+{
+    firn_cuda_state *s = w->cuda;
+    if (!s->cpic) /* no particle has CPIC slots */
+        return 0;
+    return firn_cuda_queue_cpic_mark(st->P, s->p, s->rigids, s->n_rigids, s->stream, st->err);
+}
+
+static int mpm_sph_react_queue(firn_world *w, firn_step *st)
+{
+    firn_cuda_state *s = w->cuda;
+    const firn_sph_view V = couple_view(w, st->P);
+    return firn_cuda_queue_sph_mpm_react(&V, s->grid.nodes, s->stream, st->err);
+}
+
+/* The grid update with the pairs on its nodes: the tools (with the rigid
+ * bodies and MPM-SPH), MPM-SPH with the rigid bodies, the rigid bodies
+ * alone, or none (sparse or dense). */
+static int grid_queue(firn_world *w, firn_step *st)
+{
+    firn_cuda_state *s = w->cuda;
+    const firn_params *P = st->P;
+    firn_error *err = st->err;
+    const firn_coupler *c = &w->coupler;
+    const unsigned gblocks = (unsigned)((s->grid.nodes + FIRN_BLOCK - 1) / FIRN_BLOCK);
+    const firn_sph_view V = couple_view(w, P);
+    if (c->tool_mpm && s->n_tools > 0)
+        return firn_cuda_queue_grid_tools(P, s->grid, s->tools, s->n_tools, s->tool_acc, s->rigids,
+                                          c->rigid_mpm ? s->n_rigids : 0, s->rigid_acc,
+                                          c->mpm_sph && w->sph.cuda ? &V : NULL, s->stream, err);
+    if (c->mpm_sph && w->sph.cuda)
+        return firn_cuda_queue_grid_pairs(P, s->grid, s->rigids, c->rigid_mpm ? s->n_rigids : 0,
+                                          s->rigid_acc, &V, s->stream, err);
+    if (c->rigid_mpm)
+        return firn_cuda_queue_grid_rigid(P, s->grid, s->rigids, s->n_rigids, s->rigid_acc,
+                                          s->stream, err);
+    if (s->bins.sparse) {
         FIRN_LAUNCH(sparse_update, sparse_blocks(s->bins), FIRN_SPARSE_THREADS, 0, s->stream, *P,
                     s->bins, s->grid);
         FIRN_CUDA_CHECK_LAUNCH("sparse_update", s->stream, err);
-    } else if (s->mpm && gblocks > 0) {
+    } else if (gblocks > 0) {
         FIRN_LAUNCH(grid_update, gblocks, FIRN_BLOCK, 0, s->stream, *P, s->grid);
         FIRN_CUDA_CHECK_LAUNCH("grid_update", s->stream, err);
     }
-    if (s->mpm_phi && w->sph.cuda && firn_cuda_queue_sph_mpm(&V, s->stream, err))
-        return FIRN_CUDA_FAILED;
-    if (s->mpm && w->coupler.mpm_pbd && w->pbd.cuda &&
-        firn_cuda_pbd_queue_mpm(w->pbd.cuda, P, s->grid, s->stream, err))
-        return FIRN_CUDA_FAILED;
-    if (s->sph_rigid && w->sph.cuda &&
-        firn_cuda_queue_sph_rigid(&V, s->rigids, s->n_rigids, s->rigid_acc, s->stream, err))
-        return FIRN_CUDA_FAILED;
-    if (s->pbd_rigid && w->pbd.cuda) {
-        const firn_pbd_view B = firn_cuda_pbd_view(w->pbd.cuda, &w->pbd.P);
-        if (firn_cuda_queue_pbd_rigid(&B, s->rigids, s->n_rigids, s->rigid_acc, s->stream, err))
-            return FIRN_CUDA_FAILED;
-    }
-    if (w->fem.cuda && (s->fem_rigid || s->fem_mpm || s->fem_sph) &&
-        firn_cuda_fem_queue_couple(w->fem.cuda, s->rigids, s->fem_rigid ? s->n_rigids : 0,
-                                   s->rigid_acc, s->fem_mpm ? P : NULL, s->grid,
-                                   s->fem_sph && w->sph.cuda ? &V : NULL, s->stream, err))
-        return FIRN_CUDA_FAILED;
     return 0;
 }
 
+static int mpm_sph_contact_queue(firn_world *w, firn_step *st)
+{
+    const firn_sph_view V = couple_view(w, st->P);
+    return firn_cuda_queue_sph_mpm(&V, w->cuda->stream, st->err);
+}
+
+static int mpm_pbd_queue(firn_world *w, firn_step *st)
+{
+    firn_cuda_state *s = w->cuda;
+    return firn_cuda_pbd_queue_mpm(w->pbd.cuda, st->P, s->grid, s->stream, st->err);
+}
+
+static int sph_rigid_queue(firn_world *w, firn_step *st)
+{
+    firn_cuda_state *s = w->cuda;
+    const firn_sph_view V = couple_view(w, st->P);
+    return firn_cuda_queue_sph_rigid(&V, s->rigids, s->n_rigids, s->rigid_acc, s->stream, st->err);
+}
+
+static int pbd_rigid_queue(firn_world *w, firn_step *st)
+{
+    firn_cuda_state *s = w->cuda;
+    const firn_pbd_view B = firn_cuda_pbd_view(w->pbd.cuda, &w->pbd.P);
+    return firn_cuda_queue_pbd_rigid(&B, s->rigids, s->n_rigids, s->rigid_acc, s->stream, st->err);
+}
+
+static int fem_pairs_queue(firn_world *w, firn_step *st)
+{
+    firn_cuda_state *s = w->cuda;
+    const firn_coupler *c = &w->coupler;
+    const firn_sph_view V = couple_view(w, st->P);
+    return firn_cuda_fem_queue_couple(w->fem.cuda, s->rigids, c->fem_rigid ? s->n_rigids : 0,
+                                      s->rigid_acc, c->fem_mpm ? st->P : NULL, s->grid,
+                                      c->fem_sph && w->sph.cuda ? &V : NULL, s->stream, st->err);
+}
+
+extern "C" {
+const firn_step_fn firn_cuda_cpic_mark = cpic_queue;
+const firn_step_fn firn_cuda_mpm_sph_react = mpm_sph_react_queue;
+const firn_step_fn firn_cuda_grid = grid_queue;
+const firn_step_fn firn_cuda_mpm_sph_contact = mpm_sph_contact_queue;
+const firn_step_fn firn_cuda_mpm_pbd = mpm_pbd_queue;
+const firn_step_fn firn_cuda_sph_rigid = sph_rigid_queue;
+const firn_step_fn firn_cuda_pbd_rigid = pbd_rigid_queue;
+const firn_step_fn firn_cuda_fem_pairs = fem_pairs_queue;
+}
+
+/* ---- the CUDA path's phases (host/solver.h), run in order by the Coupler -- */
+
+static int tool_queue_pre(firn_world *w, firn_step *st)
+{
+    firn_cuda_state *s = w->cuda;
+    return firn_cuda_queue_tool_advect(s->tools, s->tool_acc, s->n_tools, st->P, s->stream,
+                                       st->err);
+}
+
+static int tool_queue_post(firn_world *w, firn_step *st)
+{
+    firn_cuda_state *s = w->cuda;
+    return firn_cuda_queue_tool_record(s->tool_rec, s->tool_acc, s->n_tools, st->P->dt,
+                                       st->substep == 0 && w->tool_frame_reset, s->stream, st->err);
+}
+
+static int rigid_queue_pre(firn_world *w, firn_step *st)
+{
+    firn_cuda_state *s = w->cuda;
+    return firn_cuda_queue_rigid_step(s->rigids, s->rigid_acc, s->n_rigids, st->P, s->stream,
+                                      st->err);
+}
+
+static int rigid_queue_post(firn_world *w, firn_step *st)
+{
+    (void)w, (void)st;
+    return 0;
+}
+
+/* G2P2G: every phase of substep k works on its grid. */
+static int mpm_queue_begin(firn_world *w, firn_step *st)
+{
+    firn_cuda_state *s = w->cuda;
+    if (s->bins.fused)
+        s->grid.node = s->gbuf[(s->gbase + st->substep) & 1];
+    return 0;
+}
+
+static int mpm_queue_pre(firn_world *w, firn_step *st)
+{
+    return queue_mpm_pre(w->cuda, st->P, st->substep, st, st->err);
+}
+
+static int mpm_queue_post(firn_world *w, firn_step *st)
+{
+    firn_cuda_state *s = w->cuda;
+    const firn_params *P = st->P;
+    const unsigned pblocks = (unsigned)((s->p.n + FIRN_BLOCK - 1) / FIRN_BLOCK);
+    if (s->cpic)
+        return firn_cuda_queue_g2p_cpic(P, s->mats, s->p, s->grid, s->rigids, s->n_rigids,
+                                        s->rigid_acc, s->bad, st->substep, s->stream, st->err);
+    if (pblocks > 0 && ends_with_g2p(s, st->substep)) {
+        /* In storage order, binned or not: on an H200 (8M sand) G2P in the
+         * binned order took 0.36 ms against 0.30 - its particle reads
+         * become gathers, and the sampled order is coherent already. */
+        FIRN_LAUNCH(g2p, pblocks, FIRN_BLOCK, 0, s->stream, *P, s->p, s->grid, s->bad, st->substep,
+                    s->id);
+        FIRN_CUDA_CHECK_LAUNCH("g2p", s->stream, st->err);
+    }
+    return 0;
+}
+
+extern "C" {
+const firn_phase_ops firn_cuda_tool_phases = {NULL, tool_queue_pre, tool_queue_post};
+const firn_phase_ops firn_cuda_rigid_phases = {NULL, rigid_queue_pre, rigid_queue_post};
+const firn_phase_ops firn_cuda_mpm_phases = {mpm_queue_begin, mpm_queue_pre, mpm_queue_post};
+}
+
+firn_rigid *firn_cuda_world_rigids(const firn_world *w, int *n, double **acc)
+{
+    *n = w->cuda->n_rigids;
+    *acc = w->cuda->rigid_acc;
+    return w->cuda->rigids;
+}
+
+int firn_cuda_queue_mpm_level(firn_world *w, const firn_params *P, firn_mpm_level *L,
+                              firn_error *err)
+{
+    firn_cuda_state *s = w->cuda;
+    memset(L, 0, sizeof *L);
+    if (!s->mpm_phi)
+        return 0;
+    if (firn_cuda_queue_mpm_phi(P, s->p, s->mpm_phi, s->grid.nodes, s->stream, err))
+        return FIRN_CUDA_FAILED;
+    L->P = *P;
+    L->phi = s->mpm_phi;
+    L->node = s->grid.node;
+    return 0;
+}
+
+/* The CUDA path's clock: each mark records an event into the stream, with
+ * the profile slot of the interval it ends (account_time reads them). */
+static int cuda_mark(firn_clock *c, int slot, firn_error *err)
+{
+    firn_cuda_state *s = (firn_cuda_state *)c->impl;
+    if (EV_MARK0 + s->marks >= EV_COUNT) {
+        firn_set_error(err, FIRN_E_DEVICE,
+                       "the timed substep has more than %d profile marks (kernels/mpm.cu EV_COUNT)",
+                       EV_COUNT - EV_MARK0);
+        return FIRN_CUDA_FAILED;
+    }
+    s->mark_slot[EV_MARK0 + s->marks] = slot;
+    FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_MARK0 + s->marks], s->stream), err);
+    s->marks++;
+    return 0;
+}
+
+/* Substep `substep` of the call, queued into the stream in the Coupler's
+ * one order (host/coupler.c firn_coupler_run); timed: with its marks. */
 static int queue_substep(firn_world *w, const firn_params *P, unsigned substep, int timed,
                          firn_error *err)
 {
     firn_cuda_state *s = w->cuda;
-    const unsigned pblocks = (unsigned)((s->p.n + FIRN_BLOCK - 1) / FIRN_BLOCK);
-    if (s->bins.fused) /* every phase of substep k works on its grid */
-        s->grid.node = s->gbuf[(s->gbase + substep) & 1];
+    firn_clock clock = {cuda_mark, s};
     if (timed)
-        FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_SUB], s->stream), err);
-    if (s->cpic && firn_cuda_queue_cpic_mark(P, s->p, s->rigids, s->n_rigids, s->stream, err))
-        return FIRN_CUDA_FAILED;
-    if (firn_cuda_queue_tool_advect(s->tools, s->tool_acc, s->n_tools, P, s->stream, err))
-        return FIRN_CUDA_FAILED;
-    if (firn_cuda_queue_rigid_step(s->rigids, s->rigid_acc, s->n_rigids, P, s->stream, err))
-        return FIRN_CUDA_FAILED;
-    if (timed)
-        FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_COUPLE], s->stream), err);
-    if (queue_mpm_pre(s, P, substep, timed, err))
-        return FIRN_CUDA_FAILED;
-    if (w->sph.cuda) {
-        firn_mpm_level L;
-        memset(&L, 0, sizeof L);
-        if (s->mpm_phi) {
-            if (firn_cuda_queue_mpm_phi(P, s->p, s->mpm_phi, s->grid.nodes, s->stream, err))
-                return FIRN_CUDA_FAILED;
-            L.P = *P;
-            L.phi = s->mpm_phi;
-            L.node = s->grid.node;
-        }
-        if (firn_cuda_sph_queue_pre(w->sph.cuda, &w->sph.P, s->sph_rigid ? s->rigids : NULL,
-                                    s->sph_rigid ? s->n_rigids : 0, &L, s->stream,
-                                    timed ? &s->ev[EV_SPH_SORT] : NULL, err))
-            return FIRN_CUDA_FAILED;
-    } else if (timed) {
-        for (int k = EV_SPH_SORT; k <= EV_SPH_PRESSURE; k++)
-            FIRN_CUDA_CHECK(cudaEventRecord(s->ev[k], s->stream), err);
-    }
-    if (w->pbd.cuda) {
-        if (firn_cuda_pbd_queue_pre(w->pbd.cuda, &w->pbd, s->rigids, s->pbd_rigid ? s->n_rigids : 0,
-                                    s->rigid_acc, s->stream,
-                                    timed ? s->ev[EV_PBD_CONSTRAINTS] : NULL, err))
-            return FIRN_CUDA_FAILED;
-    } else if (timed) {
-        FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_PBD_CONSTRAINTS], s->stream), err);
-    }
-    if (timed)
-        FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_PBD_PARTICLES], s->stream), err);
-    if (w->fem.cuda) {
-        if (firn_cuda_fem_queue_pre(w->fem.cuda, &w->fem, substep, s->stream,
-                                    timed ? s->ev[EV_FEM_ELEMENTS] : NULL, err))
-            return FIRN_CUDA_FAILED;
-    } else if (timed) {
-        FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_FEM_ELEMENTS], s->stream), err);
-    }
-    if (timed)
-        FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_FEM_VELOCITY], s->stream), err);
-    if (queue_couple(w, P, err))
-        return FIRN_CUDA_FAILED;
-    if (firn_cuda_queue_tool_record(s->tool_rec, s->tool_acc, s->n_tools, P->dt,
-                                    substep == 0 && w->tool_frame_reset, s->stream, err))
-        return FIRN_CUDA_FAILED;
-    if (timed)
-        FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_GRID], s->stream), err);
-    if (s->mpm && s->cpic) {
-        if (firn_cuda_queue_g2p_cpic(P, s->mats, s->p, s->grid, s->rigids, s->n_rigids,
-                                     s->rigid_acc, s->bad, substep, s->stream, err))
-            return FIRN_CUDA_FAILED;
-    } else if (s->mpm && pblocks > 0 && ends_with_g2p(s, substep)) {
-        /* In storage order, binned or not: on an H200 (8M sand) G2P in the
-         * binned order took 0.36 ms against 0.30 - its particle reads
-         * become gathers, and the sampled order is coherent already. */
-        FIRN_LAUNCH(g2p, pblocks, FIRN_BLOCK, 0, s->stream, *P, s->p, s->grid, s->bad, substep,
-                    s->id);
-        FIRN_CUDA_CHECK_LAUNCH("g2p", s->stream, err);
-    }
-    if (timed)
-        FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_G2P], s->stream), err);
-    if (w->sph.cuda && firn_cuda_sph_queue_post(w->sph.cuda, &w->sph.P, substep, s->stream, err))
-        return FIRN_CUDA_FAILED;
-    if (timed)
-        FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_SPH_ADVECT], s->stream), err);
-    if (w->pbd.cuda && firn_cuda_pbd_queue_post(w->pbd.cuda, &w->pbd, substep, s->stream, err))
-        return FIRN_CUDA_FAILED;
-    if (timed)
-        FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_PBD_FINISH], s->stream), err);
-    if (w->fem.cuda && firn_cuda_fem_queue_post(w->fem.cuda, &w->fem, substep, s->stream, err))
-        return FIRN_CUDA_FAILED;
-    if (timed)
-        FIRN_CUDA_CHECK(cudaEventRecord(s->ev[EV_FEM_POSITION], s->stream), err);
-    return 0;
+        s->marks = 0;
+    firn_step st = {substep, P, timed ? &clock : NULL, err, -1};
+    int bad;
+    return firn_coupler_run(w, 1, &st, &bad) ? FIRN_CUDA_FAILED : 0;
 }
 
 static float elapsed_ms(cudaEvent_t a, cudaEvent_t b)
@@ -2223,32 +2275,28 @@ static float elapsed_ms(cudaEvent_t a, cudaEvent_t b)
     return ms;
 }
 
-/* Profile: events bracket the phases of one substep, the middle one of
- * the call (by then the stream holds queued work, so the GPU is not waiting
- * on the host's launches as it may in the first), and the whole call; the
- * call's time is split over the phases in that substep's proportions.
- * Events per phase of every substep would add a record per phase to every
- * substep of a stream of short kernels. couple: CPIC side marking and the
- * rigid bodies' step (the impulse exchange on the grid, SPH-rigid and
- * PBD-rigid and the FEM pairs are part of grid, as on the CPU path). */
+/* Profile: the timed substep's marks (the middle one of the call: by then
+ * the stream holds queued work, so the GPU is not waiting on the host's
+ * launches as it may in the first) and the whole call; the call's time is
+ * split over the profile's slots in that substep's proportions. Events per
+ * phase of every substep would add records to every substep of a stream
+ * of short kernels. */
 static void account_time(firn_world *w, firn_cuda_state *s)
 {
-    const int phases = EV_FEM_POSITION - EV_SUB;
-    double *const into[EV_FEM_POSITION - EV_SUB] = {
-        &w->prof.couple,          &w->prof.clear,         &w->prof.p2g,
-        &w->prof.sph_sort,        &w->prof.sph_density,   &w->prof.sph_pressure,
-        &w->prof.pbd_constraints, &w->prof.pbd_particles, &w->prof.fem_elements,
-        &w->prof.fem_velocity,    &w->prof.grid,          &w->prof.g2p,
-        &w->prof.sph_integrate,   &w->prof.pbd_integrate, &w->prof.fem_position};
-    float t[EV_FEM_POSITION - EV_SUB], sub = 0.0f;
-    for (int k = 0; k < phases; k++) {
-        t[k] = elapsed_ms(s->ev[EV_SUB + k], s->ev[EV_SUB + k + 1]);
-        sub += t[k];
+    double t[FIRN_PROF_COUNT] = {0};
+    float sub = 0.0f;
+    for (int k = 1; k < s->marks; k++) {
+        const int slot = s->mark_slot[EV_MARK0 + k];
+        const float ms = elapsed_ms(s->ev[EV_MARK0 + k - 1], s->ev[EV_MARK0 + k]);
+        if (slot >= 0 && slot < FIRN_PROF_COUNT) {
+            t[slot] += ms;
+            sub += ms;
+        }
     }
-    float total = elapsed_ms(s->ev[EV_START], s->ev[EV_END]);
-    double scale = sub > 0.0f ? 1e-3 * total / sub : 0.0;
-    for (int k = 0; k < phases; k++)
-        *into[k] += scale * t[k];
+    const float total = elapsed_ms(s->ev[EV_START], s->ev[EV_END]);
+    const double scale = sub > 0.0f ? 1e-3 * total / sub : 0.0;
+    for (int k = 0; k < FIRN_PROF_COUNT; k++)
+        *firn_prof_field(&w->prof, k) += scale * t[k];
     w->prof.total += 1e-3 * total;
 }
 

@@ -232,9 +232,12 @@ static int queue_particle_passes(firn_pbd_cuda *S, const firn_pbd *H, const firn
     return 0;
 }
 
-int firn_cuda_pbd_queue_pre(firn_pbd_cuda *S, const firn_pbd *H, const firn_rigid *bodies, int nb,
-                            double *acc, cudaStream_t st, cudaEvent_t ev, firn_error *err)
+static int pbd_queue_pre(firn_world *w, firn_step *step)
 {
+    firn_pbd_cuda *S = w->pbd.cuda;
+    const firn_pbd *H = &w->pbd;
+    firn_error *err = step->err;
+    const cudaStream_t st = firn_cuda_world_stream(w);
     FIRN_LAUNCH(pbd_predict, blocks_for(S->s.n), FIRN_PBD_BLOCK, 0, st, H->P, S->mats, S->s);
     FIRN_CUDA_CHECK_LAUNCH("pbd_predict", st, err);
     if (S->stretch.n > 0)
@@ -249,20 +252,29 @@ int firn_cuda_pbd_queue_pre(firn_pbd_cuda *S, const firn_pbd *H, const firn_rigi
     for (int it = 0; it < H->bending_iterations; it++)
         if (queue_sweep(&S->bend, &H->bend, 1, H->P.dt, S->s, st, err))
             return FIRN_CUDA_FAILED;
-    if (ev)
-        FIRN_CUDA_CHECK(cudaEventRecord(ev, st), err);
+    if (firn_step_mark(step, FIRN_PROF_PBD_CONSTRAINTS))
+        return FIRN_CUDA_FAILED;
+    int nb = 0;
+    double *acc;
+    const firn_rigid *bodies = firn_cuda_world_rigids(w, &nb, &acc);
+    if (!w->coupler.pbd_rigid)
+        nb = 0;
     if (H->particle_passes && queue_particle_passes(S, H, bodies, nb, acc, st, err))
         return FIRN_CUDA_FAILED;
     return 0;
 }
 
-int firn_cuda_pbd_queue_post(firn_pbd_cuda *S, const firn_pbd *H, unsigned substep, cudaStream_t st,
-                             firn_error *err)
+static int pbd_queue_post(firn_world *w, firn_step *step)
 {
-    FIRN_LAUNCH(pbd_finish, blocks_for(S->s.n), FIRN_PBD_BLOCK, 0, st, H->P, S->s, S->bad, substep);
-    FIRN_CUDA_CHECK_LAUNCH("pbd_finish", st, err);
+    firn_pbd_cuda *S = w->pbd.cuda;
+    const cudaStream_t st = firn_cuda_world_stream(w);
+    FIRN_LAUNCH(pbd_finish, blocks_for(S->s.n), FIRN_PBD_BLOCK, 0, st, w->pbd.P, S->s, S->bad,
+                step->substep);
+    FIRN_CUDA_CHECK_LAUNCH("pbd_finish", st, step->err);
     return 0;
 }
+
+const firn_phase_ops firn_cuda_pbd_phases = {NULL, pbd_queue_pre, pbd_queue_post};
 
 int firn_cuda_pbd_queue_mpm(firn_pbd_cuda *S, const firn_params *P, firn_grid g, cudaStream_t st,
                             firn_error *err)

@@ -18,19 +18,15 @@ typedef struct {
     firn_pbd_particles s;
 } firn_pbd_view;
 
-/* Pre-coupling (host/pbd_cpu.c pbd_pre_coupling): predict, every lambda
- * zeroed, then H->stretch_iterations sweeps over the edges and
- * H->bending_iterations over the inner edges, one launch per colour in the
- * colours' order; ev (when not NULL) recorded; then, with liquid or free
- * particles, the particle passes (the neighbour grid, the density and
- * viscosity iterations, contact). H is the host solver: parameters (dt
- * set), iteration counts and colour ranges. */
-int firn_cuda_pbd_queue_pre(struct firn_pbd_cuda *S, const firn_pbd *H, const firn_rigid *bodies,
-                            int nb, double *acc, cudaStream_t st, cudaEvent_t ev, firn_error *err);
-/* Post-coupling: v = (x - x0) / dt and the box; non-finite particles
+/* The PBD solver's CUDA phases (host/solver.h firn_cuda_pbd_phases):
+ * pre-coupling (host/pbd_cpu.c pbd_pre_coupling) queues predict, every
+ * lambda zeroed, then the stretch iterations' sweeps over the edges and the
+ * bending iterations' over the inner edges, one launch per colour in the
+ * colours' order (the profile's constraint interval ends there); then,
+ * with liquid or free particles, the particle passes (the neighbour grid,
+ * the density and viscosity iterations, contact, PBD-rigid's reaction).
+ * Post-coupling: v = (x - x0) / dt and the box; non-finite particles
  * recorded in the PBD word (substep of the call, particle index). */
-int firn_cuda_pbd_queue_post(struct firn_pbd_cuda *S, const firn_pbd *H, unsigned substep,
-                             cudaStream_t st, firn_error *err);
 /* MPM-PBD (host/coupler.c couple_mpm_pbd) after the grid update on grid
  * g: the particles' node keys, CUB's stable sort of them, one thread per
  * run of equal keys (firn_mpm_pbd_node, then the node's walls). Nothing

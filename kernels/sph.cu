@@ -264,38 +264,46 @@ static int queue_dfsph(firn_sph_cuda *S, const firn_sph_params *P, cudaStream_t 
     return queue_solve(S, P, 1, st, err);
 }
 
-int firn_cuda_sph_queue_pre(firn_sph_cuda *S, const firn_sph_params *P, const firn_rigid *bodies,
-                            int nb, const firn_mpm_level *L, cudaStream_t st, cudaEvent_t ev[3],
-                            firn_error *err)
+static int sph_queue_pre(firn_world *w, firn_step *step)
 {
+    firn_sph_cuda *S = w->sph.cuda;
+    const firn_sph_params *P = &w->sph.P;
+    firn_error *err = step->err;
+    const cudaStream_t st = firn_cuda_world_stream(w);
+    /* the MPM bodies MPM-SPH couples, after P2G */
+    firn_mpm_level L;
+    if (firn_cuda_queue_mpm_level(w, step->P, &L, err))
+        return FIRN_CUDA_FAILED;
+    /* and the bodies SPH-rigid couples */
+    int nb = 0;
+    double *acc;
+    const firn_rigid *bodies = firn_cuda_world_rigids(w, &nb, &acc);
+    if (!w->coupler.sph_rigid)
+        bodies = NULL, nb = 0;
     S->N.temp = S->temp;
     S->N.temp_bytes = S->temp_bytes;
-    if (firn_cuda_nbr_queue_build(&S->N, &P->nb, S->s.x, st, err))
+    if (firn_cuda_nbr_queue_build(&S->N, &P->nb, S->s.x, st, err) ||
+        firn_step_mark(step, FIRN_PROF_SPH_SORT))
         return FIRN_CUDA_FAILED;
-    if (ev)
-        FIRN_CUDA_CHECK(cudaEventRecord(ev[0], st), err);
-    firn_mpm_level none;
-    memset(&none, 0, sizeof none);
     FIRN_LAUNCH(sph_density, blocks_for(S->s.n), FIRN_SPH_BLOCK, 0, st, *P, S->mats, S->s, S->N.G,
-                bodies, nb, L ? *L : none);
+                bodies, nb, L);
     FIRN_CUDA_CHECK_LAUNCH("sph_density", st, err);
-    if (ev)
-        FIRN_CUDA_CHECK(cudaEventRecord(ev[1], st), err);
-    if (P->solver == FIRN_SPH_DFSPH ? queue_dfsph(S, P, st, err) : queue_wcsph(S, P, st, err))
+    if (firn_step_mark(step, FIRN_PROF_SPH_DENSITY))
         return FIRN_CUDA_FAILED;
-    if (ev)
-        FIRN_CUDA_CHECK(cudaEventRecord(ev[2], st), err);
+    return P->solver == FIRN_SPH_DFSPH ? queue_dfsph(S, P, st, err) : queue_wcsph(S, P, st, err);
+}
+
+static int sph_queue_post(firn_world *w, firn_step *step)
+{
+    firn_sph_cuda *S = w->sph.cuda;
+    const cudaStream_t st = firn_cuda_world_stream(w);
+    FIRN_LAUNCH(sph_advect, blocks_for(S->s.n), FIRN_SPH_BLOCK, 0, st, w->sph.P, S->s,
+                &S->flags->bad, step->substep);
+    FIRN_CUDA_CHECK_LAUNCH("sph_advect", st, step->err);
     return 0;
 }
 
-int firn_cuda_sph_queue_post(firn_sph_cuda *S, const firn_sph_params *P, unsigned substep,
-                             cudaStream_t st, firn_error *err)
-{
-    FIRN_LAUNCH(sph_advect, blocks_for(S->s.n), FIRN_SPH_BLOCK, 0, st, *P, S->s, &S->flags->bad,
-                substep);
-    FIRN_CUDA_CHECK_LAUNCH("sph_advect", st, err);
-    return 0;
-}
+const firn_phase_ops firn_cuda_sph_phases = {NULL, sph_queue_pre, sph_queue_post};
 
 firn_sph_view firn_cuda_sph_view(const firn_sph_cuda *S, const firn_sph_params *P)
 {

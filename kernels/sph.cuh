@@ -10,27 +10,29 @@
 
 struct firn_sph_cuda; /* kernels/sph.cu, held in firn_sph.cuda */
 
-/* The world's stream (kernels/mpm.cu): every SPH phase and copy is queued
- * on it, so that the Coupler's order holds without other synchronisation. */
+/* The world's stream (kernels/mpm.cu): every phase and copy is queued on
+ * it, so that the Coupler's order holds without other synchronisation. */
 cudaStream_t firn_cuda_world_stream(const struct firn_world *w);
+/* The device rigid bodies (*n of them) and their coupling accumulators
+ * (*acc, FIRN_RIGID_ACC doubles each; kernels/mpm.cu). */
+firn_rigid *firn_cuda_world_rigids(const struct firn_world *w, int *n, double **acc);
+/* MPM-SPH's contact: queues the MPM particles' volume fraction onto the
+ * grid (after P2G) and fills *L with it; L->phi NULL when the contact is
+ * off (kernels/mpm.cu). */
+int firn_cuda_queue_mpm_level(struct firn_world *w, const firn_params *P, firn_mpm_level *L,
+                              firn_error *err);
 
-/* Pre-coupling (host/sph_cpu.c sph_pre_coupling): the neighbour grid from
- * the current positions (keys and per-cell counts, CUB's exclusive scan to
- * start, end = start + count, CUB's stable radix sort of the particle
- * indices by cell), the density, then WCSPH (non-pressure, equation of
- * state, pressure and velocity step) or DFSPH (factor, divergence solve,
- * non-pressure, kick, density solve). The density counts the nb device
- * bodies (SPH-rigid's; NULL and 0 when the pair is off) and the MPM
- * bodies (L: MPM-SPH's contact; L->phi NULL when off) as boundaries
- * (firn_sph_density_rigid). ev, when not NULL, gets three events
- * recorded: after the sort, after the density, after the pressure phase. */
-int firn_cuda_sph_queue_pre(struct firn_sph_cuda *S, const firn_sph_params *P,
-                            const firn_rigid *bodies, int nb, const firn_mpm_level *L,
-                            cudaStream_t st, cudaEvent_t ev[3], firn_error *err);
-/* Post-coupling: the position step and the box, non-finite particles
- * recorded in the SPH word (substep of the call, particle index). */
-int firn_cuda_sph_queue_post(struct firn_sph_cuda *S, const firn_sph_params *P, unsigned substep,
-                             cudaStream_t st, firn_error *err);
+/* The SPH solver's CUDA phases (host/solver.h firn_cuda_sph_phases):
+ * pre-coupling (host/sph_cpu.c sph_pre_coupling) queues the neighbour grid
+ * from the current positions (keys and per-cell counts, CUB's exclusive
+ * scan to start, end = start + count, CUB's stable radix sort of the
+ * particle indices by cell), the density, then WCSPH (non-pressure,
+ * equation of state, pressure and velocity step) or DFSPH (factor,
+ * divergence solve, non-pressure, kick, density solve); the density counts
+ * the bodies SPH-rigid couples and the MPM bodies (MPM-SPH's contact) as
+ * boundaries (firn_sph_density_rigid). Post-coupling: the position step
+ * and the box, non-finite particles recorded in the SPH word (substep of
+ * the call, particle index). */
 /* The SPH solver as the coupling pairs see it on the device: P (dt set by
  * the caller), device materials, particles and neighbour grid. */
 firn_sph_view firn_cuda_sph_view(const struct firn_sph_cuda *S, const firn_sph_params *P);

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "gpu_skip.h"
+#include "all_solvers.h"
 #include "bench.h"
 #include "cuda_backend.h"
 #include "firn_cpic.h"
@@ -1788,4 +1789,19 @@ Test(gpu, compare_backends_report_is_what_firn_compare_prints, .timeout = 600)
     cr_assert(strstr(at, "compare: PASS"), "%s", out);
     firn_compare_report_free(&r);
     test_rmdir(dir);
+}
+
+/* The CUDA path queues the same list of phases (host/coupler.c
+ * firn_coupler_run) from each solver's CUDA table, and its events end the
+ * same profile slots: a world with every solver and pair times each of
+ * its phases, and they split the call's time. */
+Test(gpu, every_solver_phase_is_timed_on_the_gpu, .timeout = 300)
+{
+    require_gpu();
+    firn_world *w = test_world_json_on(all_solvers_json, "all_solvers.json", FIRN_BACKEND_CUDA);
+    firn_error err;
+    cr_assert_eq(firn_world_run_substeps(w, 4, 1e-4f, &err), 0, "%s", err.msg);
+    const firn_profile p = firn_world_profile(w);
+    all_solvers_check_profile(&p, "CUDA", 1);
+    firn_world_destroy(w);
 }

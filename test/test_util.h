@@ -56,16 +56,23 @@ static inline int test_run_firn(char *out, size_t size, const char *cwd, const c
     return test_run(out, size, cmd);
 }
 
-/* A CPU world from scene text json (named name in its messages); the
- * test stops with the parser's or the world's message if either fails. */
-static inline firn_world *test_world_json(const char *json, const char *name)
+/* A world on backend from scene text json (named name in its messages);
+ * the test stops with the parser's or the world's message if either fails.
+ * test_world_json: on the CPU. */
+static inline firn_world *test_world_json_on(const char *json, const char *name,
+                                             firn_backend backend)
 {
     firn_scene_def def;
     firn_error err;
     cr_assert_eq(firn_scene_parse_json(json, name, &def, &err), 0, "%s", err.msg);
-    firn_world *w = firn_world_create(&def, FIRN_BACKEND_CPU, &err);
+    firn_world *w = firn_world_create(&def, backend, &err);
     cr_assert(w, "%s: %s", name, err.msg);
     return w;
+}
+
+static inline firn_world *test_world_json(const char *json, const char *name)
+{
+    return test_world_json_on(json, name, FIRN_BACKEND_CPU);
 }
 
 /* Steps w by `frames` frames into *st (the last frame's stats); the test

@@ -11,9 +11,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "all_solvers.h"
 #include "firn_cpic.h"
 #include "inspect.h"
 #include "solver_cpu.h"
+#include "test_util.h"
 #include "world.h"
 
 /* A scene in a 1 m box with one material and one body; no gravity unless
@@ -1184,5 +1186,26 @@ Test(inspect, rigid_kinetic_energy_and_memory_by_solver)
     cr_assert_eq(sm.fem.host, 0.0);
     cr_assert(fabs(sm.mpm.host + sm.sph.host + sm.shared.host - all.host) < 1.0);
     cr_assert(fabs(sm.mpm.device + sm.sph.device + sm.shared.device - all.device) < 1.0);
+    firn_world_destroy(w);
+}
+
+/* The substep's order is one list for both paths (host/coupler.c
+ * firn_coupler_run): each (solver, phase) ends the profile slot its table
+ * names, and a solver marks the intervals inside its phases. On the CPU
+ * path a world with every solver and pair times each of its phases. The
+ * CUDA path's twin is gpu/every_solver_phase_is_timed_on_the_gpu. */
+Test(world, every_solver_phase_is_timed_on_the_cpu, .timeout = 60)
+{
+    firn_world *w = test_world_json(all_solvers_json, "all_solvers.json");
+    firn_error err;
+    cr_assert_eq(firn_world_run_substeps(w, 4, 1e-4f, &err), 0, "%s", err.msg);
+    const firn_profile p = firn_world_profile(w);
+    all_solvers_check_profile(&p, "CPU", 0);
+#ifdef FIRN_WITH_CUDA /* every solver and couple step has its CUDA phases */
+    cr_expect_null(firn_coupler_no_cuda(w), "%s has no CUDA phases in a CUDA build",
+                   firn_coupler_no_cuda(w));
+#else /* none has: the CUDA backend names the first active solver it lacks */
+    cr_expect_str_eq(firn_coupler_no_cuda(w), "tool");
+#endif
     firn_world_destroy(w);
 }
