@@ -11,6 +11,7 @@
 #include "tet_mesh.h"
 #include "pbd.h"
 #include "rigid.h"
+#include "scene_def.h"
 #include "sph.h"
 #include "world.h"
 
@@ -209,19 +210,26 @@ void firn_body_default(firn_body_def *body)
     body->seed = 0; /* 0: body index + 1 */
 }
 
+/* A rigid's or a tool's shape: every type's fields fit the same 0.1 m
+ * body at the unit domain's centre, so that the type may be changed. */
+static void rigid_shape_default(firn_rigid_shape_def *s, firn_rigid_shape_type type)
+{
+    s->type = type;
+    for (int k = 0; k < 3; k++) {
+        s->center[k] = 0.5f;
+        s->size[k] = 0.1f;
+    }
+    s->radius = 0.05f;
+    s->height = 0.1f;
+    s->axis = 1;
+    s->normal[1] = 1.0f;
+    s->scale = 1.0f;
+}
+
 void firn_rigid_default(firn_rigid_def *r)
 {
     memset(r, 0, sizeof *r);
-    r->shape.type = FIRN_RSHAPE_SPHERE;
-    for (int k = 0; k < 3; k++) {
-        r->shape.center[k] = 0.5f;
-        r->shape.size[k] = 0.1f;
-    }
-    r->shape.radius = 0.05f;
-    r->shape.height = 0.1f;
-    r->shape.axis = 1;
-    r->shape.normal[1] = 1.0f;
-    r->shape.scale = 1.0f;
+    rigid_shape_default(&r->shape, FIRN_RSHAPE_SPHERE);
     r->motion = FIRN_RIGID_STATIC;
     /* Genesis's coupling defaults and its Rigid material's density. */
     r->density = 200.0f;
@@ -235,19 +243,22 @@ void firn_rigid_default(firn_rigid_def *r)
 void firn_tool_default(firn_tool_def *t)
 {
     memset(t, 0, sizeof *t);
-    t->shape.type = FIRN_RSHAPE_BOX;
-    for (int k = 0; k < 3; k++) {
-        t->shape.center[k] = 0.5f;
-        t->shape.size[k] = 0.1f;
-    }
-    t->shape.radius = 0.05f;
-    t->shape.height = 0.1f;
-    t->shape.axis = 1;
-    t->shape.normal[1] = 1.0f;
-    t->shape.scale = 1.0f;
+    rigid_shape_default(&t->shape, FIRN_RSHAPE_BOX);
     t->friction = 0.0f;
     t->softness = 0.01f;
     t->collision = 1;
+}
+
+void firn_tool_as_rigid(const firn_tool_def *t, firn_rigid_def *r)
+{
+    firn_rigid_default(r);
+    r->shape = t->shape;
+    r->motion = FIRN_RIGID_KINEMATIC;
+    memcpy(r->rotation, t->rotation, sizeof r->rotation);
+    memcpy(r->velocity, t->velocity, sizeof r->velocity);
+    memcpy(r->angular_velocity, t->angular_velocity, sizeof r->angular_velocity);
+    r->n_keyframes = t->n_keyframes;
+    memcpy(r->keyframes, t->keyframes, sizeof r->keyframes);
 }
 
 void firn_scene_default(firn_scene_def *def)
@@ -1371,6 +1382,58 @@ static int validate_rigid_keyframes(const ctx *c, const firn_scene_def *def,
     return 0;
 }
 
+static const char *rigid_name(const firn_scene_def *def, int i) { return def->rigids[i].name; }
+
+static const char *tool_name(const firn_scene_def *def, int i) { return def->tools[i].name; }
+
+/* The name of rigids[i] or tools[i] (name_of(def, i), what: "rigid" or
+ * "tool") at base: terminated, no control character, not that of an
+ * earlier one; empty only where not required. */
+static int validate_name(const ctx *c, const firn_scene_def *def, const char *base, int i,
+                         const char *(*name_of)(const firn_scene_def *, int), int required,
+                         const char *what)
+{
+    const char *name = name_of(def, i);
+    char p[KEYPATH_MAX];
+    join(p, base, "name");
+    if (!memchr(name, '\0', FIRN_NAME_MAX))
+        return fail(c, p, "not NUL-terminated");
+    if (required && !name[0])
+        return fail(c, p, "empty: a %s is found by its name", what);
+    if (has_control_char(name))
+        return fail(c, p, "has a control character");
+    for (int j = 0; j < i; j++)
+        if (name[0] && !strcmp(name, name_of(def, j)))
+            return fail(c, p, "\"%s\": duplicate %s name", name, what);
+    return 0;
+}
+
+/* A rigid's or a tool's pose and velocities at base (its shape at sp): finite. */
+static int validate_pose(const ctx *c, const char *base, const char *sp, const float center[3],
+                         const float rotation[3], const float velocity[3],
+                         const float angular_velocity[3])
+{
+    char p[KEYPATH_MAX], q[KEYPATH_MAX];
+    for (int k = 0; k < 3; k++)
+        if (need(c, join_index(q, join(p, sp, "center"), k), center[k], 1, "") ||
+            need(c, join_index(q, join(p, base, "rotation"), k), rotation[k], 1, "") ||
+            need(c, join_index(q, join(p, base, "velocity"), k), velocity[k], 1, "") ||
+            need(c, join_index(q, join(p, base, "angular_velocity"), k), angular_velocity[k], 1,
+                 ""))
+            return -1;
+    return 0;
+}
+
+/* A rigid's or a tool's contact with the material: friction and softness. */
+static int validate_contact(const ctx *c, const char *base, float friction, float softness)
+{
+    char p[KEYPATH_MAX];
+    return need(c, join(p, base, "friction"), friction, friction >= 0, "must be >= 0") ||
+                   need(c, join(p, base, "softness"), softness, softness >= 0, "must be >= 0")
+               ? -1
+               : 0;
+}
+
 /* Density and mass (positive for a dynamic body), a static body at rest,
  * friction, softness and restitution. */
 static int validate_rigid_mass_motion(const ctx *c, const firn_rigid_def *r, const char *base)
@@ -1400,8 +1463,7 @@ static int validate_rigid_mass_motion(const ctx *c, const firn_rigid_def *r, con
                 return fail(c, join(p, base, r->velocity[k] != 0 ? "velocity" : "angular_velocity"),
                             "a static body does not move; use motion \"kinematic\" to "
                             "prescribe its velocity");
-    if (need(c, join(p, base, "friction"), r->friction, r->friction >= 0, "must be >= 0") ||
-        need(c, join(p, base, "softness"), r->softness, r->softness >= 0, "must be >= 0") ||
+    if (validate_contact(c, base, r->friction, r->softness) ||
         need(c, join(p, base, "restitution"), r->restitution,
              r->restitution >= 0 && r->restitution <= 1, "must be in [0, 1]"))
         return -1;
@@ -1411,27 +1473,16 @@ static int validate_rigid_mass_motion(const ctx *c, const firn_rigid_def *r, con
 static int validate_rigid(const ctx *c, const firn_scene_def *def, int i)
 {
     const firn_rigid_def *r = &def->rigids[i];
-    const firn_rigid_shape_def *s = &r->shape;
-    char base[KEYPATH_MAX], sp[KEYPATH_MAX], p[KEYPATH_MAX], q[KEYPATH_MAX];
+    char base[KEYPATH_MAX], sp[KEYPATH_MAX], p[KEYPATH_MAX];
 
     join_index(base, "rigids", i);
     join(sp, base, "shape");
-    if (!memchr(r->name, '\0', FIRN_NAME_MAX))
-        return fail(c, join(p, base, "name"), "not NUL-terminated");
-    if (has_control_char(r->name))
-        return fail(c, join(p, base, "name"), "has a control character");
-    for (int j = 0; j < i; j++)
-        if (r->name[0] && !strcmp(r->name, def->rigids[j].name))
-            return fail(c, join(p, base, "name"), "\"%s\": duplicate rigid name", r->name);
+    if (validate_name(c, def, base, i, rigid_name, 0, "rigid"))
+        return -1;
     if ((int)r->motion < 0 || (int)r->motion > FIRN_RIGID_DYNAMIC)
         return fail(c, join(p, base, "motion"), "unknown motion %d", (int)r->motion);
-    for (int k = 0; k < 3; k++)
-        if (need(c, join_index(q, join(p, sp, "center"), k), s->center[k], 1, "") ||
-            need(c, join_index(q, join(p, base, "rotation"), k), r->rotation[k], 1, "") ||
-            need(c, join_index(q, join(p, base, "velocity"), k), r->velocity[k], 1, "") ||
-            need(c, join_index(q, join(p, base, "angular_velocity"), k), r->angular_velocity[k], 1,
-                 ""))
-            return -1;
+    if (validate_pose(c, base, sp, r->shape.center, r->rotation, r->velocity, r->angular_velocity))
+        return -1;
     int e = validate_rigid_shape(c, r, base, sp);
     if (e)
         return e;
@@ -1446,46 +1497,24 @@ static int validate_rigid(const ctx *c, const firn_scene_def *def, int i)
 static int validate_tool(const ctx *c, const firn_scene_def *def, int i)
 {
     const firn_tool_def *t = &def->tools[i];
-    char base[KEYPATH_MAX], sp[KEYPATH_MAX], p[KEYPATH_MAX], q[KEYPATH_MAX];
+    char base[KEYPATH_MAX], sp[KEYPATH_MAX], p[KEYPATH_MAX];
     join_index(base, "tools", i);
     join(sp, base, "shape");
-    if (!memchr(t->name, '\0', FIRN_NAME_MAX))
-        return fail(c, join(p, base, "name"), "not NUL-terminated");
-    if (!t->name[0])
-        return fail(c, join(p, base, "name"), "empty: a tool is found by its name");
-    if (has_control_char(t->name))
-        return fail(c, join(p, base, "name"), "has a control character");
-    for (int j = 0; j < i; j++)
-        if (!strcmp(t->name, def->tools[j].name))
-            return fail(c, join(p, base, "name"), "\"%s\": duplicate tool name", t->name);
-    for (int k = 0; k < 3; k++)
-        if (need(c, join_index(q, join(p, sp, "center"), k), t->shape.center[k], 1, "") ||
-            need(c, join_index(q, join(p, base, "rotation"), k), t->rotation[k], 1, "") ||
-            need(c, join_index(q, join(p, base, "velocity"), k), t->velocity[k], 1, "") ||
-            need(c, join_index(q, join(p, base, "angular_velocity"), k), t->angular_velocity[k], 1,
-                 ""))
-            return -1;
+    if (validate_name(c, def, base, i, tool_name, 1, "tool") ||
+        validate_pose(c, base, sp, t->shape.center, t->rotation, t->velocity, t->angular_velocity))
+        return -1;
     if (t->shape.type == FIRN_RSHAPE_PLANE)
         return fail(c, join(p, sp, "type"),
                     "a tool is a bounded body (box, sphere, capsule, cylinder or mesh), not a "
                     "plane");
     /* The rigid checks of shape and keyframes, on the tool as a kinematic rigid. */
     firn_rigid_def r;
-    firn_rigid_default(&r);
-    r.shape = t->shape;
-    r.motion = FIRN_RIGID_KINEMATIC;
-    memcpy(r.rotation, t->rotation, sizeof r.rotation);
-    memcpy(r.velocity, t->velocity, sizeof r.velocity);
-    memcpy(r.angular_velocity, t->angular_velocity, sizeof r.angular_velocity);
-    r.n_keyframes = t->n_keyframes;
-    memcpy(r.keyframes, t->keyframes, sizeof r.keyframes);
+    firn_tool_as_rigid(t, &r);
     int e = validate_rigid_shape(c, &r, base, sp);
     if (e)
         return e;
-    if (validate_rigid_keyframes(c, def, &r, base, t->collision && def->coupling_tool_mpm))
-        return -1;
-    if (need(c, join(p, base, "friction"), t->friction, t->friction >= 0, "must be >= 0") ||
-        need(c, join(p, base, "softness"), t->softness, t->softness >= 0, "must be >= 0"))
+    if (validate_rigid_keyframes(c, def, &r, base, t->collision && def->coupling_tool_mpm) ||
+        validate_contact(c, base, t->friction, t->softness))
         return -1;
     if (t->collision != 0 && t->collision != 1)
         return fail(c, join(p, base, "collision"), "%d: must be 0 or 1", t->collision);
@@ -1753,6 +1782,29 @@ static int pick(const ctx *c, const char *path, const char *s, const char *const
         snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", names[i]);
     }
     return fail(c, path, "\"%s\": unknown value (expected one of %s)", s, list);
+}
+
+/* An array section (bodies, rigids, tools) of at most max items (what in
+ * the message); item(c, element, path, index, def) reads each, *n counts
+ * them. */
+static int parse_list(const ctx *c, const cJSON *j, const char *key, const char *what, int max,
+                      int *n, firn_scene_def *def,
+                      int (*item)(const ctx *, const cJSON *, const char *, int, firn_scene_def *))
+{
+    char p[KEYPATH_MAX];
+    const cJSON *e;
+    if (!cJSON_IsArray(j))
+        return fail(c, key, "expected an array, got %s", json_type(j));
+    if (cJSON_GetArraySize(j) > max)
+        return fail(c, key, "%d %s; at most %d are allowed", cJSON_GetArraySize(j), what, max);
+    cJSON_ArrayForEach(e, j)
+    {
+        int i = *n;
+        if (item(c, e, join_index(p, key, i), i, def))
+            return -1;
+        (*n)++;
+    }
+    return 0;
 }
 
 /* ---- JSON sections -------------------------------------------------------- */
@@ -2268,23 +2320,14 @@ static int parse_body(const ctx *c, const cJSON *j, const char *path, const firn
     return 0;
 }
 
+static int body_item(const ctx *c, const cJSON *j, const char *path, int i, firn_scene_def *def)
+{
+    return parse_body(c, j, path, def, i, &def->bodies[i]);
+}
+
 static int parse_bodies(const ctx *c, const cJSON *j, firn_scene_def *def)
 {
-    char p[KEYPATH_MAX];
-    const cJSON *b;
-    if (!cJSON_IsArray(j))
-        return fail(c, "bodies", "expected an array, got %s", json_type(j));
-    if (cJSON_GetArraySize(j) > FIRN_MAX_BODIES)
-        return fail(c, "bodies", "%d bodies; at most %d are allowed", cJSON_GetArraySize(j),
-                    FIRN_MAX_BODIES);
-    cJSON_ArrayForEach(b, j)
-    {
-        int i = def->n_bodies;
-        if (parse_body(c, b, join_index(p, "bodies", i), def, i, &def->bodies[i]))
-            return -1;
-        def->n_bodies++;
-    }
-    return 0;
+    return parse_list(c, j, "bodies", "bodies", FIRN_MAX_BODIES, &def->n_bodies, def, body_item);
 }
 
 static int parse_rigid_shape(const ctx *c, const cJSON *j, const char *path,
@@ -2337,8 +2380,9 @@ static int parse_rigid_shape(const ctx *c, const cJSON *j, const char *path,
     return 0;
 }
 
-/* The "keyframes" array of object j (at path), if there is one. */
-static int parse_keyframes(const ctx *c, const cJSON *j, const char *path,
+/* The "keyframes" array of object j (at path), if there is one, of a
+ * rigid or a tool: the body starts at the first one's position (center). */
+static int parse_keyframes(const ctx *c, const cJSON *j, const char *path, float center[3],
                            firn_keyframe_def keyframes[FIRN_MAX_KEYFRAMES], int *n)
 {
     const cJSON *keys_j = get(j, "keyframes"), *kf;
@@ -2365,6 +2409,38 @@ static int parse_keyframes(const ctx *c, const cJSON *j, const char *path,
             return -1;
         (*n)++;
     }
+    memcpy(center, keyframes[0].position, 3 * sizeof *center);
+    return 0;
+}
+
+/* A rigid's or a tool's name (NULL: not given) into out. */
+static int set_name(const ctx *c, const char *path, const char *name, char out[FIRN_NAME_MAX])
+{
+    char p[KEYPATH_MAX];
+    if (name && (!name[0] || strlen(name) >= FIRN_NAME_MAX))
+        return fail(c, join(p, path, "name"), "must be 1 to %d characters", FIRN_NAME_MAX - 1);
+    snprintf(out, FIRN_NAME_MAX, "%s", name ? name : "");
+    return 0;
+}
+
+/* What a rigid and a tool share, in the order read: the shape (required),
+ * the initial orientation, a rigid's density (density NULL for a tool),
+ * the velocities, friction and softness. */
+static int parse_moving(const ctx *c, const cJSON *j, const char *path, firn_rigid_shape_def *shape,
+                        float rotation[3], float *density, float velocity[3],
+                        float angular_velocity[3], float *friction, float *softness)
+{
+    char p[KEYPATH_MAX];
+    const cJSON *s = get(j, "shape");
+    if (!s)
+        return fail(c, join(p, path, "shape"), "missing (required)");
+    if (parse_rigid_shape(c, s, join(p, path, "shape"), shape) ||
+        get_vec3(c, j, path, "rotation", rotation) ||
+        (density && get_float(c, j, path, "density", density)) ||
+        get_vec3(c, j, path, "velocity", velocity) ||
+        get_vec3(c, j, path, "angular_velocity", angular_velocity) ||
+        get_float(c, j, path, "friction", friction) || get_float(c, j, path, "softness", softness))
+        return -1;
     return 0;
 }
 
@@ -2376,7 +2452,6 @@ static int parse_rigid(const ctx *c, const cJSON *j, const char *path, int index
                                        NULL};
     char p[KEYPATH_MAX];
     const char *name = NULL, *motion = "static";
-    const cJSON *shape;
     int m = 0;
 
     if (need_object(c, j, path) || check_keys(c, j, path, keys, NULL) ||
@@ -2384,49 +2459,28 @@ static int parse_rigid(const ctx *c, const cJSON *j, const char *path, int index
         pick(c, join(p, path, "motion"), motion, motion_names, 3, &m))
         return -1;
     r->motion = (firn_motion)m;
-    if (name && (!name[0] || strlen(name) >= FIRN_NAME_MAX))
-        return fail(c, join(p, path, "name"), "must be 1 to %d characters", FIRN_NAME_MAX - 1);
-    snprintf(r->name, sizeof r->name, "%s", name ? name : "");
+    if (set_name(c, path, name, r->name))
+        return -1;
     if (!name)
         snprintf(r->name, sizeof r->name, "rigid%d", index);
-    shape = get(j, "shape");
-    if (!shape)
-        return fail(c, join(p, path, "shape"), "missing (required)");
-    if (parse_rigid_shape(c, shape, join(p, path, "shape"), &r->shape) ||
-        get_vec3(c, j, path, "rotation", r->rotation) ||
-        get_float(c, j, path, "density", &r->density) ||
-        get_vec3(c, j, path, "velocity", r->velocity) ||
-        get_vec3(c, j, path, "angular_velocity", r->angular_velocity) ||
-        get_float(c, j, path, "friction", &r->friction) ||
-        get_float(c, j, path, "softness", &r->softness) ||
+    if (parse_moving(c, j, path, &r->shape, r->rotation, &r->density, r->velocity,
+                     r->angular_velocity, &r->friction, &r->softness) ||
         get_float(c, j, path, "restitution", &r->restitution) ||
-        get_bool(c, j, path, "couple", &r->couple))
+        get_bool(c, j, path, "couple", &r->couple) ||
+        parse_keyframes(c, j, path, r->shape.center, r->keyframes, &r->n_keyframes))
         return -1;
-    if (parse_keyframes(c, j, path, r->keyframes, &r->n_keyframes))
-        return -1;
-    /* The body starts at its first keyframe's position. */
-    if (r->n_keyframes > 0)
-        memcpy(r->shape.center, r->keyframes[0].position, sizeof r->shape.center);
     return 0;
+}
+
+static int rigid_item(const ctx *c, const cJSON *j, const char *path, int i, firn_scene_def *def)
+{
+    return parse_rigid(c, j, path, i, &def->rigids[i]);
 }
 
 static int parse_rigids(const ctx *c, const cJSON *j, firn_scene_def *def)
 {
-    char p[KEYPATH_MAX];
-    const cJSON *r;
-    if (!cJSON_IsArray(j))
-        return fail(c, "rigids", "expected an array, got %s", json_type(j));
-    if (cJSON_GetArraySize(j) > FIRN_MAX_RIGIDS)
-        return fail(c, "rigids", "%d rigid bodies; at most %d are allowed", cJSON_GetArraySize(j),
-                    FIRN_MAX_RIGIDS);
-    cJSON_ArrayForEach(r, j)
-    {
-        int i = def->n_rigids;
-        if (parse_rigid(c, r, join_index(p, "rigids", i), i, &def->rigids[i]))
-            return -1;
-        def->n_rigids++;
-    }
-    return 0;
+    return parse_list(c, j, "rigids", "rigid bodies", FIRN_MAX_RIGIDS, &def->n_rigids, def,
+                      rigid_item);
 }
 
 static int parse_tool(const ctx *c, const cJSON *j, const char *path, firn_tool_def *t)
@@ -2434,50 +2488,25 @@ static int parse_tool(const ctx *c, const cJSON *j, const char *path, firn_tool_
     static const char *const keys[] = {
         "name",     "shape",    "rotation",  "velocity",  "angular_velocity",
         "friction", "softness", "collision", "keyframes", NULL};
-    char p[KEYPATH_MAX];
     const char *name = NULL;
-    const cJSON *shape;
     if (need_object(c, j, path) || check_keys(c, j, path, keys, NULL) ||
-        get_string(c, j, path, "name", 1, &name))
-        return -1;
-    if (!name[0] || strlen(name) >= FIRN_NAME_MAX)
-        return fail(c, join(p, path, "name"), "must be 1 to %d characters", FIRN_NAME_MAX - 1);
-    snprintf(t->name, sizeof t->name, "%s", name);
-    shape = get(j, "shape");
-    if (!shape)
-        return fail(c, join(p, path, "shape"), "missing (required)");
-    if (parse_rigid_shape(c, shape, join(p, path, "shape"), &t->shape) ||
-        get_vec3(c, j, path, "rotation", t->rotation) ||
-        get_vec3(c, j, path, "velocity", t->velocity) ||
-        get_vec3(c, j, path, "angular_velocity", t->angular_velocity) ||
-        get_float(c, j, path, "friction", &t->friction) ||
-        get_float(c, j, path, "softness", &t->softness) ||
+        get_string(c, j, path, "name", 1, &name) || set_name(c, path, name, t->name) ||
+        parse_moving(c, j, path, &t->shape, t->rotation, NULL, t->velocity, t->angular_velocity,
+                     &t->friction, &t->softness) ||
         get_bool(c, j, path, "collision", &t->collision) ||
-        parse_keyframes(c, j, path, t->keyframes, &t->n_keyframes))
+        parse_keyframes(c, j, path, t->shape.center, t->keyframes, &t->n_keyframes))
         return -1;
-    /* The tool starts at its first keyframe's position. */
-    if (t->n_keyframes > 0)
-        memcpy(t->shape.center, t->keyframes[0].position, sizeof t->shape.center);
     return 0;
+}
+
+static int tool_item(const ctx *c, const cJSON *j, const char *path, int i, firn_scene_def *def)
+{
+    return parse_tool(c, j, path, &def->tools[i]);
 }
 
 static int parse_tools(const ctx *c, const cJSON *j, firn_scene_def *def)
 {
-    char p[KEYPATH_MAX];
-    const cJSON *t;
-    if (!cJSON_IsArray(j))
-        return fail(c, "tools", "expected an array, got %s", json_type(j));
-    if (cJSON_GetArraySize(j) > FIRN_MAX_TOOLS)
-        return fail(c, "tools", "%d tools; at most %d are allowed", cJSON_GetArraySize(j),
-                    FIRN_MAX_TOOLS);
-    cJSON_ArrayForEach(t, j)
-    {
-        int i = def->n_tools;
-        if (parse_tool(c, t, join_index(p, "tools", i), &def->tools[i]))
-            return -1;
-        def->n_tools++;
-    }
-    return 0;
+    return parse_list(c, j, "tools", "tools", FIRN_MAX_TOOLS, &def->n_tools, def, tool_item);
 }
 
 static int parse_coupling(const ctx *c, const cJSON *j, firn_scene_def *def)
