@@ -13,7 +13,6 @@
  * (scene_material.c, scene_sph.c, scene_pbd.c, scene_fem.c,
  * scene_rigid.c, scene_coupling.c); the defaults are scene_def.c's. */
 #include "error.h"
-#include "mesh.h"
 #include "scene_internal.h"
 
 #include <cJSON.h>
@@ -24,29 +23,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* The mesh file of a body's or a rigid's shape (its key path sp): checked,
- * loaded (cached) into *mesh. 0, -1, or the loader's code (FIRN_E_IO for
- * an unreadable file). */
-int scene_load_mesh(const ctx *c, const char *file, float scale, const char *sp,
-                    const firn_mesh **mesh)
-{
-    char p[KEYPATH_MAX];
-    firn_error e;
-    if (!memchr(file, '\0', FIRN_PATH_MAX))
-        return scene_fail(c, scene_join(p, sp, "file"), "not NUL-terminated");
-    if (!file[0])
-        return scene_fail(c, scene_join(p, sp, "file"), "missing (a mesh needs an OBJ file)");
-    if (scene_need(c, scene_join(p, sp, "scale"), scale, scale > 0, "must be > 0"))
-        return -1;
-    if (firn_mesh_get(file, scale, 0, mesh, &e)) {
-        scene_fail(c, scene_join(p, sp, "file"), "%s", e.msg);
-        if (c->err)
-            c->err->code = e.code; /* an unreadable file is an I/O error */
-        return e.code;
-    }
-    return 0;
-}
 
 /* ---- checks --------------------------------------------------------------- */
 

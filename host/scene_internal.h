@@ -1,8 +1,11 @@
 /* scene_internal.h - the scene reader's parts, not firn's API: the strict
- * JSON keys and name tables (host/scene_json.c), the root, the domain, time
- * and output and the bodies (host/scene.c), and a section reader with its
- * checks per solver (host/scene_material.c, scene_sph.c, scene_pbd.c,
- * scene_fem.c, scene_rigid.c, scene_coupling.c). Every reader and check
+ * JSON keys, the name tables and the shapes' mesh files
+ * (host/scene_json.c), the root, the domain, time and output and the
+ * bodies (host/scene.c), and a section reader with its checks per solver
+ * (host/scene_material.c, scene_sph.c, scene_pbd.c, scene_fem.c,
+ * scene_rigid.c, scene_coupling.c). Calls go from scene.c to the solvers'
+ * files (scene_material.c to the SPH, PBD and FEM material checks) and
+ * from all of them to scene_json.c, never back. Every reader and check
  * returns 0, or -1 with the message set (some checks that load a mesh
  * file: the loader's code instead, FIRN_E_IO for an unreadable file). */
 #ifndef FIRN_SCENE_INTERNAL_H
@@ -99,8 +102,6 @@ int scene_parse_list(const ctx *c, const cJSON *j, const char *key, const char *
                      int (*item)(const ctx *, const cJSON *, const char *, int, firn_scene_def *));
 /* A mesh's "file": a relative path is taken from the scene file's folder. */
 int scene_get_mesh_file(const ctx *c, const cJSON *j, const char *path, char out[FIRN_PATH_MAX]);
-
-/* ---- the bodies (host/scene.c) -------------------------------------------- */
 
 /* The mesh file of a body's or a rigid's shape (its key path sp), loaded. */
 int scene_load_mesh(const ctx *c, const char *file, float scale, const char *sp,

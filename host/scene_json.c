@@ -1,9 +1,10 @@
 /* scene_json.c - the scene reader's strict JSON keys and its name tables
  * (host/scene_internal.h): messages naming the file and the key path, key
  * paths, typed reads of a key that fail on a wrong type, an out-of-range
- * integer or an unknown or repeated key, and the names of the format's
- * enumerations. */
+ * integer or an unknown or repeated key, the names of the format's
+ * enumerations, and a shape's mesh file (its path, and loading it). */
 #include "error.h"
+#include "mesh.h"
 #include "scene_internal.h"
 
 #include <cJSON.h>
@@ -364,5 +365,28 @@ int scene_get_mesh_file(const ctx *c, const cJSON *j, const char *path, char out
     if (snprintf(out, FIRN_PATH_MAX, "%.*s%s", dir, c->file, file) >= FIRN_PATH_MAX)
         return scene_fail(c, scene_join(p, path, "file"), "path longer than %d characters",
                           FIRN_PATH_MAX - 1);
+    return 0;
+}
+
+/* The mesh file of a body's or a rigid's shape (its key path sp): checked,
+ * loaded (cached) into *mesh. 0, -1, or the loader's code (FIRN_E_IO for
+ * an unreadable file). */
+int scene_load_mesh(const ctx *c, const char *file, float scale, const char *sp,
+                    const firn_mesh **mesh)
+{
+    char p[KEYPATH_MAX];
+    firn_error e;
+    if (!memchr(file, '\0', FIRN_PATH_MAX))
+        return scene_fail(c, scene_join(p, sp, "file"), "not NUL-terminated");
+    if (!file[0])
+        return scene_fail(c, scene_join(p, sp, "file"), "missing (a mesh needs an OBJ file)");
+    if (scene_need(c, scene_join(p, sp, "scale"), scale, scale > 0, "must be > 0"))
+        return -1;
+    if (firn_mesh_get(file, scale, 0, mesh, &e)) {
+        scene_fail(c, scene_join(p, sp, "file"), "%s", e.msg);
+        if (c->err)
+            c->err->code = e.code; /* an unreadable file is an I/O error */
+        return e.code;
+    }
     return 0;
 }
