@@ -108,7 +108,7 @@ static int make_pbd_scene(firn_bench_layout layout, long long particles, firn_sc
     return firn_scene_validate(def, err) ? -1 : 0;
 }
 
-/* The SPH and PBD neighbour grids' most cells (host/scene.c refuses more). */
+/* The SPH and PBD neighbour grids' most cells (the scene reader refuses more). */
 #define NBR_MAX_CELLS (1LL << 27)
 
 /* The PBD liquid dam break (bench.h): the SPH dam break's column of

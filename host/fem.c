@@ -259,21 +259,6 @@ static firn_fem_material fem_material(const firn_material_def *m)
     return f;
 }
 
-void firn_fem_mesh_centroid(const firn_tet_mesh *m, double c[3])
-{
-    double vol = 0.0;
-    c[0] = c[1] = c[2] = 0.0;
-    for (int e = 0; e < m->ne; e++) {
-        const double v = firn_tet_mesh_volume(m, e);
-        vol += v;
-        for (int k = 0; k < 4; k++)
-            for (int a = 0; a < 3; a++)
-                c[a] += v / 4.0 * m->x[3 * m->tet[4 * e + k] + a];
-    }
-    for (int a = 0; a < 3; a++)
-        c[a] = vol > 0.0 ? c[a] / vol : 0.0;
-}
-
 /* Body b's tetrahedral mesh (its shape, checked by the scene's validation):
  * a box of its cells, a ball of cells[0] cells across, or a mesh file with
  * its centroid moved to the shape's center. */

@@ -87,9 +87,6 @@ static inline const char *firn_fem_body_name(const firn_fem *S, int b, char *buf
     return buf;
 }
 
-/* The centroid of m's solid (its tets' centroids weighted by volume) [m]:
- * an FEM mesh file's body is placed with it at the shape's center. */
-void firn_fem_mesh_centroid(const firn_tet_mesh *m, double c[3]);
 /* Whether the scene has FEM bodies. */
 int firn_fem_in_scene(const firn_scene_def *def);
 /* The FEM bodies of def (the world's: its domain's upper faces rounded to

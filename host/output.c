@@ -1299,6 +1299,33 @@ static void put_material_counts(line_buf *b, const firn_scene_def *def, const fi
     put(b, "}");
 }
 
+/* What a rigid's and a tool's entries share: {"name" (its index k when it
+ * has none), its pose, velocities and the last substep's force and torque;
+ * the entry is left open. */
+static void put_body_state(line_buf *b, int k, const char *name, const float position[3],
+                           const float orientation[4], const float velocity[3],
+                           const float angular_velocity[3], const float force[3],
+                           const float torque[3])
+{
+    put(b, "%s{\"name\":", k ? "," : "");
+    if (name && name[0])
+        put_json_string(b, name, FIRN_NAME_MAX);
+    else
+        put(b, "\"%d\"", k);
+    put(b, ",");
+    put_fvec(b, "position", position, 3);
+    put(b, ",");
+    put_fvec(b, "orientation", orientation, 4);
+    put(b, ",");
+    put_fvec(b, "velocity", velocity, 3);
+    put(b, ",");
+    put_fvec(b, "angular_velocity", angular_velocity, 3);
+    put(b, ",");
+    put_fvec(b, "force", force, 3);
+    put(b, ",");
+    put_fvec(b, "torque", torque, 3);
+}
+
 /* "rigids":[{name, pose, velocities, coupling force and torque},...]. */
 static void put_rigids(line_buf *b, const firn_scene_def *def, const firn_frame_stats *s)
 {
@@ -1307,23 +1334,8 @@ static void put_rigids(line_buf *b, const firn_scene_def *def, const firn_frame_
         int nr = s->n_rigids < FIRN_MAX_RIGIDS ? s->n_rigids : FIRN_MAX_RIGIDS;
         for (int k = 0; k < nr; k++) {
             const firn_rigid_stats *r = &s->rigids[k];
-            put(b, "%s{\"name\":", k ? "," : "");
-            if (k < def->n_rigids && def->rigids[k].name[0])
-                put_json_string(b, def->rigids[k].name, FIRN_NAME_MAX);
-            else
-                put(b, "\"%d\"", k);
-            put(b, ",");
-            put_fvec(b, "position", r->position, 3);
-            put(b, ",");
-            put_fvec(b, "orientation", r->orientation, 4);
-            put(b, ",");
-            put_fvec(b, "velocity", r->velocity, 3);
-            put(b, ",");
-            put_fvec(b, "angular_velocity", r->angular_velocity, 3);
-            put(b, ",");
-            put_fvec(b, "force", r->force, 3);
-            put(b, ",");
-            put_fvec(b, "torque", r->torque, 3);
+            put_body_state(b, k, k < def->n_rigids ? def->rigids[k].name : NULL, r->position,
+                           r->orientation, r->velocity, r->angular_velocity, r->force, r->torque);
             put(b, "}");
         }
         put(b, "]");
@@ -1340,23 +1352,8 @@ static void put_tools(line_buf *b, const firn_scene_def *def, const firn_frame_s
     int nt = s->n_tools < FIRN_MAX_TOOLS ? s->n_tools : FIRN_MAX_TOOLS;
     for (int k = 0; k < nt; k++) {
         const firn_tool_state *t = &s->tools[k];
-        put(b, "%s{\"name\":", k ? "," : "");
-        if (k < def->n_tools && def->tools[k].name[0])
-            put_json_string(b, def->tools[k].name, FIRN_NAME_MAX);
-        else
-            put(b, "\"%d\"", k);
-        put(b, ",");
-        put_fvec(b, "position", t->position, 3);
-        put(b, ",");
-        put_fvec(b, "orientation", t->orientation, 4);
-        put(b, ",");
-        put_fvec(b, "velocity", t->velocity, 3);
-        put(b, ",");
-        put_fvec(b, "angular_velocity", t->angular_velocity, 3);
-        put(b, ",");
-        put_fvec(b, "force", t->force, 3);
-        put(b, ",");
-        put_fvec(b, "torque", t->torque, 3);
+        put_body_state(b, k, k < def->n_tools ? def->tools[k].name : NULL, t->position,
+                       t->orientation, t->velocity, t->angular_velocity, t->force, t->torque);
         put(b, ",");
         put_fvec(b, "force_mean", t->force_mean, 3);
         put(b, ",");

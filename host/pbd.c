@@ -11,18 +11,8 @@
 #include "mesh.h"
 #include "pbd.h"
 #include "sample.h"
+#include "scene_def.h"
 #include "world.h"
-
-void firn_pbd_box(const firn_scene_def *def, float lo[3], float hi[3])
-{
-    int given = 0;
-    for (int a = 0; a < 3; a++)
-        given |= def->pbd_lower[a] != 0.0f || def->pbd_upper[a] != 0.0f;
-    for (int a = 0; a < 3; a++) {
-        lo[a] = given ? def->pbd_lower[a] : def->lower[a];
-        hi[a] = given ? def->pbd_upper[a] : def->upper[a];
-    }
-}
 
 int firn_pbd_in_scene(const firn_scene_def *def)
 {

@@ -50,8 +50,6 @@ typedef struct {
  * spacing pbd.particle_size through its shape. n = 0 when there are none. */
 int firn_pbd_init(firn_pbd *S, const firn_scene_def *def, firn_error *err);
 void firn_pbd_free(firn_pbd *S);
-/* The PBD box: pbd.lower/upper, or the domain when neither is given. */
-void firn_pbd_box(const firn_scene_def *def, float lower[3], float upper[3]);
 /* Whether the scene has PBD bodies. */
 int firn_pbd_in_scene(const firn_scene_def *def);
 /* Greedy colouring of C's constraints (over nverts particles), in

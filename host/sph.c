@@ -6,19 +6,9 @@
 
 #include "error.h"
 #include "sample.h"
+#include "scene_def.h"
 #include "sph.h"
 #include "world.h" /* firn_align256 */
-
-void firn_sph_box(const firn_scene_def *def, float lo[3], float hi[3])
-{
-    int given = 0;
-    for (int a = 0; a < 3; a++)
-        given |= def->sph_lower[a] != 0.0f || def->sph_upper[a] != 0.0f;
-    for (int a = 0; a < 3; a++) {
-        lo[a] = given ? def->sph_lower[a] : def->lower[a];
-        hi[a] = given ? def->sph_upper[a] : def->upper[a];
-    }
-}
 
 void firn_sph_wall_table(firn_sph_params *P)
 {

@@ -36,8 +36,6 @@ typedef struct {
  * regular sampler). n = 0 when there are none. */
 int firn_sph_init(firn_sph *S, const firn_scene_def *def, firn_error *err);
 void firn_sph_free(firn_sph *S);
-/* The SPH box: sph.lower/upper, or the domain when neither is given. */
-void firn_sph_box(const firn_scene_def *def, float lower[3], float upper[3]);
 /* Fills P's wall viscosity tables (P->h need not be set: they are in units
  * of h), by quadrature of the integrals in firn_sph_walls. */
 void firn_sph_wall_table(firn_sph_params *P);

@@ -373,3 +373,18 @@ int firn_tet_mesh_box(const double lo[3], const double hi[3], const int n[3], fi
     }
     return 0;
 }
+
+void firn_fem_mesh_centroid(const firn_tet_mesh *m, double c[3])
+{
+    double vol = 0.0;
+    c[0] = c[1] = c[2] = 0.0;
+    for (int e = 0; e < m->ne; e++) {
+        const double v = firn_tet_mesh_volume(m, e);
+        vol += v;
+        for (int k = 0; k < 4; k++)
+            for (int a = 0; a < 3; a++)
+                c[a] += v / 4.0 * m->x[3 * m->tet[4 * e + k] + a];
+    }
+    for (int a = 0; a < 3; a++)
+        c[a] = vol > 0.0 ? c[a] / vol : 0.0;
+}

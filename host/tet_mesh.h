@@ -93,6 +93,10 @@ void firn_tet_mesh_free(firn_tet_mesh *m);
 /* Signed volume of tet e [m^3] (positive in a finished mesh). */
 double firn_tet_mesh_volume(const firn_tet_mesh *m, int e);
 
+/* The centroid of m's solid (its tets' centroids weighted by volume) [m]:
+ * an FEM mesh file's body is placed with it at the shape's center. */
+void firn_fem_mesh_centroid(const firn_tet_mesh *m, double c[3]);
+
 #ifdef __cplusplus
 }
 #endif

@@ -13,6 +13,7 @@
 #include "error.h"
 #include "mesh.h"
 #include "rigid.h"
+#include "scene_def.h"
 #include "tool.h"
 #include "world.h"
 
@@ -48,10 +49,7 @@ int firn_tools_init(firn_world *w, firn_error *err)
         if (td->n_keyframes > 0) {
             /* The rigid bodies' keyframe set-up, through a kinematic rigid. */
             firn_rigid_def rd;
-            firn_rigid_default(&rd);
-            rd.motion = FIRN_RIGID_KINEMATIC;
-            rd.n_keyframes = td->n_keyframes;
-            memcpy(rd.keyframes, td->keyframes, sizeof rd.keyframes);
+            firn_tool_as_rigid(td, &rd);
             firn_rigid_init_keyframes(b, &rd);
             firn_key_pose(b, 0.0, b->x, &b->q);
             firn_key_velocity(b, 0.0, b->v, b->w);

@@ -15,6 +15,7 @@
 #include "fem_implicit.h"
 #include "rigid.h"
 #include "sample.h"
+#include "scene_def.h"
 #include "solver_cpu.h"
 #include "world.h"
 
@@ -46,11 +47,6 @@ float firn_material_wave_speed(const firn_material *m)
 {
     float mu = m->model == FIRN_M_LIQUID ? 0.0f : m->mu;
     return sqrtf((m->lambda + 2.0f * mu) / m->rho);
-}
-
-float firn_sand_friction_angle_2(const firn_material_def *def)
-{
-    return def->friction_angle_2 > 0.0f ? def->friction_angle_2 : def->friction_angle + 11.86f;
 }
 
 void firn_material_build(const firn_material_def *def, firn_material *m)

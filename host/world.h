@@ -95,9 +95,6 @@ int firn_world_host_state(firn_world *w, firn_error *err);
 
 /* Derived constants. */
 void firn_material_build(const firn_material_def *def, firn_material *out);
-/* Sand mu(I): friction_angle_2 as given, or friction_angle + 11.86 deg when
- * 0 (Jop et al. 2006's glass beads: tan 32.76 and tan 20.9 deg) [deg]. */
-float firn_sand_friction_angle_2(const firn_material_def *def);
 void firn_params_build(const firn_scene_def *def, firn_params *P);
 /* Wave speed sqrt((lambda + 2 mu) / rho) of a material at rest [m/s]. */
 float firn_material_wave_speed(const firn_material *m);
