@@ -373,6 +373,14 @@ structure-threads: $(BUILD)/firn
 	bash test/structure_check.sh --firn $(BUILD)/firn --threads 1 --save $(BUILD)/structure-threads-1.txt
 	bash test/structure_check.sh --firn $(BUILD)/firn --threads 2 --check $(BUILD)/structure-threads-1.txt
 
+# The include/call circles among the modules of host/, kernels/ and include/
+# (test/deps_cycles.py): includes read from the sources, calls from nm on
+# $(BUILD)'s objects (kernels/ too in a CUDA build). Fails on a circle that
+# needs no edge of test/deps_allow.txt, the known ones.
+.PHONY: deps-check
+deps-check: $(BUILD)/firn
+	python3 test/deps_cycles.py --build $(BUILD) --allow test/deps_allow.txt
+
 # Plants physics mutations in a copy of the tree, one at a time (test/mutations.txt).
 .PHONY: mutate
 mutate:
