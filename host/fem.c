@@ -10,7 +10,7 @@
 #include "error.h"
 #include "fem.h"
 #include "fem_implicit.h"
-#include "world.h"
+#include "align.h"
 
 void firn_fem_free(firn_fem *S)
 {

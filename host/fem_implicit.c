@@ -12,7 +12,7 @@
 
 #include "error.h"
 #include "fem_implicit.h"
-#include "world.h" /* firn_align256 */
+#include "align.h"
 
 /* Vertices (or elements) per partial sum of a dot product. */
 #define CHUNK 256

@@ -11,7 +11,7 @@
 #include "mesh.h"
 #include "pbd.h"
 #include "sample.h"
-#include "world.h"
+#include "align.h"
 
 void firn_pbd_box(const firn_scene_def *def, float lo[3], float hi[3])
 {

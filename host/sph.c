@@ -7,7 +7,7 @@
 #include "error.h"
 #include "sample.h"
 #include "sph.h"
-#include "world.h" /* firn_align256 */
+#include "align.h"
 
 void firn_sph_box(const firn_scene_def *def, float lo[3], float hi[3])
 {

@@ -8,13 +8,13 @@
 
 #include <omp.h>
 
-#include "checkpoint.h"
 #include "coupler.h"
 #include "cuda_backend.h"
 #include "error.h"
 #include "fem_implicit.h"
 #include "rigid.h"
 #include "sample.h"
+#include "scene_hash.h"
 #include "solver_cpu.h"
 #include "world.h"
 
@@ -486,11 +486,11 @@ static int check_explicit_dt(firn_world *w, firn_error *err)
     return 0;
 }
 
-/* A world of def; with a checkpoint, at its state: the checkpoint replaces
+/* A world of def; with a restore (r), at its state: r's state replaces
  * the sampled host state before the GPU's state is made from it (the
  * upload), or after the CPU path's scratch is allocated (its layout). */
-static firn_world *world_create(const firn_scene_def *def, firn_backend backend,
-                                const char *checkpoint, firn_error *err)
+firn_world *firn_world_create_restored(const firn_scene_def *def, firn_backend backend,
+                                       const firn_world_restore *r, firn_error *err)
 {
     if (backend != FIRN_BACKEND_AUTO && backend != FIRN_BACKEND_CPU &&
         backend != FIRN_BACKEND_CUDA) {
@@ -518,7 +518,7 @@ static firn_world *world_create(const firn_scene_def *def, firn_backend backend,
         firn_material_build(&def->materials[k], &w->mats[k]);
     w->scene_hash = firn_scene_hash(&w->def);
     /* A checkpoint of another scene is refused before anything is sampled. */
-    if (checkpoint && firn_checkpoint_check_header(w, checkpoint, err))
+    if (r && r->check(w, r->path, err))
         goto fail;
     /* The backend first: a missing GPU is named before the particles of a
      * large scene are sampled. */
@@ -553,7 +553,7 @@ static firn_world *world_create(const firn_scene_def *def, firn_backend backend,
     }
 
     if (backend == FIRN_BACKEND_CUDA) {
-        if ((checkpoint && firn_checkpoint_read(w, checkpoint, err)) || firn_cuda_init(w, err) ||
+        if ((r && r->read(w, r->path, err)) || firn_cuda_init(w, err) ||
             (w->sph.n > 0 && firn_cuda_sph_init(w, err)) ||
             (w->pbd.n > 0 && firn_cuda_pbd_init(w, err)) ||
             (w->fem.V.n > 0 && firn_cuda_fem_init(w, err)))
@@ -570,12 +570,11 @@ static firn_world *world_create(const firn_scene_def *def, firn_backend backend,
         const int threads = omp_get_max_threads();
         snprintf(w->device_name, sizeof w->device_name, "CPU, %d OpenMP thread%s", threads,
                  threads == 1 ? "" : "s");
-        if (firn_cpu_init(w, err) || firn_coupler_alloc(w, err) ||
-            (checkpoint && firn_checkpoint_read(w, checkpoint, err)))
+        if (firn_cpu_init(w, err) || firn_coupler_alloc(w, err) || (r && r->read(w, r->path, err)))
             goto fail;
     }
     /* A resumed run's dt passed this check at its start. */
-    if (!checkpoint && check_explicit_dt(w, err))
+    if (!r && check_explicit_dt(w, err))
         goto fail;
     return w;
 fail:
@@ -585,13 +584,7 @@ fail:
 
 firn_world *firn_world_create(const firn_scene_def *def, firn_backend backend, firn_error *err)
 {
-    return world_create(def, backend, NULL, err);
-}
-
-firn_world *firn_world_load(const firn_scene_def *def, firn_backend backend, const char *path,
-                            firn_error *err)
-{
-    return world_create(def, backend, path, err);
+    return firn_world_create_restored(def, backend, NULL, err);
 }
 
 void firn_world_destroy(firn_world *w)
@@ -659,8 +652,6 @@ int firn_scene_couples_mpm_pbd(const firn_scene_def *def)
         has_mpm |= def->bodies[b].solver == FIRN_SOLVER_KIND_MPM;
     return def->coupling_mpm_pbd && has_mpm && firn_pbd_in_scene(def);
 }
-
-size_t firn_align256(size_t b) { return (b + 255) & ~(size_t)255; }
 
 size_t firn_particle_layout(int n, int slots, char *base, firn_particles *p)
 {
