@@ -43,11 +43,6 @@ void firn_coupler_free(firn_world *w);
 int firn_coupler_substep(firn_world *w);
 /* The CPU grid update with the active pairs. */
 void firn_coupler_couple(firn_world *w);
-/* MPM-SPH's contact on the CPU path: the MPM particles' volume fraction on
- * the grid (w->mpm_phi), after P2G and before the SPH density, and the
- * level the SPH passes read (phi NULL when the pair is off). */
-void firn_coupler_mpm_phi(firn_world *w);
-firn_mpm_level firn_coupler_mpm_level(const firn_world *w);
 
 #ifdef __cplusplus
 }

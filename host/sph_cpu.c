@@ -8,7 +8,7 @@
 
 #include <omp.h>
 
-#include "coupler.h"
+#include "mpm_sph.h"
 #include "firn_sph_coupling.h"
 #include "neighbour.h"
 #include "sph.h"
@@ -127,8 +127,8 @@ static void sph_pre_coupling(firn_world *w)
     double t0 = omp_get_wtime();
     firn_sph_cpu_sort(S);
     /* and the MPM bodies MPM-SPH couples (firn_mpm_level_at), after P2G */
-    firn_coupler_mpm_phi(w);
-    const firn_mpm_level L = firn_coupler_mpm_level(w);
+    firn_mpm_sph_phi(w);
+    const firn_mpm_level L = firn_mpm_sph_level(w);
     double t1 = omp_get_wtime();
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < n; i++)

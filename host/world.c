@@ -12,6 +12,7 @@
 #include "cuda_backend.h"
 #include "error.h"
 #include "fem_implicit.h"
+#include "mpm_sph.h"
 #include "rigid.h"
 #include "sample.h"
 #include "scene_hash.h"
@@ -539,7 +540,8 @@ firn_world *firn_world_create_restored(const firn_scene_def *def, firn_backend b
     }
     if (firn_sample_bodies(def, w->mats, &w->p, err) || firn_rigids_init(w, err) ||
         firn_tools_init(w, err) || firn_sph_init(&w->sph, def, err) ||
-        firn_pbd_init(&w->pbd, def, err) || firn_fem_init(&w->fem, &w->def, err))
+        firn_pbd_init(&w->pbd, def, err) || firn_fem_init(&w->fem, &w->def, err) ||
+        firn_fem_implicit_attach(&w->fem, err))
         goto fail;
     if (firn_particles_sort_spatial(&w->p, &w->params)) {
         firn_set_error(err, FIRN_E_NOMEM, "out of host memory sorting %d particles", w->p.n);
@@ -601,6 +603,7 @@ void firn_world_destroy(firn_world *w)
     firn_particles_free(&w->p);
     firn_sph_free(&w->sph);
     firn_pbd_free(&w->pbd);
+    firn_fem_implicit_detach(&w->fem);
     firn_fem_free(&w->fem);
     free(w->fem_measures);
     free(w);
@@ -842,12 +845,6 @@ size_t firn_device_bytes(const firn_world *w)
            firn_align256((size_t)w->n_tools * sizeof(firn_tool_record)) +
            firn_mesh_grid_bytes(w, firn_align256) +
            (firn_mpm_sph_contact(w) ? firn_align256(4 * nodes * sizeof(float)) : 0); /* MPM-SPH */
-}
-
-int firn_mpm_sph_contact(const firn_world *w)
-{
-    return w->coupler.mpm_sph && w->coupler.active[FIRN_SOLVER_MPM] && w->p.n > 0 && w->sph.n > 0 &&
-           w->sph.P.solver == FIRN_SPH_WCSPH;
 }
 
 void firn_world_memory(const firn_world *w, firn_memory *m)

@@ -130,12 +130,6 @@ float firn_material_wave_speed(const firn_material *m);
 size_t firn_particle_layout(int n, int slots, char *base, firn_particles *p);
 size_t firn_mesh_grid_bytes(const firn_world *w, size_t (*align)(size_t));
 size_t firn_device_bytes(const firn_world *w);
-/* Whether MPM-SPH's contact runs (the pair on, both solvers with
- * particles, the liquid WCSPH): its volume fraction grid is then allocated
- * on either path. DFSPH keeps the collision alone: its pressure solve does
- * not take the bodies in, as it takes the walls, and with the contact an
- * MPM ball of 0.4 sank 49 % deeper than Archimedes (docs/PHYSICS.md 5.7). */
-int firn_mpm_sph_contact(const firn_world *w);
 /* Whether w's CUDA P2G is binned: def.gpu_p2g asks for it (binned, warp,
  * ordered, or auto with at least FIRN_P2G_BINNED_MIN particles) and the world has MPM
  * particles outside CPIC (whose P2G skips nodes per particle and stays
