@@ -1135,6 +1135,7 @@ int firn_checkpoint_read(firn_world *w, const char *path, firn_error *err)
 firn_world *firn_world_load(const firn_scene_def *def, firn_backend backend, const char *path,
                             firn_error *err)
 {
+    /* path NULL: a fresh world, as firn_world_create */
     const firn_world_restore r = {firn_checkpoint_check_header, firn_checkpoint_read, path};
-    return firn_world_create_restored(def, backend, &r, err);
+    return firn_world_create_restored(def, backend, path ? &r : NULL, err);
 }
