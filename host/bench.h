@@ -363,13 +363,6 @@ void firn_roof_floor(firn_roof_phase *ph, double bandwidth, double rate, double 
  * independent multiply-adds on every OpenMP thread, best of 3. */
 double firn_bench_host_compute_rate(void);
 
-/* What the benchmark measures of the device itself (kernels/bench.cu;
- * host/device.c without CUDA): device-to-device copy bandwidth [bytes/s,
- * read + write] of `bytes`, best of 3, or 0 on failure; device memory in
- * use [bytes] (total - free), or 0. */
-double firn_cuda_copy_bandwidth(size_t bytes);
-size_t firn_cuda_used_bytes(void);
-
 #ifdef __cplusplus
 }
 #endif

@@ -1,8 +1,9 @@
 /* checkpoint.h - checkpoint files (host/checkpoint.c): the whole state a
  * world needs to continue, in the versioned binary format of docs/CLI.md
  * ("Checkpoints"). The public calls are firn_world_save and
- * firn_world_load (include/firn.h); these are the parts world.c and the
- * tests use. */
+ * firn_world_load (include/firn.h), the latter through the world's
+ * firn_world_create_restored (host/world.h) with the two calls below; the
+ * tests and the distributed run use them too. */
 #ifndef FIRN_CHECKPOINT_H
 #define FIRN_CHECKPOINT_H
 
@@ -10,6 +11,7 @@
 #include <stdint.h>
 
 #include "firn.h"
+#include "scene_hash.h" /* firn_scene_hash, for the tests and fuzzers */
 
 #ifdef __cplusplus
 extern "C" {
@@ -22,12 +24,6 @@ extern "C" {
  * continuing from crc (0 to start): firn_crc32c(0, "123456789", 9) is
  * 0xE3069283. */
 uint32_t firn_crc32c(uint32_t crc, const void *data, size_t n);
-
-/* 64-bit FNV-1a hash of what a scene simulates: every field of def except
- * time.frames and output.* (dir, every, ply, preview) and the file it came
- * from, so that a run may be resumed with more frames or into another
- * folder; a mesh enters with its file's contents, not its path. */
-uint64_t firn_scene_hash(const firn_scene_def *def);
 
 /* Checks the header of checkpoint path against world w (its scene hash and
  * sizes): a refusal costs no more than reading 128 bytes. */

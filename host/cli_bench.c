@@ -16,6 +16,7 @@
 
 #include "bench.h"
 #include "cli.h"
+#include "cuda_backend.h"
 #include "output.h"
 #include "world.h"
 

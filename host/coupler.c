@@ -40,6 +40,7 @@
 #include "error.h"
 #include "fem.h"
 #include "fem_coupling.h"
+#include "mpm_sph.h"
 #include "rigid.h"
 #include "firn_pbd_coupling.h"
 #include "firn_sph_coupling.h"
@@ -221,34 +222,10 @@ void firn_coupler_free(firn_world *w)
     w->fem_chunk_acc = NULL;
 }
 
-firn_mpm_level firn_coupler_mpm_level(const firn_world *w)
-{
-    firn_mpm_level L;
-    memset(&L, 0, sizeof L);
-    if (w->mpm_phi) {
-        L.P = w->params;
-        L.phi = w->mpm_phi;
-        L.react = w->mpm_phi + w->grid.nodes;
-        L.node = w->grid.node;
-    }
-    return L;
-}
-
-/* One thread, in particle order: the same sums for any thread count. */
-void firn_coupler_mpm_phi(firn_world *w)
-{
-    if (!w->mpm_phi)
-        return;
-    memset(w->mpm_phi, 0, (size_t)w->grid.nodes * sizeof(float));
-    const firn_particles *p = &w->p;
-    for (int i = 0; i < p->n; i++)
-        firn_mpm_phi_scatter(&w->params, firn_load3(p->x, p->n, i), p->vol[i], w->mpm_phi);
-}
-
 /* The SPH solver as the pairs see it. */
 static firn_sph_view sph_view(firn_world *w)
 {
-    firn_sph_view V = {w->sph.P, w->sph.mats, w->sph.s, w->sph.G, firn_coupler_mpm_level(w)};
+    firn_sph_view V = {w->sph.P, w->sph.mats, w->sph.s, w->sph.G, firn_mpm_sph_level(w)};
     V.P.dt = w->params.dt;
     return V;
 }

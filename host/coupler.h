@@ -51,11 +51,6 @@ int firn_coupler_substep(firn_world *w);
 /* The name of an active solver or couple step with no CUDA path in its
  * table, or NULL when the CUDA path can run the world. */
 const char *firn_coupler_no_cuda(const firn_world *w);
-/* MPM-SPH's contact on the CPU path: the MPM particles' volume fraction on
- * the grid (w->mpm_phi), after P2G and before the SPH density, and the
- * level the SPH passes read (phi NULL when the pair is off). */
-void firn_coupler_mpm_phi(firn_world *w);
-firn_mpm_level firn_coupler_mpm_level(const firn_world *w);
 
 #ifdef __cplusplus
 }

@@ -75,6 +75,12 @@ int firn_cuda_fem_upload(firn_world *w, firn_error *err);
 /* Device memory a CUDA world allocated (firn_device_bytes plus CUB's
  * scratch); 0 without a CUDA state. */
 size_t firn_cuda_state_bytes(const firn_world *w);
+/* What firn bench (host/cli_bench.c) measures of the device itself (kernels/bench.cu;
+ * host/device.c without CUDA): device-to-device copy bandwidth [bytes/s,
+ * read + write] of `bytes`, best of 3, or 0 on failure; device memory in
+ * use [bytes] (total - free), or 0. */
+double firn_cuda_copy_bandwidth(size_t bytes);
+size_t firn_cuda_used_bytes(void);
 
 /* Since the CUDA state was made (firn_graph_mode): graphs captured, graphs
  * launched, and whether a capture failed and auto fell back to launches

@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "bench.h"
 #include "cuda_backend.h"
 #include "error.h"
 #include "solver.h"

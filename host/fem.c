@@ -9,8 +9,7 @@
 
 #include "error.h"
 #include "fem.h"
-#include "fem_implicit.h"
-#include "world.h"
+#include "align.h"
 
 void firn_fem_free(firn_fem *S)
 {
@@ -18,10 +17,6 @@ void firn_fem_free(firn_fem *S)
     free(S->V.adj_start), free(S->V.fixed), free(S->V.adj);
     free(S->E.v), free(S->E.B), free(S->E.vol), free(S->E.mat), free(S->E.fslot);
     free(S->face), free(S->face_tet), free(S->surf);
-    if (S->implicit_work) {
-        firn_fem_implicit_work_free(S->implicit_work);
-        free(S->implicit_work);
-    }
     firn_fem_material mats[FIRN_MAX_MATERIALS];
     memcpy(mats, S->mats, sizeof mats);
     memset(S, 0, sizeof *S);
@@ -366,18 +361,6 @@ int firn_fem_init(firn_fem *S, const firn_scene_def *def, firn_error *err)
                 V->v[c * V->n + i] = 0.0f;
     }
     S->implicit_failed = -1;
-    int any_implicit = 0;
-    for (int k = 0; k < nb; k++)
-        any_implicit |= S->implicit[k];
-    if (any_implicit) {
-        S->implicit_work = calloc(1, sizeof(firn_fem_implicit_work));
-        if (!S->implicit_work || firn_fem_implicit_work_init(S->implicit_work, S, err)) {
-            if (!S->implicit_work)
-                firn_set_error(err, FIRN_E_NOMEM, "FEM: out of memory for the implicit solver");
-            firn_fem_free(S);
-            return -1;
-        }
-    }
     firn_fem_params *P = &S->P;
     memset(P, 0, sizeof *P);
     P->damping = def->fem_damping;

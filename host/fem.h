@@ -46,9 +46,9 @@ typedef struct {
     int body_mat[FIRN_FEM_MAX_BODIES];   /* body b's material index */
     long long fixed;                     /* fixed vertices */
     /* Implicit bodies (host/fem_implicit.c): implicit[b] = 1 for body b's
-     * backward Euler; their solver's scratch (a firn_fem_implicit_work, NULL
-     * when no body is implicit); the first body whose solve failed this
-     * substep (-1: none), reported by post_coupling, and its message. */
+     * backward Euler; their solver's scratch (a firn_fem_implicit_work,
+     * firn_fem_implicit_attach's, NULL when no body is implicit); the first body whose solve failed
+     * this substep (-1: none), reported by post_coupling, and its message. */
     uint8_t implicit[FIRN_FEM_MAX_BODIES];
     void *implicit_work;
     int implicit_failed;
@@ -72,6 +72,8 @@ typedef struct {
  * FIRN_E_NOMEM. */
 int firn_fem_build(firn_fem *S, const firn_tet_mesh *meshes, const int *mat, int nbodies,
                    firn_error *err);
+/* Frees S's arrays and zeroes S but for its materials; the implicit
+ * solver's scratch goes first (firn_fem_implicit_detach). */
 void firn_fem_free(firn_fem *S);
 
 /* FEM body b as messages name it, into buf: the scene's key path

@@ -12,7 +12,7 @@
 
 #include "error.h"
 #include "fem_implicit.h"
-#include "world.h" /* firn_align256 */
+#include "align.h"
 
 /* Vertices (or elements) per partial sum of a dot product. */
 #define CHUNK 256
@@ -74,6 +74,32 @@ int firn_fem_implicit_work_init(firn_fem_implicit_work *w, const firn_fem *S, fi
         return -1;
     }
     return 0;
+}
+
+int firn_fem_implicit_attach(firn_fem *S, firn_error *err)
+{
+    int any_implicit = 0;
+    for (int k = 0; k < S->bodies; k++)
+        any_implicit |= S->implicit[k];
+    if (!any_implicit)
+        return 0;
+    S->implicit_work = calloc(1, sizeof(firn_fem_implicit_work));
+    if (!S->implicit_work || firn_fem_implicit_work_init(S->implicit_work, S, err)) {
+        if (!S->implicit_work)
+            firn_set_error(err, FIRN_E_NOMEM, "FEM: out of memory for the implicit solver");
+        firn_fem_implicit_detach(S);
+        return -1;
+    }
+    return 0;
+}
+
+void firn_fem_implicit_detach(firn_fem *S)
+{
+    if (S->implicit_work) {
+        firn_fem_implicit_work_free(S->implicit_work);
+        free(S->implicit_work);
+        S->implicit_work = NULL;
+    }
 }
 
 /* sum a_i . b_i over vertices [v0, v1) in double: chunk sums in parallel,

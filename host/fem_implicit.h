@@ -66,6 +66,11 @@ typedef struct {
 /* Allocates w for S. Errors: FIRN_E_NOMEM. */
 int firn_fem_implicit_work_init(firn_fem_implicit_work *w, const firn_fem *S, firn_error *err);
 void firn_fem_implicit_work_free(firn_fem_implicit_work *w);
+/* The scratch of S's implicit bodies (S->implicit_work) after firn_fem_init,
+ * none when no body is implicit; detach frees it (before firn_fem_free).
+ * Errors: FIRN_E_NOMEM. */
+int firn_fem_implicit_attach(firn_fem *S, firn_error *err);
+void firn_fem_implicit_detach(firn_fem *S);
 
 /* One backward Euler step of FEM body `body`: from x_n = S->V.x0 and
  * v_n = S->V.v, solves for x_{n+1} and leaves S->V.v = (x_{n+1} - x_n)/dt

@@ -11,8 +11,8 @@
 #include "mesh.h"
 #include "pbd.h"
 #include "sample.h"
+#include "align.h"
 #include "scene_def.h"
-#include "world.h"
 
 int firn_pbd_in_scene(const firn_scene_def *def)
 {

@@ -8,7 +8,7 @@
 #include "sample.h"
 #include "scene_def.h"
 #include "sph.h"
-#include "world.h" /* firn_align256 */
+#include "align.h"
 
 void firn_sph_wall_table(firn_sph_params *P)
 {

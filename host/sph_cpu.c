@@ -8,7 +8,7 @@
 
 #include <omp.h>
 
-#include "coupler.h"
+#include "mpm_sph.h"
 #include "firn_sph_coupling.h"
 #include "neighbour.h"
 #include "sph.h"
@@ -126,8 +126,8 @@ static int sph_pre_coupling(firn_world *w, firn_step *st)
     const firn_rigid *bodies = w->rigids;
     firn_sph_cpu_sort(S);
     /* and the MPM bodies MPM-SPH couples (firn_mpm_level_at), after P2G */
-    firn_coupler_mpm_phi(w);
-    const firn_mpm_level L = firn_coupler_mpm_level(w);
+    firn_mpm_sph_phi(w);
+    const firn_mpm_level L = firn_mpm_sph_level(w);
     firn_step_mark(st, FIRN_PROF_SPH_SORT);
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < n; i++)

@@ -8,14 +8,15 @@
 
 #include <omp.h>
 
-#include "checkpoint.h"
 #include "coupler.h"
 #include "cuda_backend.h"
 #include "error.h"
 #include "fem_implicit.h"
+#include "mpm_sph.h"
 #include "rigid.h"
 #include "sample.h"
 #include "scene_def.h"
+#include "scene_hash.h"
 #include "solver_cpu.h"
 #include "world.h"
 
@@ -482,11 +483,11 @@ static int check_explicit_dt(firn_world *w, firn_error *err)
     return 0;
 }
 
-/* A world of def; with a checkpoint, at its state: the checkpoint replaces
+/* A world of def; with a restore (r), at its state: r's state replaces
  * the sampled host state before the GPU's state is made from it (the
  * upload), or after the CPU path's scratch is allocated (its layout). */
-static firn_world *world_create(const firn_scene_def *def, firn_backend backend,
-                                const char *checkpoint, firn_error *err)
+firn_world *firn_world_create_restored(const firn_scene_def *def, firn_backend backend,
+                                       const firn_world_restore *r, firn_error *err)
 {
     if (backend != FIRN_BACKEND_AUTO && backend != FIRN_BACKEND_CPU &&
         backend != FIRN_BACKEND_CUDA) {
@@ -514,7 +515,7 @@ static firn_world *world_create(const firn_scene_def *def, firn_backend backend,
         firn_material_build(&def->materials[k], &w->mats[k]);
     w->scene_hash = firn_scene_hash(&w->def);
     /* A checkpoint of another scene is refused before anything is sampled. */
-    if (checkpoint && firn_checkpoint_check_header(w, checkpoint, err))
+    if (r && r->check(w, r->path, err))
         goto fail;
     /* The backend first: a missing GPU is named before the particles of a
      * large scene are sampled. */
@@ -535,7 +536,8 @@ static firn_world *world_create(const firn_scene_def *def, firn_backend backend,
     }
     if (firn_sample_bodies(def, w->mats, &w->p, err) || firn_rigids_init(w, err) ||
         firn_tools_init(w, err) || firn_sph_init(&w->sph, def, err) ||
-        firn_pbd_init(&w->pbd, def, err) || firn_fem_init(&w->fem, &w->def, err))
+        firn_pbd_init(&w->pbd, def, err) || firn_fem_init(&w->fem, &w->def, err) ||
+        firn_fem_implicit_attach(&w->fem, err))
         goto fail;
     if (firn_particles_sort_spatial(&w->p, &w->params)) {
         firn_set_error(err, FIRN_E_NOMEM, "out of host memory sorting %d particles", w->p.n);
@@ -549,7 +551,7 @@ static firn_world *world_create(const firn_scene_def *def, firn_backend backend,
     }
 
     if (backend == FIRN_BACKEND_CUDA) {
-        if ((checkpoint && firn_checkpoint_read(w, checkpoint, err)) || firn_cuda_init(w, err) ||
+        if ((r && r->read(w, r->path, err)) || firn_cuda_init(w, err) ||
             (w->sph.n > 0 && firn_cuda_sph_init(w, err)) ||
             (w->pbd.n > 0 && firn_cuda_pbd_init(w, err)) ||
             (w->fem.V.n > 0 && firn_cuda_fem_init(w, err)))
@@ -566,12 +568,11 @@ static firn_world *world_create(const firn_scene_def *def, firn_backend backend,
         const int threads = omp_get_max_threads();
         snprintf(w->device_name, sizeof w->device_name, "CPU, %d OpenMP thread%s", threads,
                  threads == 1 ? "" : "s");
-        if (firn_cpu_init(w, err) || firn_coupler_alloc(w, err) ||
-            (checkpoint && firn_checkpoint_read(w, checkpoint, err)))
+        if (firn_cpu_init(w, err) || firn_coupler_alloc(w, err) || (r && r->read(w, r->path, err)))
             goto fail;
     }
     /* A resumed run's dt passed this check at its start. */
-    if (!checkpoint && check_explicit_dt(w, err))
+    if (!r && check_explicit_dt(w, err))
         goto fail;
     return w;
 fail:
@@ -581,13 +582,7 @@ fail:
 
 firn_world *firn_world_create(const firn_scene_def *def, firn_backend backend, firn_error *err)
 {
-    return world_create(def, backend, NULL, err);
-}
-
-firn_world *firn_world_load(const firn_scene_def *def, firn_backend backend, const char *path,
-                            firn_error *err)
-{
-    return world_create(def, backend, path, err);
+    return firn_world_create_restored(def, backend, NULL, err);
 }
 
 void firn_world_destroy(firn_world *w)
@@ -604,6 +599,7 @@ void firn_world_destroy(firn_world *w)
     firn_particles_free(&w->p);
     firn_sph_free(&w->sph);
     firn_pbd_free(&w->pbd);
+    firn_fem_implicit_detach(&w->fem);
     firn_fem_free(&w->fem);
     free(w->fem_measures);
     free(w);
@@ -655,8 +651,6 @@ int firn_scene_couples_mpm_pbd(const firn_scene_def *def)
         has_mpm |= def->bodies[b].solver == FIRN_SOLVER_KIND_MPM;
     return def->coupling_mpm_pbd && has_mpm && firn_pbd_in_scene(def);
 }
-
-size_t firn_align256(size_t b) { return (b + 255) & ~(size_t)255; }
 
 size_t firn_particle_layout(int n, int slots, char *base, firn_particles *p)
 {
@@ -847,12 +841,6 @@ size_t firn_device_bytes(const firn_world *w)
            firn_align256((size_t)w->n_tools * sizeof(firn_tool_record)) +
            firn_mesh_grid_bytes(w, firn_align256) +
            (firn_mpm_sph_contact(w) ? firn_align256(4 * nodes * sizeof(float)) : 0); /* MPM-SPH */
-}
-
-int firn_mpm_sph_contact(const firn_world *w)
-{
-    return w->coupler.mpm_sph && w->coupler.active[FIRN_SOLVER_MPM] && w->p.n > 0 && w->sph.n > 0 &&
-           w->sph.P.solver == FIRN_SPH_WCSPH;
 }
 
 void firn_world_memory(const firn_world *w, firn_memory *m)

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "align.h"
 #include "coupler.h"
 #include "dist.h"
 #include "firn.h"
@@ -88,6 +89,21 @@ struct firn_world {
     void *dist_state;
 };
 
+/* A world made at a saved state (firn_world_load, host/checkpoint.c): check
+ * refuses path before anything is sampled (another scene, other sizes);
+ * read then replaces the host state of the world, its particles sampled
+ * and the CPU path's scratch allocated, before the GPU's state is made from
+ * it. Either returns non-zero with err set to fail the creation. */
+typedef struct firn_world_restore {
+    int (*check)(const firn_world *w, const char *path, firn_error *err);
+    int (*read)(firn_world *w, const char *path, firn_error *err);
+    const char *path;
+} firn_world_restore;
+/* firn_world_create, or with r a world at r's state (no explicit-dt check:
+ * a resumed run's dt passed it at its start). */
+firn_world *firn_world_create_restored(const firn_scene_def *def, firn_backend backend,
+                                       const firn_world_restore *r, firn_error *err);
+
 /* Brings every host copy of the state up to date (the GPU's particles,
  * rigid bodies and SPH particles downloaded) and the CPU path's particles
  * into the scene's order; what the world computes next is unchanged. */
@@ -107,17 +123,10 @@ float firn_material_wave_speed(const firn_material *m);
  * of w (particles, grid, materials, flags, rigid bodies, tools and their
  * mesh grids) less CUB's scratch. firn_mesh_grid_bytes counts each mesh SDF
  * grid once, however many rigids and tools share it, each rounded by
- * `align`. */
-size_t firn_align256(size_t bytes);
+ * `align`. firn_align256 is in host/align.h. */
 size_t firn_particle_layout(int n, int slots, char *base, firn_particles *p);
 size_t firn_mesh_grid_bytes(const firn_world *w, size_t (*align)(size_t));
 size_t firn_device_bytes(const firn_world *w);
-/* Whether MPM-SPH's contact runs (the pair on, both solvers with
- * particles, the liquid WCSPH): its volume fraction grid is then allocated
- * on either path. DFSPH keeps the collision alone: its pressure solve does
- * not take the bodies in, as it takes the walls, and with the contact an
- * MPM ball of 0.4 sank 49 % deeper than Archimedes (docs/PHYSICS.md 5.7). */
-int firn_mpm_sph_contact(const firn_world *w);
 /* Whether w's CUDA P2G is binned: def.gpu_p2g asks for it (binned, warp,
  * ordered, or auto with at least FIRN_P2G_BINNED_MIN particles) and the world has MPM
  * particles outside CPIC (whose P2G skips nodes per particle and stays

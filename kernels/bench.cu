@@ -2,7 +2,7 @@
  * bandwidth (the roofline's memory ceiling) and memory in use. */
 #include <cstdio>
 
-#include "bench.h"
+#include "cuda_backend.h"
 
 /* The best of three device-to-device copies of `bytes`, in B/s (read plus
  * write); 0 when any call fails, so that no figure comes from a failed copy. */

@@ -29,7 +29,7 @@
 #include "error.h"
 #include "fem.cuh"
 #include "fem_implicit.h"
-#include "world.h" /* firn_align256 */
+#include "align.h"
 
 #define FIRN_FEM_IBLOCK 256
 

@@ -33,6 +33,7 @@
 #include "cuda_check.cuh"
 #include "error.h"
 #include "fem.cuh"
+#include "mpm_sph.h"
 #include "pbd.cuh"
 #include "solver_cpu.h"
 #include "sph.cuh"

@@ -5,7 +5,7 @@
 
 #include "error.h"
 #include "neighbour.cuh"
-#include "world.h" /* firn_align256 */
+#include "align.h"
 
 #define FIRN_NBR_BLOCK 256
 

@@ -1,0 +1,38 @@
+/* mpm_sph.c - the MPM-SPH contact's state on the CPU path: whether it runs,
+ * the MPM particles' volume fraction per grid node and the level the SPH
+ * passes read (include/firn_sph_coupling.h), for the coupler's grid update
+ * (host/coupler.c) and the SPH density (host/sph_cpu.c). */
+#include <string.h>
+
+#include "mpm_sph.h"
+#include "world.h"
+
+int firn_mpm_sph_contact(const firn_world *w)
+{
+    return w->coupler.mpm_sph && w->coupler.active[FIRN_SOLVER_MPM] && w->p.n > 0 && w->sph.n > 0 &&
+           w->sph.P.solver == FIRN_SPH_WCSPH;
+}
+
+firn_mpm_level firn_mpm_sph_level(const firn_world *w)
+{
+    firn_mpm_level L;
+    memset(&L, 0, sizeof L);
+    if (w->mpm_phi) {
+        L.P = w->params;
+        L.phi = w->mpm_phi;
+        L.react = w->mpm_phi + w->grid.nodes;
+        L.node = w->grid.node;
+    }
+    return L;
+}
+
+/* One thread, in particle order: the same sums for any thread count. */
+void firn_mpm_sph_phi(firn_world *w)
+{
+    if (!w->mpm_phi)
+        return;
+    memset(w->mpm_phi, 0, (size_t)w->grid.nodes * sizeof(float));
+    const firn_particles *p = &w->p;
+    for (int i = 0; i < p->n; i++)
+        firn_mpm_phi_scatter(&w->params, firn_load3(p->x, p->n, i), p->vol[i], w->mpm_phi);
+}
