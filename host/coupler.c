@@ -289,13 +289,15 @@ static long long sph_rigid_chunk(long long begin, long long end, double *acc, vo
 
 /* SPH-rigid: the particles' reaction on the bodies, in chunks of particles
  * (reduce.h). */
-static void couple_sph_rigid(firn_world *w)
+static int couple_sph_rigid(firn_world *w, firn_step *st)
 {
+    (void)st;
     const firn_sph_view V = sph_view(w);
     particles_ctx c = {&V, w->rigids, w->n_rigids, NULL};
     const int stride = w->n_rigids * FIRN_RIGID_ACC;
     firn_reduce_sum(w->sph.n, FIRN_COUPLE_CHUNK, stride, w->sph_chunk_acc, sph_rigid_chunk, &c,
                     w->rigid_acc);
+    return 0;
 }
 
 static long long pbd_rigid_chunk(long long begin, long long end, double *acc, void *ctx)
@@ -307,14 +309,16 @@ static long long pbd_rigid_chunk(long long begin, long long end, double *acc, vo
 }
 
 /* PBD-rigid: as SPH-rigid. */
-static void couple_pbd_rigid(firn_world *w)
+static int couple_pbd_rigid(firn_world *w, firn_step *st)
 {
+    (void)st;
     firn_pbd *S = &w->pbd;
     S->P.dt = w->params.dt;
     particles_ctx c = {NULL, w->rigids, w->n_rigids, S};
     const int stride = w->n_rigids * FIRN_RIGID_ACC;
     firn_reduce_sum(S->n, FIRN_COUPLE_CHUNK, stride, w->pbd_chunk_acc, pbd_rigid_chunk, &c,
                     w->rigid_acc);
+    return 0;
 }
 
 static int cmp_mpm_pbd_key(const void *pa, const void *pb)
@@ -329,8 +333,9 @@ static int cmp_mpm_pbd_key(const void *pa, const void *pb)
  * sorted by node (ties by index: the same order for any thread count),
  * then each node with mass and particles in parallel; its new velocity
  * goes through the walls again, as the grid update's does. */
-static void couple_mpm_pbd(firn_world *w)
+static int couple_mpm_pbd(firn_world *w, firn_step *st)
 {
+    (void)st;
     firn_pbd *S = &w->pbd;
     const firn_params *P = &w->params;
     const int n = S->n;
@@ -359,14 +364,16 @@ static void couple_mpm_pbd(firn_world *w)
                                               runs[r + 1] - runs[r], S->s, dt);
         firn_grid_store_velocity(node, w->grid, firn_grid_walls(node, P, v));
     }
+    return 0;
 }
 
 /* Genesis's FEM pass (its fem_surface_force), last in couple(): on each
  * surface vertex, with the start-of-substep positions and the velocities
  * of the FEM velocity step, FEM-Rigid, then FEM-MPM on the updated grid
  * (before G2P), then FEM-SPH; the walls follow in the FEM position step. */
-static void couple_fem(firn_world *w)
+static int couple_fem(firn_world *w, firn_step *st)
 {
+    (void)st;
     const firn_coupler *c = &w->coupler;
     const firn_fem_surface S =
         firn_fem_surface_of(&w->fem, w->fem_vf_start, w->fem_vf, w->fem_normal);
@@ -379,6 +386,7 @@ static void couple_fem(firn_world *w)
         const firn_sph_view V = sph_view(w);
         firn_fem_sph_cpu(&S, &V, w->fem_sph_share, w->fem_sph_count);
     }
+    return 0;
 }
 
 /* ---- the couple stage: one list for both paths -------------------------- */
@@ -418,34 +426,6 @@ static int cpu_mpm_sph_contact(firn_world *w, firn_step *st)
     return 0;
 }
 
-static int cpu_mpm_pbd(firn_world *w, firn_step *st)
-{
-    (void)st;
-    couple_mpm_pbd(w);
-    return 0;
-}
-
-static int cpu_sph_rigid(firn_world *w, firn_step *st)
-{
-    (void)st;
-    couple_sph_rigid(w);
-    return 0;
-}
-
-static int cpu_pbd_rigid(firn_world *w, firn_step *st)
-{
-    (void)st;
-    couple_pbd_rigid(w);
-    return 0;
-}
-
-static int cpu_fem(firn_world *w, firn_step *st)
-{
-    (void)st;
-    couple_fem(w);
-    return 0;
-}
-
 static int on_mpm_sph_contact(const firn_world *w) { return firn_mpm_sph_contact(w); }
 static int on_mpm(const firn_world *w) { return w->coupler.active[FIRN_SOLVER_MPM]; }
 static int on_mpm_pbd(const firn_world *w) { return w->coupler.mpm_pbd; }
@@ -473,10 +453,10 @@ static const couple_entry couple_order[] = {
     {"mpm_sph contact reaction", on_mpm_sph_contact, cpu_mpm_sph_react, &firn_cuda_mpm_sph_react},
     {"grid update", on_mpm, cpu_grid, &firn_cuda_grid},
     {"mpm_sph contact", on_mpm_sph_contact, cpu_mpm_sph_contact, &firn_cuda_mpm_sph_contact},
-    {"mpm_pbd", on_mpm_pbd, cpu_mpm_pbd, &firn_cuda_mpm_pbd},
-    {"sph_rigid", on_sph_rigid, cpu_sph_rigid, &firn_cuda_sph_rigid},
-    {"pbd_rigid", on_pbd_rigid, cpu_pbd_rigid, &firn_cuda_pbd_rigid},
-    {"fem pairs", on_fem, cpu_fem, &firn_cuda_fem_pairs},
+    {"mpm_pbd", on_mpm_pbd, couple_mpm_pbd, &firn_cuda_mpm_pbd},
+    {"sph_rigid", on_sph_rigid, couple_sph_rigid, &firn_cuda_sph_rigid},
+    {"pbd_rigid", on_pbd_rigid, couple_pbd_rigid, &firn_cuda_pbd_rigid},
+    {"fem pairs", on_fem, couple_fem, &firn_cuda_fem_pairs},
 };
 
 static int couple(firn_world *w, int cuda, firn_step *st)
