@@ -131,6 +131,10 @@ static inline FIRN_HD float firn_sph_plane_volume(const firn_sph_params *P, floa
  *   gradient g  = s sum_k 2 pi delta_k W(delta_k), G = -g n (continuum: sigma(d))
  *   moment  mn  = s sum_k 2 pi delta_k^2 W(delta_k) - psi,
  *           M = psi I + mn n n                           (continuum: d sigma(d))
+ *   cohesion c  = s^-2 sum_k delta_k sigma_p(delta_k), sigma_p the plane
+ *           integral of W(max(r, p)) (firn_sph_nonpressure's kernel): the
+ *           ghosts' sum_j x_ij W(max(r_ij, p)) = c n, with which the
+ *           liquid continued pulls on the particle as its own neighbours do
  * These are the midpoint sums, over the ghost layers, of the continuum's
  * integrals over the half space; they tend to them as s / h -> 0. At
  * h = 2.15 s the continuum's Psi(s/2) = 0.206 exceeds what a resting
@@ -138,12 +142,22 @@ static inline FIRN_HD float firn_sph_plane_volume(const firn_sph_params *P, floa
  * as a continuum pushed the first layer off it, thinned it and raised the
  * whole liquid's pressure (docs/PHYSICS.md 5.5). */
 typedef struct {
-    float psi, grad, moment;
+    float psi, grad, moment, cohesion;
 } firn_sph_ghost;
+
+/* sigma_p(d) = 2 pi int_d^h W(max(r, p)) r dr: the plane integral of the
+ * cohesion's kernel, which stays W(p) within p [1/m]. */
+static inline FIRN_HD float firn_sph_cohesion_plane(const firn_sph_params *P, float d)
+{
+    const float p = P->psize;
+    if (d >= p)
+        return firn_sph_plane_integral(P, d);
+    return firn_sph_plane_integral(P, p) + 3.14159265f * (p * p - d * d) * firn_sph_w(P, p);
+}
 
 static inline FIRN_HD firn_sph_ghost firn_sph_ghost_layers(const firn_sph_params *P, float d)
 {
-    firn_sph_ghost g = {0.0f, 0.0f, 0.0f};
+    firn_sph_ghost g = {0.0f, 0.0f, 0.0f, 0.0f};
     const float s = cbrtf(P->vol);
     float m2 = 0.0f;
     for (int k = 0; k < 4; k++) {
@@ -154,6 +168,7 @@ static inline FIRN_HD firn_sph_ghost firn_sph_ghost_layers(const firn_sph_params
         g.psi += s * firn_sph_plane_integral(P, delta);
         g.grad += s * w;
         m2 += s * w * delta;
+        g.cohesion += delta * firn_sph_cohesion_plane(P, delta) / (s * s);
     }
     g.moment = m2 - g.psi;
     return g;
@@ -176,6 +191,7 @@ typedef struct {
     firn_vec3 grad;
     firn_vec3 m;
     firn_vec3 visc;
+    firn_vec3 coh; /* the ghosts' cohesion sum, sum x_ij W(max(r, p)) */
 } firn_sph_wall;
 
 /* Linear interpolation of a wall table at q = d / h in [0, 1). */
@@ -191,7 +207,7 @@ static inline FIRN_HD float firn_sph_wall_lookup(const float *table, float q)
 /* The two faces of axis a (their half spaces are disjoint): volume Psi,
  * gradient, normal moment d sigma, and viscosity (tangential, normal). */
 typedef struct {
-    float psi, grad, moment, visc_t, visc_n;
+    float psi, grad, moment, visc_t, visc_n, coh;
 } firn_sph_wall_axis;
 
 static inline FIRN_HD void firn_sph_wall_face(const firn_sph_params *P, float d, float sgn,
@@ -205,6 +221,7 @@ static inline FIRN_HD void firn_sph_wall_face(const firn_sph_params *P, float d,
     f->psi += gl.psi;
     f->grad -= sgn * gl.grad;
     f->moment += gl.moment;
+    f->coh += sgn * gl.cohesion;
     f->visc_t += firn_sph_wall_lookup(P->wall_visc_t, q) * s2;
     f->visc_n += firn_sph_wall_lookup(P->wall_visc_n, q) * s2;
 }
@@ -217,12 +234,12 @@ static inline FIRN_HD void firn_sph_wall_face(const firn_sph_params *P, float d,
 static inline FIRN_HD firn_sph_wall firn_sph_walls(const firn_sph_params *P, firn_vec3 x)
 {
     const firn_vec3 zero = firn_v3(0.0f, 0.0f, 0.0f);
-    firn_sph_wall w = {0.0f, zero, zero, zero};
+    firn_sph_wall w = {0.0f, zero, zero, zero, zero};
     if (!P->walls)
         return w;
     firn_sph_wall_axis f[3];
     for (int a = 0; a < 3; a++) {
-        f[a].psi = f[a].grad = f[a].moment = f[a].visc_t = f[a].visc_n = 0.0f;
+        f[a].psi = f[a].grad = f[a].moment = f[a].visc_t = f[a].visc_n = f[a].coh = 0.0f;
         firn_sph_wall_face(P, x.v[a] - P->lower[a], 1.0f, &f[a]);
         firn_sph_wall_face(P, P->upper[a] - x.v[a], -1.0f, &f[a]);
     }
@@ -234,6 +251,7 @@ static inline FIRN_HD firn_sph_wall firn_sph_walls(const firn_sph_params *P, fir
         const float only = open[(a + 1) % 3] * open[(a + 2) % 3];
         w.grad.v[a] = only * f[a].grad;
         w.m.v[a] = w.psi + only * f[a].moment;
+        w.coh.v[a] = only * f[a].coh;
         for (int b = 0; b < 3; b++)
             w.visc.v[b] += only * (b == a ? f[a].visc_n : f[a].visc_t);
     }
@@ -281,7 +299,7 @@ static inline FIRN_HD firn_vec3 firn_sph_nonpressure(int i, const firn_sph_param
     }
     firn_sph_wall w = firn_sph_walls(P, x);
     for (int b = 0; b < 3; b++)
-        a.v[b] += 10.0f * mi->mu * w.visc.v[b] * v.v[b];
+        a.v[b] += 10.0f * mi->mu * w.visc.v[b] * v.v[b] - mi->cohesion * w.coh.v[b];
     return a;
 }
 

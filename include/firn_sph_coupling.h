@@ -80,12 +80,89 @@ static inline FIRN_HD float firn_mpm_face_distance(float phi)
     return 0.5f * (lo + hi);
 }
 
+/* phi and grad phi at x (firn_mpm_level_at); 0 where x is outside the
+ * grid's interior. */
+static inline FIRN_HD int firn_mpm_level_sample(const firn_mpm_level *L, firn_vec3 x, float *phi,
+                                                firn_vec3 *gr)
+{
+    const firn_params *P = &L->P;
+    const firn_stencil st = firn_make_stencil(P, x);
+    float dw[3][3];
+    for (int a = 0; a < 3; a++) {
+        const float f = st.fx[a];
+        if (!(f >= 0.5f && f <= 1.5f)) /* x outside the grid's interior */
+            return 0;
+        dw[0][a] = (f - 1.5f) * P->inv_dx;
+        dw[1][a] = -2.0f * (f - 1.0f) * P->inv_dx;
+        dw[2][a] = (f - 0.5f) * P->inv_dx;
+    }
+    *phi = 0.0f;
+    *gr = firn_v3(0.0f, 0.0f, 0.0f);
+    for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 3; b++)
+            for (int c = 0; c < 3; c++) {
+                const float q =
+                    L->phi[firn_node_index(P->n, st.base[0] + a, st.base[1] + b, st.base[2] + c)];
+                if (q == 0.0f)
+                    continue;
+                *phi += q * st.w[a][0] * st.w[b][1] * st.w[c][2];
+                gr->v[0] += q * dw[a][0] * st.w[b][1] * st.w[c][2];
+                gr->v[1] += q * st.w[a][0] * dw[b][1] * st.w[c][2];
+                gr->v[2] += q * st.w[a][0] * st.w[b][1] * dw[c][2];
+            }
+    return 1;
+}
+
+/* Whether x lies inside the MPM bodies, phi(x) >= 1/2 (MPM-SPH's
+ * collision takes these particles; 0 without the level). */
+static inline FIRN_HD int firn_mpm_inside(const firn_mpm_level *L, firn_vec3 x)
+{
+    float phi;
+    firn_vec3 gr;
+    return L->phi && firn_mpm_level_sample(L, x, &phi, &gr) && phi >= 0.5f;
+}
+
+/* The curvature kappa = div n of the level set through x (2 / r on a ball
+ * of radius r), n the outward normal at x: the normals' differences a
+ * cell to either side along two tangents, sum_t (n(x + dx t) - n(x - dx t))
+ * . t / (2 dx). (The interpolation's own second derivatives are constant
+ * per cell: on a ball of 2.5 cells they gave 0.2 to 1.3 times its
+ * curvature; the differences give 0.8 to 1.1.) 0 where a sample leaves the
+ * grid's interior or has no gradient. */
+static inline FIRN_HD float firn_mpm_level_curvature(const firn_mpm_level *L, firn_vec3 x,
+                                                     firn_vec3 n)
+{
+    const float dx = L->P.dx;
+    const firn_vec3 e =
+        fabsf(n.v[0]) < 0.9f ? firn_v3(1.0f, 0.0f, 0.0f) : firn_v3(0.0f, 1.0f, 0.0f);
+    firn_vec3 t[2];
+    t[0] = firn_cross(n, e);
+    t[0] = firn_scale(t[0], 1.0f / sqrtf(firn_dot(t[0], t[0])));
+    t[1] = firn_cross(n, t[0]);
+    float kappa = 0.0f;
+    for (int m = 0; m < 2; m++)
+        for (int sgn = -1; sgn <= 1; sgn += 2) {
+            float phi;
+            firn_vec3 gr;
+            if (!firn_mpm_level_sample(L, firn_add(x, firn_scale(t[m], (float)sgn * dx)), &phi,
+                                       &gr))
+                return 0.0f;
+            const float g = sqrtf(firn_dot(gr, gr));
+            if (!(g > 1e-3f * L->P.inv_dx))
+                return 0.0f;
+            /* the outward normal -gr / g along t, times the side's sign */
+            kappa -= (float)sgn * firn_dot(gr, t[m]) / (g * 2.0f * dx);
+        }
+    return kappa;
+}
+
 /* The MPM bodies' surface near x, as a level set of the volume fraction
  * interpolated with the same weights, phi(x) = sum_j N_j(x) phi_j: the
  * surface is phi = 1/2 (a flat face's step, smoothed symmetrically by the
  * scatter and the interpolation, crosses 1/2 on the face), the outward
  * normal n = -grad phi / |grad phi|, and the distance to it as for a flat
- * face, d = dx firn_mpm_face_distance(phi). (The linearised
+ * face, d = dx firn_mpm_face_distance(phi), less the shift the smoothing
+ * gives a curved surface (below). (The linearised
  * (1/2 - phi) / |grad phi| would double the distance at a cell.) Returns
  * 1 with d and n where x is outside the bodies and within reach
  * (d < reach) and the normal is defined; 0 elsewhere, and outside the
@@ -103,39 +180,53 @@ static inline FIRN_HD int firn_mpm_level_at(const firn_mpm_level *L, firn_vec3 x
     if (!L->phi)
         return 0;
     const firn_params *P = &L->P;
-    const firn_stencil st = firn_make_stencil(P, x);
-    float dw[3][3];
-    for (int a = 0; a < 3; a++) {
-        const float f = st.fx[a];
-        if (!(f >= 0.5f && f <= 1.5f)) /* x outside the grid's interior */
-            return 0;
-        dw[0][a] = (f - 1.5f) * P->inv_dx;
-        dw[1][a] = -2.0f * (f - 1.0f) * P->inv_dx;
-        dw[2][a] = (f - 0.5f) * P->inv_dx;
-    }
-    float phi = 0.0f;
-    firn_vec3 gr = firn_v3(0.0f, 0.0f, 0.0f);
-    for (int a = 0; a < 3; a++)
-        for (int b = 0; b < 3; b++)
-            for (int c = 0; c < 3; c++) {
-                const float q =
-                    L->phi[firn_node_index(P->n, st.base[0] + a, st.base[1] + b, st.base[2] + c)];
-                if (q == 0.0f)
-                    continue;
-                phi += q * st.w[a][0] * st.w[b][1] * st.w[c][2];
-                gr.v[0] += q * dw[a][0] * st.w[b][1] * st.w[c][2];
-                gr.v[1] += q * st.w[a][0] * dw[b][1] * st.w[c][2];
-                gr.v[2] += q * st.w[a][0] * st.w[b][1] * dw[c][2];
-            }
+    float phi;
+    firn_vec3 gr;
+    if (!firn_mpm_level_sample(L, x, &phi, &gr))
+        return 0;
     *inside = phi >= 0.5f;
     const float g = sqrtf(firn_dot(gr, gr));
     if (!(phi > 0.0f) || *inside || !(g > 1e-3f * P->inv_dx))
         return 0;
-    *d = P->dx * firn_mpm_face_distance(phi);
-    if (!(*d < reach))
+    const float t = P->dx * firn_mpm_face_distance(phi);
+    /* the earliest exit: the shift below is at most dx / 4 */
+    if (!(t - 0.25f * P->dx < reach))
         return 0;
     *n = firn_scale(gr, -1.0f / g);
-    return 1;
+    /* The smoothing (variance dx^2 / 2 per axis) moves the level 1/2 of a
+     * surface of mean curvature kappa_s / 2 inwards by (dx^2 / 2) kappa_s
+     * / 2: 4 mm on a ball of radius 5 cm at dx = 0.02 m, by which the
+     * liquid came into a ball (docs/PHYSICS.md 5.7). kappa_s is the
+     * surface's, from the level's through x at distance t as on a ball,
+     * 2 / (2 / kappa - t); the shift is bounded at dx / 4 (a radius of a
+     * cell, which the grid no longer resolves). */
+    const float kappa = firn_mpm_level_curvature(L, x, *n);
+    const float ks = kappa / firn_maxf(1.0f - 0.5f * t * kappa, 0.5f);
+    const float shift = 0.25f * P->dx * firn_clampf(ks * P->dx, -1.0f, 1.0f);
+    *d = firn_maxf(t - shift, 0.0f);
+    return *d < reach;
+}
+
+/* A coupled body's surface as a wall of ghost layers (firn_sph_ghost_layers
+ * at the distance d, n the surface's normal into the liquid) on a particle
+ * of material m, pressure p and density rho: the acceleration
+ * (rho0 / rho^2) 2 p g n - (rho0 / rho) M g - gamma c n. The last term is
+ * the ghosts' cohesion: the liquid continued into the body pulls on the
+ * particle as the liquid's own neighbours do (firn_sph_nonpressure).
+ * Without it the liquid's cohesion pulled it off every body, and the gap
+ * floated bodies high: a WCSPH sphere and a box of relative density 0.3
+ * at 0.224 and 0.226 instead of 0.3 (docs/PHYSICS.md 5.7). */
+static inline FIRN_HD firn_vec3 firn_sph_body_wall(const firn_sph_params *P,
+                                                   const firn_sph_material *m, float p, float rho,
+                                                   float d, firn_vec3 n)
+{
+    const firn_sph_ghost gl = firn_sph_ghost_layers(P, d);
+    const firn_vec3 g = firn_v3(P->gravity[0], P->gravity[1], P->gravity[2]);
+    const firn_vec3 mg = firn_add(firn_scale(g, gl.psi), firn_scale(n, gl.moment * firn_dot(n, g)));
+    const float r0 = m->rho0 / rho;
+    return firn_sub(
+        firn_scale(n, 2.0f * r0 * firn_maxf(p, 0.0f) * gl.grad / rho - m->cohesion * gl.cohesion),
+        firn_scale(mg, r0));
 }
 
 /* MPM-SPH's contact force on SPH particle i (docs/PHYSICS.md 5.7): where
@@ -176,14 +267,7 @@ static inline FIRN_HD int firn_sph_mpm_contact(int i, const firn_sph_view *V, fi
     if (!(M > 0.0f))
         return 0;
     *Ms = M;
-    const firn_sph_ghost gl = firn_sph_ghost_layers(P, d);
-    const float rho0 = V->mats[s.mat[i]].rho0, rho = s.rho[i];
-    const firn_vec3 g = firn_v3(P->gravity[0], P->gravity[1], P->gravity[2]);
-    const firn_vec3 mg = firn_add(firn_scale(g, gl.psi), firn_scale(n, gl.moment * firn_dot(n, g)));
-    const float r0 = rho0 / rho;
-    const firn_vec3 acc = firn_sub(
-        firn_scale(n, 2.0f * r0 * firn_maxf(s.p[i], 0.0f) * gl.grad / rho), firn_scale(mg, r0));
-    *dv = firn_scale(acc, P->dt);
+    *dv = firn_scale(firn_sph_body_wall(P, &V->mats[s.mat[i]], s.p[i], s.rho[i], d, n), P->dt);
     return 1;
 }
 
@@ -233,15 +317,13 @@ static inline FIRN_HD float firn_sph_mpm_inside_sum(int i, const firn_sph_params
                                                     firn_sph_particles s, firn_nbr_grid G,
                                                     const firn_mpm_level *L)
 {
-    firn_vec3 x = firn_load3(s.x, s.n, i), d, nrm;
-    float sum = 0.0f, r, dist;
-    int j, inside;
+    firn_vec3 x = firn_load3(s.x, s.n, i), d;
+    float sum = 0.0f, r;
+    int j;
     firn_nbr_cursor c = firn_nbr_cursor_for(&P->nb, G, i, x);
-    while (firn_nbr_next(&c, &P->nb, G, s.x, s.n, i, x, &j, &d, &r)) {
-        firn_mpm_level_at(L, firn_load3(s.x, s.n, j), 0.0f, &dist, &nrm, &inside);
-        if (inside)
+    while (firn_nbr_next(&c, &P->nb, G, s.x, s.n, i, x, &j, &d, &r))
+        if (firn_mpm_inside(L, firn_load3(s.x, s.n, j)))
             sum += firn_sph_w(P, r);
-    }
     return P->vol * sum;
 }
 
@@ -256,30 +338,6 @@ static inline FIRN_HD float firn_sph_mpm_psi(const firn_sph_params *P, const fir
     if (!L || !firn_mpm_level_at(L, x, P->h, &d, &n, &inside))
         return 0.0f;
     return firn_sph_ghost_layers(P, d).psi;
-}
-
-/* Where SPH particle x meets the MPM bodies in MPM-SPH's collision: a
- * particle inside them (phi >= 1/2) at its own position; one that touches
- * them, its centre less than r (a particle radius) out of the surface,
- * at its contact point a cell inside the surface, x - (d + dx / 2) n, so
- * that the node it meets (the one whose cell holds the point) holds the
- * body's mass, not the grid's light shell beyond it. Returns 0 (no
- * collision) elsewhere. */
-static inline FIRN_HD int firn_mpm_contact_point(const firn_mpm_level *L, firn_vec3 x, float r,
-                                                 firn_vec3 *xc)
-{
-    float d;
-    firn_vec3 n;
-    int inside;
-    const int touch = firn_mpm_level_at(L, x, r, &d, &n, &inside);
-    if (inside) {
-        *xc = x;
-        return 1;
-    }
-    if (!touch)
-        return 0;
-    *xc = firn_sub(x, firn_scale(n, d + 0.5f * L->P.dx));
-    return 1;
 }
 
 /* MPM-SPH at one MPM node (at xn, mass m, velocity v after gravity and the
@@ -298,24 +356,22 @@ static inline FIRN_HD int firn_mpm_contact_point(const firn_mpm_level *L, firn_v
  * parallel.
  * With the contact on (V->L.phi), the node first takes the reaction of the
  * contact force (firn_sph_mpm_react, scattered before), and the collision takes
- * only the particles that touch the MPM bodies, their centre less than a
- * particle radius p / 2 out of the surface, or are inside them, each in the
- * cell of its contact point (firn_mpm_contact_point): the liquid is met
- * where it touches the bodies, as FEM-SPH's vertices meet it, not where
- * the grid's mass ends, about a cell farther out. */
+ * only the particles inside the MPM bodies (firn_mpm_inside): outside, the
+ * contact force keeps the liquid out, as the wall term does for rigid
+ * bodies. (Colliding also the particles within p / 2 of the surface, as
+ * firn did before, tied them to the body both ways: a floating ball came
+ * to rest wherever they first held it, 7 to 10 % high; docs/PHYSICS.md
+ * 5.7.) Without the contact, every particle in the node's cell. */
 static inline FIRN_HD firn_vec3 firn_mpm_sph_node(firn_vec3 xn, firn_vec3 v, float m, float dx,
                                                   const firn_sph_view *V)
 {
     const firn_sph_params *P = &V->P;
     const firn_sph_particles s = V->s;
     const float half = 0.5f * dx;
-    /* with the contact, a touching particle meets the node whose cell holds
-     * its contact point, up to dx + p / 2 from it */
-    const float reach = V->L.phi ? dx + 0.5f * P->psize : half;
     int lo[3], hi[3];
     for (int a = 0; a < 3; a++) {
-        lo[a] = firn_nbr_cell_axis(&P->nb, xn.v[a] - reach, a);
-        hi[a] = firn_nbr_cell_axis(&P->nb, xn.v[a] + reach, a);
+        lo[a] = firn_nbr_cell_axis(&P->nb, xn.v[a] - half, a);
+        hi[a] = firn_nbr_cell_axis(&P->nb, xn.v[a] + half, a);
     }
     if (V->L.react) {
         const firn_params *G = &V->L.P;
@@ -339,17 +395,10 @@ static inline FIRN_HD firn_vec3 firn_mpm_sph_node(firn_vec3 xn, firn_vec3 v, flo
                     int cell = (a * P->nb.res[1] + b) * P->nb.res[2] + c;
                     for (int k = V->G.start[cell]; k < V->G.end[cell]; k++) {
                         int i = V->G.sorted[k];
-                        firn_vec3 d = firn_sub(firn_load3(s.x, s.n, i), xn);
-                        if (!(fabsf(d.v[0]) < reach && fabsf(d.v[1]) < reach &&
-                              fabsf(d.v[2]) < reach))
-                            continue;
-                        if (V->L.phi) {
-                            if (!firn_mpm_contact_point(&V->L, firn_load3(s.x, s.n, i),
-                                                        0.5f * P->psize, &d))
-                                continue;
-                            d = firn_sub(d, xn);
-                        }
+                        const firn_vec3 d = firn_sub(firn_load3(s.x, s.n, i), xn);
                         if (!(fabsf(d.v[0]) < half && fabsf(d.v[1]) < half && fabsf(d.v[2]) < half))
+                            continue;
+                        if (V->L.phi && !firn_mpm_inside(&V->L, firn_load3(s.x, s.n, i)))
                             continue;
                         firn_vec3 vi = firn_load3(s.v, s.n, i);
                         if (pass == 0) {
@@ -448,15 +497,8 @@ static inline FIRN_HD void firn_sph_rigid_particle(int i, const firn_sph_view *V
             v = v2;
         }
         if (sd < P->h && b->motion != FIRN_MOTION_STATIC) {
-            const firn_sph_ghost gl = firn_sph_ghost_layers(P, sd);
-            const float sigma = gl.grad;
-            const float rho0 = V->mats[s.mat[i]].rho0, rho = s.rho[i];
-            const firn_vec3 g = firn_v3(P->gravity[0], P->gravity[1], P->gravity[2]);
-            const firn_vec3 mg =
-                firn_add(firn_scale(g, gl.psi), firn_scale(n, gl.moment * firn_dot(n, g)));
-            firn_vec3 acc_w =
-                firn_sub(firn_scale(n, 2.0f * rho0 * firn_maxf(s.p[i], 0.0f) * sigma / (rho * rho)),
-                         firn_scale(mg, rho0 / rho));
+            const firn_vec3 acc_w =
+                firn_sph_body_wall(P, &V->mats[s.mat[i]], s.p[i], s.rho[i], sd, n);
             firn_vec3 v3 = firn_add(v, firn_scale(acc_w, P->dt));
             firn_rigid_react(rx, v, v3, m, a);
             v = v3;

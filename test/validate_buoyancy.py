@@ -29,7 +29,8 @@ def scene(args, tag, bodies, body, frames):
     sc = {'domain': {'lower': [0, 0, 0], 'upper': [L, 0.3, L], 'dx': 0.02},
           'gravity': [0, -G, 0], 'time': {'frame_dt': 0.02, 'frames': frames},
           'sph': {'particle_size': args.ps},
-          'materials': {'water': {'model': 'sph_liquid', 'density': RHO_W}},
+          'materials': {'water': {'model': 'sph_liquid', 'density': RHO_W,
+                                  'surface_tension': args.surface_tension}},
           'bodies': [{'material': 'water', 'solver': 'sph', 'shape': {'type': 'box', 'lower': lo, 'upper': hi}}
                      for lo, hi in bodies],
           'rigids': [body], 'output': {'dir': os.path.join(args.out, tag), 'preview': False,
@@ -93,6 +94,8 @@ def main():
     ap.add_argument('--ps', type=float, default=0.015, help='sph.particle_size [m]')
     ap.add_argument('--size', type=float, default=0.1, help='body size [m]')
     ap.add_argument('--frames', type=int, default=60)
+    ap.add_argument('--surface-tension', type=float, default=0.01,
+                    help="the water's sph_liquid surface_tension (its default 0.01)")
     ap.add_argument('--submerged', action='store_true', help='the submerged force check instead')
     ap.add_argument('--ply', action='store_true', help='write the particles per frame (floating cases always do)')
     ap.add_argument('--jobs', type=int, default=1, help='cases run at once (each on one thread)')
