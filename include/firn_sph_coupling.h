@@ -231,9 +231,9 @@ static inline FIRN_HD firn_vec3 firn_sph_body_wall(const firn_sph_params *P,
 
 /* MPM-SPH's contact force on SPH particle i (docs/PHYSICS.md 5.7): where
  * i lies within h of an MPM body's surface (firn_mpm_level_at), the body
- * is a wall of ghost layers as a rigid body's is (firn_sph_rigid_particle's
- * wall term at the distance d along the normal n): the velocity change
- * dv = dt ((rho0 / rho^2) 2 p_i g n - (rho0 / rho) M g). Its reaction,
+ * is a wall of ghost layers as a rigid body's is (firn_sph_body_wall at
+ * the distance d along the normal n): the velocity change
+ * dv = dt ((rho0 / rho^2) 2 p_i g n - (rho0 / rho) M g - gamma c n). Its reaction,
  * -m_i dv, goes to the nodes of the stencil of i's contact point
  * xc = x_i - (d + dx / 2) n, half a cell inside the surface, in proportion
  * to their mass, N_j(xc) m_j / Ms, Ms = sum_k N_k(xc) m_k: each node's
@@ -472,9 +472,10 @@ static inline FIRN_HD float firn_sph_density_rigid(int i, const firn_sph_params 
 /* SPH-rigid for particle i: per coupled body in turn, the SDF impulse of
  * the MPM coupling (firn_rigid_collide, particle mass m_i), and, for a body
  * that moves (not static) within a support radius of its surface, the body
- * as a wall of ghost layers (firn_sph_ghost_layers at the distance d): the
- * particle's acceleration (rho0 / rho^2) 2 p_i g n - (rho0 / rho) M g,
- * M = psi I + m_n n n, and minus its momentum change on the body. Both
+ * as a wall of ghost layers (firn_sph_body_wall at the distance d): the
+ * particle's acceleration (rho0 / rho^2) 2 p_i g n - (rho0 / rho) M g
+ * - gamma c n, M = psi I + m_n n n, and minus its momentum change on the
+ * body. Both
  * reactions go to acc[6] per body (docs/PHYSICS.md 5.7). */
 static inline FIRN_HD void firn_sph_rigid_particle(int i, const firn_sph_view *V,
                                                    const firn_rigid *bodies, int nb, double *acc)
