@@ -57,6 +57,8 @@ static const firn_solver *const solvers[FIRN_SOLVER_COUNT] = {
     [FIRN_SOLVER_PBD] = &firn_pbd_solver,   [FIRN_SOLVER_FEM] = &firn_fem_solver,
 };
 
+const firn_solver *firn_solver_of(int k) { return solvers[k]; }
+
 /* A PBD particle and the MPM node whose dx-box holds it. */
 struct firn_mpm_pbd_key {
     long long node;

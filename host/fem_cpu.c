@@ -3,13 +3,15 @@
  * in Genesis's substep order (docs/PHYSICS.md s7.3). Each element writes
  * its own force slots and each vertex sums its slots in a fixed order, so
  * the state is the same for any thread count. */
-#include <omp.h>
-
 #include <math.h>
+#include <stdio.h>
+
+#include <omp.h>
 
 #include "fem.h"
 #include "fem_implicit.h"
 #include "world.h"
+#include "cuda_backend.h"
 
 static int fem_active(const firn_world *w) { return w->fem.E.n > 0; }
 
@@ -80,6 +82,53 @@ static int fem_post_coupling(firn_world *w, firn_step *st)
     return 0;
 }
 
+/* The host state brought up to date (CUDA: downloaded when stale). */
+static int fem_host_current(firn_world *w, firn_error *err)
+{
+    if (!w->fem.cuda || !w->fem.host_stale)
+        return 0;
+    if (firn_cuda_fem_download(w, err))
+        return -1;
+    w->fem.host_stale = 0;
+    return 0;
+}
+
+static int fem_cfl(firn_world *w, float v_gravity, firn_cfl_limit *lim, firn_error *err)
+{
+    if (fem_host_current(w, err))
+        return -1;
+    lim->dt = firn_fem_cfl_dt(&w->fem, w->def.cfl, v_gravity, &lim->c, &lim->v, &lim->body);
+    return 0;
+}
+
+static void fem_cfl_cause(const firn_world *w, const firn_cfl_limit *lim, float v_gravity,
+                          char *why, size_t size)
+{
+    (void)v_gravity;
+    const firn_scene_def *d = &w->def;
+    const int b = lim->body >= 0 ? lim->body : w->fem.scene_body[0];
+    float h = w->fem.h_min;
+    for (int k = 0; k < w->fem.bodies; k++)
+        if (w->fem.scene_body[k] == b)
+            h = w->fem.h_body[k];
+    snprintf(why, size,
+             "the FEM body bodies[%d] (material '%s'): P-wave speed %g m/s and vertices at "
+             "%g m/s over its shortest element altitude %g m",
+             b, d->materials[d->bodies[b].material].name, lim->c, lim->v, h);
+}
+
+static double fem_host_bytes(const firn_world *w) { return (double)firn_fem_host_bytes(&w->fem); }
+
+static double fem_device_bytes(const firn_world *w)
+{
+    const firn_fem *S = &w->fem;
+    const long long nodes =
+        w->coupler.fem_mpm ? (long long)w->params.n[0] * w->params.n[1] * w->params.n[2] : 0;
+    return (double)firn_fem_device_bytes(S->V.n, S->E.n, S->nf, S->ns, nodes, w->coupler.fem_sph,
+                                         w->sph.n) +
+           (S->implicit_work ? (double)firn_fem_implicit_device_bytes(S->V.n, S->E.n) : 0.0);
+}
+
 const firn_solver firn_fem_solver = {
     .name = "fem",
     .is_active = fem_active,
@@ -87,4 +136,9 @@ const firn_solver firn_fem_solver = {
     .cuda = &firn_cuda_fem_phases,
     .prof_pre = FIRN_PROF_FEM_VELOCITY,
     .prof_post = FIRN_PROF_FEM_POSITION,
+    .host_current = fem_host_current,
+    .cfl = fem_cfl,
+    .cfl_cause = fem_cfl_cause,
+    .host_bytes = fem_host_bytes,
+    .device_bytes = fem_device_bytes,
 };

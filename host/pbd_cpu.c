@@ -6,6 +6,7 @@
  * particle, and the particle passes are Jacobi (each particle gathers its
  * own correction), so the state is the same for any thread count.
  * PBD-rigid runs in the Coupler (host/coupler.c). */
+#include <stdio.h>
 #include <string.h>
 
 #include <omp.h>
@@ -15,6 +16,7 @@
 #include "pbd.h"
 #include "reduce.h"
 #include "world.h"
+#include "cuda_backend.h"
 
 void firn_pbd_cpu_sweep(const firn_pbd_constraints *C, int bend, float dt, firn_pbd_particles s)
 {
@@ -142,6 +144,49 @@ static int pbd_post_coupling(firn_world *w, firn_step *st)
     return 0;
 }
 
+/* The host state brought up to date (CUDA: downloaded when stale). */
+static int pbd_host_current(firn_world *w, firn_error *err)
+{
+    if (!w->pbd.cuda || !w->pbd.host_stale)
+        return 0;
+    if (firn_cuda_pbd_download(w, err))
+        return -1;
+    w->pbd.host_stale = 0;
+    return 0;
+}
+
+static int pbd_cfl(firn_world *w, float v_gravity, firn_cfl_limit *lim, firn_error *err)
+{
+    if (pbd_host_current(w, err))
+        return -1;
+    lim->c = 0.0f;
+    lim->body = -1;
+    lim->dt = firn_pbd_cfl_dt(&w->pbd, w->def.cfl, v_gravity, &lim->v);
+    return 0;
+}
+
+static void pbd_cfl_cause(const firn_world *w, const firn_cfl_limit *lim, float v_gravity,
+                          char *why, size_t size)
+{
+    const firn_scene_def *d = &w->def;
+    if (v_gravity > lim->v)
+        snprintf(why, size,
+                 "gravity over a frame, %g m/s (|g| = %g m/s^2 for time.frame_dt = %g s), that "
+                 "the PBD particles (pbd.particle_size = %g m, now at %g m/s) may gain",
+                 v_gravity, v_gravity / d->frame_dt, d->frame_dt, w->pbd.P.psize, lim->v);
+    else
+        snprintf(why, size, "the PBD particles, %g m/s (pbd.particle_size = %g m)", lim->v,
+                 w->pbd.P.psize);
+}
+
+static double pbd_host_bytes(const firn_world *w) { return (double)firn_pbd_host_bytes(&w->pbd); }
+
+static double pbd_device_bytes(const firn_world *w)
+{
+    const firn_pbd *S = &w->pbd;
+    return (double)firn_pbd_device_bytes(S->n, S->stretch.n, S->bend.n, S->G.cells);
+}
+
 const firn_solver firn_pbd_solver = {
     .name = "pbd",
     .is_active = pbd_active,
@@ -149,4 +194,9 @@ const firn_solver firn_pbd_solver = {
     .cuda = &firn_cuda_pbd_phases,
     .prof_pre = FIRN_PROF_PBD_PARTICLES,
     .prof_post = FIRN_PROF_PBD_INTEGRATE,
+    .host_current = pbd_host_current,
+    .cfl = pbd_cfl,
+    .cfl_cause = pbd_cfl_cause,
+    .host_bytes = pbd_host_bytes,
+    .device_bytes = pbd_device_bytes,
 };

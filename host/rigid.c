@@ -254,9 +254,11 @@ static int rigid_post_coupling(firn_world *w, firn_step *st)
     return 0;
 }
 
-const firn_solver firn_rigid_solver = {"rigid",
-                                       rigid_active,
-                                       {NULL, rigid_pre_coupling, rigid_post_coupling},
-                                       &firn_cuda_rigid_phases,
-                                       FIRN_PROF_COUPLE,
-                                       FIRN_PROF_GRID};
+const firn_solver firn_rigid_solver = {
+    .name = "rigid",
+    .is_active = rigid_active,
+    .cpu = {NULL, rigid_pre_coupling, rigid_post_coupling},
+    .cuda = &firn_cuda_rigid_phases,
+    .prof_pre = FIRN_PROF_COUPLE,
+    .prof_post = FIRN_PROF_GRID,
+};

@@ -89,17 +89,45 @@ typedef struct {
     int (*post)(firn_world *w, firn_step *st);
 } firn_phase_ops;
 
+/* A solver's limit on the CFL step: the step [s] (INFINITY: none), and
+ * what makes it, for the runaway message: a signal speed c and the
+ * largest particle speed v [m/s], and the scene body that sets it (-1:
+ * none named). */
+typedef struct {
+    float dt, c, v;
+    int body;
+} firn_cfl_limit;
+
 /* A solver: whether a world has it, its phases on both paths and the
  * profile slots the Coupler ends after its pre and post phases. A solver
  * with no CUDA path has NULL phases in `cuda`; the CUDA backend refuses a
- * world that has it. */
+ * world that has it. Its state outside the substep, each NULL where the
+ * world's core (host/world.c) keeps it, as for MPM, the rigid bodies and
+ * the tools:
+ *   host_current  brings the host copy up to date (a CUDA world downloads
+ *                 it when stale): 0, or -1 with err set;
+ *   cfl           its limit on the step, the speed gravity may add over a
+ *                 frame v_gravity included (the host copy current first):
+ *                 0, or -1 with err set;
+ *   cfl_cause     says what makes that limit, "the speed of <why>";
+ *   host_bytes    the host memory it holds, on either path [bytes];
+ *   device_bytes  what its CUDA path would allocate [bytes]. */
 typedef struct {
     const char *name;
     int (*is_active)(const firn_world *w);
     firn_phase_ops cpu;
     const firn_phase_ops *cuda; /* kernels/ (a build without CUDA: host/device.c, all NULL) */
     int prof_pre, prof_post;
+    int (*host_current)(firn_world *w, firn_error *err);
+    int (*cfl)(firn_world *w, float v_gravity, firn_cfl_limit *lim, firn_error *err);
+    void (*cfl_cause)(const firn_world *w, const firn_cfl_limit *lim, float v_gravity, char *why,
+                      size_t size);
+    double (*host_bytes)(const firn_world *w);
+    double (*device_bytes)(const firn_world *w);
 } firn_solver;
+
+/* The solver of kind k (FIRN_SOLVER_*), in host/coupler.c's table. */
+const firn_solver *firn_solver_of(int k);
 
 /* The CUDA paths' phases (kernels/mpm.cu, sph.cu, pbd.cu, fem.cu; in a
  * build without CUDA, host/device.c's, all NULL). */

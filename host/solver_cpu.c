@@ -500,12 +500,14 @@ static int mpm_post_coupling(firn_world *w, firn_step *st)
     return 0;
 }
 
-const firn_solver firn_mpm_solver = {"mpm",
-                                     mpm_active,
-                                     {mpm_begin, mpm_pre_coupling, mpm_post_coupling},
-                                     &firn_cuda_mpm_phases,
-                                     FIRN_PROF_P2G,
-                                     FIRN_PROF_G2P};
+const firn_solver firn_mpm_solver = {
+    .name = "mpm",
+    .is_active = mpm_active,
+    .cpu = {mpm_begin, mpm_pre_coupling, mpm_post_coupling},
+    .cuda = &firn_cuda_mpm_phases,
+    .prof_pre = FIRN_PROF_P2G,
+    .prof_post = FIRN_PROF_G2P,
+};
 
 void firn_grid_split(const firn_grid *g, float *mass, float *vel)
 {

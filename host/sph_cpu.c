@@ -3,6 +3,8 @@
  * Every sum has one order (the neighbour grid's) and the solvers' error
  * means are summed per fixed chunk, then over chunks in order, so the state
  * is the same for any thread count. */
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +15,7 @@
 #include "neighbour.h"
 #include "sph.h"
 #include "world.h"
+#include "cuda_backend.h"
 
 #define SPH_CHUNK 4096
 
@@ -156,6 +159,48 @@ static int sph_post_coupling(firn_world *w, firn_step *st)
     return 0;
 }
 
+/* The host state brought up to date (CUDA: downloaded when stale). */
+static int sph_host_current(firn_world *w, firn_error *err)
+{
+    if (!w->sph.cuda || !w->sph.host_stale)
+        return 0;
+    if (firn_cuda_sph_download(w, err))
+        return -1;
+    w->sph.host_stale = 0;
+    return 0;
+}
+
+static int sph_cfl(firn_world *w, float v_gravity, firn_cfl_limit *lim, firn_error *err)
+{
+    lim->dt = INFINITY;
+    lim->c = lim->v = 0.0f;
+    lim->body = -1;
+    if (w->sph.n <= 0)
+        return 0;
+    if (sph_host_current(w, err))
+        return -1;
+    lim->dt = firn_sph_cfl_dt(&w->sph, w->def.cfl, v_gravity, &lim->c, &lim->v);
+    return 0;
+}
+
+static void sph_cfl_cause(const firn_world *w, const firn_cfl_limit *lim, float v_gravity,
+                          char *why, size_t size)
+{
+    (void)v_gravity;
+    snprintf(why, size,
+             "the SPH liquid: sound speed %g m/s, particles at %g m/s, viscosity (support "
+             "radius h = %g m)",
+             lim->c, lim->v, w->sph.P.h);
+}
+
+static double sph_host_bytes(const firn_world *w) { return (double)firn_sph_host_bytes(&w->sph); }
+
+static double sph_device_bytes(const firn_world *w)
+{
+    const firn_nbr_space *nb = &w->sph.P.nb;
+    return (double)firn_sph_device_bytes(w->sph.n, nb->res[0] * nb->res[1] * nb->res[2]);
+}
+
 const firn_solver firn_sph_solver = {
     .name = "sph",
     .is_active = sph_active,
@@ -163,4 +208,9 @@ const firn_solver firn_sph_solver = {
     .cuda = &firn_cuda_sph_phases,
     .prof_pre = FIRN_PROF_SPH_PRESSURE,
     .prof_post = FIRN_PROF_SPH_INTEGRATE,
+    .host_current = sph_host_current,
+    .cfl = sph_cfl,
+    .cfl_cause = sph_cfl_cause,
+    .host_bytes = sph_host_bytes,
+    .device_bytes = sph_device_bytes,
 };

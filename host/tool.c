@@ -128,12 +128,14 @@ static int tool_post_coupling(firn_world *w, firn_step *st)
     return 0;
 }
 
-const firn_solver firn_tool_solver = {"tool",
-                                      tool_active,
-                                      {NULL, tool_pre_coupling, tool_post_coupling},
-                                      &firn_cuda_tool_phases,
-                                      FIRN_PROF_COUPLE,
-                                      FIRN_PROF_GRID};
+const firn_solver firn_tool_solver = {
+    .name = "tool",
+    .is_active = tool_active,
+    .cpu = {NULL, tool_pre_coupling, tool_post_coupling},
+    .cuda = &firn_cuda_tool_phases,
+    .prof_pre = FIRN_PROF_COUPLE,
+    .prof_post = FIRN_PROF_GRID,
+};
 
 void firn_tool_fill_state(const firn_world *w, int k, firn_tool_state *out)
 {

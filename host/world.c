@@ -213,36 +213,20 @@ static float rigid_speed(firn_world *w, int *which)
 
 static int current_state(firn_world *w, int need, firn_error *err);
 
-/* The SPH host state brought up to date (CUDA: downloaded when stale). */
-static int sph_current(firn_world *w, firn_error *err)
+/* Solver k's host state brought up to date (the solver table's
+ * host_current: CUDA downloads what is stale). */
+static int solver_current(firn_world *w, int k, firn_error *err)
 {
-    if (!w->sph.cuda || !w->sph.host_stale)
-        return 0;
-    if (firn_cuda_sph_download(w, err))
-        return -1;
-    w->sph.host_stale = 0;
-    return 0;
+    const firn_solver *sv = firn_solver_of(k);
+    return sv->host_current ? sv->host_current(w, err) : 0;
 }
 
-/* The PBD host state brought up to date (CUDA: downloaded when stale). */
-static int pbd_current(firn_world *w, firn_error *err)
+/* Every solver's. */
+static int solvers_current(firn_world *w, firn_error *err)
 {
-    if (!w->pbd.cuda || !w->pbd.host_stale)
-        return 0;
-    if (firn_cuda_pbd_download(w, err))
-        return -1;
-    w->pbd.host_stale = 0;
-    return 0;
-}
-
-/* The FEM host state brought up to date (CUDA: downloaded when stale). */
-static int fem_current(firn_world *w, firn_error *err)
-{
-    if (!w->fem.cuda || !w->fem.host_stale)
-        return 0;
-    if (firn_cuda_fem_download(w, err))
-        return -1;
-    w->fem.host_stale = 0;
+    for (int k = 0; k < FIRN_SOLVER_COUNT; k++)
+        if (solver_current(w, k, err))
+            return -1;
     return 0;
 }
 
@@ -251,13 +235,11 @@ static int fem_current(firn_world *w, firn_error *err)
  * frame [m/s]. */
 typedef struct {
     float c, v_particles, v_rigid, v_gravity;
-    int rigid;                  /* the fastest coupled body, or -1 */
-    int tool;                   /* 1: that is tools[rigid] */
-    float dt_mpm, dt_sph;       /* each solver's limit [s] (INFINITY: no limit) */
-    float c_sph, v_sph;         /* SPH: sound speed, largest particle speed [m/s] */
-    float dt_pbd, v_pbd;        /* PBD: its limit [s], its largest particle speed [m/s] */
-    float dt_fem, c_fem, v_fem; /* FEM: its limit [s], P-wave speed and vertex speed [m/s] */
-    int fem_body;               /* FEM: the limiting body's scene index */
+    int rigid;                             /* the fastest coupled body, or -1 */
+    int tool;                              /* 1: that is tools[rigid] */
+    float dt_mpm;                          /* MPM's limit [s] (INFINITY: no limit) */
+    firn_cfl_limit lim[FIRN_SOLVER_COUNT]; /* the other solvers' (the table's cfl) */
+    int limiting; /* the table's solver with the shortest limit, -1: none */
 } cfl_terms;
 
 /* The CFL step into *dt_out; 0, or -1 with err filled (a device failure). */
@@ -288,23 +270,30 @@ static int cfl_step(firn_world *w, cfl_terms *t, float *dt_out, firn_error *err)
     if (!(speed <= 0.0f) && w->p.n > 0)
         dt = isnan(speed) ? speed : firn_minf(dt, d->cfl * d->dx / speed);
     t->dt_mpm = dt;
-    t->dt_sph = INFINITY;
-    t->c_sph = t->v_sph = 0.0f;
-    if (w->sph.n > 0) {
-        if (sph_current(w, err))
+    /* the solvers with a limit of their own; the shortest is named when the
+     * step runs away (a NaN limit first: firn_minf drops a NaN) */
+    float others = INFINITY;
+    int nan = isnan(dt);
+    t->limiting = -1;
+    for (int k = 0; k < FIRN_SOLVER_COUNT; k++) {
+        const firn_solver *sv = firn_solver_of(k);
+        firn_cfl_limit *lim = &t->lim[k];
+        lim->dt = INFINITY;
+        if (!sv->cfl)
+            continue;
+        if (sv->cfl(w, t->v_gravity, lim, err))
             return -1;
-        t->dt_sph = firn_sph_cfl_dt(&w->sph, d->cfl, t->v_gravity, &t->c_sph, &t->v_sph);
+        if (isnan(lim->dt) && !nan) {
+            nan = 1;
+            t->limiting = k;
+        } else if (!nan && lim->dt < others) {
+            others = lim->dt;
+            t->limiting = k;
+        }
     }
-    if (pbd_current(w, err))
-        return -1;
-    t->dt_pbd = firn_pbd_cfl_dt(&w->pbd, d->cfl, t->v_gravity, &t->v_pbd);
-    if (fem_current(w, err))
-        return -1;
-    t->dt_fem = firn_fem_cfl_dt(&w->fem, d->cfl, t->v_gravity, &t->c_fem, &t->v_fem, &t->fem_body);
-    *dt_out = firn_minf(
-        d->frame_dt, firn_minf(firn_minf(t->dt_mpm, t->dt_sph), firn_minf(t->dt_pbd, t->dt_fem)));
-    if (isnan(t->dt_mpm + t->dt_sph + t->dt_pbd + t->dt_fem)) /* firn_minf drops a NaN */
-        *dt_out = NAN;
+    if (!nan && !(others < t->dt_mpm))
+        t->limiting = -1;
+    *dt_out = nan ? NAN : firn_minf(d->frame_dt, firn_minf(t->dt_mpm, others));
     return 0;
 }
 
@@ -343,30 +332,8 @@ static void cfl_cause(firn_world *w, const cfl_terms *t, char *why, size_t size)
             snprintf(why, size,
                      "the surface of %s[%d] '%s', which is %g m/s: its velocity is not finite",
                      kind, t->rigid, name, t->v_rigid);
-    } else if (w->fem.V.n > 0 &&
-               !(t->dt_fem >= t->dt_mpm && t->dt_fem >= t->dt_sph && t->dt_fem >= t->dt_pbd)) {
-        const int b = t->fem_body >= 0 ? t->fem_body : w->fem.scene_body[0];
-        float h = w->fem.h_min;
-        for (int k = 0; k < w->fem.bodies; k++)
-            if (w->fem.scene_body[k] == b)
-                h = w->fem.h_body[k];
-        snprintf(why, size,
-                 "the FEM body bodies[%d] (material '%s'): P-wave speed %g m/s and vertices at "
-                 "%g m/s over its shortest element altitude %g m",
-                 b, d->materials[d->bodies[b].material].name, t->c_fem, t->v_fem, h);
-    } else if (t->dt_pbd < t->dt_mpm && t->dt_pbd < t->dt_sph && t->v_gravity > t->v_pbd) {
-        snprintf(why, size,
-                 "gravity over a frame, %g m/s (|g| = %g m/s^2 for time.frame_dt = %g s), that "
-                 "the PBD particles (pbd.particle_size = %g m, now at %g m/s) may gain",
-                 t->v_gravity, t->v_gravity / d->frame_dt, d->frame_dt, w->pbd.P.psize, t->v_pbd);
-    } else if (t->dt_pbd < t->dt_mpm && t->dt_pbd < t->dt_sph) {
-        snprintf(why, size, "the PBD particles, %g m/s (pbd.particle_size = %g m)", t->v_pbd,
-                 w->pbd.P.psize);
-    } else if (t->dt_sph < t->dt_mpm) {
-        snprintf(why, size,
-                 "the SPH liquid: sound speed %g m/s, particles at %g m/s, viscosity (support "
-                 "radius h = %g m)",
-                 t->c_sph, t->v_sph, w->sph.P.h);
+    } else if (t->limiting >= 0) {
+        firn_solver_of(t->limiting)->cfl_cause(w, &t->lim[t->limiting], t->v_gravity, why, size);
     } else if (!isfinite(t->c) && w->frame == 0) {
         snprintf(why, size,
                  "sound in the materials, which overflows float: a material is far "
@@ -447,15 +414,16 @@ static int check_explicit_dt(firn_world *w, firn_error *err)
         return -1;
     /* FEM: explicit symplectic Euler on lumped-mass tets; Courant 1 on the
      * shortest altitude (the step firn_fem_cfl_dt takes at time.cfl = 1). */
-    const float fem_limit = t.dt_fem / d->cfl;
+    const firn_cfl_limit *fem = &t.lim[FIRN_SOLVER_FEM];
+    const float fem_limit = fem->dt / d->cfl;
     if (w->fem.V.n > 0 && d->dt > fem_limit) {
-        const int b = t.fem_body >= 0 ? t.fem_body : 0;
+        const int b = fem->body >= 0 ? fem->body : 0;
         firn_set_error(err, FIRN_E_NUMERIC,
                        "%s: time.dt = %g s is unsafe for the FEM body bodies[%d]: above its "
                        "stability limit h / c = %g s (shortest element altitude h = %g m, P-wave "
                        "speed c = %.4g m/s of material '%s'); lower time.dt, remove it to use the "
                        "CFL step, or set time.force_dt",
-                       prefix(d), d->dt, b, fem_limit, w->fem.h_min, t.c_fem,
+                       prefix(d), d->dt, b, fem_limit, w->fem.h_min, fem->c,
                        d->materials[d->bodies[b].material].name);
         return -1;
     }
@@ -858,32 +826,21 @@ void firn_world_memory(const firn_world *w, firn_memory *m)
                 (double)w->chunks +                                  /* live chunk flags */
                 (w->mpm_phi ? (double)w->grid.nodes * 16.0 : 0.0);   /* MPM-SPH's phi */
     }
-    host += (double)firn_sph_host_bytes(&w->sph); /* the SPH solver's, on either path */
-    host += (double)firn_pbd_host_bytes(&w->pbd); /* the PBD solver's, on either path */
-    host += (double)firn_fem_host_bytes(&w->fem); /* the FEM solver's, on either path */
+    double solver_host = 0.0, solver_device = 0.0; /* the table's solvers', on either path */
+    for (int k = 0; k < FIRN_SOLVER_COUNT; k++) {
+        const firn_solver *sv = firn_solver_of(k);
+        solver_host += sv->host_bytes ? sv->host_bytes(w) : 0.0;
+        solver_device += sv->device_bytes ? sv->device_bytes(w) : 0.0;
+    }
+    host += solver_host;
     m->host = host;
     m->host_grid = w->backend == FIRN_BACKEND_CPU ? (double)w->grid.nodes * 16.0 : 0.0;
     m->host_grid_resident = w->backend == FIRN_BACKEND_CPU ? firn_cpu_grid_resident(w) : 0.0;
     /* A CPU world's device figure: what the CUDA path would allocate (less
      * CUB's scratch and the SPH and PBD materials, a few KiB; the MPM-PBD
      * pair's sort is not counted). */
-    m->device =
-        w->backend == FIRN_BACKEND_CUDA
-            ? (double)firn_cuda_state_bytes(w)
-            : (double)firn_device_bytes(w) +
-                  (double)firn_sph_device_bytes(w->sph.n, w->sph.P.nb.res[0] * w->sph.P.nb.res[1] *
-                                                              w->sph.P.nb.res[2]) +
-                  (double)firn_pbd_device_bytes(w->pbd.n, w->pbd.stretch.n, w->pbd.bend.n,
-                                                w->pbd.G.cells) +
-                  (double)firn_fem_device_bytes(w->fem.V.n, w->fem.E.n, w->fem.nf, w->fem.ns,
-                                                w->coupler.fem_mpm
-                                                    ? (long long)w->params.n[0] * w->params.n[1] *
-                                                          w->params.n[2]
-                                                    : 0,
-                                                w->coupler.fem_sph, w->sph.n) +
-                  (w->fem.implicit_work
-                       ? (double)firn_fem_implicit_device_bytes(w->fem.V.n, w->fem.E.n)
-                       : 0.0);
+    m->device = w->backend == FIRN_BACKEND_CUDA ? (double)firn_cuda_state_bytes(w)
+                                                : (double)firn_device_bytes(w) + solver_device;
     const double own = w->backend == FIRN_BACKEND_CUDA ? m->device : m->host;
     const double all = n + (double)w->sph.n + (double)w->pbd.n; /* every solver's particles */
     m->per_particle = all > 0 ? own / all : 0.0;
@@ -933,7 +890,7 @@ static int report_nonfinite(firn_world *w, int bad, long long substep, double t,
     }
     if (w->bad_solver == FIRN_SOLVER_SPH) {
         firn_error ignored;
-        int m = sph_current(w, &ignored) == 0 ? w->sph.s.mat[bad] : 0;
+        int m = solver_current(w, FIRN_SOLVER_SPH, &ignored) == 0 ? w->sph.s.mat[bad] : 0;
         firn_set_error(err, FIRN_E_NUMERIC,
                        "%s: frame %d (t = %.6g s, %s): SPH particle %d of material '%s' has a "
                        "non-finite position or velocity; the state is not written. Likely causes: "
@@ -1044,8 +1001,7 @@ static int current_state(firn_world *w, int need, firn_error *err)
 
 int firn_world_host_state(firn_world *w, firn_error *err)
 {
-    if (current_state(w, FIRN_STALE_ALL, err) || sph_current(w, err) || pbd_current(w, err) ||
-        fem_current(w, err))
+    if (current_state(w, FIRN_STALE_ALL, err) || solvers_current(w, err))
         return -1;
     if (w->cuda && w->rigids_stale) {
         if (firn_cuda_download_rigids(w, err))
@@ -1133,17 +1089,17 @@ int firn_world_stats(firn_world *w, firn_frame_stats *s, firn_error *err)
             r->orientation[a] = b->q.q[a];
     }
     if (w->sph.n > 0) {
-        if (sph_current(w, err))
+        if (solver_current(w, FIRN_SOLVER_SPH, err))
             return -1;
         firn_sph_stats(&w->sph, &s->sph);
     }
     if (w->pbd.n > 0) {
-        if (pbd_current(w, err))
+        if (solver_current(w, FIRN_SOLVER_PBD, err))
             return -1;
         firn_pbd_stats(&w->pbd, &s->pbd);
     }
     if (w->fem.V.n > 0) {
-        if (fem_current(w, err))
+        if (solver_current(w, FIRN_SOLVER_FEM, err))
             return -1;
         firn_fem_stats(&w->fem, &s->fem);
     }
@@ -1155,7 +1111,7 @@ int firn_world_stats(firn_world *w, firn_frame_stats *s, firn_error *err)
 
 int firn_world_sph_particles(firn_world *w, firn_sph_particles_view *view, firn_error *err)
 {
-    if (sph_current(w, err))
+    if (solver_current(w, FIRN_SOLVER_SPH, err))
         return -1;
     view->n = w->sph.n;
     view->x = w->sph.s.x;
@@ -1168,7 +1124,7 @@ int firn_world_sph_particles(firn_world *w, firn_sph_particles_view *view, firn_
 
 int firn_world_pbd_particles(firn_world *w, firn_pbd_particles_view *view, firn_error *err)
 {
-    if (pbd_current(w, err))
+    if (solver_current(w, FIRN_SOLVER_PBD, err))
         return -1;
     view->n = w->pbd.n;
     view->x = w->pbd.s.x;
@@ -1186,7 +1142,7 @@ int firn_world_fem_mesh(firn_world *w, firn_fem_mesh_view *view, firn_error *err
     memset(view, 0, sizeof *view);
     if (S->V.n == 0)
         return 0;
-    if (fem_current(w, err))
+    if (solver_current(w, FIRN_SOLVER_FEM, err))
         return -1;
     const int ne = S->E.n;
     if (!w->fem_measures) {

@@ -580,6 +580,50 @@ Test(motion, a_runaway_cfl_step_names_what_limits_it)
     expect_cfl_cause(&d, "rigids[0] 'puck'");
 }
 
+/* Each solver with a step limit of its own (the solver table's cfl) names
+ * itself when its limit runs away: a body of that solver thrown at 1e9
+ * m/s beside MPM sand at rest, whose own limit is then far longer. */
+Test(motion, each_solver_names_its_own_runaway_cfl_step)
+{
+    static const struct {
+        const char *material, *solver, *shape, *needle;
+    } cases[] = {
+        {"{\"model\": \"sph_liquid\", \"density\": 1000}", "sph",
+         "\"type\": \"box\", \"lower\": [0.1, 0.1, 0.1], \"upper\": [0.2, 0.2, 0.2]",
+         "the SPH liquid: sound speed"},
+        {"{\"model\": \"pbd_liquid\", \"density\": 1000}", "pbd",
+         "\"type\": \"box\", \"lower\": [0.1, 0.1, 0.1], \"upper\": [0.2, 0.2, 0.2]",
+         "the PBD particles, 1e+09 m/s"},
+        {"{\"model\": \"fem_linear\", \"E\": 1e5, \"nu\": 0.3, \"density\": 1000}", "fem",
+         "\"type\": \"box\", \"center\": [0.15, 0.15, 0.15], \"size\": [0.1, 0.1, 0.1], "
+         "\"cells\": [2, 2, 2]",
+         "the FEM body bodies[1] (material 'b')"},
+    };
+    for (int k = 0; k < 3; k++) {
+        char json[2048];
+        snprintf(json, sizeof json,
+                 "{\"domain\": {\"lower\": [0, 0, 0], \"upper\": [0.4, 0.4, 0.4], \"dx\": 0.02},"
+                 " \"time\": {\"frame_dt\": 0.02, \"frames\": 1},"
+                 " \"sph\": {\"particle_size\": 0.02}, \"pbd\": {\"particle_size\": 0.02},"
+                 " \"materials\": {\"sand\": {\"model\": \"sand\", \"E\": 3.5e5, \"nu\": 0.3,"
+                 " \"density\": 1600}, \"b\": %s},"
+                 " \"bodies\": [{\"material\": \"sand\", \"shape\": {\"type\": \"box\", "
+                 "\"lower\": [0.25, 0.05, 0.25], \"upper\": [0.35, 0.12, 0.35]}},"
+                 " {\"material\": \"b\", \"solver\": \"%s\", \"shape\": {%s}, \"velocity\": "
+                 "[1e9, 0, 0]}]}",
+                 cases[k].material, cases[k].solver, cases[k].shape);
+        firn_world *w = test_world_json(json, "runaway.json");
+        float dt;
+        int nsub;
+        firn_error err;
+        cr_expect_eq(firn_world_next_frame_step(w, &dt, &nsub, &err), -1, "%s: accepted %g s x %d",
+                     cases[k].solver, dt, nsub);
+        cr_expect(strstr(err.msg, "more than 100000 substeps") && strstr(err.msg, cases[k].needle),
+                  "%s: message lacks '%s': %s", cases[k].solver, cases[k].needle, err.msg);
+        firn_world_destroy(w);
+    }
+}
+
 static void column_result(firn_model model, float *height, float *radius, double *ke_per_mass)
 {
     firn_scene_def def;
