@@ -117,6 +117,12 @@ static void fem_cfl_cause(const firn_world *w, const firn_cfl_limit *lim, float 
              b, d->materials[d->bodies[b].material].name, lim->c, lim->v, h);
 }
 
+static void fem_frame_stats(const firn_world *w, firn_frame_stats *s)
+{
+    if (w->fem.V.n > 0)
+        firn_fem_stats(&w->fem, &s->fem);
+}
+
 static double fem_host_bytes(const firn_world *w) { return (double)firn_fem_host_bytes(&w->fem); }
 
 static double fem_device_bytes(const firn_world *w)
@@ -139,6 +145,7 @@ const firn_solver firn_fem_solver = {
     .host_current = fem_host_current,
     .cfl = fem_cfl,
     .cfl_cause = fem_cfl_cause,
+    .stats = fem_frame_stats,
     .host_bytes = fem_host_bytes,
     .device_bytes = fem_device_bytes,
 };

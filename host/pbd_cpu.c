@@ -179,6 +179,12 @@ static void pbd_cfl_cause(const firn_world *w, const firn_cfl_limit *lim, float 
                  w->pbd.P.psize);
 }
 
+static void pbd_frame_stats(const firn_world *w, firn_frame_stats *s)
+{
+    if (w->pbd.n > 0)
+        firn_pbd_stats(&w->pbd, &s->pbd);
+}
+
 static double pbd_host_bytes(const firn_world *w) { return (double)firn_pbd_host_bytes(&w->pbd); }
 
 static double pbd_device_bytes(const firn_world *w)
@@ -197,6 +203,7 @@ const firn_solver firn_pbd_solver = {
     .host_current = pbd_host_current,
     .cfl = pbd_cfl,
     .cfl_cause = pbd_cfl_cause,
+    .stats = pbd_frame_stats,
     .host_bytes = pbd_host_bytes,
     .device_bytes = pbd_device_bytes,
 };

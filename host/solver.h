@@ -110,6 +110,8 @@ typedef struct {
  *                 frame v_gravity included (the host copy current first):
  *                 0, or -1 with err set;
  *   cfl_cause     says what makes that limit, "the speed of <why>";
+ *   stats         fills its part of the frame's statistics (the host copy
+ *                 current first);
  *   host_bytes    the host memory it holds, on either path [bytes];
  *   device_bytes  what its CUDA path would allocate [bytes]. */
 typedef struct {
@@ -122,6 +124,7 @@ typedef struct {
     int (*cfl)(firn_world *w, float v_gravity, firn_cfl_limit *lim, firn_error *err);
     void (*cfl_cause)(const firn_world *w, const firn_cfl_limit *lim, float v_gravity, char *why,
                       size_t size);
+    void (*stats)(const firn_world *w, firn_frame_stats *s);
     double (*host_bytes)(const firn_world *w);
     double (*device_bytes)(const firn_world *w);
 } firn_solver;

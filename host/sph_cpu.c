@@ -193,6 +193,12 @@ static void sph_cfl_cause(const firn_world *w, const firn_cfl_limit *lim, float 
              lim->c, lim->v, w->sph.P.h);
 }
 
+static void sph_frame_stats(const firn_world *w, firn_frame_stats *s)
+{
+    if (w->sph.n > 0)
+        firn_sph_stats(&w->sph, &s->sph);
+}
+
 static double sph_host_bytes(const firn_world *w) { return (double)firn_sph_host_bytes(&w->sph); }
 
 static double sph_device_bytes(const firn_world *w)
@@ -211,6 +217,7 @@ const firn_solver firn_sph_solver = {
     .host_current = sph_host_current,
     .cfl = sph_cfl,
     .cfl_cause = sph_cfl_cause,
+    .stats = sph_frame_stats,
     .host_bytes = sph_host_bytes,
     .device_bytes = sph_device_bytes,
 };

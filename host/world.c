@@ -1088,20 +1088,13 @@ int firn_world_stats(firn_world *w, firn_frame_stats *s, firn_error *err)
         for (int a = 0; a < 4; a++)
             r->orientation[a] = b->q.q[a];
     }
-    if (w->sph.n > 0) {
-        if (solver_current(w, FIRN_SOLVER_SPH, err))
+    for (int k = 0; k < FIRN_SOLVER_COUNT; k++) {
+        const firn_solver *sv = firn_solver_of(k);
+        if (!sv->stats)
+            continue;
+        if (solver_current(w, k, err))
             return -1;
-        firn_sph_stats(&w->sph, &s->sph);
-    }
-    if (w->pbd.n > 0) {
-        if (solver_current(w, FIRN_SOLVER_PBD, err))
-            return -1;
-        firn_pbd_stats(&w->pbd, &s->pbd);
-    }
-    if (w->fem.V.n > 0) {
-        if (solver_current(w, FIRN_SOLVER_FEM, err))
-            return -1;
-        firn_fem_stats(&w->fem, &s->fem);
+        sv->stats(w, s);
     }
     s->n_tools = w->n_tools;
     for (int k = 0; k < w->n_tools; k++)
