@@ -123,6 +123,23 @@ static void fem_frame_stats(const firn_world *w, firn_frame_stats *s)
         firn_fem_stats(&w->fem, &s->fem);
 }
 
+static void fem_nonfinite(const firn_world *w, int bad, const char *head, char *msg, size_t size)
+{
+    const firn_fem *S = &w->fem;
+    int b = 0;
+    while (b + 1 < S->bodies && bad >= S->v_first[b + 1])
+        b++;
+    snprintf(msg, size,
+             "%s: FEM vertex %d (vertex %d of bodies[%d], material '%s') has a non-finite "
+             "position or velocity; the state is not written. Likely causes: a substep too large "
+             "for the material (dt = %g s; time.dt beyond the FEM limit with time.force_dt), or "
+             "extreme parameters%s%s",
+             head, bad, bad - S->v_first[b], S->scene_body[b],
+             w->def.materials[S->body_mat[b]].name, w->params.dt,
+             S->implicit_failed == b ? "; its implicit solve failed: " : "",
+             S->implicit_failed == b ? S->implicit_error.msg : "");
+}
+
 static double fem_host_bytes(const firn_world *w) { return (double)firn_fem_host_bytes(&w->fem); }
 
 static double fem_device_bytes(const firn_world *w)
@@ -146,6 +163,7 @@ const firn_solver firn_fem_solver = {
     .cfl = fem_cfl,
     .cfl_cause = fem_cfl_cause,
     .stats = fem_frame_stats,
+    .nonfinite = fem_nonfinite,
     .host_bytes = fem_host_bytes,
     .device_bytes = fem_device_bytes,
 };

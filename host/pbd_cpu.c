@@ -185,6 +185,15 @@ static void pbd_frame_stats(const firn_world *w, firn_frame_stats *s)
         firn_pbd_stats(&w->pbd, &s->pbd);
 }
 
+static void pbd_nonfinite(const firn_world *w, int bad, const char *head, char *msg, size_t size)
+{
+    snprintf(msg, size,
+             "%s: PBD particle %d of material '%s' has a non-finite position or velocity; the "
+             "state is not written. Likely causes: extreme parameters (compliance, density) or a "
+             "substep too large (dt = %g s)",
+             head, bad, w->def.materials[w->pbd.s.mat[bad]].name, w->params.dt);
+}
+
 static double pbd_host_bytes(const firn_world *w) { return (double)firn_pbd_host_bytes(&w->pbd); }
 
 static double pbd_device_bytes(const firn_world *w)
@@ -204,6 +213,7 @@ const firn_solver firn_pbd_solver = {
     .cfl = pbd_cfl,
     .cfl_cause = pbd_cfl_cause,
     .stats = pbd_frame_stats,
+    .nonfinite = pbd_nonfinite,
     .host_bytes = pbd_host_bytes,
     .device_bytes = pbd_device_bytes,
 };

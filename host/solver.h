@@ -112,6 +112,9 @@ typedef struct {
  *   cfl_cause     says what makes that limit, "the speed of <why>";
  *   stats         fills its part of the frame's statistics (the host copy
  *                 current first);
+ *   nonfinite     writes the message for its element `bad` gone non-finite
+ *                 (its index in the solver's order; the host copy current
+ *                 first), after `head` (the scene, frame, time and substep);
  *   host_bytes    the host memory it holds, on either path [bytes];
  *   device_bytes  what its CUDA path would allocate [bytes]. */
 typedef struct {
@@ -125,6 +128,7 @@ typedef struct {
     void (*cfl_cause)(const firn_world *w, const firn_cfl_limit *lim, float v_gravity, char *why,
                       size_t size);
     void (*stats)(const firn_world *w, firn_frame_stats *s);
+    void (*nonfinite)(const firn_world *w, int bad, const char *head, char *msg, size_t size);
     double (*host_bytes)(const firn_world *w);
     double (*device_bytes)(const firn_world *w);
 } firn_solver;

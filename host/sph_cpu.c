@@ -199,6 +199,15 @@ static void sph_frame_stats(const firn_world *w, firn_frame_stats *s)
         firn_sph_stats(&w->sph, &s->sph);
 }
 
+static void sph_nonfinite(const firn_world *w, int bad, const char *head, char *msg, size_t size)
+{
+    snprintf(msg, size,
+             "%s: SPH particle %d of material '%s' has a non-finite position or velocity; the "
+             "state is not written. Likely causes: a time step too large for the liquid (dt = %g "
+             "s), or extreme parameters",
+             head, bad, w->def.materials[w->sph.s.mat[bad]].name, w->params.dt);
+}
+
 static double sph_host_bytes(const firn_world *w) { return (double)firn_sph_host_bytes(&w->sph); }
 
 static double sph_device_bytes(const firn_world *w)
@@ -218,6 +227,7 @@ const firn_solver firn_sph_solver = {
     .cfl = sph_cfl,
     .cfl_cause = sph_cfl_cause,
     .stats = sph_frame_stats,
+    .nonfinite = sph_nonfinite,
     .host_bytes = sph_host_bytes,
     .device_bytes = sph_device_bytes,
 };

@@ -862,41 +862,18 @@ static int report_nonfinite(firn_world *w, int bad, long long substep, double t,
     } else {
         snprintf(when, sizeof when, "substep %lld", substep);
     }
-    if (w->bad_solver == FIRN_SOLVER_FEM) {
-        int b = 0;
-        while (b + 1 < w->fem.bodies && bad >= w->fem.v_first[b + 1])
-            b++;
-        firn_set_error(
-            err, FIRN_E_NUMERIC,
-            "%s: frame %d (t = %.6g s, %s): FEM vertex %d (vertex %d of bodies[%d], "
-            "material '%s') has a non-finite position or velocity; the state is not "
-            "written. Likely causes: a substep too large for the material (dt = %g s; "
-            "time.dt beyond the FEM limit with time.force_dt), or extreme parameters%s%s",
-            prefix(&w->def), w->frame + 1, t, when, bad, bad - w->fem.v_first[b],
-            w->fem.scene_body[b], w->def.materials[w->fem.body_mat[b]].name, w->params.dt,
-            w->fem.implicit_failed == b ? "; its implicit solve failed: " : "",
-            w->fem.implicit_failed == b ? w->fem.implicit_error.msg : "");
-        return -1;
-    }
-    if (w->bad_solver == FIRN_SOLVER_PBD) {
-        firn_set_error(err, FIRN_E_NUMERIC,
-                       "%s: frame %d (t = %.6g s, %s): PBD particle %d of material '%s' has a "
-                       "non-finite position or velocity; the state is not written. Likely causes: "
-                       "extreme parameters (compliance, density) or a substep too large "
-                       "(dt = %g s)",
-                       prefix(&w->def), w->frame + 1, t, when, bad,
-                       w->def.materials[w->pbd.s.mat[bad]].name, w->params.dt);
-        return -1;
-    }
-    if (w->bad_solver == FIRN_SOLVER_SPH) {
+    if (w->bad_solver >= 0 && w->bad_solver < FIRN_SOLVER_COUNT &&
+        firn_solver_of(w->bad_solver)->nonfinite) {
+        char head[FIRN_ERRMSG_MAX], msg[2 * FIRN_ERRMSG_MAX];
+        snprintf(head, sizeof head, "%s: frame %d (t = %.6g s, %s)", prefix(&w->def), w->frame + 1,
+                 t, when);
         firn_error ignored;
-        int m = solver_current(w, FIRN_SOLVER_SPH, &ignored) == 0 ? w->sph.s.mat[bad] : 0;
-        firn_set_error(err, FIRN_E_NUMERIC,
-                       "%s: frame %d (t = %.6g s, %s): SPH particle %d of material '%s' has a "
-                       "non-finite position or velocity; the state is not written. Likely causes: "
-                       "a time step too large for the liquid (dt = %g s), or extreme parameters",
-                       prefix(&w->def), w->frame + 1, t, when, bad, w->def.materials[m].name,
-                       w->params.dt);
+        if (solver_current(w, w->bad_solver, &ignored) == 0)
+            firn_solver_of(w->bad_solver)->nonfinite(w, bad, head, msg, sizeof msg);
+        else
+            snprintf(msg, sizeof msg, "%s: %s element %d has a non-finite position or velocity",
+                     head, firn_solver_of(w->bad_solver)->name, bad);
+        firn_set_error(err, FIRN_E_NUMERIC, "%s", msg);
         return -1;
     }
     if (!w->cuda)
