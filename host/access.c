@@ -1,7 +1,9 @@
-/* access.c - direct access to a world's clocks and rigid bodies, and the
- * sizes of the public structs, for language bindings (python/firn) and
- * controllers (firn.h, "direct access"). */
+/* access.c - direct access to a world's clocks, rigid bodies and any
+ * solver's fields by name (the solvers' tables of fields, host/solver.h),
+ * and the sizes of the public structs, for language bindings
+ * (python/firn) and controllers (firn.h, "direct access"). */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "cuda_backend.h"
@@ -107,6 +109,7 @@ size_t firn_struct_size(const char *name)
         {"firn_pbd_particles_view", sizeof(firn_pbd_particles_view)},
         {"firn_fem_mesh_view", sizeof(firn_fem_mesh_view)},
         {"firn_rigid_view", sizeof(firn_rigid_view)},
+        {"firn_field_view", sizeof(firn_field_view)},
         {"firn_error", sizeof(firn_error)},
         {"firn_compare_entry", sizeof(firn_compare_entry)},
         {"firn_compare_report", sizeof(firn_compare_report)},
@@ -114,5 +117,79 @@ size_t firn_struct_size(const char *name)
     for (size_t i = 0; name && i < sizeof sizes / sizeof sizes[0]; i++)
         if (!strcmp(name, sizes[i].name))
             return sizes[i].size;
+    return 0;
+}
+
+/* The solver named `solver` that has a table of fields, or -1. */
+static int field_solver(const char *solver)
+{
+    for (int k = 0; solver && k < FIRN_SOLVER_COUNT; k++)
+        if (firn_solver_of(k)->fields && !strcmp(firn_solver_of(k)->name, solver))
+            return k;
+    return -1;
+}
+
+/* "mpm, sph, pbd, fem": the solvers that have fields. */
+static void field_solvers(char *out, size_t size)
+{
+    size_t at = 0;
+    out[0] = '\0';
+    for (int k = 0; k < FIRN_SOLVER_COUNT && at < size; k++)
+        if (firn_solver_of(k)->fields)
+            at += (size_t)snprintf(out + at, size - at, "%s%s", at ? ", " : "",
+                                   firn_solver_of(k)->name);
+}
+
+const char *firn_world_field_name(firn_world *w, const char *solver, int k)
+{
+    const int s = field_solver(solver);
+    if (s < 0 || k < 0)
+        return NULL;
+    firn_field_table t;
+    firn_solver_of(s)->fields(w, &t);
+    return k < t.n ? t.f[k].name : NULL;
+}
+
+int firn_world_field(firn_world *w, const char *solver, const char *name, firn_field_view *view,
+                     firn_error *err)
+{
+    static const char fn[] = "firn_world_field";
+    const int s = field_solver(solver);
+    if (s < 0) {
+        char names[64];
+        field_solvers(names, sizeof names);
+        firn_set_error(err, FIRN_E_USAGE, "%s: no solver '%s'; the solvers with fields are %s", fn,
+                       solver ? solver : "(NULL)", names);
+        return -1;
+    }
+    firn_field_table t;
+    firn_solver_of(s)->fields(w, &t);
+    int f = 0;
+    while (f < t.n && !(name && !strcmp(t.f[f].name, name)))
+        f++;
+    if (f == t.n) {
+        char names[160];
+        size_t at = 0;
+        names[0] = '\0';
+        for (int k = 0; k < t.n && at < sizeof names; k++)
+            at +=
+                (size_t)snprintf(names + at, sizeof names - at, "%s%s", k ? ", " : "", t.f[k].name);
+        firn_set_error(err, FIRN_E_USAGE, "%s: the %s solver has no field '%s'; its fields are %s",
+                       fn, solver, name ? name : "(NULL)", names);
+        return -1;
+    }
+    /* the host copy current: MPM's in the scene's order */
+    if (s == FIRN_SOLVER_MPM) {
+        firn_particles_view p;
+        if (firn_world_particles(w, &p, err))
+            return -1;
+    } else if (firn_solver_of(s)->host_current && firn_solver_of(s)->host_current(w, err)) {
+        return -1;
+    }
+    firn_solver_of(s)->fields(w, &t); /* the pointers after any download */
+    view->count = t.count;
+    view->data = t.count > 0 ? t.f[f].data : NULL;
+    view->type = t.f[f].type;
+    view->components = t.f[f].components;
     return 0;
 }

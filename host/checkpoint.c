@@ -59,11 +59,12 @@ _Static_assert(FIRN_CHECKPOINT_VERSION == 3, "the sections below are version 3's
  * substep (a float). */
 #define TOOL_RECORD (13 * 4 + 8 + 4 + 7 * 4 + 18 * 8 + 4)
 #define WORLD_BYTES 40
-#define MPM_BYTES   109 /* per particle: 27 floats and the material byte */
-#define SPH_BYTES   53  /* per particle: 13 floats and the material byte */
-#define PBD_BYTES   24  /* per particle: x and v; masses, pins and topology come from the scene */
-#define FEM_BYTES   24 /* per vertex: x and v; the mesh, masses and fixed set come from the scene */
-#define CHUNK       (1 << 20)
+/* The MPM, SPH, PBD and FEM sections hold their solver's saved fields
+ * (firn_field_table, FIRN_FIELD_SAVED), each whole in table order: MPM
+ * 109 bytes a particle (27 floats and the material byte), SPH 53 (13 and
+ * the material byte), PBD and FEM 24 (x and v; masses, pins, topology and
+ * meshes come from the scene). */
+#define CHUNK (1 << 20)
 
 /* ---- CRC-32C (slicing by 8) ------------------------------------------------ */
 
@@ -170,20 +171,55 @@ enum {
 static const char section_tag[SEC_COUNT][5] = {"WRLD", "MPMP", "CPIC", "CPUL", "RIGD",
                                                "SPHP", "PBDP", "TOOL", "FEMV", "MPIR"};
 
+/* The solver whose fields section sec holds (FIRN_SOLVER_*), or -1. */
+static int section_solver(int sec)
+{
+    switch (sec) {
+    case SEC_MPM:
+        return FIRN_SOLVER_MPM;
+    case SEC_SPH:
+        return FIRN_SOLVER_SPH;
+    case SEC_PBD:
+        return FIRN_SOLVER_PBD;
+    case SEC_FEM:
+        return FIRN_SOLVER_FEM;
+    default:
+        return -1;
+    }
+}
+
+/* Solver k's table of fields (the table only records w's pointers). */
+static void fields_of(const firn_world *w, int k, firn_field_table *t)
+{
+    firn_solver_of(k)->fields((firn_world *)w, t);
+}
+
+/* Payload bytes of solver k's section: its saved fields, whole. */
+static uint64_t saved_bytes(const firn_world *w, int k)
+{
+    firn_field_table t;
+    fields_of(w, k, &t);
+    uint64_t bytes = 0;
+    for (int f = 0; f < t.n; f++)
+        if (t.f[f].flags & FIRN_FIELD_SAVED)
+            bytes += firn_field_bytes(&t.f[f], t.count);
+    return bytes;
+}
+
 /* Payload bytes of each section of w's checkpoint; 0: not in the file.
  * The world section is always there. */
 static void section_sizes(const firn_world *w, uint64_t size[SEC_COUNT])
 {
     const uint64_t n = (uint64_t)w->p.n;
     size[SEC_WORLD] = WORLD_BYTES;
-    size[SEC_MPM] = MPM_BYTES * n;
+    size[SEC_MPM] = saved_bytes(w, FIRN_SOLVER_MPM);
     size[SEC_CPIC] = 4 * (uint64_t)w->p.cpic_slots * n;
     size[SEC_LAYOUT] = !w->cuda && w->bins.permuted ? 16 + 4 * n : 0;
     size[SEC_RIGID] = RIGID_BYTES * (uint64_t)w->n_rigids;
-    size[SEC_SPH] = SPH_BYTES * (uint64_t)w->sph.n;
-    size[SEC_PBD] = PBD_BYTES * (uint64_t)w->pbd.n;
+    size[SEC_SPH] = saved_bytes(w, FIRN_SOLVER_SPH);
+    size[SEC_PBD] = saved_bytes(w, FIRN_SOLVER_PBD);
     size[SEC_TOOL] = w->n_tools > 0 ? 8 + TOOL_RECORD * (uint64_t)w->n_tools : 0;
-    size[SEC_FEM] = FEM_BYTES * (uint64_t)w->fem.V.n;
+    size[SEC_FEM] = saved_bytes(w, FIRN_SOLVER_FEM);
     /* One rank's file of a distributed run (host/dist_mpi.c): its rank, the
      * rank count, the scene's particle count, then each particle's scene
      * index. */
@@ -196,40 +232,16 @@ typedef struct {
     size_t bytes;
 } span;
 
-static int mpm_spans(const firn_world *w, span s[8])
+/* The saved fields of the solver of section sec, in file order. */
+static int field_spans(const firn_world *w, int sec, span s[FIRN_MAX_FIELDS])
 {
-    const firn_particles *p = &w->p;
-    const size_t n = (size_t)p->n, f = sizeof(float);
-    span t[8] = {{p->x, 3 * n * f}, {p->v, 3 * n * f},  {p->C, 9 * n * f}, {p->F, 9 * n * f},
-                 {p->Jp, n * f},    {p->damage, n * f}, {p->vol, n * f},   {p->mat, n}};
-    memcpy(s, t, sizeof t);
-    return 8;
-}
-
-static int sph_spans(const firn_world *w, span s[8])
-{
-    const firn_sph_particles *q = &w->sph.s;
-    const size_t n = (size_t)w->sph.n, f = sizeof(float);
-    span t[8] = {{q->x, 3 * n * f}, {q->v, 3 * n * f}, {q->acc, 3 * n * f}, {q->rho, n * f},
-                 {q->p, n * f},     {q->alpha, n * f}, {q->drho, n * f},    {q->mat, n}};
-    memcpy(s, t, sizeof t);
-    return 8;
-}
-
-static int pbd_spans(const firn_world *w, span s[8])
-{
-    const size_t n = (size_t)w->pbd.n, f = sizeof(float);
-    s[0] = (span){w->pbd.s.x, 3 * n * f};
-    s[1] = (span){w->pbd.s.v, 3 * n * f};
-    return 2;
-}
-
-static int fem_spans(const firn_world *w, span s[8])
-{
-    const size_t n = (size_t)w->fem.V.n, f = sizeof(float);
-    s[0] = (span){w->fem.V.x, 3 * n * f};
-    s[1] = (span){w->fem.V.v, 3 * n * f};
-    return 2;
+    firn_field_table t;
+    fields_of(w, section_solver(sec), &t);
+    int m = 0;
+    for (int f = 0; f < t.n; f++)
+        if (t.f[f].flags & FIRN_FIELD_SAVED)
+            s[m++] = (span){t.f[f].data, firn_field_bytes(&t.f[f], t.count)};
+    return m;
 }
 
 static void pack_world(const firn_world *w, unsigned char b[WORLD_BYTES])
@@ -295,6 +307,15 @@ static void put_section(sink *s, int sec, uint64_t bytes)
     put(s, b, sizeof b);
 }
 
+/* A solver's section: its saved fields, in table order. */
+static void put_fields(sink *s, const firn_world *w, int sec, uint64_t bytes)
+{
+    span sp[FIRN_MAX_FIELDS];
+    put_section(s, sec, bytes);
+    for (int k = 0, m = field_spans(w, sec, sp); k < m; k++)
+        put(s, sp[k].data, sp[k].bytes);
+}
+
 /* The test hook of docs/CLI.md: with FIRN_TEST_CHECKPOINT_PAUSE=K the
  * checkpoint of frame K, written and synced, waits before its rename until
  * the process is killed. */
@@ -350,11 +371,8 @@ static int emit_checkpoint(FILE *f, void *arg)
     put_section(&s, SEC_WORLD, WORLD_BYTES);
     put(&s, wb, sizeof wb);
     span sp[10];
-    if (size[SEC_MPM] > 0) {
-        put_section(&s, SEC_MPM, size[SEC_MPM]);
-        for (int k = 0, m = mpm_spans(w, sp); k < m; k++)
-            put(&s, sp[k].data, sp[k].bytes);
-    }
+    if (size[SEC_MPM] > 0)
+        put_fields(&s, w, SEC_MPM, size[SEC_MPM]);
     if (size[SEC_CPIC] > 0) {
         put_section(&s, SEC_CPIC, size[SEC_CPIC]);
         put(&s, w->p.cpic, size[SEC_CPIC]);
@@ -373,16 +391,10 @@ static int emit_checkpoint(FILE *f, void *arg)
                 put(&s, sp[j].data, sp[j].bytes);
         put(&s, w->rigid_acc, (size_t)w->n_rigids * FIRN_RIGID_ACC * sizeof(double));
     }
-    if (size[SEC_SPH] > 0) {
-        put_section(&s, SEC_SPH, size[SEC_SPH]);
-        for (int k = 0, m = sph_spans(w, sp); k < m; k++)
-            put(&s, sp[k].data, sp[k].bytes);
-    }
-    if (size[SEC_PBD] > 0) {
-        put_section(&s, SEC_PBD, size[SEC_PBD]);
-        for (int k = 0, m = pbd_spans(w, sp); k < m; k++)
-            put(&s, sp[k].data, sp[k].bytes);
-    }
+    if (size[SEC_SPH] > 0)
+        put_fields(&s, w, SEC_SPH, size[SEC_SPH]);
+    if (size[SEC_PBD] > 0)
+        put_fields(&s, w, SEC_PBD, size[SEC_PBD]);
     if (size[SEC_TOOL] > 0) {
         span tp[12];
         put_section(&s, SEC_TOOL, size[SEC_TOOL]);
@@ -391,11 +403,8 @@ static int emit_checkpoint(FILE *f, void *arg)
             for (int j = 0, m = tool_fields(&w->tools[k], &w->tool_rec[k], tp); j < m; j++)
                 put(&s, tp[j].data, tp[j].bytes);
     }
-    if (size[SEC_FEM] > 0) {
-        put_section(&s, SEC_FEM, size[SEC_FEM]);
-        for (int k = 0, m = fem_spans(w, sp); k < m; k++)
-            put(&s, sp[k].data, sp[k].bytes);
-    }
+    if (size[SEC_FEM] > 0)
+        put_fields(&s, w, SEC_FEM, size[SEC_FEM]);
     if (size[SEC_DIST] > 0) {
         int32_t head[4] = {0, 0, 0, 0};
         const int *index = w->dist->indices(w, &head[0], &head[1], &head[2]);
@@ -711,7 +720,13 @@ static int read_dist(firn_world *w, source *s, firn_error *err)
 
 static int read_section(firn_world *w, source *s, int sec, uint64_t bytes, firn_error *err)
 {
-    span sp[10];
+    span sp[FIRN_MAX_FIELDS > 10 ? FIRN_MAX_FIELDS : 10];
+    if (section_solver(sec) >= 0) {
+        for (int k = 0, m = field_spans(w, sec, sp); k < m; k++)
+            if (get(s, sp[k].data, sp[k].bytes, err))
+                return -1;
+        return 0;
+    }
     switch (sec) {
     case SEC_WORLD: {
         unsigned char b[WORLD_BYTES];
@@ -720,11 +735,6 @@ static int read_section(firn_world *w, source *s, int sec, uint64_t bytes, firn_
         unpack_world(w, b);
         return 0;
     }
-    case SEC_MPM:
-        for (int k = 0, m = mpm_spans(w, sp); k < m; k++)
-            if (get(s, sp[k].data, sp[k].bytes, err))
-                return -1;
-        return 0;
     case SEC_CPIC:
         return get(s, w->p.cpic, bytes, err);
     case SEC_LAYOUT:
@@ -735,25 +745,10 @@ static int read_section(firn_world *w, source *s, int sec, uint64_t bytes, firn_
                 if (get(s, sp[j].data, sp[j].bytes, err))
                     return -1;
         return get(s, w->rigid_acc, (size_t)w->n_rigids * FIRN_RIGID_ACC * sizeof(double), err);
-    case SEC_PBD:
-        for (int k = 0, m = pbd_spans(w, sp); k < m; k++)
-            if (get(s, sp[k].data, sp[k].bytes, err))
-                return -1;
-        return 0;
     case SEC_TOOL:
         return read_tools(w, s, err);
-    case SEC_FEM:
-        for (int k = 0, m = fem_spans(w, sp); k < m; k++)
-            if (get(s, sp[k].data, sp[k].bytes, err))
-                return -1;
-        return 0;
-    case SEC_DIST:
+    default: /* SEC_DIST */
         return read_dist(w, s, err);
-    default:
-        for (int k = 0, m = sph_spans(w, sp); k < m; k++)
-            if (get(s, sp[k].data, sp[k].bytes, err))
-                return -1;
-        return 0;
     }
 }
 
@@ -770,8 +765,7 @@ static int read_section(firn_world *w, source *s, int sec, uint64_t bytes, firn_
 /* Particles are kept inside their solver's box (MPM: one cell inside the
  * domain; SPH, PBD: their boxes; FEM: the domain) by clamping; the
  * sampler puts them inside the domain. A position farther out than half a
- * grid cell came from no run. */
-#define BOX_SLACK 0.5
+ * grid cell (each table's slack) came from no run. */
 
 static int bad_value(firn_error *err, const char *path, const char *entity, long long index,
                      const char *field, int comp, int comps, double value, const char *rule)
@@ -869,23 +863,42 @@ static int check_materials(const firn_world *w, const char *path, const uint8_t 
     return 0;
 }
 
+/* Solver k's saved fields, by their table's rules: the materials first,
+ * then in table order the positions (in the table's box, give or take its
+ * slack) and each float field's range. */
+static int check_fields(const firn_world *w, const char *path, int k, firn_error *err)
+{
+    firn_field_table t;
+    fields_of(w, k, &t);
+    for (int f = 0; f < t.n; f++) {
+        const firn_field *q = &t.f[f];
+        if ((q->flags & FIRN_FIELD_SAVED) && (q->flags & FIRN_FIELD_MATERIAL) &&
+            check_materials(w, path, q->data, t.count, t.kind, t.entity, t.solver_name, err))
+            return -1;
+    }
+    for (int f = 0; f < t.n; f++) {
+        const firn_field *q = &t.f[f];
+        if (!(q->flags & FIRN_FIELD_SAVED) || (q->flags & FIRN_FIELD_MATERIAL))
+            continue;
+        if (q->flags & FIRN_FIELD_POSITION
+                ? check_positions(err, path, q->data, t.count, t.lower, t.upper, t.slack, t.entity,
+                                  t.box)
+                : check_floats(err, path, q->data, t.count, q->components, q->lo, q->hi, t.entity,
+                               q->what, q->rule))
+            return -1;
+    }
+    return 0;
+}
+
+/* MPM's rules beyond its table's: a snow particle's Jp is a volume ratio,
+ * and the CPIC words. */
 static int check_mpm(const firn_world *w, const char *path, firn_error *err)
 {
     const firn_particles *p = &w->p;
     const long long n = p->n;
     const firn_scene_def *d = &w->def;
     const char *E = "MPM particle", *fin = "it must be finite";
-    if (check_materials(w, path, p->mat, n, FIRN_SOLVER_KIND_MPM, E, "MPM", err))
-        return -1;
-    const float slack = (float)BOX_SLACK * d->dx;
-    if (check_positions(err, path, p->x, n, d->lower, d->upper, slack, E, "the domain") ||
-        check_floats(err, path, p->v, n, 3, -FLT_MAX, FLT_MAX, E, "v", fin) ||
-        check_floats(err, path, p->C, n, 9, -FLT_MAX, FLT_MAX, E, "C", fin) ||
-        check_floats(err, path, p->F, n, 9, -FLT_MAX, FLT_MAX, E, "F", fin) ||
-        check_floats(err, path, p->damage, n, 1, 0.0f, 1.0f, E, "damage",
-                     "it must lie in [0, 1]") ||
-        check_floats(err, path, p->vol, n, 1, FLT_MIN, FLT_MAX, E, "volume",
-                     "it must be finite and above 0"))
+    if (check_fields(w, path, FIRN_SOLVER_MPM, err))
         return -1;
     for (long long i = 0; i < n; i++) {
         const float jp = p->Jp[i];
@@ -910,27 +923,6 @@ static int check_mpm(const firn_world *w, const char *path, firn_error *err)
                               i, k, (unsigned)word);
         }
     return 0;
-}
-
-static int check_sph(const firn_world *w, const char *path, firn_error *err)
-{
-    const firn_sph_particles *q = &w->sph.s;
-    const long long n = w->sph.n;
-    const char *E = "SPH particle", *fin = "it must be finite";
-    return check_materials(w, path, q->mat, n, FIRN_SOLVER_KIND_SPH, E, "SPH", err) ||
-                   check_positions(err, path, q->x, n, w->sph.P.lower, w->sph.P.upper,
-                                   (float)BOX_SLACK * w->def.dx, E, "the SPH box") ||
-                   check_floats(err, path, q->v, n, 3, -FLT_MAX, FLT_MAX, E, "v", fin) ||
-                   check_floats(err, path, q->acc, n, 3, -FLT_MAX, FLT_MAX, E, "acceleration",
-                                fin) ||
-                   check_floats(err, path, q->rho, n, 1, 0.0f, FLT_MAX, E, "density",
-                                "it must be finite and not negative") ||
-                   check_floats(err, path, q->p, n, 1, -FLT_MAX, FLT_MAX, E, "pressure", fin) ||
-                   check_floats(err, path, q->alpha, n, 1, -FLT_MAX, FLT_MAX, E, "DFSPH factor",
-                                fin) ||
-                   check_floats(err, path, q->drho, n, 1, -FLT_MAX, FLT_MAX, E, "DFSPH source", fin)
-               ? -1
-               : 0;
 }
 
 /* A quaternion of a pose: finite and of unit length (every step
@@ -995,7 +987,6 @@ static int check_bodies(const firn_world *w, const char *path, firn_error *err)
  * a permutation, was checked as it was read; tools' keyframe counts too). */
 static int check_state(const firn_world *w, const char *path, firn_error *err)
 {
-    const char *fin = "it must be finite";
     const firn_sph *S = &w->sph;
     if (!(w->params.dt >= 0.0f && w->params.dt <= FLT_MAX) ||
         !(S->P.dt >= 0.0f && S->P.dt <= FLT_MAX))
@@ -1006,17 +997,9 @@ static int check_state(const firn_world *w, const char *path, firn_error *err)
         return refuse(err, path,
                       "is damaged: its DFSPH counters are negative (%d, %d, %lld, %lld, %lld)",
                       S->iters[0], S->iters[1], S->iters_total[0], S->iters_total[1], S->solves);
-    float pbd_slack = (float)BOX_SLACK * w->def.dx;
-    return check_mpm(w, path, err) || check_sph(w, path, err) ||
-                   check_positions(err, path, w->pbd.s.x, w->pbd.n, w->pbd.P.lower, w->pbd.P.upper,
-                                   pbd_slack, "PBD particle", "the PBD box") ||
-                   check_floats(err, path, w->pbd.s.v, w->pbd.n, 3, -FLT_MAX, FLT_MAX,
-                                "PBD particle", "v", fin) ||
-                   check_positions(err, path, w->fem.V.x, w->fem.V.n, w->fem.P.lower,
-                                   w->fem.P.upper, pbd_slack, "FEM vertex", "the domain") ||
-                   check_floats(err, path, w->fem.V.v, w->fem.V.n, 3, -FLT_MAX, FLT_MAX,
-                                "FEM vertex", "v", fin) ||
-                   check_bodies(w, path, err)
+    return check_mpm(w, path, err) || check_fields(w, path, FIRN_SOLVER_SPH, err) ||
+                   check_fields(w, path, FIRN_SOLVER_PBD, err) ||
+                   check_fields(w, path, FIRN_SOLVER_FEM, err) || check_bodies(w, path, err)
                ? -1
                : 0;
 }

@@ -3,6 +3,7 @@
  * in Genesis's substep order (docs/PHYSICS.md s7.3). Each element writes
  * its own force slots and each vertex sums its slots in a fixed order, so
  * the state is the same for any thread count. */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 
@@ -152,6 +153,29 @@ static double fem_device_bytes(const firn_world *w)
            (S->implicit_work ? (double)firn_fem_implicit_device_bytes(S->V.n, S->E.n) : 0.0);
 }
 
+/* The FEM vertices' fields: x and v saved (the mesh, masses and fixed set
+ * come from the scene); the elastic forces of the last substep. */
+static void fem_fields(firn_world *w, firn_field_table *t)
+{
+    firn_fem_vertices *V = &w->fem.V;
+    const int F = FIRN_FIELD_FLOAT32;
+    *t = (firn_field_table){.count = V->n,
+                            .entity = "FEM vertex",
+                            .solver_name = "FEM",
+                            .kind = FIRN_SOLVER_KIND_FEM,
+                            .lower = w->fem.P.lower,
+                            .upper = w->fem.P.upper,
+                            .box = "the domain",
+                            .slack = 0.5f * w->def.dx};
+    firn_field_add(t, "x", "x", F, 3, V->x, FIRN_FIELD_SAVED | FIRN_FIELD_POSITION, 0.0f, 0.0f,
+                   NULL);
+    firn_field_add(t, "v", "v", F, 3, V->v, FIRN_FIELD_SAVED, -FLT_MAX, FLT_MAX,
+                   "it must be finite");
+    firn_field_add(t, "force", "elastic force", F, 3, V->f, 0, 0.0f, 0.0f, NULL);
+    firn_field_add(t, "mass", "mass", F, 1, V->mass, 0, 0.0f, 0.0f, NULL);
+    firn_field_add(t, "fixed", "fixed", FIRN_FIELD_UINT8, 1, V->fixed, 0, 0.0f, 0.0f, NULL);
+}
+
 const firn_solver firn_fem_solver = {
     .name = "fem",
     .is_active = fem_active,
@@ -166,4 +190,5 @@ const firn_solver firn_fem_solver = {
     .nonfinite = fem_nonfinite,
     .host_bytes = fem_host_bytes,
     .device_bytes = fem_device_bytes,
+    .fields = fem_fields,
 };

@@ -6,6 +6,7 @@
  * particle, and the particle passes are Jacobi (each particle gathers its
  * own correction), so the state is the same for any thread count.
  * PBD-rigid runs in the Coupler (host/coupler.c). */
+#include <float.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -202,6 +203,30 @@ static double pbd_device_bytes(const firn_world *w)
     return (double)firn_pbd_device_bytes(S->n, S->stretch.n, S->bend.n, S->G.cells);
 }
 
+/* The PBD particles' fields: x and v saved (the masses, pins and
+ * materials come from the scene); the liquid's density as its last
+ * iteration left it. */
+static void pbd_fields(firn_world *w, firn_field_table *t)
+{
+    firn_pbd_particles *q = &w->pbd.s;
+    const unsigned S = FIRN_FIELD_SAVED;
+    const int F = FIRN_FIELD_FLOAT32;
+    *t = (firn_field_table){.count = w->pbd.n,
+                            .entity = "PBD particle",
+                            .solver_name = "PBD",
+                            .kind = FIRN_SOLVER_KIND_PBD,
+                            .lower = w->pbd.P.lower,
+                            .upper = w->pbd.P.upper,
+                            .box = "the PBD box",
+                            .slack = 0.5f * w->def.dx};
+    firn_field_add(t, "x", "x", F, 3, q->x, S | FIRN_FIELD_POSITION, 0.0f, 0.0f, NULL);
+    firn_field_add(t, "v", "v", F, 3, q->v, S, -FLT_MAX, FLT_MAX, "it must be finite");
+    firn_field_add(t, "mass", "mass", F, 1, q->mass, 0, 0.0f, 0.0f, NULL);
+    firn_field_add(t, "w", "inverse mass", F, 1, q->w, 0, 0.0f, 0.0f, NULL);
+    firn_field_add(t, "rho", "density", F, 1, q->rho, 0, 0.0f, 0.0f, NULL);
+    firn_field_add(t, "mat", "material", FIRN_FIELD_UINT8, 1, q->mat, 0, 0.0f, 0.0f, NULL);
+}
+
 const firn_solver firn_pbd_solver = {
     .name = "pbd",
     .is_active = pbd_active,
@@ -216,4 +241,5 @@ const firn_solver firn_pbd_solver = {
     .nonfinite = pbd_nonfinite,
     .host_bytes = pbd_host_bytes,
     .device_bytes = pbd_device_bytes,
+    .fields = pbd_fields,
 };

@@ -98,6 +98,74 @@ typedef struct {
     int body;
 } firn_cfl_limit;
 
+/* One array of a solver's state, per element (particle or vertex),
+ * component-major (component c of element i at [c count + i]): the table
+ * that checkpoints, the state's checks on loading and the public API
+ * (firn_world_field) go through, so that a new field is saved, checked
+ * and readable by adding one line to its solver's table.
+ *   name        the API's name ("x", "rho"); what: in messages ("density")
+ *   type        FIRN_FIELD_FLOAT32 or FIRN_FIELD_UINT8 (firn.h)
+ *   data        the host copy (NULL where the world has no elements)
+ *   flags       FIRN_FIELD_SAVED: in the solver's checkpoint section, in
+ *               table order; FIRN_FIELD_POSITION: a checkpoint's values lie
+ *               in the table's box (give or take its slack);
+ *               FIRN_FIELD_MATERIAL: each a material of the solver's bodies
+ *   lo, hi      a checkpoint's values lie in [lo, hi] (a float field that
+ *               is neither a position nor a material), rule says so. */
+enum { FIRN_FIELD_SAVED = 1, FIRN_FIELD_POSITION = 2, FIRN_FIELD_MATERIAL = 4 };
+
+typedef struct {
+    const char *name, *what;
+    int type, components;
+    void *data;
+    unsigned flags;
+    float lo, hi;
+    const char *rule;
+} firn_field;
+
+#define FIRN_MAX_FIELDS 12
+
+/* A solver's fields, and what checking them needs: the elements' count and
+ * name in messages ("SPH particle"), the scene solver kind whose bodies'
+ * materials they may have (firn_solver_kind) and its name, and the box
+ * positions stay in. */
+typedef struct {
+    long long count;
+    const char *entity, *solver_name;
+    int kind;
+    const float *lower, *upper;
+    const char *box;
+    float slack;
+    int n;
+    firn_field f[FIRN_MAX_FIELDS];
+} firn_field_table;
+
+/* Appends a field to t (FIRN_MAX_FIELDS at most: a solver's table is
+ * static, so a longer one fails its first test). */
+static inline void firn_field_add(firn_field_table *t, const char *name, const char *what, int type,
+                                  int components, void *data, unsigned flags, float lo, float hi,
+                                  const char *rule)
+{
+    if (t->n >= FIRN_MAX_FIELDS)
+        return;
+    firn_field *f = &t->f[t->n++];
+    f->name = name;
+    f->what = what;
+    f->type = type;
+    f->components = components;
+    f->data = data;
+    f->flags = flags;
+    f->lo = lo;
+    f->hi = hi;
+    f->rule = rule;
+}
+
+/* Bytes of all count elements of a field. */
+static inline size_t firn_field_bytes(const firn_field *f, long long count)
+{
+    return (size_t)count * (size_t)f->components * (f->type == FIRN_FIELD_UINT8 ? 1u : 4u);
+}
+
 /* A solver: whether a world has it, its phases on both paths and the
  * profile slots the Coupler ends after its pre and post phases. A solver
  * with no CUDA path has NULL phases in `cuda`; the CUDA backend refuses a
@@ -116,7 +184,10 @@ typedef struct {
  *                 (its index in the solver's order; the host copy current
  *                 first), after `head` (the scene, frame, time and substep);
  *   host_bytes    the host memory it holds, on either path [bytes];
- *   device_bytes  what its CUDA path would allocate [bytes]. */
+ *   device_bytes  what its CUDA path would allocate [bytes];
+ *   fields        fills its table of fields (firn_field_table; the rigid
+ *                 bodies and tools have none: their records are the
+ *                 checkpoint's own). */
 typedef struct {
     const char *name;
     int (*is_active)(const firn_world *w);
@@ -131,6 +202,7 @@ typedef struct {
     void (*nonfinite)(const firn_world *w, int bad, const char *head, char *msg, size_t size);
     double (*host_bytes)(const firn_world *w);
     double (*device_bytes)(const firn_world *w);
+    void (*fields)(firn_world *w, firn_field_table *t);
 } firn_solver;
 
 /* The solver of kind k (FIRN_SOLVER_*), in host/coupler.c's table. */

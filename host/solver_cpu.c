@@ -28,6 +28,7 @@
  * order back for anyone who reads particles, and firn_cpu_repermute the
  * solver's layout before the next substep, so the layout - and with it
  * every sum's order - never depends on when the state was read. */
+#include <float.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -500,6 +501,35 @@ static int mpm_post_coupling(firn_world *w, firn_step *st)
     return 0;
 }
 
+/* The MPM particles' fields, all saved (Jp's further rule for snow and
+ * the CPIC words are host/checkpoint.c's), in the scene's order only
+ * after firn_cpu_unpermute. */
+static void mpm_fields(firn_world *w, firn_field_table *t)
+{
+    firn_particles *p = &w->p;
+    const unsigned S = FIRN_FIELD_SAVED;
+    const int F = FIRN_FIELD_FLOAT32;
+    const char *fin = "it must be finite";
+    *t = (firn_field_table){.count = p->n,
+                            .entity = "MPM particle",
+                            .solver_name = "MPM",
+                            .kind = FIRN_SOLVER_KIND_MPM,
+                            .lower = w->def.lower,
+                            .upper = w->def.upper,
+                            .box = "the domain",
+                            .slack = 0.5f * w->def.dx};
+    firn_field_add(t, "x", "x", F, 3, p->x, S | FIRN_FIELD_POSITION, 0.0f, 0.0f, NULL);
+    firn_field_add(t, "v", "v", F, 3, p->v, S, -FLT_MAX, FLT_MAX, fin);
+    firn_field_add(t, "C", "C", F, 9, p->C, S, -FLT_MAX, FLT_MAX, fin);
+    firn_field_add(t, "F", "F", F, 9, p->F, S, -FLT_MAX, FLT_MAX, fin);
+    firn_field_add(t, "Jp", "Jp", F, 1, p->Jp, S, -FLT_MAX, FLT_MAX, fin);
+    firn_field_add(t, "damage", "damage", F, 1, p->damage, S, 0.0f, 1.0f, "it must lie in [0, 1]");
+    firn_field_add(t, "vol", "volume", F, 1, p->vol, S, FLT_MIN, FLT_MAX,
+                   "it must be finite and above 0");
+    firn_field_add(t, "mat", "material", FIRN_FIELD_UINT8, 1, p->mat, S | FIRN_FIELD_MATERIAL, 0.0f,
+                   0.0f, NULL);
+}
+
 const firn_solver firn_mpm_solver = {
     .name = "mpm",
     .is_active = mpm_active,
@@ -507,6 +537,7 @@ const firn_solver firn_mpm_solver = {
     .cuda = &firn_cuda_mpm_phases,
     .prof_pre = FIRN_PROF_P2G,
     .prof_post = FIRN_PROF_G2P,
+    .fields = mpm_fields,
 };
 
 void firn_grid_split(const firn_grid *g, float *mass, float *vel)

@@ -3,6 +3,7 @@
  * Every sum has one order (the neighbour grid's) and the solvers' error
  * means are summed per fixed chunk, then over chunks in order, so the state
  * is the same for any thread count. */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -216,6 +217,34 @@ static double sph_device_bytes(const firn_world *w)
     return (double)firn_sph_device_bytes(w->sph.n, nb->res[0] * nb->res[1] * nb->res[2]);
 }
 
+/* The SPH particles' fields, all saved: the solves' factor and source too,
+ * so that a run resumed from a checkpoint steps as the run did. */
+static void sph_fields(firn_world *w, firn_field_table *t)
+{
+    firn_sph_particles *q = &w->sph.s;
+    const unsigned S = FIRN_FIELD_SAVED;
+    const int F = FIRN_FIELD_FLOAT32;
+    const char *fin = "it must be finite";
+    *t = (firn_field_table){.count = w->sph.n,
+                            .entity = "SPH particle",
+                            .solver_name = "SPH",
+                            .kind = FIRN_SOLVER_KIND_SPH,
+                            .lower = w->sph.P.lower,
+                            .upper = w->sph.P.upper,
+                            .box = "the SPH box",
+                            .slack = 0.5f * w->def.dx};
+    firn_field_add(t, "x", "x", F, 3, q->x, S | FIRN_FIELD_POSITION, 0.0f, 0.0f, NULL);
+    firn_field_add(t, "v", "v", F, 3, q->v, S, -FLT_MAX, FLT_MAX, fin);
+    firn_field_add(t, "acc", "acceleration", F, 3, q->acc, S, -FLT_MAX, FLT_MAX, fin);
+    firn_field_add(t, "rho", "density", F, 1, q->rho, S, 0.0f, FLT_MAX,
+                   "it must be finite and not negative");
+    firn_field_add(t, "p", "pressure", F, 1, q->p, S, -FLT_MAX, FLT_MAX, fin);
+    firn_field_add(t, "alpha", "DFSPH factor", F, 1, q->alpha, S, -FLT_MAX, FLT_MAX, fin);
+    firn_field_add(t, "drho", "DFSPH source", F, 1, q->drho, S, -FLT_MAX, FLT_MAX, fin);
+    firn_field_add(t, "mat", "material", FIRN_FIELD_UINT8, 1, q->mat, S | FIRN_FIELD_MATERIAL, 0.0f,
+                   0.0f, NULL);
+}
+
 const firn_solver firn_sph_solver = {
     .name = "sph",
     .is_active = sph_active,
@@ -230,4 +259,5 @@ const firn_solver firn_sph_solver = {
     .nonfinite = sph_nonfinite,
     .host_bytes = sph_host_bytes,
     .device_bytes = sph_device_bytes,
+    .fields = sph_fields,
 };

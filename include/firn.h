@@ -694,6 +694,29 @@ typedef struct {
 
 int firn_world_fem_mesh(firn_world *world, firn_fem_mesh_view *view, firn_error *err);
 
+/* Any per-element array of a solver's state by name: the host copy
+ * (downloaded first where stale; the MPM particles in the scene's order),
+ * valid until the next call on the world. solver: "mpm", "sph", "pbd" or
+ * "fem"; name: one of firn_world_field_name's. The array is
+ * component-major: component c of element i at [c * count + i]. A world
+ * without that solver's elements gives count 0 and data NULL. Returns 0,
+ * or -1 with err set (FIRN_E_USAGE for a solver or field that does not
+ * exist, naming the ones that do). */
+enum { FIRN_FIELD_FLOAT32 = 0, FIRN_FIELD_UINT8 = 1 };
+
+typedef struct {
+    const void *data;
+    int type;       /* FIRN_FIELD_FLOAT32 or FIRN_FIELD_UINT8 */
+    int components; /* per element */
+    long long count;
+} firn_field_view;
+
+int firn_world_field(firn_world *world, const char *solver, const char *name, firn_field_view *view,
+                     firn_error *err);
+/* The name of field k of the solver's table (0, 1, ...), NULL past the
+ * last or for a solver that does not exist. */
+const char *firn_world_field_name(firn_world *world, const char *solver, int k);
+
 /* ---- direct access (language bindings) ----------------------------------- */
 
 /* The world's clocks: frames stepped (firn_world_step_frame), simulated

@@ -2,8 +2,9 @@
  * world's clocks, zero-copy views of rigid bodies, commanding a kinematic
  * body's velocity, the public structs' sizes that bindings check their
  * mirrors against, a frame written as `firn run` writes it
- * (firn_world_write_frame) and the backend comparison's refusal without a
- * GPU (firn_compare_backends). */
+ * (firn_world_write_frame), the backend comparison's refusal without a
+ * GPU (firn_compare_backends) and any solver's fields by name
+ * (firn_world_field). */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <fcntl.h>
@@ -13,6 +14,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 
+#include "all_solvers.h"
 #include "firn.h"
 #include "test_util.h"
 
@@ -402,5 +404,76 @@ Test(access, compare_backends_refusals, .timeout = 60)
     }
     firn_compare_report_free(&r);
     firn_compare_report_free(NULL);
+    firn_world_destroy(w);
+}
+
+/* Any field of a solver's table by name (firn_world_field): every name
+ * firn_world_field_name lists is readable, with the count, components and
+ * memory of the solver's own views; the tables hold what each solver
+ * saves; a solver or field that does not exist is refused naming the ones
+ * that do. */
+Test(access, fields_read_every_solver_by_name, .timeout = 60)
+{
+    firn_world *w = test_world_json(all_solvers_json, "all_solvers.json");
+    firn_frame_stats st;
+    firn_error err;
+    cr_assert_eq(firn_world_step_frame(w, &st, &err), 0, "%s", err.msg);
+    firn_particles_view mp;
+    firn_sph_particles_view sp;
+    firn_pbd_particles_view pp;
+    firn_fem_mesh_view fp;
+    cr_assert_eq(firn_world_particles(w, &mp, &err), 0, "%s", err.msg);
+    cr_assert_eq(firn_world_sph_particles(w, &sp, &err), 0, "%s", err.msg);
+    cr_assert_eq(firn_world_pbd_particles(w, &pp, &err), 0, "%s", err.msg);
+    cr_assert_eq(firn_world_fem_mesh(w, &fp, &err), 0, "%s", err.msg);
+    const struct {
+        const char *solver;
+        long long n;
+        const void *x, *v;
+        int fields;
+    } s[4] = {{"mpm", mp.n, mp.x, mp.v, 8},
+              {"sph", sp.n, sp.x, sp.v, 8},
+              {"pbd", pp.n, pp.x, pp.v, 6},
+              {"fem", fp.n, fp.x, fp.v, 5}};
+    for (int k = 0; k < 4; k++) {
+        cr_assert_gt(s[k].n, 0, "%s", s[k].solver);
+        int names = 0;
+        const char *name;
+        while ((name = firn_world_field_name(w, s[k].solver, names))) {
+            firn_field_view f;
+            cr_assert_eq(firn_world_field(w, s[k].solver, name, &f, &err), 0, "%s %s: %s",
+                         s[k].solver, name, err.msg);
+            cr_expect_eq(f.count, s[k].n, "%s %s", s[k].solver, name);
+            cr_expect_not_null(f.data, "%s %s", s[k].solver, name);
+            cr_expect(f.components == 1 || f.components == 3 || f.components == 9, "%s %s: %d",
+                      s[k].solver, name, f.components);
+            if (!strcmp(name, "x"))
+                cr_expect_eq(f.data, s[k].x, "%s x is the view's memory", s[k].solver);
+            if (!strcmp(name, "v"))
+                cr_expect_eq(f.data, s[k].v, "%s v is the view's memory", s[k].solver);
+            if (!strcmp(name, "mat") || !strcmp(name, "fixed"))
+                cr_expect_eq(f.type, FIRN_FIELD_UINT8, "%s %s", s[k].solver, name);
+            names++;
+        }
+        cr_expect_eq(names, s[k].fields, "%s has %d fields", s[k].solver, names);
+    }
+    firn_field_view f;
+    cr_assert_eq(firn_world_field(w, "mpm", "F", &f, &err), 0, "%s", err.msg);
+    cr_expect_eq(f.components, 9);
+    cr_expect_eq(f.data, mp.F);
+    /* a deformation gradient of sand in one frame stays near the identity */
+    const float *F = f.data;
+    cr_expect(fabsf(F[0] - 1.0f) < 0.05f && fabsf(F[4 * f.count] - 1.0f) < 0.05f, "F %g %g", F[0],
+              F[4 * f.count]);
+    cr_assert_eq(firn_world_field(w, "sph", "temperature", &f, &err), -1);
+    cr_expect_eq(err.code, FIRN_E_USAGE);
+    cr_expect(strstr(err.msg, "the sph solver has no field 'temperature'; its fields are x, v, "
+                              "acc, rho, p, alpha, drho, mat"),
+              "%s", err.msg);
+    cr_assert_eq(firn_world_field(w, "rigid", "x", &f, &err), -1);
+    cr_expect(strstr(err.msg, "no solver 'rigid'; the solvers with fields are mpm, sph, pbd, fem"),
+              "%s", err.msg);
+    cr_expect_null(firn_world_field_name(w, "tool", 0));
+    cr_expect_null(firn_world_field_name(w, "sph", 8));
     firn_world_destroy(w);
 }

@@ -392,6 +392,15 @@ class FemMeshView(Structure):
     ]
 
 
+class FieldView(Structure):
+    _fields_ = [
+        ("data", c_void_p),
+        ("type", c_int),
+        ("components", c_int),
+        ("count", c_longlong),
+    ]
+
+
 class RigidView(Structure):
     _fields_ = [
         ("position", c_float_p),
@@ -447,6 +456,7 @@ MIRRORS = {
     "firn_pbd_particles_view": PbdParticlesView,
     "firn_fem_mesh_view": FemMeshView,
     "firn_rigid_view": RigidView,
+    "firn_field_view": FieldView,
     "firn_error": Error,
     "firn_compare_entry": CompareEntry,
     "firn_compare_report": CompareReport,
@@ -482,6 +492,8 @@ _SIGNATURES = {
     "firn_world_sph_particles": (c_int, [_W, POINTER(SphParticlesView), _E]),
     "firn_world_pbd_particles": (c_int, [_W, POINTER(PbdParticlesView), _E]),
     "firn_world_fem_mesh": (c_int, [_W, POINTER(FemMeshView), _E]),
+    "firn_world_field": (c_int, [_W, c_char_p, c_char_p, POINTER(FieldView), _E]),
+    "firn_world_field_name": (c_char_p, [_W, c_char_p, c_int]),
     "firn_world_rigid_count": (c_int, [_W]),
     "firn_world_rigid_view": (c_int, [_W, c_int, POINTER(RigidView), _E]),
     "firn_world_set_rigid_velocity": (c_int, [_W, c_int, f3, f3, _E]),

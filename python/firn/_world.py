@@ -141,6 +141,32 @@ class World:
         if rc:
             raise error_from(self._err, path=self.scene.path)
 
+    # ---- any solver's fields by name ---------------------------------------
+    def field_names(self, solver: str) -> list[str]:
+        """The fields `field` reads for `solver` ("mpm", "sph", "pbd", "fem"):
+        its solver's table (host/solver.h), the same names the C API takes."""
+        ptr, out, k = self._ptr, [], 0
+        while True:
+            name = _lib_.firn_world_field_name(ptr, solver.encode(), k)
+            if name is None:
+                return out
+            out.append(name.decode())
+            k += 1
+
+    def field(self, solver: str, name: str) -> FirnArray:
+        """Any per-element array of a solver's state by name (firn_world_field):
+        (n,) for one component, (n, c) for c; read-only, a zero-copy view of the
+        host copy (downloaded first where stale), valid until the next step.
+        Unknown names raise UsageError naming the ones that exist."""
+        ptr, v = self._ptr, _lib.FieldView()
+        self._check(_lib_.firn_world_field(ptr, solver.encode(), name.encode(), byref(v),
+                                           byref(self._err)))
+        dtype = np.uint8 if v.type == 1 else np.float32
+        n, c = int(v.count), int(v.components)
+        if c == 1:
+            return wrap(self._life, v.data, dtype, (n,), writeable=False)
+        return soa(self._life, v.data, n, c, False, dtype=dtype)
+
     # ---- stepping ----------------------------------------------------------
     def step(self, frames: int = 1) -> None:
         """Advances `frames` frames (each ceil(frame_dt / dt) substeps), as `firn run`.

@@ -114,3 +114,47 @@ def test_other_solvers_views():
             x = solver.x
             x[0, 1] = 0.3125
             assert solver.x[0, 1] == np.float32(0.3125)
+
+
+def test_fields_by_name_are_the_solvers_state():
+    """world.field(solver, name) reads any field of a solver's table
+    (firn_world_field): the same memory as the named views, the physics'
+    own numbers (PBD masses that sum to the stats' mass), and unknown names
+    refused naming the ones that exist."""
+    scene = firn.Scene.from_dict(
+        {
+            "domain": {"lower": [0, 0, 0], "upper": [0.5, 0.5, 0.5], "dx": 0.05},
+            "time": {"frame_dt": 0.005, "frames": 2},
+            "sph": {"particle_size": 0.04},
+            "pbd": {"particle_size": 0.04},
+            "materials": {
+                "water": {"model": "sph_liquid"},
+                "cloth": {"model": "pbd_cloth"},
+                "jelly": {"model": "fem_corotated", "E": 1e5, "nu": 0.3, "density": 1000},
+            },
+            "bodies": [
+                {"material": "water", "solver": "sph",
+                 "shape": {"type": "box", "center": [0.12, 0.15, 0.12], "size": [0.16, 0.16, 0.16]}},
+                {"material": "cloth", "solver": "pbd",
+                 "shape": {"type": "cloth_rect", "center": [0.35, 0.4, 0.35], "size": [0.2, 0.2],
+                           "resolution": [5, 4]}},
+                {"material": "jelly", "solver": "fem",
+                 "shape": {"type": "box", "center": [0.35, 0.15, 0.35], "size": [0.1, 0.1, 0.1],
+                           "cells": [2, 2, 2]}},
+            ],
+        }
+    )
+    with firn.World(scene, backend="cpu") as w:
+        w.step(1)
+        assert w.field_names("sph") == ["x", "v", "acc", "rho", "p", "alpha", "drho", "mat"]
+        assert "C" in w.field_names("mpm") and w.field_names("rigid") == []
+        assert np.shares_memory(w.field("sph", "x"), w.sph.x)
+        np.testing.assert_array_equal(w.field("sph", "rho"), w.sph.density)
+        assert w.field("fem", "fixed").dtype == np.uint8 and w.field("fem", "x").shape == (27, 3)
+        assert w.field("mpm", "C").shape == (0, 9)
+        # the cloth's particle masses add up to the mass its statistics report
+        assert float(w.field("pbd", "mass").sum()) == pytest.approx(w.stats["pbd"]["mass"], rel=1e-6)
+        with pytest.raises(firn.UsageError, match="no field 'temperature'; its fields are x, v"):
+            w.field("sph", "temperature")
+        with pytest.raises(firn.UsageError, match="no solver 'rigid'; the solvers with fields are mpm, sph, pbd, fem"):
+            w.field("rigid", "x")
