@@ -108,13 +108,29 @@ if ! build; then
     exit 1
 fi
 # Every filter must pass on the unmutated tree, or a failure proves nothing.
-all=$(printf '%s|' "${filters[@]}")
-run_tests "@(${all%|})"
-if [ -n "$first" ]; then
-    echo "mutate: the unmutated tree fails $first"
-    exit 1
-fi
-echo "mutate: unmutated tree passes the $ran tests the mutations use ($(($(date +%s) - start)) s)"
+# The filters, each once, in groups whose pattern stays under 1500
+# characters: Criterion aborts on a --filter pattern of about 2 kB
+# (extglobmatch.c: handle_operator), which the 211 filters joined passed.
+total=0 group=""
+run_group() {
+    [ -n "$group" ] || return 0
+    run_tests "@(${group%|})"
+    total=$((total + ran))
+    if [ -n "$first" ]; then
+        echo "mutate: the unmutated tree fails $first"
+        exit 1
+    fi
+    group=""
+}
+declare -A seen=()
+for f in "${filters[@]}"; do
+    [ -z "${seen[$f]:-}" ] || continue
+    seen[$f]=1
+    [ $((${#group} + ${#f})) -lt 1500 ] || run_group
+    group+="$f|"
+done
+run_group
+echo "mutate: unmutated tree passes the $total tests the mutations use ($(($(date +%s) - start)) s)"
 
 results=() bad=0
 for k in "${!ids[@]}"; do
