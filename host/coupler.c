@@ -41,6 +41,7 @@
 #include "fem.h"
 #include "fem_coupling.h"
 #include "mpm_sph.h"
+#include "pair.h"
 #include "rigid.h"
 #include "firn_pbd_coupling.h"
 #include "firn_sph_coupling.h"
@@ -59,38 +60,48 @@ static const firn_solver *const solvers[FIRN_SOLVER_COUNT] = {
 
 const firn_solver *firn_solver_of(int k) { return solvers[k]; }
 
-/* A PBD particle and the MPM node whose dx-box holds it. */
-struct firn_mpm_pbd_key {
-    long long node;
-    int i;
-};
+/* The pairs without passes of their own: rigid_mpm and tool_mpm act in
+ * the grid update (firn_grid_node_tools), the FEM pairs on the FEM surface
+ * (couple_fem, host/fem_coupling.c). Genesis's Tool-MPM has no option of
+ * its own; firn's coupling.tool_mpm turns every tool's collision off at
+ * once. */
+#define GRID_PAIR(nm, sa, sb, field)                                                               \
+    static const firn_pair pair_##nm = {#nm,                                                       \
+                                        sa,                                                        \
+                                        sb,                                                        \
+                                        offsetof(firn_scene_def, coupling_##field),                \
+                                        offsetof(firn_coupler, field),                             \
+                                        FIRN_PAIR_IN_GRID,                                         \
+                                        NULL,                                                      \
+                                        NULL,                                                      \
+                                        NULL,                                                      \
+                                        NULL,                                                      \
+                                        NULL}
+GRID_PAIR(rigid_mpm, FIRN_SOLVER_RIGID, FIRN_SOLVER_MPM, rigid_mpm);
+GRID_PAIR(tool_mpm, FIRN_SOLVER_TOOL, FIRN_SOLVER_MPM, tool_mpm);
+#define SURFACE_PAIR(nm, sa, sb)                                                                   \
+    static const firn_pair pair_##nm = {#nm,                                                       \
+                                        sa,                                                        \
+                                        sb,                                                        \
+                                        offsetof(firn_scene_def, coupling_##nm),                   \
+                                        offsetof(firn_coupler, nm),                                \
+                                        FIRN_PAIR_SURFACE,                                         \
+                                        NULL,                                                      \
+                                        NULL,                                                      \
+                                        NULL,                                                      \
+                                        NULL,                                                      \
+                                        NULL}
+SURFACE_PAIR(fem_rigid, FIRN_SOLVER_RIGID, FIRN_SOLVER_FEM);
+SURFACE_PAIR(fem_mpm, FIRN_SOLVER_MPM, FIRN_SOLVER_FEM);
+SURFACE_PAIR(fem_sph, FIRN_SOLVER_SPH, FIRN_SOLVER_FEM);
 
-/* A coupling pair: its two solvers and the scene option that enables it. */
-typedef struct {
-    const char *name;
-    int a, b;
-    size_t option; /* offset of the int option in firn_scene_def */
-    size_t flag;   /* offset of the int flag in firn_coupler */
-} pair_def;
-
-static const pair_def pairs[] = {
-    {"rigid_mpm", FIRN_SOLVER_RIGID, FIRN_SOLVER_MPM, offsetof(firn_scene_def, coupling_rigid_mpm),
-     offsetof(firn_coupler, rigid_mpm)},
-    {"mpm_sph", FIRN_SOLVER_MPM, FIRN_SOLVER_SPH, offsetof(firn_scene_def, coupling_mpm_sph),
-     offsetof(firn_coupler, mpm_sph)},
-    {"sph_rigid", FIRN_SOLVER_RIGID, FIRN_SOLVER_SPH, offsetof(firn_scene_def, coupling_sph_rigid),
-     offsetof(firn_coupler, sph_rigid)},
-    {"pbd_rigid", FIRN_SOLVER_RIGID, FIRN_SOLVER_PBD, offsetof(firn_scene_def, coupling_pbd_rigid),
-     offsetof(firn_coupler, pbd_rigid)},
-    {"mpm_pbd", FIRN_SOLVER_MPM, FIRN_SOLVER_PBD, offsetof(firn_scene_def, coupling_mpm_pbd),
-     offsetof(firn_coupler, mpm_pbd)},
-    {"fem_rigid", FIRN_SOLVER_RIGID, FIRN_SOLVER_FEM, offsetof(firn_scene_def, coupling_fem_rigid),
-     offsetof(firn_coupler, fem_rigid)},
-    {"fem_mpm", FIRN_SOLVER_MPM, FIRN_SOLVER_FEM, offsetof(firn_scene_def, coupling_fem_mpm),
-     offsetof(firn_coupler, fem_mpm)},
-    {"fem_sph", FIRN_SOLVER_SPH, FIRN_SOLVER_FEM, offsetof(firn_scene_def, coupling_fem_sph),
-     offsetof(firn_coupler, fem_sph)},
+/* Every pair, in the order their passes run in each stage. */
+static const firn_pair *const pairs[] = {
+    &pair_rigid_mpm,    &pair_tool_mpm,       &firn_pair_mpm_sph,
+    &firn_pair_mpm_pbd, &firn_pair_sph_rigid, &firn_pair_pbd_rigid,
+    &pair_fem_rigid,    &pair_fem_mpm,        &pair_fem_sph,
 };
+#define N_PAIRS (sizeof pairs / sizeof pairs[0])
 
 void firn_coupler_build(firn_world *w)
 {
@@ -98,16 +109,12 @@ void firn_coupler_build(firn_world *w)
     memset(c, 0, sizeof *c);
     for (int s = 0; s < FIRN_SOLVER_COUNT; s++)
         c->active[s] = solvers[s]->is_active(w);
-    for (size_t k = 0; k < sizeof pairs / sizeof pairs[0]; k++) {
-        const pair_def *p = &pairs[k];
+    for (size_t k = 0; k < N_PAIRS; k++) {
+        const firn_pair *p = pairs[k];
         int option = *(const int *)((const char *)&w->def + p->option);
         *(int *)((char *)c + p->flag) = c->active[p->a] && c->active[p->b] && option;
     }
     c->cpic = c->rigid_mpm && w->def.coupling_cpic;
-    /* Genesis's Tool-MPM has no option of its own; firn's coupling.tool_mpm
-     * turns every tool's collision off at once. */
-    c->tool_mpm =
-        c->active[FIRN_SOLVER_TOOL] && c->active[FIRN_SOLVER_MPM] && w->def.coupling_tool_mpm;
 }
 
 /* The FEM pairs' scratch (CPU path; FEM runs on no other): the surface's
@@ -176,7 +183,7 @@ int firn_coupler_alloc(firn_world *w, firn_error *err)
         }
     }
     if (!w->cuda && w->coupler.mpm_pbd) {
-        w->mpm_pbd_keys = malloc((size_t)w->pbd.n * sizeof *w->mpm_pbd_keys + 1);
+        w->mpm_pbd_keys = malloc((size_t)w->pbd.n * firn_mpm_pbd_key_bytes() + 1);
         w->mpm_pbd_runs = malloc((2 * (size_t)w->pbd.n + 1) * sizeof(int));
         if (!w->mpm_pbd_keys || !w->mpm_pbd_runs) {
             firn_set_error(err, FIRN_E_NOMEM, "out of host memory for the MPM-PBD pair");
@@ -224,14 +231,6 @@ void firn_coupler_free(firn_world *w)
     w->fem_chunk_acc = NULL;
 }
 
-/* The SPH solver as the pairs see it. */
-static firn_sph_view sph_view(firn_world *w)
-{
-    firn_sph_view V = {w->sph.P, w->sph.mats, w->sph.s, w->sph.G, firn_mpm_sph_level(w)};
-    V.P.dt = w->params.dt;
-    return V;
-}
-
 /* Grid update with the tools, the rigid bodies and/or MPM-SPH: each chunk
  * of nodes sums the reaction on each tool and body in node order into its
  * own slot (the tools' after the bodies'), the slots are added in chunk
@@ -264,7 +263,7 @@ static void couple_grid_pairs(firn_world *w)
     const int nb = w->coupler.rigid_mpm ? w->n_rigids : 0;
     const int nt = w->coupler.tool_mpm ? w->n_tools : 0;
     const int rstride = nb * FIRN_RIGID_ACC, stride = rstride + nt * FIRN_TOOL_ACC;
-    const firn_sph_view view = sph_view(w);
+    const firn_sph_view view = firn_sph_pairs_view(w);
     grid_pairs_ctx c = {&w->params, w->grid,   w->tools, nt,
                         rstride,    w->rigids, nb,       w->coupler.mpm_sph ? &view : NULL};
     firn_cpu_live_chunks(w, FIRN_COUPLE_CHUNK, w->chunk_live);
@@ -272,101 +271,6 @@ static void couple_grid_pairs(firn_world *w)
                     grid_pairs_chunk, &c);
     firn_reduce_add(w->chunk_acc, w->chunks, stride, 0, rstride, w->rigid_acc);
     firn_reduce_add(w->chunk_acc, w->chunks, stride, rstride, stride - rstride, w->tool_acc);
-}
-
-typedef struct {
-    const firn_sph_view *V;
-    const firn_rigid *bodies;
-    int nb;
-    const firn_pbd *S;
-} particles_ctx;
-
-static long long sph_rigid_chunk(long long begin, long long end, double *acc, void *ctx)
-{
-    const particles_ctx *c = ctx;
-    for (int i = (int)begin; i < (int)end; i++)
-        firn_sph_rigid_particle(i, c->V, c->bodies, c->nb, acc);
-    return FIRN_REDUCE_NONE;
-}
-
-/* SPH-rigid: the particles' reaction on the bodies, in chunks of particles
- * (reduce.h). */
-static int couple_sph_rigid(firn_world *w, firn_step *st)
-{
-    (void)st;
-    const firn_sph_view V = sph_view(w);
-    particles_ctx c = {&V, w->rigids, w->n_rigids, NULL};
-    const int stride = w->n_rigids * FIRN_RIGID_ACC;
-    firn_reduce_sum(w->sph.n, FIRN_COUPLE_CHUNK, stride, w->sph_chunk_acc, sph_rigid_chunk, &c,
-                    w->rigid_acc);
-    return 0;
-}
-
-static long long pbd_rigid_chunk(long long begin, long long end, double *acc, void *ctx)
-{
-    const particles_ctx *c = ctx;
-    for (int i = (int)begin; i < (int)end; i++)
-        firn_pbd_rigid_particle(i, &c->S->P, c->S->mats, c->S->s, c->bodies, c->nb, acc);
-    return FIRN_REDUCE_NONE;
-}
-
-/* PBD-rigid: as SPH-rigid. */
-static int couple_pbd_rigid(firn_world *w, firn_step *st)
-{
-    (void)st;
-    firn_pbd *S = &w->pbd;
-    S->P.dt = w->params.dt;
-    particles_ctx c = {NULL, w->rigids, w->n_rigids, S};
-    const int stride = w->n_rigids * FIRN_RIGID_ACC;
-    firn_reduce_sum(S->n, FIRN_COUPLE_CHUNK, stride, w->pbd_chunk_acc, pbd_rigid_chunk, &c,
-                    w->rigid_acc);
-    return 0;
-}
-
-static int cmp_mpm_pbd_key(const void *pa, const void *pb)
-{
-    const struct firn_mpm_pbd_key *a = pa, *b = pb;
-    if (a->node != b->node)
-        return a->node < b->node ? -1 : 1;
-    return (a->i > b->i) - (a->i < b->i);
-}
-
-/* MPM-PBD (firn_mpm_pbd_node) after the grid update: the PBD particles
- * sorted by node (ties by index: the same order for any thread count),
- * then each node with mass and particles in parallel; its new velocity
- * goes through the walls again, as the grid update's does. */
-static int couple_mpm_pbd(firn_world *w, firn_step *st)
-{
-    (void)st;
-    firn_pbd *S = &w->pbd;
-    const firn_params *P = &w->params;
-    const int n = S->n;
-    struct firn_mpm_pbd_key *keys = w->mpm_pbd_keys;
-    int *runs = w->mpm_pbd_runs, *order = runs + n + 1, nruns = 0;
-    for (int i = 0; i < n; i++) {
-        keys[i].node = firn_mpm_pbd_node_of(firn_load3(S->s.x0, n, i), P->lower, P->inv_dx, P->n);
-        keys[i].i = i;
-    }
-    qsort(keys, (size_t)n, sizeof *keys, cmp_mpm_pbd_key);
-    for (int k = 0; k < n; k++) {
-        order[k] = keys[k].i;
-        if (k == 0 || keys[k].node != keys[k - 1].node)
-            runs[nruns++] = k;
-    }
-    runs[nruns] = n;
-    const float dt = P->dt;
-#pragma omp parallel for schedule(dynamic, 64)
-    for (int r = 0; r < nruns; r++) {
-        const long long node = keys[runs[r]].node;
-        float *q = w->grid.node + 4 * node;
-        const float m = q[3];
-        if (!(m > 0.0f))
-            continue;
-        const firn_vec3 v = firn_mpm_pbd_node(firn_v3(q[0], q[1], q[2]), m, order + runs[r],
-                                              runs[r + 1] - runs[r], S->s, dt);
-        firn_grid_store_velocity(node, w->grid, firn_grid_walls(node, P, v));
-    }
-    return 0;
 }
 
 /* Genesis's FEM pass (its fem_surface_force), last in couple(): on each
@@ -385,25 +289,13 @@ static int couple_fem(firn_world *w, firn_step *st)
     if (c->fem_mpm)
         firn_fem_mpm_cpu(&S, &w->params, w->grid, w->fem_mpm_D);
     if (c->fem_sph) {
-        const firn_sph_view V = sph_view(w);
+        const firn_sph_view V = firn_sph_pairs_view(w);
         firn_fem_sph_cpu(&S, &V, w->fem_sph_share, w->fem_sph_count);
     }
     return 0;
 }
 
-/* ---- the couple stage: one list for both paths -------------------------- */
-
-/* MPM-SPH's contact: its reaction on the nodes, in particle order (one
- * thread: the same sums for any thread count), before the grid update. */
-static int cpu_mpm_sph_react(firn_world *w, firn_step *st)
-{
-    (void)st;
-    const firn_sph_view V = sph_view(w);
-    memset(V.L.react, 0, 3 * (size_t)w->grid.nodes * sizeof(float));
-    for (int i = 0; i < w->sph.n; i++)
-        firn_sph_mpm_react(i, &V);
-    return 0;
-}
+/* ---- the couple stage: one order for both paths ------------------------ */
 
 /* The grid update, with the rigid bodies, the tools and MPM-SPH's
  * collision when they are coupled. */
@@ -417,57 +309,44 @@ static int cpu_grid(firn_world *w, firn_step *st)
     return 0;
 }
 
-/* MPM-SPH's contact force on the particles, after the grid update. */
-static int cpu_mpm_sph_contact(firn_world *w, firn_step *st)
-{
-    (void)st;
-    const firn_sph_view V = sph_view(w);
-#pragma omp parallel for schedule(static)
-    for (int i = 0; i < w->sph.n; i++)
-        firn_sph_mpm_particle(i, &V);
-    return 0;
-}
-
-static int on_mpm_sph_contact(const firn_world *w) { return firn_mpm_sph_contact(w); }
 static int on_mpm(const firn_world *w) { return w->coupler.active[FIRN_SOLVER_MPM]; }
-static int on_mpm_pbd(const firn_world *w) { return w->coupler.mpm_pbd; }
-static int on_sph_rigid(const firn_world *w) { return w->coupler.sph_rigid; }
-static int on_pbd_rigid(const firn_world *w) { return w->coupler.pbd_rigid; }
 static int on_fem(const firn_world *w)
 {
     return w->coupler.fem_rigid || w->coupler.fem_mpm || w->coupler.fem_sph;
 }
 
-/* Genesis's couple(), in order: the MPM grid update with the pairs that
- * act on its nodes (the tools, rigid_mpm, mpm_sph; MPM-SPH's contact
- * reaction before it and its force on the particles after it), then
- * MPM-PBD, SPH-rigid, PBD-rigid and the FEM pairs (on the FEM surface:
- * its normals, FEM-rigid, FEM-MPM, FEM-SPH). Each entry's CPU step and
- * its CUDA step (kernels/mpm.cu; NULL in a build without CUDA). */
-typedef struct {
-    const char *name;
-    int (*is_active)(const firn_world *w);
-    firn_step_fn cpu;
-    const firn_step_fn *cuda;
-} couple_entry;
+/* Whether pair p's passes run in w. */
+static int pair_runs(const firn_world *w, const firn_pair *p)
+{
+    return p->runs ? p->runs(w) : *(const int *)((const char *)&w->coupler + p->flag);
+}
 
-static const couple_entry couple_order[] = {
-    {"mpm_sph contact reaction", on_mpm_sph_contact, cpu_mpm_sph_react, &firn_cuda_mpm_sph_react},
-    {"grid update", on_mpm, cpu_grid, &firn_cuda_grid},
-    {"mpm_sph contact", on_mpm_sph_contact, cpu_mpm_sph_contact, &firn_cuda_mpm_sph_contact},
-    {"mpm_pbd", on_mpm_pbd, couple_mpm_pbd, &firn_cuda_mpm_pbd},
-    {"sph_rigid", on_sph_rigid, couple_sph_rigid, &firn_cuda_sph_rigid},
-    {"pbd_rigid", on_pbd_rigid, couple_pbd_rigid, &firn_cuda_pbd_rigid},
-    {"fem pairs", on_fem, couple_fem, &firn_cuda_fem_pairs},
-};
+/* One pass (the CPU's, or the CUDA path's queued), 0 or -1. */
+static int pass(firn_world *w, firn_step *st, int cuda, firn_step_fn cpu, const firn_step_fn *gpu)
+{
+    return cuda ? (*gpu)(w, st) : cpu(w, st);
+}
 
+/* Genesis's couple(), in order: the pairs' passes before the grid update
+ * (MPM-SPH's contact reaction), the MPM grid update with the pairs that
+ * act on its nodes (tools, rigid_mpm, mpm_sph), the pairs' passes after it
+ * in table order (MPM-SPH's contact force, MPM-PBD, SPH-rigid, PBD-rigid),
+ * then the FEM surface's pass with its pairs (its normals, FEM-rigid,
+ * FEM-MPM, FEM-SPH). */
 static int couple(firn_world *w, int cuda, firn_step *st)
 {
-    for (size_t k = 0; k < sizeof couple_order / sizeof couple_order[0]; k++) {
-        const couple_entry *e = &couple_order[k];
-        if (e->is_active(w) && (cuda ? (*e->cuda)(w, st) : e->cpu(w, st)))
+    for (size_t k = 0; k < N_PAIRS; k++)
+        if (pairs[k]->cpu_before && pair_runs(w, pairs[k]) &&
+            pass(w, st, cuda, pairs[k]->cpu_before, pairs[k]->cuda_before))
             return -1;
-    }
+    if (on_mpm(w) && pass(w, st, cuda, cpu_grid, &firn_cuda_grid))
+        return -1;
+    for (size_t k = 0; k < N_PAIRS; k++)
+        if (pairs[k]->cpu_after && pair_runs(w, pairs[k]) &&
+            pass(w, st, cuda, pairs[k]->cpu_after, pairs[k]->cuda_after))
+            return -1;
+    if (on_fem(w) && pass(w, st, cuda, couple_fem, &firn_cuda_fem_pairs))
+        return -1;
     return 0;
 }
 
@@ -526,7 +405,7 @@ static int cpu_cpic_mark(firn_world *w, firn_step *st)
  *   1. preprocess: CPIC's side marking (coupling.cpic);
  *   2. pre-coupling per solver, in solver order;
  *   3. couple: the grid update with its pairs, then the particle and
- *      surface pairs (couple_order);
+ *      surface pairs (couple, from the pair table `pairs`);
  *   4. post-coupling per solver, in solver order.
  * A distributed run's exchanges (w->dist) follow steps 2, 3 and 4. */
 int firn_coupler_run(firn_world *w, int cuda, firn_step *st, int *bad)
@@ -575,9 +454,16 @@ const char *firn_coupler_no_cuda(const firn_world *w)
         if (w->coupler.active[s] && (!o || !o->pre || !o->post))
             return solvers[s]->name;
     }
-    for (size_t k = 0; k < sizeof couple_order / sizeof couple_order[0]; k++)
-        if (couple_order[k].is_active(w) && !*couple_order[k].cuda)
-            return couple_order[k].name;
+    for (size_t k = 0; k < N_PAIRS; k++) {
+        const firn_pair *p = pairs[k];
+        if (pair_runs(w, p) &&
+            ((p->cpu_before && !*p->cuda_before) || (p->cpu_after && !*p->cuda_after)))
+            return p->name;
+    }
+    if (on_mpm(w) && !firn_cuda_grid)
+        return "grid update";
+    if (on_fem(w) && !firn_cuda_fem_pairs)
+        return "fem pairs";
     if (w->coupler.cpic && !firn_cuda_cpic_mark)
         return "cpic";
     return NULL;

@@ -26,6 +26,13 @@ firn_mpm_level firn_mpm_sph_level(const firn_world *w)
     return L;
 }
 
+firn_sph_view firn_sph_pairs_view(firn_world *w)
+{
+    firn_sph_view V = {w->sph.P, w->sph.mats, w->sph.s, w->sph.G, firn_mpm_sph_level(w)};
+    V.P.dt = w->params.dt;
+    return V;
+}
+
 /* One thread, in particle order: the same sums for any thread count. */
 void firn_mpm_sph_phi(firn_world *w)
 {

@@ -22,6 +22,10 @@ int firn_mpm_sph_contact(const firn_world *w);
  * level the SPH passes read (phi NULL when the pair is off). */
 void firn_mpm_sph_phi(firn_world *w);
 firn_mpm_level firn_mpm_sph_level(const firn_world *w);
+/* The SPH solver as its pairs see it (MPM-SPH, SPH-rigid, FEM-SPH on the
+ * CPU path): its parameters at the world's substep, its particles and
+ * neighbour grid, and MPM-SPH's level. */
+firn_sph_view firn_sph_pairs_view(firn_world *w);
 
 #ifdef __cplusplus
 }

@@ -213,12 +213,12 @@ const firn_solver *firn_solver_of(int k);
 extern const firn_phase_ops firn_cuda_tool_phases, firn_cuda_rigid_phases, firn_cuda_mpm_phases,
     firn_cuda_sph_phases, firn_cuda_pbd_phases, firn_cuda_fem_phases;
 
-/* A step of the couple stage on one path (host/coupler.c couple_order):
+/* A pass of the couple stage on one path (host/coupler.c couple, host/pair.h):
  * 0, or -1 with st->err set. */
 typedef int (*firn_step_fn)(firn_world *w, firn_step *st);
 
 /* The couple stage's CUDA steps (kernels/mpm.cu; NULL in a build without
- * CUDA), in host/coupler.c's couple_order: CPIC's side marking (the
+ * CUDA), in the order host/coupler.c's couple runs them: CPIC's side marking (the
  * preprocess), MPM-SPH's contact reaction on the nodes, the grid update
  * with the pairs on its nodes, MPM-SPH's contact force, MPM-PBD,
  * SPH-rigid, PBD-rigid, the FEM pairs. */

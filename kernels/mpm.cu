@@ -2031,7 +2031,7 @@ static int queue_mpm_pre(firn_cuda_state *s, const firn_params *P, unsigned k, f
     return 0;
 }
 
-/* ---- the couple stage's steps (host/coupler.c couple_order) ------------- */
+/* ---- the couple stage's passes (host/coupler.c couple, host/pair.h) ----- */
 
 /* The SPH solver as the pairs see it, with MPM-SPH's level set when the
  * contact is on. */
