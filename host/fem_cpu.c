@@ -176,6 +176,24 @@ static void fem_fields(firn_world *w, firn_field_table *t)
     firn_field_add(t, "fixed", "fixed", FIRN_FIELD_UINT8, 1, V->fixed, 0, 0.0f, 0.0f, NULL);
 }
 
+/* FEM reads the world's copy of the scene (the domain its walls bound). */
+static int fem_create(firn_world *w, const firn_scene_def *def, firn_error *err)
+{
+    (void)def;
+    return firn_fem_init(&w->fem, &w->def, err) || firn_fem_implicit_attach(&w->fem, err) ? -1 : 0;
+}
+
+static int fem_cuda_create(firn_world *w, firn_error *err)
+{
+    return w->fem.V.n > 0 ? firn_cuda_fem_init(w, err) : 0;
+}
+
+static void fem_destroy(firn_world *w)
+{
+    firn_fem_implicit_detach(&w->fem);
+    firn_fem_free(&w->fem);
+}
+
 const firn_solver firn_fem_solver = {
     .name = "fem",
     .is_active = fem_active,
@@ -191,4 +209,8 @@ const firn_solver firn_fem_solver = {
     .host_bytes = fem_host_bytes,
     .device_bytes = fem_device_bytes,
     .fields = fem_fields,
+    .create = fem_create,
+    .cuda_create = fem_cuda_create,
+    .cuda_destroy = firn_cuda_fem_free,
+    .destroy = fem_destroy,
 };

@@ -227,6 +227,18 @@ static void pbd_fields(firn_world *w, firn_field_table *t)
     firn_field_add(t, "mat", "material", FIRN_FIELD_UINT8, 1, q->mat, 0, 0.0f, 0.0f, NULL);
 }
 
+static int pbd_create(firn_world *w, const firn_scene_def *def, firn_error *err)
+{
+    return firn_pbd_init(&w->pbd, def, err);
+}
+
+static int pbd_cuda_create(firn_world *w, firn_error *err)
+{
+    return w->pbd.n > 0 ? firn_cuda_pbd_init(w, err) : 0;
+}
+
+static void pbd_destroy(firn_world *w) { firn_pbd_free(&w->pbd); }
+
 const firn_solver firn_pbd_solver = {
     .name = "pbd",
     .is_active = pbd_active,
@@ -242,4 +254,8 @@ const firn_solver firn_pbd_solver = {
     .host_bytes = pbd_host_bytes,
     .device_bytes = pbd_device_bytes,
     .fields = pbd_fields,
+    .create = pbd_create,
+    .cuda_create = pbd_cuda_create,
+    .cuda_destroy = firn_cuda_pbd_free,
+    .destroy = pbd_destroy,
 };

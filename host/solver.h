@@ -187,7 +187,16 @@ static inline size_t firn_field_bytes(const firn_field *f, long long count)
  *   device_bytes  what its CUDA path would allocate [bytes];
  *   fields        fills its table of fields (firn_field_table; the rigid
  *                 bodies and tools have none: their records are the
- *                 checkpoint's own). */
+ *                 checkpoint's own);
+ *   create        makes its host state from the scene (def as the caller
+ *                 gave it; w->def is the world's copy, its domain rounded
+ *                 to whole cells), in solver order after the world's core
+ *                 (MPM's particles, the rigid bodies, the tools): 0, or -1
+ *                 with err set;
+ *   cuda_create   its device mirror, once the CUDA world exists (NULL
+ *                 where it has no CUDA path): 0, or -1 with err set;
+ *   cuda_destroy, destroy  free them (either may run on a world half
+ *                 made). */
 typedef struct {
     const char *name;
     int (*is_active)(const firn_world *w);
@@ -203,6 +212,10 @@ typedef struct {
     double (*host_bytes)(const firn_world *w);
     double (*device_bytes)(const firn_world *w);
     void (*fields)(firn_world *w, firn_field_table *t);
+    int (*create)(firn_world *w, const firn_scene_def *def, firn_error *err);
+    int (*cuda_create)(firn_world *w, firn_error *err);
+    void (*cuda_destroy)(firn_world *w);
+    void (*destroy)(firn_world *w);
 } firn_solver;
 
 /* The solver of kind k (FIRN_SOLVER_*), in host/coupler.c's table. */

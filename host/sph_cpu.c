@@ -245,6 +245,18 @@ static void sph_fields(firn_world *w, firn_field_table *t)
                    0.0f, NULL);
 }
 
+static int sph_create(firn_world *w, const firn_scene_def *def, firn_error *err)
+{
+    return firn_sph_init(&w->sph, def, err);
+}
+
+static int sph_cuda_create(firn_world *w, firn_error *err)
+{
+    return w->sph.n > 0 ? firn_cuda_sph_init(w, err) : 0;
+}
+
+static void sph_destroy(firn_world *w) { firn_sph_free(&w->sph); }
+
 const firn_solver firn_sph_solver = {
     .name = "sph",
     .is_active = sph_active,
@@ -260,4 +272,8 @@ const firn_solver firn_sph_solver = {
     .host_bytes = sph_host_bytes,
     .device_bytes = sph_device_bytes,
     .fields = sph_fields,
+    .create = sph_create,
+    .cuda_create = sph_cuda_create,
+    .cuda_destroy = firn_cuda_sph_free,
+    .destroy = sph_destroy,
 };

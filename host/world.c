@@ -503,10 +503,11 @@ firn_world *firn_world_create_restored(const firn_scene_def *def, firn_backend b
         goto fail;
     }
     if (firn_sample_bodies(def, w->mats, &w->p, err) || firn_rigids_init(w, err) ||
-        firn_tools_init(w, err) || firn_sph_init(&w->sph, def, err) ||
-        firn_pbd_init(&w->pbd, def, err) || firn_fem_init(&w->fem, &w->def, err) ||
-        firn_fem_implicit_attach(&w->fem, err))
+        firn_tools_init(w, err))
         goto fail;
+    for (int k = 0; k < FIRN_SOLVER_COUNT; k++) /* the solvers beyond the world's core */
+        if (firn_solver_of(k)->create && firn_solver_of(k)->create(w, def, err))
+            goto fail;
     if (firn_particles_sort_spatial(&w->p, &w->params)) {
         firn_set_error(err, FIRN_E_NOMEM, "out of host memory sorting %d particles", w->p.n);
         goto fail;
@@ -519,11 +520,11 @@ firn_world *firn_world_create_restored(const firn_scene_def *def, firn_backend b
     }
 
     if (backend == FIRN_BACKEND_CUDA) {
-        if ((r && r->read(w, r->path, err)) || firn_cuda_init(w, err) ||
-            (w->sph.n > 0 && firn_cuda_sph_init(w, err)) ||
-            (w->pbd.n > 0 && firn_cuda_pbd_init(w, err)) ||
-            (w->fem.V.n > 0 && firn_cuda_fem_init(w, err)))
+        if ((r && r->read(w, r->path, err)) || firn_cuda_init(w, err))
             goto fail;
+        for (int k = 0; k < FIRN_SOLVER_COUNT; k++)
+            if (firn_solver_of(k)->cuda_create && firn_solver_of(k)->cuda_create(w, err))
+                goto fail;
         const char *why = firn_world_gpu_graph_obstacle(w);
         if (def->gpu_graphs == FIRN_GRAPHS_ON && why) {
             firn_set_error(err, FIRN_E_USAGE,
@@ -557,18 +558,17 @@ void firn_world_destroy(firn_world *w)
 {
     if (!w)
         return;
-    firn_cuda_sph_free(w); /* before the world's stream goes */
-    firn_cuda_pbd_free(w);
-    firn_cuda_fem_free(w);
+    for (int k = 0; k < FIRN_SOLVER_COUNT; k++) /* before the world's stream goes */
+        if (firn_solver_of(k)->cuda_destroy)
+            firn_solver_of(k)->cuda_destroy(w);
     if (w->cuda)
         firn_cuda_free(w);
     firn_cpu_free(w);
     firn_coupler_free(w);
     firn_particles_free(&w->p);
-    firn_sph_free(&w->sph);
-    firn_pbd_free(&w->pbd);
-    firn_fem_implicit_detach(&w->fem);
-    firn_fem_free(&w->fem);
+    for (int k = 0; k < FIRN_SOLVER_COUNT; k++)
+        if (firn_solver_of(k)->destroy)
+            firn_solver_of(k)->destroy(w);
     free(w->fem_measures);
     free(w);
 }
