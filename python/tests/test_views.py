@@ -69,8 +69,9 @@ def test_written_velocity_is_what_the_solver_steps(world):
     np.testing.assert_allclose(v, np.broadcast_to(u, v.shape), atol=1e-4)
 
 
-def test_other_solvers_views():
-    scene = firn.Scene.from_dict(
+def three_solvers_scene():
+    """SPH water, a PBD cloth and an FEM jelly, no MPM."""
+    return firn.Scene.from_dict(
         {
             "domain": {"lower": [0, 0, 0], "upper": [0.5, 0.5, 0.5], "dx": 0.05},
             "time": {"frame_dt": 0.005, "frames": 2},
@@ -93,6 +94,10 @@ def test_other_solvers_views():
             ],
         }
     )
+
+
+def test_other_solvers_views():
+    scene = three_solvers_scene()
     with firn.World(scene, backend="cpu") as w:
         assert w.mpm.n == 0 and w.mpm.x.shape == (0, 3)
         assert w.sph.n > 0 and w.sph.x.shape == (w.sph.n, 3)
@@ -121,29 +126,7 @@ def test_fields_by_name_are_the_solvers_state():
     (firn_world_field): the same memory as the named views, the physics'
     own numbers (PBD masses that sum to the stats' mass), and unknown names
     refused naming the ones that exist."""
-    scene = firn.Scene.from_dict(
-        {
-            "domain": {"lower": [0, 0, 0], "upper": [0.5, 0.5, 0.5], "dx": 0.05},
-            "time": {"frame_dt": 0.005, "frames": 2},
-            "sph": {"particle_size": 0.04},
-            "pbd": {"particle_size": 0.04},
-            "materials": {
-                "water": {"model": "sph_liquid"},
-                "cloth": {"model": "pbd_cloth"},
-                "jelly": {"model": "fem_corotated", "E": 1e5, "nu": 0.3, "density": 1000},
-            },
-            "bodies": [
-                {"material": "water", "solver": "sph",
-                 "shape": {"type": "box", "center": [0.12, 0.15, 0.12], "size": [0.16, 0.16, 0.16]}},
-                {"material": "cloth", "solver": "pbd",
-                 "shape": {"type": "cloth_rect", "center": [0.35, 0.4, 0.35], "size": [0.2, 0.2],
-                           "resolution": [5, 4]}},
-                {"material": "jelly", "solver": "fem",
-                 "shape": {"type": "box", "center": [0.35, 0.15, 0.35], "size": [0.1, 0.1, 0.1],
-                           "cells": [2, 2, 2]}},
-            ],
-        }
-    )
+    scene = three_solvers_scene()
     with firn.World(scene, backend="cpu") as w:
         w.step(1)
         assert w.field_names("sph") == ["x", "v", "acc", "rho", "p", "alpha", "drho", "mat"]
