@@ -139,8 +139,14 @@ static int fem_alloc(firn_world *w, firn_error *err)
         w->fem_sph_share = malloc(3 * ns * sizeof(float));
         w->fem_sph_count = malloc((size_t)w->sph.n * sizeof(float) + 1);
     }
+    const int contact = firn_fem_sph_contact(w);
+    if (contact) {
+        w->fem_sph_key = malloc((size_t)w->sph.n * sizeof(unsigned long long));
+        w->fem_sph_d = malloc((size_t)w->sph.n * sizeof(float));
+    }
     if (!w->fem_normal || (c->fem_rigid && !w->fem_chunk_acc) || (c->fem_mpm && !w->fem_mpm_D) ||
-        (c->fem_sph && (!w->fem_sph_share || !w->fem_sph_count))) {
+        (c->fem_sph && (!w->fem_sph_share || !w->fem_sph_count)) ||
+        (contact && (!w->fem_sph_key || !w->fem_sph_d))) {
         firn_set_error(err, FIRN_E_NOMEM, "out of host memory for the FEM pairs");
         return -1;
     }
@@ -150,7 +156,8 @@ static int fem_alloc(firn_world *w, firn_error *err)
 int firn_coupler_alloc(firn_world *w, firn_error *err)
 {
     w->fem_vf_start = w->fem_vf = NULL;
-    w->fem_normal = w->fem_mpm_D = w->fem_sph_share = w->fem_sph_count = NULL;
+    w->fem_normal = w->fem_mpm_D = w->fem_sph_share = w->fem_sph_count = w->fem_sph_d = NULL;
+    w->fem_sph_key = NULL;
     w->fem_chunk_acc = NULL;
     w->chunks = w->cpic_chunks = w->sph_chunks = w->pbd_chunks = 0;
     w->chunk_acc = w->cpic_acc = w->sph_chunk_acc = w->pbd_chunk_acc = NULL;
@@ -226,8 +233,10 @@ void firn_coupler_free(firn_world *w)
     w->chunk_live = NULL;
     free(w->fem_vf_start), free(w->fem_vf), free(w->fem_normal);
     free(w->fem_chunk_acc), free(w->fem_mpm_D), free(w->fem_sph_share), free(w->fem_sph_count);
+    free(w->fem_sph_key), free(w->fem_sph_d);
     w->fem_vf_start = w->fem_vf = NULL;
-    w->fem_normal = w->fem_mpm_D = w->fem_sph_share = w->fem_sph_count = NULL;
+    w->fem_normal = w->fem_mpm_D = w->fem_sph_share = w->fem_sph_count = w->fem_sph_d = NULL;
+    w->fem_sph_key = NULL;
     w->fem_chunk_acc = NULL;
 }
 

@@ -198,7 +198,8 @@ int firn_fem_in_scene(const firn_scene_def *def)
     return 0;
 }
 
-size_t firn_fem_device_bytes(int nv, int ne, int nf, int ns, long long nodes, int share, int sph_n)
+size_t firn_fem_device_bytes(int nv, int ne, int nf, int ns, long long nodes, int share, int sph_n,
+                             int contact)
 {
     if (nv <= 0) /* no FEM bodies: kernels/fem.cu allocates nothing */
         return 0;
@@ -224,6 +225,8 @@ size_t firn_fem_device_bytes(int nv, int ne, int nf, int ns, long long nodes, in
                             nodes > 0 ? 4 * (size_t)nodes * 4 : 0,
                             share ? 3 * s * 4 : 0, /* pairs */
                             share ? (size_t)sph_n * 4 : 0,
+                            contact ? (size_t)sph_n * 8 : 0, /* FEM-SPH's contact distance */
+                            contact ? (size_t)sph_n * 4 : 0,
                             FIRN_MAX_MATERIALS * sizeof(firn_fem_material),
                             sizeof(unsigned long long)};
     size_t total = 0;

@@ -116,8 +116,11 @@ size_t firn_fem_host_bytes(const firn_fem *S);
  * that its layout adds up to this): nv vertices, ne elements, nf surface
  * triangles over ns surface vertices, the FEM-MPM scratch over `nodes` MPM
  * nodes (0: the pair is off) and the FEM-SPH ones (share set; a counter per
- * each of sph_n SPH particles), each array 256-byte aligned [bytes]. */
-size_t firn_fem_device_bytes(int nv, int ne, int nf, int ns, long long nodes, int share, int sph_n);
+ * each of sph_n SPH particles; contact set: the contact distance's key and
+ * distance per particle, host/mpm_sph.h firn_fem_sph_contact), each array
+ * 256-byte aligned [bytes]. */
+size_t firn_fem_device_bytes(int nv, int ne, int nf, int ns, long long nodes, int share, int sph_n,
+                             int contact);
 /* Whether a body of def is an FEM body with "integrator": "implicit". */
 int firn_fem_scene_implicit(const firn_scene_def *def);
 

@@ -67,7 +67,7 @@ int firn_fem_surface_faces(const firn_fem *S, int **vf_start, int **vf, firn_err
 firn_fem_surface firn_fem_surface_of(const firn_fem *S, const int *vf_start, const int *vf,
                                      float *normal)
 {
-    firn_fem_surface s = {S->V, S->ns, S->surf, S->face, vf_start, vf, normal};
+    firn_fem_surface s = {S->V, S->ns, S->surf, S->face, vf_start, vf, normal, S->nf};
     return s;
 }
 
@@ -128,9 +128,23 @@ void firn_fem_mpm_cpu(const firn_fem_surface *S, const firn_params *P, firn_grid
     }
 }
 
+void firn_fem_sph_distance_cpu(const firn_fem_surface *S, const firn_sph_view *W)
+{
+    const int n = W->s.n;
+    memset(W->fem_key, 0xff, (size_t)n * sizeof *W->fem_key);
+    for (int f = 0; f < S->nf; f++)
+        firn_fem_sph_face(f, S, W, W->fem_key);
+#pragma omp parallel for schedule(static)
+    for (int p = 0; p < n; p++)
+        firn_fem_sph_resolve(p, S, W);
+}
+
 void firn_fem_sph_cpu(const firn_fem_surface *S, const firn_sph_view *W, float *share, float *count)
 {
     const int ns = S->ns;
+    if (W->fem_d)
+        for (int p = 0; p < W->s.n; p++)
+            firn_fem_sph_wall(p, S, W);
     memset(count, 0, (size_t)W->s.n * sizeof(float));
     for (int k = 0; k < ns; k++)
         firn_fem_sph_count(k, S, W, count);

@@ -43,7 +43,14 @@ void firn_fem_rigid_cpu(const firn_fem_surface *S, const firn_rigid *bodies, int
  * stencils are visited. */
 void firn_fem_mpm_cpu(const firn_fem_surface *S, const firn_params *P, firn_grid g, float *D);
 
-/* FEM-SPH: share holds 3 S->ns floats, count W->s.n floats (scratch). */
+/* FEM-SPH's contact distance (W->fem_key and W->fem_d, W->s.n each):
+ * the keys to ~0, firn_fem_sph_face for every triangle in face order on
+ * one thread, firn_fem_sph_resolve for every particle in parallel. */
+void firn_fem_sph_distance_cpu(const firn_fem_surface *S, const firn_sph_view *W);
+
+/* FEM-SPH: with the contact distance (W->fem_d), the wall term at every
+ * particle in particle order on one thread, then the vertices' contact;
+ * share holds 3 S->ns floats, count W->s.n floats (scratch). */
 void firn_fem_sph_cpu(const firn_fem_surface *S, const firn_sph_view *W, float *share,
                       float *count);
 

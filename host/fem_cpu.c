@@ -11,6 +11,7 @@
 
 #include "fem.h"
 #include "fem_implicit.h"
+#include "mpm_sph.h"
 #include "world.h"
 #include "cuda_backend.h"
 
@@ -149,7 +150,7 @@ static double fem_device_bytes(const firn_world *w)
     const long long nodes =
         w->coupler.fem_mpm ? (long long)w->params.n[0] * w->params.n[1] * w->params.n[2] : 0;
     return (double)firn_fem_device_bytes(S->V.n, S->E.n, S->nf, S->ns, nodes, w->coupler.fem_sph,
-                                         w->sph.n) +
+                                         w->sph.n, firn_fem_sph_contact(w)) +
            (S->implicit_work ? (double)firn_fem_implicit_device_bytes(S->V.n, S->E.n) : 0.0);
 }
 

@@ -7,6 +7,7 @@
 #include "cuda_backend.h"
 #include "error.h"
 #include "fem_implicit.h"
+#include "mpm_sph.h"
 #include "solver_cpu.h"
 #include "world.h"
 
@@ -128,7 +129,7 @@ void firn_inspect_solver_memory(const firn_world *w, firn_inspect_memory *m)
                                             w->coupler.fem_mpm ? (long long)w->params.n[0] *
                                                                      w->params.n[1] * w->params.n[2]
                                                                : 0,
-                                            w->coupler.fem_sph, w->sph.n) +
+                                            w->coupler.fem_sph, w->sph.n, firn_fem_sph_contact(w)) +
                   (w->fem.implicit_work
                        ? (double)firn_fem_implicit_device_bytes(w->fem.V.n, w->fem.E.n)
                        : 0.0)

@@ -1,9 +1,12 @@
-/* mpm_sph.c - the MPM-SPH contact's state on the CPU path: whether it runs,
- * the MPM particles' volume fraction per grid node and the level the SPH
- * passes read (include/firn_sph_coupling.h), for the coupler's grid update
+/* mpm_sph.c - the SPH pairs' contact state on the CPU path: whether
+ * MPM-SPH's and FEM-SPH's contacts run, the MPM particles' volume fraction
+ * per grid node and the level the SPH passes read
+ * (include/firn_sph_coupling.h), FEM-SPH's distance to the FEM surface per
+ * SPH particle (include/firn_fem_coupling.h), for the coupler's passes
  * (host/coupler.c) and the SPH density (host/sph_cpu.c). */
 #include <string.h>
 
+#include "fem_coupling.h"
 #include "mpm_sph.h"
 #include "world.h"
 
@@ -28,9 +31,26 @@ firn_mpm_level firn_mpm_sph_level(const firn_world *w)
 
 firn_sph_view firn_sph_pairs_view(firn_world *w)
 {
-    firn_sph_view V = {w->sph.P, w->sph.mats, w->sph.s, w->sph.G, firn_mpm_sph_level(w)};
+    firn_sph_view V = {w->sph.P,       w->sph.mats, w->sph.s, w->sph.G, firn_mpm_sph_level(w),
+                       w->fem_sph_key, w->fem_sph_d};
     V.P.dt = w->params.dt;
     return V;
+}
+
+int firn_fem_sph_contact(const firn_world *w)
+{
+    return w->coupler.fem_sph && w->fem.V.n > 0 && w->sph.n > 0 &&
+           w->sph.P.solver == FIRN_SPH_WCSPH;
+}
+
+void firn_fem_sph_distance(firn_world *w)
+{
+    if (!w->fem_sph_d)
+        return;
+    const firn_fem_surface S =
+        firn_fem_surface_of(&w->fem, w->fem_vf_start, w->fem_vf, w->fem_normal);
+    const firn_sph_view V = firn_sph_pairs_view(w);
+    firn_fem_sph_distance_cpu(&S, &V);
 }
 
 /* One thread, in particle order: the same sums for any thread count. */

@@ -24,8 +24,18 @@ void firn_mpm_sph_phi(firn_world *w);
 firn_mpm_level firn_mpm_sph_level(const firn_world *w);
 /* The SPH solver as its pairs see it (MPM-SPH, SPH-rigid, FEM-SPH on the
  * CPU path): its parameters at the world's substep, its particles and
- * neighbour grid, and MPM-SPH's level. */
+ * neighbour grid, MPM-SPH's level and FEM-SPH's contact distance. */
 firn_sph_view firn_sph_pairs_view(firn_world *w);
+
+/* Whether FEM-SPH's contact distance runs (the pair on, both solvers with
+ * bodies, the liquid WCSPH; include/firn_fem_coupling.h): DFSPH keeps the
+ * vertices' contact alone, as it keeps MPM-SPH's collision alone (above). */
+int firn_fem_sph_contact(const firn_world *w);
+/* FEM-SPH's contact distance on the CPU path (w->fem_sph_key and
+ * w->fem_sph_d), after SPH's neighbour sort and before its density: the
+ * triangles in face order on one thread, then the particles in parallel.
+ * Does nothing when the contact is off. */
+void firn_fem_sph_distance(firn_world *w);
 
 #ifdef __cplusplus
 }

@@ -132,10 +132,13 @@ static int sph_pre_coupling(firn_world *w, firn_step *st)
     /* and the MPM bodies MPM-SPH couples (firn_mpm_level_at), after P2G */
     firn_mpm_sph_phi(w);
     const firn_mpm_level L = firn_mpm_sph_level(w);
+    /* and the FEM bodies FEM-SPH couples (firn_fem_sph_face) */
+    firn_fem_sph_distance(w);
+    const float *fem_d = w->fem_sph_d;
     firn_step_mark(st, FIRN_PROF_SPH_SORT);
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < n; i++)
-        S->s.rho[i] = firn_sph_density_rigid(i, &S->P, S->mats, S->s, S->G, bodies, nb, &L);
+        S->s.rho[i] = firn_sph_density_rigid(i, &S->P, S->mats, S->s, S->G, bodies, nb, &L, fem_d);
     firn_step_mark(st, FIRN_PROF_SPH_DENSITY);
     if (S->P.solver == FIRN_SPH_DFSPH)
         dfsph(S);

@@ -50,6 +50,11 @@ struct firn_world {
     int *fem_vf_start, *fem_vf;
     float *fem_normal, *fem_mpm_D, *fem_sph_share, *fem_sph_count;
     double *fem_chunk_acc;
+    /* CPU, FEM-SPH's contact distance per SPH particle (firn_fem_sph_contact:
+     * WCSPH only; NULL when off): the nearest triangle's key and the signed
+     * distance, rebuilt each substep before the SPH density */
+    unsigned long long *fem_sph_key;
+    float *fem_sph_d;
     long long pbd_chunks;
     /* CPU, MPM-PBD: the PBD particles sorted by the MPM node whose dx-box
      * holds them; then where each node's run starts (runs + 1 ints) and

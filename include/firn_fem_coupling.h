@@ -46,6 +46,7 @@ typedef struct {
     const int *vf_start; /* ns + 1 */
     const int *vf;       /* 3 nf face indices */
     float *normal;       /* 3 ns unit outward normals, component-major [-] */
+    int nf;              /* surface triangles */
 } firn_fem_surface;
 
 /* ---- surface normal ------------------------------------------------------ */
@@ -284,8 +285,10 @@ static inline FIRN_HD void firn_fem_sph_box(firn_vec3 x, const firn_sph_view *W,
 }
 
 /* Runs the statements given last with p, the index of each SPH particle in
- * the box of surface vertex k less than p / 2 out along its normal, in the
- * neighbour grid's order (none for a fixed vertex). */
+ * the box of surface vertex k less than p / 2 out along its normal (with
+ * the contact distance, W->fem_d: inside the FEM bodies, as MPM-SPH's
+ * collision takes only the particles inside its bodies), in the neighbour
+ * grid's order (none for a fixed vertex). */
 #define FIRN_FEM_SPH_EACH_IN_BOX(k, S, W, ...)                                                     \
     do {                                                                                           \
         const int i_ = (S)->surf[k];                                                               \
@@ -304,7 +307,8 @@ static inline FIRN_HD void firn_fem_sph_box(firn_vec3 x, const firn_sph_view *W,
                         const int p = (W)->G.sorted[q_];                                           \
                         const firn_vec3 d_ = firn_sub(firn_load3((W)->s.x, (W)->s.n, p), x_);      \
                         if (fabsf(d_.v[0]) < half_ && fabsf(d_.v[1]) < half_ &&                    \
-                            fabsf(d_.v[2]) < half_ && firn_dot(d_, n_) < reach_) {                 \
+                            fabsf(d_.v[2]) < half_ &&                                              \
+                            ((W)->fem_d ? (W)->fem_d[p] < 0.0f : firn_dot(d_, n_) < reach_)) {     \
                             __VA_ARGS__;                                                           \
                         }                                                                          \
                     }                                                                              \
@@ -361,6 +365,202 @@ static inline FIRN_HD void firn_fem_sph_scatter(int k, const firn_fem_surface *S
         for (int e = 0; e < 3; e++)
             firn_atomic_add(W->s.v + firn_soa_index(e, W->s.n, p), inv * dv.v[e]);
     });
+}
+
+/* ---- FEM-SPH: the contact distance and the wall term ---------------------- */
+
+/* With WCSPH, the FEM bodies bound the liquid as the rigid and MPM bodies
+ * do (docs/PHYSICS.md, FEM-SPH): each SPH particle within h of the surface
+ * mesh finds its nearest triangle (firn_fem_sph_face), and with the signed
+ * distance d to it
+ *   - outside the body, the density counts the body's kernel volume
+ *     psi(d) (firn_sph_fem_psi), so the liquid does not crowd onto the
+ *     surface, and the wall term of ghost layers (firn_sph_body_wall)
+ *     pushes and pulls the particle, its reaction -m dv going to the
+ *     triangle's three vertices by the barycentric weights of the nearest
+ *     point (firn_fem_sph_wall);
+ *   - the vertices' inelastic contact above takes only the particles
+ *     inside the body (d < 0).
+ * Before the SPH density (after SPH's neighbour sort, positions x: FEM's
+ * x0 = x is set in its pre-coupling, which runs later): keys to ~0, then
+ * firn_fem_sph_face for every triangle (scatter), then
+ * firn_fem_sph_resolve for every particle (gather). In couple(), before
+ * the contact: firn_fem_sph_wall for every particle (scatter onto the
+ * vertices). */
+
+/* The point of triangle (a, b, c) nearest to x, as barycentric weights w
+ * (summing to 1), from the region of the triangle's plane x projects into:
+ * a vertex, an edge or the face (the standard test of Ericson's Real-Time
+ * Collision Detection, 5.1.5). A degenerate triangle gives vertex a. */
+static inline FIRN_HD void firn_triangle_nearest(firn_vec3 x, firn_vec3 a, firn_vec3 b, firn_vec3 c,
+                                                 float w[3])
+{
+    const firn_vec3 ab = firn_sub(b, a), ac = firn_sub(c, a);
+    const firn_vec3 ax = firn_sub(x, a), bx = firn_sub(x, b), cx = firn_sub(x, c);
+    const float d1 = firn_dot(ab, ax), d2 = firn_dot(ac, ax);
+    const float d3 = firn_dot(ab, bx), d4 = firn_dot(ac, bx);
+    const float d5 = firn_dot(ab, cx), d6 = firn_dot(ac, cx);
+    const float va = d3 * d6 - d5 * d4, vb = d5 * d2 - d1 * d6, vc = d1 * d4 - d3 * d2;
+    w[0] = 1.0f, w[1] = w[2] = 0.0f;
+    if (d1 <= 0.0f && d2 <= 0.0f)
+        return;
+    if (d3 >= 0.0f && d4 <= d3) {
+        w[0] = 0.0f, w[1] = 1.0f;
+        return;
+    }
+    if (d6 >= 0.0f && d5 <= d6) {
+        w[0] = 0.0f, w[2] = 1.0f;
+        return;
+    }
+    if (vc <= 0.0f && d1 >= 0.0f && d3 <= 0.0f) {
+        const float t = d1 / (d1 - d3);
+        w[0] = 1.0f - t, w[1] = t;
+        return;
+    }
+    if (vb <= 0.0f && d2 >= 0.0f && d6 <= 0.0f) {
+        const float t = d2 / (d2 - d6);
+        w[0] = 1.0f - t, w[2] = t;
+        return;
+    }
+    if (va <= 0.0f && d4 - d3 >= 0.0f && d5 - d6 >= 0.0f) {
+        const float t = (d4 - d3) / ((d4 - d3) + (d5 - d6));
+        w[0] = 0.0f, w[1] = 1.0f - t, w[2] = t;
+        return;
+    }
+    const float sum = va + vb + vc;
+    if (!(sum > 0.0f))
+        return;
+    w[1] = vb / sum, w[2] = vc / sum, w[0] = 1.0f - w[1] - w[2];
+}
+
+/* The bits of a float, which order as the float does for x >= 0. */
+static inline FIRN_HD unsigned firn_float_bits(float x)
+{
+    union {
+        float f;
+        unsigned u;
+    } b;
+    b.f = x;
+    return b.u;
+}
+
+/* Pass D1 (scatter), surface triangle f: every SPH particle p within h of
+ * it takes key[p] = min(key[p], bits(distance) << 32 | f), so that after
+ * all triangles key[p] names the nearest one (the lowest index among
+ * equals), whatever order they ran in. */
+static inline FIRN_HD void firn_fem_sph_face(int f, const firn_fem_surface *S,
+                                             const firn_sph_view *W, unsigned long long *key)
+{
+    const firn_fem_vertices V = S->V;
+    const int *t = S->face + 3 * f;
+    const firn_vec3 a = firn_load3(V.x, V.n, t[0]), b = firn_load3(V.x, V.n, t[1]),
+                    c = firn_load3(V.x, V.n, t[2]);
+    const float h = W->P.h;
+    int lo[3], hi[3];
+    for (int e = 0; e < 3; e++) {
+        lo[e] = firn_nbr_cell_axis(&W->P.nb, fminf(fminf(a.v[e], b.v[e]), c.v[e]) - h, e);
+        hi[e] = firn_nbr_cell_axis(&W->P.nb, fmaxf(fmaxf(a.v[e], b.v[e]), c.v[e]) + h, e);
+    }
+    for (int i = lo[0]; i <= hi[0]; i++)
+        for (int j = lo[1]; j <= hi[1]; j++)
+            for (int k = lo[2]; k <= hi[2]; k++) {
+                const int cell = (i * W->P.nb.res[1] + j) * W->P.nb.res[2] + k;
+                for (int q = W->G.start[cell]; q < W->G.end[cell]; q++) {
+                    const int p = W->G.sorted[q];
+                    const firn_vec3 x = firn_load3(W->s.x, W->s.n, p);
+                    float w[3];
+                    firn_triangle_nearest(x, a, b, c, w);
+                    const firn_vec3 y = firn_add(firn_add(firn_scale(a, w[0]), firn_scale(b, w[1])),
+                                                 firn_scale(c, w[2]));
+                    const float dist = firn_norm(firn_sub(x, y));
+                    if (dist < h)
+                        firn_atomic_min_u64(
+                            key + p, (unsigned long long)firn_float_bits(dist) << 32 | (unsigned)f);
+                }
+            }
+}
+
+/* SPH particle p's contact with the FEM surface: its nearest triangle f
+ * (from the key), the barycentric weights w of the nearest point y, the
+ * signed distance d (negative inside: x - y against the triangle's
+ * outward normal) and the outward normal n there ((x - y) / |x - y|, or
+ * the triangle's normal where x lies on it). */
+typedef struct {
+    int f;
+    float w[3];
+    float d;
+    firn_vec3 n;
+} firn_fem_sph_hit;
+
+/* The contact of particle p (firn_fem_sph_hit); 0 where no triangle is
+ * within h. */
+static inline FIRN_HD int firn_fem_sph_nearest(int p, const firn_fem_surface *S,
+                                               const firn_sph_view *W, firn_fem_sph_hit *hit)
+{
+    const unsigned long long key = W->fem_key[p];
+    if (key == ~0ULL)
+        return 0;
+    const firn_fem_vertices V = S->V;
+    hit->f = (int)(key & 0xffffffffULL);
+    const int *t = S->face + 3 * hit->f;
+    const firn_vec3 a = firn_load3(V.x, V.n, t[0]), b = firn_load3(V.x, V.n, t[1]),
+                    c = firn_load3(V.x, V.n, t[2]);
+    const firn_vec3 x = firn_load3(W->s.x, W->s.n, p);
+    firn_triangle_nearest(x, a, b, c, hit->w);
+    const firn_vec3 y = firn_add(firn_add(firn_scale(a, hit->w[0]), firn_scale(b, hit->w[1])),
+                                 firn_scale(c, hit->w[2]));
+    const firn_vec3 u = firn_sub(x, y), nf = firn_cross(firn_sub(b, a), firn_sub(c, a));
+    const float dist = firn_norm(u), side = firn_dot(u, nf) < 0.0f ? -1.0f : 1.0f;
+    const float lf = firn_norm(nf);
+    hit->d = side * dist;
+    if (dist > 1e-6f * W->P.h)
+        hit->n = firn_scale(u, side / dist);
+    else
+        hit->n = lf > 0.0f ? firn_scale(nf, 1.0f / lf) : firn_v3(0.0f, 1.0f, 0.0f);
+    return 1;
+}
+
+/* Pass D2 (gather), SPH particle p: fem_d[p] = its signed distance to the
+ * surface, FIRN_FEM_SPH_FAR where no triangle is within h. */
+static inline FIRN_HD void firn_fem_sph_resolve(int p, const firn_fem_surface *S,
+                                                const firn_sph_view *W)
+{
+    firn_fem_sph_hit hit;
+    W->fem_d[p] = firn_fem_sph_nearest(p, S, W, &hit) ? hit.d : FIRN_FEM_SPH_FAR;
+}
+
+/* In couple() (scatter), SPH particle p within h outside the surface: the
+ * wall term of ghost layers at d (firn_sph_body_wall, as for a rigid
+ * body), v_p += dv, and its reaction -m_p dv on the nearest point,
+ * vertex a of the triangle taking -m_p dv w_a / m_a (a fixed vertex takes
+ * none: its support does). The momentum the vertices gain is -m_p dv, the
+ * weights summing to 1. A particle inside gets no wall term, only the
+ * vertices' contact, which carries it with the body (as MPM-SPH's
+ * collision does: with the wall term at d = 0, liquid covered by a body
+ * created overlapping it was thrown out, and an FEM cube created at the
+ * water line of a pool gained 1.5 times M g H of kinetic energy in
+ * 0.1 s). */
+static inline FIRN_HD void firn_fem_sph_wall(int p, const firn_fem_surface *S,
+                                             const firn_sph_view *W)
+{
+    firn_fem_sph_hit hit;
+    if (!firn_fem_sph_nearest(p, S, W, &hit) || hit.d < 0.0f)
+        return;
+    const firn_sph_params *P = &W->P;
+    const firn_sph_material *m = &W->mats[W->s.mat[p]];
+    const firn_vec3 dv =
+        firn_scale(firn_sph_body_wall(P, m, W->s.p[p], W->s.rho[p], hit.d, hit.n), P->dt);
+    firn_store3(W->s.v, W->s.n, p, firn_add(firn_load3(W->s.v, W->s.n, p), dv));
+    const firn_fem_vertices V = S->V;
+    const int *t = S->face + 3 * hit.f;
+    for (int a = 0; a < 3; a++) {
+        const int i = t[a];
+        if (V.fixed[i] || !(hit.w[a] != 0.0f))
+            continue;
+        const float f = -m->mass * hit.w[a] / V.mass[i];
+        for (int e = 0; e < 3; e++)
+            firn_atomic_add(V.v + firn_soa_index(e, V.n, i), f * dv.v[e]);
+    }
 }
 
 #endif

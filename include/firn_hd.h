@@ -28,6 +28,20 @@ static inline FIRN_HD void firn_atomic_add(float *addr, float value)
 #endif
 }
 
+/* *addr = min(*addr, value) for 64-bit keys (FEM-SPH's nearest face per
+ * SPH particle): an atomicMin on the device, a plain compare on the host,
+ * where the CPU path runs the pass on one thread. The minimum does not
+ * depend on the order the values arrive in. */
+static inline FIRN_HD void firn_atomic_min_u64(unsigned long long *addr, unsigned long long value)
+{
+#if defined(__CUDA_ARCH__) || defined(FIRN_EMU)
+    atomicMin(addr, value);
+#else
+    if (value < *addr)
+        *addr = value;
+#endif
+}
+
 /* A grid node's four floats (mass-weighted momentum and mass, 16-byte
  * aligned) added at once. Into global memory on sm_90 and later (and on the
  * emulated runtime, which checks the address): one vector atomic, each

@@ -27,6 +27,12 @@ typedef struct {
     firn_sph_particles s;
     firn_nbr_grid G;
     firn_mpm_level L; /* MPM-SPH's contact; L.phi NULL when off */
+    /* FEM-SPH's contact distance (include/firn_fem_coupling.h), per SPH
+     * particle; NULL when off: fem_key the nearest surface triangle within
+     * h (firn_fem_sph_face), fem_d the signed distance to it (positive
+     * outside; FIRN_FEM_SPH_FAR where no triangle is within h). */
+    unsigned long long *fem_key;
+    float *fem_d;
 } firn_sph_view;
 
 /* MPM particle p's volume V_p into the volume fraction grid phi (zeroed
@@ -440,21 +446,50 @@ static inline FIRN_HD float firn_sph_rigid_psi(const firn_sph_params *P, const f
     return 1.0f - open;
 }
 
+/* No FEM surface triangle within h of the particle (firn_sph_view.fem_d). */
+#define FIRN_FEM_SPH_FAR 3.0e38f
+
+/* The FEM bodies' kernel volume at particle i (FEM-SPH's contact, fem_d
+ * its signed distance to their surface): psi(d) of the ghost layers, as
+ * for a rigid body, less V_p sum_j W_ij over the neighbours j inside the
+ * FEM bodies (fem_d[j] < 0), the part the liquid they cover already fills
+ * (as firn_sph_mpm_inside_sum for MPM bodies). A particle inside gets
+ * none: as for MPM bodies (firn_mpm_level_at), the vertices' contact alone
+ * carries it with the body. */
+static inline FIRN_HD float firn_sph_fem_psi(int i, const firn_sph_params *P, firn_sph_particles s,
+                                             firn_nbr_grid G, const float *fem_d)
+{
+    const float d = fem_d[i];
+    if (!(d >= 0.0f && d < P->h))
+        return 0.0f;
+    const float psi = firn_sph_ghost_layers(P, d).psi;
+    firn_vec3 x = firn_load3(s.x, s.n, i), dx;
+    float sum = 0.0f, r;
+    int j;
+    firn_nbr_cursor c = firn_nbr_cursor_for(&P->nb, G, i, x);
+    while (firn_nbr_next(&c, &P->nb, G, s.x, s.n, i, x, &j, &dx, &r))
+        if (fem_d[j] < 0.0f)
+            sum += firn_sph_w(P, r);
+    return firn_maxf(psi - P->vol * sum, 0.0f);
+}
+
 /* The density pass with the bodies: firn_sph_density plus
  * rho0 psi_b (1 - psi_walls), the bodies' kernel volume where the box's
- * faces do not already fill it: the rigid bodies' and the MPM bodies'
- * (L, MPM-SPH's contact; NULL or L->phi NULL: none), as a union,
- * psi_b = 1 - (1 - psi_rigid) (1 - psi_mpm), psi_mpm less the liquid the
- * MPM bodies cover (firn_sph_mpm_inside_sum). */
+ * faces do not already fill it: the rigid bodies', the MPM bodies'
+ * (L, MPM-SPH's contact; NULL or L->phi NULL: none) and the FEM bodies'
+ * (fem_d, FEM-SPH's contact distance; NULL: none), as a union,
+ * psi_b = 1 - (1 - psi_rigid) (1 - psi_mpm) (1 - psi_fem), psi_mpm and
+ * psi_fem less the liquid those bodies cover (firn_sph_mpm_inside_sum,
+ * firn_sph_fem_psi). */
 static inline FIRN_HD float firn_sph_density_rigid(int i, const firn_sph_params *P,
                                                    const firn_sph_material *mats,
                                                    firn_sph_particles s, firn_nbr_grid G,
                                                    const firn_rigid *bodies, int nb,
-                                                   const firn_mpm_level *L)
+                                                   const firn_mpm_level *L, const float *fem_d)
 {
     const float rho = firn_sph_density(i, P, mats, s, G);
     const int mpm = L && L->phi;
-    if (nb <= 0 && !mpm)
+    if (nb <= 0 && !mpm && !fem_d)
         return rho;
     const firn_vec3 x = firn_load3(s.x, s.n, i);
     float psi = nb > 0 ? firn_sph_rigid_psi(P, bodies, nb, x) : 0.0f;
@@ -464,6 +499,8 @@ static inline FIRN_HD float firn_sph_density_rigid(int i, const firn_sph_params 
             psi = 1.0f - (1.0f - psi) *
                              (1.0f - firn_maxf(pm - firn_sph_mpm_inside_sum(i, P, s, G, L), 0.0f));
     }
+    if (fem_d)
+        psi = 1.0f - (1.0f - psi) * (1.0f - firn_sph_fem_psi(i, P, s, G, fem_d));
     if (!(psi > 0.0f))
         return rho;
     return rho + mats[s.mat[i]].rho0 * psi * (1.0f - firn_sph_walls(P, x).psi);

@@ -21,23 +21,26 @@
 #include "error.h"
 #include "fem.cuh"
 #include "fem_coupling.h"
-#include "sph.cuh" /* firn_cuda_world_stream */
+#include "mpm_sph.h" /* firn_fem_sph_contact */
+#include "sph.cuh"   /* firn_cuda_world_stream */
 #include "world.h"
 
 #define FIRN_FEM_BLOCK 256
 
 struct firn_fem_cuda {
-    firn_fem_vertices V;     /* device SoA: x, v, x0, mass, f, adj_start, fixed, adj */
-    firn_fem_elements E;     /* device SoA: v, B, vol, mat, fslot */
-    firn_fem_surface surf;   /* device surface (V as above): surf, face, vf_start, vf, normal */
-    float *mpm_D;            /* FEM-MPM scratch, 4 per MPM node (NULL: the pair is off) */
-    float *sph_share;        /* FEM-SPH scratch, 3 per surface vertex (NULL: off) */
-    float *sph_count;        /* FEM-SPH: boxes holding each SPH particle (firn_fem_sph_count) */
-    firn_fem_material *mats; /* FIRN_MAX_MATERIALS, by material index */
-    firn_fem_icuda *imp;     /* implicit bodies' solver (NULL: none) */
-    unsigned long long *bad; /* first non-finite FEM vertex (firn_cuda_bad_word) */
-    void *block;             /* the one allocation of all of the above */
-    long long nodes;         /* MPM nodes mpm_D covers */
+    firn_fem_vertices V;         /* device SoA: x, v, x0, mass, f, adj_start, fixed, adj */
+    firn_fem_elements E;         /* device SoA: v, B, vol, mat, fslot */
+    firn_fem_surface surf;       /* device surface (V as above): surf, face, vf_start, vf, normal */
+    float *mpm_D;                /* FEM-MPM scratch, 4 per MPM node (NULL: the pair is off) */
+    float *sph_share;            /* FEM-SPH scratch, 3 per surface vertex (NULL: off) */
+    float *sph_count;            /* FEM-SPH: boxes holding each SPH particle (firn_fem_sph_count) */
+    unsigned long long *sph_key; /* FEM-SPH's contact distance per SPH particle: the nearest */
+    float *sph_d;                /* triangle's key and the signed distance (NULL: off) */
+    firn_fem_material *mats;     /* FIRN_MAX_MATERIALS, by material index */
+    firn_fem_icuda *imp;         /* implicit bodies' solver (NULL: none) */
+    unsigned long long *bad;     /* first non-finite FEM vertex (firn_cuda_bad_word) */
+    void *block;                 /* the one allocation of all of the above */
+    long long nodes;             /* MPM nodes mpm_D covers */
     size_t bytes;
 };
 
@@ -121,6 +124,27 @@ static __global__ void fem_sph_scatter(firn_fem_surface S, firn_sph_view W, cons
         firn_fem_sph_scatter(k, &S, &W, count, share);
 }
 
+static __global__ void fem_sph_face(firn_fem_surface S, firn_sph_view W, unsigned long long *key)
+{
+    int f = blockIdx.x * blockDim.x + threadIdx.x;
+    if (f < S.nf)
+        firn_fem_sph_face(f, &S, &W, key);
+}
+
+static __global__ void fem_sph_resolve(firn_fem_surface S, firn_sph_view W)
+{
+    int p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p < W.s.n)
+        firn_fem_sph_resolve(p, &S, &W);
+}
+
+static __global__ void fem_sph_wall(firn_fem_surface S, firn_sph_view W)
+{
+    int p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p < W.s.n)
+        firn_fem_sph_wall(p, &S, &W);
+}
+
 static __global__ void fem_position(firn_fem_params P, firn_fem_vertices V, unsigned long long *bad,
                                     unsigned substep)
 {
@@ -187,18 +211,48 @@ int firn_cuda_fem_queue_couple(firn_fem_cuda *S, const firn_rigid *bodies, int n
         FIRN_CUDA_CHECK_LAUNCH("fem_mpm_node", st, err);
     }
     if (V && S->sph_share) {
-        if (V->s.n > 0)
-            FIRN_CUDA_CHECK(cudaMemsetAsync(S->sph_count, 0, (size_t)V->s.n * sizeof(float), st),
+        firn_sph_view W = *V;
+        W.fem_key = S->sph_key;
+        W.fem_d = S->sph_d;
+        if (W.fem_d && W.s.n > 0) {
+            FIRN_LAUNCH(fem_sph_wall, blocks_for(W.s.n), FIRN_FEM_BLOCK, 0, st, S->surf, W);
+            FIRN_CUDA_CHECK_LAUNCH("fem_sph_wall", st, err);
+        }
+        if (W.s.n > 0)
+            FIRN_CUDA_CHECK(cudaMemsetAsync(S->sph_count, 0, (size_t)W.s.n * sizeof(float), st),
                             err);
-        FIRN_LAUNCH(fem_sph_count, b, FIRN_FEM_BLOCK, 0, st, S->surf, *V, S->sph_count);
+        FIRN_LAUNCH(fem_sph_count, b, FIRN_FEM_BLOCK, 0, st, S->surf, W, S->sph_count);
         FIRN_CUDA_CHECK_LAUNCH("fem_sph_count", st, err);
-        FIRN_LAUNCH(fem_sph_vertex, b, FIRN_FEM_BLOCK, 0, st, S->surf, *V, S->sph_count,
+        FIRN_LAUNCH(fem_sph_vertex, b, FIRN_FEM_BLOCK, 0, st, S->surf, W, S->sph_count,
                     S->sph_share);
         FIRN_CUDA_CHECK_LAUNCH("fem_sph_vertex", st, err);
-        FIRN_LAUNCH(fem_sph_scatter, b, FIRN_FEM_BLOCK, 0, st, S->surf, *V, S->sph_count,
+        FIRN_LAUNCH(fem_sph_scatter, b, FIRN_FEM_BLOCK, 0, st, S->surf, W, S->sph_count,
                     S->sph_share);
         FIRN_CUDA_CHECK_LAUNCH("fem_sph_scatter", st, err);
     }
+    return 0;
+}
+
+/* FEM-SPH's contact distance (host/cuda_backend.h). */
+int firn_cuda_fem_queue_sph_distance(firn_world *w, firn_sph_view *V, firn_error *err)
+{
+    const firn_fem_cuda *S = w->fem.cuda;
+    V->fem_key = NULL;
+    V->fem_d = NULL;
+    if (!S || !S->sph_d || V->s.n <= 0)
+        return 0;
+    const cudaStream_t st = firn_cuda_world_stream(w);
+    V->fem_key = S->sph_key;
+    V->fem_d = S->sph_d;
+    FIRN_CUDA_CHECK(
+        cudaMemsetAsync(S->sph_key, 0xff, (size_t)V->s.n * sizeof(unsigned long long), st), err);
+    if (S->surf.nf > 0) {
+        FIRN_LAUNCH(fem_sph_face, blocks_for(S->surf.nf), FIRN_FEM_BLOCK, 0, st, S->surf, *V,
+                    S->sph_key);
+        FIRN_CUDA_CHECK_LAUNCH("fem_sph_face", st, err);
+    }
+    FIRN_LAUNCH(fem_sph_resolve, blocks_for(V->s.n), FIRN_FEM_BLOCK, 0, st, S->surf, *V);
+    FIRN_CUDA_CHECK_LAUNCH("fem_sph_resolve", st, err);
     return 0;
 }
 
@@ -237,6 +291,7 @@ typedef struct {
     long long nodes; /* mpm_D's nodes (0: FEM-MPM off) */
     int share;       /* FEM-SPH on */
     int sph_n;       /* SPH particles (FEM-SPH's counters) */
+    int contact;     /* FEM-SPH's contact distance on (firn_fem_sph_contact) */
 } fem_sizes;
 
 /* Carves the state out of one block at base (NULL: only sizes it), each
@@ -275,6 +330,10 @@ static size_t layout(const fem_sizes *z, char *base, firn_fem_cuda *S)
         CARVE(S->sph_share, float, 3 * ns);
         CARVE(S->sph_count, float, (size_t)z->sph_n);
     }
+    if (z->contact) {
+        CARVE(S->sph_key, unsigned long long, (size_t)z->sph_n);
+        CARVE(S->sph_d, float, (size_t)z->sph_n);
+    }
     CARVE(S->mats, firn_fem_material, FIRN_MAX_MATERIALS);
     CARVE(S->bad, unsigned long long, 1);
 #undef CARVE
@@ -288,6 +347,7 @@ static size_t layout(const fem_sizes *z, char *base, firn_fem_cuda *S)
         F->vf_start = vf_start;
         F->vf = vf;
         F->normal = normal;
+        F->nf = z->nf;
     }
     return off;
 }
@@ -298,12 +358,13 @@ static size_t layout(const fem_sizes *z, char *base, firn_fem_cuda *S)
 static int check_memory(const firn_world *w, size_t want, firn_error *err)
 {
     size_t local = 0;
-    const void *const kernels[] = {(const void *)fem_forces,       (const void *)fem_velocity,
-                                   (const void *)fem_normals,      (const void *)fem_mpm_weigh,
-                                   (const void *)fem_mpm_exchange, (const void *)fem_mpm_node,
-                                   (const void *)fem_sph_vertex,   (const void *)fem_sph_scatter,
-                                   (const void *)fem_position,     (const void *)fem_sph_count};
-    if (firn_cuda_local_bytes(kernels, 10, &local, err) ||
+    const void *const kernels[] = {
+        (const void *)fem_forces,     (const void *)fem_velocity,     (const void *)fem_normals,
+        (const void *)fem_mpm_weigh,  (const void *)fem_mpm_exchange, (const void *)fem_mpm_node,
+        (const void *)fem_sph_vertex, (const void *)fem_sph_scatter,  (const void *)fem_position,
+        (const void *)fem_sph_count,  (const void *)fem_sph_face,     (const void *)fem_sph_resolve,
+        (const void *)fem_sph_wall};
+    if (firn_cuda_local_bytes(kernels, sizeof kernels / sizeof kernels[0], &local, err) ||
         firn_cuda_fem_coupling_local_bytes(&local, err))
         return FIRN_CUDA_FAILED;
     firn_cuda_room r;
@@ -338,13 +399,16 @@ static int state_init(firn_world *w, firn_fem_cuda *S, const int *vf_start, cons
     z.nodes = w->coupler.fem_mpm ? nodes : 0; /* the device grid's (kernels/mpm.cu) */
     z.share = w->coupler.fem_sph;
     z.sph_n = w->sph.n;
+    z.contact = firn_fem_sph_contact(w);
     const size_t want = layout(&z, NULL, S);
-    if (want != firn_fem_device_bytes(z.nv, z.ne, z.nf, z.ns, z.nodes, z.share, z.sph_n)) {
-        firn_set_error(err, FIRN_E_DEVICE,
-                       "internal: the FEM device layout (%zu B) differs from firn_fem_device_bytes "
-                       "(%zu B)",
-                       want,
-                       firn_fem_device_bytes(z.nv, z.ne, z.nf, z.ns, z.nodes, z.share, z.sph_n));
+    if (want !=
+        firn_fem_device_bytes(z.nv, z.ne, z.nf, z.ns, z.nodes, z.share, z.sph_n, z.contact)) {
+        firn_set_error(
+            err, FIRN_E_DEVICE,
+            "internal: the FEM device layout (%zu B) differs from firn_fem_device_bytes "
+            "(%zu B)",
+            want,
+            firn_fem_device_bytes(z.nv, z.ne, z.nf, z.ns, z.nodes, z.share, z.sph_n, z.contact));
         return FIRN_CUDA_FAILED;
     }
     if (check_memory(w, want, err))

@@ -59,11 +59,11 @@ struct firn_sph_cuda {
 
 static __global__ void sph_density(firn_sph_params P, const firn_sph_material *mats,
                                    firn_sph_particles s, firn_nbr_grid G, const firn_rigid *bodies,
-                                   int nb, firn_mpm_level L)
+                                   int nb, firn_mpm_level L, const float *fem_d)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < s.n)
-        s.rho[i] = firn_sph_density_rigid(i, &P, mats, s, G, bodies, nb, &L);
+        s.rho[i] = firn_sph_density_rigid(i, &P, mats, s, G, bodies, nb, &L, fem_d);
 }
 
 static __global__ void sph_nonpressure(firn_sph_params P, const firn_sph_material *mats,
@@ -285,8 +285,12 @@ static int sph_queue_pre(firn_world *w, firn_step *step)
     if (firn_cuda_nbr_queue_build(&S->N, &P->nb, S->s.x, st, err) ||
         firn_step_mark(step, FIRN_PROF_SPH_SORT))
         return FIRN_CUDA_FAILED;
+    /* and the FEM bodies FEM-SPH couples (firn_fem_sph_face), after the sort */
+    firn_sph_view V = firn_cuda_sph_view(S, P);
+    if (firn_cuda_fem_queue_sph_distance(w, &V, err))
+        return FIRN_CUDA_FAILED;
     FIRN_LAUNCH(sph_density, blocks_for(S->s.n), FIRN_SPH_BLOCK, 0, st, *P, S->mats, S->s, S->N.G,
-                bodies, nb, L);
+                bodies, nb, L, V.fem_d);
     FIRN_CUDA_CHECK_LAUNCH("sph_density", st, err);
     if (firn_step_mark(step, FIRN_PROF_SPH_DENSITY))
         return FIRN_CUDA_FAILED;

@@ -21,6 +21,11 @@ firn_rigid *firn_cuda_world_rigids(const struct firn_world *w, int *n, double **
  * off (kernels/mpm.cu). */
 int firn_cuda_queue_mpm_level(struct firn_world *w, const firn_params *P, firn_mpm_level *L,
                               firn_error *err);
+/* FEM-SPH's contact distance (include/firn_fem_coupling.h): after the SPH
+ * neighbour sort, queues the nearest triangle of each particle of V and its
+ * signed distance, and points V->fem_key and V->fem_d at them; both NULL
+ * when the contact is off (kernels/fem.cu). */
+int firn_cuda_fem_queue_sph_distance(struct firn_world *w, firn_sph_view *V, firn_error *err);
 
 /* The SPH solver's CUDA phases (host/solver.h firn_cuda_sph_phases):
  * pre-coupling (host/sph_cpu.c sph_pre_coupling) queues the neighbour grid
@@ -29,8 +34,9 @@ int firn_cuda_queue_mpm_level(struct firn_world *w, const firn_params *P, firn_m
  * particle indices by cell), the density, then WCSPH (non-pressure,
  * equation of state, pressure and velocity step) or DFSPH (factor,
  * divergence solve, non-pressure, kick, density solve); the density counts
- * the bodies SPH-rigid couples and the MPM bodies (MPM-SPH's contact) as
- * boundaries (firn_sph_density_rigid). Post-coupling: the position step
+ * the bodies SPH-rigid couples, the MPM bodies (MPM-SPH's contact) and the
+ * FEM bodies (FEM-SPH's contact distance) as boundaries
+ * (firn_sph_density_rigid). Post-coupling: the position step
  * and the box, non-finite particles recorded in the SPH word (substep of
  * the call, particle index). */
 /* The SPH solver as the coupling pairs see it on the device: P (dt set by

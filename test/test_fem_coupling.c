@@ -176,7 +176,7 @@ static void one_vertex_init(one_vertex *o, firn_vec3 x, firn_vec3 v, float m)
     o->mass = m;
     o->normal[2] = 1.0f;
     firn_fem_vertices V = {1, o->x, o->v, o->x0, &o->mass, o->f, NULL, &o->fixed, NULL};
-    firn_fem_surface S = {V, 1, &o->surf, NULL, o->vf_start, NULL, o->normal};
+    firn_fem_surface S = {V, 1, &o->surf, NULL, o->vf_start, NULL, o->normal, 0};
     o->S = S;
 }
 
@@ -683,6 +683,155 @@ Test(fem_coupling, sph_conserves_momentum)
     cr_assert(e1 <= e0 * (1.0 + 1e-6), "kinetic energy rose from %.9g to %.9g J", e0, e1);
     cr_assert(e1 < 0.999 * e0, "no energy was taken (%.9g -> %.9g J): nothing coupled?", e0, e1);
     free(share), free(count);
+    sph_set_free(&S);
+    fem_box_free(&b);
+}
+
+/* The nearest point of a triangle (firn_triangle_nearest) against a brute
+ * force search: for random triangles (some long and thin) and points all
+ * around them, the distance to the returned point is at most the smallest
+ * over a grid of 400 x 400 barycentric steps, and no more than the grid's
+ * spacing (the longest edge over 400) below it; the weights lie in [0, 1]
+ * and sum to 1. */
+Test(fem_coupling, triangle_nearest_point_matches_a_brute_force_search)
+{
+    unsigned s = 5;
+    const int N = 400;
+    for (int t = 0; t < 200; t++) {
+        firn_vec3 v[3];
+        for (int a = 0; a < 3; a++)
+            v[a] = firn_v3((float)frand(&s), (float)frand(&s), (float)frand(&s));
+        if (t % 4 == 0) /* long and thin */
+            v[2] =
+                firn_add(v[0], firn_scale(firn_sub(v[1], v[0]), 0.5f + 0.01f * (float)frand(&s)));
+        const firn_vec3 x =
+            firn_v3((float)(1.5 * frand(&s)), (float)(1.5 * frand(&s)), (float)(1.5 * frand(&s)));
+        float w[3];
+        firn_triangle_nearest(x, v[0], v[1], v[2], w);
+        cr_assert(fabsf(w[0] + w[1] + w[2] - 1.0f) < 1e-5f, "weights sum to %g",
+                  w[0] + w[1] + w[2]);
+        for (int a = 0; a < 3; a++)
+            cr_assert(w[a] >= -1e-6f && w[a] <= 1.0f + 1e-6f, "weight %d is %g", a, w[a]);
+        double y[3], got = 0.0, best = 1e30, edge = 0.0;
+        for (int c = 0; c < 3; c++) {
+            y[c] = w[0] * v[0].v[c] + w[1] * v[1].v[c] + w[2] * v[2].v[c];
+            got += (x.v[c] - y[c]) * (x.v[c] - y[c]);
+        }
+        got = sqrt(got);
+        for (int a = 0; a < 3; a++)
+            edge = fmax(edge, firn_norm(firn_sub(v[a], v[(a + 1) % 3])));
+        for (int i = 0; i <= N; i++)
+            for (int j = 0; i + j <= N; j++) {
+                const double b1 = (double)i / N, b2 = (double)j / N, b0 = 1.0 - b1 - b2;
+                double d2 = 0.0;
+                for (int c = 0; c < 3; c++) {
+                    const double q = b0 * v[0].v[c] + b1 * v[1].v[c] + b2 * v[2].v[c] - x.v[c];
+                    d2 += q * q;
+                }
+                best = fmin(best, d2);
+            }
+        best = sqrt(best);
+        cr_assert(got <= best + 1e-5, "triangle %d: distance %.7g, a grid point is at %.7g", t, got,
+                  best);
+        cr_assert(got >= best - edge / N - 1e-5, "triangle %d: distance %.7g, grid's best %.7g", t,
+                  got, best);
+    }
+}
+
+/* Closed-form signed distance to the axis-aligned box [lo, hi]. */
+static double box_sdf(const double lo[3], const double hi[3], const float x[3])
+{
+    double out = 0.0, in = -1e30;
+    for (int c = 0; c < 3; c++) {
+        const double q = fabs(x[c] - 0.5 * (lo[c] + hi[c])) - 0.5 * (hi[c] - lo[c]);
+        out += q > 0.0 ? q * q : 0.0;
+        in = fmax(in, q);
+    }
+    return sqrt(out) + fmin(in, 0.0);
+}
+
+/* FEM-SPH's contact distance and wall term on a box of 12^3 cells, whose
+ * surface triangles lie on its six faces, with the shell of particles
+ * around it (some up to 5 mm inside):
+ *   - each particle within h of the surface (either side) gets the box's
+ *     signed distance in closed form, within 1 um, and every other one
+ *     FIRN_FEM_SPH_FAR;
+ *   - the wall term and the contact together conserve linear momentum
+ *     (the wall's reaction, -m dv spread over the nearest triangle's
+ *     vertices by barycentric weights, is exact), and the wall acted;
+ *   - the vertices' contact takes only the particles inside (count 0 for
+ *     every particle at d >= 0). */
+Test(fem_coupling, sph_contact_distance_is_the_box_sdf_and_the_wall_conserves_momentum)
+{
+    fem_box b;
+    const double lo[3] = {0.3, 0.3, 0.3}, hi[3] = {0.45, 0.45, 0.45};
+    const int n[3] = {12, 12, 12};
+    fem_box_init(&b, lo, hi, n);
+    box_velocities(&b, 0.5f, 9);
+    sph_set S;
+    sph_shell(&S, 21);
+    const int np = S.W.s.n;
+    const float h = S.W.P.h;
+    float *pr = malloc((size_t)np * sizeof *pr), *rho = malloc((size_t)np * sizeof *rho);
+    unsigned s = 3;
+    for (int p = 0; p < np; p++) {
+        pr[p] = (float)(500.0 * (1.0 + frand(&s)));
+        rho[p] = (float)(1000.0 * (1.0 + 0.01 * frand(&s)));
+    }
+    S.W.s.p = pr, S.W.s.rho = rho;
+    S.W.P.dt = 1e-3f;
+    S.W.P.vol = 0.8f * S.W.P.psize * S.W.P.psize * S.W.P.psize;
+    S.W.P.kw = 8.0f / ((float)M_PI * h * h * h);
+    S.W.P.gravity[1] = -9.81f;
+    S.W.fem_key = malloc((size_t)np * sizeof *S.W.fem_key);
+    S.W.fem_d = malloc((size_t)np * sizeof *S.W.fem_d);
+    firn_fem_sph_distance_cpu(&b.surf, &S.W);
+    int near = 0, inside = 0;
+    for (int p = 0; p < np; p++) {
+        const float x[3] = {S.x[p], S.x[np + p], S.x[2 * np + p]};
+        const double want = box_sdf(lo, hi, x);
+        if (fabs(fabs(want) - h) < 1e-6)
+            continue;
+        if (fabs(want) < h) {
+            near++;
+            inside += want < 0.0;
+            cr_assert(fabs(S.W.fem_d[p] - want) < 1e-6, "particle %d: distance %.8g, box %.8g", p,
+                      S.W.fem_d[p], want);
+        } else {
+            cr_assert(S.W.fem_d[p] == FIRN_FEM_SPH_FAR, "particle %d at %.4g from the box: %g", p,
+                      want, S.W.fem_d[p]);
+        }
+    }
+    cr_assert(near > np / 4 && inside > 50, "%d particles near the surface, %d inside", near,
+              inside);
+    double p0[3] = {0}, p1[3] = {0}, scale = 0, s1 = 0;
+    total_momentum(&b.S.V, NULL, p0, &scale);
+    sph_momentum(&S, p0, &scale);
+    float *v0 = malloc(3 * (size_t)np * sizeof *v0);
+    memcpy(v0, S.v, 3 * (size_t)np * sizeof *v0);
+    float *share = calloc(3 * (size_t)b.S.ns, sizeof *share);
+    float *count = calloc((size_t)np, sizeof *count);
+    firn_fem_sph_cpu(&b.surf, &S.W, share, count);
+    int pushed = 0, close = 0;
+    for (int p = 0; p < np; p++) {
+        if (S.W.fem_d[p] >= 0.0f)
+            cr_assert(count[p] == 0.0f, "particle %d at d = %g met %g vertices", p, S.W.fem_d[p],
+                      count[p]);
+        if (S.W.fem_d[p] >= 0.0f && S.W.fem_d[p] < 0.5f * h) {
+            close++;
+            pushed +=
+                S.v[p] != v0[p] || S.v[np + p] != v0[np + p] || S.v[2 * np + p] != v0[2 * np + p];
+        }
+    }
+    cr_assert(close > 100 && pushed == close, "the wall moved %d of the %d particles within h / 2",
+              pushed, close);
+    total_momentum(&b.S.V, NULL, p1, &s1);
+    sph_momentum(&S, p1, &s1);
+    for (int c = 0; c < 3; c++)
+        cr_assert(fabs(p1[c] - p0[c]) < 1e-6 * scale, "momentum %d: %.9g -> %.9g (scale %.3g)", c,
+                  p0[c], p1[c], scale);
+    free(share), free(count), free(v0), free(pr), free(rho);
+    free(S.W.fem_key), free(S.W.fem_d);
     sph_set_free(&S);
     fem_box_free(&b);
 }

@@ -334,7 +334,11 @@ Test(gpu_fem, fem_rigid_pair_on_a_dynamic_ball_matches_cpu, .timeout = 300)
 }
 
 /* An FEM block at 1 m/s down into a resting SPH pool, its bottom face
- * already among the particles. */
+ * already among the particles. Over these 20 substeps (4 ms) the pair
+ * speeds the block up a little (the contact distance's wall term: the top
+ * layer's pressure is still about 0, and the ghost layers' weight and
+ * cohesion pull the body in) before the pool slows it (from 0.31 to
+ * 0.08 kg m/s within the next 5 ms): the check is that the pair acted. */
 Test(gpu_fem, fem_sph_pair_matches_cpu, .timeout = 300)
 {
     require_gpu();
@@ -356,9 +360,9 @@ Test(gpu_fem, fem_sph_pair_matches_cpu, .timeout = 300)
     firn_error err = {0};
     cr_assert_eq(firn_world_stats(cpu, &sc, &err), 0, "%s", err.msg);
     cr_assert_eq(firn_world_stats(off, &so, &err), 0, "%s", err.msg);
-    const double slowed = sc.fem.momentum[1] - so.fem.momentum[1];
-    cr_log_info("FEM-SPH: the pool changed the block's momentum by %.4g kg m/s", slowed);
-    cr_expect_gt(slowed, 1e-4, "FEM-SPH did not act (%g kg m/s)", slowed);
+    const double dp = sc.fem.momentum[1] - so.fem.momentum[1];
+    cr_log_info("FEM-SPH: the pool changed the block's momentum by %.4g kg m/s", dp);
+    cr_expect_gt(fabs(dp), 1e-3, "FEM-SPH did not act (%g kg m/s)", dp);
     expect_fem_close("FEM-SPH", gpu, cpu, 0);
     firn_sph_particles_view a, b;
     cr_assert_eq(firn_world_sph_particles(gpu, &a, &err), 0, "%s", err.msg);

@@ -751,14 +751,21 @@ static double sphere_cap(double R, double d)
     return M_PI * d * d * (3.0 * R - d) / 3.0;
 }
 
-static double ball_fraction(double rho, int mpm)
+enum { BALL_RIGID, BALL_MPM, BALL_FEM };
+static const char *const ball_kind[3] = {"rigid", "MPM", "FEM"};
+
+static double ball_fraction(double rho, int kind)
 {
     const double L = 0.2, R = 0.05;
     char json[2048], body[512];
-    if (mpm)
+    if (kind == BALL_MPM)
         snprintf(body, sizeof body,
                  ",   {\"material\": \"b\", \"shape\": {\"type\": \"sphere\", \"center\": "
                  "[0.1, 0.14, 0.1], \"radius\": 0.05}}]");
+    else if (kind == BALL_FEM)
+        snprintf(body, sizeof body,
+                 ",   {\"material\": \"f\", \"solver\": \"fem\", \"shape\": {\"type\": "
+                 "\"sphere\", \"center\": [0.1, 0.14, 0.1], \"radius\": 0.05, \"cells\": 8}}]");
     else
         snprintf(body, sizeof body,
                  "], \"rigids\": [{\"shape\": {\"type\": \"sphere\", \"center\": [0.1, 0.14, "
@@ -772,10 +779,12 @@ static double ball_fraction(double rho, int mpm)
              " \"sph\": {\"particle_size\": 0.015, \"lower\": [0, 0, 0], \"upper\": [0.2, 0.24, "
              "0.2]},"
              " \"materials\": {\"w\": {\"model\": \"sph_liquid\", \"density\": 1000},"
-             "   \"b\": {\"model\": \"elastic\", \"E\": 2e5, \"nu\": 0.3, \"density\": %g}},"
+             "   \"b\": {\"model\": \"elastic\", \"E\": 2e5, \"nu\": 0.3, \"density\": %g},"
+             "   \"f\": {\"model\": \"fem_stable_neohookean\", \"E\": 2e5, \"nu\": 0.3,"
+             "         \"density\": %g}}, \"fem\": {\"damping\": 2},"
              " \"bodies\": [{\"material\": \"w\", \"solver\": \"sph\", \"shape\": {\"type\": "
              "\"box\", \"lower\": [0, 0, 0], \"upper\": [0.2, 0.08, 0.2]}}%s}",
-             rho, body);
+             rho, rho, body);
     firn_error err;
     firn_world *w = test_world_json(json, "ball.json");
     firn_frame_stats st;
@@ -785,7 +794,10 @@ static double ball_fraction(double rho, int mpm)
         cr_assert_eq(firn_world_step_frame(w, &st, &err), 0, "%s", err.msg);
         if (f <= 35)
             continue;
-        const double bottom = (mpm ? st.center_of_mass[1] : st.rigids[0].position[1]) - R;
+        const double bottom = (kind == BALL_MPM   ? st.center_of_mass[1]
+                               : kind == BALL_FEM ? st.fem.center_of_mass[1]
+                                                  : st.rigids[0].position[1]) -
+                              R;
         const double V = st.sph.mass / st.sph.mean_density;
         double level = V / (L * L);
         for (int it = 0; it < 60; it++)
@@ -797,19 +809,26 @@ static double ball_fraction(double rho, int mpm)
     return sum / n;
 }
 
-Test(sph_pairs, balls_float_at_archimedes_depth, .timeout = 400)
+static void balls_float(int kind)
 {
     const double rho[2] = {400, 700};
-    for (int mpm = 0; mpm < 2; mpm++)
-        for (int k = 0; k < 2; k++) {
-            const double frac = ball_fraction(rho[k], mpm), want = rho[k] / 1000.0;
-            cr_log_info("%s ball of %g kg/m^3 on WCSPH: submerged fraction %.3f, Archimedes %.2f",
-                        mpm ? "MPM" : "rigid", rho[k], frac, want);
-            cr_expect(fabs(frac / want - 1.0) < 0.05,
-                      "%s ball of %g kg/m^3: submerged fraction %.3f, Archimedes %.2f",
-                      mpm ? "MPM" : "rigid", rho[k], frac, want);
-        }
+    for (int k = 0; k < 2; k++) {
+        const double frac = ball_fraction(rho[k], kind), want = rho[k] / 1000.0;
+        cr_log_info("%s ball of %g kg/m^3 on WCSPH: submerged fraction %.3f, Archimedes %.2f",
+                    ball_kind[kind], rho[k], frac, want);
+        cr_expect(fabs(frac / want - 1.0) < 0.05,
+                  "%s ball of %g kg/m^3: submerged fraction %.3f, Archimedes %.2f", ball_kind[kind],
+                  rho[k], frac, want);
+    }
 }
+
+Test(sph_pairs, balls_float_at_archimedes_depth, .timeout = 400)
+{
+    balls_float(BALL_RIGID);
+    balls_float(BALL_MPM);
+}
+
+Test(sph_pairs, fem_balls_float_at_archimedes_depth, .timeout = 400) { balls_float(BALL_FEM); }
 
 /* SPH-rigid: the particles' momentum change is minus the impulse the body
  * receives (Newton's third law), the torque is that impulse's moment, and

@@ -240,6 +240,16 @@ PLANTS = [
      "                b.bound[bin] = __int_as_float(fs->most);",
      "            tile_flush_fixed<FIRN_TILE>(tile, o, g, *fs);",
      "test:gpu/fixed_tile*"),
+    ("fem-sph-wall-unlaunched", "FEM-SPH's wall term is never launched on the GPU (the CPU runs "
+     "it before the vertices' contact)", "kernels/fem.cu",
+     "        if (W.fem_d && W.s.n > 0) {",
+     "        if (W.fem_d && W.s.n < 0) {",
+     "test:gpu_fem/fem_sph*"),
+    ("fem-sph-faces-unlaunched", "FEM-SPH's nearest triangles are never searched on the GPU: "
+     "every particle's key stays ~0 (no contact distance)", "kernels/fem.cu",
+     "    if (S->surf.nf > 0) {",
+     "    if (S->surf.nf < 0) {",
+     "test:gpu_fem/fem_sph*"),
     ("pcg-past-stop", "the implicit FEM solve's CG update kernel ignores the device's stop flag, "
      "so the iterations queued after convergence keep moving du", "kernels/fem_implicit.cu",
      "        LAUNCH(imp_pcg_update, nv, I->ctl, I->p, I->Ap, I->Minv, I->held, I->du, I->r, I->z, n,\n"
