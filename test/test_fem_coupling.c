@@ -701,9 +701,10 @@ Test(fem_coupling, triangle_nearest_point_matches_a_brute_force_search)
         firn_vec3 v[3];
         for (int a = 0; a < 3; a++)
             v[a] = firn_v3((float)frand(&s), (float)frand(&s), (float)frand(&s));
-        if (t % 4 == 0) /* long and thin */
-            v[2] =
-                firn_add(v[0], firn_scale(firn_sub(v[1], v[0]), 0.5f + 0.01f * (float)frand(&s)));
+        if (t % 4 == 0) /* long and thin: 0.02 off the midpoint of a side up to 3.5 long */
+            v[2] = firn_add(firn_scale(firn_add(v[0], v[1]), 0.5f),
+                            firn_v3(0.02f * (float)frand(&s), 0.02f * (float)frand(&s),
+                                    0.02f * (float)frand(&s)));
         const firn_vec3 x =
             firn_v3((float)(1.5 * frand(&s)), (float)(1.5 * frand(&s)), (float)(1.5 * frand(&s)));
         float w[3];
