@@ -65,41 +65,68 @@ const firn_solver *firn_solver_of(int k) { return solvers[k]; }
  * (couple_fem, host/fem_coupling.c). Genesis's Tool-MPM has no option of
  * its own; firn's coupling.tool_mpm turns every tool's collision off at
  * once. */
-#define GRID_PAIR(nm, sa, sb, field)                                                               \
-    static const firn_pair pair_##nm = {#nm,                                                       \
-                                        sa,                                                        \
-                                        sb,                                                        \
-                                        offsetof(firn_scene_def, coupling_##field),                \
-                                        offsetof(firn_coupler, field),                             \
-                                        FIRN_PAIR_IN_GRID,                                         \
-                                        NULL,                                                      \
-                                        NULL,                                                      \
-                                        NULL,                                                      \
-                                        NULL,                                                      \
-                                        NULL}
-GRID_PAIR(rigid_mpm, FIRN_SOLVER_RIGID, FIRN_SOLVER_MPM, rigid_mpm);
-GRID_PAIR(tool_mpm, FIRN_SOLVER_TOOL, FIRN_SOLVER_MPM, tool_mpm);
-#define SURFACE_PAIR(nm, sa, sb)                                                                   \
-    static const firn_pair pair_##nm = {#nm,                                                       \
-                                        sa,                                                        \
-                                        sb,                                                        \
-                                        offsetof(firn_scene_def, coupling_##nm),                   \
-                                        offsetof(firn_coupler, nm),                                \
-                                        FIRN_PAIR_SURFACE,                                         \
-                                        NULL,                                                      \
-                                        NULL,                                                      \
-                                        NULL,                                                      \
-                                        NULL,                                                      \
-                                        NULL}
-SURFACE_PAIR(fem_rigid, FIRN_SOLVER_RIGID, FIRN_SOLVER_FEM);
-SURFACE_PAIR(fem_mpm, FIRN_SOLVER_MPM, FIRN_SOLVER_FEM);
-SURFACE_PAIR(fem_sph, FIRN_SOLVER_SPH, FIRN_SOLVER_FEM);
+#define GRID_PAIR(nm, ID, sa, sb, field)                                                           \
+    static const firn_pair pair_##nm = {.name = #nm,                                               \
+                                        .id = ID,                                                  \
+                                        .a = sa,                                                   \
+                                        .b = sb,                                                   \
+                                        .option = offsetof(firn_scene_def, coupling_##field),      \
+                                        .flag = offsetof(firn_coupler, field),                     \
+                                        .stage = FIRN_PAIR_IN_GRID}
+GRID_PAIR(rigid_mpm, FIRN_PAIR_RIGID_MPM, FIRN_SOLVER_RIGID, FIRN_SOLVER_MPM, rigid_mpm);
+GRID_PAIR(tool_mpm, FIRN_PAIR_TOOL_MPM, FIRN_SOLVER_TOOL, FIRN_SOLVER_MPM, tool_mpm);
+/* FEM-Rigid's scratch: its reactions per chunk of surface vertices
+ * (firn_fem_rigid_cpu). */
+static int fem_rigid_alloc(firn_world *w, firn_error *err)
+{
+    const size_t head = firn_align256(sizeof(firn_pair_chunks));
+    firn_pair_chunks *c = firn_pair_scratch_alloc(
+        w, FIRN_PAIR_FEM_RIGID, "fem_rigid",
+        head + (size_t)firn_fem_rigid_chunk_doubles(w->fem.ns, w->n_rigids) * sizeof(double) + 1,
+        err);
+    if (!c)
+        return -1;
+    c->chunk_acc = (double *)((char *)c + head);
+    return 0;
+}
 
-/* Every pair, in the order their passes run in each stage. */
-static const firn_pair *const pairs[] = {
-    &pair_rigid_mpm,    &pair_tool_mpm,       &firn_pair_mpm_sph,
-    &firn_pair_mpm_pbd, &firn_pair_sph_rigid, &firn_pair_pbd_rigid,
-    &pair_fem_rigid,    &pair_fem_mpm,        &pair_fem_sph,
+/* FEM-MPM's scratch: 4 floats per grid node, zero between substeps
+ * (firn_fem_mpm_cpu). */
+typedef struct {
+    float *D;
+} fem_mpm_scratch;
+
+static int fem_mpm_alloc(firn_world *w, firn_error *err)
+{
+    const size_t head = firn_align256(sizeof(fem_mpm_scratch));
+    fem_mpm_scratch *s = firn_pair_scratch_alloc(
+        w, FIRN_PAIR_FEM_MPM, "fem_mpm", head + 4 * (size_t)w->grid.nodes * sizeof(float), err);
+    if (!s)
+        return -1;
+    s->D = (float *)((char *)s + head);
+    return 0;
+}
+
+#define SURFACE_PAIR(nm, ID, sa, sb, alloc)                                                        \
+    static const firn_pair pair_##nm = {.name = #nm,                                               \
+                                        .id = ID,                                                  \
+                                        .a = sa,                                                   \
+                                        .b = sb,                                                   \
+                                        .option = offsetof(firn_scene_def, coupling_##nm),         \
+                                        .flag = offsetof(firn_coupler, nm),                        \
+                                        .stage = FIRN_PAIR_SURFACE,                                \
+                                        .cpu_alloc = alloc}
+SURFACE_PAIR(fem_rigid, FIRN_PAIR_FEM_RIGID, FIRN_SOLVER_RIGID, FIRN_SOLVER_FEM, fem_rigid_alloc);
+SURFACE_PAIR(fem_mpm, FIRN_PAIR_FEM_MPM, FIRN_SOLVER_MPM, FIRN_SOLVER_FEM, fem_mpm_alloc);
+SURFACE_PAIR(fem_sph, FIRN_PAIR_FEM_SPH, FIRN_SOLVER_SPH, FIRN_SOLVER_FEM, firn_fem_sph_alloc);
+
+/* Every pair, by its id: the order their passes run in each stage. */
+static const firn_pair *const pairs[FIRN_PAIR_COUNT] = {
+    [FIRN_PAIR_RIGID_MPM] = &pair_rigid_mpm,      [FIRN_PAIR_TOOL_MPM] = &pair_tool_mpm,
+    [FIRN_PAIR_MPM_SPH] = &firn_pair_mpm_sph,     [FIRN_PAIR_MPM_PBD] = &firn_pair_mpm_pbd,
+    [FIRN_PAIR_SPH_RIGID] = &firn_pair_sph_rigid, [FIRN_PAIR_PBD_RIGID] = &firn_pair_pbd_rigid,
+    [FIRN_PAIR_FEM_RIGID] = &pair_fem_rigid,      [FIRN_PAIR_FEM_MPM] = &pair_fem_mpm,
+    [FIRN_PAIR_FEM_SPH] = &pair_fem_sph,
 };
 #define N_PAIRS (sizeof pairs / sizeof pairs[0])
 
@@ -117,9 +144,9 @@ void firn_coupler_build(firn_world *w)
     c->cpic = c->rigid_mpm && w->def.coupling_cpic;
 }
 
-/* The FEM pairs' scratch (CPU path; FEM runs on no other): the surface's
- * vertex-to-triangle lists and normals, the rigid reactions per chunk of
- * surface vertices, FEM-MPM's 4 floats per grid node, FEM-SPH's shares. */
+/* The FEM surface the FEM pairs share, on the CPU path: its
+ * vertex-to-triangle lists and normals (each pair's own scratch is its:
+ * fem_rigid_alloc, fem_mpm_alloc, firn_fem_sph_alloc). */
 static int fem_alloc(firn_world *w, firn_error *err)
 {
     const firn_coupler *c = &w->coupler;
@@ -130,73 +157,32 @@ static int fem_alloc(firn_world *w, firn_error *err)
         return -1;
     const size_t ns = S->ns > 0 ? (size_t)S->ns : 1;
     w->fem_normal = malloc(3 * ns * sizeof(float));
-    if (c->fem_rigid)
-        w->fem_chunk_acc =
-            malloc((size_t)firn_fem_rigid_chunk_doubles(S->ns, w->n_rigids) * sizeof(double) + 1);
-    if (c->fem_mpm)
-        w->fem_mpm_D = calloc(4 * (size_t)w->grid.nodes, sizeof(float));
-    if (c->fem_sph) {
-        w->fem_sph_share = malloc(3 * ns * sizeof(float));
-        w->fem_sph_count = malloc((size_t)w->sph.n * sizeof(float) + 1);
-    }
-    const int contact = firn_fem_sph_contact(w);
-    if (contact) {
-        w->fem_sph_key = malloc((size_t)w->sph.n * sizeof(unsigned long long));
-        w->fem_sph_d = malloc((size_t)w->sph.n * sizeof(float));
-    }
-    if (!w->fem_normal || (c->fem_rigid && !w->fem_chunk_acc) || (c->fem_mpm && !w->fem_mpm_D) ||
-        (c->fem_sph && (!w->fem_sph_share || !w->fem_sph_count)) ||
-        (contact && (!w->fem_sph_key || !w->fem_sph_d))) {
-        firn_set_error(err, FIRN_E_NOMEM, "out of host memory for the FEM pairs");
+    if (!w->fem_normal) {
+        firn_set_error(err, FIRN_E_NOMEM, "out of host memory for the FEM surface");
         return -1;
     }
     return 0;
 }
 
+/* Whether pair p's passes run in w. */
+static int pair_runs(const firn_world *w, const firn_pair *p)
+{
+    return p->runs ? p->runs(w) : *(const int *)((const char *)&w->coupler + p->flag);
+}
+
 int firn_coupler_alloc(firn_world *w, firn_error *err)
 {
     w->fem_vf_start = w->fem_vf = NULL;
-    w->fem_normal = w->fem_mpm_D = w->fem_sph_share = w->fem_sph_count = w->fem_sph_d = NULL;
-    w->fem_sph_key = NULL;
-    w->fem_chunk_acc = NULL;
-    w->chunks = w->cpic_chunks = w->sph_chunks = w->pbd_chunks = 0;
-    w->chunk_acc = w->cpic_acc = w->sph_chunk_acc = w->pbd_chunk_acc = NULL;
+    w->fem_normal = NULL;
+    w->chunks = w->cpic_chunks = 0;
+    w->chunk_acc = w->cpic_acc = NULL;
     w->chunk_live = NULL;
+    for (int k = 0; k < FIRN_PAIR_COUNT; k++)
+        w->pair_scratch[k] = NULL;
     const size_t per_chunk = (size_t)w->n_rigids * FIRN_RIGID_ACC * sizeof(double);
-    if (!w->cuda && w->coupler.sph_rigid) {
-        w->sph_chunks = ((long long)w->sph.n + FIRN_COUPLE_CHUNK - 1) / FIRN_COUPLE_CHUNK;
-        w->sph_chunk_acc = malloc((size_t)w->sph_chunks * per_chunk + 1);
-        if (!w->sph_chunk_acc) {
-            firn_set_error(err, FIRN_E_NOMEM, "out of host memory for the coupling accumulators");
+    for (int k = 0; k < FIRN_PAIR_COUNT && !w->cuda; k++)
+        if (pairs[k]->cpu_alloc && pair_runs(w, pairs[k]) && pairs[k]->cpu_alloc(w, err))
             return -1;
-        }
-    }
-    if (!w->cuda && w->coupler.pbd_rigid) {
-        w->pbd_chunks = ((long long)w->pbd.n + FIRN_COUPLE_CHUNK - 1) / FIRN_COUPLE_CHUNK;
-        w->pbd_chunk_acc = malloc((size_t)w->pbd_chunks * per_chunk + 1);
-        if (!w->pbd_chunk_acc) {
-            firn_set_error(err, FIRN_E_NOMEM, "out of host memory for the coupling accumulators");
-            return -1;
-        }
-    }
-    w->mpm_pbd_keys = NULL;
-    w->mpm_pbd_runs = NULL;
-    w->mpm_phi = NULL;
-    if (!w->cuda && firn_mpm_sph_contact(w)) {
-        w->mpm_phi = calloc(4 * (size_t)w->grid.nodes, sizeof(float)); /* phi, react */
-        if (!w->mpm_phi) {
-            firn_set_error(err, FIRN_E_NOMEM, "out of host memory for the MPM-SPH pair");
-            return -1;
-        }
-    }
-    if (!w->cuda && w->coupler.mpm_pbd) {
-        w->mpm_pbd_keys = malloc((size_t)w->pbd.n * firn_mpm_pbd_key_bytes() + 1);
-        w->mpm_pbd_runs = malloc((2 * (size_t)w->pbd.n + 1) * sizeof(int));
-        if (!w->mpm_pbd_keys || !w->mpm_pbd_runs) {
-            firn_set_error(err, FIRN_E_NOMEM, "out of host memory for the MPM-PBD pair");
-            return -1;
-        }
-    }
     if (fem_alloc(w, err))
         return -1;
     if (w->cuda || !(w->coupler.rigid_mpm || w->coupler.mpm_sph || w->coupler.tool_mpm))
@@ -221,23 +207,15 @@ void firn_coupler_free(firn_world *w)
     free(w->chunk_acc);
     free(w->cpic_acc);
     free(w->chunk_live);
-    free(w->sph_chunk_acc);
-    free(w->pbd_chunk_acc);
-    free(w->mpm_pbd_keys);
-    free(w->mpm_pbd_runs);
-    free(w->mpm_phi);
-    w->mpm_phi = NULL;
-    w->mpm_pbd_keys = NULL;
-    w->mpm_pbd_runs = NULL;
-    w->chunk_acc = w->cpic_acc = w->sph_chunk_acc = w->pbd_chunk_acc = NULL;
+    for (int k = 0; k < FIRN_PAIR_COUNT; k++) {
+        free(w->pair_scratch[k]);
+        w->pair_scratch[k] = NULL;
+    }
+    w->chunk_acc = w->cpic_acc = NULL;
     w->chunk_live = NULL;
     free(w->fem_vf_start), free(w->fem_vf), free(w->fem_normal);
-    free(w->fem_chunk_acc), free(w->fem_mpm_D), free(w->fem_sph_share), free(w->fem_sph_count);
-    free(w->fem_sph_key), free(w->fem_sph_d);
     w->fem_vf_start = w->fem_vf = NULL;
-    w->fem_normal = w->fem_mpm_D = w->fem_sph_share = w->fem_sph_count = w->fem_sph_d = NULL;
-    w->fem_sph_key = NULL;
-    w->fem_chunk_acc = NULL;
+    w->fem_normal = NULL;
 }
 
 /* Grid update with the tools, the rigid bodies and/or MPM-SPH: each chunk
@@ -294,12 +272,17 @@ static int couple_fem(firn_world *w, firn_step *st)
         firn_fem_surface_of(&w->fem, w->fem_vf_start, w->fem_vf, w->fem_normal);
     firn_fem_normals_cpu(&S);
     if (c->fem_rigid)
-        firn_fem_rigid_cpu(&S, w->rigids, w->n_rigids, w->fem_chunk_acc, w->rigid_acc);
+        firn_fem_rigid_cpu(
+            &S, w->rigids, w->n_rigids,
+            ((firn_pair_chunks *)firn_pair_scratch(w, FIRN_PAIR_FEM_RIGID))->chunk_acc,
+            w->rigid_acc);
     if (c->fem_mpm)
-        firn_fem_mpm_cpu(&S, &w->params, w->grid, w->fem_mpm_D);
+        firn_fem_mpm_cpu(&S, &w->params, w->grid,
+                         ((fem_mpm_scratch *)firn_pair_scratch(w, FIRN_PAIR_FEM_MPM))->D);
     if (c->fem_sph) {
         const firn_sph_view V = firn_sph_pairs_view(w);
-        firn_fem_sph_cpu(&S, &V, w->fem_sph_share, w->fem_sph_count);
+        const firn_fem_sph_scratch *f = firn_pair_scratch(w, FIRN_PAIR_FEM_SPH);
+        firn_fem_sph_cpu(&S, &V, f->share, f->count);
     }
     return 0;
 }
@@ -322,12 +305,6 @@ static int on_mpm(const firn_world *w) { return w->coupler.active[FIRN_SOLVER_MP
 static int on_fem(const firn_world *w)
 {
     return w->coupler.fem_rigid || w->coupler.fem_mpm || w->coupler.fem_sph;
-}
-
-/* Whether pair p's passes run in w. */
-static int pair_runs(const firn_world *w, const firn_pair *p)
-{
-    return p->runs ? p->runs(w) : *(const int *)((const char *)&w->coupler + p->flag);
 }
 
 /* One pass (the CPU's, or the CUDA path's queued), 0 or -1. */

@@ -30,6 +30,21 @@ typedef struct {
     int fem_sph;   /* pair active: coupling.fem_sph */
 } firn_coupler;
 
+/* The pairs (host/pair.h), each the index of its scratch in
+ * firn_world.pair_scratch. */
+enum {
+    FIRN_PAIR_RIGID_MPM,
+    FIRN_PAIR_TOOL_MPM,
+    FIRN_PAIR_MPM_SPH,
+    FIRN_PAIR_MPM_PBD,
+    FIRN_PAIR_SPH_RIGID,
+    FIRN_PAIR_PBD_RIGID,
+    FIRN_PAIR_FEM_RIGID,
+    FIRN_PAIR_FEM_MPM,
+    FIRN_PAIR_FEM_SPH,
+    FIRN_PAIR_COUNT
+};
+
 /* CPU path: the grid update sums the coupling force per fixed chunk of
  * nodes, then over chunks in order, so the sum is the same for any thread
  * count; CPIC's G2P does the same per chunk of particles. */
@@ -37,8 +52,11 @@ typedef struct {
 #define FIRN_CPIC_CHUNK   2048
 
 void firn_coupler_build(firn_world *w);
+/* The CPU path's coupling scratch: each running pair's own (its
+ * cpu_alloc, host/pair.h) and the grid update's and FEM surface's. */
 int firn_coupler_alloc(firn_world *w, firn_error *err);
 void firn_coupler_free(firn_world *w);
+
 /* One substep on the path (cuda 0: CPU, 1: CUDA, queued into its stream),
  * every active solver's phases in the one order; *bad the lowest scene
  * index of a non-finite element a CPU phase found (-1: none; the CUDA

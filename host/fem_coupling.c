@@ -132,6 +132,7 @@ void firn_fem_sph_distance_cpu(const firn_fem_surface *S, const firn_sph_view *W
 {
     const int n = W->s.n;
     memset(W->fem_key, 0xff, (size_t)n * sizeof *W->fem_key);
+#pragma omp parallel for schedule(dynamic, 16)
     for (int f = 0; f < S->nf; f++)
         firn_fem_sph_face(f, S, W, W->fem_key);
 #pragma omp parallel for schedule(static)

@@ -44,8 +44,9 @@ void firn_fem_rigid_cpu(const firn_fem_surface *S, const firn_rigid *bodies, int
 void firn_fem_mpm_cpu(const firn_fem_surface *S, const firn_params *P, firn_grid g, float *D);
 
 /* FEM-SPH's contact distance (W->fem_key and W->fem_d, W->s.n each):
- * the keys to ~0, firn_fem_sph_face for every triangle in face order on
- * one thread, firn_fem_sph_resolve for every particle in parallel. */
+ * the keys to ~0, firn_fem_sph_face for every triangle in parallel (an
+ * atomic minimum: the same keys for any thread count), then
+ * firn_fem_sph_resolve for every particle in parallel. */
 void firn_fem_sph_distance_cpu(const firn_fem_surface *S, const firn_sph_view *W);
 
 /* FEM-SPH: with the contact distance (W->fem_d), the wall term at every

@@ -31,9 +31,12 @@ firn_sph_view firn_sph_pairs_view(firn_world *w);
  * bodies, the liquid WCSPH; include/firn_fem_coupling.h): DFSPH keeps the
  * vertices' contact alone, as it keeps MPM-SPH's collision alone (above). */
 int firn_fem_sph_contact(const firn_world *w);
-/* FEM-SPH's contact distance on the CPU path (w->fem_sph_key and
- * w->fem_sph_d), after SPH's neighbour sort and before its density: the
- * triangles in face order on one thread, then the particles in parallel.
+/* FEM-SPH's scratch on the CPU path (firn_fem_sph_scratch, host/pair.h):
+ * the contact distance's arrays when it runs, and the vertices' contact's. */
+int firn_fem_sph_alloc(firn_world *w, firn_error *err);
+/* FEM-SPH's contact distance on the CPU path (its scratch's key and d),
+ * after SPH's neighbour sort and before its density: the
+ * triangles, then the particles, each in parallel.
  * Does nothing when the contact is off. */
 void firn_fem_sph_distance(firn_world *w);
 

@@ -27,7 +27,26 @@ static int cmp_key(const void *pa, const void *pb)
     return (a->i > b->i) - (a->i < b->i);
 }
 
-size_t firn_mpm_pbd_key_bytes(void) { return sizeof(struct firn_mpm_pbd_key); }
+/* The pair's scratch: the n particles' keys, then where each node's run
+ * starts (runs + 1 ints) and the particle indices in that order (n
+ * ints). */
+typedef struct {
+    struct firn_mpm_pbd_key *keys;
+    int *runs;
+} scratch;
+
+static int cpu_alloc(firn_world *w, firn_error *err)
+{
+    const size_t n = (size_t)w->pbd.n, head = firn_align256(sizeof(scratch)),
+                 keys = firn_align256(n * sizeof(struct firn_mpm_pbd_key));
+    scratch *s = firn_pair_scratch_alloc(w, FIRN_PAIR_MPM_PBD, "mpm_pbd",
+                                         head + keys + (2 * n + 1) * sizeof(int), err);
+    if (!s)
+        return -1;
+    s->keys = (struct firn_mpm_pbd_key *)((char *)s + head);
+    s->runs = (int *)((char *)s + head + keys);
+    return 0;
+}
 
 static int cpu_after(firn_world *w, firn_step *st)
 {
@@ -35,8 +54,9 @@ static int cpu_after(firn_world *w, firn_step *st)
     firn_pbd *S = &w->pbd;
     const firn_params *P = &w->params;
     const int n = S->n;
-    struct firn_mpm_pbd_key *keys = w->mpm_pbd_keys;
-    int *runs = w->mpm_pbd_runs, *order = runs + n + 1, nruns = 0;
+    const scratch *sc = firn_pair_scratch(w, FIRN_PAIR_MPM_PBD);
+    struct firn_mpm_pbd_key *keys = sc->keys;
+    int *runs = sc->runs, *order = runs + n + 1, nruns = 0;
     for (int i = 0; i < n; i++) {
         keys[i].node = firn_mpm_pbd_node_of(firn_load3(S->s.x0, n, i), P->lower, P->inv_dx, P->n);
         keys[i].i = i;
@@ -65,6 +85,7 @@ static int cpu_after(firn_world *w, firn_step *st)
 
 const firn_pair firn_pair_mpm_pbd = {
     .name = "mpm_pbd",
+    .id = FIRN_PAIR_MPM_PBD,
     .a = FIRN_SOLVER_MPM,
     .b = FIRN_SOLVER_PBD,
     .option = offsetof(firn_scene_def, coupling_mpm_pbd),
@@ -72,4 +93,5 @@ const firn_pair firn_pair_mpm_pbd = {
     .stage = FIRN_PAIR_PARTICLES,
     .cpu_after = cpu_after,
     .cuda_after = &firn_cuda_mpm_pbd,
+    .cpu_alloc = cpu_alloc,
 };

@@ -14,6 +14,19 @@
 #include "pair.h"
 #include "world.h"
 
+/* The contact's scratch: phi, then the reaction, 4 floats per node. */
+static int cpu_alloc(firn_world *w, firn_error *err)
+{
+    const size_t head = firn_align256(sizeof(firn_mpm_sph_scratch));
+    firn_mpm_sph_scratch *s = firn_pair_scratch_alloc(
+        w, FIRN_PAIR_MPM_SPH, "mpm_sph", head + 4 * (size_t)w->grid.nodes * sizeof(float), err);
+    if (!s)
+        return -1;
+    s->phi = (float *)((char *)s + head);
+    s->react = s->phi + w->grid.nodes;
+    return 0;
+}
+
 static int cpu_before(firn_world *w, firn_step *st)
 {
     (void)st;
@@ -36,6 +49,7 @@ static int cpu_after(firn_world *w, firn_step *st)
 
 const firn_pair firn_pair_mpm_sph = {
     .name = "mpm_sph",
+    .id = FIRN_PAIR_MPM_SPH,
     .a = FIRN_SOLVER_MPM,
     .b = FIRN_SOLVER_SPH,
     .option = offsetof(firn_scene_def, coupling_mpm_sph),
@@ -46,4 +60,5 @@ const firn_pair firn_pair_mpm_sph = {
     .cpu_after = cpu_after,
     .cuda_before = &firn_cuda_mpm_sph_react,
     .cuda_after = &firn_cuda_mpm_sph_contact,
+    .cpu_alloc = cpu_alloc,
 };

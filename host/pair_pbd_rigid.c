@@ -32,12 +32,19 @@ static int cpu_after(firn_world *w, firn_step *st)
     S->P.dt = w->params.dt;
     chunk_ctx c = {S, w->rigids, w->n_rigids};
     const int stride = w->n_rigids * FIRN_RIGID_ACC;
-    firn_reduce_sum(S->n, FIRN_COUPLE_CHUNK, stride, w->pbd_chunk_acc, chunk, &c, w->rigid_acc);
+    const firn_pair_chunks *pc = firn_pair_scratch(w, FIRN_PAIR_PBD_RIGID);
+    firn_reduce_sum(S->n, FIRN_COUPLE_CHUNK, stride, pc->chunk_acc, chunk, &c, w->rigid_acc);
     return 0;
+}
+
+static int cpu_alloc(firn_world *w, firn_error *err)
+{
+    return firn_pair_chunks_alloc(w, FIRN_PAIR_PBD_RIGID, "pbd_rigid", w->pbd.n, err);
 }
 
 const firn_pair firn_pair_pbd_rigid = {
     .name = "pbd_rigid",
+    .id = FIRN_PAIR_PBD_RIGID,
     .a = FIRN_SOLVER_RIGID,
     .b = FIRN_SOLVER_PBD,
     .option = offsetof(firn_scene_def, coupling_pbd_rigid),
@@ -45,4 +52,5 @@ const firn_pair firn_pair_pbd_rigid = {
     .stage = FIRN_PAIR_PARTICLES,
     .cpu_after = cpu_after,
     .cuda_after = &firn_cuda_pbd_rigid,
+    .cpu_alloc = cpu_alloc,
 };

@@ -2,7 +2,8 @@
  * update, each SPH particle's SDF impulse and wall term against every
  * coupled body (firn_sph_rigid_particle), the reactions summed per chunk of
  * particles in index order, then over chunks in order (reduce.h): the same
- * sums for any thread count. Its CUDA pass is kernels/mpm.cu's
+ * sums for any thread count (its scratch: the chunks' sums). Its CUDA pass
+ * is kernels/mpm.cu's
  * firn_cuda_sph_rigid. The bodies also bound the SPH density
  * (host/sph_cpu.c). */
 #include <stddef.h>
@@ -32,12 +33,19 @@ static int cpu_after(firn_world *w, firn_step *st)
     const firn_sph_view V = firn_sph_pairs_view(w);
     chunk_ctx c = {&V, w->rigids, w->n_rigids};
     const int stride = w->n_rigids * FIRN_RIGID_ACC;
-    firn_reduce_sum(w->sph.n, FIRN_COUPLE_CHUNK, stride, w->sph_chunk_acc, chunk, &c, w->rigid_acc);
+    const firn_pair_chunks *pc = firn_pair_scratch(w, FIRN_PAIR_SPH_RIGID);
+    firn_reduce_sum(w->sph.n, FIRN_COUPLE_CHUNK, stride, pc->chunk_acc, chunk, &c, w->rigid_acc);
     return 0;
+}
+
+static int cpu_alloc(firn_world *w, firn_error *err)
+{
+    return firn_pair_chunks_alloc(w, FIRN_PAIR_SPH_RIGID, "sph_rigid", w->sph.n, err);
 }
 
 const firn_pair firn_pair_sph_rigid = {
     .name = "sph_rigid",
+    .id = FIRN_PAIR_SPH_RIGID,
     .a = FIRN_SOLVER_RIGID,
     .b = FIRN_SOLVER_SPH,
     .option = offsetof(firn_scene_def, coupling_sph_rigid),
@@ -45,4 +53,5 @@ const firn_pair firn_pair_sph_rigid = {
     .stage = FIRN_PAIR_PARTICLES,
     .cpu_after = cpu_after,
     .cuda_after = &firn_cuda_sph_rigid,
+    .cpu_alloc = cpu_alloc,
 };

@@ -15,6 +15,7 @@
 #include "firn_pbf.h"
 #include "neighbour.h"
 #include "pbd.h"
+#include "pair.h"
 #include "reduce.h"
 #include "world.h"
 #include "cuda_backend.h"
@@ -125,7 +126,8 @@ static int pbd_pre_coupling(firn_world *w, firn_step *st)
     if (S->particle_passes) {
         /* the rigid step has run: the bodies stand where the couple phase finds them */
         const int nb = w->coupler.pbd_rigid ? w->n_rigids : 0;
-        firn_pbd_cpu_particle_passes(S, w->rigids, nb, w->pbd_chunk_acc, w->rigid_acc);
+        const firn_pair_chunks *pc = firn_pair_scratch(w, FIRN_PAIR_PBD_RIGID);
+        firn_pbd_cpu_particle_passes(S, w->rigids, nb, pc ? pc->chunk_acc : NULL, w->rigid_acc);
     }
     return 0;
 }

@@ -134,7 +134,7 @@ static int sph_pre_coupling(firn_world *w, firn_step *st)
     const firn_mpm_level L = firn_mpm_sph_level(w);
     /* and the FEM bodies FEM-SPH couples (firn_fem_sph_face) */
     firn_fem_sph_distance(w);
-    const float *fem_d = w->fem_sph_d;
+    const float *fem_d = firn_sph_pairs_view(w).fem_d;
     firn_step_mark(st, FIRN_PROF_SPH_SORT);
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < n; i++)

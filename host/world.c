@@ -13,6 +13,7 @@
 #include "error.h"
 #include "fem_implicit.h"
 #include "mpm_sph.h"
+#include "pair.h"
 #include "rigid.h"
 #include "sample.h"
 #include "scene_def.h"
@@ -824,7 +825,8 @@ void firn_world_memory(const firn_world *w, firn_memory *m)
                 ((double)w->chunks + (double)w->cpic_chunks) * acc + /* coupling sums */
                 (double)w->chunks * tool_acc +                       /* the tools' */
                 (double)w->chunks +                                  /* live chunk flags */
-                (w->mpm_phi ? (double)w->grid.nodes * 16.0 : 0.0);   /* MPM-SPH's phi */
+                (firn_pair_scratch(w, FIRN_PAIR_MPM_SPH) ? (double)w->grid.nodes * 16.0
+                                                         : 0.0); /* MPM-SPH's phi */
     }
     double solver_host = 0.0, solver_device = 0.0; /* the table's solvers', on either path */
     for (int k = 0; k < FIRN_SOLVER_COUNT; k++) {

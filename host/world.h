@@ -38,35 +38,19 @@ struct firn_world {
     firn_cpu_bins bins;
     struct firn_cuda_state *cuda; /* NULL on the CPU path (host/cuda_backend.h) */
     firn_coupler coupler;
-    firn_sph sph;          /* the SPH solver (sph.n = 0: none) */
-    firn_pbd pbd;          /* the PBD solver (pbd.n = 0: none) */
-    firn_fem fem;          /* the FEM solver (fem.V.n = 0: none) */
-    float *fem_measures;   /* firn_world_fem_mesh's per-element stress (6), strain (6) and
-                              von Mises stress (1), 13 floats an element; NULL until asked */
-    double *pbd_chunk_acc; /* CPU, PBD-rigid: reaction per particle chunk [chunks][n_rigids][6] */
-    /* CPU, the FEM pairs (host/fem_coupling.h): the surface's vertex-to-triangle lists
-     * and normals, rigid reactions per chunk of surface vertices, FEM-MPM's 4 floats
-     * per grid node, FEM-SPH's shares. */
+    firn_sph sph;        /* the SPH solver (sph.n = 0: none) */
+    firn_pbd pbd;        /* the PBD solver (pbd.n = 0: none) */
+    firn_fem fem;        /* the FEM solver (fem.V.n = 0: none) */
+    float *fem_measures; /* firn_world_fem_mesh's per-element stress (6), strain (6) and
+                            von Mises stress (1), 13 floats an element; NULL until asked */
+    /* CPU, the FEM surface the FEM pairs share (host/fem_coupling.h): its
+     * vertex-to-triangle lists and normals */
     int *fem_vf_start, *fem_vf;
-    float *fem_normal, *fem_mpm_D, *fem_sph_share, *fem_sph_count;
-    double *fem_chunk_acc;
-    /* CPU, FEM-SPH's contact distance per SPH particle (firn_fem_sph_contact:
-     * WCSPH only; NULL when off): the nearest triangle's key and the signed
-     * distance, rebuilt each substep before the SPH density */
-    unsigned long long *fem_sph_key;
-    float *fem_sph_d;
-    long long pbd_chunks;
-    /* CPU, MPM-PBD: the PBD particles sorted by the MPM node whose dx-box
-     * holds them; then where each node's run starts (runs + 1 ints) and
-     * the particle indices in that order (n ints), in one allocation. */
-    struct firn_mpm_pbd_key *mpm_pbd_keys;
-    int *mpm_pbd_runs;
-    /* CPU, MPM-SPH: the MPM particles' volume fraction per grid node
-     * (firn_mpm_phi_scatter), rebuilt each substep before the SPH density */
-    float *mpm_phi;
-    int bad_solver;        /* FIRN_SOLVER_* of the non-finite particle the last substep reported */
-    double *sph_chunk_acc; /* CPU, SPH-rigid: reaction per particle chunk [chunks][n_rigids][6] */
-    long long sph_chunks;
+    float *fem_normal;
+    /* CPU, each pair's own scratch (host/pair.h, firn_pair_scratch): one
+     * block each, NULL where it has none */
+    void *pair_scratch[FIRN_PAIR_COUNT];
+    int bad_solver; /* FIRN_SOLVER_* of the non-finite particle the last substep reported */
     int n_rigids;
     firn_rigid rigids[FIRN_MAX_RIGIDS]; /* host state (CPU) / host mirror (CUDA) */
     double rigid_acc[FIRN_MAX_RIGIDS *

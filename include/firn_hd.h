@@ -29,16 +29,19 @@ static inline FIRN_HD void firn_atomic_add(float *addr, float value)
 }
 
 /* *addr = min(*addr, value) for 64-bit keys (FEM-SPH's nearest face per
- * SPH particle): an atomicMin on the device, a plain compare on the host,
- * where the CPU path runs the pass on one thread. The minimum does not
- * depend on the order the values arrive in. */
+ * SPH particle): an atomicMin on the device, a compare-and-swap loop on the
+ * host, where the CPU path runs the pass on all threads. The minimum does
+ * not depend on the order the values arrive in, so the result is the same
+ * for any thread count. */
 static inline FIRN_HD void firn_atomic_min_u64(unsigned long long *addr, unsigned long long value)
 {
 #if defined(__CUDA_ARCH__) || defined(FIRN_EMU)
     atomicMin(addr, value);
 #else
-    if (value < *addr)
-        *addr = value;
+    unsigned long long cur = __atomic_load_n(addr, __ATOMIC_RELAXED);
+    while (value < cur &&
+           !__atomic_compare_exchange_n(addr, &cur, value, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        ;
 #endif
 }
 

@@ -841,7 +841,8 @@ Test(fem_coupling, sph_contact_distance_is_the_box_sdf_and_the_wall_conserves_mo
 
 /* The three pairs on an 8^3-cell box (386 surface vertices, two rigid
  * chunks), with `threads` OpenMP threads; returns a copy of everything
- * they wrote: vertex velocities, normals, grid, SPH velocities, reactions. */
+ * they wrote: vertex velocities, normals, grid, SPH velocities, reactions,
+ * FEM-SPH's nearest-triangle keys and distances. */
 static float *run_pairs(int threads, size_t *len)
 {
     const int saved = omp_get_max_threads();
@@ -871,15 +872,26 @@ static float *run_pairs(int threads, size_t *len)
     float *share = calloc(3 * (size_t)b.S.ns, sizeof *share);
     float *count = calloc((size_t)S.W.s.n, sizeof *count);
     firn_fem_sph_cpu(&b.surf, &S.W, share, count);
+    /* FEM-SPH's contact distance (the triangles in parallel): keys and
+     * distances */
+    const int n_sph = S.W.s.n;
+    unsigned long long *key = malloc((size_t)n_sph * sizeof *key);
+    float *dist = malloc((size_t)n_sph * sizeof *dist);
+    S.W.fem_key = key, S.W.fem_d = dist;
+    firn_fem_sph_distance_cpu(&b.surf, &S.W);
+    S.W.fem_key = NULL, S.W.fem_d = NULL;
     const size_t nv = 3 * (size_t)b.S.V.n, nn = 3 * (size_t)b.S.ns, ng = 4 * (size_t)G.g.nodes,
-                 np = 3 * (size_t)S.W.s.n;
-    *len = nv + nn + ng + np + 2 * 2 * FIRN_RIGID_ACC;
+                 np = 3 * (size_t)n_sph, nk = 2 * (size_t)n_sph, nd = (size_t)n_sph;
+    *len = nv + nn + ng + np + 2 * 2 * FIRN_RIGID_ACC + nk + nd;
     float *out = malloc(*len * sizeof *out);
     memcpy(out, b.S.V.v, nv * sizeof *out);
     memcpy(out + nv, b.normal, nn * sizeof *out);
     memcpy(out + nv + nn, G.g.node, ng * sizeof *out);
     memcpy(out + nv + nn + ng, S.v, np * sizeof *out);
     memcpy(out + nv + nn + ng + np, acc, sizeof acc);
+    memcpy(out + nv + nn + ng + np + 2 * 2 * FIRN_RIGID_ACC, key, nk * sizeof *out);
+    memcpy(out + nv + nn + ng + np + 2 * 2 * FIRN_RIGID_ACC + nk, dist, nd * sizeof *out);
+    free(key), free(dist);
     free(chunk), free(share), free(count);
     sph_set_free(&S);
     mpm_grid_free(&G);
