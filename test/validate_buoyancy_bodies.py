@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Buoyancy of MPM elastic and FEM bodies on SPH water (docs/VALIDATION.md,
-"SPH buoyancy", "MPM and FEM bodies"; not in CI).
+"SPH buoyancy", "MPM and FEM bodies"; not in CI), and of a rigid body in
+the same pool with the same water level (--body rigid), the reference for
+the coupled bodies' figures.
 
 floating: a body (box, sphere, or an MPM cylinder lying along z; 0.1 m
 across) is dropped on a 0.3 x 0.3 m pool 0.12 m deep; after `--frames`
@@ -34,6 +36,8 @@ def body_def(args, shape, rho, center):
         s['radius'] = a / 2
     if shape == 'cylinder':
         s['height'], s['axis'] = a, 'z'
+    if args.body == 'rigid':
+        return {'shape': s, 'motion': 'dynamic', 'density': rho, 'friction': 0}, None
     if args.body == 'fem':
         s['cells'] = [args.cells] * 3 if shape == 'box' else args.cells
         mat = {'model': 'fem_stable_neohookean', 'E': args.E, 'nu': 0.3, 'density': rho}
@@ -50,11 +54,18 @@ def run(args, shape, rho):
     sc = {'domain': {'lower': [0, 0, 0], 'upper': [L, 0.3, L], 'dx': args.dx},
           'gravity': [0, -G, 0], 'time': {'frame_dt': 0.02, 'frames': args.frames},
           'sph': {'particle_size': args.ps},
-          'materials': {'water': {'model': 'sph_liquid', 'density': RHO_W}, 'b': mat},
+          'materials': {'water': {'model': 'sph_liquid', 'density': RHO_W}},
           'bodies': [{'material': 'water', 'solver': 'sph',
-                      'shape': {'type': 'box', 'lower': [0, 0, 0], 'upper': [L, pool, L]}}, b],
+                      'shape': {'type': 'box', 'lower': [0, 0, 0], 'upper': [L, pool, L]}}],
           'output': {'dir': os.path.join(args.out, tag)}}
-    if args.body == 'fem':
+    if mat:
+        sc['materials']['b'] = mat
+        sc['bodies'].append(b)
+    else:
+        sc['rigids'] = [b]
+    if args.body == 'rigid':
+        pass
+    elif args.body == 'fem':
         sc['fem'] = {'damping': 2}
     else:
         # the MPM walls act on the grid's 3 outer node layers: the domain
@@ -67,7 +78,10 @@ def run(args, shape, rho):
     if args.solver == 'dfsph':
         sc['materials']['water']['pressure_solver'] = 'dfsph'
     rows = run_scene(args.firn, sc, args.out, tag)
-    com = lambda st: (st['fem'] if args.body == 'fem' else st)['center_of_mass']
+    if args.body == 'rigid':
+        com = lambda st: st['rigids'][0]['position']
+    else:
+        com = lambda st: (st['fem'] if args.body == 'fem' else st)['center_of_mass']
     fr = []
     for st in rows[-10:]:
         bottom = com(st)[1] - a / 2
@@ -92,7 +106,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--firn', default='build/firn')
     ap.add_argument('--out', default='build/validate_buoyancy_bodies')
-    ap.add_argument('--body', default='mpm', choices=['mpm', 'fem'])
+    ap.add_argument('--body', default='mpm', choices=['mpm', 'fem', 'rigid'])
     ap.add_argument('--shapes', default='box,sphere,cylinder')
     ap.add_argument('--densities', default='300,500,700')
     ap.add_argument('--solver', default='wcsph', choices=['wcsph', 'dfsph'])
