@@ -536,10 +536,10 @@ static inline FIRN_HD void firn_fem_sph_resolve(int p, const firn_fem_surface *S
  * none: its support does). The momentum the vertices gain is -m_p dv, the
  * weights summing to 1. A particle inside gets no wall term, only the
  * vertices' contact, which carries it with the body (as MPM-SPH's
- * collision does: with the wall term at d = 0, liquid covered by a body
- * created overlapping it was thrown out, and an FEM cube created at the
- * water line of a pool gained 1.5 times M g H of kinetic energy in
- * 0.1 s). */
+ * collision does: with the kernel volume and the wall term at d = 0,
+ * liquid covered by a body created overlapping it was thrown out, and an
+ * FEM cube created at the water line of a pool gained 1.5 times M g H of
+ * kinetic energy in 0.1 s). */
 static inline FIRN_HD void firn_fem_sph_wall(int p, const firn_fem_surface *S,
                                              const firn_sph_view *W)
 {

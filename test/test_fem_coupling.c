@@ -761,7 +761,7 @@ static double box_sdf(const double lo[3], const double hi[3], const float x[3])
  *     (the wall's reaction, -m dv spread over the nearest triangle's
  *     vertices by barycentric weights, is exact), and the wall acted;
  *   - the vertices' contact takes only the particles inside (count 0 for
- *     every particle at d >= 0). */
+ *     every particle at d >= 0), and the wall term none of them. */
 Test(fem_coupling, sph_contact_distance_is_the_box_sdf_and_the_wall_conserves_momentum)
 {
     fem_box b;
@@ -805,6 +805,18 @@ Test(fem_coupling, sph_contact_distance_is_the_box_sdf_and_the_wall_conserves_mo
     }
     cr_assert(near > np / 4 && inside > 50, "%d particles near the surface, %d inside", near,
               inside);
+    /* A particle inside gets no wall term (the vertices' contact alone
+     * carries it): firn_fem_sph_wall leaves it and the vertices as they
+     * were. */
+    for (int p = 0; p < np; p++) {
+        if (!(S.W.fem_d[p] < 0.0f))
+            continue;
+        const float v[3] = {S.v[p], S.v[np + p], S.v[2 * np + p]};
+        firn_fem_sph_wall(p, &b.surf, &S.W);
+        for (int c = 0; c < 3; c++)
+            cr_assert(S.v[c * np + p] == v[c], "particle %d inside (d = %g): the wall moved it", p,
+                      S.W.fem_d[p]);
+    }
     double p0[3] = {0}, p1[3] = {0}, scale = 0, s1 = 0;
     total_momentum(&b.S.V, NULL, p0, &scale);
     sph_momentum(&S, p0, &scale);

@@ -728,6 +728,66 @@ Test(sph_pairs, mpm_level_set_finds_a_ball)
     free(phi);
 }
 
+/* The same for an FEM cube (FEM-SPH's contact distance, WCSPH), and for
+ * the liquid it covers: a particle inside the body (d < 0) gets no
+ * kernel volume (its own neighbours fill its kernel, as in the pool), so
+ * it stays within the pool's own 1.5 % of rho0; given the body's psi(d)
+ * less its covered neighbours' sum, it stood 0.20 above rho0. One
+ * substep; p = 0.0125 and 0.015 m (measured inside: 0.004 both); the cube
+ * of 4^3 cells has flat faces, so the faces' bound holds beside them. */
+Test(sph_pairs, liquid_covered_by_an_fem_body_is_counted_once, .timeout = 60)
+{
+    const float ps[2] = {0.0125f, 0.015f};
+    for (int r = 0; r < 2; r++) {
+        char json[2048];
+        snprintf(json, sizeof json,
+                 "{\"domain\": {\"lower\": [0, 0, 0], \"upper\": [0.3, 0.3, 0.3], \"dx\": 0.02},"
+                 " \"sph\": {\"particle_size\": %g},"
+                 " \"materials\": {\"water\": {\"model\": \"sph_liquid\", \"density\": 1000},"
+                 "   \"jelly\": {\"model\": \"fem_stable_neohookean\", \"E\": 1e5, \"nu\": 0.3,"
+                 "              \"density\": 400}},"
+                 " \"bodies\": ["
+                 "   {\"material\": \"water\", \"solver\": \"sph\", \"shape\": {\"type\": \"box\","
+                 "     \"lower\": [0, 0, 0], \"upper\": [0.3, 0.12, 0.3]}},"
+                 "   {\"material\": \"jelly\", \"solver\": \"fem\", \"shape\": {\"type\": \"box\","
+                 "     \"center\": [0.15, 0.12, 0.15], \"size\": [0.08, 0.08, 0.08],"
+                 "     \"cells\": [4, 4, 4]}}]}",
+                 ps[r]);
+        firn_error err;
+        firn_world *w = test_world_json(json, "covered_fem.json");
+        cr_assert(firn_world_run_substeps(w, 1, 1e-5f, &err) == 0, "%s", err.msg);
+        const firn_sph *S = &w->sph;
+        const float s = cbrtf(S->P.vol);
+        const double bound = 0.015 + firn_sph_ghost_layers(&S->P, 0.0f).psi -
+                             firn_sph_ghost_layers(&S->P, 0.5f * s).psi;
+        double beside = 0.0, inside = 0.0;
+        int n_inside = 0;
+        for (int i = 0; i < S->n; i++) {
+            const double e = S->s.rho[i] / 1000.0 - 1.0;
+            int out = 0, in = 0;
+            for (int a = 0; a < 3; a++) {
+                const double o = fabs(S->s.x[a * S->n + i] - (a == 1 ? 0.12 : 0.15)) - 0.04;
+                out += o > 0.0;
+                in += o < -S->P.h;
+            }
+            if (out == 1 && in == 2)
+                beside = fmax(beside, e);
+            if (out == 0) {
+                inside = fmax(inside, e);
+                n_inside++;
+            }
+        }
+        cr_log_info("p %g m: densest particle beside a face rho / rho0 - 1 = %.4f (bound %.4f), "
+                    "inside (%d) %.4f (bound 0.015)",
+                    ps[r], beside, bound, n_inside, inside);
+        cr_assert(n_inside > 50, "p %g m: only %d particles inside the cube", ps[r], n_inside);
+        cr_expect(beside <= bound, "p %g m: beside a face rho / rho0 - 1 = %.4f > %.4f", ps[r],
+                  beside, bound);
+        cr_expect(inside <= 0.015, "p %g m: inside rho / rho0 - 1 = %.4f > 0.015", ps[r], inside);
+        firn_world_destroy(w);
+    }
+}
+
 /* Archimedes for a ball on a WCSPH pool, through SPH-rigid and MPM-SPH:
  * a ball of radius 5 cm, a rigid body or an MPM elastic one (E 2e5 Pa,
  * nu 0.3, 8 particles per cell of dx = 0.02 m), dropped on a 0.2 x 0.2 m
