@@ -639,18 +639,26 @@ static void sph_shell(sph_set *S, unsigned seed)
     sph_set_sort(S);
 }
 
+/* The box [0.3, 0.45]^3 of 12^3 cells (vertices 1.25 cm apart), its
+ * vertices moving (box_velocities), in the shell of 4000 particles. */
+static const double shell_lo[3] = {0.3, 0.3, 0.3}, shell_hi[3] = {0.45, 0.45, 0.45};
+
+static void box_in_shell(fem_box *b, sph_set *S)
+{
+    const int n[3] = {12, 12, 12};
+    fem_box_init(b, shell_lo, shell_hi, n);
+    box_velocities(b, 0.5f, 9);
+    sph_shell(S, 21);
+}
+
 /* A box of 12^3 cells (vertices 1.25 cm apart, boxes 2 cm wide: a particle
  * is in up to 8 boxes) in the shell: momentum conserved, energy not
  * gained. */
 Test(fem_coupling, sph_conserves_momentum)
 {
     fem_box b;
-    const double lo[3] = {0.3, 0.3, 0.3}, hi[3] = {0.45, 0.45, 0.45};
-    const int n[3] = {12, 12, 12};
-    fem_box_init(&b, lo, hi, n);
-    box_velocities(&b, 0.5f, 9);
     sph_set S;
-    sph_shell(&S, 21);
+    box_in_shell(&b, &S);
     double p0[3] = {0}, p1[3] = {0}, scale = 0, s1 = 0;
     total_momentum(&b.S.V, NULL, p0, &scale);
     sph_momentum(&S, p0, &scale);
@@ -765,12 +773,8 @@ static double box_sdf(const double lo[3], const double hi[3], const float x[3])
 Test(fem_coupling, sph_contact_distance_is_the_box_sdf_and_the_wall_conserves_momentum)
 {
     fem_box b;
-    const double lo[3] = {0.3, 0.3, 0.3}, hi[3] = {0.45, 0.45, 0.45};
-    const int n[3] = {12, 12, 12};
-    fem_box_init(&b, lo, hi, n);
-    box_velocities(&b, 0.5f, 9);
     sph_set S;
-    sph_shell(&S, 21);
+    box_in_shell(&b, &S);
     const int np = S.W.s.n;
     const float h = S.W.P.h;
     float *pr = malloc((size_t)np * sizeof *pr), *rho = malloc((size_t)np * sizeof *rho);
@@ -790,7 +794,7 @@ Test(fem_coupling, sph_contact_distance_is_the_box_sdf_and_the_wall_conserves_mo
     int near = 0, inside = 0;
     for (int p = 0; p < np; p++) {
         const float x[3] = {S.x[p], S.x[np + p], S.x[2 * np + p]};
-        const double want = box_sdf(lo, hi, x);
+        const double want = box_sdf(shell_lo, shell_hi, x);
         if (fabs(fabs(want) - h) < 1e-6)
             continue;
         if (fabs(want) < h) {
