@@ -458,8 +458,8 @@ static inline FIRN_HD void firn_fem_sph_face(int f, const firn_fem_surface *S,
     const float h = W->P.h;
     int lo[3], hi[3];
     for (int e = 0; e < 3; e++) {
-        lo[e] = firn_nbr_cell_axis(&W->P.nb, fminf(fminf(a.v[e], b.v[e]), c.v[e]) - h, e);
-        hi[e] = firn_nbr_cell_axis(&W->P.nb, fmaxf(fmaxf(a.v[e], b.v[e]), c.v[e]) + h, e);
+        lo[e] = firn_nbr_cell_axis(&W->P.nb, firn_minf(firn_minf(a.v[e], b.v[e]), c.v[e]) - h, e);
+        hi[e] = firn_nbr_cell_axis(&W->P.nb, firn_maxf(firn_maxf(a.v[e], b.v[e]), c.v[e]) + h, e);
     }
     for (int i = lo[0]; i <= hi[0]; i++)
         for (int j = lo[1]; j <= hi[1]; j++)
