@@ -425,16 +425,8 @@ static void progress(firn_world *w, int tty, const firn_frame_stats *s, int firs
 static int submit_frame(firn_frame_writer *fw, firn_world *w, const firn_scene_def *def,
                         const firn_frame_stats *s, firn_error *err)
 {
-    firn_particles_view view;
-    firn_sph_particles_view sph;
-    firn_pbd_particles_view pbd;
-    firn_fem_mesh_view fem;
-    int files = s->frame % def->out_every == 0 && (def->write_ply || def->write_preview);
-    if (files && (firn_world_particles(w, &view, err) || firn_world_sph_particles(w, &sph, err) ||
-                  firn_world_pbd_particles(w, &pbd, err) || firn_world_fem_mesh(w, &fem, err)))
-        return -1;
-    return firn_frame_writer_submit(fw, files ? &view : NULL, files ? &sph : NULL,
-                                    files ? &pbd : NULL, files ? &fem : NULL, s, err);
+    const int files = s->frame % def->out_every == 0 && (def->write_ply || def->write_preview);
+    return firn_frame_writer_submit(fw, w, files, s, err);
 }
 
 /* Without --checkpoint-every: a checkpoint after the first frame that ends

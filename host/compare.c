@@ -2,33 +2,20 @@
  * (host/cli_compare.c): the same scene on the CPU reference path and the
  * CUDA backend, from the same initial state.
  *
- * After one substep every particle field and the grid are compared element
- * by element, and so are the particle fields after one substep from a
- * perturbed state (stress, plasticity and the SVD at work). Float atomics on the GPU sum in another
- * order than the CPU's fixed order, so the two agree to rounding, not bitwise; the tolerance is
- * relative to the field's scale: max|gpu - cpu| <= 1e-5 scale (a few
- * float32 ulps), the scale being the field's largest CPU magnitude - for C
- * at least 4 max|v| / dx: C is a difference of grid velocities over a cell,
- * so its rounding follows the velocities, not C (a body translating at
- * 2 m/s on 1.6 cm cells has C near 0 give or take 5e-5 / s).
- * The SPH particles' x, v, rho and p are compared the same way after the
- * first substep (their neighbour sums run in one order on both paths, so
- * only FMA contraction, libm's last bits and the pairs' force sums differ),
- * with the density's tolerance carried through the pressure law: WCSPH's
- * p = k ((rho / rho0)^gamma - 1) turns a density difference of 1e-6 rho
- * (8 ulps) into 1e-4 of a resting tank's pressure scale, so p's scale is at
- * least dp/drho times rho's, and v's at least dt times the acceleration
- * that pressure scale gives over a support radius, p / (rho h).
- * The PBD particles' x and v are compared the same way (the constraint
- * sweeps run colour by colour in the CPU's order, so only FMA contraction,
- * libm's last bits and the PBD-rigid reactions' atomic sums differ), and
- * so are the FEM vertices' x and v (each element writes its own force
- * slots and each vertex sums them in one order on both paths: only FMA
- * contraction, libm and the FEM pairs' atomic scatters differ).
- * The check from a perturbed state covers every solver: the MPM particles'
- * F and C, and the SPH, PBD and FEM points moved off their rest lattice or
- * mesh (perturb_points), each solver's fields compared as after the first
- * substep.
+ * After one substep every compared field of every solver (its table's
+ * FIRN_FIELD_COMPARED fields: MPM's x, v, C, F, Jp and damage, SPH's x, v,
+ * rho and p, PBD's and FEM's x and v) and the grid are compared element by
+ * element, and so are the same fields after one substep from a perturbed
+ * state (stress, plasticity, the SVD, the SPH pressures, PBD constraints
+ * and FEM forces at work). Float atomics on the GPU sum in another order
+ * than the CPU's fixed order, so the two agree to rounding, not bitwise;
+ * the tolerance is relative to the field's scale: max|gpu - cpu| <= 1e-5
+ * scale (a few float32 ulps), the scale being the larger of the field's
+ * largest CPU magnitude and its solver's floor for it (compare_floor in
+ * host/solver.h: MPM's C follows the velocities, SPH's p and v the
+ * density through the pressure law). The SPH neighbour sums, the PBD
+ * sweeps and the FEM element forces run in one order on both paths, so
+ * only FMA contraction, libm's last bits and the pairs' atomic sums differ.
  * After N frames chaotic flows diverge particle by particle, so only scene
  * statistics are compared, each within 1 percent of its scale (see
  * docs/CLI.md). */
@@ -39,6 +26,7 @@
 #include "cuda_backend.h"
 #include "error.h"
 #include "inspect.h"
+#include "solver.h"
 
 #define STATE_TOL 1e-5
 #define STATS_TOL 1e-2
@@ -199,76 +187,43 @@ static void perturb_points(const char *solver, int n, float *x, float *v, const 
     }
 }
 
-/* Compares the particle fields of the two worlds, element by element. */
-static int compare_state(firn_world *cpu, firn_world *gpu, firn_error *err, cmp_ctx *cmp)
+/* Every solver's compared fields (FIRN_FIELD_COMPARED) of the two worlds,
+ * element by element, in solver and table order; a solver without
+ * elements on the CPU path has none. */
+static int compare_fields(firn_world *cpu, firn_world *gpu, float dt, firn_error *err, cmp_ctx *cmp)
 {
-    firn_particles_view a, b;
-    if (firn_world_particles(gpu, &a, err) || firn_world_particles(cpu, &b, err))
-        return -1;
-    const long long n = b.n;
-    field_diff d[6];
-    int nd = 0;
-    d[nd++] = diff_field("x", a.x, b.x, 3 * n, 0.0);
-    d[nd++] = diff_field("v", a.v, b.v, 3 * n, 0.0);
-    d[nd++] = diff_field("C", a.C, b.C, 9 * n, 4.0 * firn_inspect_inv_dx(cpu) * d[1].scale);
-    d[nd++] = diff_field("F", a.F, b.F, 9 * n, 0.0);
-    d[nd++] = diff_field("Jp", a.Jp, b.Jp, n, 0.0);
-    d[nd++] = diff_field("damage", a.damage, b.damage, n, 0.0);
-    for (int k = 0; k < nd; k++)
-        report(cmp, &d[k], STATE_TOL);
-    return 0;
-}
-
-/* The SPH particles of the two worlds, element by element (none: nothing). */
-static int compare_sph_state(firn_world *cpu, firn_world *gpu, float dt, firn_error *err,
-                             cmp_ctx *cmp)
-{
-    firn_sph_particles_view a, b;
-    if (firn_world_sph_particles(gpu, &a, err) || firn_world_sph_particles(cpu, &b, err))
-        return -1;
-    if (b.n == 0)
-        return 0;
-    const long long n = b.n;
-    field_diff rho = diff_field("sph rho", a.rho, b.rho, n, 0.0);
-    const double p_floor = firn_inspect_sph_pressure_slope(cpu, rho.scale) * rho.scale;
-    const double v_floor =
-        rho.scale > 0.0 ? dt * p_floor / (rho.scale * firn_inspect_sph_support(cpu)) : 0.0;
-    field_diff d[4] = {diff_field("sph x", a.x, b.x, 3 * n, 0.0),
-                       diff_field("sph v", a.v, b.v, 3 * n, v_floor), rho,
-                       diff_field("sph p", a.p, b.p, n, p_floor)};
-    for (int k = 0; k < 4; k++)
-        report(cmp, &d[k], STATE_TOL);
-    return 0;
-}
-
-/* Positions and velocities (3 n floats each) of n points of a solver
- * (`solver` names it), the GPU's (gx, gv) against the CPU's, element by
- * element. */
-static void compare_points(const char *solver, const float *gx, const float *gv, const float *cx,
-                           const float *cv, long long n, cmp_ctx *cmp)
-{
-    char xn[16], vn[16];
-    snprintf(xn, sizeof xn, "%s x", solver);
-    snprintf(vn, sizeof vn, "%s v", solver);
-    field_diff d[2] = {diff_field(xn, gx, cx, 3 * n, 0.0), diff_field(vn, gv, cv, 3 * n, 0.0)};
-    for (int k = 0; k < 2; k++)
-        report(cmp, &d[k], STATE_TOL);
-}
-
-/* The PBD particles and the FEM vertices of the two worlds (none:
- * nothing). */
-static int compare_pbd_fem_state(firn_world *cpu, firn_world *gpu, firn_error *err, cmp_ctx *cmp)
-{
-    firn_pbd_particles_view a, b;
-    if (firn_world_pbd_particles(gpu, &a, err) || firn_world_pbd_particles(cpu, &b, err))
-        return -1;
-    if (b.n > 0)
-        compare_points("pbd", a.x, a.v, b.x, b.v, b.n, cmp);
-    firn_fem_mesh_view fa, fb;
-    if (firn_world_fem_mesh(gpu, &fa, err) || firn_world_fem_mesh(cpu, &fb, err))
-        return -1;
-    if (fb.n > 0)
-        compare_points("fem", fa.x, fa.v, fb.x, fb.v, fb.n, cmp);
+    for (int k = 0; k < FIRN_SOLVER_COUNT; k++) {
+        const firn_solver *s = firn_solver_of(k);
+        if (!s->fields)
+            continue;
+        firn_field_table t;
+        s->fields(cpu, &t);
+        if (t.count == 0)
+            continue;
+        for (int f = 0; f < t.n; f++) {
+            if (!(t.f[f].flags & FIRN_FIELD_COMPARED))
+                continue;
+            firn_field_view a, b;
+            if (firn_world_field(gpu, s->name, t.f[f].name, &a, err) ||
+                firn_world_field(cpu, s->name, t.f[f].name, &b, err))
+                return -1;
+            if (a.count != b.count || b.type != FIRN_FIELD_FLOAT32) {
+                firn_set_error(err, FIRN_E_DEVICE,
+                               "compare: the %s field '%s' has %lld elements on the CUDA path "
+                               "and %lld on the CPU path",
+                               s->name, t.f[f].name, a.count, b.count);
+                return -1;
+            }
+            char name[sizeof((firn_compare_entry *)0)->name];
+            if (t.label)
+                snprintf(name, sizeof name, "%s %s", t.label, t.f[f].name);
+            else
+                snprintf(name, sizeof name, "%s", t.f[f].name);
+            const double floor = s->compare_floor ? s->compare_floor(cpu, t.f[f].name, dt) : 0.0;
+            const field_diff d = diff_field(name, a.data, b.data, b.count * b.components, floor);
+            report(cmp, &d, STATE_TOL);
+        }
+    }
     return 0;
 }
 
@@ -289,8 +244,7 @@ static int compare_perturbed(const firn_scene_def *def, float dt, cmp_ctx *cmp, 
     if (!failed) {
         cmp->stage = FIRN_COMPARE_PERTURBED;
         failed = firn_world_substep(cpu, dt, err) || firn_world_substep(gpu, dt, err) ||
-                 compare_state(cpu, gpu, err, cmp) || compare_sph_state(cpu, gpu, dt, err, cmp) ||
-                 compare_pbd_fem_state(cpu, gpu, err, cmp);
+                 compare_fields(cpu, gpu, dt, err, cmp);
     }
     firn_world_destroy(cpu);
     if (gpu)
@@ -561,8 +515,7 @@ int firn_compare_backends(const firn_scene_def *def, int frames, firn_compare_re
         goto done;
     r->dt = dt;
     if (firn_world_substep(cpu, dt, err) || firn_world_substep(gpu, dt, err) ||
-        compare_state(cpu, gpu, err, &cmp) || compare_sph_state(cpu, gpu, dt, err, &cmp) ||
-        compare_pbd_fem_state(cpu, gpu, err, &cmp) || compare_grid(cpu, gpu, &cmp, err))
+        compare_fields(cpu, gpu, dt, err, &cmp) || compare_grid(cpu, gpu, &cmp, err))
         goto done;
     if (compare_perturbed(def, dt, &cmp, err))
         goto done;

@@ -163,15 +163,15 @@ static void fem_fields(firn_world *w, firn_field_table *t)
     *t = (firn_field_table){.count = V->n,
                             .entity = "FEM vertex",
                             .solver_name = "FEM",
+                            .label = "fem",
                             .kind = FIRN_SOLVER_KIND_FEM,
                             .lower = w->fem.P.lower,
                             .upper = w->fem.P.upper,
                             .box = "the domain",
                             .slack = 0.5f * w->def.dx};
-    firn_field_add(t, "x", "x", F, 3, V->x, FIRN_FIELD_SAVED | FIRN_FIELD_POSITION, 0.0f, 0.0f,
-                   NULL);
-    firn_field_add(t, "v", "v", F, 3, V->v, FIRN_FIELD_SAVED, -FLT_MAX, FLT_MAX,
-                   "it must be finite");
+    const unsigned SC = FIRN_FIELD_SAVED | FIRN_FIELD_COMPARED;
+    firn_field_add(t, "x", "x", F, 3, V->x, SC | FIRN_FIELD_POSITION, 0.0f, 0.0f, NULL);
+    firn_field_add(t, "v", "v", F, 3, V->v, SC, -FLT_MAX, FLT_MAX, "it must be finite");
     firn_field_add(t, "force", "elastic force", F, 3, V->f, 0, 0.0f, 0.0f, NULL);
     firn_field_add(t, "mass", "mass", F, 1, V->mass, 0, 0.0f, 0.0f, NULL);
     firn_field_add(t, "fixed", "fixed", FIRN_FIELD_UINT8, 1, V->fixed, 0, 0.0f, 0.0f, NULL);

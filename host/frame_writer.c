@@ -14,21 +14,33 @@
 #include "error.h"
 #include "frame_writer.h"
 #include "output.h"
+#include "solver.h"
 
 /* The kinds of frame file, each with its time series: file
- * "<prefix>_<frame>.<ext>", series file `series` beside them. */
-enum { KIND_MPM, KIND_SPH, KIND_PBD, KIND_FEM_PLY, KIND_FEM_VTU, KIND_RIGIDS, KIND_TOOLS, KINDS };
+ * "<prefix>_<frame>.<ext>", series file `series` beside them. The solvers
+ * whose tables of fields have PLY fields (host/solver.h) add a kind each
+ * after these, KINDS + j: prefix their name, ext "ply" (fw->table). */
+enum { KIND_MPM, KIND_PBD, KIND_FEM_PLY, KIND_FEM_VTU, KIND_RIGIDS, KIND_TOOLS, KINDS };
 static const struct {
     const char *prefix, *ext, *series;
 } kind[KINDS] = {
     [KIND_MPM] = {"frame", "ply", "frame.ply.series"},
-    [KIND_SPH] = {"sph", "ply", "sph.ply.series"},
     [KIND_PBD] = {"pbd", "ply", "pbd.ply.series"},
     [KIND_FEM_PLY] = {"fem", "ply", "fem.ply.series"},
     [KIND_FEM_VTU] = {"fem", "vtu", "fem.pvd"},
     [KIND_RIGIDS] = {"rigids", "ply", "rigids.ply.series"},
     [KIND_TOOLS] = {"tools", "ply", "tools.ply.series"},
 };
+
+/* A solver's PLY fields copied for the writer thread: its table with the
+ * data pointers into one block (t.count 0: nothing this frame). */
+typedef struct {
+    int solver; /* FIRN_SOLVER_* */
+    char series[32];
+    firn_field_table t;
+    void *block;
+    size_t bytes;
+} table_copy;
 
 struct firn_frame_writer {
     pthread_t thread;
@@ -49,10 +61,10 @@ struct firn_frame_writer {
     float *x, *v, *Jp, *damage;
     uint8_t *mat;
     firn_particles_view view;
-    long long sph_capacity; /* SPH particles the copy holds */
-    float *sx, *sv, *srho, *sp;
-    uint8_t *smat;
-    firn_sph_particles_view sph; /* n = 0: none */
+    /* The solvers with PLY fields (found at the first frame handed over),
+     * kinds KINDS + j */
+    int n_tables, tables_known;
+    table_copy table[FIRN_SOLVER_COUNT];
     long long pbd_capacity, tri_capacity;
     float *px, *pv, *pw;
     uint8_t *pmat;
@@ -96,6 +108,22 @@ static int add_series_entry(struct firn_frame_writer *fw, int frame, double time
     return 0;
 }
 
+/* Kind k's file prefix, extension and series file (k < KINDS + n_tables). */
+static void kind_of(const struct firn_frame_writer *fw, int k, const char **prefix,
+                    const char **ext, const char **series)
+{
+    if (k < KINDS) {
+        *prefix = kind[k].prefix;
+        *ext = kind[k].ext;
+        *series = kind[k].series;
+    } else {
+        const table_copy *c = &fw->table[k - KINDS];
+        *prefix = firn_solver_of(c->solver)->name;
+        *ext = "ply";
+        *series = c->series;
+    }
+}
+
 /* Before the first frame this writer writes (frame `first`): the frames
  * before it that stats.jsonl lists (a resumed run's; a fresh run has
  * removed the file) enter the series with the kinds whose files are there. */
@@ -116,10 +144,11 @@ static int take_over_series(struct firn_frame_writer *fw, int first, firn_error 
             frame < 0)
             continue;
         unsigned kinds = 0;
-        for (int k = 0; k < KINDS; k++) {
-            snprintf(path, sizeof path, "%s/%s_%05d.%s", fw->out, kind[k].prefix, frame,
-                     kind[k].ext);
-            kinds |= (access(path, F_OK) == 0) << k;
+        for (int k = 0; k < KINDS + fw->n_tables; k++) {
+            const char *prefix, *ext, *series;
+            kind_of(fw, k, &prefix, &ext, &series);
+            snprintf(path, sizeof path, "%s/%s_%05d.%s", fw->out, prefix, frame, ext);
+            kinds |= (unsigned)(access(path, F_OK) == 0) << k;
         }
         if (kinds)
             rc = add_series_entry(fw, frame, time, kinds, err);
@@ -134,20 +163,38 @@ static int take_over_series(struct firn_frame_writer *fw, int first, firn_error 
 static int write_series(struct firn_frame_writer *fw, firn_error *err)
 {
     char path[FIRN_PATH_MAX + 64];
-    for (int k = 0; k < KINDS; k++) {
+    for (int k = 0; k < KINDS + fw->n_tables; k++) {
+        const char *prefix, *ext, *series;
+        kind_of(fw, k, &prefix, &ext, &series);
         int n = 0;
         for (int i = 0; i < fw->n_series; i++)
             if (fw->series_kinds[i] >> k & 1)
                 fw->scratch[n++] = fw->series[i];
-        snprintf(path, sizeof path, "%s/%s", fw->out, kind[k].series);
+        snprintf(path, sizeof path, "%s/%s", fw->out, series);
         if (n > 0) {
-            if (firn_write_series(path, kind[k].prefix, kind[k].ext, fw->scratch, n, err))
+            if (firn_write_series(path, prefix, ext, fw->scratch, n, err))
                 return -1;
         } else if (unlink(path) && errno != ENOENT) {
             firn_set_error(err, FIRN_E_IO, "cannot remove %s of an earlier run: %s", path,
                            strerror(errno));
             return -1;
         }
+    }
+    return 0;
+}
+
+/* The copied positions ("x") of solver k's table into *x: their count (0:
+ * none this frame). */
+static long long table_points(const struct firn_frame_writer *fw, int k, const float **x)
+{
+    *x = NULL;
+    for (int j = 0; j < fw->n_tables; j++) {
+        const table_copy *c = &fw->table[j];
+        for (int f = 0; c->solver == k && f < c->t.n; f++)
+            if (c->t.f[f].ply && !strcmp(c->t.f[f].name, "x")) {
+                *x = c->t.f[f].data;
+                return c->t.count;
+            }
     }
     return 0;
 }
@@ -170,11 +217,15 @@ static int write_one(struct firn_frame_writer *fw, firn_error *err)
             return -1;
         kinds |= 1u << KIND_MPM;
     }
-    if (ply && fw->sph.n > 0) {
-        snprintf(path, sizeof path, "%s/sph_%05d.ply", fw->out, s->frame);
-        if (firn_write_sph_ply_named(path, def, &fw->sph, err))
+    for (int j = 0; ply && j < fw->n_tables; j++) {
+        const table_copy *c = &fw->table[j];
+        if (c->t.count <= 0)
+            continue;
+        snprintf(path, sizeof path, "%s/%s_%05d.ply", fw->out, firn_solver_of(c->solver)->name,
+                 s->frame);
+        if (firn_write_fields_ply(path, def, &c->t, err))
             return -1;
-        kinds |= 1u << KIND_SPH;
+        kinds |= 1u << (KINDS + j);
     }
     if (ply && fw->pbd.n > 0) {
         snprintf(path, sizeof path, "%s/pbd_%05d.ply", fw->out, s->frame);
@@ -205,7 +256,10 @@ static int write_one(struct firn_frame_writer *fw, firn_error *err)
     }
     if (fw->with_particles && def->write_preview) {
         snprintf(path, sizeof path, "%s/frame_%05d.png", fw->out, s->frame);
-        if (firn_write_preview_png_fem(path, def, &fw->view, &fw->sph, &fw->pbd, &fw->fem, s, err))
+        const float *sx;
+        const long long sn = table_points(fw, FIRN_SOLVER_SPH, &sx);
+        const firn_sph_particles_view sph = {.n = sn, .x = sx};
+        if (firn_write_preview_png_fem(path, def, &fw->view, &sph, &fw->pbd, &fw->fem, s, err))
             return -1;
     }
     /* The series after the files they name, rewritten whole after each
@@ -254,45 +308,72 @@ static void free_copy(struct firn_frame_writer *fw)
     fw->capacity = 0;
 }
 
-static void free_sph_copy(struct firn_frame_writer *fw)
+/* The solvers whose tables have PLY fields, in solver order, once. */
+static void find_tables(struct firn_frame_writer *fw, firn_world *w)
 {
-    free(fw->sx), free(fw->sv), free(fw->srho), free(fw->sp), free(fw->smat);
-    fw->sx = fw->sv = fw->srho = fw->sp = NULL;
-    fw->smat = NULL;
-    fw->sph_capacity = 0;
+    if (fw->tables_known)
+        return;
+    fw->tables_known = 1;
+    for (int k = 0; k < FIRN_SOLVER_COUNT; k++) {
+        const firn_solver *sv = firn_solver_of(k);
+        if (!sv->fields)
+            continue;
+        firn_field_table t;
+        sv->fields(w, &t);
+        int ply = 0;
+        for (int f = 0; f < t.n; f++)
+            ply |= t.f[f].ply != NULL;
+        if (!ply)
+            continue;
+        table_copy *c = &fw->table[fw->n_tables++];
+        c->solver = k;
+        snprintf(c->series, sizeof c->series, "%s.ply.series", sv->name);
+    }
 }
 
-/* The SPH particles' copy (view n = 0: none). */
-static int copy_sph(struct firn_frame_writer *fw, const firn_sph_particles_view *view, int frame,
-                    firn_error *err)
+/* Copies the PLY fields of c's solver in w (none: t.count 0), its host copy
+ * brought up to date first. */
+static int copy_table(table_copy *c, firn_world *w, int frame, firn_error *err)
 {
-    const long long n = view ? view->n : 0;
-    memset(&fw->sph, 0, sizeof fw->sph);
-    if (n <= 0)
+    const firn_solver *sv = firn_solver_of(c->solver);
+    firn_field_table t;
+    sv->fields(w, &t);
+    c->t.count = 0;
+    if (t.count <= 0)
         return 0;
-    if (n > fw->sph_capacity) {
-        free(fw->sx), free(fw->sv), free(fw->srho), free(fw->sp), free(fw->smat);
-        size_t m = (size_t)n;
-        fw->sx = malloc(3 * m * sizeof(float));
-        fw->sv = malloc(3 * m * sizeof(float));
-        fw->srho = malloc(m * sizeof(float));
-        fw->sp = malloc(m * sizeof(float));
-        fw->smat = malloc(m);
-        fw->sph_capacity = n;
-        if (!fw->sx || !fw->sv || !fw->srho || !fw->sp || !fw->smat) {
-            free_sph_copy(fw);
+    const char *first = NULL;
+    for (int f = 0; f < t.n && !first; f++)
+        first = t.f[f].ply ? t.f[f].name : NULL;
+    firn_field_view view;
+    if (firn_world_field(w, sv->name, first, &view, err))
+        return -1;
+    sv->fields(w, &t); /* the pointers after a download */
+    size_t bytes = 0;
+    for (int f = 0; f < t.n; f++)
+        bytes += t.f[f].ply ? firn_field_bytes(&t.f[f], t.count) : 0;
+    if (bytes > c->bytes) {
+        free(c->block);
+        c->block = malloc(bytes);
+        c->bytes = c->block ? bytes : 0;
+        if (!c->block) {
             firn_set_error(err, FIRN_E_NOMEM,
-                           "out of host memory for a copy of frame %d (%lld SPH particles)", frame,
-                           n);
+                           "out of host memory for a copy of frame %d (%lld %ss, %.1f MiB)", frame,
+                           t.count, t.entity, (double)bytes / (1 << 20));
             return -1;
         }
     }
-    memcpy(fw->sx, view->x, 3 * (size_t)n * sizeof(float));
-    memcpy(fw->sv, view->v, 3 * (size_t)n * sizeof(float));
-    memcpy(fw->srho, view->rho, (size_t)n * sizeof(float));
-    memcpy(fw->sp, view->p, (size_t)n * sizeof(float));
-    memcpy(fw->smat, view->mat, (size_t)n);
-    fw->sph = (firn_sph_particles_view){n, fw->sx, fw->sv, fw->srho, fw->sp, fw->smat};
+    unsigned char *at = c->block;
+    for (int f = 0; f < t.n; f++) {
+        if (!t.f[f].ply) {
+            t.f[f].data = NULL; /* not the writer's */
+            continue;
+        }
+        const size_t n = firn_field_bytes(&t.f[f], t.count);
+        memcpy(at, t.f[f].data, n);
+        t.f[f].data = at;
+        at += n;
+    }
+    c->t = t;
     return 0;
 }
 
@@ -423,16 +504,27 @@ static int wait_idle(struct firn_frame_writer *fw, firn_error *err)
     return failed ? -1 : 0;
 }
 
-int firn_frame_writer_submit(firn_frame_writer *fw, const firn_particles_view *view,
-                             const firn_sph_particles_view *sph, const firn_pbd_particles_view *pbd,
-                             const firn_fem_mesh_view *fem, const firn_frame_stats *s,
-                             firn_error *err)
+int firn_frame_writer_submit(firn_frame_writer *fw, firn_world *w, int files,
+                             const firn_frame_stats *s, firn_error *err)
 {
     if (wait_idle(fw, err))
         return -1;
-    if (copy_sph(fw, view ? sph : NULL, s->frame, err) ||
-        copy_pbd(fw, view ? pbd : NULL, s->frame, err) ||
-        copy_fem(fw, view ? fem : NULL, s->frame, err))
+    find_tables(fw, w);
+    for (int j = 0; j < fw->n_tables; j++) {
+        if (!files)
+            fw->table[j].t.count = 0;
+        else if (copy_table(&fw->table[j], w, s->frame, err))
+            return -1;
+    }
+    firn_particles_view mpm;
+    firn_pbd_particles_view pbd;
+    firn_fem_mesh_view fem;
+    if (files && (firn_world_particles(w, &mpm, err) || firn_world_pbd_particles(w, &pbd, err) ||
+                  firn_world_fem_mesh(w, &fem, err)))
+        return -1;
+    const firn_particles_view *view = files ? &mpm : NULL;
+    if (copy_pbd(fw, view ? &pbd : NULL, s->frame, err) ||
+        copy_fem(fw, view ? &fem : NULL, s->frame, err))
         return -1;
     fw->stats = *s;
     fw->with_particles = view != NULL;
@@ -495,7 +587,8 @@ int firn_frame_writer_finish(firn_frame_writer *fw, double *busy, double *waited
     pthread_cond_destroy(&fw->cv);
     pthread_mutex_destroy(&fw->lock);
     free_copy(fw);
-    free_sph_copy(fw);
+    for (int j = 0; j < fw->n_tables; j++)
+        free(fw->table[j].block);
     free_pbd_copy(fw);
     free(fw->fem_block);
     free(fw->series), free(fw->series_kinds), free(fw->scratch);
@@ -595,18 +688,12 @@ int firn_world_write_frame(firn_world *w, const char *dir, const firn_frame_stat
     if (lock == -1)
         return -1;
     const firn_scene_def *def = firn_world_scene(w);
-    firn_particles_view view;
-    firn_sph_particles_view sph;
-    firn_pbd_particles_view pbd;
-    firn_fem_mesh_view fem;
     const int files = def->write_ply || def->write_preview;
     int rc = -1;
-    if (!files || !(firn_world_particles(w, &view, err) || firn_world_sph_particles(w, &sph, err) ||
-                    firn_world_pbd_particles(w, &pbd, err) || firn_world_fem_mesh(w, &fem, err))) {
+    {
         firn_frame_writer *fw = firn_frame_writer_start(def, dir, err);
         if (fw) {
-            rc = firn_frame_writer_submit(fw, files ? &view : NULL, files ? &sph : NULL,
-                                          files ? &pbd : NULL, files ? &fem : NULL, &s, err);
+            rc = firn_frame_writer_submit(fw, w, files, &s, err);
             firn_error ferr = {0};
             if (firn_frame_writer_finish(fw, NULL, NULL, &ferr) && !rc) {
                 if (err)

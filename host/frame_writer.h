@@ -17,16 +17,15 @@ typedef struct firn_frame_writer firn_frame_writer;
 firn_frame_writer *firn_frame_writer_start(const firn_scene_def *def, const char *out,
                                            firn_error *err);
 
-/* Waits until the previous frame is written, then hands over frame s: its
- * statistics line, and when view is not NULL its PLY / PNG (as def says)
- * from the particles of view, copied before returning. Returns -1 with err
- * filled when the previous frame failed or the copy cannot be allocated;
- * the frame is then not taken. sph, pbd and fem (may be NULL) are copied
- * with view. */
-int firn_frame_writer_submit(firn_frame_writer *fw, const firn_particles_view *view,
-                             const firn_sph_particles_view *sph, const firn_pbd_particles_view *pbd,
-                             const firn_fem_mesh_view *fem, const firn_frame_stats *s,
-                             firn_error *err);
+/* Waits until the previous frame is written, then hands over frame s of
+ * world w: its statistics line, and when `files` its PLY / PNG (as def
+ * says) from w's state, downloaded where stale and copied before
+ * returning (MPM's particles, every solver's PLY fields of its table of
+ * fields, the PBD particles, the FEM mesh). Returns -1 with err filled
+ * when the previous frame failed or the state cannot be fetched or
+ * copied; the frame is then not taken. */
+int firn_frame_writer_submit(firn_frame_writer *fw, firn_world *w, int files,
+                             const firn_frame_stats *s, firn_error *err);
 
 /* Waits until the frame handed over last is written (its files and its
  * statistics line on disk). Returns -1 with err filled when it failed. */

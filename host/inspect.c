@@ -23,11 +23,6 @@ long long firn_inspect_grid_nodes(const firn_world *w)
 }
 
 float firn_inspect_inv_dx(const firn_world *w) { return w->params.inv_dx; }
-float firn_inspect_sph_support(const firn_world *w) { return w->sph.P.h; }
-double firn_inspect_sph_pressure_slope(const firn_world *w, double rho_max)
-{
-    return firn_sph_pressure_slope(&w->sph, rho_max);
-}
 
 int firn_inspect_grid(firn_world *w, float *mass, float *vel, firn_error *err)
 {

@@ -14,10 +14,6 @@
 void firn_inspect_grid_size(const firn_world *w, int n[3]);
 long long firn_inspect_grid_nodes(const firn_world *w);
 float firn_inspect_inv_dx(const firn_world *w);
-/* The SPH particles' support radius h [m] and their pressure law's dp/drho
- * at density rho_max (firn_sph_pressure_slope; 0 under DFSPH). */
-float firn_inspect_sph_support(const firn_world *w);
-double firn_inspect_sph_pressure_slope(const firn_world *w, double rho_max);
 
 /* The grid after the last substep on either backend, into host buffers:
  * mass (firn_inspect_grid_nodes(w) floats) and velocity (3 times that,

@@ -143,7 +143,7 @@ int firn_write_atomic(const char *path, firn_emit_fn emit, void *ctx, firn_error
 #define FIRN_HOST_BIG_ENDIAN 0
 #endif
 
-#define PLY_RECORD 33   /* 8 floats + 1 uchar, packed (MPM and SPH alike) */
+#define PLY_RECORD 33   /* 8 floats + 1 uchar, packed (MPM's; the meshes' are shorter) */
 #define PLY_CHUNK  8192 /* records per fwrite */
 
 static unsigned char *put_f32le(unsigned char *dst, float value)
@@ -160,10 +160,11 @@ static unsigned char *put_f32le(unsigned char *dst, float value)
 /* Packs record i of a particle view at d; returns the end. */
 typedef unsigned char *(*pack_fn)(unsigned char *d, const void *ctx, long long i);
 
-/* The n records of a PLY body, PLY_RECORD bytes each, PLY_CHUNK per fwrite. */
-static int write_records(FILE *f, long long n, pack_fn pack, const void *ctx)
+/* The n records of a PLY body, at most `record` bytes each, PLY_CHUNK per
+ * fwrite. */
+static int write_records_of(FILE *f, long long n, size_t record, pack_fn pack, const void *ctx)
 {
-    unsigned char *buf = malloc((size_t)PLY_CHUNK * PLY_RECORD);
+    unsigned char *buf = malloc((size_t)PLY_CHUNK * record);
     if (!buf)
         return -1; /* errno is ENOMEM */
     for (long long i0 = 0; i0 < n; i0 += PLY_CHUNK) {
@@ -181,6 +182,12 @@ static int write_records(FILE *f, long long n, pack_fn pack, const void *ctx)
     }
     free(buf);
     return 0;
+}
+
+/* The n records of a PLY body of at most PLY_RECORD bytes each. */
+static int write_records(FILE *f, long long n, pack_fn pack, const void *ctx)
+{
+    return write_records_of(f, n, PLY_RECORD, pack, ctx);
 }
 
 /* MPM: x y z vx vy vz material jp damage; missing optional arrays read as
@@ -237,7 +244,6 @@ static int put_ply_comments(FILE *f, const char *units, const firn_scene_def *de
 }
 
 #define MPM_UNITS  "x y z [m], vx vy vz [m/s], jp [1], damage [1]"
-#define SPH_UNITS  "x y z [m], vx vy vz [m/s], density [kg/m^3], pressure [Pa]"
 #define MESH_UNITS "x y z [m], vx vy vz [m/s]"
 
 typedef struct {
@@ -267,46 +273,104 @@ static int emit_ply(FILE *f, void *ctx)
     return write_records(f, p->n, pack_mpm, p);
 }
 
-/* SPH: x y z vx vy vz density pressure material (also 33 bytes). */
-static unsigned char *pack_sph(unsigned char *d, const void *ctx, long long i)
+/* A solver's fields as PLY vertices (firn_write_fields_ply): the table and
+ * the record's bytes. */
+typedef struct {
+    const firn_field_table *t;
+    const firn_scene_def *def; /* names the materials; may be NULL */
+    size_t record;
+} fields_ply;
+
+/* Element i: every PLY field's components, in table order. */
+static unsigned char *pack_fields(unsigned char *d, const void *ctx, long long i)
 {
-    const firn_sph_particles_view *p = ctx;
-    const long long n = p->n;
-    for (int c = 0; c < 3; c++)
-        d = put_f32le(d, p->x[c * n + i]);
-    for (int c = 0; c < 3; c++)
-        d = put_f32le(d, p->v[c * n + i]);
-    d = put_f32le(d, p->rho[i]);
-    d = put_f32le(d, p->p[i]);
-    *d++ = p->mat[i];
+    const firn_field_table *t = ((const fields_ply *)ctx)->t;
+    const long long n = t->count;
+    for (int k = 0; k < t->n; k++) {
+        const firn_field *f = &t->f[k];
+        if (!f->ply)
+            continue;
+        for (int c = 0; c < f->components; c++)
+            if (f->type == FIRN_FIELD_UINT8)
+                *d++ = ((const uint8_t *)f->data)[c * n + i];
+            else
+                d = put_f32le(d, ((const float *)f->data)[c * n + i]);
+    }
     return d;
 }
 
-typedef struct {
-    const firn_sph_particles_view *p;
-    const firn_scene_def *def; /* names the materials; may be NULL */
-} sph_ply;
-
-static int emit_sph_ply(FILE *f, void *ctx)
+/* A field's PLY name of component c (its c-th space-separated word) into
+ * out; 0, or -1 when it has fewer words. */
+static int ply_name(const firn_field *f, int c, char *out, size_t size)
 {
-    const sph_ply *m = ctx;
-    const firn_sph_particles_view *p = m->p;
-    if (fputs("ply\n"
-              "format binary_little_endian 1.0\n"
-              "comment firn " FIRN_VERSION " SPH particles\n",
-              f) < 0 ||
-        put_ply_comments(f, SPH_UNITS, m->def, NAMES_MATERIALS) ||
-        fprintf(f,
-                "element vertex %lld\n"
-                "property float x\nproperty float y\nproperty float z\n"
-                "property float vx\nproperty float vy\nproperty float vz\n"
-                "property float density\n"
-                "property float pressure\n"
-                "property uchar material\n"
-                "end_header\n",
-                p->n) < 0)
+    const char *w = f->ply;
+    for (int k = 0; k < c && w; k++) {
+        w = strchr(w, ' ');
+        w = w ? w + 1 : NULL;
+    }
+    if (!w || !*w)
         return -1;
-    return write_records(f, p->n, pack_sph, p);
+    const size_t len = strcspn(w, " ");
+    if (len >= size)
+        return -1;
+    memcpy(out, w, len);
+    out[len] = '\0';
+    return 0;
+}
+
+static int emit_fields_ply(FILE *f, void *ctx)
+{
+    const fields_ply *m = ctx;
+    const firn_field_table *t = m->t;
+    char units[256];
+    size_t at = 0;
+    units[0] = '\0';
+    for (int k = 0; k < t->n; k++)
+        if (t->f[k].ply && t->f[k].unit && at < sizeof units)
+            at += (size_t)snprintf(units + at, sizeof units - at, "%s%s %s", at ? ", " : "",
+                                   t->f[k].ply, t->f[k].unit);
+    if (fprintf(f,
+                "ply\n"
+                "format binary_little_endian 1.0\n"
+                "comment firn " FIRN_VERSION " %ss\n",
+                t->entity) < 0 ||
+        put_ply_comments(f, units, m->def, NAMES_MATERIALS) ||
+        fprintf(f, "element vertex %lld\n", t->count) < 0)
+        return -1;
+    for (int k = 0; k < t->n; k++) {
+        const firn_field *q = &t->f[k];
+        char name[64];
+        for (int c = 0; q->ply && c < q->components; c++)
+            if (ply_name(q, c, name, sizeof name) ||
+                fprintf(f, "property %s %s\n", q->type == FIRN_FIELD_UINT8 ? "uchar" : "float",
+                        name) < 0)
+                return -1;
+    }
+    if (fputs("end_header\n", f) < 0)
+        return -1;
+    return write_records_of(f, t->count, m->record, pack_fields, m);
+}
+
+int firn_write_fields_ply(const char *path, const firn_scene_def *def, const firn_field_table *t,
+                          firn_error *err)
+{
+    size_t record = 0;
+    int ok = t->count >= 0;
+    for (int k = 0; ok && k < t->n; k++) {
+        const firn_field *f = &t->f[k];
+        if (!f->ply)
+            continue;
+        char name[64];
+        ok = (t->count == 0 || f->data) && !ply_name(f, f->components - 1, name, sizeof name) &&
+             ply_name(f, f->components, name, sizeof name);
+        record += (size_t)f->components * (f->type == FIRN_FIELD_UINT8 ? 1u : 4u);
+    }
+    if (!ok || record == 0) {
+        firn_set_error(err, FIRN_E_IO, "cannot write '%s': invalid %s fields", path, t->entity);
+        return FIRN_E_IO;
+    }
+    fields_ply m = {t, def, record};
+    return firn_write_atomic(path, emit_fields_ply, &m, err);
 }
 
 int firn_write_sph_ply_named(const char *path, const firn_scene_def *def,
@@ -316,8 +380,20 @@ int firn_write_sph_ply_named(const char *path, const firn_scene_def *def,
         firn_set_error(err, FIRN_E_IO, "cannot write '%s': invalid SPH particle view", path);
         return FIRN_E_IO;
     }
-    sph_ply m = {p, def};
-    return firn_write_atomic(path, emit_sph_ply, &m, err);
+    /* the view's fields, as the SPH solver's table (host/sph_cpu.c) writes them */
+    firn_field_table t = {.count = p->n, .entity = "SPH particle"};
+    const int F = FIRN_FIELD_FLOAT32;
+    firn_field_add(&t, "x", "x", F, 3, (void *)p->x, 0, 0.0f, 0.0f, NULL);
+    firn_field_ply(&t, "x y z", "[m]");
+    firn_field_add(&t, "v", "v", F, 3, (void *)p->v, 0, 0.0f, 0.0f, NULL);
+    firn_field_ply(&t, "vx vy vz", "[m/s]");
+    firn_field_add(&t, "rho", "density", F, 1, (void *)p->rho, 0, 0.0f, 0.0f, NULL);
+    firn_field_ply(&t, "density", "[kg/m^3]");
+    firn_field_add(&t, "p", "pressure", F, 1, (void *)p->p, 0, 0.0f, 0.0f, NULL);
+    firn_field_ply(&t, "pressure", "[Pa]");
+    firn_field_add(&t, "mat", "material", FIRN_FIELD_UINT8, 1, (void *)p->mat, 0, 0.0f, 0.0f, NULL);
+    firn_field_ply(&t, "material", NULL);
+    return firn_write_fields_ply(path, def, &t, err);
 }
 
 int firn_write_sph_ply(const char *path, const firn_sph_particles_view *p, firn_error *err)

@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "firn.h"
+#include "solver.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -40,6 +41,15 @@ int firn_write_sph_ply_named(const char *path, const firn_scene_def *def,
                              const firn_sph_particles_view *p, firn_error *err);
 int firn_write_pbd_ply_named(const char *path, const firn_scene_def *def,
                              const firn_pbd_particles_view *p, firn_error *err);
+
+/* A solver's PLY frame from its table of fields (host/solver.h): a vertex
+ * per element, with the properties of every field that has PLY names
+ * (firn_field_ply), in table order; the header's comment names the
+ * elements ("SPH particles"), its units comment lists the fields with a
+ * unit, and def (may be NULL) names the materials. The data pointers are
+ * read for t->count elements. */
+int firn_write_fields_ply(const char *path, const firn_scene_def *def, const firn_field_table *t,
+                          firn_error *err);
 
 /* One entry of a time series: a frame and its simulated time [s]. */
 typedef struct {

@@ -216,13 +216,15 @@ static void pbd_fields(firn_world *w, firn_field_table *t)
     *t = (firn_field_table){.count = w->pbd.n,
                             .entity = "PBD particle",
                             .solver_name = "PBD",
+                            .label = "pbd",
                             .kind = FIRN_SOLVER_KIND_PBD,
                             .lower = w->pbd.P.lower,
                             .upper = w->pbd.P.upper,
                             .box = "the PBD box",
                             .slack = 0.5f * w->def.dx};
-    firn_field_add(t, "x", "x", F, 3, q->x, S | FIRN_FIELD_POSITION, 0.0f, 0.0f, NULL);
-    firn_field_add(t, "v", "v", F, 3, q->v, S, -FLT_MAX, FLT_MAX, "it must be finite");
+    const unsigned SC = S | FIRN_FIELD_COMPARED;
+    firn_field_add(t, "x", "x", F, 3, q->x, SC | FIRN_FIELD_POSITION, 0.0f, 0.0f, NULL);
+    firn_field_add(t, "v", "v", F, 3, q->v, SC, -FLT_MAX, FLT_MAX, "it must be finite");
     firn_field_add(t, "mass", "mass", F, 1, q->mass, 0, 0.0f, 0.0f, NULL);
     firn_field_add(t, "w", "inverse mass", F, 1, q->w, 0, 0.0f, 0.0f, NULL);
     firn_field_add(t, "rho", "density", F, 1, q->rho, 0, 0.0f, 0.0f, NULL);

@@ -109,10 +109,18 @@ typedef struct {
  *   flags       FIRN_FIELD_SAVED: in the solver's checkpoint section, in
  *               table order; FIRN_FIELD_POSITION: a checkpoint's values lie
  *               in the table's box (give or take its slack);
- *               FIRN_FIELD_MATERIAL: each a material of the solver's bodies
+ *               FIRN_FIELD_MATERIAL: each a material of the solver's bodies;
+ *               FIRN_FIELD_COMPARED: `firn compare` holds the CUDA path's
+ *               values to the CPU's, element by element (host/compare.c),
+ *               in table order, as "<table's label> <name>"
  *   lo, hi      a checkpoint's values lie in [lo, hi] (a float field that
  *               is neither a position nor a material), rule says so. */
-enum { FIRN_FIELD_SAVED = 1, FIRN_FIELD_POSITION = 2, FIRN_FIELD_MATERIAL = 4 };
+enum {
+    FIRN_FIELD_SAVED = 1,
+    FIRN_FIELD_POSITION = 2,
+    FIRN_FIELD_MATERIAL = 4,
+    FIRN_FIELD_COMPARED = 8
+};
 
 typedef struct {
     const char *name, *what;
@@ -121,6 +129,7 @@ typedef struct {
     unsigned flags;
     float lo, hi;
     const char *rule;
+    const char *ply, *unit; /* firn_field_ply */
 } firn_field;
 
 #define FIRN_MAX_FIELDS 12
@@ -128,10 +137,11 @@ typedef struct {
 /* A solver's fields, and what checking them needs: the elements' count and
  * name in messages ("SPH particle"), the scene solver kind whose bodies'
  * materials they may have (firn_solver_kind) and its name, and the box
- * positions stay in. */
+ * positions stay in. label names its fields in `firn compare`'s report
+ * ("sph" gives "sph rho"; NULL: the field's name alone, as MPM's are). */
 typedef struct {
     long long count;
-    const char *entity, *solver_name;
+    const char *entity, *solver_name, *label;
     int kind;
     const float *lower, *upper;
     const char *box;
@@ -158,6 +168,19 @@ static inline void firn_field_add(firn_field_table *t, const char *name, const c
     f->lo = lo;
     f->hi = hi;
     f->rule = rule;
+}
+
+/* Writes the field added last into the solver's PLY frames
+ * (host/output.c firn_write_fields_ply), in table order: ply names its
+ * properties, one per component, separated by single spaces ("vx vy vz");
+ * unit goes into the file's units comment after them ("[m/s]"; NULL:
+ * none). */
+static inline void firn_field_ply(firn_field_table *t, const char *ply, const char *unit)
+{
+    if (t->n > 0) {
+        t->f[t->n - 1].ply = ply;
+        t->f[t->n - 1].unit = unit;
+    }
 }
 
 /* Bytes of all count elements of a field. */
@@ -188,6 +211,10 @@ static inline size_t firn_field_bytes(const firn_field *f, long long count)
  *   fields        fills its table of fields (firn_field_table; the rigid
  *                 bodies and tools have none: their records are the
  *                 checkpoint's own);
+ *   compare_floor the least scale of field `name`'s tolerance in `firn
+ *                 compare`, for the CPU world w after a substep dt (the
+ *                 tolerance is relative to the larger of it and the
+ *                 field's largest CPU magnitude); NULL: 0 for every field;
  *   create        makes its host state from the scene (def as the caller
  *                 gave it; w->def is the world's copy, its domain rounded
  *                 to whole cells), in solver order after the world's core
@@ -212,6 +239,7 @@ typedef struct {
     double (*host_bytes)(const firn_world *w);
     double (*device_bytes)(const firn_world *w);
     void (*fields)(firn_world *w, firn_field_table *t);
+    double (*compare_floor)(firn_world *w, const char *name, float dt);
     int (*create)(firn_world *w, const firn_scene_def *def, firn_error *err);
     int (*cuda_create)(firn_world *w, firn_error *err);
     void (*cuda_destroy)(firn_world *w);

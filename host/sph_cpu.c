@@ -231,21 +231,48 @@ static void sph_fields(firn_world *w, firn_field_table *t)
     *t = (firn_field_table){.count = w->sph.n,
                             .entity = "SPH particle",
                             .solver_name = "SPH",
+                            .label = "sph",
                             .kind = FIRN_SOLVER_KIND_SPH,
                             .lower = w->sph.P.lower,
                             .upper = w->sph.P.upper,
                             .box = "the SPH box",
                             .slack = 0.5f * w->def.dx};
-    firn_field_add(t, "x", "x", F, 3, q->x, S | FIRN_FIELD_POSITION, 0.0f, 0.0f, NULL);
-    firn_field_add(t, "v", "v", F, 3, q->v, S, -FLT_MAX, FLT_MAX, fin);
+    const unsigned SC = S | FIRN_FIELD_COMPARED;
+    firn_field_add(t, "x", "x", F, 3, q->x, SC | FIRN_FIELD_POSITION, 0.0f, 0.0f, NULL);
+    firn_field_ply(t, "x y z", "[m]");
+    firn_field_add(t, "v", "v", F, 3, q->v, SC, -FLT_MAX, FLT_MAX, fin);
+    firn_field_ply(t, "vx vy vz", "[m/s]");
     firn_field_add(t, "acc", "acceleration", F, 3, q->acc, S, -FLT_MAX, FLT_MAX, fin);
-    firn_field_add(t, "rho", "density", F, 1, q->rho, S, 0.0f, FLT_MAX,
+    firn_field_add(t, "rho", "density", F, 1, q->rho, SC, 0.0f, FLT_MAX,
                    "it must be finite and not negative");
-    firn_field_add(t, "p", "pressure", F, 1, q->p, S, -FLT_MAX, FLT_MAX, fin);
+    firn_field_ply(t, "density", "[kg/m^3]");
+    firn_field_add(t, "p", "pressure", F, 1, q->p, SC, -FLT_MAX, FLT_MAX, fin);
+    firn_field_ply(t, "pressure", "[Pa]");
     firn_field_add(t, "alpha", "DFSPH factor", F, 1, q->alpha, S, -FLT_MAX, FLT_MAX, fin);
     firn_field_add(t, "drho", "DFSPH source", F, 1, q->drho, S, -FLT_MAX, FLT_MAX, fin);
     firn_field_add(t, "mat", "material", FIRN_FIELD_UINT8, 1, q->mat, S | FIRN_FIELD_MATERIAL, 0.0f,
                    0.0f, NULL);
+    firn_field_ply(t, "material", NULL);
+}
+
+/* firn compare's floors: the density's tolerance carried through the
+ * pressure law. WCSPH's p = k ((rho / rho0)^gamma - 1) turns a density
+ * difference of 1e-6 rho (8 ulps) into 1e-4 of a resting tank's pressure
+ * scale, so p's scale is at least dp/drho times rho's, and v's at least dt
+ * times the acceleration that pressure scale gives over a support radius,
+ * p / (rho h). x and rho: their own magnitude. */
+static double sph_compare_floor(firn_world *w, const char *name, float dt)
+{
+    const int is_p = !strcmp(name, "p"), is_v = !strcmp(name, "v");
+    if (!is_p && !is_v)
+        return 0.0;
+    double rho = 0.0;
+    for (long long i = 0; i < w->sph.n; i++)
+        rho = fmax(rho, fabs((double)w->sph.s.rho[i]));
+    const double p_floor = firn_sph_pressure_slope(&w->sph, rho) * rho;
+    if (is_p)
+        return p_floor;
+    return rho > 0.0 ? dt * p_floor / (rho * w->sph.P.h) : 0.0;
 }
 
 static int sph_create(firn_world *w, const firn_scene_def *def, firn_error *err)
@@ -275,6 +302,7 @@ const firn_solver firn_sph_solver = {
     .host_bytes = sph_host_bytes,
     .device_bytes = sph_device_bytes,
     .fields = sph_fields,
+    .compare_floor = sph_compare_floor,
     .create = sph_create,
     .cuda_create = sph_cuda_create,
     .cuda_destroy = firn_cuda_sph_free,

@@ -131,6 +131,61 @@ Test(output, ply_reads_back_exactly)
     remove_tree(dir);
 }
 
+/* A solver's PLY frame from its table of fields (firn_write_fields_ply,
+ * how the frame writer writes SPH's): only the fields with PLY names, in
+ * table order, one property per component, a field's unit in the units
+ * comment; the records packed as the properties say. A field whose names
+ * do not match its components is refused and nothing is written. This is
+ * what lets a solver's new field reach its frames from its own table. */
+Test(output, fields_ply_writes_the_tables_ply_fields_in_order)
+{
+    char dir[64], path[128];
+    make_tmpdir(dir);
+    snprintf(path, sizeof path, "%s/t.ply", dir);
+    const float T[3] = {273.15f, 300.5f, -1.0f}, hidden[3] = {9, 9, 9};
+    firn_field_table t = {.count = 3, .entity = "test particle"};
+    const int F = FIRN_FIELD_FLOAT32;
+    firn_field_add(&t, "x", "x", F, 3, (void *)X, 0, 0.0f, 0.0f, NULL);
+    firn_field_ply(&t, "x y z", "[m]");
+    firn_field_add(&t, "hidden", "hidden", F, 1, (void *)hidden, 0, 0.0f, 0.0f, NULL);
+    firn_field_add(&t, "mat", "material", FIRN_FIELD_UINT8, 1, (void *)MAT, 0, 0.0f, 0.0f, NULL);
+    firn_field_ply(&t, "material", NULL);
+    firn_field_add(&t, "T", "temperature", F, 1, (void *)T, 0, 0.0f, 0.0f, NULL);
+    firn_field_ply(&t, "temperature", "[K]");
+    firn_error err = {0};
+    cr_assert_eq(firn_write_fields_ply(path, NULL, &t, &err), FIRN_OK, "%s", err.msg);
+    size_t len;
+    unsigned char *buf = slurp(path, &len);
+    const char *want =
+        "ply\nformat binary_little_endian 1.0\ncomment firn " FIRN_VERSION " test particles\n"
+        "comment units x y z [m], temperature [K]\n"
+        "element vertex 3\n"
+        "property float x\nproperty float y\nproperty float z\n"
+        "property uchar material\nproperty float temperature\nend_header\n";
+    const size_t header = strlen(want);
+    cr_assert(len >= header && !memcmp(buf, want, header), "header:\n%.*s", (int)len, buf);
+    cr_assert_eq(len, header + 3 * 17, "3 records of 3 floats, a byte and a float");
+    for (int i = 0; i < 3; i++) {
+        const unsigned char *r = buf + header + 17 * i;
+        for (int c = 0; c < 3; c++)
+            cr_assert_eq(f32le(r + 4 * c), X[c * 3 + i], "x[%d][%d]", i, c);
+        cr_assert_eq(r[12], MAT[i]);
+        cr_assert_eq(f32le(r + 13), T[i]);
+    }
+    free(buf);
+    /* two names for three components: refused, the file left as it was */
+    t.f[0].ply = "x y";
+    cr_assert_eq(firn_write_fields_ply(path, NULL, &t, &err), FIRN_E_IO);
+    cr_assert(strstr(err.msg, "test particle"), "%s", err.msg);
+    t.f[0].ply = "x y z w";
+    cr_assert_eq(firn_write_fields_ply(path, NULL, &t, &err), FIRN_E_IO);
+    buf = slurp(path, &len);
+    cr_assert_eq(len, header + 3 * 17, "the refused writes left the file alone");
+    free(buf);
+    cr_assert_eq(count_entries(dir), 1, "no temp file is left behind");
+    remove_tree(dir);
+}
+
 Test(output, ply_into_missing_directory_fails_cleanly)
 {
     char dir[64], path[160];
