@@ -144,24 +144,15 @@ void firn_coupler_build(firn_world *w)
     c->cpic = c->rigid_mpm && w->def.coupling_cpic;
 }
 
-/* The FEM surface the FEM pairs share, on the CPU path: its
- * vertex-to-triangle lists and normals (each pair's own scratch is its:
- * fem_rigid_alloc, fem_mpm_alloc, firn_fem_sph_alloc). */
+/* The FEM surface the FEM pairs share, on the CPU path (FEM's state:
+ * firn_fem_surface_alloc; each pair's own scratch is its: fem_rigid_alloc,
+ * fem_mpm_alloc, firn_fem_sph_alloc). */
 static int fem_alloc(firn_world *w, firn_error *err)
 {
     const firn_coupler *c = &w->coupler;
-    firn_fem *S = &w->fem;
     if (w->cuda || !(c->fem_rigid || c->fem_mpm || c->fem_sph))
         return 0;
-    if (firn_fem_surface_faces(S, &w->fem_vf_start, &w->fem_vf, err))
-        return -1;
-    const size_t ns = S->ns > 0 ? (size_t)S->ns : 1;
-    w->fem_normal = malloc(3 * ns * sizeof(float));
-    if (!w->fem_normal) {
-        firn_set_error(err, FIRN_E_NOMEM, "out of host memory for the FEM surface");
-        return -1;
-    }
-    return 0;
+    return firn_fem_surface_alloc(&w->fem, err);
 }
 
 /* Whether pair p's passes run in w. */
@@ -172,8 +163,6 @@ static int pair_runs(const firn_world *w, const firn_pair *p)
 
 int firn_coupler_alloc(firn_world *w, firn_error *err)
 {
-    w->fem_vf_start = w->fem_vf = NULL;
-    w->fem_normal = NULL;
     w->chunks = w->cpic_chunks = 0;
     w->chunk_acc = w->cpic_acc = NULL;
     w->chunk_live = NULL;
@@ -213,9 +202,6 @@ void firn_coupler_free(firn_world *w)
     }
     w->chunk_acc = w->cpic_acc = NULL;
     w->chunk_live = NULL;
-    free(w->fem_vf_start), free(w->fem_vf), free(w->fem_normal);
-    w->fem_vf_start = w->fem_vf = NULL;
-    w->fem_normal = NULL;
 }
 
 /* Grid update with the tools, the rigid bodies and/or MPM-SPH: each chunk
@@ -268,8 +254,7 @@ static int couple_fem(firn_world *w, firn_step *st)
 {
     (void)st;
     const firn_coupler *c = &w->coupler;
-    const firn_fem_surface S =
-        firn_fem_surface_of(&w->fem, w->fem_vf_start, w->fem_vf, w->fem_normal);
+    const firn_fem_surface S = firn_fem_surface_of(&w->fem);
     firn_fem_normals_cpu(&S);
     if (c->fem_rigid)
         firn_fem_rigid_cpu(

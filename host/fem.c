@@ -17,6 +17,7 @@ void firn_fem_free(firn_fem *S)
     free(S->V.adj_start), free(S->V.fixed), free(S->V.adj);
     free(S->E.v), free(S->E.B), free(S->E.vol), free(S->E.mat), free(S->E.fslot);
     free(S->face), free(S->face_tet), free(S->surf);
+    free(S->vf_start), free(S->vf), free(S->normal);
     firn_fem_material mats[FIRN_MAX_MATERIALS];
     memcpy(mats, S->mats, sizeof mats);
     memset(S, 0, sizeof *S);

@@ -34,9 +34,15 @@ typedef struct {
     int v_first[FIRN_FEM_MAX_BODIES + 1], e_first[FIRN_FEM_MAX_BODIES + 1];
     int f_first[FIRN_FEM_MAX_BODIES + 1], s_first[FIRN_FEM_MAX_BODIES + 1];
     int nf, ns;
-    int *face;                         /* 3 nf surface triangles, vertex indices of V, outward */
-    int *face_tet;                     /* nf: the element of E each belongs to */
-    int *surf;                         /* ns surface vertices, ascending within each body */
+    int *face;     /* 3 nf surface triangles, vertex indices of V, outward */
+    int *face_tet; /* nf: the element of E each belongs to */
+    int *surf;     /* ns surface vertices, ascending within each body */
+    /* The surface the FEM pairs share on the CPU path (firn_fem_surface_alloc,
+     * host/fem_coupling.c; NULL without a pair): each surface vertex's
+     * triangles, surface vertex k's at vf[vf_start[k] .. vf_start[k + 1]),
+     * and the vertices' normals, 3 ns floats component-major. */
+    int *vf_start, *vf;
+    float *normal;
     float h_min;                       /* shortest tet altitude at rest, over all elements [m] */
     float h_body[FIRN_FEM_MAX_BODIES]; /* the same per body [m] */
     /* Set by firn_fem_init (a scene's bodies); firn_fem_build leaves them,

@@ -64,10 +64,21 @@ int firn_fem_surface_faces(const firn_fem *S, int **vf_start, int **vf, firn_err
     return 0;
 }
 
-firn_fem_surface firn_fem_surface_of(const firn_fem *S, const int *vf_start, const int *vf,
-                                     float *normal)
+int firn_fem_surface_alloc(firn_fem *S, firn_error *err)
 {
-    firn_fem_surface s = {S->V, S->ns, S->surf, S->face, vf_start, vf, normal, S->nf};
+    if (firn_fem_surface_faces(S, &S->vf_start, &S->vf, err))
+        return -1;
+    S->normal = malloc(3 * (S->ns > 0 ? (size_t)S->ns : 1) * sizeof(float));
+    if (!S->normal) {
+        firn_set_error(err, FIRN_E_NOMEM, "out of host memory for the FEM surface");
+        return -1;
+    }
+    return 0;
+}
+
+firn_fem_surface firn_fem_surface_of(const firn_fem *S)
+{
+    firn_fem_surface s = {S->V, S->ns, S->surf, S->face, S->vf_start, S->vf, S->normal, S->nf};
     return s;
 }
 

@@ -20,9 +20,13 @@ extern "C" {
  * firn_fem_build). */
 int firn_fem_surface_faces(const firn_fem *S, int **vf_start, int **vf, firn_error *err);
 
-/* The view of S's surface the pairs take; normal holds 3 S->ns floats. */
-firn_fem_surface firn_fem_surface_of(const firn_fem *S, const int *vf_start, const int *vf,
-                                     float *normal);
+/* The surface the FEM pairs share on the CPU path into S: its
+ * vertex-to-triangle lists (firn_fem_surface_faces) and room for its
+ * normals; firn_fem_free frees them. 0, or -1 with err set. */
+int firn_fem_surface_alloc(firn_fem *S, firn_error *err);
+
+/* The view of S's surface the pairs take (firn_fem_surface_alloc's). */
+firn_fem_surface firn_fem_surface_of(const firn_fem *S);
 
 /* Chunks of surface vertices whose rigid reactions are summed apart, and
  * the doubles firn_fem_rigid_cpu's chunk_acc must hold. */

@@ -6,8 +6,6 @@
 
 #include "cuda_backend.h"
 #include "error.h"
-#include "fem_implicit.h"
-#include "mpm_sph.h"
 #include "solver_cpu.h"
 #include "world.h"
 
@@ -100,6 +98,16 @@ double firn_inspect_rigid_kinetic_energy(const firn_world *w)
     return e;
 }
 
+/* Solver k's memory, as its table counts it for firn_world_memory. */
+static firn_inspect_bytes solver_bytes(const firn_world *w, int k)
+{
+    const firn_solver *s = firn_solver_of(k);
+    firn_inspect_bytes b = {0};
+    b.host = s->host_bytes ? s->host_bytes(w) : 0.0;
+    b.device = s->device_bytes ? s->device_bytes(w) : 0.0;
+    return b;
+}
+
 void firn_inspect_solver_memory(const firn_world *w, firn_inspect_memory *m)
 {
     firn_memory all;
@@ -111,24 +119,9 @@ void firn_inspect_solver_memory(const firn_world *w, firn_inspect_memory *m)
     m->mpm.device =
         n > 0 ? (double)firn_align256(firn_particle_layout(w->p.n, w->p.cpic_slots, NULL, NULL))
               : 0.0;
-    m->sph.host = (double)firn_sph_host_bytes(&w->sph);
-    m->sph.device = (double)firn_sph_device_bytes(
-        w->sph.n, w->sph.P.nb.res[0] * w->sph.P.nb.res[1] * w->sph.P.nb.res[2]);
-    m->pbd.host = (double)firn_pbd_host_bytes(&w->pbd);
-    m->pbd.device =
-        (double)firn_pbd_device_bytes(w->pbd.n, w->pbd.stretch.n, w->pbd.bend.n, w->pbd.G.cells);
-    m->fem.host = (double)firn_fem_host_bytes(&w->fem);
-    m->fem.device =
-        w->fem.V.n > 0
-            ? (double)firn_fem_device_bytes(w->fem.V.n, w->fem.E.n, w->fem.nf, w->fem.ns,
-                                            w->coupler.fem_mpm ? (long long)w->params.n[0] *
-                                                                     w->params.n[1] * w->params.n[2]
-                                                               : 0,
-                                            w->coupler.fem_sph, w->sph.n, firn_fem_sph_contact(w)) +
-                  (w->fem.implicit_work
-                       ? (double)firn_fem_implicit_device_bytes(w->fem.V.n, w->fem.E.n)
-                       : 0.0)
-            : 0.0;
+    m->sph = solver_bytes(w, FIRN_SOLVER_SPH);
+    m->pbd = solver_bytes(w, FIRN_SOLVER_PBD);
+    m->fem = solver_bytes(w, FIRN_SOLVER_FEM);
     m->shared.host = all.host - m->mpm.host - m->sph.host - m->pbd.host - m->fem.host;
     m->shared.device = all.device - m->mpm.device - m->sph.device - m->pbd.device - m->fem.device;
     if (m->shared.host < 0.0)

@@ -71,8 +71,7 @@ void firn_fem_sph_distance(firn_world *w)
     const firn_fem_sph_scratch *f = firn_pair_scratch(w, FIRN_PAIR_FEM_SPH);
     if (!f || !f->d)
         return;
-    const firn_fem_surface S =
-        firn_fem_surface_of(&w->fem, w->fem_vf_start, w->fem_vf, w->fem_normal);
+    const firn_fem_surface S = firn_fem_surface_of(&w->fem);
     const firn_sph_view V = firn_sph_pairs_view(w);
     firn_fem_sph_distance_cpu(&S, &V);
 }

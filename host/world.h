@@ -43,10 +43,6 @@ struct firn_world {
     firn_fem fem;        /* the FEM solver (fem.V.n = 0: none) */
     float *fem_measures; /* firn_world_fem_mesh's per-element stress (6), strain (6) and
                             von Mises stress (1), 13 floats an element; NULL until asked */
-    /* CPU, the FEM surface the FEM pairs share (host/fem_coupling.h): its
-     * vertex-to-triangle lists and normals */
-    int *fem_vf_start, *fem_vf;
-    float *fem_normal;
     /* CPU, each pair's own scratch (host/pair.h, firn_pair_scratch): one
      * block each, NULL where it has none */
     void *pair_scratch[FIRN_PAIR_COUNT];

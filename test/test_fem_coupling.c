@@ -21,8 +21,7 @@ static double frand(unsigned *s)
 
 typedef struct {
     firn_fem S;
-    int *vf_start, *vf;
-    float *normal;
+    float *normal; /* S.normal */
     firn_fem_surface surf;
 } fem_box;
 
@@ -36,17 +35,13 @@ static void fem_box_init(fem_box *b, const double lo[3], const double hi[3], con
     const int mat = 0;
     cr_assert_eq(firn_fem_build(&b->S, &mesh, &mat, 1, &err), 0, "%s", err.msg);
     firn_tet_mesh_free(&mesh);
-    cr_assert_eq(firn_fem_surface_faces(&b->S, &b->vf_start, &b->vf, &err), 0, "%s", err.msg);
-    b->normal = calloc(3 * (size_t)b->S.ns, sizeof *b->normal);
-    b->surf = firn_fem_surface_of(&b->S, b->vf_start, b->vf, b->normal);
+    cr_assert_eq(firn_fem_surface_alloc(&b->S, &err), 0, "%s", err.msg);
+    b->normal = b->S.normal;
+    b->surf = firn_fem_surface_of(&b->S);
     firn_fem_normals_cpu(&b->surf);
 }
 
-static void fem_box_free(fem_box *b)
-{
-    firn_fem_free(&b->S);
-    free(b->vf_start), free(b->vf), free(b->normal);
-}
+static void fem_box_free(fem_box *b) { firn_fem_free(&b->S); }
 
 static int surface_vertex_at(const fem_box *b, double x, double y, double z)
 {
