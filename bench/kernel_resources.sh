@@ -20,7 +20,8 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 files=("$@")
 [ ${#files[@]} -gt 0 ] || files=(kernels/sph.cu kernels/neighbour.cu kernels/pbd.cu kernels/fem.cu
-    kernels/fem_implicit.cu kernels/coupling.cu)
+    kernels/fem_implicit.cu kernels/coupling.cu kernels/pair_sph_rigid.cu kernels/pair_mpm_sph.cu
+    kernels/pair_pbd_rigid.cu kernels/pair_fem_rigid.cu)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 for src in "${files[@]}"; do

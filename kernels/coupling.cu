@@ -1,14 +1,13 @@
 /* coupling.cu - the CUDA side of rigid coupling: the rigid step (one thread
  * per body; the state stays on the device, no host round-trip per substep),
- * the grid update with the SDF impulse of include/firn_coupling.h, and the
- * CPIC variants of the transfers (include/firn_cpic.h): side marking, p2g
- * and g2p; and the SPH solver's pairs (include/firn_sph_coupling.h): the
- * grid update with MPM-SPH, and SPH-rigid (launchers in kernels/sph.cuh);
- * and the PBD solver's PBD-rigid (include/firn_pbd.h, launcher in
- * kernels/pbd.cuh); and the FEM solver's FEM-Rigid
- * (include/firn_fem_coupling.h, launcher in kernels/fem.cuh); and the tool solver's phases with
- * Tool-MPM (include/firn_tool.h): advection, the grid update with the tools, the records of their
- * reaction.
+ * the grid update with the SDF impulse of include/firn_coupling.h, with
+ * MPM-SPH's term on the nodes (include/firn_sph_coupling.h; launcher in
+ * kernels/sph.cuh), and the CPIC variants of the transfers
+ * (include/firn_cpic.h): side marking, p2g and g2p; and the tool solver's
+ * phases with Tool-MPM (include/firn_tool.h): advection, the grid update
+ * with the tools, the records of their reaction. The pairs on particles
+ * and surfaces have a file each: kernels/pair_sph_rigid.cu,
+ * pair_mpm_sph.cu, pair_pbd_rigid.cu, pair_fem_rigid.cu.
  *
  * The per-node body is the CPU path's (firn_rigid_node_impulse); only the
  * force sum differs: on the CPU, fixed node chunks added in order; here a
@@ -18,10 +17,10 @@
 
 #include "coupling.cuh"
 #include "firn_cpic.h"
-#include "firn_pbf.h"
-#include "fem.cuh"
 #include "firn_tool.h"
-#include "pbd.cuh"
+#include "pair_mpm_sph.cuh"
+#include "pair_sph_rigid.cuh"
+#include "reaction.cuh"
 #include "sph.cuh"
 
 #define FIRN_BLOCK 256
@@ -31,13 +30,6 @@ static __global__ void rigid_step(firn_rigid *bodies, double *acc, int nb, firn_
     int k = blockIdx.x * blockDim.x + threadIdx.x;
     if (k < nb)
         firn_rigid_step(&bodies[k], acc + FIRN_RIGID_ACC * k, P.gravity, P.dt);
-}
-
-static __device__ double warp_sum(double x)
-{
-    for (int off = 16; off > 0; off >>= 1)
-        x += __shfl_down_sync(0xffffffffu, x, off);
-    return x;
 }
 
 /* Every thread of a warp reaches the reductions (no early return), so the
@@ -74,26 +66,6 @@ static __global__ void grid_update_rigid(firn_params P, firn_grid g, const firn_
         firn_grid_store_velocity(node, g, firn_grid_walls(node, &P, v));
 }
 
-/* Adds each body's reaction a[nb][6] of every lane of the warp into acc:
- * for each body some lane touched, a warp sum and one double atomicAdd per
- * component. Every lane of the warp must call it (full-mask shuffles). */
-static __device__ void warp_add_reaction(const double *a, int nb, double *acc)
-{
-    const int lane = threadIdx.x & 31;
-    for (int k = 0; k < nb; k++) {
-        int touched = 0;
-        for (int c = 0; c < FIRN_RIGID_ACC; c++)
-            touched |= a[FIRN_RIGID_ACC * k + c] != 0.0;
-        if (!__any_sync(0xffffffffu, touched))
-            continue;
-        for (int c = 0; c < FIRN_RIGID_ACC; c++) {
-            double s = warp_sum(a[FIRN_RIGID_ACC * k + c]);
-            if (lane == 0 && s != 0.0)
-                firn_atomic_add_double(acc + FIRN_RIGID_ACC * k + c, s);
-        }
-    }
-}
-
 /* ---- SPH pairs --------------------------------------------------------------- */
 
 /* The grid update with MPM-SPH (and the rigid bodies when nb > 0): the
@@ -111,18 +83,6 @@ static __global__ void grid_update_pairs(firn_params P, firn_grid g, const firn_
     warp_add_reaction(a, nb, acc);
 }
 
-/* SPH-rigid, one thread per SPH particle. */
-static __global__ void sph_rigid(firn_sph_view V, const firn_rigid *bodies, int nb, double *acc)
-{
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    double a[FIRN_MAX_RIGIDS * FIRN_RIGID_ACC];
-    for (int k = 0; k < nb * FIRN_RIGID_ACC; k++)
-        a[k] = 0.0;
-    if (i < V.s.n)
-        firn_sph_rigid_particle(i, &V, bodies, nb, a);
-    warp_add_reaction(a, nb, acc);
-}
-
 int firn_cuda_queue_grid_pairs(const firn_params *P, firn_grid g, const firn_rigid *bodies, int nb,
                                double *acc, const firn_sph_view *V, cudaStream_t st,
                                firn_error *err)
@@ -135,172 +95,14 @@ int firn_cuda_queue_grid_pairs(const firn_params *P, firn_grid g, const firn_rig
     return 0;
 }
 
-int firn_cuda_queue_sph_rigid(const firn_sph_view *V, const firn_rigid *bodies, int nb, double *acc,
-                              cudaStream_t st, firn_error *err)
-{
-    const unsigned blocks = (unsigned)((V->s.n + FIRN_BLOCK - 1) / FIRN_BLOCK);
-    if (blocks == 0 || nb <= 0)
-        return 0;
-    FIRN_LAUNCH(sph_rigid, blocks, FIRN_BLOCK, 0, st, *V, bodies, nb, acc);
-    FIRN_CUDA_CHECK_LAUNCH("sph_rigid", st, err);
-    return 0;
-}
-
-/* MPM-SPH's contact: the volume fraction, one thread per MPM particle. */
-static __global__ void mpm_phi(firn_params P, firn_particles p, float *phi)
-{
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < p.n)
-        firn_mpm_phi_scatter(&P, firn_load3(p.x, p.n, i), p.vol[i], phi);
-}
-
-/* MPM-SPH's contact force, one thread per SPH particle. */
-static __global__ void sph_mpm(firn_sph_view V)
-{
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < V.s.n)
-        firn_sph_mpm_particle(i, &V);
-}
-
-/* MPM-SPH's contact: its reaction on the nodes, one thread per SPH particle. */
-static __global__ void sph_mpm_react(firn_sph_view V)
-{
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < V.s.n)
-        firn_sph_mpm_react(i, &V);
-}
-
-int firn_cuda_queue_sph_mpm_react(const firn_sph_view *V, long long nodes, cudaStream_t st,
-                                  firn_error *err)
-{
-    FIRN_CUDA_CHECK(cudaMemsetAsync(V->L.react, 0, 3 * (size_t)nodes * sizeof(float), st), err);
-    const unsigned blocks = (unsigned)((V->s.n + FIRN_BLOCK - 1) / FIRN_BLOCK);
-    if (blocks == 0)
-        return 0;
-    FIRN_LAUNCH(sph_mpm_react, blocks, FIRN_BLOCK, 0, st, *V);
-    FIRN_CUDA_CHECK_LAUNCH("sph_mpm_react", st, err);
-    return 0;
-}
-
-int firn_cuda_queue_mpm_phi(const firn_params *P, firn_particles p, float *phi, long long nodes,
-                            cudaStream_t st, firn_error *err)
-{
-    FIRN_CUDA_CHECK(cudaMemsetAsync(phi, 0, (size_t)nodes * sizeof(float), st), err);
-    const unsigned blocks = (unsigned)((p.n + FIRN_BLOCK - 1) / FIRN_BLOCK);
-    if (blocks == 0)
-        return 0;
-    FIRN_LAUNCH(mpm_phi, blocks, FIRN_BLOCK, 0, st, *P, p, phi);
-    FIRN_CUDA_CHECK_LAUNCH("mpm_phi", st, err);
-    return 0;
-}
-
-int firn_cuda_queue_sph_mpm(const firn_sph_view *V, cudaStream_t st, firn_error *err)
-{
-    const unsigned blocks = (unsigned)((V->s.n + FIRN_BLOCK - 1) / FIRN_BLOCK);
-    if (blocks == 0 || !V->L.phi)
-        return 0;
-    FIRN_LAUNCH(sph_mpm, blocks, FIRN_BLOCK, 0, st, *V);
-    FIRN_CUDA_CHECK_LAUNCH("sph_mpm", st, err);
-    return 0;
-}
-
 int firn_cuda_sph_coupling_local_bytes(size_t *bytes, firn_error *err)
 {
-    const void *const kernels[] = {(const void *)grid_update_pairs, (const void *)sph_rigid,
-                                   (const void *)mpm_phi, (const void *)sph_mpm,
-                                   (const void *)sph_mpm_react};
-    return firn_cuda_local_bytes(kernels, 5, bytes, err);
-}
-
-/* ---- PBD-rigid --------------------------------------------------------------- */
-
-/* One thread per PBD particle (firn_pbd_rigid_particle: the particle's own
- * position only, so threads never share a write), the reaction in local
- * memory per thread. No early return: every lane reaches the shuffles. */
-static __global__ void pbd_rigid(firn_pbd_view V, const firn_rigid *bodies, int nb, double *acc)
-{
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    double a[FIRN_MAX_RIGIDS * FIRN_RIGID_ACC];
-    for (int k = 0; k < nb * FIRN_RIGID_ACC; k++)
-        a[k] = 0.0;
-    if (i < V.s.n)
-        firn_pbd_rigid_particle(i, &V.P, V.mats, V.s, bodies, nb, a);
-    warp_add_reaction(a, nb, acc);
-}
-
-int firn_cuda_queue_pbd_rigid(const firn_pbd_view *V, const firn_rigid *bodies, int nb, double *acc,
-                              cudaStream_t st, firn_error *err)
-{
-    const unsigned blocks = (unsigned)((V->s.n + FIRN_BLOCK - 1) / FIRN_BLOCK);
-    if (blocks == 0 || nb <= 0)
-        return 0;
-    FIRN_LAUNCH(pbd_rigid, blocks, FIRN_BLOCK, 0, st, *V, bodies, nb, acc);
-    FIRN_CUDA_CHECK_LAUNCH("pbd_rigid", st, err);
-    return 0;
-}
-
-/* One thread per PBD particle (firn_pbf_body_react: reads only), the
- * reaction in local memory per thread. No early return: every lane
- * reaches the shuffles. */
-static __global__ void pbf_rigid(firn_pbd_view V, const firn_rigid *bodies, int nb, double *acc)
-{
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    double a[FIRN_MAX_RIGIDS * FIRN_RIGID_ACC];
-    for (int k = 0; k < nb * FIRN_RIGID_ACC; k++)
-        a[k] = 0.0;
-    if (i < V.s.n)
-        firn_pbf_body_react(i, &V.P, V.mats, V.s, bodies, nb, a);
-    warp_add_reaction(a, nb, acc);
-}
-
-int firn_cuda_queue_pbf_rigid(const firn_pbd_view *V, const firn_rigid *bodies, int nb, double *acc,
-                              cudaStream_t st, firn_error *err)
-{
-    const unsigned blocks = (unsigned)((V->s.n + FIRN_BLOCK - 1) / FIRN_BLOCK);
-    if (blocks == 0 || nb <= 0)
-        return 0;
-    FIRN_LAUNCH(pbf_rigid, blocks, FIRN_BLOCK, 0, st, *V, bodies, nb, acc);
-    FIRN_CUDA_CHECK_LAUNCH("pbf_rigid", st, err);
-    return 0;
-}
-
-int firn_cuda_pbd_coupling_local_bytes(size_t *bytes, firn_error *err)
-{
-    const void *const kernels[] = {(const void *)pbd_rigid, (const void *)pbf_rigid};
-    return firn_cuda_local_bytes(kernels, 2, bytes, err);
-}
-
-/* ---- FEM-Rigid --------------------------------------------------------------- */
-
-/* One thread per surface vertex (firn_fem_rigid_vertex: its own vertex's
- * velocity only), the reaction in local memory per thread. No early
- * return: every lane reaches the shuffles. */
-static __global__ void fem_rigid(firn_fem_surface S, const firn_rigid *bodies, int nb, double *acc)
-{
-    int k = blockIdx.x * blockDim.x + threadIdx.x;
-    double a[FIRN_MAX_RIGIDS * FIRN_RIGID_ACC];
-    for (int c = 0; c < nb * FIRN_RIGID_ACC; c++)
-        a[c] = 0.0;
-    if (k < S.ns)
-        firn_fem_rigid_vertex(k, &S, bodies, nb, a);
-    warp_add_reaction(a, nb, acc);
-}
-
-int firn_cuda_queue_fem_rigid(const firn_fem_surface *S, const firn_rigid *bodies, int nb,
-                              double *acc, cudaStream_t st, firn_error *err)
-{
-    const unsigned blocks = (unsigned)((S->ns + FIRN_BLOCK - 1) / FIRN_BLOCK);
-    if (blocks == 0 || nb <= 0)
-        return 0;
-    FIRN_LAUNCH(fem_rigid, blocks, FIRN_BLOCK, 0, st, *S, bodies, nb, acc);
-    FIRN_CUDA_CHECK_LAUNCH("fem_rigid", st, err);
-    return 0;
-}
-
-int firn_cuda_fem_coupling_local_bytes(size_t *bytes, firn_error *err)
-{
-    const void *const kernels[] = {(const void *)fem_rigid};
-    return firn_cuda_local_bytes(kernels, 1, bytes, err);
+    const void *const kernels[] = {(const void *)grid_update_pairs};
+    return firn_cuda_local_bytes(kernels, 1, bytes, err) ||
+                   firn_cuda_sph_rigid_local_bytes(bytes, err) ||
+                   firn_cuda_mpm_sph_local_bytes(bytes, err)
+               ? FIRN_CUDA_FAILED
+               : 0;
 }
 
 /* ---- tools ----------------------------------------------------------------- */

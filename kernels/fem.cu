@@ -10,7 +10,7 @@
  * equals the CPU's to rounding (nvcc's FMA contraction; bitwise on the
  * emulated runtime). The pairs' scatters are float atomics here, in
  * whatever order the threads reach them; FEM-Rigid's reaction is a warp
- * sum and double atomics (kernels/coupling.cu). Implicit bodies (backward
+ * sum and double atomics (kernels/pair_fem_rigid.cu). Implicit bodies (backward
  * Euler) are solved by kernels/fem_implicit.cu between the forces and the
  * coupling. */
 #include <cstdio>
@@ -22,7 +22,8 @@
 #include "fem.cuh"
 #include "fem_coupling.h"
 #include "mpm_sph.h" /* firn_fem_sph_contact */
-#include "sph.cuh"   /* firn_cuda_world_stream */
+#include "pair_fem_rigid.cuh"
+#include "sph.cuh" /* firn_cuda_world_stream */
 #include "world.h"
 
 #define FIRN_FEM_BLOCK 256

@@ -60,13 +60,4 @@ int firn_cuda_fem_implicit_step(struct firn_fem_icuda *I, const firn_fem_vertice
                                 const firn_fem_elements &E, const firn_fem_material *mats,
                                 firn_fem *H, int body, cudaStream_t st, firn_error *err);
 
-/* FEM-Rigid (kernels/coupling.cu): one thread per surface vertex
- * (firn_fem_rigid_vertex), the reaction reduced per warp, then double
- * atomicAdd into acc. */
-int firn_cuda_queue_fem_rigid(const firn_fem_surface *S, const firn_rigid *bodies, int nb,
-                              double *acc, cudaStream_t st, firn_error *err);
-/* Raises *bytes to the most local memory one thread of the FEM-Rigid
- * kernel uses (as firn_cuda_coupling_local_bytes). */
-int firn_cuda_fem_coupling_local_bytes(size_t *bytes, firn_error *err);
-
 #endif

@@ -34,6 +34,8 @@
 #include "error.h"
 #include "fem.cuh"
 #include "mpm_sph.h"
+#include "pair_mpm_sph.cuh"
+#include "pair_sph_rigid.cuh"
 #include "pbd.cuh"
 #include "solver_cpu.h"
 #include "sph.cuh"

@@ -12,7 +12,7 @@
  * constraints share no particle, so its threads touch disjoint particles
  * and the colours run one after another in the stream - the CPU's
  * Gauss-Seidel order, so the state equals the CPU's to rounding. PBD-rigid
- * is in kernels/coupling.cu, with the other pairs; MPM-PBD is here (it
+ * is kernels/pair_pbd_rigid.cu; MPM-PBD is here (it
  * sorts the PBD particles by MPM node with CUB, as the CPU path sorts them
  * with qsort, ties by index, and runs one node per run of equal keys). */
 #include <cstdio>

@@ -6,17 +6,10 @@
 #define FIRN_PBD_CUH
 
 #include "cuda_check.cuh"
+#include "pair_pbd_rigid.cuh"
 #include "pbd.h"
 
 struct firn_pbd_cuda; /* kernels/pbd.cu, held in firn_pbd.cuda */
-
-/* The PBD solver as PBD-rigid sees it on the device: P (dt set by the
- * caller), device materials and particles. */
-typedef struct {
-    firn_pbd_params P;
-    const firn_pbd_material *mats;
-    firn_pbd_particles s;
-} firn_pbd_view;
 
 /* The PBD solver's CUDA phases (host/solver.h firn_cuda_pbd_phases):
  * pre-coupling (host/pbd_cpu.c pbd_pre_coupling) queues predict, every
@@ -44,19 +37,5 @@ void firn_cuda_pbd_discard_bad_word(struct firn_world *w);
 
 /* Device memory the PBD state holds (0 without one). */
 size_t firn_cuda_pbd_bytes(const struct firn_pbd_cuda *S);
-
-/* PBD-rigid (kernels/coupling.cu), one thread per PBD particle
- * (firn_pbd_rigid_particle), the reaction reduced per warp, then double
- * atomicAdd into acc. */
-int firn_cuda_queue_pbd_rigid(const firn_pbd_view *V, const firn_rigid *bodies, int nb, double *acc,
-                              cudaStream_t st, firn_error *err);
-/* Raises *bytes to the most local memory one thread of the PBD-rigid
- * kernel uses (as firn_cuda_coupling_local_bytes). */
-/* One thread per PBD particle: the bodies' reaction to their ghosts in the
- * density correction (firn_pbf_body_react), between the correction and its
- * apply pass, reduced per warp into acc. */
-int firn_cuda_queue_pbf_rigid(const firn_pbd_view *V, const firn_rigid *bodies, int nb, double *acc,
-                              cudaStream_t st, firn_error *err);
-int firn_cuda_pbd_coupling_local_bytes(size_t *bytes, firn_error *err);
 
 #endif

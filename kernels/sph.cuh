@@ -59,30 +59,15 @@ void firn_cuda_sph_discard_bad_word(struct firn_world *w);
 /* Device memory the SPH state holds (0 without one). */
 size_t firn_cuda_sph_bytes(const struct firn_sph_cuda *S);
 
-/* Coupling kernels (kernels/coupling.cu). The grid update with every
+/* Coupling kernels. The grid update (kernels/coupling.cu) with every
  * active pair (firn_grid_node_tools without tools: the rigid impulse of nb bodies, then
  * MPM-SPH with V), the bodies' reaction reduced per warp into acc. */
 int firn_cuda_queue_grid_pairs(const firn_params *P, firn_grid g, const firn_rigid *bodies, int nb,
                                double *acc, const firn_sph_view *V, cudaStream_t st,
                                firn_error *err);
-/* SPH-rigid, one thread per SPH particle (firn_sph_rigid_particle), the
- * reaction reduced per warp, then double atomicAdd into acc. */
-int firn_cuda_queue_sph_rigid(const firn_sph_view *V, const firn_rigid *bodies, int nb, double *acc,
-                              cudaStream_t st, firn_error *err);
-/* MPM-SPH's contact: the MPM particles' volume fraction on the grid
- * (firn_mpm_phi_scatter into phi, zeroed first, nodes floats; float
- * atomics), after P2G and before the SPH density; and, after the grid
- * update, the contact force on the SPH particles (firn_sph_mpm_particle,
- * one thread each; V->L set). */
-int firn_cuda_queue_mpm_phi(const firn_params *P, firn_particles p, float *phi, long long nodes,
-                            cudaStream_t st, firn_error *err);
-int firn_cuda_queue_sph_mpm(const firn_sph_view *V, cudaStream_t st, firn_error *err);
-/* MPM-SPH's contact: zeroes V->L.react and scatters the reaction of the
- * contact force into it (firn_sph_mpm_react), before the grid update. */
-int firn_cuda_queue_sph_mpm_react(const firn_sph_view *V, long long nodes, cudaStream_t st,
-                                  firn_error *err);
 /* Raises *bytes to the most local memory one thread of the SPH coupling
- * kernels uses (as firn_cuda_coupling_local_bytes). */
+ * kernels uses (as firn_cuda_coupling_local_bytes): the grid update's,
+ * SPH-rigid's and MPM-SPH's (pair_sph_rigid.cuh, pair_mpm_sph.cuh). */
 int firn_cuda_sph_coupling_local_bytes(size_t *bytes, firn_error *err);
 
 #endif
