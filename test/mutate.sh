@@ -42,7 +42,7 @@ trap 'exit 130' INT TERM
      tar --null -T - -cf -) | tar -xf - -C "$tmp" || { echo "mutate: cannot copy the tree"; exit 1; }
 
 # Only the test sources with physics tests are built.
-keep=${MUTATE_SOURCES:-test_kernels.c test_world.c test_coupling.c test_physics.c test_reference.c test_sph.c test_pbd.c test_checkpoint.c test_tool.c test_fem_stress.c test_fem.c test_fem_implicit.c test_fem_coupling.c test_fem_world.c test_pbf.c test_surface.c test_gpu.c test_momentum.c test_overlap.c}
+keep=${MUTATE_SOURCES:-test_kernels.c test_world.c test_coupling.c test_physics.c test_reference.c test_sph.c test_pbd.c test_checkpoint.c test_tool.c test_fem_stress.c test_fem.c test_fem_implicit.c test_fem_coupling.c test_fem_world.c test_pbf.c test_surface.c test_gpu.c test_momentum.c test_overlap.c test_output.c}
 for t in "$tmp"/test/*.c; do
     [[ " $keep " == *" $(basename "$t") "* ]] || rm -f "$t"
 done
