@@ -102,6 +102,10 @@ size_t firn_struct_size(const char *name)
         size_t size;
     } sizes[] = {
         {"firn_scene_def", sizeof(firn_scene_def)},
+        {"firn_coupling_def", sizeof(firn_coupling_def)},
+        {"firn_sph_def", sizeof(firn_sph_def)},
+        {"firn_pbd_def", sizeof(firn_pbd_def)},
+        {"firn_fem_def", sizeof(firn_fem_def)},
         {"firn_frame_stats", sizeof(firn_frame_stats)},
         {"firn_tool_state", sizeof(firn_tool_state)},
         {"firn_particles_view", sizeof(firn_particles_view)},

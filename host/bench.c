@@ -92,7 +92,7 @@ static int make_pbd_scene(firn_bench_layout layout, long long particles, firn_sc
     b->shape.size[0] = b->shape.size[1] = L;
     const float c[3] = {0.5f * D, 0.8f, 0.5f * D};
     memcpy(b->shape.center, c, sizeof c);
-    def->pbd_particle_size = L / (float)(N - 1);
+    def->pbd.particle_size = L / (float)(N - 1);
     def->n_rigids = 1;
     firn_rigid_def *r = &def->rigids[0];
     firn_rigid_default(r);
@@ -133,7 +133,7 @@ static int make_pbd_liquid_scene(firn_bench_layout layout, float s, long long pa
     firn_pbd_params_kernels(&P);
     const double ratio = firn_pbf_rest_spacing(&P);
     const float a = (float)cbrt(volume / (double)particles), p = (float)(a / ratio);
-    def->pbd_particle_size = p;
+    def->pbd.particle_size = p;
     int n[3];
     for (int k = 0; k < 2; k++) {
         n[k] = (int)lround(frac[k] * s / a);
@@ -212,7 +212,7 @@ static int make_sph_scene(firn_bench_scene scene, firn_bench_layout layout, floa
      * from p, in its own float arithmetic. */
     const float p = (float)(cbrt(volume / (double)particles) / cbrt(0.8));
     const float a = cbrtf(0.8f * p * p * p);
-    def->sph_particle_size = p;
+    def->sph.particle_size = p;
     int n[3];
     for (int k = 0; k < 2; k++) {
         n[k] = (int)lround(frac[k] * s / a);

@@ -183,7 +183,7 @@ static int run_case(bench_result *r, const bench_opts *o, double copy_bw, double
     r->sph = firn_bench_scene_is_sph(r->scene);
     r->pbd = firn_bench_scene_is_pbd(r->scene);
     r->dfsph = r->scene == FIRN_BENCH_SPH_DAM_DFSPH;
-    r->psize = r->sph ? def.sph_particle_size : 0.0f;
+    r->psize = r->sph ? def.sph.particle_size : 0.0f;
     if (r->backend == FIRN_BACKEND_CUDA) {
         r->memory_bytes = (double)(firn_cuda_used_bytes() - used0);
     } else {

@@ -70,7 +70,7 @@ const firn_solver *firn_solver_of(int k) { return solvers[k]; }
                                         .id = ID,                                                  \
                                         .a = sa,                                                   \
                                         .b = sb,                                                   \
-                                        .option = offsetof(firn_scene_def, coupling_##field),      \
+                                        .option = offsetof(firn_scene_def, coupling.field),        \
                                         .flag = offsetof(firn_coupler, field),                     \
                                         .stage = FIRN_PAIR_IN_GRID}
 GRID_PAIR(rigid_mpm, FIRN_PAIR_RIGID_MPM, FIRN_SOLVER_RIGID, FIRN_SOLVER_MPM, rigid_mpm);
@@ -112,7 +112,7 @@ static int fem_mpm_alloc(firn_world *w, firn_error *err)
                                         .id = ID,                                                  \
                                         .a = sa,                                                   \
                                         .b = sb,                                                   \
-                                        .option = offsetof(firn_scene_def, coupling_##nm),         \
+                                        .option = offsetof(firn_scene_def, coupling.nm),           \
                                         .flag = offsetof(firn_coupler, nm),                        \
                                         .stage = FIRN_PAIR_SURFACE,                                \
                                         .cpu_alloc = alloc}
@@ -141,7 +141,7 @@ void firn_coupler_build(firn_world *w)
         int option = *(const int *)((const char *)&w->def + p->option);
         *(int *)((char *)c + p->flag) = c->active[p->a] && c->active[p->b] && option;
     }
-    c->cpic = c->rigid_mpm && w->def.coupling_cpic;
+    c->cpic = c->rigid_mpm && w->def.coupling.cpic;
 }
 
 /* The FEM surface the FEM pairs share, on the CPU path (FEM's state:

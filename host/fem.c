@@ -367,7 +367,7 @@ int firn_fem_init(firn_fem *S, const firn_scene_def *def, firn_error *err)
     S->implicit_failed = -1;
     firn_fem_params *P = &S->P;
     memset(P, 0, sizeof *P);
-    P->damping = def->fem_damping;
+    P->damping = def->fem.damping;
     for (int c = 0; c < 3; c++) {
         P->gravity[c] = def->gravity[c];
         P->lower[c] = def->lower[c];

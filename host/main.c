@@ -180,7 +180,7 @@ static int cmd_validate(int argc, char **argv)
                     def.materials[def.bodies[k].material].pressure_solver == FIRN_PRESSURE_DFSPH;
         printf("  SPH: %lld particles (mass %.4g kg), particle size %g m, support radius %g m, "
                "%s\n",
-               s.sph.particles, s.sph.mass, def.sph_particle_size, 2.0f * def.sph_particle_size,
+               s.sph.particles, s.sph.mass, def.sph.particle_size, 2.0f * def.sph.particle_size,
                dfsph ? "DFSPH" : "WCSPH");
     }
     if (s.pbd.particles > 0)
@@ -188,8 +188,8 @@ static int cmd_validate(int argc, char **argv)
                "constraints, particle size %g m, %d stretch / %d bending / %d density / %d "
                "viscosity iterations per substep\n",
                s.pbd.particles, s.pbd.mass, s.pbd.pinned, s.pbd.edges, s.pbd.bends,
-               def.pbd_particle_size, def.pbd_stretch_iterations, def.pbd_bending_iterations,
-               def.pbd_density_iterations, def.pbd_viscosity_iterations);
+               def.pbd.particle_size, def.pbd.stretch_iterations, def.pbd.bending_iterations,
+               def.pbd.density_iterations, def.pbd.viscosity_iterations);
     if (s.fem.vertices > 0) {
         printf("  FEM: %lld vertices, %lld elements, %lld fixed vertices (mass %.4g kg)\n",
                s.fem.vertices, s.fem.elements, s.fem.fixed, s.fem.mass);
@@ -217,7 +217,7 @@ static int cmd_validate(int argc, char **argv)
         printf("  rigid %-16s %-9s at (%.3g, %.3g, %.3g)%s\n", def.rigids[r].name,
                motion[def.rigids[r].motion], def.rigids[r].shape.center[0],
                def.rigids[r].shape.center[1], def.rigids[r].shape.center[2],
-               def.rigids[r].couple && def.coupling_rigid_mpm ? "" : " (not coupled)");
+               def.rigids[r].couple && def.coupling.rigid_mpm ? "" : " (not coupled)");
     for (int k = 0; k < def.n_tools; k++) {
         const firn_tool_def *t = &def.tools[k];
         printf("  tool %-16s at (%.3g, %.3g, %.3g), ", t->name, t->shape.center[0],
@@ -229,7 +229,7 @@ static int cmd_validate(int argc, char **argv)
                    t->velocity[0], t->velocity[1], t->velocity[2], t->angular_velocity[0],
                    t->angular_velocity[1], t->angular_velocity[2]);
         printf(", friction %g%s\n", t->friction,
-               t->collision && def.coupling_tool_mpm ? "" : " (does not act on the material)");
+               t->collision && def.coupling.tool_mpm ? "" : " (does not act on the material)");
     }
     for (int r = 0; r < def.n_rigids; r++)
         print_keyframes("rigid", def.rigids[r].name, &def.rigids[r]);

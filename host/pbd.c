@@ -351,7 +351,7 @@ static int body_geometry(const firn_scene_def *def, const firn_pbd_params *P, in
                        def->source[0] ? ": " : "", b, e.msg);
         return -1;
     }
-    const float p = def->pbd_particle_size;
+    const float p = def->pbd.particle_size;
     firn_fill f;
     const int liquid = def->materials[bd->material].model == FIRN_MODEL_PBD_LIQUID;
     const float s = liquid ? firn_pbf_rest_spacing(P) : p;
@@ -633,14 +633,14 @@ done:
 int firn_pbd_init(firn_pbd *S, const firn_scene_def *def, firn_error *err)
 {
     memset(S, 0, sizeof *S);
-    S->P.psize = def->pbd_particle_size;
+    S->P.psize = def->pbd.particle_size;
     firn_pbd_box(def, S->P.lower, S->P.upper);
     for (int a = 0; a < 3; a++)
         S->P.gravity[a] = def->gravity[a];
-    S->stretch_iterations = def->pbd_stretch_iterations;
-    S->bending_iterations = def->pbd_bending_iterations;
-    S->density_iterations = def->pbd_density_iterations;
-    S->viscosity_iterations = def->pbd_viscosity_iterations;
+    S->stretch_iterations = def->pbd.stretch_iterations;
+    S->bending_iterations = def->pbd.bending_iterations;
+    S->density_iterations = def->pbd.density_iterations;
+    S->viscosity_iterations = def->pbd.viscosity_iterations;
     firn_pbd_params_kernels(&S->P);
     materials_build(S, def);
     if (!firn_pbd_in_scene(def))

@@ -117,6 +117,43 @@ void firn_tool_default(firn_tool_def *t)
     t->collision = 1;
 }
 
+firn_coupling_def firn_coupling_def_default(void)
+{
+    return (firn_coupling_def){.rigid_mpm = 1,
+                               .cpic = 0,
+                               .mpm_sph = 1,
+                               .sph_rigid = 1,
+                               .pbd_rigid = 1,
+                               .mpm_pbd = 1,
+                               .tool_mpm = 1,
+                               .fem_rigid = 1,
+                               .fem_mpm = 1,
+                               .fem_sph = 1};
+}
+
+/* Genesis's SPHOptions; the SPH box is the domain unless given. */
+firn_sph_def firn_sph_def_default(void)
+{
+    return (firn_sph_def){.particle_size = 0.02f,
+                          .divergence_error = 0.1f,
+                          .density_error = 0.05f,
+                          .divergence_iterations = 100,
+                          .density_iterations = 100};
+}
+
+/* Genesis's PBDOptions; the PBD box is the domain unless given. */
+firn_pbd_def firn_pbd_def_default(void)
+{
+    return (firn_pbd_def){.particle_size = 0.01f,
+                          .stretch_iterations = 4,
+                          .bending_iterations = 1,
+                          .density_iterations = 1,
+                          .viscosity_iterations = 1};
+}
+
+/* Genesis's FEMOptions. */
+firn_fem_def firn_fem_def_default(void) { return (firn_fem_def){.damping = 0.0f}; }
+
 void firn_scene_default(firn_scene_def *def)
 {
     memset(def, 0, sizeof *def);
@@ -142,30 +179,12 @@ void firn_scene_default(firn_scene_def *def)
         firn_body_default(&def->bodies[i]);
     for (int i = 0; i < FIRN_MAX_RIGIDS; i++)
         firn_rigid_default(&def->rigids[i]);
-    def->coupling_rigid_mpm = 1;
-    def->coupling_cpic = 0;
-    def->coupling_mpm_sph = 1;
-    def->coupling_sph_rigid = 1;
-    /* Genesis's SPHOptions; the SPH box is the domain unless given. */
-    def->sph_particle_size = 0.02f;
-    def->sph_divergence_error = 0.1f;
-    def->sph_density_error = 0.05f;
-    def->sph_divergence_iterations = 100;
-    def->sph_density_iterations = 100;
-    /* Genesis's PBDOptions; the PBD box is the domain unless given. */
-    def->pbd_particle_size = 0.01f;
-    def->pbd_stretch_iterations = 4;
-    def->pbd_bending_iterations = 1;
-    def->pbd_density_iterations = 1;
-    def->pbd_viscosity_iterations = 1;
-    def->coupling_pbd_rigid = 1;
-    def->coupling_mpm_pbd = 1;
-    def->coupling_fem_rigid = 1;
-    def->coupling_fem_mpm = 1;
-    def->coupling_fem_sph = 1;
     for (int i = 0; i < FIRN_MAX_TOOLS; i++)
         firn_tool_default(&def->tools[i]);
-    def->coupling_tool_mpm = 1;
+    def->coupling = firn_coupling_def_default();
+    def->sph = firn_sph_def_default();
+    def->pbd = firn_pbd_def_default();
+    def->fem = firn_fem_def_default();
     snprintf(def->out_dir, sizeof def->out_dir, "out");
     def->out_every = 1;
     def->write_ply = 1;
@@ -193,10 +212,10 @@ void firn_sph_box(const firn_scene_def *def, float lo[3], float hi[3])
 {
     int given = 0;
     for (int a = 0; a < 3; a++)
-        given |= def->sph_lower[a] != 0.0f || def->sph_upper[a] != 0.0f;
+        given |= def->sph.lower[a] != 0.0f || def->sph.upper[a] != 0.0f;
     for (int a = 0; a < 3; a++) {
-        lo[a] = given ? def->sph_lower[a] : def->lower[a];
-        hi[a] = given ? def->sph_upper[a] : def->upper[a];
+        lo[a] = given ? def->sph.lower[a] : def->lower[a];
+        hi[a] = given ? def->sph.upper[a] : def->upper[a];
     }
 }
 
@@ -204,10 +223,10 @@ void firn_pbd_box(const firn_scene_def *def, float lo[3], float hi[3])
 {
     int given = 0;
     for (int a = 0; a < 3; a++)
-        given |= def->pbd_lower[a] != 0.0f || def->pbd_upper[a] != 0.0f;
+        given |= def->pbd.lower[a] != 0.0f || def->pbd.upper[a] != 0.0f;
     for (int a = 0; a < 3; a++) {
-        lo[a] = given ? def->pbd_lower[a] : def->lower[a];
-        hi[a] = given ? def->pbd_upper[a] : def->upper[a];
+        lo[a] = given ? def->pbd.lower[a] : def->lower[a];
+        hi[a] = given ? def->pbd.upper[a] : def->upper[a];
     }
 }
 

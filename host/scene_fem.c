@@ -16,14 +16,14 @@ int scene_parse_fem(const ctx *c, const cJSON *j, firn_scene_def *def)
 {
     static const char *const keys[] = {"damping", NULL};
     return scene_need_object(c, j, "fem") || scene_check_keys(c, j, "fem", keys, NULL) ||
-                   scene_get_float(c, j, "fem", "damping", &def->fem_damping)
+                   scene_get_float(c, j, "fem", "damping", &def->fem.damping)
                ? -1
                : 0;
 }
 
 int scene_validate_fem(const ctx *c, const firn_scene_def *def)
 {
-    return scene_need(c, "fem.damping", def->fem_damping, def->fem_damping >= 0,
+    return scene_need(c, "fem.damping", def->fem.damping, def->fem.damping >= 0,
                       "must be >= 0 [1/s]");
 }
 

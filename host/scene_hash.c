@@ -123,27 +123,27 @@ uint64_t firn_scene_hash(const firn_scene_def *d)
     MIX(&h, d->n_rigids);
     for (int k = 0; k < d->n_rigids && k < FIRN_MAX_RIGIDS; k++)
         mix_rigid(&h, &d->rigids[k]);
-    MIX(&h, d->coupling_rigid_mpm), MIX(&h, d->coupling_cpic), MIX(&h, d->coupling_mpm_sph);
-    MIX(&h, d->coupling_sph_rigid), MIX(&h, d->sph_particle_size), MIX(&h, d->sph_lower);
-    MIX(&h, d->sph_upper), MIX(&h, d->sph_divergence_error), MIX(&h, d->sph_density_error);
-    MIX(&h, d->sph_divergence_iterations), MIX(&h, d->sph_density_iterations);
-    MIX(&h, d->sph_lattice_genesis);
-    MIX(&h, d->sph_walls_clamp);
+    MIX(&h, d->coupling.rigid_mpm), MIX(&h, d->coupling.cpic), MIX(&h, d->coupling.mpm_sph);
+    MIX(&h, d->coupling.sph_rigid), MIX(&h, d->sph.particle_size), MIX(&h, d->sph.lower);
+    MIX(&h, d->sph.upper), MIX(&h, d->sph.divergence_error), MIX(&h, d->sph.density_error);
+    MIX(&h, d->sph.divergence_iterations), MIX(&h, d->sph.density_iterations);
+    MIX(&h, d->sph.lattice_genesis);
+    MIX(&h, d->sph.walls_clamp);
     if (firn_pbd_in_scene(d)) {
-        MIX(&h, d->pbd_particle_size), MIX(&h, d->pbd_stretch_iterations);
-        MIX(&h, d->pbd_bending_iterations), MIX(&h, d->pbd_lower), MIX(&h, d->pbd_upper);
-        MIX(&h, d->coupling_pbd_rigid);
-        if (d->pbd_density_iterations != 1 || d->pbd_viscosity_iterations != 1)
-            MIX(&h, d->pbd_density_iterations), MIX(&h, d->pbd_viscosity_iterations);
-        if (!d->coupling_mpm_pbd) /* only when off: scenes before the pair keep their hashes */
-            MIX(&h, d->coupling_mpm_pbd);
+        MIX(&h, d->pbd.particle_size), MIX(&h, d->pbd.stretch_iterations);
+        MIX(&h, d->pbd.bending_iterations), MIX(&h, d->pbd.lower), MIX(&h, d->pbd.upper);
+        MIX(&h, d->coupling.pbd_rigid);
+        if (d->pbd.density_iterations != 1 || d->pbd.viscosity_iterations != 1)
+            MIX(&h, d->pbd.density_iterations), MIX(&h, d->pbd.viscosity_iterations);
+        if (!d->coupling.mpm_pbd) /* only when off: scenes before the pair keep their hashes */
+            MIX(&h, d->coupling.mpm_pbd);
     }
     if (firn_fem_in_scene(d)) { /* only with FEM bodies: scenes without them keep their hashes */
-        MIX(&h, d->fem_damping), MIX(&h, d->coupling_fem_rigid);
-        MIX(&h, d->coupling_fem_mpm), MIX(&h, d->coupling_fem_sph);
+        MIX(&h, d->fem.damping), MIX(&h, d->coupling.fem_rigid);
+        MIX(&h, d->coupling.fem_mpm), MIX(&h, d->coupling.fem_sph);
     }
     if (d->n_tools > 0) { /* only with tools: scenes without them keep their hashes */
-        MIX(&h, d->n_tools), MIX(&h, d->coupling_tool_mpm);
+        MIX(&h, d->n_tools), MIX(&h, d->coupling.tool_mpm);
         for (int k = 0; k < d->n_tools && k < FIRN_MAX_TOOLS; k++) {
             const firn_tool_def *t = &d->tools[k];
             firn_rigid_def r;

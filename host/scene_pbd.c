@@ -29,14 +29,14 @@ int scene_parse_pbd(const ctx *c, const cJSON *j, firn_scene_def *def)
                                        "upper",
                                        NULL};
     if (scene_need_object(c, j, "pbd") || scene_check_keys(c, j, "pbd", keys, NULL) ||
-        scene_get_float(c, j, "pbd", "particle_size", &def->pbd_particle_size) ||
-        scene_get_int(c, j, "pbd", "stretch_iterations", 1, 1000, &def->pbd_stretch_iterations) ||
-        scene_get_int(c, j, "pbd", "bending_iterations", 0, 1000, &def->pbd_bending_iterations) ||
-        scene_get_int(c, j, "pbd", "density_iterations", 0, 1000, &def->pbd_density_iterations) ||
+        scene_get_float(c, j, "pbd", "particle_size", &def->pbd.particle_size) ||
+        scene_get_int(c, j, "pbd", "stretch_iterations", 1, 1000, &def->pbd.stretch_iterations) ||
+        scene_get_int(c, j, "pbd", "bending_iterations", 0, 1000, &def->pbd.bending_iterations) ||
+        scene_get_int(c, j, "pbd", "density_iterations", 0, 1000, &def->pbd.density_iterations) ||
         scene_get_int(c, j, "pbd", "viscosity_iterations", 0, 1000,
-                      &def->pbd_viscosity_iterations) ||
-        scene_get_vec3(c, j, "pbd", "lower", def->pbd_lower) ||
-        scene_get_vec3(c, j, "pbd", "upper", def->pbd_upper))
+                      &def->pbd.viscosity_iterations) ||
+        scene_get_vec3(c, j, "pbd", "lower", def->pbd.lower) ||
+        scene_get_vec3(c, j, "pbd", "upper", def->pbd.upper))
         return -1;
     if (!scene_get(j, "lower") != !scene_get(j, "upper"))
         return scene_fail(c, scene_get(j, "lower") ? "pbd.upper" : "pbd.lower",
@@ -49,19 +49,19 @@ int scene_validate_pbd(const ctx *c, const firn_scene_def *def)
 {
     float lo[3], hi[3];
     char q[KEYPATH_MAX];
-    if (scene_need(c, "pbd.particle_size", def->pbd_particle_size,
-                   def->pbd_particle_size > 0 && def->pbd_particle_size < 1e3f, "must be > 0") ||
-        scene_need(c, "pbd.stretch_iterations", def->pbd_stretch_iterations,
-                   def->pbd_stretch_iterations >= 1 && def->pbd_stretch_iterations <= 1000,
+    if (scene_need(c, "pbd.particle_size", def->pbd.particle_size,
+                   def->pbd.particle_size > 0 && def->pbd.particle_size < 1e3f, "must be > 0") ||
+        scene_need(c, "pbd.stretch_iterations", def->pbd.stretch_iterations,
+                   def->pbd.stretch_iterations >= 1 && def->pbd.stretch_iterations <= 1000,
                    "must be in [1, 1000]") ||
-        scene_need(c, "pbd.bending_iterations", def->pbd_bending_iterations,
-                   def->pbd_bending_iterations >= 0 && def->pbd_bending_iterations <= 1000,
+        scene_need(c, "pbd.bending_iterations", def->pbd.bending_iterations,
+                   def->pbd.bending_iterations >= 0 && def->pbd.bending_iterations <= 1000,
                    "must be in [0, 1000]") ||
-        scene_need(c, "pbd.density_iterations", def->pbd_density_iterations,
-                   def->pbd_density_iterations >= 0 && def->pbd_density_iterations <= 1000,
+        scene_need(c, "pbd.density_iterations", def->pbd.density_iterations,
+                   def->pbd.density_iterations >= 0 && def->pbd.density_iterations <= 1000,
                    "must be in [0, 1000]") ||
-        scene_need(c, "pbd.viscosity_iterations", def->pbd_viscosity_iterations,
-                   def->pbd_viscosity_iterations >= 0 && def->pbd_viscosity_iterations <= 1000,
+        scene_need(c, "pbd.viscosity_iterations", def->pbd.viscosity_iterations,
+                   def->pbd.viscosity_iterations >= 0 && def->pbd.viscosity_iterations <= 1000,
                    "must be in [0, 1000]"))
         return -1;
     firn_pbd_box(def, lo, hi);
@@ -115,7 +115,7 @@ static int inside_pbd_box(const ctx *c, const firn_scene_def *def, const char *b
     float lo[3], hi[3];
     firn_pbd_box(def, lo, hi);
     for (int k = 0; k < 3; k++) {
-        double tol = 1e-4 * def->pbd_particle_size;
+        double tol = 1e-4 * def->pbd.particle_size;
         if (blo[k] < lo[k] - tol || bhi[k] > hi[k] + tol)
             return scene_fail(c, base, "%s spans %c in [%g, %g], outside the PBD box [%g, %g]",
                               what, scene_axis_names[k], blo[k], bhi[k], lo[k], hi[k]);
@@ -150,17 +150,17 @@ int scene_validate_pbd_particle_body(const ctx *c, const firn_scene_def *def, in
     char base[KEYPATH_MAX];
     double blo[3], bhi[3];
     scene_join_index(base, "bodies", i);
-    *particles = volume / pow(def->pbd_particle_size, 3);
+    *particles = volume / pow(def->pbd.particle_size, 3);
     if (*particles < 1.0)
         return scene_fail(c, base,
                           "empty body: a %s of volume %.3g m^3 holds %.3g PBD particles of size "
                           "pbd.particle_size = %g m; at least 1 is needed",
-                          scene_shape_names[s->type], volume, *particles, def->pbd_particle_size);
+                          scene_shape_names[s->type], volume, *particles, def->pbd.particle_size);
     /* About each particle's mass as host/pbd.c gives it (the shape's
      * volume times density over the particle count: this, within the
      * rounding of the lattice's layers), for the float check below. */
     const firn_material_def *m = &def->materials[def->bodies[i].material];
-    const double ps = def->pbd_particle_size;
+    const double ps = def->pbd.particle_size;
     char how[160];
     const float mass = (float)(m->density * ps * ps * ps);
     snprintf(how, sizeof how, "density %g kg/m^3 x pbd.particle_size^3, (%g m)^3", m->density, ps);

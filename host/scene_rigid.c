@@ -540,7 +540,7 @@ static int validate_rigid(const ctx *c, const firn_scene_def *def, int i)
     int e = validate_rigid_shape(c, r, base, sp);
     if (e)
         return e;
-    if (validate_rigid_keyframes(c, def, r, base, r->couple && def->coupling_rigid_mpm) ||
+    if (validate_rigid_keyframes(c, def, r, base, r->couple && def->coupling.rigid_mpm) ||
         validate_rigid_mass_motion(c, r, base))
         return -1;
     return 0;
@@ -568,7 +568,7 @@ static int validate_tool(const ctx *c, const firn_scene_def *def, int i)
     int e = validate_rigid_shape(c, &r, base, sp);
     if (e)
         return e;
-    if (validate_rigid_keyframes(c, def, &r, base, t->collision && def->coupling_tool_mpm) ||
+    if (validate_rigid_keyframes(c, def, &r, base, t->collision && def->coupling.tool_mpm) ||
         validate_contact(c, base, t->friction, t->softness))
         return -1;
     if (t->collision != 0 && t->collision != 1)

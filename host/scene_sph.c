@@ -29,20 +29,20 @@ int scene_parse_sph(const ctx *c, const cJSON *j, firn_scene_def *def)
     static const char *const walls[2] = {"boundary", "clamp"};
     const char *lattice = NULL, *wall = NULL;
     if (scene_need_object(c, j, "sph") || scene_check_keys(c, j, "sph", keys, NULL) ||
-        scene_get_float(c, j, "sph", "particle_size", &def->sph_particle_size) ||
-        scene_get_vec3(c, j, "sph", "lower", def->sph_lower) ||
-        scene_get_vec3(c, j, "sph", "upper", def->sph_upper) ||
-        scene_get_float(c, j, "sph", "max_divergence_error", &def->sph_divergence_error) ||
-        scene_get_float(c, j, "sph", "max_density_error", &def->sph_density_error) ||
+        scene_get_float(c, j, "sph", "particle_size", &def->sph.particle_size) ||
+        scene_get_vec3(c, j, "sph", "lower", def->sph.lower) ||
+        scene_get_vec3(c, j, "sph", "upper", def->sph.upper) ||
+        scene_get_float(c, j, "sph", "max_divergence_error", &def->sph.divergence_error) ||
+        scene_get_float(c, j, "sph", "max_density_error", &def->sph.density_error) ||
         scene_get_int(c, j, "sph", "max_divergence_iterations", 1, 10000,
-                      &def->sph_divergence_iterations) ||
+                      &def->sph.divergence_iterations) ||
         scene_get_int(c, j, "sph", "max_density_iterations", 1, 10000,
-                      &def->sph_density_iterations) ||
+                      &def->sph.density_iterations) ||
         scene_get_string(c, j, "sph", "lattice", 0, &lattice) ||
         (lattice &&
-         scene_pick(c, "sph.lattice", lattice, lattices, 2, &def->sph_lattice_genesis)) ||
+         scene_pick(c, "sph.lattice", lattice, lattices, 2, &def->sph.lattice_genesis)) ||
         scene_get_string(c, j, "sph", "walls", 0, &wall) ||
-        (wall && scene_pick(c, "sph.walls", wall, walls, 2, &def->sph_walls_clamp)))
+        (wall && scene_pick(c, "sph.walls", wall, walls, 2, &def->sph.walls_clamp)))
         return -1;
     if (!scene_get(j, "lower") != !scene_get(j, "upper"))
         return scene_fail(c, scene_get(j, "lower") ? "sph.upper" : "sph.lower",
@@ -56,17 +56,17 @@ int scene_validate_sph(const ctx *c, const firn_scene_def *def)
     float lo[3], hi[3];
     char q[KEYPATH_MAX];
     int solver = -1;
-    if (scene_need(c, "sph.particle_size", def->sph_particle_size,
-                   def->sph_particle_size > 0 && def->sph_particle_size < 1e3f, "must be > 0") ||
-        scene_need(c, "sph.max_divergence_error", def->sph_divergence_error,
-                   def->sph_divergence_error > 0, "must be > 0 (percent)") ||
-        scene_need(c, "sph.max_density_error", def->sph_density_error, def->sph_density_error > 0,
+    if (scene_need(c, "sph.particle_size", def->sph.particle_size,
+                   def->sph.particle_size > 0 && def->sph.particle_size < 1e3f, "must be > 0") ||
+        scene_need(c, "sph.max_divergence_error", def->sph.divergence_error,
+                   def->sph.divergence_error > 0, "must be > 0 (percent)") ||
+        scene_need(c, "sph.max_density_error", def->sph.density_error, def->sph.density_error > 0,
                    "must be > 0 (percent)") ||
-        scene_need(c, "sph.max_divergence_iterations", def->sph_divergence_iterations,
-                   def->sph_divergence_iterations >= 1 && def->sph_divergence_iterations <= 10000,
+        scene_need(c, "sph.max_divergence_iterations", def->sph.divergence_iterations,
+                   def->sph.divergence_iterations >= 1 && def->sph.divergence_iterations <= 10000,
                    "must be in [1, 10000]") ||
-        scene_need(c, "sph.max_density_iterations", def->sph_density_iterations,
-                   def->sph_density_iterations >= 1 && def->sph_density_iterations <= 10000,
+        scene_need(c, "sph.max_density_iterations", def->sph.density_iterations,
+                   def->sph.density_iterations >= 1 && def->sph.density_iterations <= 10000,
                    "must be in [1, 10000]"))
         return -1;
     int bodies = 0;
@@ -80,13 +80,13 @@ int scene_validate_sph(const ctx *c, const firn_scene_def *def)
         if (scene_need(c, scene_join_index(q, "sph.lower", k), lo[k], 1, "") ||
             scene_need(c, scene_join_index(q, "sph.upper", k), hi[k], 1, ""))
             return -1;
-        if (!(hi[k] - lo[k] >= 2.0f * def->sph_particle_size))
+        if (!(hi[k] - lo[k] >= 2.0f * def->sph.particle_size))
             return scene_fail(
                 c, scene_join_index(q, "sph.upper", k),
                 "%g: the SPH box must be at least a support radius (2 x particle_size "
                 "= %g m) above lower[%d] = %g",
-                hi[k], 2.0f * def->sph_particle_size, k, lo[k]);
-        total *= ceil((hi[k] - lo[k]) / (2.0 * def->sph_particle_size));
+                hi[k], 2.0f * def->sph.particle_size, k, lo[k]);
+        total *= ceil((hi[k] - lo[k]) / (2.0 * def->sph.particle_size));
     }
     if (total > (double)(1 << 27))
         return scene_fail(
@@ -140,15 +140,15 @@ int scene_validate_sph_body(const ctx *c, const firn_scene_def *def, int i, cons
     float lo[3], hi[3];
     scene_join_index(base, "bodies", i);
     firn_sph_box(def, lo, hi);
-    *particles = volume / pow(def->sph_particle_size, 3);
+    *particles = volume / pow(def->sph.particle_size, 3);
     if (*particles < 1.0)
         return scene_fail(c, base,
                           "empty body: a %s of volume %.3g m^3 holds %.3g SPH particles of size "
                           "sph.particle_size = %g m; at least 1 is needed",
-                          scene_shape_names[s->type], volume, *particles, def->sph_particle_size);
+                          scene_shape_names[s->type], volume, *particles, def->sph.particle_size);
     for (int k = 0; k < 3; k++) {
         double blo = s->center[k] + lo_off[k], bhi = s->center[k] + hi_off[k];
-        double tol = 1e-4 * def->sph_particle_size;
+        double tol = 1e-4 * def->sph.particle_size;
         if (blo < lo[k] - tol || bhi > hi[k] + tol)
             return scene_fail(c, base, "%s spans %c in [%g, %g], outside the SPH box [%g, %g]",
                               scene_shape_names[s->type], scene_axis_names[k], blo, bhi, lo[k],

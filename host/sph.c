@@ -39,7 +39,7 @@ void firn_sph_wall_table(firn_sph_params *P)
 static void params_build(const firn_scene_def *def, firn_sph_params *P)
 {
     memset(P, 0, sizeof *P);
-    const float p = def->sph_particle_size;
+    const float p = def->sph.particle_size;
     P->psize = p;
     P->h = 2.0f * p;
     P->inv_h = 1.0f / P->h;
@@ -49,7 +49,7 @@ static void params_build(const firn_scene_def *def, firn_sph_params *P)
     P->nb = firn_nbr_space_of(P->lower, P->upper, P->h);
     for (int a = 0; a < 3; a++)
         P->gravity[a] = def->gravity[a];
-    P->walls = !def->sph_walls_clamp;
+    P->walls = !def->sph.walls_clamp;
     P->full_count = 4.0f * (float)M_PI * P->h * P->h * P->h / (3.0f * P->vol);
     firn_sph_wall_table(P);
     P->solver = FIRN_SPH_WCSPH;
@@ -59,10 +59,10 @@ static void params_build(const firn_scene_def *def, firn_sph_params *P)
                 def->materials[def->bodies[b].material].pressure_solver == FIRN_PRESSURE_DFSPH
                     ? FIRN_SPH_DFSPH
                     : FIRN_SPH_WCSPH;
-    P->div_tol = 0.01f * def->sph_divergence_error;
-    P->dens_tol = 0.01f * def->sph_density_error;
-    P->div_iters = def->sph_divergence_iterations;
-    P->dens_iters = def->sph_density_iterations;
+    P->div_tol = 0.01f * def->sph.divergence_error;
+    P->dens_tol = 0.01f * def->sph.density_error;
+    P->div_iters = def->sph.divergence_iterations;
+    P->dens_iters = def->sph.density_iterations;
 }
 
 /* Writes the lattice points of an SPH body from particle q0 on. */
@@ -159,7 +159,7 @@ static int sample_bodies(firn_sph *S, const firn_scene_def *def, firn_error *err
      * regular lattice of spacing p, whole spacings only, V = 0.8 p^3: 80 %
      * of the mass or less, at 0.8 rho0, which then falls and compresses
      * until its density reaches rho0. */
-    const float p = def->sph_lattice_genesis ? def->sph_particle_size : cbrtf(S->P.vol);
+    const float p = def->sph.lattice_genesis ? def->sph.particle_size : cbrtf(S->P.vol);
     long long total = 0, q = 0;
     double volume = 0.0;
     int rc = -1, n = 0;
@@ -182,7 +182,7 @@ static int sample_bodies(firn_sph *S, const firn_scene_def *def, firn_error *err
             goto done;
         }
         double fill_volume = 0.0;
-        if (def->sph_lattice_genesis) {
+        if (def->sph.lattice_genesis) {
             firn_fill_regular(&shapes[n], p, &fills[n]);
         } else {
             /* clipped to the SPH box; against its faces, which count as the
@@ -201,7 +201,7 @@ static int sample_bodies(firn_sph *S, const firn_scene_def *def, firn_error *err
             firn_set_error(err, FIRN_E_SCENE,
                            "%s%sbodies[%d]: the shape holds no SPH particle at sph.particle_size "
                            "= %g m (lattice spacing %g m)",
-                           def->source, def->source[0] ? ": " : "", n, def->sph_particle_size, p);
+                           def->source, def->source[0] ? ": " : "", n, def->sph.particle_size, p);
             n++;
             goto done;
         }
@@ -217,7 +217,7 @@ static int sample_bodies(firn_sph *S, const firn_scene_def *def, firn_error *err
     rc = 0;
     if (total == 0)
         goto done;
-    if (!def->sph_lattice_genesis)
+    if (!def->sph.lattice_genesis)
         set_volume(S, def, (float)(volume / (double)total));
     if (alloc_state(S, (int)total, S->P.nb.res[0] * S->P.nb.res[1] * S->P.nb.res[2])) {
         firn_set_error(err, FIRN_E_NOMEM, "out of host memory for %lld SPH particles", total);

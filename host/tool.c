@@ -59,7 +59,7 @@ int firn_tools_init(firn_world *w, firn_error *err)
         t->q0 = b->q;
         t->friction = td->friction;
         t->softness = td->softness;
-        t->collision = td->collision && d->coupling_tool_mpm;
+        t->collision = td->collision && d->coupling.tool_mpm;
     }
     return 0;
 }

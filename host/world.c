@@ -169,7 +169,7 @@ static float rigid_speed(firn_world *w, int *which)
         if (firn_cuda_download_rigids(w, &err) == 0)
             w->rigids_stale = 0;
     }
-    if (!w->def.coupling_rigid_mpm)
+    if (!w->def.coupling.rigid_mpm)
         return 0.0f;
     for (int k = 0; k < w->n_rigids; k++) {
         const firn_rigid *b = &w->rigids[k];
@@ -618,7 +618,7 @@ int firn_scene_couples_mpm_pbd(const firn_scene_def *def)
     int has_mpm = 0;
     for (int b = 0; b < def->n_bodies; b++)
         has_mpm |= def->bodies[b].solver == FIRN_SOLVER_KIND_MPM;
-    return def->coupling_mpm_pbd && has_mpm && firn_pbd_in_scene(def);
+    return def->coupling.mpm_pbd && has_mpm && firn_pbd_in_scene(def);
 }
 
 size_t firn_particle_layout(int n, int slots, char *base, firn_particles *p)

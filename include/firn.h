@@ -348,6 +348,65 @@ typedef enum { FIRN_GRID_AUTO = 0, FIRN_GRID_DENSE = 1, FIRN_GRID_SPARSE = 2 } f
  * same, a failed capture an error; off: launches. All give the same bits. */
 typedef enum { FIRN_GRAPHS_AUTO = 0, FIRN_GRAPHS_OFF = 1, FIRN_GRAPHS_ON = 2 } firn_graph_mode;
 
+/* Which coupling pairs act (a scene's "coupling" section; each pair also
+ * needs both its solvers in the scene). firn_coupling_def_default: every
+ * pair on, CPIC off. */
+typedef struct {
+    int rigid_mpm; /* rigid bodies on the MPM grid, default 1 */
+    int cpic;      /* CPIC's particle contact for them, default 0 */
+    int mpm_sph;   /* default 1 */
+    int sph_rigid; /* default 1 */
+    int pbd_rigid; /* default 1 */
+    int mpm_pbd;   /* default 1 */
+    int tool_mpm;  /* default 1: tools act on the MPM grid */
+    int fem_rigid; /* default 1 */
+    int fem_mpm;   /* default 1 */
+    int fem_sph;   /* default 1 */
+} firn_coupling_def;
+
+/* The SPH solver's options (bodies with solver sph; a scene's "sph"
+ * section). firn_sph_def_default: Genesis's SPHOptions, the box the
+ * domain. */
+typedef struct {
+    float particle_size;       /* particle diameter p [m], default 0.02; support 2p */
+    float lower[3];            /* box the SPH particles stay in [m]; default the domain */
+    float upper[3];            /* (both 0: the domain box) */
+    float divergence_error;    /* DFSPH: tolerated mean rate, % of rho0 per s, default 0.1 */
+    float density_error;       /* DFSPH: tolerated mean density error [%], default 0.05 */
+    int divergence_iterations; /* DFSPH: most per substep, default 100 */
+    int density_iterations;    /* DFSPH: most per substep, default 100 */
+    int lattice_genesis;       /* 1: bodies sampled at spacing p, as Genesis (80 % of the
+                                  mass, at 0.8 rho0); default 0: spacing (0.8)^(1/3) p,
+                                  at rest density */
+    int walls_clamp;           /* 1: the SPH box's faces only clamp positions, as Genesis;
+                                  0 (default): they bound the liquid (firn_sph_walls) */
+} firn_sph_def;
+
+/* The PBD solver's options (bodies with solver pbd; a scene's "pbd"
+ * section). firn_pbd_def_default: Genesis's PBDOptions, the box the
+ * domain. */
+typedef struct {
+    float particle_size;      /* p [m], default 0.01: contact distance p/2 from rigid surfaces,
+                                 lattice spacing of pbd_particle bodies */
+    int stretch_iterations;   /* per substep, default 4 */
+    int bending_iterations;   /* per substep, default 1 */
+    int density_iterations;   /* liquid: density (PBF) iterations per substep, default 1 */
+    int viscosity_iterations; /* liquid: viscosity iterations per substep, default 1 */
+    float lower[3];           /* box the PBD particles stay in [m]; default the domain */
+    float upper[3];           /* (both 0: the domain box) */
+} firn_pbd_def;
+
+/* The FEM solver's options (bodies with solver fem; a scene's "fem"
+ * section). firn_fem_def_default: Genesis's FEMOptions. */
+typedef struct {
+    float damping; /* explicit: v *= exp(-dt damping) each substep [1/s], default 0 */
+} firn_fem_def;
+
+firn_coupling_def firn_coupling_def_default(void);
+firn_sph_def firn_sph_def_default(void);
+firn_pbd_def firn_pbd_def_default(void);
+firn_fem_def firn_fem_def_default(void);
+
 typedef struct {
     float lower[3], upper[3]; /* domain box [m] */
     float dx;                 /* grid spacing [m] */
@@ -364,42 +423,12 @@ typedef struct {
     firn_body_def bodies[FIRN_MAX_BODIES];
     int n_rigids;
     firn_rigid_def rigids[FIRN_MAX_RIGIDS];
-    int coupling_rigid_mpm; /* coupling.rigid_mpm, default 1 */
-    int coupling_cpic;      /* coupling.cpic, default 0 */
-    int coupling_mpm_sph;   /* coupling.mpm_sph, default 1 */
-    int coupling_sph_rigid; /* coupling.sph_rigid, default 1 */
-    /* The SPH solver (bodies with solver sph; defaults Genesis's SPHOptions). */
-    float sph_particle_size;       /* particle diameter p [m], default 0.02; support 2p */
-    float sph_lower[3];            /* box the SPH particles stay in [m]; default the domain */
-    float sph_upper[3];            /* (both 0: the domain box) */
-    float sph_divergence_error;    /* DFSPH: tolerated mean rate, % of rho0 per s, default 0.1 */
-    float sph_density_error;       /* DFSPH: tolerated mean density error [%], default 0.05 */
-    int sph_divergence_iterations; /* DFSPH: most per substep, default 100 */
-    int sph_density_iterations;    /* DFSPH: most per substep, default 100 */
-    int sph_lattice_genesis;       /* 1: bodies sampled at spacing p, as Genesis (80 % of the
-                                      mass, at 0.8 rho0); default 0: spacing (0.8)^(1/3) p,
-                                      at rest density */
-    int sph_walls_clamp;           /* 1: the SPH box's faces only clamp positions, as Genesis;
-                                      0 (default): they bound the liquid (firn_sph_walls) */
-    /* The PBD solver (bodies with solver pbd; defaults Genesis's PBDOptions). */
-    float pbd_particle_size;      /* p [m], default 0.01: contact distance p/2 from rigid surfaces,
-                                     lattice spacing of pbd_particle bodies */
-    int pbd_stretch_iterations;   /* per substep, default 4 */
-    int pbd_bending_iterations;   /* per substep, default 1 */
-    int pbd_density_iterations;   /* liquid: density (PBF) iterations per substep, default 1 */
-    int pbd_viscosity_iterations; /* liquid: viscosity iterations per substep, default 1 */
-    float pbd_lower[3];           /* box the PBD particles stay in [m]; default the domain */
-    float pbd_upper[3];           /* (both 0: the domain box) */
-    int coupling_pbd_rigid;       /* coupling.pbd_rigid, default 1 */
-    int coupling_mpm_pbd;         /* coupling.mpm_pbd, default 1 */
-    int n_tools;                  /* tools */
+    int n_tools; /* tools */
     firn_tool_def tools[FIRN_MAX_TOOLS];
-    int coupling_tool_mpm; /* coupling.tool_mpm, default 1: tools act on the MPM grid */
-    /* The FEM solver (bodies with solver fem; defaults Genesis's FEMOptions). */
-    float fem_damping;           /* explicit: v *= exp(-dt damping) each substep [1/s], default 0 */
-    int coupling_fem_rigid;      /* coupling.fem_rigid, default 1 */
-    int coupling_fem_mpm;        /* coupling.fem_mpm, default 1 */
-    int coupling_fem_sph;        /* coupling.fem_sph, default 1 */
+    firn_coupling_def coupling;  /* the scene's "coupling" section */
+    firn_sph_def sph;            /* its "sph" section */
+    firn_pbd_def pbd;            /* its "pbd" section */
+    firn_fem_def fem;            /* its "fem" section */
     int gpu_p2g;                 /* the CUDA path's P2G, firn_p2g_variant (not part of the
                                     scene: the CLI's --p2g); default FIRN_P2G_AUTO */
     int gpu_grid;                /* the CUDA path's grid, firn_grid_mode (not part of the

@@ -449,9 +449,9 @@ Test(bench_scene, sph_dam_break_holds_its_count_within_3_percent, .timeout = 60)
         cr_expect_float_eq(sh->center[0] - 0.5f * sh->size[0], 0.0f, 1e-5f, "against x = 0");
         cr_expect_float_eq(sh->center[1] - 0.5f * sh->size[1], 0.0f, 1e-5f, "on the floor");
         /* 100k particles of volume 0.8 p^3 fill the column's ~0.125 m^3. */
-        const double vol = 100000.0 * 0.8 * pow(def.sph_particle_size, 3);
+        const double vol = 100000.0 * 0.8 * pow(def.sph.particle_size, 3);
         cr_expect(fabs(vol / (sh->size[0] * sh->size[1] * sh->size[2]) - 1.0) < 0.03,
-                  "particle size %g m", def.sph_particle_size);
+                  "particle size %g m", def.sph.particle_size);
     }
 }
 

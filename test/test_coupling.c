@@ -548,7 +548,7 @@ Test(coupling, rigid_mpm_off_leaves_material_uncoupled)
     snprintf(def.materials[0].name, FIRN_NAME_MAX, "block");
     add_box_body(&def, 0, (float[3]){0.5f, 0.5f, 0.5f}, (float[3]){0.1f, 0.1f, 0.1f}, NULL);
     add_rigid(&def, FIRN_RSHAPE_SPHERE, FIRN_RIGID_DYNAMIC); /* overlaps the block */
-    def.coupling_rigid_mpm = 0;
+    def.coupling.rigid_mpm = 0;
     firn_world *w = make_world(&def);
     cr_assert(w->coupler.active[FIRN_SOLVER_RIGID] && w->coupler.active[FIRN_SOLVER_MPM]);
     cr_assert(!w->coupler.rigid_mpm);
@@ -556,7 +556,7 @@ Test(coupling, rigid_mpm_off_leaves_material_uncoupled)
     /* Both fall freely. */
     cr_assert(w->rigids[0].force[1] == 0.0f && w->rigids[0].v[1] < -0.3f);
     firn_world_destroy(w);
-    def.coupling_rigid_mpm = 1;
+    def.coupling.rigid_mpm = 1;
     w = make_world(&def);
     cr_assert(w->coupler.rigid_mpm);
     firn_world_destroy(w);
@@ -580,7 +580,7 @@ static void coupled_scene(firn_scene_def *def, int cpic)
     k->shape.center[0] = 0.65f, k->shape.center[1] = 0.25f, k->shape.center[2] = 0.5f;
     k->shape.axis = 2;
     k->angular_velocity[2] = -5.0f;
-    def->coupling_cpic = cpic;
+    def->coupling.cpic = cpic;
 }
 
 static void run_coupled(int threads, int cpic, float **x_out, firn_rigid *r_out, int *n_out)
@@ -766,7 +766,7 @@ static double fraction_through_plate(int cpic, double *ke_out)
     r->shape.center[1] = plate_y;
     r->shape.size[0] = r->shape.size[2] = 0.6f;
     r->shape.size[1] = 2.0f * half;
-    def.coupling_cpic = cpic;
+    def.coupling.cpic = cpic;
     firn_world *w = make_world(&def);
     cr_assert_eq(w->coupler.cpic, cpic);
     run_frames(w, 30);
@@ -938,7 +938,7 @@ Test(coupling_scene, rigid_keys_parse_with_genesis_defaults)
     cr_assert(def.rigids[1].friction == 0.5f && def.rigids[1].restitution == 0.2f);
     cr_assert_eq(def.rigids[2].shape.axis, 2);
     cr_assert_eq(def.rigids[2].couple, 0);
-    cr_assert(def.coupling_rigid_mpm == 1 && def.coupling_cpic == 0);
+    cr_assert(def.coupling.rigid_mpm == 1 && def.coupling.cpic == 0);
 }
 
 Test(coupling_scene, bad_rigids_name_the_key_path)

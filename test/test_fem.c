@@ -625,7 +625,7 @@ Test(fem_scene, defaults_are_genesis)
     cr_assert_eq(def.materials[0].E, 1e6f);
     cr_assert_eq(def.materials[0].nu, 0.2f);
     cr_assert_eq(def.materials[0].density, 1000.0f);
-    cr_assert_eq(def.fem_damping, 0.0f);
+    cr_assert_eq(def.fem.damping, 0.0f);
     cr_assert_eq(def.bodies[0].solver, FIRN_SOLVER_KIND_FEM);
 }
 

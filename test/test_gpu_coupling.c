@@ -150,7 +150,7 @@ static void plate_scene(firn_scene_def *def)
     r->shape.center[1] = 6.5f * def->dx;
     r->shape.size[0] = r->shape.size[2] = 0.6f;
     r->shape.size[1] = 0.3f * def->dx;
-    def->coupling_cpic = 1;
+    def->coupling.cpic = 1;
 }
 
 Test(gpu_coupling, cpic_holds_a_thin_plate_and_matches_the_cpu_path, .timeout = 120)

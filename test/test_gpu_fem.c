@@ -266,7 +266,7 @@ Test(gpu_fem, fem_mpm_pair_matches_cpu, .timeout = 300)
      * that spread reached 1.14 times the one-substep tolerance of
      * expect_close in about 1 run in 25 on the emulator; over 10, v's worst
      * was 3.4e-6 to 5.0e-6 of its scale in 30 runs, and no run failed. */
-    pair_worlds(&def, &def.coupling_fem_mpm, 10, 2e-4f, &cpu, &gpu, &off);
+    pair_worlds(&def, &def.coupling.fem_mpm, 10, 2e-4f, &cpu, &gpu, &off);
     firn_frame_stats sc, sg, so;
     firn_error err = {0};
     cr_assert_eq(firn_world_stats(cpu, &sc, &err), 0, "%s", err.msg);
@@ -307,7 +307,7 @@ Test(gpu_fem, fem_rigid_pair_on_a_dynamic_ball_matches_cpu, .timeout = 300)
              "   'radius': 0.04}, 'motion': 'dynamic', 'density': 1000, 'velocity': [0, -1, 0]}]}",
              &def);
     firn_world *cpu, *gpu, *off;
-    pair_worlds(&def, &def.coupling_fem_rigid, 20, 2e-4f, &cpu, &gpu, &off);
+    pair_worlds(&def, &def.coupling.fem_rigid, 20, 2e-4f, &cpu, &gpu, &off);
     firn_frame_stats sc, sg, so;
     firn_error err = {0};
     cr_assert_eq(firn_world_stats(cpu, &sc, &err), 0, "%s", err.msg);
@@ -355,7 +355,7 @@ Test(gpu_fem, fem_sph_pair_matches_cpu, .timeout = 300)
              "   'velocity': [0, -1, 0]}]}",
              &def);
     firn_world *cpu, *gpu, *off;
-    pair_worlds(&def, &def.coupling_fem_sph, 20, 2e-4f, &cpu, &gpu, &off);
+    pair_worlds(&def, &def.coupling.fem_sph, 20, 2e-4f, &cpu, &gpu, &off);
     firn_frame_stats sc, so;
     firn_error err = {0};
     cr_assert_eq(firn_world_stats(cpu, &sc, &err), 0, "%s", err.msg);

@@ -61,9 +61,9 @@ static void cloth_scene(firn_scene_def *def)
         def->lower[a] = -1.0f, def->upper[a] = 1.0f;
     def->dx = 0.1f; /* the MPM grid is unused */
     def->write_ply = def->write_preview = 0;
-    def->pbd_particle_size = 0.02f;
-    def->pbd_stretch_iterations = 4;
-    def->pbd_bending_iterations = 2;
+    def->pbd.particle_size = 0.02f;
+    def->pbd.stretch_iterations = 4;
+    def->pbd.bending_iterations = 2;
     def->n_materials = 2;
     firn_material_default(&def->materials[0], FIRN_MODEL_PBD_CLOTH);
     snprintf(def->materials[0].name, FIRN_NAME_MAX, "cloth");
@@ -199,9 +199,9 @@ static void liquid_twins(int dens, int visc, firn_world **cpu, firn_world **gpu)
         def.lower[a] = -1.0f, def.upper[a] = 1.0f;
     def.dx = 0.1f;
     def.write_ply = def.write_preview = 0;
-    def.pbd_particle_size = 0.02f;
-    def.pbd_density_iterations = dens;
-    def.pbd_viscosity_iterations = visc;
+    def.pbd.particle_size = 0.02f;
+    def.pbd.density_iterations = dens;
+    def.pbd.viscosity_iterations = visc;
     def.n_materials = 3;
     firn_material_default(&def.materials[0], FIRN_MODEL_PBD_LIQUID);
     snprintf(def.materials[0].name, FIRN_NAME_MAX, "water");
@@ -348,7 +348,7 @@ Test(gpu_pbd, cloth_on_a_dynamic_ball_matches_cpu, .timeout = 300)
     def.bodies[0].velocity[1] = -1.0f;
     firn_world *cpu = make_world(&def, FIRN_BACKEND_CPU);
     firn_world *gpu = make_world(&def, FIRN_BACKEND_CUDA);
-    def.coupling_pbd_rigid = 0;
+    def.coupling.pbd_rigid = 0;
     firn_world *off = make_world(&def, FIRN_BACKEND_CPU);
     float dt;
     int nsub;
@@ -410,7 +410,7 @@ Test(gpu_pbd, liquid_on_a_dynamic_box_matches_cpu, .timeout = 300)
         def.lower[a] = -0.5f, def.upper[a] = 0.5f;
     def.dx = 0.1f;
     def.write_ply = def.write_preview = 0;
-    def.pbd_particle_size = 0.01f;
+    def.pbd.particle_size = 0.01f;
     def.n_materials = 1;
     firn_material_default(&def.materials[0], FIRN_MODEL_PBD_LIQUID);
     snprintf(def.materials[0].name, FIRN_NAME_MAX, "water");
@@ -435,7 +435,7 @@ Test(gpu_pbd, liquid_on_a_dynamic_box_matches_cpu, .timeout = 300)
     r->rotation[2] = 17.0f; /* an edge under the liquid */
     firn_world *cpu = make_world(&def, FIRN_BACKEND_CPU);
     firn_world *gpu = make_world(&def, FIRN_BACKEND_CUDA);
-    def.coupling_pbd_rigid = 0;
+    def.coupling.pbd_rigid = 0;
     firn_world *off = make_world(&def, FIRN_BACKEND_CPU);
     const float dt = 1e-3f;
     cr_assert_eq(firn_world_run_substeps(cpu, 10, dt, &err), 0, "CPU: %s", err.msg);
@@ -494,7 +494,7 @@ Test(gpu_pbd, mpm_pbd_pair_matches_cpu, .timeout = 300)
     firn_world *cpu = make_world(&def, FIRN_BACKEND_CPU);
     firn_world *gpu = make_world(&def, FIRN_BACKEND_CUDA);
     cr_assert(gpu->coupler.mpm_pbd, "the MPM-PBD pair is not active");
-    def.coupling_mpm_pbd = 0;
+    def.coupling.mpm_pbd = 0;
     firn_world *off = make_world(&def, FIRN_BACKEND_CPU);
     float dt;
     int nsub;

@@ -61,7 +61,7 @@ static void sph_scene(firn_scene_def *def, firn_pressure_solver solver)
     memcpy(def->lower, lo, sizeof lo);
     memcpy(def->upper, hi, sizeof hi);
     def->dx = 0.02f;
-    def->sph_particle_size = 0.015f;
+    def->sph.particle_size = 0.015f;
     def->write_ply = def->write_preview = 0;
     def->n_materials = 1;
     firn_material_default(&def->materials[0], FIRN_MODEL_SPH_LIQUID);
@@ -382,9 +382,9 @@ static void pair_scene_matches_cpu(const char *path, int body, int rigid, float 
     firn_world *cpu = make_world(&def, FIRN_BACKEND_CPU);
     firn_world *gpu = make_world(&def, FIRN_BACKEND_CUDA);
     if (body >= 0)
-        def.coupling_mpm_sph = 0;
+        def.coupling.mpm_sph = 0;
     else
-        def.coupling_sph_rigid = 0;
+        def.coupling.sph_rigid = 0;
     firn_world *off = make_world(&def, FIRN_BACKEND_CPU);
     float dt;
     int nsub;

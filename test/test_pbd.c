@@ -256,7 +256,7 @@ static void chain_scene(firn_scene_def *def, const char *dir, int N, double L, d
     b->n_pins = 4;
     b->pins[0] = 0, b->pins[1] = 1, b->pins[2] = 2 * N, b->pins[3] = 2 * N + 1;
     def->materials[0].air_resistance = 0.02f; /* damps the swing; the equilibrium is drag-free */
-    def->pbd_bending_iterations = 0;          /* a chain: no bending stiffness */
+    def->pbd.bending_iterations = 0;          /* a chain: no bending stiffness */
 }
 
 /* The catenary through two points a span S apart with length L: L = 2 a
@@ -282,7 +282,7 @@ static double chain_sag(const char *dir, int iters, float dt, double *ke)
     firn_scene_def def;
     const int N = 40;
     chain_scene(&def, dir, N, 1.0, 0.8);
-    def.pbd_stretch_iterations = iters;
+    def.pbd.stretch_iterations = iters;
     firn_world *w = make(&def);
     substeps(w, (int)lrintf(8.0f / dt), dt);
     const int n = w->pbd.n;
@@ -368,7 +368,7 @@ static double sheet_max_stretch(float alpha, int iters, double *bound)
     memcpy(b->pin_upper, hi, sizeof hi);
     def.materials[0].stretch_compliance = alpha;
     def.materials[0].air_resistance = 0.02f;
-    def.pbd_stretch_iterations = iters;
+    def.pbd.stretch_iterations = iters;
     firn_world *w = make(&def);
     cr_assert_eq(w->pbd.pinned, 11, "the top row is pinned");
     const float dt = 1e-3f;
@@ -485,7 +485,7 @@ Test(pbd_rigid, cloth_dropped_on_a_sphere_stays_outside_it, .timeout = 60)
     for (int f = 0; f < 90; f++) /* 1.5 s */
         cr_assert(firn_world_step_frame(w, NULL, &err) == 0, "%s", err.msg);
     const firn_pbd *S = &w->pbd;
-    const float p = def.pbd_particle_size, cy = 0.5f - gap;
+    const float p = def.pbd.particle_size, cy = 0.5f - gap;
     double deepest = INFINITY, top = -INFINITY;
     for (int i = 0; i < S->n; i++) {
         const firn_vec3 x = firn_load3(S->s.x, S->n, i);
@@ -813,7 +813,7 @@ static double incline_slide(float deg, float T)
     snprintf(def.materials[0].name, FIRN_NAME_MAX, "grain");
     def.materials[0].static_friction = 0.15f;
     def.materials[0].kinetic_friction = 0.15f;
-    const double th = deg * M_PI / 180.0, p = def.pbd_particle_size;
+    const double th = deg * M_PI / 180.0, p = def.pbd.particle_size;
     def.n_bodies = 1;
     firn_body_default(&def.bodies[0]);
     def.bodies[0].solver = FIRN_SOLVER_KIND_PBD;
@@ -886,7 +886,7 @@ Test(pbd_mpm, pair_conserves_momentum, .timeout = 120)
     cloth_scene(&def, 12, 12, 0.3f, 0.3f, 0, c);
     def.dx = 0.025f;
     def.gravity[0] = def.gravity[1] = def.gravity[2] = 0.0f;
-    def.pbd_particle_size = 0.02f;
+    def.pbd.particle_size = 0.02f;
     def.materials[0].air_resistance = 0.0f;
     def.n_materials = 2;
     firn_material_default(&def.materials[1], FIRN_MODEL_ELASTIC);

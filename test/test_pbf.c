@@ -42,7 +42,7 @@ static void liquid_scene(firn_scene_def *def, const float s[3], const float c[3]
     firn_scene_default(def);
     for (int a = 0; a < 3; a++) {
         def->lower[a] = -1.0f, def->upper[a] = 1.0f;
-        def->pbd_lower[a] = lo[a], def->pbd_upper[a] = hi[a];
+        def->pbd.lower[a] = lo[a], def->pbd.upper[a] = hi[a];
     }
     def->dx = 0.1f; /* the MPM grid is unused */
     def->write_ply = def->write_preview = 0;
@@ -208,7 +208,7 @@ static void pool(float p, float L, float H)
     liquid_scene(&def, (const float[3]){L, H, L}, (const float[3]){0, 0.5f * H, 0},
                  (const float[3]){-0.5f * L, 0, -0.5f * L},
                  (const float[3]){0.5f * L, 1, 0.5f * L});
-    def.pbd_particle_size = p;
+    def.pbd.particle_size = p;
     def.frame_dt = 0.02f;
     firn_world *w = make(&def);
     const firn_pbd *S = &w->pbd;
@@ -437,7 +437,7 @@ Test(pbf_mass, every_body_starts_with_density_times_its_volume, .timeout = 120)
                     firn_material_default(&def.materials[0], FIRN_MODEL_PBD_PARTICLE);
                 def.materials[0].density = 1300.0f;
                 def.gravity[1] = 0.0f;
-                def.pbd_particle_size = sizes[r];
+                def.pbd.particle_size = sizes[r];
                 const double volume =
                     mass_shape(k, (const float[3]){0.0f, 0.0f, 0.0f}, &def.bodies[0].shape);
                 firn_world *w = make(&def);
@@ -506,7 +506,7 @@ static double float_fraction(int sphere, float rho, float p, float a, float L, f
     liquid_scene(&def, (const float[3]){L, H, L}, (const float[3]){0, 0.5f * H, 0},
                  (const float[3]){-0.5f * L, 0, -0.5f * L},
                  (const float[3]){0.5f * L, 1, 0.5f * L});
-    def.pbd_particle_size = p;
+    def.pbd.particle_size = p;
     def.frame_dt = 0.02f;
     def.materials[0].viscosity_relaxation = 0.1f; /* comes to rest (no part of the balance) */
     def.n_rigids = 1;

@@ -956,7 +956,7 @@ static firn_world *tank(firn_pressure_solver solver, float seconds, firn_scene_d
     memcpy(def->lower, lo, sizeof lo);
     memcpy(def->upper, hi, sizeof hi);
     def->dx = 0.025f; /* the MPM grid is unused */
-    def->sph_particle_size = 0.02f;
+    def->sph.particle_size = 0.02f;
     def->n_materials = 1;
     firn_material_default(&def->materials[0], FIRN_MODEL_SPH_LIQUID);
     snprintf(def->materials[0].name, FIRN_NAME_MAX, "water");
@@ -988,7 +988,7 @@ static void check_hydrostatic(firn_pressure_solver solver)
     firn_scene_def def;
     firn_world *w = tank(solver, 1.5f, &def);
     firn_error err;
-    const double g = 9.81, h = 2.0 * def.sph_particle_size, ps = def.sph_particle_size;
+    const double g = 9.81, h = 2.0 * def.sph.particle_size, ps = def.sph.particle_size;
     /* Layer sums over the frames of the last 0.5 s: the settled column
      * still sways, and its time average is the hydrostatic state. */
     double ly[64] = {0}, lp[64] = {0}, lrho[64] = {0}, lcount[64] = {0}, pmax = 0.0;
@@ -1084,7 +1084,7 @@ Test(sph_tank, dfsph_interior_density_stays_at_rest_density)
     firn_error err;
     cr_assert(firn_world_sph_particles(w, &v, &err) == 0, "%s", err.msg);
     const long long n = v.n;
-    const float h = 2.0f * def.sph_particle_size;
+    const float h = 2.0f * def.sph.particle_size;
     float top = 0.0f;
     for (long long i = 0; i < n; i++)
         top = fmaxf(top, v.x[n + i]);
@@ -1167,7 +1167,7 @@ static void check_dam_break(firn_pressure_solver solver)
     const float hi[3] = {0.8f, 0.6f, 0.1f};
     memcpy(def.upper, hi, sizeof hi);
     def.dx = 0.01f;
-    def.sph_particle_size = 0.01f;
+    def.sph.particle_size = 0.01f;
     def.frame_dt = 0.005f;
     def.n_materials = 1;
     firn_material_default(&def.materials[0], FIRN_MODEL_SPH_LIQUID);
@@ -1183,7 +1183,7 @@ static void check_dam_break(firn_pressure_solver solver)
     firn_error err;
     firn_world *w = firn_world_create(&def, FIRN_BACKEND_CPU, &err);
     cr_assert(w, "%s", err.msg);
-    const double scale = sqrt(2.0 * 9.81 / a), half = 0.5 * cbrt(0.8) * def.sph_particle_size;
+    const double scale = sqrt(2.0 * 9.81 / a), half = 0.5 * cbrt(0.8) * def.sph.particle_size;
     double T_prev = 0.0, Z_prev = 0.0, Z_at[3];
     int k = 0;
     for (int f = 0; k < 3 && f < 200; f++) {
@@ -1374,7 +1374,7 @@ Test(sph_pairs, world_mpm_block_pushes_liquid_and_momentum_is_kept)
     const float hi[3] = {0.4f, 0.3f, 0.3f};
     memcpy(def.upper, hi, sizeof hi);
     def.dx = 0.01f;
-    def.sph_particle_size = 0.01f;
+    def.sph.particle_size = 0.01f;
     def.gravity[1] = 0.0f;
     def.frame_dt = 0.002f;
     def.n_materials = 2;
@@ -1478,7 +1478,7 @@ Test(sph_surface, resting_cube_without_gravity_stays_at_rest)
     memcpy(def.upper, hi, sizeof hi);
     def.dx = 0.025f;
     def.gravity[0] = def.gravity[1] = def.gravity[2] = 0.0f;
-    def.sph_particle_size = 0.02f;
+    def.sph.particle_size = 0.02f;
     def.n_materials = 1;
     firn_material_default(&def.materials[0], FIRN_MODEL_SPH_LIQUID);
     snprintf(def.materials[0].name, FIRN_NAME_MAX, "water");
@@ -1524,7 +1524,7 @@ Test(sph_surface, resting_cube_without_gravity_stays_at_rest)
         }
         grow = fmax(grow, fabs((double)(h - l) - (double)(hi0[a] - lo0[a])));
     }
-    const double spacing = cbrt(0.8) * def.sph_particle_size, h = 2.0 * def.sph_particle_size;
+    const double spacing = cbrt(0.8) * def.sph.particle_size, h = 2.0 * def.sph.particle_size;
     double rho_in = 0.0;
     int n_in = 0;
     for (int i = 0; i < n; i++) {
@@ -1556,7 +1556,7 @@ static firn_world *mass_world(int k, float p, double *volume)
     for (int a = 0; a < 3; a++)
         def.lower[a] = 0.0f, def.upper[a] = 1.0f;
     def.dx = 0.05f; /* the MPM grid is unused */
-    def.sph_particle_size = p;
+    def.sph.particle_size = p;
     def.n_materials = 1;
     firn_material_default(&def.materials[0], FIRN_MODEL_SPH_LIQUID);
     snprintf(def.materials[0].name, FIRN_NAME_MAX, "water");
@@ -1627,7 +1627,7 @@ Test(sph_mass, a_pool_against_the_walls_starts_at_rest_with_its_mass, .timeout =
         const float hi[3] = {0.4f, 0.5f, 0.3f};
         memcpy(def.upper, hi, sizeof hi);
         def.dx = 0.05f;
-        def.sph_particle_size = sizes[r];
+        def.sph.particle_size = sizes[r];
         def.n_materials = 1;
         firn_material_default(&def.materials[0], FIRN_MODEL_SPH_LIQUID);
         snprintf(def.materials[0].name, FIRN_NAME_MAX, "water");

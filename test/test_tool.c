@@ -439,7 +439,7 @@ Test(tool_scene, keys_and_defaults)
     cr_assert_eq(def.n_tools, 1);
     cr_assert_str_eq(def.tools[0].name, "spatula");
     cr_assert(def.tools[0].friction == 0.0f && def.tools[0].softness == 0.01f &&
-              def.tools[0].collision == 1 && def.coupling_tool_mpm == 1);
+              def.tools[0].collision == 1 && def.coupling.tool_mpm == 1);
     cr_assert_eq(
         firn_scene_parse_json(
             tool_scene("{\"name\": \"rake\", \"shape\": {\"type\": \"capsule\", \"radius\": 0.02, "

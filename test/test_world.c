@@ -56,7 +56,7 @@ static void cpic_plate(firn_scene_def *def, float y)
     def->rigids[0].shape.center[1] = y;
     def->rigids[0].shape.size[0] = def->rigids[0].shape.size[2] = 0.6f;
     def->rigids[0].shape.size[1] = 0.3f * def->dx;
-    def->coupling_cpic = 1;
+    def->coupling.cpic = 1;
 }
 
 static firn_world *make_world(const firn_scene_def *def)

@@ -170,6 +170,51 @@ class ToolDef(Structure):
     ]
 
 
+class CouplingDef(Structure):
+    _fields_ = [
+        ("rigid_mpm", c_int),
+        ("cpic", c_int),
+        ("mpm_sph", c_int),
+        ("sph_rigid", c_int),
+        ("pbd_rigid", c_int),
+        ("mpm_pbd", c_int),
+        ("tool_mpm", c_int),
+        ("fem_rigid", c_int),
+        ("fem_mpm", c_int),
+        ("fem_sph", c_int),
+    ]
+
+
+class SphDef(Structure):
+    _fields_ = [
+        ("particle_size", c_float),
+        ("lower", f3),
+        ("upper", f3),
+        ("divergence_error", c_float),
+        ("density_error", c_float),
+        ("divergence_iterations", c_int),
+        ("density_iterations", c_int),
+        ("lattice_genesis", c_int),
+        ("walls_clamp", c_int),
+    ]
+
+
+class PbdDef(Structure):
+    _fields_ = [
+        ("particle_size", c_float),
+        ("stretch_iterations", c_int),
+        ("bending_iterations", c_int),
+        ("density_iterations", c_int),
+        ("viscosity_iterations", c_int),
+        ("lower", f3),
+        ("upper", f3),
+    ]
+
+
+class FemDef(Structure):
+    _fields_ = [("damping", c_float)]
+
+
 class SceneDef(Structure):
     _fields_ = [
         ("lower", f3),
@@ -188,35 +233,12 @@ class SceneDef(Structure):
         ("bodies", BodyDef * MAX_BODIES),
         ("n_rigids", c_int),
         ("rigids", RigidDef * MAX_RIGIDS),
-        ("coupling_rigid_mpm", c_int),
-        ("coupling_cpic", c_int),
-        ("coupling_mpm_sph", c_int),
-        ("coupling_sph_rigid", c_int),
-        ("sph_particle_size", c_float),
-        ("sph_lower", f3),
-        ("sph_upper", f3),
-        ("sph_divergence_error", c_float),
-        ("sph_density_error", c_float),
-        ("sph_divergence_iterations", c_int),
-        ("sph_density_iterations", c_int),
-        ("sph_lattice_genesis", c_int),
-        ("sph_walls_clamp", c_int),
-        ("pbd_particle_size", c_float),
-        ("pbd_stretch_iterations", c_int),
-        ("pbd_bending_iterations", c_int),
-        ("pbd_density_iterations", c_int),
-        ("pbd_viscosity_iterations", c_int),
-        ("pbd_lower", f3),
-        ("pbd_upper", f3),
-        ("coupling_pbd_rigid", c_int),
-        ("coupling_mpm_pbd", c_int),
         ("n_tools", c_int),
         ("tools", ToolDef * MAX_TOOLS),
-        ("coupling_tool_mpm", c_int),
-        ("fem_damping", c_float),
-        ("coupling_fem_rigid", c_int),
-        ("coupling_fem_mpm", c_int),
-        ("coupling_fem_sph", c_int),
+        ("coupling", CouplingDef),
+        ("sph", SphDef),
+        ("pbd", PbdDef),
+        ("fem", FemDef),
         ("gpu_p2g", c_int),
         ("gpu_grid", c_int),
         ("gpu_graphs", c_int),
@@ -449,6 +471,10 @@ class CompareReport(Structure):
 
 MIRRORS = {
     "firn_scene_def": SceneDef,
+    "firn_coupling_def": CouplingDef,
+    "firn_sph_def": SphDef,
+    "firn_pbd_def": PbdDef,
+    "firn_fem_def": FemDef,
     "firn_frame_stats": FrameStats,
     "firn_tool_state": ToolState,
     "firn_particles_view": ParticlesView,
