@@ -507,11 +507,14 @@ int firn_compare_backends(const firn_scene_def *def, int frames, firn_compare_re
     snprintf(r->cpu_device, sizeof r->cpu_device, "%s", firn_world_device_name(cpu));
     snprintf(r->gpu_device, sizeof r->gpu_device, "%s", firn_world_device_name(gpu));
     /* The first frame's substep, from the CPU state (the same as the
-     * GPU's); a runaway step is refused with its cause. */
-    float dt;
-    int nsub, rc = -1;
+     * GPU's); a runaway step is refused with its cause. The GPU world takes
+     * its frame's step too, for what its solvers set with it (DFSPH's
+     * relaxation time). */
+    float dt, gdt;
+    int nsub, gnsub, rc = -1;
     firn_frame_stats sc, sg;
-    if (firn_world_next_frame_step(cpu, &dt, &nsub, err))
+    if (firn_world_next_frame_step(cpu, &dt, &nsub, err) ||
+        firn_world_next_frame_step(gpu, &gdt, &gnsub, err))
         goto done;
     r->dt = dt;
     if (firn_world_substep(cpu, dt, err) || firn_world_substep(gpu, dt, err) ||

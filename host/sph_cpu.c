@@ -184,6 +184,12 @@ static int sph_cfl(firn_world *w, float v_gravity, firn_cfl_limit *lim, firn_err
     if (sph_host_current(w, err))
         return -1;
     lim->dt = firn_sph_cfl_dt(&w->sph, w->def.cfl, v_gravity, &lim->c, &lim->v);
+    /* the DFSPH density solve's relaxation time (firn_sph_df_excess_share):
+     * the step the liquid alone would take this frame, rounded down to a
+     * quarter octave (within 19 %), so that a CUDA graph keyed by it is
+     * captured again only when the liquid's speed changes that much */
+    const float own = isfinite(lim->dt) ? firn_minf(lim->dt, w->def.frame_dt) : w->def.frame_dt;
+    w->sph.P.tau = exp2f(floorf(4.0f * log2f(own)) * 0.25f);
     return 0;
 }
 

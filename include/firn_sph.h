@@ -53,6 +53,10 @@ typedef struct {
     int solver;        /* FIRN_SPH_WCSPH or FIRN_SPH_DFSPH */
     float div_tol;     /* DFSPH: mean compression rate tolerated, x dt [-] */
     float dens_tol;    /* DFSPH: mean density error tolerated, fraction of rho0 [-] */
+    float tau;         /* DFSPH: the liquid's own CFL step [s], set each frame (0: none, as
+                          with a fixed time.dt); a substep shorter than tau / 2 removes
+                          only the share 2 dt / tau of a density excess
+                          (firn_sph_df_density_source) */
     int div_iters;     /* DFSPH: most divergence iterations per substep */
     int dens_iters;    /* DFSPH: most density iterations per substep */
     int walls;         /* 1: the box's faces bound the liquid as liquid at rest beyond
@@ -410,8 +414,22 @@ static inline FIRN_HD void firn_sph_df_div_source(int i, const firn_sph_params *
     s.drho[i] = count < 20 ? 0.0f : d;
 }
 
+/* The share of a density excess a DFSPH substep dt removes: all of it,
+ * but 2 dt / tau for a substep shorter than half the liquid's own CFL step
+ * tau (another solver's limit set it). The solve removes the excess it
+ * targets within the substep, so a velocity of about excess x h / dt; a
+ * pool at rest, whose lattice sums 0.4 % over rho0, took 35 J of kinetic
+ * energy in 2 ms at dt = 5e-5 s, 0.1 J at its own step (docs/PHYSICS.md,
+ * 5.5). Removed over tau / 2 instead, the excess leaves as the liquid alone
+ * would remove it, whatever the substep. */
+static inline FIRN_HD float firn_sph_df_excess_share(const firn_sph_params *P)
+{
+    return 2.0f * P->dt < P->tau ? 2.0f * P->dt / P->tau : 1.0f;
+}
+
 /* DFSPH density source: the predicted density ratio
- * rho_i / rho0 + dt sum_j V v_ij . grad W_ij, at least 1; 1 (no correction)
+ * rho_i / rho0 + dt sum_j V v_ij . grad W_ij, at least 1, the excess of
+ * rho_i / rho0 over 1 taken at firn_sph_df_excess_share; 1 (no correction)
  * for a particle with fewer than 10 neighbours (a corner, a droplet), whose
  * kernel sum is too incomplete to correct: solved, it drove a corner
  * particle of a deep column to 390 m/s. */
@@ -421,7 +439,11 @@ static inline FIRN_HD void firn_sph_df_density_source(int i, const firn_sph_para
 {
     int count;
     float div = firn_sph_divergence(i, P, s, G, &count);
-    s.drho[i] = count < 10 ? 1.0f : firn_maxf(s.rho[i] / mats[s.mat[i]].rho0 + P->dt * div, 1.0f);
+    float ratio = s.rho[i] / mats[s.mat[i]].rho0;
+    const float share = firn_sph_df_excess_share(P);
+    if (ratio > 1.0f && share < 1.0f)
+        ratio = 1.0f + (ratio - 1.0f) * share;
+    s.drho[i] = count < 10 ? 1.0f : firn_maxf(ratio + P->dt * div, 1.0f);
 }
 
 /* One Jacobi iteration of a DFSPH solve for particle i: with

@@ -194,10 +194,10 @@ static_assert(
             FIELD_BYTES(firn_sph_params, lower) + FIELD_BYTES(firn_sph_params, upper) +
             FIELD_BYTES(firn_sph_params, nb) + FIELD_BYTES(firn_sph_params, gravity) +
             FIELD_BYTES(firn_sph_params, solver) + FIELD_BYTES(firn_sph_params, div_tol) +
-            FIELD_BYTES(firn_sph_params, dens_tol) + FIELD_BYTES(firn_sph_params, div_iters) +
-            FIELD_BYTES(firn_sph_params, dens_iters) + FIELD_BYTES(firn_sph_params, walls) +
-            FIELD_BYTES(firn_sph_params, full_count) + FIELD_BYTES(firn_sph_params, wall_visc_t) +
-            FIELD_BYTES(firn_sph_params, wall_visc_n),
+            FIELD_BYTES(firn_sph_params, dens_tol) + FIELD_BYTES(firn_sph_params, tau) +
+            FIELD_BYTES(firn_sph_params, div_iters) + FIELD_BYTES(firn_sph_params, dens_iters) +
+            FIELD_BYTES(firn_sph_params, walls) + FIELD_BYTES(firn_sph_params, full_count) +
+            FIELD_BYTES(firn_sph_params, wall_visc_t) + FIELD_BYTES(firn_sph_params, wall_visc_n),
     "firn_sph_params has padding or a field graph_key's check does not list");
 static_assert(sizeof(firn_pbd_params) ==
                   FIELD_BYTES(firn_pbd_params, dt) + FIELD_BYTES(firn_pbd_params, psize) +

@@ -426,6 +426,7 @@ Test(fem_world, fem_ball_floats_at_archimedes_depth_on_dfsph, .timeout = 300)
         n++;
     }
     const double frac = sum / n;
+    cr_log_info("FEM ball of 0.5 on DFSPH: submerged fraction %.3f over 0.7-0.9 s", frac);
     cr_assert(fabs(frac - 0.5) < 0.1, "submerged fraction %.3f, Archimedes 0.5", frac);
     firn_world_destroy(w);
 }
