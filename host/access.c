@@ -102,6 +102,7 @@ size_t firn_struct_size(const char *name)
         size_t size;
     } sizes[] = {
         {"firn_scene_def", sizeof(firn_scene_def)},
+        {"firn_run_options", sizeof(firn_run_options)},
         {"firn_coupling_def", sizeof(firn_coupling_def)},
         {"firn_sph_def", sizeof(firn_sph_def)},
         {"firn_pbd_def", sizeof(firn_pbd_def)},

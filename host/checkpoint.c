@@ -1115,10 +1115,18 @@ int firn_checkpoint_read(firn_world *w, const char *path, firn_error *err)
     return rc;
 }
 
+firn_world *firn_world_load_with(const firn_scene_def *def, const firn_run_options *opt,
+                                 const char *path, firn_error *err)
+{
+    /* path NULL: a fresh world, as firn_world_create_with */
+    const firn_world_restore r = {firn_checkpoint_check_header, firn_checkpoint_read, path};
+    return firn_world_create_restored(def, opt, path ? &r : NULL, err);
+}
+
 firn_world *firn_world_load(const firn_scene_def *def, firn_backend backend, const char *path,
                             firn_error *err)
 {
-    /* path NULL: a fresh world, as firn_world_create */
-    const firn_world_restore r = {firn_checkpoint_check_header, firn_checkpoint_read, path};
-    return firn_world_create_restored(def, backend, path ? &r : NULL, err);
+    firn_run_options o = firn_run_options_default();
+    o.backend = backend;
+    return firn_world_load_with(def, &o, path, err);
 }

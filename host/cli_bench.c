@@ -161,12 +161,14 @@ static int run_case(bench_result *r, const bench_opts *o, double copy_bw, double
     firn_scene_def def;
     if (firn_bench_make_scene(r->scene, r->layout, r->particles, &def, err))
         return -1;
+    firn_run_options run = firn_run_options_default();
+    run.backend = r->backend;
     if (r->p2g >= 0)
-        def.gpu_p2g = r->p2g;
+        run.p2g = r->p2g;
     if (o->graphs >= 0)
-        def.gpu_graphs = o->graphs;
+        run.graphs = o->graphs;
     size_t used0 = r->backend == FIRN_BACKEND_CUDA ? firn_cuda_used_bytes() : 0;
-    firn_world *w = firn_world_create(&def, r->backend, err);
+    firn_world *w = firn_world_create_with(&def, &run, err);
     if (!w)
         return -1;
     r->particles = firn_world_particle_count(w);
@@ -219,7 +221,7 @@ static int run_case(bench_result *r, const bench_opts *o, double copy_bw, double
      * update skip untouched blocks, so it has none either. */
     const int cuda = r->backend == FIRN_BACKEND_CUDA;
     const long long model_nodes = cuda && !firn_device_sparse(w) ? r->nodes : 0;
-    const int fused = cuda && firn_device_binned(w) && def.gpu_p2g == FIRN_P2G_G2P2G;
+    const int fused = cuda && firn_device_binned(w) && run.p2g == FIRN_P2G_G2P2G;
     firn_world_destroy(w);
     if (rc)
         return -1;

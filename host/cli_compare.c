@@ -81,14 +81,15 @@ int firn_cli_compare(int argc, char **argv)
     firn_error err;
     if (firn_cli_load_scene(scene, &def, &err))
         return firn_cli_fail(&err);
+    firn_run_options run = firn_run_options_default();
     if (p2g >= 0)
-        def.gpu_p2g = p2g;
+        run.p2g = p2g;
     if (grid >= 0)
-        def.gpu_grid = grid;
+        run.grid = grid;
     if (graphs >= 0)
-        def.gpu_graphs = graphs;
+        run.graphs = graphs;
     firn_compare_report r;
-    if (firn_compare_backends(&def, frames, &r, &err))
+    if (firn_compare_backends_with(&def, &run, frames, &r, &err))
         return firn_cli_fail(&err);
     printf("%s: %lld particles, CPU (%s) vs GPU (%s)\n", scene, r.particles, r.cpu_device,
            r.gpu_device);

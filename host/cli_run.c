@@ -704,12 +704,28 @@ static int check_whole_frames(firn_world *w, const firn_scene_def *def, const ch
     return 0;
 }
 
+/* The run options of the command line (--backend, --p2g, --grid, --graphs;
+ * auto where not given). */
+static firn_run_options run_options_of(const run_opts *o)
+{
+    firn_run_options r = firn_run_options_default();
+    r.backend = o->backend;
+    if (o->p2g >= 0)
+        r.p2g = o->p2g;
+    if (o->grid >= 0)
+        r.grid = o->grid;
+    if (o->graphs >= 0)
+        r.graphs = o->graphs;
+    return r;
+}
+
 /* The world of checkpoint path if it loads and ends a whole frame, else
  * NULL with err filled. */
 static firn_world *load_checkpoint(const firn_scene_def *def, const run_opts *o, const char *path,
                                    firn_error *err)
 {
-    firn_world *w = firn_world_load(def, o->backend, path, err);
+    const firn_run_options run = run_options_of(o);
+    firn_world *w = firn_world_load_with(def, &run, path, err);
     if (w && check_whole_frames(w, def, path, err)) {
         firn_world_destroy(w);
         return NULL;
@@ -1110,7 +1126,8 @@ static firn_world *start_world(const firn_scene_def *def, const run_opts *o, int
 {
     *first = 0;
     if (!o->resume) {
-        firn_world *w = firn_world_create(def, o->backend, err);
+        const firn_run_options run = run_options_of(o);
+        firn_world *w = firn_world_create_with(def, &run, err);
         if (w && clear_earlier_run(def->out_dir, o->quiet, err)) {
             firn_world_destroy(w);
             return NULL;
@@ -1155,12 +1172,6 @@ int firn_cli_run(int argc, char **argv)
         def.out_every = o.every;
     if (o.deterministic)
         o.p2g = FIRN_P2G_ORDERED;
-    if (o.p2g >= 0)
-        def.gpu_p2g = o.p2g;
-    if (o.grid >= 0)
-        def.gpu_grid = o.grid;
-    if (o.graphs >= 0)
-        def.gpu_graphs = o.graphs;
     if (o.out)
         snprintf(def.out_dir, sizeof def.out_dir, "%s", o.out);
     if (firn_mkdirs(def.out_dir, &err) || lock_output(def.out_dir, &err))

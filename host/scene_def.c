@@ -189,9 +189,6 @@ void firn_scene_default(firn_scene_def *def)
     def->out_every = 1;
     def->write_ply = 1;
     def->write_preview = 1;
-    def->gpu_p2g = FIRN_P2G_AUTO;
-    def->gpu_grid = FIRN_GRID_AUTO;
-    def->gpu_graphs = FIRN_GRAPHS_AUTO;
 }
 
 /* ---- pure functions of the definition ------------------------------------- */

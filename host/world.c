@@ -455,15 +455,56 @@ static int check_explicit_dt(firn_world *w, firn_error *err)
 /* A world of def; with a restore (r), at its state: r's state replaces
  * the sampled host state before the GPU's state is made from it (the
  * upload), or after the CPU path's scratch is allocated (its layout). */
-firn_world *firn_world_create_restored(const firn_scene_def *def, firn_backend backend,
+firn_run_options firn_run_options_default(void)
+{
+    firn_run_options o = {.backend = FIRN_BACKEND_AUTO,
+                          .p2g = FIRN_P2G_AUTO,
+                          .grid = FIRN_GRID_AUTO,
+                          .graphs = FIRN_GRAPHS_AUTO};
+    return o;
+}
+
+/* 0 when every run option is in its enum's range, else -1 with err naming
+ * the first that is not. */
+static int check_run_options(const firn_run_options *o, firn_error *err)
+{
+    if (o->backend != FIRN_BACKEND_AUTO && o->backend != FIRN_BACKEND_CPU &&
+        o->backend != FIRN_BACKEND_CUDA) {
+        firn_set_error(err, FIRN_E_USAGE, "no backend %d: FIRN_BACKEND_AUTO, _CPU or _CUDA",
+                       (int)o->backend);
+        return -1;
+    }
+    if (o->p2g < FIRN_P2G_ATOMIC || o->p2g > FIRN_P2G_G2P2G) {
+        firn_set_error(err, FIRN_E_USAGE,
+                       "run options: no P2G variant %d (firn_p2g_variant: FIRN_P2G_ATOMIC to "
+                       "FIRN_P2G_G2P2G, %d to %d)",
+                       o->p2g, (int)FIRN_P2G_ATOMIC, (int)FIRN_P2G_G2P2G);
+        return -1;
+    }
+    if (o->grid < FIRN_GRID_AUTO || o->grid > FIRN_GRID_SPARSE) {
+        firn_set_error(err, FIRN_E_USAGE,
+                       "run options: no grid mode %d (firn_grid_mode: FIRN_GRID_AUTO, _DENSE or "
+                       "_SPARSE, %d to %d)",
+                       o->grid, (int)FIRN_GRID_AUTO, (int)FIRN_GRID_SPARSE);
+        return -1;
+    }
+    if (o->graphs < FIRN_GRAPHS_AUTO || o->graphs > FIRN_GRAPHS_ON) {
+        firn_set_error(err, FIRN_E_USAGE,
+                       "run options: no graph mode %d (firn_graph_mode: FIRN_GRAPHS_AUTO, _OFF "
+                       "or _ON, %d to %d)",
+                       o->graphs, (int)FIRN_GRAPHS_AUTO, (int)FIRN_GRAPHS_ON);
+        return -1;
+    }
+    return 0;
+}
+
+firn_world *firn_world_create_restored(const firn_scene_def *def, const firn_run_options *opt,
                                        const firn_world_restore *r, firn_error *err)
 {
-    if (backend != FIRN_BACKEND_AUTO && backend != FIRN_BACKEND_CPU &&
-        backend != FIRN_BACKEND_CUDA) {
-        firn_set_error(err, FIRN_E_USAGE, "no backend %d: FIRN_BACKEND_AUTO, _CPU or _CUDA",
-                       (int)backend);
+    const firn_run_options run = opt ? *opt : firn_run_options_default();
+    if (check_run_options(&run, err))
         return NULL;
-    }
+    firn_backend backend = run.backend;
     if (firn_scene_validate(def, err))
         return NULL;
     firn_world *w = calloc(1, sizeof *w);
@@ -472,6 +513,7 @@ firn_world *firn_world_create_restored(const firn_scene_def *def, firn_backend b
         return NULL;
     }
     w->def = *def;
+    w->run = run;
     firn_params_build(def, &w->params);
     /* The domain is what the grid covers: upper rounded up to a whole cell,
      * where the upper walls act (firn_world_scene shows it). */
@@ -527,7 +569,7 @@ firn_world *firn_world_create_restored(const firn_scene_def *def, firn_backend b
             if (firn_solver_of(k)->cuda_create && firn_solver_of(k)->cuda_create(w, err))
                 goto fail;
         const char *why = firn_world_gpu_graph_obstacle(w);
-        if (def->gpu_graphs == FIRN_GRAPHS_ON && why) {
+        if (run.graphs == FIRN_GRAPHS_ON && why) {
             firn_set_error(err, FIRN_E_USAGE,
                            "%s: --graphs on: %s, so its substeps cannot be captured as a CUDA "
                            "graph (--graphs auto launches them kernel by kernel)",
@@ -550,9 +592,17 @@ fail:
     return NULL;
 }
 
+firn_world *firn_world_create_with(const firn_scene_def *def, const firn_run_options *opt,
+                                   firn_error *err)
+{
+    return firn_world_create_restored(def, opt, NULL, err);
+}
+
 firn_world *firn_world_create(const firn_scene_def *def, firn_backend backend, firn_error *err)
 {
-    return firn_world_create_restored(def, backend, NULL, err);
+    firn_run_options o = firn_run_options_default();
+    o.backend = backend;
+    return firn_world_create_restored(def, &o, NULL, err);
 }
 
 void firn_world_destroy(firn_world *w)
@@ -582,7 +632,7 @@ const char *firn_world_gpu_nondeterminism(const firn_world *w)
     if (w->p.n > 0 && c->active[FIRN_SOLVER_MPM]) {
         if (c->cpic && w->p.cpic_slots > 0)
             return "MPM's P2G with CPIC scatters with float atomics (CPIC has no ordered P2G)";
-        if (w->def.gpu_p2g != FIRN_P2G_ORDERED)
+        if (w->run.p2g != FIRN_P2G_ORDERED)
             return "MPM's P2G scatters with float atomics (--p2g ordered gathers in a fixed "
                    "order)";
     }
@@ -672,7 +722,7 @@ size_t firn_mesh_grid_bytes(const firn_world *w, size_t (*align)(size_t))
 
 int firn_device_binned(const firn_world *w)
 {
-    const int v = w->def.gpu_p2g;
+    const int v = w->run.p2g;
     return (v == FIRN_P2G_BINNED || v == FIRN_P2G_WARP || v == FIRN_P2G_ORDERED ||
             v == FIRN_P2G_G2P2G || (v == FIRN_P2G_AUTO && w->p.n >= FIRN_P2G_BINNED_MIN)) &&
            w->p.n > 0 && w->coupler.active[FIRN_SOLVER_MPM] &&
@@ -684,15 +734,14 @@ int firn_device_sparse(const firn_world *w)
     const firn_coupler *c = &w->coupler;
     /* G2P2G's P2G runs in the fused kernel, after the clear: no list of the
      * blocks it reaches can be built before it. */
-    if (!firn_device_binned(w) || w->def.gpu_grid == FIRN_GRID_DENSE ||
-        w->def.gpu_p2g == FIRN_P2G_G2P2G)
+    if (!firn_device_binned(w) || w->run.grid == FIRN_GRID_DENSE || w->run.p2g == FIRN_P2G_G2P2G)
         return 0;
     const int grid_pairs = (c->rigid_mpm && w->n_rigids > 0) || (c->tool_mpm && w->n_tools > 0) ||
                            c->mpm_sph || c->mpm_pbd || c->fem_mpm;
     if (grid_pairs)
         return 0;
     const double nodes = (double)w->params.n[0] * w->params.n[1] * w->params.n[2];
-    return w->def.gpu_grid == FIRN_GRID_SPARSE ||
+    return w->run.grid == FIRN_GRID_SPARSE ||
            nodes > (double)FIRN_GRID_SPARSE_RATIO * (double)w->p.n;
 }
 
@@ -712,7 +761,7 @@ int firn_device_counting_sort(const firn_world *w)
         cells *= (double)((w->params.n[a] - 3) / 4 + 1);
     if (cells + 1.0 > 2147483647.0)
         return 0;
-    return firn_device_binned(w) && w->def.gpu_p2g != FIRN_P2G_ORDERED && !firn_device_sparse(w);
+    return firn_device_binned(w) && w->run.p2g != FIRN_P2G_ORDERED && !firn_device_sparse(w);
 }
 
 /* Binned and G2P2G P2G sum their tiles in 32-bit fixed point when
@@ -723,8 +772,8 @@ int firn_device_fixed_tile(const firn_world *w)
 {
     const char *e = getenv("FIRN_P2G_TILE");
     return e && strcmp(e, "fixed") == 0 && firn_device_binned(w) &&
-           (w->def.gpu_p2g == FIRN_P2G_BINNED || w->def.gpu_p2g == FIRN_P2G_G2P2G ||
-            w->def.gpu_p2g == FIRN_P2G_AUTO);
+           (w->run.p2g == FIRN_P2G_BINNED || w->run.p2g == FIRN_P2G_G2P2G ||
+            w->run.p2g == FIRN_P2G_AUTO);
 }
 
 /* FIRN_P2G_REORDER's value: 0 (off) or every how many substeps of a call
@@ -766,7 +815,7 @@ static size_t binned_bytes(const firn_world *w)
     for (int a = 0; a < 3; a++)
         bins *= (size_t)((w->params.n[a] - 3) / 4 + 1);
     size_t ordered = 0; /* ordered P2G: each cell's range, each particle's scatter state */
-    if (w->def.gpu_p2g == FIRN_P2G_ORDERED)
+    if (w->run.p2g == FIRN_P2G_ORDERED)
         ordered = 2 * firn_align256(bins * 64 * sizeof(int)) +
                   firn_align256(16 * (size_t)w->p.n * sizeof(float));
     size_t sparse = 0; /* sparse grid: a flag, an offset and a list entry per 4^3-node block */
@@ -779,7 +828,7 @@ static size_t binned_bytes(const firn_world *w)
     size_t counting = 0, listed = 0;
     if (firn_device_counting_sort(w))
         counting = 2 * firn_align256((bins * 64 + 1) * sizeof(int));
-    if (w->def.gpu_p2g != FIRN_P2G_ORDERED)
+    if (w->run.p2g != FIRN_P2G_ORDERED)
         listed = 3 * firn_align256(bins * sizeof(int)) + firn_align256(sizeof(int));
     /* the fixed-point tile: a momentum bound per bin */
     const size_t fixed = firn_device_fixed_tile(w) ? firn_align256(bins * sizeof(float)) : 0;
@@ -798,7 +847,7 @@ size_t firn_device_bytes(const firn_world *w)
             : 0;
     return binned_bytes(w) + reorder +
            firn_align256(firn_particle_layout(w->p.n, w->p.cpic_slots, NULL, NULL)) +
-           (firn_device_binned(w) && w->def.gpu_p2g == FIRN_P2G_G2P2G ? 2 : 1) *
+           (firn_device_binned(w) && w->run.p2g == FIRN_P2G_G2P2G ? 2 : 1) *
                firn_align256(4 * nodes * sizeof(float)) +              /* grid (G2P2G: two) */
            firn_align256(FIRN_MAX_MATERIALS * sizeof(firn_material)) + /* materials */
            firn_align256(sizeof(unsigned long long)) +                 /* non-finite word */

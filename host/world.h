@@ -28,8 +28,9 @@ extern "C" {
 
 struct firn_world {
     firn_scene_def def;
-    uint64_t scene_hash; /* firn_scene_hash(&def) at creation, for checkpoints */
-    firn_backend backend;
+    uint64_t scene_hash;  /* firn_scene_hash(&def) at creation, for checkpoints */
+    firn_run_options run; /* as created (run.backend as asked: AUTO stays AUTO) */
+    firn_backend backend; /* the backend it runs on */
     char device_name[256];
     firn_params params; /* dt updated per substep */
     firn_material mats[FIRN_MAX_MATERIALS];
@@ -84,9 +85,9 @@ typedef struct firn_world_restore {
     int (*read)(firn_world *w, const char *path, firn_error *err);
     const char *path;
 } firn_world_restore;
-/* firn_world_create, or with r a world at r's state (no explicit-dt check:
- * a resumed run's dt passed it at its start). */
-firn_world *firn_world_create_restored(const firn_scene_def *def, firn_backend backend,
+/* firn_world_create_with, or with r a world at r's state (no explicit-dt
+ * check: a resumed run's dt passed it at its start). */
+firn_world *firn_world_create_restored(const firn_scene_def *def, const firn_run_options *opt,
                                        const firn_world_restore *r, firn_error *err);
 
 /* Brings every host copy of the state up to date (the GPU's particles,
@@ -112,13 +113,13 @@ float firn_material_wave_speed(const firn_material *m);
 size_t firn_particle_layout(int n, int slots, char *base, firn_particles *p);
 size_t firn_mesh_grid_bytes(const firn_world *w, size_t (*align)(size_t));
 size_t firn_device_bytes(const firn_world *w);
-/* Whether w's CUDA P2G is binned: def.gpu_p2g asks for it (binned, warp,
+/* Whether w's CUDA P2G is binned: run.p2g asks for it (binned, warp,
  * ordered, or auto with at least FIRN_P2G_BINNED_MIN particles) and the world has MPM
  * particles outside CPIC (whose P2G skips nodes per particle and stays
  * atomic). */
 int firn_device_binned(const firn_world *w);
 /* Whether w's CUDA grid is sparse (firn_grid_mode): binned P2G, no pair
- * that works on the whole grid, and def.gpu_grid sparse, or auto with more
+ * that works on the whole grid, and run.grid sparse, or auto with more
  * than FIRN_GRID_SPARSE_RATIO nodes per MPM particle. */
 int firn_device_sparse(const firn_world *w);
 /* Whether binned P2G sorts by counting (kernels/mpm.cu, queue_binning):

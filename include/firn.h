@@ -429,12 +429,6 @@ typedef struct {
     firn_sph_def sph;            /* its "sph" section */
     firn_pbd_def pbd;            /* its "pbd" section */
     firn_fem_def fem;            /* its "fem" section */
-    int gpu_p2g;                 /* the CUDA path's P2G, firn_p2g_variant (not part of the
-                                    scene: the CLI's --p2g); default FIRN_P2G_AUTO */
-    int gpu_grid;                /* the CUDA path's grid, firn_grid_mode (not part of the
-                                    scene: the CLI's --grid); default FIRN_GRID_AUTO */
-    int gpu_graphs;              /* the CUDA path's graphs, firn_graph_mode (not part of the
-                                    scene: the CLI's --graphs); default FIRN_GRAPHS_AUTO */
     char out_dir[FIRN_PATH_MAX]; /* default "out" */
     int out_every;               /* write every Nth frame, default 1 */
     int write_ply;               /* default 1 */
@@ -580,7 +574,26 @@ typedef struct {
     firn_tool_state tools[FIRN_MAX_TOOLS];
 } firn_frame_stats;
 
-/* A world of def on backend (FIRN_BACKEND_AUTO: the GPU when one answers). */
+/* How a world runs, apart from what it simulates: the backend and the
+ * CUDA path's variants, which give the same physics (the same bits, or
+ * the same within the GPU's rounding) and so are not part of the scene,
+ * its hash or its checkpoints (the CLI's --backend, --p2g, --grid and
+ * --graphs). firn_run_options_default: auto for each. */
+typedef struct {
+    firn_backend backend; /* FIRN_BACKEND_AUTO: the GPU when one answers */
+    int p2g;              /* the CUDA path's P2G, firn_p2g_variant */
+    int grid;             /* the CUDA path's grid, firn_grid_mode */
+    int graphs;           /* the CUDA path's graphs, firn_graph_mode */
+} firn_run_options;
+
+firn_run_options firn_run_options_default(void);
+
+/* A world of def run as opt says (NULL: firn_run_options_default). An
+ * option out of its enum's range is FIRN_E_USAGE, naming it. */
+firn_world *firn_world_create_with(const firn_scene_def *def, const firn_run_options *opt,
+                                   firn_error *err);
+/* A world of def on backend (FIRN_BACKEND_AUTO: the GPU when one answers),
+ * the other run options auto. */
 firn_world *firn_world_create(const firn_scene_def *def, firn_backend backend, firn_error *err);
 void firn_world_destroy(firn_world *world);
 firn_backend firn_world_backend(const firn_world *world);
@@ -834,6 +847,9 @@ int firn_world_save(firn_world *world, const char *path, firn_error *err);
  * changed: the file is only read). */
 firn_world *firn_world_load(const firn_scene_def *def, firn_backend backend, const char *path,
                             firn_error *err);
+/* The same, run as opt says (NULL: firn_run_options_default). */
+firn_world *firn_world_load_with(const firn_scene_def *def, const firn_run_options *opt,
+                                 const char *path, firn_error *err);
 
 /* Output helpers (host/output.c). */
 int firn_write_ply(const char *path, const firn_particles_view *p, firn_error *err);
@@ -950,6 +966,10 @@ typedef struct {
  * firn_world_create and the steps, FIRN_E_USAGE for frames < 0. */
 int firn_compare_backends(const firn_scene_def *def, int frames, firn_compare_report *r,
                           firn_error *err);
+/* The same with the CUDA world run as opt says (its backend ignored; NULL:
+ * firn_run_options_default). */
+int firn_compare_backends_with(const firn_scene_def *def, const firn_run_options *opt, int frames,
+                               firn_compare_report *r, firn_error *err);
 void firn_compare_report_free(firn_compare_report *r);
 
 /* Devices: number of usable CUDA devices (0 without a GPU or a CUDA build)

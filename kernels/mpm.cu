@@ -98,7 +98,7 @@ static constexpr int min_blocks(int kernel, int model)
 #define FIRN_FTILE (FIRN_BIN + 4)
 
 struct firn_mpm_bins {
-    int on;           /* the world's P2G is binned (def.gpu_p2g, and not CPIC's) */
+    int on;           /* the world's P2G is binned (run.p2g, and not CPIC's) */
     int warp;         /* ... and sums each warp's lanes of one cell first (p2g_warp) */
     int fused;        /* ... and fuses each G2P with the next substep's P2G (g2p2g) */
     int n[3];         /* bins per axis */
@@ -1573,9 +1573,9 @@ static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
     const size_t a_bytes = (size_t)w->n_rigids * FIRN_RIGID_ACC * sizeof(double);
     /* Binned P2G: its arrays (in firn_device_bytes) and CUB's sort storage. */
     s->bins.on = firn_device_binned(w);
-    s->bins.warp = s->bins.on && w->def.gpu_p2g == FIRN_P2G_WARP;
-    s->bins.ordered = s->bins.on && w->def.gpu_p2g == FIRN_P2G_ORDERED;
-    s->bins.fused = s->bins.on && w->def.gpu_p2g == FIRN_P2G_G2P2G;
+    s->bins.warp = s->bins.on && w->run.p2g == FIRN_P2G_WARP;
+    s->bins.ordered = s->bins.on && w->run.p2g == FIRN_P2G_ORDERED;
+    s->bins.fused = s->bins.on && w->run.p2g == FIRN_P2G_G2P2G;
     s->bins.sparse = firn_device_sparse(w);
     s->bins.counting = firn_device_counting_sort(w);
     const char *tile_env = getenv("FIRN_P2G_TILE");
@@ -1604,8 +1604,8 @@ static int state_init(firn_world *w, firn_cuda_state *s, firn_error *err)
     }
     s->bins.listed = s->bins.on && !s->bins.ordered;
     /* Under FIRN_DEBUG_SYNC each launch synchronises, which a capture cannot. */
-    s->graphs = !firn_cuda_debug_sync() && w->def.gpu_graphs != FIRN_GRAPHS_OFF;
-    s->graphs_required = s->graphs && w->def.gpu_graphs == FIRN_GRAPHS_ON;
+    s->graphs = !firn_cuda_debug_sync() && w->run.graphs != FIRN_GRAPHS_OFF;
+    s->graphs_required = s->graphs && w->run.graphs == FIRN_GRAPHS_ON;
     size_t sort_bytes = 0, scan_bytes = 0;
     if (s->bins.on) {
         firn_mpm_bins &b = s->bins;

@@ -12,13 +12,30 @@
 
 #include "firn.h"
 
-static inline firn_world *make_world(const firn_scene_def *def, firn_backend backend)
+/* A world of def run as run says (firn_world_create_with). */
+static inline firn_world *make_world_run(const firn_scene_def *def, const firn_run_options *run)
 {
     firn_error err = {0};
-    firn_world *w = firn_world_create(def, backend, &err);
-    cr_assert(w, "firn_world_create (%s backend) failed: %s",
-              backend == FIRN_BACKEND_CUDA ? "cuda" : "cpu", err.msg);
+    firn_world *w = firn_world_create_with(def, run, &err);
+    cr_assert(w, "firn_world_create_with (%s backend) failed: %s",
+              run->backend == FIRN_BACKEND_CUDA ? "cuda" : "cpu", err.msg);
     return w;
+}
+
+static inline firn_world *make_world(const firn_scene_def *def, firn_backend backend)
+{
+    firn_run_options run = firn_run_options_default();
+    run.backend = backend;
+    return make_world_run(def, &run);
+}
+
+/* The run options on backend with P2G variant p2g, the others auto. */
+static inline firn_run_options run_p2g(firn_backend backend, int p2g)
+{
+    firn_run_options run = firn_run_options_default();
+    run.backend = backend;
+    run.p2g = p2g;
+    return run;
 }
 
 /* A 64-bit LCG (Knuth's MMIX constants): set rng_state to seed, then each

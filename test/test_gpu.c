@@ -119,12 +119,12 @@ static void twin_worlds_grid(firn_model model, int free_space, int p2g, int grid
     firn_scene_def def;
     firn_error err = {0};
     small_scene(&def, model, 0.15f);
-    def.gpu_p2g = p2g;
-    def.gpu_grid = grid;
+    firn_run_options run = run_p2g(FIRN_BACKEND_CUDA, p2g);
+    run.grid = grid;
     if (free_space)
         def.gravity[0] = def.gravity[1] = def.gravity[2] = 0.0f;
     *cpu = make_world(&def, FIRN_BACKEND_CPU);
-    *gpu = make_world(&def, FIRN_BACKEND_CUDA);
+    *gpu = make_world_run(&def, &run);
     cr_assert_eq((*cpu)->p.n, (*gpu)->p.n, "both worlds sample the same particles");
     randomise(&(*cpu)->p, &(*cpu)->params, model, !free_space, 0x5eed0000ULL + (uint64_t)model);
     copy_state(&(*gpu)->p, &(*cpu)->p);
@@ -867,7 +867,7 @@ Test(gpu, p2g_variant_follows_the_request_and_auto_threshold)
 {
     firn_scene_def def;
     small_scene(&def, FIRN_MODEL_SAND, 0.15f);
-    cr_assert_eq(def.gpu_p2g, FIRN_P2G_AUTO, "the default is auto");
+    cr_assert_eq(firn_run_options_default().p2g, FIRN_P2G_AUTO, "the default is auto");
     firn_world *w = make_world(&def, FIRN_BACKEND_CPU);
     const int n = w->p.n;
     cr_assert_lt(n, FIRN_P2G_BINNED_MIN);
@@ -876,10 +876,10 @@ Test(gpu, p2g_variant_follows_the_request_and_auto_threshold)
     cr_expect_eq(firn_device_binned(w), 1, "auto at the threshold: binned");
     w->p.n = FIRN_P2G_BINNED_MIN - 1;
     cr_expect_eq(firn_device_binned(w), 0, "auto just below the threshold: atomic");
-    w->def.gpu_p2g = FIRN_P2G_ATOMIC;
+    w->run.p2g = FIRN_P2G_ATOMIC;
     w->p.n = FIRN_P2G_BINNED_MIN;
     cr_expect_eq(firn_device_binned(w), 0, "atomic asked for");
-    w->def.gpu_p2g = FIRN_P2G_BINNED;
+    w->run.p2g = FIRN_P2G_BINNED;
     w->p.n = n;
     cr_expect_eq(firn_device_binned(w), 1, "binned asked for");
     w->coupler.cpic = 1;
@@ -890,14 +890,14 @@ Test(gpu, p2g_variant_follows_the_request_and_auto_threshold)
     w->coupler.cpic = 0;
     /* G2P2G is binned, on a dense grid whatever --grid asks (its P2G runs
      * after the clear, in the fused kernel), with a second grid. */
-    w->def.gpu_grid = FIRN_GRID_SPARSE;
+    w->run.grid = FIRN_GRID_SPARSE;
     cr_expect_eq(firn_device_sparse(w), 1, "binned, --grid sparse: sparse");
-    w->def.gpu_p2g = FIRN_P2G_G2P2G;
+    w->run.p2g = FIRN_P2G_G2P2G;
     cr_expect_eq(firn_device_binned(w), 1, "g2p2g asked for: binned");
     cr_expect_eq(firn_device_sparse(w), 0, "g2p2g, --grid sparse: dense");
-    w->def.gpu_grid = FIRN_GRID_DENSE;
+    w->run.grid = FIRN_GRID_DENSE;
     const size_t fused_bytes = firn_device_bytes(w);
-    w->def.gpu_p2g = FIRN_P2G_BINNED;
+    w->run.p2g = FIRN_P2G_BINNED;
     const size_t grid =
         4 * sizeof(float) * (size_t)w->params.n[0] * w->params.n[1] * w->params.n[2];
     cr_expect_eq(fused_bytes, firn_device_bytes(w) + firn_align256(grid),
@@ -928,10 +928,10 @@ static int two_runs_agree(int p2g)
     firn_scene_def def;
     firn_error err = {0};
     small_scene(&def, FIRN_MODEL_SAND, 0.15f);
-    def.gpu_p2g = p2g;
+    const firn_run_options run = run_p2g(FIRN_BACKEND_CUDA, p2g);
     firn_world *w[2];
     for (int r = 0; r < 2; r++) {
-        w[r] = make_world(&def, FIRN_BACKEND_CUDA);
+        w[r] = make_world_run(&def, &run);
         cr_assert_eq(firn_world_run_substeps(w[r], 30, 2e-4f, &err), 0, "%s", err.msg);
         cr_assert_eq(firn_cuda_download(w[r], &err), 0, "%s", err.msg);
     }
@@ -972,12 +972,12 @@ Test(gpu, graphs_give_the_bits_of_launches, .timeout = 300)
     firn_scene_def def;
     firn_error err = {0};
     small_scene(&def, FIRN_MODEL_SAND, 0.15f);
-    def.gpu_p2g = FIRN_P2G_ORDERED;
+    firn_run_options run = run_p2g(FIRN_BACKEND_CUDA, FIRN_P2G_ORDERED);
     const float dts[5] = {1e-4f, 1e-4f, 2e-4f, 2e-4f, 1e-4f};
     firn_world *w[2];
     for (int r = 0; r < 2; r++) {
-        def.gpu_graphs = r ? FIRN_GRAPHS_ON : FIRN_GRAPHS_OFF;
-        w[r] = make_world(&def, FIRN_BACKEND_CUDA);
+        run.graphs = r ? FIRN_GRAPHS_ON : FIRN_GRAPHS_OFF;
+        w[r] = make_world_run(&def, &run);
         for (int c = 0; c < 5; c++)
             cr_assert_eq(firn_world_run_substeps(w[r], 7, dts[c], &err), 0, "%s", err.msg);
         cr_assert_eq(firn_cuda_download(w[r], &err), 0, "%s", err.msg);
@@ -999,8 +999,7 @@ Test(gpu, graphs_give_the_bits_of_launches, .timeout = 300)
     for (int r = 0; r < 2; r++)
         firn_world_destroy(w[r]);
     /* auto, the default, uses them as on does. */
-    firn_scene_default(&def);
-    cr_expect_eq(def.gpu_graphs, FIRN_GRAPHS_AUTO, "the default is not auto");
+    cr_expect_eq(firn_run_options_default().graphs, FIRN_GRAPHS_AUTO, "the default is not auto");
     small_scene(&def, FIRN_MODEL_SAND, 0.15f);
     firn_world *a = make_world(&def, FIRN_BACKEND_CUDA);
     cr_assert_eq(firn_world_run_substeps(a, 7, 1e-4f, &err), 0, "%s", err.msg);
@@ -1022,11 +1021,11 @@ static void sparse_matches_dense(int p2g, int bitwise)
     firn_scene_def def;
     firn_error err = {0};
     small_scene(&def, FIRN_MODEL_SAND, 0.15f);
-    def.gpu_p2g = p2g;
+    firn_run_options run = run_p2g(FIRN_BACKEND_CUDA, p2g);
     firn_world *w[2];
     for (int r = 0; r < 2; r++) {
-        def.gpu_grid = r ? FIRN_GRID_SPARSE : FIRN_GRID_DENSE;
-        w[r] = make_world(&def, FIRN_BACKEND_CUDA);
+        run.grid = r ? FIRN_GRID_SPARSE : FIRN_GRID_DENSE;
+        w[r] = make_world_run(&def, &run);
         cr_assert_eq(firn_device_sparse(w[r]), r, "the grid is %s", r ? "dense" : "sparse");
         firn_particles *q = &w[r]->p;
         randomise(q, &w[r]->params, FIRN_MODEL_SAND, 0, 0x5ba75eULL);
@@ -1089,20 +1088,20 @@ Test(gpu, sparse_grid_follows_the_request_and_the_pairs)
 {
     firn_scene_def def;
     small_scene(&def, FIRN_MODEL_SAND, 0.15f);
-    def.gpu_p2g = FIRN_P2G_BINNED;
-    firn_world *w = make_world(&def, FIRN_BACKEND_CPU);
+    const firn_run_options run = run_p2g(FIRN_BACKEND_CPU, FIRN_P2G_BINNED);
+    firn_world *w = make_world_run(&def, &run);
     const double nodes = (double)w->params.n[0] * w->params.n[1] * w->params.n[2];
     const int n = w->p.n;
     w->p.n = (int)(nodes / FIRN_GRID_SPARSE_RATIO) - 1;
     cr_expect_eq(firn_device_sparse(w), 1, "auto, few particles: sparse");
     w->p.n = (int)(nodes / FIRN_GRID_SPARSE_RATIO) + 1;
     cr_expect_eq(firn_device_sparse(w), 0, "auto, many particles: dense");
-    w->def.gpu_grid = FIRN_GRID_SPARSE;
+    w->run.grid = FIRN_GRID_SPARSE;
     cr_expect_eq(firn_device_sparse(w), 1, "sparse asked for");
     w->coupler.mpm_sph = 1;
     cr_expect_eq(firn_device_sparse(w), 0, "MPM-SPH works on the whole grid");
     w->coupler.mpm_sph = 0;
-    w->def.gpu_p2g = FIRN_P2G_ATOMIC;
+    w->run.p2g = FIRN_P2G_ATOMIC;
     cr_expect_eq(firn_device_sparse(w), 0, "atomic P2G has no bins");
     w->p.n = n;
     firn_world_destroy(w);
@@ -1118,7 +1117,7 @@ Test(gpu, nondeterminism_is_named_by_phase)
     firn_world *w = make_world(&def, FIRN_BACKEND_CPU);
     const char *why = firn_world_gpu_nondeterminism(w);
     cr_expect(why && strstr(why, "P2G"), "auto P2G: %s", why ? why : "(deterministic)");
-    w->def.gpu_p2g = FIRN_P2G_ORDERED;
+    w->run.p2g = FIRN_P2G_ORDERED;
     why = firn_world_gpu_nondeterminism(w);
     cr_expect_null(why, "ordered P2G, MPM only: %s", why);
     w->coupler.cpic = 1;
@@ -1148,8 +1147,8 @@ Test(gpu, nondeterminism_is_named_by_phase)
             *c = *c == '\'' ? '"' : *c;
         firn_error err = {0};
         cr_assert_eq(firn_scene_parse_json(json, "t.json", &def, &err), 0, "%s", err.msg);
-        def.gpu_p2g = FIRN_P2G_ORDERED;
-        w = make_world(&def, FIRN_BACKEND_CPU);
+        const firn_run_options run = run_p2g(FIRN_BACKEND_CPU, FIRN_P2G_ORDERED);
+        w = make_world_run(&def, &run);
         cr_assert_gt(w->n_rigids, 0);
         why = firn_world_gpu_nondeterminism(w);
         if (dyn)
@@ -1406,14 +1405,15 @@ static void memory_case_dx(int p2g, float dx)
 {
     firn_scene_def def;
     small_scene(&def, FIRN_MODEL_SAND, 0.24f);
-    def.gpu_p2g = p2g;
+    firn_run_options run = run_p2g(FIRN_BACKEND_CPU, p2g);
     if (dx > 0.0f) {
         def.dx = dx;
-        def.gpu_grid = FIRN_GRID_DENSE;
+        run.grid = FIRN_GRID_DENSE;
     }
-    firn_world *cpu = make_world(&def, FIRN_BACKEND_CPU);
+    firn_world *cpu = make_world_run(&def, &run);
     size_t used0 = firn_cuda_used_bytes();
-    firn_world *gpu = make_world(&def, FIRN_BACKEND_CUDA);
+    run.backend = FIRN_BACKEND_CUDA;
+    firn_world *gpu = make_world_run(&def, &run);
     double rise = (double)(firn_cuda_used_bytes() - used0);
     firn_memory mc, mg;
     firn_world_memory(cpu, &mc);
@@ -1512,7 +1512,7 @@ static void reorder_case(int p2g)
     firn_scene_def def;
     firn_error err = {0};
     small_scene(&def, FIRN_MODEL_SAND, 0.15f);
-    def.gpu_p2g = p2g;
+    const firn_run_options run = run_p2g(FIRN_BACKEND_CUDA, p2g);
     char dir[64], path[128];
     test_mkdtemp(dir, sizeof dir, "reorder");
     snprintf(path, sizeof path, "%s/at4.firn", dir);
@@ -1522,7 +1522,7 @@ static void reorder_case(int p2g)
             cr_assert_eq(setenv("FIRN_P2G_REORDER", "1", 1), 0);
         else
             unsetenv("FIRN_P2G_REORDER");
-        w[r] = make_world(&def, FIRN_BACKEND_CUDA);
+        w[r] = make_world_run(&def, &run);
         cr_assert_eq(firn_device_reorder(w[r]), r, "the reorder is not %s", r ? "on" : "off");
         randomise(&w[r]->p, &w[r]->params, FIRN_MODEL_SAND, 0, 0x0de7ULL);
         firn_cuda_free(w[r]);
@@ -1530,7 +1530,7 @@ static void reorder_case(int p2g)
         cr_assert_eq(firn_world_run_substeps(w[r], 4, 1e-4f, &err), 0, "%s", err.msg);
         if (r) {
             cr_assert_eq(firn_world_save(w[r], path, &err), 0, "%s", err.msg);
-            w[2] = firn_world_load(&def, FIRN_BACKEND_CUDA, path, &err);
+            w[2] = firn_world_load_with(&def, &run, path, &err);
             cr_assert(w[2], "firn_world_load: %s", err.msg);
             cr_assert_eq(firn_world_run_substeps(w[2], 4, 1e-4f, &err), 0, "%s", err.msg);
             cr_assert_eq(firn_cuda_download(w[2], &err), 0, "%s", err.msg);
@@ -1592,9 +1592,9 @@ Test(gpu, reorder_reports_scene_indices_and_its_memory, .timeout = 120)
     cr_assert_eq(setenv("FIRN_P2G_REORDER", "often", 1), 0);
     firn_scene_def def;
     small_scene(&def, FIRN_MODEL_SAND, 0.15f);
-    def.gpu_p2g = FIRN_P2G_BINNED;
+    const firn_run_options run = run_p2g(FIRN_BACKEND_CUDA, FIRN_P2G_BINNED);
     firn_error err = {0};
-    firn_world *w = firn_world_create(&def, FIRN_BACKEND_CUDA, &err);
+    firn_world *w = firn_world_create_with(&def, &run, &err);
     cr_expect_null(w, "FIRN_P2G_REORDER=often was taken");
     cr_expect_eq(err.code, FIRN_E_USAGE, "%s", err.msg);
     cr_expect(strstr(err.msg, "FIRN_P2G_REORDER=often") != NULL, "%s", err.msg);

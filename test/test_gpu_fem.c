@@ -695,9 +695,11 @@ Test(gpu_fem, graphs_give_the_bits_of_launches_and_refuse_implicit_bodies, .time
     block_scene(&def, "fem_corotated");
     firn_world *w[2];
     const float dts[4] = {4e-4f, 4e-4f, 2e-4f, 4e-4f};
+    firn_run_options opt = firn_run_options_default();
+    opt.backend = FIRN_BACKEND_CUDA;
     for (int r = 0; r < 2; r++) {
-        def.gpu_graphs = r ? FIRN_GRAPHS_ON : FIRN_GRAPHS_OFF;
-        w[r] = make_world(&def, FIRN_BACKEND_CUDA);
+        opt.graphs = r ? FIRN_GRAPHS_ON : FIRN_GRAPHS_OFF;
+        w[r] = make_world_run(&def, &opt);
         for (int c = 0; c < 4; c++)
             run(w[r], 6, dts[c], r ? "graphs" : "launches");
         firn_error err = {0};
@@ -720,15 +722,14 @@ Test(gpu_fem, graphs_give_the_bits_of_launches_and_refuse_implicit_bodies, .time
         firn_world_destroy(w[r]);
 
     def.bodies[0].fem_implicit = 1;
-    def.gpu_graphs = FIRN_GRAPHS_ON;
+    opt.graphs = FIRN_GRAPHS_ON;
     firn_error err = {0};
-    cr_expect_null(firn_world_create(&def, FIRN_BACKEND_CUDA, &err), "--graphs on took an "
-                                                                     "implicit body");
+    cr_expect_null(firn_world_create_with(&def, &opt, &err), "--graphs on took an implicit body");
     cr_expect_eq(err.code, FIRN_E_USAGE, "%s", err.msg);
     cr_expect(strstr(err.msg, "--graphs on: an implicit FEM body's Newton loop") != NULL, "%s",
               err.msg);
-    def.gpu_graphs = FIRN_GRAPHS_AUTO;
-    firn_world *im = make_world(&def, FIRN_BACKEND_CUDA);
+    opt.graphs = FIRN_GRAPHS_AUTO;
+    firn_world *im = make_world_run(&def, &opt);
     run(im, 4, 1e-3f, "implicit, auto");
     firn_cuda_graph_stats_get(im, &gs[0]);
     cr_expect_eq(gs[0].captures + gs[0].launches + gs[0].fell_back, 0,

@@ -106,9 +106,11 @@ static void twin_worlds(firn_pressure_solver solver, firn_graph_mode graphs, fir
     firn_scene_def def;
     firn_error err = {0};
     sph_scene(&def, solver);
-    def.gpu_graphs = graphs;
+    firn_run_options run = firn_run_options_default();
+    run.backend = FIRN_BACKEND_CUDA;
+    run.graphs = graphs;
     *cpu = make_world(&def, FIRN_BACKEND_CPU);
-    *gpu = make_world(&def, FIRN_BACKEND_CUDA);
+    *gpu = make_world_run(&def, &run);
     cr_assert_eq((*cpu)->sph.n, (*gpu)->sph.n, "both worlds sample the same particles");
     cr_assert_gt((*cpu)->sph.n, 2000, "%d SPH particles", (*cpu)->sph.n);
     randomise(&(*cpu)->sph, 0x5eed5badULL + (uint64_t)solver);
@@ -283,6 +285,29 @@ static firn_world *scene_world(const char *path, firn_backend backend, firn_scen
     cr_assert_eq(firn_scene_load_json(path, def, &err), 0, "%s", err.msg);
     def->write_ply = def->write_preview = 0;
     return make_world(def, backend);
+}
+
+/* `firn compare` on a world of SPH alone lists SPH's fields, and no MPM
+ * field or grid entry: nothing writes the grid without MPM particles, and
+ * a solver without elements has no entries (host/compare.c). */
+Test(gpu_sph, compare_of_an_sph_world_lists_only_its_fields, .timeout = 300)
+{
+    require_gpu();
+    firn_scene_def def;
+    sph_scene(&def, FIRN_PRESSURE_WCSPH);
+    firn_compare_report r;
+    firn_error err = {0};
+    cr_assert_eq(firn_compare_backends(&def, 0, &r, &err), 0, "%s", err.msg);
+    cr_expect(r.ok, "the SPH pool's paths differ");
+    int sph = 0;
+    for (int e = 0; e < r.n_entries; e++) {
+        const char *name = r.entries[e].name;
+        sph += !strncmp(name, "sph ", 4);
+        cr_expect(!strncmp(name, "sph ", 4), "entry '%s' in a world of SPH alone", name);
+    }
+    cr_expect_eq(sph, 8, "%d SPH entries, not x, v, rho, p after one substep and again perturbed",
+                 sph);
+    firn_compare_report_free(&r);
 }
 
 /* firn_world_memory's device figure for an SPH scene: a CPU world's

@@ -1253,3 +1253,52 @@ Test(world, every_solver_phase_is_timed_on_the_cpu, .timeout = 60)
 #endif
     firn_world_destroy(w);
 }
+
+/* The run options (firn_run_options) are checked before anything is made:
+ * a value outside its enum is FIRN_E_USAGE naming the option and the
+ * value; NULL is the defaults; the world keeps what it was given. They are
+ * not part of the scene: the scene hash, which checkpoints carry, is the
+ * same for any options. */
+Test(world, run_options_out_of_range_are_refused_by_name)
+{
+    firn_scene_def def;
+    small_scene(&def, FIRN_MODEL_SAND, box(0.5f, 0.5f, 0.5f, 0.2f), 0.05f);
+    static const struct {
+        int field, value;
+        const char *says;
+    } bad[] = {
+        {0, 7, "no backend 7"},      {1, 6, "no P2G variant 6"}, {1, -1, "no P2G variant -1"},
+        {2, 3, "no grid mode 3"},    {2, -1, "no grid mode -1"}, {3, 3, "no graph mode 3"},
+        {3, -2, "no graph mode -2"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        firn_run_options o = firn_run_options_default();
+        o.backend = FIRN_BACKEND_CPU;
+        int *f[4] = {(int *)&o.backend, &o.p2g, &o.grid, &o.graphs};
+        *f[bad[k].field] = bad[k].value;
+        firn_error err = {0};
+        firn_world *w = firn_world_create_with(&def, &o, &err);
+        cr_expect_null(w, "case %zu (%s) was taken", k, bad[k].says);
+        cr_expect_eq(err.code, FIRN_E_USAGE, "case %zu: code %d (%s)", k, err.code, err.msg);
+        cr_expect(strstr(err.msg, bad[k].says) != NULL, "case %zu: \"%s\" lacks \"%s\"", k, err.msg,
+                  bad[k].says);
+        if (w)
+            firn_world_destroy(w);
+    }
+    firn_error err = {0};
+    firn_world *d = firn_world_create_with(&def, NULL, &err);
+    cr_assert(d, "NULL options: %s", err.msg);
+    const firn_run_options z = firn_run_options_default();
+    cr_expect(d->run.backend == z.backend && d->run.p2g == z.p2g && d->run.grid == z.grid &&
+                  d->run.graphs == z.graphs,
+              "NULL is not the defaults");
+    firn_run_options o = {FIRN_BACKEND_CPU, FIRN_P2G_ORDERED, FIRN_GRID_SPARSE, FIRN_GRAPHS_OFF};
+    firn_world *w = firn_world_create_with(&def, &o, &err);
+    cr_assert(w, "%s", err.msg);
+    cr_expect(w->run.p2g == FIRN_P2G_ORDERED && w->run.grid == FIRN_GRID_SPARSE &&
+                  w->run.graphs == FIRN_GRAPHS_OFF,
+              "the world did not keep its options");
+    cr_expect_eq(w->scene_hash, d->scene_hash, "the run options changed the scene hash");
+    firn_world_destroy(w);
+    firn_world_destroy(d);
+}

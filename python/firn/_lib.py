@@ -239,9 +239,6 @@ class SceneDef(Structure):
         ("sph", SphDef),
         ("pbd", PbdDef),
         ("fem", FemDef),
-        ("gpu_p2g", c_int),
-        ("gpu_grid", c_int),
-        ("gpu_graphs", c_int),
         ("out_dir", c_char * PATH_MAX),
         ("out_every", c_int),
         ("write_ply", c_int),
@@ -469,8 +466,18 @@ class CompareReport(Structure):
     ]
 
 
+class RunOptions(Structure):
+    _fields_ = [("backend", c_int), ("p2g", c_int), ("grid", c_int), ("graphs", c_int)]
+
+
+# firn_p2g_variant, firn_grid_mode, firn_graph_mode by their CLI names
+P2G = {"atomic": 0, "binned": 1, "auto": 2, "warp": 3, "ordered": 4, "g2p2g": 5}
+GRID = {"auto": 0, "dense": 1, "sparse": 2}
+GRAPHS = {"auto": 0, "off": 1, "on": 2}
+
 MIRRORS = {
     "firn_scene_def": SceneDef,
+    "firn_run_options": RunOptions,
     "firn_coupling_def": CouplingDef,
     "firn_sph_def": SphDef,
     "firn_pbd_def": PbdDef,
@@ -503,6 +510,8 @@ _SIGNATURES = {
     "firn_scene_validate": (c_int, [_S, _E]),
     "firn_world_create": (_W, [_S, c_int, _E]),
     "firn_world_load": (_W, [_S, c_int, c_char_p, _E]),
+    "firn_world_create_with": (_W, [_S, POINTER(RunOptions), _E]),
+    "firn_world_load_with": (_W, [_S, POINTER(RunOptions), c_char_p, _E]),
     "firn_world_destroy": (None, [_W]),
     "firn_world_backend": (c_int, [_W]),
     "firn_world_device_name": (c_char_p, [_W]),
@@ -530,6 +539,7 @@ _SIGNATURES = {
     "firn_write_ply": (c_int, [c_char_p, POINTER(ParticlesView), _E]),
     "firn_world_write_frame": (c_int, [_W, c_char_p, POINTER(FrameStats), _E]),
     "firn_compare_backends": (c_int, [_S, c_int, POINTER(CompareReport), _E]),
+    "firn_compare_backends_with": (c_int, [_S, POINTER(RunOptions), c_int, POINTER(CompareReport), _E]),
     "firn_compare_report_free": (None, [POINTER(CompareReport)]),
     "firn_cuda_available": (c_int, []),
     "firn_cuda_device_count": (c_int, []),

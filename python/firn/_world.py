@@ -60,8 +60,24 @@ def _vec3(v: Sequence[float], what: str) -> ctypes.Array:
     return _lib.f3(*(float(x) for x in a))
 
 
+def _run_options(backend: str, p2g: str, grid: str, graphs: str) -> _lib.RunOptions:
+    """firn_run_options of the names `firn run` takes (--backend, --p2g, --grid, --graphs)."""
+    for what, value, names in (
+        ("backend", backend, _BACKENDS),
+        ("p2g", p2g, _lib.P2G),
+        ("grid", grid, _lib.GRID),
+        ("graphs", graphs, _lib.GRAPHS),
+    ):
+        if value not in names:
+            raise ValueError(f"{what} must be one of {sorted(names)}, not {value!r}")
+    return _lib.RunOptions(_BACKENDS[backend], _lib.P2G[p2g], _lib.GRID[grid], _lib.GRAPHS[graphs])
+
+
 class World:
     """A simulated world of a Scene (firn_world), on backend "auto", "cpu" or "cuda".
+
+    p2g, grid and graphs choose the CUDA path's variants as `firn run`'s
+    options of those names do (firn_run_options; "auto" each by default).
 
     Stepping: `step(frames)` advances whole frames as `firn run` does,
     `substep(n, dt)` single substeps. Clocks: `frame`, `time`, `substeps`;
@@ -71,15 +87,24 @@ class World:
     frees it; views made before a step or a close raise when used.
     """
 
-    def __init__(self, scene: Scene, backend: str = "auto", *, _ptr: int | None = None):
+    def __init__(
+        self,
+        scene: Scene,
+        backend: str = "auto",
+        *,
+        p2g: str = "auto",
+        grid: str = "auto",
+        graphs: str = "auto",
+        _ptr: int | None = None,
+    ):
         if not isinstance(scene, Scene):
             raise TypeError("firn.World needs a firn.Scene (Scene.from_json or Scene.from_dict)")
-        if backend not in _BACKENDS:
-            raise ValueError(f"backend must be one of {sorted(_BACKENDS)}, not {backend!r}")
+        run = _run_options(backend, p2g, grid, graphs)
         self.scene = scene
+        self._run = run
         if _ptr is None:
             err = _lib.Error()
-            _ptr = _lib_.firn_world_create(byref(scene.raw), _BACKENDS[backend], byref(err))
+            _ptr = _lib_.firn_world_create_with(byref(scene.raw), byref(run), byref(err))
             if not _ptr:
                 raise error_from(err, path=scene.path)
         self._handle: _Handle | None = _Handle(_ptr)
@@ -96,18 +121,26 @@ class World:
         self.tools = _Bodies(self, Tool, _lib_.firn_world_tool_count(_ptr), scene.tool_names)
 
     @classmethod
-    def load(cls, scene: Scene, path: str | os.PathLike, backend: str = "auto") -> "World":
+    def load(
+        cls,
+        scene: Scene,
+        path: str | os.PathLike,
+        backend: str = "auto",
+        *,
+        p2g: str = "auto",
+        grid: str = "auto",
+        graphs: str = "auto",
+    ) -> "World":
         """A world of `scene` at the state a checkpoint (World.save, `firn run
         --checkpoint-every`) holds; stepping it continues the saved run."""
-        if backend not in _BACKENDS:
-            raise ValueError(f"backend must be one of {sorted(_BACKENDS)}, not {backend!r}")
+        run = _run_options(backend, p2g, grid, graphs)
         err = _lib.Error()
-        ptr = _lib_.firn_world_load(
-            byref(scene.raw), _BACKENDS[backend], os.fsencode(os.fspath(path)), byref(err)
+        ptr = _lib_.firn_world_load_with(
+            byref(scene.raw), byref(run), os.fsencode(os.fspath(path)), byref(err)
         )
         if not ptr:
             raise error_from(err, path=os.fspath(path))
-        return cls(scene, backend, _ptr=ptr)
+        return cls(scene, backend, p2g=p2g, grid=grid, graphs=graphs, _ptr=ptr)
 
     # ---- lifetime ----------------------------------------------------------
     @property
@@ -286,7 +319,8 @@ class World:
     def compare_backends(self, frames: int = 10) -> BackendComparison:
         """Runs this world's scene on the CPU path and on the CUDA backend, from
         its initial state, and compares them as `firn compare` does
-        (firn_compare_backends): every particle field and the grid after one
+        (firn_compare_backends_with, the CUDA world with this world's p2g,
+        grid and graphs): every particle field and the grid after one
         substep, the particle fields after one substep from a perturbed state,
         and the scene statistics after `frames` frames (0: none). This world is
         not stepped or changed.
@@ -302,7 +336,9 @@ class World:
         if isinstance(frames, bool) or not isinstance(frames, int):
             raise TypeError(f"frames must be an int, not {type(frames).__name__}")
         r = _lib.CompareReport()
-        if _lib_.firn_compare_backends(byref(self.scene.raw), frames, byref(r), byref(self._err)):
+        if _lib_.firn_compare_backends_with(
+            byref(self.scene.raw), byref(self._run), frames, byref(r), byref(self._err)
+        ):
             raise error_from(self._err, path=self.scene.path)
         try:
             return from_report(r)

@@ -75,6 +75,22 @@ def test_backend_errors():
         assert e.value.code == 6 and e.value.message
 
 
+def test_run_options():
+    """p2g, grid and graphs take `firn run`'s names; others are a ValueError
+    naming the option. They choose CUDA variants only: the CPU path's state
+    is the same under any of them."""
+    scene = firn.Scene.from_dict(sand_block())
+    for what in ("p2g", "grid", "graphs"):
+        with pytest.raises(ValueError, match=what):
+            firn.World(scene, backend="cpu", **{what: "fast"})
+    with firn.World(scene, backend="cpu", p2g="ordered", grid="sparse", graphs="off") as a:
+        a.step(1)
+        xa = a.mpm.x.copy()
+    with firn.World(scene, backend="cpu") as b:
+        b.step(1)
+        np.testing.assert_array_equal(b.mpm.x, xa)
+
+
 def test_checkpoint_errors(tmp_path):
     scene = firn.Scene.from_dict(sand_block())
     other = firn.Scene.from_dict(sand_block(gravity=[0, -5, 0]))
