@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "couple.cuh"
 #include "cuda_backend.h"
 #include "error.h"
 #include "fem.cuh"
@@ -545,3 +546,20 @@ extern "C" int firn_cuda_fem_upload(firn_world *w, firn_error *err)
     FIRN_CUDA_CHECK(cudaStreamSynchronize(st), err);
     return 0;
 }
+
+/* The FEM pairs' step of the couple stage (host/coupler.c): FEM-rigid,
+ * FEM-MPM on the updated grid and FEM-SPH, each where the Coupler has it. */
+static int fem_pairs_queue(firn_world *w, firn_step *st)
+{
+    const firn_coupler *c = &w->coupler;
+    const firn_sph_view V = firn_cuda_couple_sph_view(w, st->P);
+    int n;
+    double *acc;
+    firn_rigid *bodies = firn_cuda_world_rigids(w, &n, &acc);
+    return firn_cuda_fem_queue_couple(w->fem.cuda, bodies, c->fem_rigid ? n : 0, acc,
+                                      c->fem_mpm ? st->P : NULL, firn_cuda_world_grid(w),
+                                      c->fem_sph && w->sph.cuda ? &V : NULL,
+                                      firn_cuda_world_stream(w), st->err);
+}
+
+extern "C" const firn_step_fn firn_cuda_fem_pairs = fem_pairs_queue;

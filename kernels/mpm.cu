@@ -28,6 +28,7 @@
 #include <cub/device/device_scan.cuh>
 #include <thrust/iterator/counting_iterator.h>
 
+#include "couple.cuh"
 #include "coupling.cuh"
 #include "cuda_backend.h"
 #include "cuda_check.cuh"
@@ -35,7 +36,6 @@
 #include "fem.cuh"
 #include "mpm_sph.h"
 #include "pair_mpm_sph.cuh"
-#include "pair_sph_rigid.cuh"
 #include "pbd.cuh"
 #include "solver_cpu.h"
 #include "sph.cuh"
@@ -2037,7 +2037,9 @@ static int queue_mpm_pre(firn_cuda_state *s, const firn_params *P, unsigned k, f
 
 /* The SPH solver as the pairs see it, with MPM-SPH's level set when the
  * contact is on. */
-static firn_sph_view couple_view(firn_world *w, const firn_params *P)
+/* The SPH solver's view as the pairs see it (kernels/couple.cuh): with
+ * MPM-SPH's volume fraction on the grid when the contact is on. */
+firn_sph_view firn_cuda_couple_sph_view(firn_world *w, const firn_params *P)
 {
     firn_cuda_state *s = w->cuda;
     firn_sph_view V;
@@ -2053,19 +2055,14 @@ static firn_sph_view couple_view(firn_world *w, const firn_params *P)
     return V;
 }
 
+firn_grid firn_cuda_world_grid(const firn_world *w) { return w->cuda->grid; }
+
 static int cpic_queue(firn_world *w, firn_step *st)
 {
     firn_cuda_state *s = w->cuda;
     if (!s->cpic) /* no particle has CPIC slots */
         return 0;
     return firn_cuda_queue_cpic_mark(st->P, s->p, s->rigids, s->n_rigids, s->stream, st->err);
-}
-
-static int mpm_sph_react_queue(firn_world *w, firn_step *st)
-{
-    firn_cuda_state *s = w->cuda;
-    const firn_sph_view V = couple_view(w, st->P);
-    return firn_cuda_queue_sph_mpm_react(&V, s->grid.nodes, s->stream, st->err);
 }
 
 /* The grid update with the pairs on its nodes: the tools (with the rigid
@@ -2078,7 +2075,7 @@ static int grid_queue(firn_world *w, firn_step *st)
     firn_error *err = st->err;
     const firn_coupler *c = &w->coupler;
     const unsigned gblocks = (unsigned)((s->grid.nodes + FIRN_BLOCK - 1) / FIRN_BLOCK);
-    const firn_sph_view V = couple_view(w, P);
+    const firn_sph_view V = firn_cuda_couple_sph_view(w, P);
     if (c->tool_mpm && s->n_tools > 0)
         return firn_cuda_queue_grid_tools(P, s->grid, s->tools, s->n_tools, s->tool_acc, s->rigids,
                                           c->rigid_mpm ? s->n_rigids : 0, s->rigid_acc,
@@ -2100,51 +2097,9 @@ static int grid_queue(firn_world *w, firn_step *st)
     return 0;
 }
 
-static int mpm_sph_contact_queue(firn_world *w, firn_step *st)
-{
-    const firn_sph_view V = couple_view(w, st->P);
-    return firn_cuda_queue_sph_mpm(&V, w->cuda->stream, st->err);
-}
-
-static int mpm_pbd_queue(firn_world *w, firn_step *st)
-{
-    firn_cuda_state *s = w->cuda;
-    return firn_cuda_pbd_queue_mpm(w->pbd.cuda, st->P, s->grid, s->stream, st->err);
-}
-
-static int sph_rigid_queue(firn_world *w, firn_step *st)
-{
-    firn_cuda_state *s = w->cuda;
-    const firn_sph_view V = couple_view(w, st->P);
-    return firn_cuda_queue_sph_rigid(&V, s->rigids, s->n_rigids, s->rigid_acc, s->stream, st->err);
-}
-
-static int pbd_rigid_queue(firn_world *w, firn_step *st)
-{
-    firn_cuda_state *s = w->cuda;
-    const firn_pbd_view B = firn_cuda_pbd_view(w->pbd.cuda, &w->pbd.P);
-    return firn_cuda_queue_pbd_rigid(&B, s->rigids, s->n_rigids, s->rigid_acc, s->stream, st->err);
-}
-
-static int fem_pairs_queue(firn_world *w, firn_step *st)
-{
-    firn_cuda_state *s = w->cuda;
-    const firn_coupler *c = &w->coupler;
-    const firn_sph_view V = couple_view(w, st->P);
-    return firn_cuda_fem_queue_couple(w->fem.cuda, s->rigids, c->fem_rigid ? s->n_rigids : 0,
-                                      s->rigid_acc, c->fem_mpm ? st->P : NULL, s->grid,
-                                      c->fem_sph && w->sph.cuda ? &V : NULL, s->stream, st->err);
-}
-
 extern "C" {
 const firn_step_fn firn_cuda_cpic_mark = cpic_queue;
-const firn_step_fn firn_cuda_mpm_sph_react = mpm_sph_react_queue;
 const firn_step_fn firn_cuda_grid = grid_queue;
-const firn_step_fn firn_cuda_mpm_sph_contact = mpm_sph_contact_queue;
-const firn_step_fn firn_cuda_mpm_pbd = mpm_pbd_queue;
-const firn_step_fn firn_cuda_sph_rigid = sph_rigid_queue;
-const firn_step_fn firn_cuda_pbd_rigid = pbd_rigid_queue;
-const firn_step_fn firn_cuda_fem_pairs = fem_pairs_queue;
 }
 
 /* ---- the CUDA path's phases (host/solver.h), run in order by the Coupler -- */

@@ -3,9 +3,13 @@
  * fraction on the grid, the contact's reaction on the nodes before the
  * grid update and its force on the SPH particles after it. The grid
  * update's MPM-SPH term is kernels/coupling.cu's grid_update_pairs.
- * Launchers in kernels/sph.cuh; queued by kernels/mpm.cu. */
+ * Launchers in kernels/pair_mpm_sph.cuh; queued by the couple stage
+ * (host/coupler.c) through the steps at the end of this file. */
+#include "couple.cuh"
 #include "firn_sph_coupling.h"
 #include "pair_mpm_sph.cuh"
+#include "solver.h"
+#include "sph.cuh"
 
 #define FIRN_BLOCK 256
 
@@ -72,4 +76,24 @@ int firn_cuda_mpm_sph_local_bytes(size_t *bytes, firn_error *err)
     const void *const kernels[] = {(const void *)mpm_phi, (const void *)sph_mpm,
                                    (const void *)sph_mpm_react};
     return firn_cuda_local_bytes(kernels, 3, bytes, err);
+}
+
+/* ---- the pair's steps of the couple stage (host/coupler.c) --------------- */
+
+static int mpm_sph_react_queue(firn_world *w, firn_step *st)
+{
+    const firn_sph_view V = firn_cuda_couple_sph_view(w, st->P);
+    return firn_cuda_queue_sph_mpm_react(&V, firn_cuda_world_grid(w).nodes,
+                                         firn_cuda_world_stream(w), st->err);
+}
+
+static int mpm_sph_contact_queue(firn_world *w, firn_step *st)
+{
+    const firn_sph_view V = firn_cuda_couple_sph_view(w, st->P);
+    return firn_cuda_queue_sph_mpm(&V, firn_cuda_world_stream(w), st->err);
+}
+
+extern "C" {
+const firn_step_fn firn_cuda_mpm_sph_react = mpm_sph_react_queue;
+const firn_step_fn firn_cuda_mpm_sph_contact = mpm_sph_contact_queue;
 }

@@ -1,10 +1,14 @@
 /* pair_sph_rigid.cu - SPH-rigid on the GPU (include/firn_sph_coupling.h;
  * the CPU's pass is host/pair_sph_rigid.c): one thread per SPH particle,
  * the bodies' reaction summed per warp (reaction.cuh). Launcher in
- * kernels/sph.cuh; queued by kernels/mpm.cu's firn_cuda_sph_rigid. */
+ * kernels/pair_sph_rigid.cuh; queued by the couple stage through
+ * firn_cuda_sph_rigid, at the end of this file. */
+#include "couple.cuh"
 #include "firn_sph_coupling.h"
-#include "reaction.cuh"
 #include "pair_sph_rigid.cuh"
+#include "reaction.cuh"
+#include "solver.h"
+#include "sph.cuh"
 
 #define FIRN_BLOCK 256
 
@@ -36,3 +40,16 @@ int firn_cuda_sph_rigid_local_bytes(size_t *bytes, firn_error *err)
     const void *const kernels[] = {(const void *)sph_rigid};
     return firn_cuda_local_bytes(kernels, 1, bytes, err);
 }
+
+/* ---- the pair's step of the couple stage (host/coupler.c) ---------------- */
+
+static int sph_rigid_queue(firn_world *w, firn_step *st)
+{
+    const firn_sph_view V = firn_cuda_couple_sph_view(w, st->P);
+    int n;
+    double *acc;
+    const firn_rigid *bodies = firn_cuda_world_rigids(w, &n, &acc);
+    return firn_cuda_queue_sph_rigid(&V, bodies, n, acc, firn_cuda_world_stream(w), st->err);
+}
+
+extern "C" const firn_step_fn firn_cuda_sph_rigid = sph_rigid_queue;

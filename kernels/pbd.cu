@@ -21,6 +21,7 @@
 
 #include <cub/device/device_radix_sort.cuh>
 
+#include "couple.cuh"
 #include "cuda_backend.h"
 #include "error.h"
 #include "firn_pbd_coupling.h"
@@ -613,3 +614,13 @@ extern "C" int firn_cuda_pbd_download(firn_world *w, firn_error *err)
     FIRN_CUDA_CHECK(cudaStreamSynchronize(st), err);
     return 0;
 }
+
+/* MPM-PBD's step of the couple stage (host/coupler.c), on the grid after
+ * its update. */
+static int mpm_pbd_queue(firn_world *w, firn_step *st)
+{
+    return firn_cuda_pbd_queue_mpm(w->pbd.cuda, st->P, firn_cuda_world_grid(w),
+                                   firn_cuda_world_stream(w), st->err);
+}
+
+extern "C" const firn_step_fn firn_cuda_mpm_pbd = mpm_pbd_queue;
