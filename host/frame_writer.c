@@ -259,7 +259,8 @@ static int write_one(struct firn_frame_writer *fw, firn_error *err)
         const float *sx;
         const long long sn = table_points(fw, FIRN_SOLVER_SPH, &sx);
         const firn_sph_particles_view sph = {.n = sn, .x = sx};
-        if (firn_write_preview_png_fem(path, def, &fw->view, &sph, &fw->pbd, &fw->fem, s, err))
+        const firn_preview what = {&fw->view, &sph, &fw->pbd, &fw->fem, s};
+        if (firn_write_preview(path, def, &what, err))
             return -1;
     }
     /* The series after the files they name, rewritten whole after each

@@ -1171,34 +1171,6 @@ static int emit_png(FILE *f, void *ctx)
     return 0;
 }
 
-int firn_write_preview_png(const char *path, const firn_scene_def *def,
-                           const firn_particles_view *p, firn_error *err)
-{
-    return firn_write_preview_png_rigids(path, def, p, NULL, err);
-}
-
-int firn_write_preview_png_rigids(const char *path, const firn_scene_def *def,
-                                  const firn_particles_view *p, const firn_frame_stats *stats,
-                                  firn_error *err)
-{
-    return firn_write_preview_png_frame(path, def, p, NULL, stats, err);
-}
-
-int firn_write_preview_png_frame(const char *path, const firn_scene_def *def,
-                                 const firn_particles_view *p, const firn_sph_particles_view *sph,
-                                 const firn_frame_stats *stats, firn_error *err)
-{
-    return firn_write_preview_png_pbd(path, def, p, sph, NULL, stats, err);
-}
-
-int firn_write_preview_png_pbd(const char *path, const firn_scene_def *def,
-                               const firn_particles_view *p, const firn_sph_particles_view *sph,
-                               const firn_pbd_particles_view *pbd, const firn_frame_stats *stats,
-                               firn_error *err)
-{
-    return firn_write_preview_png_fem(path, def, p, sph, pbd, NULL, stats, err);
-}
-
 /* The FEM bodies: their vertices (interior ones are mostly hidden by the
  * depth test) and each surface triangle's centre, so that a coarse mesh
  * still reads as a surface. Without memory for the centres, the vertices
@@ -1221,17 +1193,37 @@ static void render_fem(image *im, const panel *front, const panel *top, const fi
     render(im, front, top, def, m->n, m->x, NULL, FEM_COLOR, scale);
 }
 
-int firn_write_preview_png_fem(const char *path, const firn_scene_def *def,
-                               const firn_particles_view *p, const firn_sph_particles_view *sph,
-                               const firn_pbd_particles_view *pbd, const firn_fem_mesh_view *fem,
-                               const firn_frame_stats *stats, firn_error *err)
+/* Whether a view of n points at x may be drawn: none, or some with x. */
+static int view_ok(long long n, const float *x) { return n >= 0 && (n == 0 || x); }
+
+int firn_write_preview(const char *path, const firn_scene_def *def, const firn_preview *what,
+                       firn_error *err)
 {
+    const firn_preview none = {0};
+    const firn_preview *w = what ? what : &none;
+    const firn_particles_view *p = w->mpm;
+    const firn_sph_particles_view *sph = w->sph;
+    const firn_pbd_particles_view *pbd = w->pbd;
+    const firn_fem_mesh_view *fem = w->fem;
+    const firn_frame_stats *stats = w->stats;
     float ex = def->upper[0] - def->lower[0];
     float ey = def->upper[1] - def->lower[1];
     float ez = def->upper[2] - def->lower[2];
-    if (!(ex > 0 && ey > 0 && ez > 0) || p->n < 0 || (p->n > 0 && !p->x)) {
-        firn_set_error(err, FIRN_E_IO, "cannot write '%s': empty domain or invalid particle view",
-                       path);
+    if (!(ex > 0 && ey > 0 && ez > 0)) {
+        firn_set_error(err, FIRN_E_IO, "cannot write '%s': the domain is empty", path);
+        return FIRN_E_IO;
+    }
+    const char *bad = p && !view_ok(p->n, p->x)                ? "MPM particle"
+                      : sph && !view_ok(sph->n, sph->x)        ? "SPH particle"
+                      : pbd && !view_ok(pbd->n, pbd->x)        ? "PBD particle"
+                      : fem && !view_ok(fem->n, fem->x)        ? "FEM mesh"
+                      : fem && fem->triangles > 0 && !fem->tri ? "FEM mesh"
+                                                               : NULL;
+    if (bad) {
+        firn_set_error(err, FIRN_E_IO,
+                       "cannot write '%s': invalid %s view (count < 0, or points "
+                       "without positions)",
+                       path, bad);
         return FIRN_E_IO;
     }
 
@@ -1269,7 +1261,8 @@ int firn_write_preview_png_fem(const char *path, const firn_scene_def *def,
     }
     draw_panel_frame(&im, &front);
     draw_panel_frame(&im, &top);
-    render(&im, &front, &top, def, p->n, p->x, p->mat, -1, scale);
+    if (p && p->n > 0)
+        render(&im, &front, &top, def, p->n, p->x, p->mat, -1, scale);
     if (sph && sph->n > 0)
         render(&im, &front, &top, def, sph->n, sph->x, NULL, SPH_COLOR, scale);
     if (pbd && pbd->n > 0)

@@ -853,25 +853,24 @@ firn_world *firn_world_load_with(const firn_scene_def *def, const firn_run_optio
 
 /* Output helpers (host/output.c). */
 int firn_write_ply(const char *path, const firn_particles_view *p, firn_error *err);
-int firn_write_preview_png(const char *path, const firn_scene_def *def,
-                           const firn_particles_view *p, firn_error *err);
-/* As firn_write_preview_png, with the rigid bodies of stats (position and
- * orientation; shapes from def) drawn in grey, and its tools in brown.
- * stats may be NULL. */
-int firn_write_preview_png_rigids(const char *path, const firn_scene_def *def,
-                                  const firn_particles_view *p, const firn_frame_stats *stats,
-                                  firn_error *err);
-/* As firn_write_preview_png_rigids, with the SPH particles of sph (may be
- * NULL) in their own colour. */
-int firn_write_preview_png_frame(const char *path, const firn_scene_def *def,
-                                 const firn_particles_view *p, const firn_sph_particles_view *sph,
-                                 const firn_frame_stats *stats, firn_error *err);
-/* As firn_write_preview_png_frame, with the PBD particles of pbd (may be
- * NULL) in their own colour. */
-int firn_write_preview_png_pbd(const char *path, const firn_scene_def *def,
-                               const firn_particles_view *p, const firn_sph_particles_view *sph,
-                               const firn_pbd_particles_view *pbd, const firn_frame_stats *stats,
-                               firn_error *err);
+/* What a preview (firn_write_preview) draws; any may be NULL (not drawn):
+ * the MPM particles in their materials' colours, the SPH, PBD and FEM
+ * points each in their solver's colour (the FEM bodies' vertices and
+ * surface triangles' centres), the rigid bodies (grey) and tools (brown)
+ * posed as stats holds them, and stats' time in the band below. */
+typedef struct {
+    const firn_particles_view *mpm;
+    const firn_sph_particles_view *sph;
+    const firn_pbd_particles_view *pbd;
+    const firn_fem_mesh_view *fem;
+    const firn_frame_stats *stats;
+} firn_preview;
+
+/* A PNG of def's domain seen from the front (x, y) and from above (x, z)
+ * with what `what` holds (NULL: the empty domain). FIRN_E_IO for an empty
+ * domain or a view whose points are missing, FIRN_E_NOMEM. */
+int firn_write_preview(const char *path, const firn_scene_def *def, const firn_preview *what,
+                       firn_error *err);
 /* The SPH particles as a binary PLY: x y z vx vy vz density pressure material. */
 int firn_write_sph_ply(const char *path, const firn_sph_particles_view *p, firn_error *err);
 /* The PBD particles as a binary PLY mesh: vertices x y z vx vy vz pinned
@@ -900,12 +899,6 @@ int firn_write_tools_ply(const char *path, const firn_scene_def *def, const firn
  * and fixed flag, per-cell Cauchy stress, Green strain, von Mises stress
  * and material. */
 int firn_write_fem_vtu(const char *path, const firn_fem_mesh_view *m, firn_error *err);
-/* As firn_write_preview_png_pbd, with the FEM bodies' surface vertices of fem
- * (may be NULL) in their own colour. */
-int firn_write_preview_png_fem(const char *path, const firn_scene_def *def,
-                               const firn_particles_view *p, const firn_sph_particles_view *sph,
-                               const firn_pbd_particles_view *pbd, const firn_fem_mesh_view *fem,
-                               const firn_frame_stats *stats, firn_error *err);
 int firn_append_stats_jsonl(const char *path, const firn_scene_def *def, const firn_frame_stats *s,
                             firn_error *err);
 

@@ -706,7 +706,8 @@ Test(output, png_preview_shows_particles_where_expected)
     const uint8_t mat[2] = {3, 0};
     firn_particles_view v = {.n = 2, .x = x, .mat = mat};
     firn_error err = {0};
-    cr_assert_eq(firn_write_preview_png(path, &def, &v, &err), FIRN_OK, "%s", err.msg);
+    cr_assert_eq(firn_write_preview(path, &def, &(firn_preview){.mpm = &v}, &err), FIRN_OK, "%s",
+                 err.msg);
     cr_assert_eq(count_entries(dir), 1, "no temp file is left behind");
 
     size_t len;
@@ -796,10 +797,13 @@ Test(output, png_preview_shows_time_and_scale_bar)
     memset(&st, 0, sizeof st);
     st.time = 1.25;
     firn_error err = {0};
-    cr_assert_eq(firn_write_preview_png_rigids(a, &def, &none, &st, &err), FIRN_OK, "%s", err.msg);
+    cr_assert_eq(firn_write_preview(a, &def, &(firn_preview){.mpm = &none, .stats = &st}, &err),
+                 FIRN_OK, "%s", err.msg);
     st.time = 2.5;
-    cr_assert_eq(firn_write_preview_png_rigids(b, &def, &none, &st, &err), FIRN_OK, "%s", err.msg);
-    cr_assert_eq(firn_write_preview_png(c, &def, &none, &err), FIRN_OK, "%s", err.msg);
+    cr_assert_eq(firn_write_preview(b, &def, &(firn_preview){.mpm = &none, .stats = &st}, &err),
+                 FIRN_OK, "%s", err.msg);
+    cr_assert_eq(firn_write_preview(c, &def, &(firn_preview){.mpm = &none}, &err), FIRN_OK, "%s",
+                 err.msg);
     unsigned w, h;
     unsigned char *ra = read_png_rgb(a, &w, &h), *rb = read_png_rgb(b, &w, &h);
     unsigned char *rc = read_png_rgb(c, &w, &h);
@@ -837,14 +841,52 @@ Test(output, png_preview_is_deterministic)
     def.upper[1] = 2.0f; /* a tall domain */
     firn_particles_view v = three_particles();
     firn_error err = {0};
-    cr_assert_eq(firn_write_preview_png(a, &def, &v, &err), FIRN_OK, "%s", err.msg);
-    cr_assert_eq(firn_write_preview_png(b, &def, &v, &err), FIRN_OK, "%s", err.msg);
+    cr_assert_eq(firn_write_preview(a, &def, &(firn_preview){.mpm = &v}, &err), FIRN_OK, "%s",
+                 err.msg);
+    cr_assert_eq(firn_write_preview(b, &def, &(firn_preview){.mpm = &v}, &err), FIRN_OK, "%s",
+                 err.msg);
     size_t la, lb;
     unsigned char *da = slurp(a, &la), *db = slurp(b, &lb);
     cr_assert_eq(la, lb);
     cr_assert_eq(memcmp(da, db, la), 0, "same input, same bytes");
     free(da);
     free(db);
+    remove_tree(dir);
+}
+
+/* One preview function (firn_write_preview) takes what it draws as
+ * options: NULL draws the empty domain, as views of no points do; each
+ * solver's points are drawn (the image changes); a view with points but no
+ * positions is refused by solver with FIRN_E_IO, and no file is left. */
+Test(output, png_preview_draws_what_its_options_name)
+{
+    char dir[64], a[128], b[128], c[128], d[128];
+    make_tmpdir(dir);
+    snprintf(a, sizeof a, "%s/a.png", dir);
+    snprintf(b, sizeof b, "%s/b.png", dir);
+    snprintf(c, sizeof c, "%s/c.png", dir);
+    snprintf(d, sizeof d, "%s/d.png", dir);
+    firn_scene_def def;
+    unit_cube(&def);
+    firn_error err = {0};
+    const firn_particles_view none = {.n = 0};
+    cr_assert_eq(firn_write_preview(a, &def, NULL, &err), FIRN_OK, "%s", err.msg);
+    cr_assert_eq(firn_write_preview(b, &def, &(firn_preview){.mpm = &none}, &err), FIRN_OK, "%s",
+                 err.msg);
+    const firn_particles_view v = three_particles();
+    const firn_sph_particles_view sph = {.n = 3, .x = v.x};
+    cr_assert_eq(firn_write_preview(c, &def, &(firn_preview){.sph = &sph}, &err), FIRN_OK, "%s",
+                 err.msg);
+    size_t la, lb, lc;
+    unsigned char *da = slurp(a, &la), *db = slurp(b, &lb), *dc = slurp(c, &lc);
+    cr_expect(la == lb && !memcmp(da, db, la), "NULL is not the empty domain");
+    cr_expect(la != lc || memcmp(da, dc, la), "the SPH points were not drawn");
+    free(da), free(db), free(dc);
+    const firn_pbd_particles_view pbd = {.n = 2, .x = NULL};
+    cr_expect_eq(firn_write_preview(d, &def, &(firn_preview){.mpm = &v, .pbd = &pbd}, &err),
+                 FIRN_E_IO);
+    cr_expect(strstr(err.msg, "PBD particle") && strstr(err.msg, "d.png"), "%s", err.msg);
+    cr_expect_eq(count_entries(dir), 3, "a refused preview left a file");
     remove_tree(dir);
 }
 
