@@ -155,37 +155,56 @@ static void unpack_header(const unsigned char *b, header *h)
 
 /* ---- sections -------------------------------------------------------------------- */
 
-enum {
-    SEC_WORLD,
-    SEC_MPM,
-    SEC_CPIC,
-    SEC_LAYOUT,
-    SEC_RIGID,
-    SEC_SPH,
-    SEC_PBD,
-    SEC_TOOL,
-    SEC_FEM,
-    SEC_DIST,
-    SEC_COUNT
-};
-static const char section_tag[SEC_COUNT][5] = {"WRLD", "MPMP", "CPIC", "CPUL", "RIGD",
-                                               "SPHP", "PBDP", "TOOL", "FEMV", "MPIR"};
+/* The sections: the world's core (its clocks, the CPIC records, the CPU
+ * path's layout, the rigid bodies, the tools, a distributed run's rank),
+ * then one per solver (SEC_SOLVER + FIRN_SOLVER_*) whose table names a
+ * section (firn_solver.section): its saved fields. */
+enum { SEC_WORLD, SEC_CPIC, SEC_LAYOUT, SEC_RIGID, SEC_TOOL, SEC_DIST, SEC_SOLVER };
+#define SEC_COUNT (SEC_SOLVER + FIRN_SOLVER_COUNT)
+static const char core_tag[SEC_SOLVER][5] = {"WRLD", "CPIC", "CPUL", "RIGD", "TOOL", "MPIR"};
 
 /* The solver whose fields section sec holds (FIRN_SOLVER_*), or -1. */
 static int section_solver(int sec)
 {
-    switch (sec) {
-    case SEC_MPM:
-        return FIRN_SOLVER_MPM;
-    case SEC_SPH:
-        return FIRN_SOLVER_SPH;
-    case SEC_PBD:
-        return FIRN_SOLVER_PBD;
-    case SEC_FEM:
-        return FIRN_SOLVER_FEM;
-    default:
-        return -1;
+    return sec >= SEC_SOLVER && sec < SEC_COUNT && firn_solver_of(sec - SEC_SOLVER)->section
+               ? sec - SEC_SOLVER
+               : -1;
+}
+
+/* Section sec's tag, or NULL (a solver without a section). */
+static const char *section_tag(int sec)
+{
+    return sec < SEC_SOLVER ? core_tag[sec] : firn_solver_of(sec - SEC_SOLVER)->section;
+}
+
+/* The section of tag b (4 bytes), or -1. */
+static int section_of_tag(const unsigned char *b)
+{
+    for (int sec = 0; sec < SEC_COUNT; sec++)
+        if (section_tag(sec) && !memcmp(b, section_tag(sec), 4))
+            return sec;
+    return -1;
+}
+
+/* The order sections are written in: format 3's (the tags a reader of
+ * version 3 meets in this order, though it takes them in any), then the
+ * section of any solver not in it, in solver order, then a distributed
+ * run's. Fills order[] and returns its length. */
+static int section_order(int order[SEC_COUNT])
+{
+    static const char *const v3[] = {"WRLD", "MPMP", "CPIC", "CPUL", "RIGD",
+                                     "SPHP", "PBDP", "TOOL", "FEMV"};
+    int n = 0, placed[SEC_COUNT] = {0};
+    for (size_t k = 0; k < sizeof v3 / sizeof v3[0]; k++) {
+        const int sec = section_of_tag((const unsigned char *)v3[k]);
+        if (sec >= 0 && sec != SEC_DIST && !placed[sec])
+            placed[sec] = 1, order[n++] = sec;
     }
+    for (int sec = SEC_SOLVER; sec < SEC_COUNT; sec++)
+        if (section_solver(sec) >= 0 && !placed[sec])
+            placed[sec] = 1, order[n++] = sec;
+    order[n++] = SEC_DIST;
+    return n;
 }
 
 /* Solver k's table of fields (the table only records w's pointers). */
@@ -212,14 +231,12 @@ static void section_sizes(const firn_world *w, uint64_t size[SEC_COUNT])
 {
     const uint64_t n = (uint64_t)w->p.n;
     size[SEC_WORLD] = WORLD_BYTES;
-    size[SEC_MPM] = saved_bytes(w, FIRN_SOLVER_MPM);
     size[SEC_CPIC] = 4 * (uint64_t)w->p.cpic_slots * n;
     size[SEC_LAYOUT] = !w->cuda && w->bins.permuted ? 16 + 4 * n : 0;
     size[SEC_RIGID] = RIGID_BYTES * (uint64_t)w->n_rigids;
-    size[SEC_SPH] = saved_bytes(w, FIRN_SOLVER_SPH);
-    size[SEC_PBD] = saved_bytes(w, FIRN_SOLVER_PBD);
     size[SEC_TOOL] = w->n_tools > 0 ? 8 + TOOL_RECORD * (uint64_t)w->n_tools : 0;
-    size[SEC_FEM] = saved_bytes(w, FIRN_SOLVER_FEM);
+    for (int sec = SEC_SOLVER; sec < SEC_COUNT; sec++)
+        size[sec] = section_solver(sec) >= 0 ? saved_bytes(w, section_solver(sec)) : 0;
     /* One rank's file of a distributed run (host/dist_mpi.c): its rank, the
      * rank count, the scene's particle count, then each particle's scene
      * index. */
@@ -302,7 +319,7 @@ static void put(sink *s, const void *data, size_t n)
 static void put_section(sink *s, int sec, uint64_t bytes)
 {
     unsigned char b[SECTION_BYTES] = {0};
-    memcpy(b, section_tag[sec], 4);
+    memcpy(b, section_tag(sec), 4);
     put_at(b, 8, &bytes, 8);
     put(s, b, sizeof b);
 }
@@ -328,6 +345,52 @@ static void test_pause(const firn_world *w, const char *path)
     fflush(stderr);
     for (;;)
         pause();
+}
+
+/* Section sec of w (bytes long; wb: the world section's packed bytes). */
+static void put_any_section(sink *s, firn_world *w, int sec, uint64_t bytes,
+                            const unsigned char wb[WORLD_BYTES])
+{
+    if (section_solver(sec) >= 0) {
+        put_fields(s, w, sec, bytes);
+        return;
+    }
+    span sp[12];
+    put_section(s, sec, bytes);
+    switch (sec) {
+    case SEC_WORLD:
+        put(s, wb, WORLD_BYTES);
+        break;
+    case SEC_CPIC:
+        put(s, w->p.cpic, bytes);
+        break;
+    case SEC_LAYOUT: {
+        const int32_t permuted = 1, zero = 0;
+        const int64_t reorders = w->bins.reorders;
+        put(s, &reorders, 8), put(s, &permuted, 4), put(s, &zero, 4);
+        put(s, w->bins.id, 4 * (size_t)w->p.n);
+        break;
+    }
+    case SEC_RIGID:
+        for (int k = 0; k < w->n_rigids; k++)
+            for (int j = 0, m = rigid_fields(&w->rigids[k], sp); j < m; j++)
+                put(s, sp[j].data, sp[j].bytes);
+        put(s, w->rigid_acc, (size_t)w->n_rigids * FIRN_RIGID_ACC * sizeof(double));
+        break;
+    case SEC_TOOL:
+        put(s, &w->tool_frame_time, 8);
+        for (int k = 0; k < w->n_tools; k++)
+            for (int j = 0, m = tool_fields(&w->tools[k], &w->tool_rec[k], sp); j < m; j++)
+                put(s, sp[j].data, sp[j].bytes);
+        break;
+    default: { /* SEC_DIST */
+        int32_t head[4] = {0, 0, 0, 0};
+        const int *index = w->dist->indices(w, &head[0], &head[1], &head[2]);
+        put(s, head, sizeof head);
+        put(s, index, 4 * (size_t)w->p.n);
+        break;
+    }
+    }
 }
 
 typedef struct {
@@ -368,50 +431,10 @@ static int emit_checkpoint(FILE *f, void *arg)
     put(&s, hb, sizeof hb);
 
     pack_world(w, wb);
-    put_section(&s, SEC_WORLD, WORLD_BYTES);
-    put(&s, wb, sizeof wb);
-    span sp[10];
-    if (size[SEC_MPM] > 0)
-        put_fields(&s, w, SEC_MPM, size[SEC_MPM]);
-    if (size[SEC_CPIC] > 0) {
-        put_section(&s, SEC_CPIC, size[SEC_CPIC]);
-        put(&s, w->p.cpic, size[SEC_CPIC]);
-    }
-    if (size[SEC_LAYOUT] > 0) {
-        const int32_t permuted = 1, zero = 0;
-        const int64_t reorders = w->bins.reorders;
-        put_section(&s, SEC_LAYOUT, size[SEC_LAYOUT]);
-        put(&s, &reorders, 8), put(&s, &permuted, 4), put(&s, &zero, 4);
-        put(&s, w->bins.id, 4 * (size_t)w->p.n);
-    }
-    if (size[SEC_RIGID] > 0) {
-        put_section(&s, SEC_RIGID, size[SEC_RIGID]);
-        for (int k = 0; k < w->n_rigids; k++)
-            for (int j = 0, m = rigid_fields(&w->rigids[k], sp); j < m; j++)
-                put(&s, sp[j].data, sp[j].bytes);
-        put(&s, w->rigid_acc, (size_t)w->n_rigids * FIRN_RIGID_ACC * sizeof(double));
-    }
-    if (size[SEC_SPH] > 0)
-        put_fields(&s, w, SEC_SPH, size[SEC_SPH]);
-    if (size[SEC_PBD] > 0)
-        put_fields(&s, w, SEC_PBD, size[SEC_PBD]);
-    if (size[SEC_TOOL] > 0) {
-        span tp[12];
-        put_section(&s, SEC_TOOL, size[SEC_TOOL]);
-        put(&s, &w->tool_frame_time, 8);
-        for (int k = 0; k < w->n_tools; k++)
-            for (int j = 0, m = tool_fields(&w->tools[k], &w->tool_rec[k], tp); j < m; j++)
-                put(&s, tp[j].data, tp[j].bytes);
-    }
-    if (size[SEC_FEM] > 0)
-        put_fields(&s, w, SEC_FEM, size[SEC_FEM]);
-    if (size[SEC_DIST] > 0) {
-        int32_t head[4] = {0, 0, 0, 0};
-        const int *index = w->dist->indices(w, &head[0], &head[1], &head[2]);
-        put_section(&s, SEC_DIST, size[SEC_DIST]);
-        put(&s, head, sizeof head);
-        put(&s, index, 4 * (size_t)w->p.n);
-    }
+    int order[SEC_COUNT];
+    for (int k = 0, m = section_order(order); k < m; k++)
+        if (order[k] == SEC_WORLD || size[order[k]] > 0)
+            put_any_section(&s, w, order[k], size[order[k]], wb);
     put(&s, "FEND", 4);
     const uint32_t crc = s.crc;
     put(&s, &crc, 4);
@@ -533,9 +556,12 @@ static int check_header_fields(const firn_world *w, const header *h, const char 
                                firn_error *err)
 {
     const double frames_time = (double)h->frame * (double)w->def.frame_dt;
-    if (h->sections < 1 || h->sections > SEC_COUNT)
+    int possible = 0; /* the sections with a tag */
+    for (int sec = 0; sec < SEC_COUNT; sec++)
+        possible += section_tag(sec) != NULL;
+    if (h->sections < 1 || h->sections > (uint32_t)possible)
         return refuse(err, path, "has a damaged header: %u sections (1 to %d are possible)",
-                      (unsigned)h->sections, SEC_COUNT);
+                      (unsigned)h->sections, possible);
     if (h->backend != FIRN_BACKEND_CPU && h->backend != FIRN_BACKEND_CUDA)
         return refuse(err, path, "has a damaged header: backend %d (%d is the CPU path, %d CUDA)",
                       (int)h->backend, FIRN_BACKEND_CPU, FIRN_BACKEND_CUDA);
@@ -898,8 +924,6 @@ static int check_mpm(const firn_world *w, const char *path, firn_error *err)
     const long long n = p->n;
     const firn_scene_def *d = &w->def;
     const char *E = "MPM particle", *fin = "it must be finite";
-    if (check_fields(w, path, FIRN_SOLVER_MPM, err))
-        return -1;
     for (long long i = 0; i < n; i++) {
         const float jp = p->Jp[i];
         /* Snow's Jp is a volume ratio; sand's a log volume correction. */
@@ -997,11 +1021,10 @@ static int check_state(const firn_world *w, const char *path, firn_error *err)
         return refuse(err, path,
                       "is damaged: its DFSPH counters are negative (%d, %d, %lld, %lld, %lld)",
                       S->iters[0], S->iters[1], S->iters_total[0], S->iters_total[1], S->solves);
-    return check_mpm(w, path, err) || check_fields(w, path, FIRN_SOLVER_SPH, err) ||
-                   check_fields(w, path, FIRN_SOLVER_PBD, err) ||
-                   check_fields(w, path, FIRN_SOLVER_FEM, err) || check_bodies(w, path, err)
-               ? -1
-               : 0;
+    for (int sec = SEC_SOLVER; sec < SEC_COUNT; sec++)
+        if (section_solver(sec) >= 0 && check_fields(w, path, section_solver(sec), err))
+            return -1;
+    return check_mpm(w, path, err) || check_bodies(w, path, err) ? -1 : 0;
 }
 
 /* Whether the file, from its first section on, holds a section MPIR (one
@@ -1017,7 +1040,7 @@ static int holds_dist_section(source *s, const header *h)
         if (fread(b, 1, sizeof b, s->f) != sizeof b)
             break;
         get_at(b, 8, &bytes, 8);
-        found = !memcmp(b, section_tag[SEC_DIST], 4);
+        found = !memcmp(b, section_tag(SEC_DIST), 4);
         if (bytes > h->file_bytes || fseek(s->f, (long)bytes, SEEK_CUR))
             break;
     }
@@ -1060,17 +1083,15 @@ static int read_body(firn_world *w, source *s, const header *h, firn_error *err)
             return -1;
         uint64_t bytes;
         get_at(b, 8, &bytes, 8);
-        int sec = 0;
-        while (sec < SEC_COUNT && memcmp(b, section_tag[sec], 4))
-            sec++;
-        if (sec == SEC_COUNT)
+        const int sec = section_of_tag(b);
+        if (sec < 0)
             return refuse(err, path, "is damaged: no section '%.4s' is known (at byte %llu)",
                           (const char *)b, (unsigned long long)at);
         if (seen[sec]++ || bytes != size[sec])
             return refuse(err, path,
                           "is damaged: section %s at byte %llu (%llu bytes) is %s (%llu bytes "
                           "expected)",
-                          section_tag[sec], (unsigned long long)at, (unsigned long long)bytes,
+                          section_tag(sec), (unsigned long long)at, (unsigned long long)bytes,
                           seen[sec] > 1 ? "a second one" : "of the wrong size",
                           (unsigned long long)size[sec]);
         if (read_section(w, s, sec, bytes, err))
@@ -1078,7 +1099,7 @@ static int read_body(firn_world *w, source *s, const header *h, firn_error *err)
     }
     for (int sec = 0; sec < SEC_COUNT; sec++)
         if (!seen[sec] && size[sec] > 0 && sec != SEC_LAYOUT)
-            return refuse(err, path, "is damaged: it has no section %s", section_tag[sec]);
+            return refuse(err, path, "is damaged: it has no section %s", section_tag(sec));
     const uint32_t computed = s->crc;
     unsigned char t[TRAILER_BYTES];
     if (get(s, t, 4, err))

@@ -210,6 +210,7 @@ const firn_solver firn_fem_solver = {
     .host_bytes = fem_host_bytes,
     .device_bytes = fem_device_bytes,
     .fields = fem_fields,
+    .section = "FEMV",
     .create = fem_create,
     .cuda_create = fem_cuda_create,
     .cuda_destroy = firn_cuda_fem_free,

@@ -258,6 +258,7 @@ const firn_solver firn_pbd_solver = {
     .host_bytes = pbd_host_bytes,
     .device_bytes = pbd_device_bytes,
     .fields = pbd_fields,
+    .section = "PBDP",
     .create = pbd_create,
     .cuda_create = pbd_cuda_create,
     .cuda_destroy = firn_cuda_pbd_free,

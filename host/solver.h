@@ -211,6 +211,10 @@ static inline size_t firn_field_bytes(const firn_field *f, long long count)
  *   fields        fills its table of fields (firn_field_table; the rigid
  *                 bodies and tools have none: their records are the
  *                 checkpoint's own);
+ *   section       the 4-letter tag of its checkpoint section, which holds
+ *                 its FIRN_FIELD_SAVED fields in table order (NULL: none;
+ *                 host/checkpoint.c writes it, sized, checked and read by
+ *                 the table);
  *   compare_floor the least scale of field `name`'s tolerance in `firn
  *                 compare`, for the CPU world w after a substep dt (the
  *                 tolerance is relative to the larger of it and the
@@ -239,6 +243,7 @@ typedef struct {
     double (*host_bytes)(const firn_world *w);
     double (*device_bytes)(const firn_world *w);
     void (*fields)(firn_world *w, firn_field_table *t);
+    const char *section;
     double (*compare_floor)(firn_world *w, const char *name, float dt);
     int (*create)(firn_world *w, const firn_scene_def *def, firn_error *err);
     int (*cuda_create)(firn_world *w, firn_error *err);
@@ -258,7 +263,9 @@ extern const firn_phase_ops firn_cuda_tool_phases, firn_cuda_rigid_phases, firn_
  * 0, or -1 with st->err set. */
 typedef int (*firn_step_fn)(firn_world *w, firn_step *st);
 
-/* The couple stage's CUDA steps (kernels/mpm.cu; NULL in a build without
+/* The couple stage's CUDA steps, each in its pair's file (kernels/mpm.cu:
+ * CPIC's marking and the grid update; pair_mpm_sph.cu; pbd.cu: MPM-PBD;
+ * pair_sph_rigid.cu; pair_pbd_rigid.cu; fem.cu: the FEM pairs; NULL in a build without
  * CUDA), in the order host/coupler.c's couple runs them: CPIC's side marking (the
  * preprocess), MPM-SPH's contact reaction on the nodes, the grid update
  * with the pairs on its nodes, MPM-SPH's contact force, MPM-PBD,

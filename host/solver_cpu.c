@@ -554,6 +554,7 @@ const firn_solver firn_mpm_solver = {
     .prof_pre = FIRN_PROF_P2G,
     .prof_post = FIRN_PROF_G2P,
     .fields = mpm_fields,
+    .section = "MPMP",
     .compare_floor = mpm_compare_floor,
 };
 

@@ -308,6 +308,7 @@ const firn_solver firn_sph_solver = {
     .host_bytes = sph_host_bytes,
     .device_bytes = sph_device_bytes,
     .fields = sph_fields,
+    .section = "SPHP",
     .compare_floor = sph_compare_floor,
     .create = sph_create,
     .cuda_create = sph_cuda_create,

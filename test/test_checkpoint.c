@@ -26,8 +26,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "all_solvers.h"
 #include "checkpoint.h"
 #include "checkpoint_scene.h"
+#include "solver.h"
 #include "test_util.h"
 #include "world.h"
 
@@ -1190,6 +1192,80 @@ Test(checkpoint_cli, sighup_writes_a_checkpoint)
     load_scene(&def);
     firn_world *w = load_world(&def, path);
     cr_assert_eq(w->frame, k);
+    firn_world_destroy(w);
+    test_rmdir(dir);
+}
+
+/* A solver's checkpoint section is its table's (firn_solver.section): in a
+ * world with every solver, the file's sections are format 3's, in its
+ * order (WRLD MPMP CPIC CPUL RIGD SPHP PBDP TOOL FEMV, each where the
+ * world has it), each solver's tag distinct, 4 letters, once in the file,
+ * and its payload the sum of its table's saved fields, whole. */
+Test(checkpoint, solver_sections_are_their_tables)
+{
+    firn_world *w = test_world_json(all_solvers_json, "all_solvers.json");
+    firn_error err = {0};
+    cr_assert_eq(firn_world_run_substeps(w, 3, 1e-4f, &err), 0, "%s", err.msg);
+    char dir[64], path[128];
+    test_mkdtemp(dir, sizeof dir, "ckpt_tags");
+    snprintf(path, sizeof path, "%s/c.firn", dir);
+    cr_assert_eq(firn_world_save(w, path, &err), 0, "%s", err.msg);
+    static unsigned char buf[1 << 22];
+    const size_t n = slurp(path, buf, sizeof buf);
+    cr_assert_lt(n, sizeof buf);
+    char order[16][5];
+    int m = 0;
+    for (size_t at = FIRN_CHECKPOINT_HEADER_BYTES; at + 16 <= n - 8 && m < 16; m++) {
+        uint64_t bytes;
+        memcpy(order[m], buf + at, 4);
+        order[m][4] = 0;
+        memcpy(&bytes, buf + at + 8, 8);
+        at += 16 + (size_t)bytes;
+    }
+    static const char *const v3[] = {"WRLD", "MPMP", "CPIC", "CPUL", "RIGD",
+                                     "SPHP", "PBDP", "TOOL", "FEMV"};
+    int next = 0;
+    for (int k = 0; k < m; k++) {
+        while (next < 9 && strcmp(v3[next], order[k]))
+            next++;
+        cr_expect_lt(next, 9, "section %d, %s, is out of format 3's order", k, order[k]);
+    }
+    for (int k = 0; k < FIRN_SOLVER_COUNT; k++) {
+        const firn_solver *s = firn_solver_of(k);
+        firn_field_table t;
+        if (!s->fields) {
+            cr_expect_null(s->section, "%s names a section but has no fields", s->name);
+            continue;
+        }
+        s->fields(w, &t);
+        cr_assert(s->section && strlen(s->section) == 4, "%s has no 4-letter section", s->name);
+        for (int j = 0; j < k; j++)
+            cr_expect(!firn_solver_of(j)->section || strcmp(firn_solver_of(j)->section, s->section),
+                      "%s and %s share section %s", firn_solver_of(j)->name, s->name, s->section);
+        uint64_t want = 0;
+        for (int f = 0; f < t.n; f++)
+            if (t.f[f].flags & FIRN_FIELD_SAVED)
+                want += firn_field_bytes(&t.f[f], t.count);
+        cr_expect_gt(want, 0, "%s saves nothing in a world that has it", s->name);
+        int seen = 0;
+        for (size_t at = FIRN_CHECKPOINT_HEADER_BYTES; at + 16 <= n - 8;) {
+            uint64_t bytes;
+            memcpy(&bytes, buf + at + 8, 8);
+            if (!memcmp(buf + at, s->section, 4)) {
+                seen++;
+                cr_expect_eq(bytes, want, "%s's section %s holds %llu bytes, its table %llu",
+                             s->name, s->section, (unsigned long long)bytes,
+                             (unsigned long long)want);
+            }
+            at += 16 + (size_t)bytes;
+        }
+        cr_expect_eq(seen, 1, "%s's section %s is in the file %d times", s->name, s->section, seen);
+    }
+    /* and the reader takes the file back (each section by its tag) */
+    firn_world *r = firn_world_load(&w->def, FIRN_BACKEND_CPU, path, &err);
+    cr_expect(r, "the checkpoint does not load: %s", err.msg);
+    if (r)
+        firn_world_destroy(r);
     firn_world_destroy(w);
     test_rmdir(dir);
 }
