@@ -201,6 +201,10 @@ static inline size_t firn_field_bytes(const firn_field *f, long long count)
  *                 frame v_gravity included (the host copy current first):
  *                 0, or -1 with err set;
  *   cfl_cause     says what makes that limit, "the speed of <why>";
+ *   fixed_frame   before a frame whose step is fixed (time.dt, so that no
+ *                 cfl runs), sets what the solver derives each frame from
+ *                 its own step, as cfl does (SPH: DFSPH's tau), v_gravity
+ *                 as for cfl; NULL: nothing. 0, or -1 with err set;
  *   stats         fills its part of the frame's statistics (the host copy
  *                 current first);
  *   nonfinite     writes the message for its element `bad` gone non-finite
@@ -238,6 +242,7 @@ typedef struct {
     int (*cfl)(firn_world *w, float v_gravity, firn_cfl_limit *lim, firn_error *err);
     void (*cfl_cause)(const firn_world *w, const firn_cfl_limit *lim, float v_gravity, char *why,
                       size_t size);
+    int (*fixed_frame)(firn_world *w, float v_gravity, firn_error *err);
     void (*stats)(const firn_world *w, firn_frame_stats *s);
     void (*nonfinite)(const firn_world *w, int bad, const char *head, char *msg, size_t size);
     double (*host_bytes)(const firn_world *w);

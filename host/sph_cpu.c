@@ -193,6 +193,17 @@ static int sph_cfl(firn_world *w, float v_gravity, firn_cfl_limit *lim, firn_err
     return 0;
 }
 
+/* A frame at a fixed time.dt: DFSPH's tau from the liquid's own step all
+ * the same (sph_cfl), so that a fixed step far below it does not jolt the
+ * pool (firn_sph_df_excess_share). WCSPH has no use for it. */
+static int sph_fixed_frame(firn_world *w, float v_gravity, firn_error *err)
+{
+    if (w->sph.n <= 0 || w->sph.P.solver != FIRN_SPH_DFSPH)
+        return 0;
+    firn_cfl_limit lim;
+    return sph_cfl(w, v_gravity, &lim, err);
+}
+
 static void sph_cfl_cause(const firn_world *w, const firn_cfl_limit *lim, float v_gravity,
                           char *why, size_t size)
 {
@@ -303,6 +314,7 @@ const firn_solver firn_sph_solver = {
     .host_current = sph_host_current,
     .cfl = sph_cfl,
     .cfl_cause = sph_cfl_cause,
+    .fixed_frame = sph_fixed_frame,
     .stats = sph_frame_stats,
     .nonfinite = sph_nonfinite,
     .host_bytes = sph_host_bytes,

@@ -376,6 +376,14 @@ int firn_world_next_frame_step(firn_world *w, float *dt_out, int *substeps, firn
     float dt = d->dt;
     if (d->dt <= 0.0f && cfl_step(w, &t, &dt, err))
         return -1;
+    if (d->dt > 0.0f) { /* no CFL: what the solvers derive from their own step */
+        const float g = sqrtf(d->gravity[0] * d->gravity[0] + d->gravity[1] * d->gravity[1] +
+                              d->gravity[2] * d->gravity[2]);
+        for (int k = 0; k < FIRN_SOLVER_COUNT; k++)
+            if (firn_solver_of(k)->fixed_frame &&
+                firn_solver_of(k)->fixed_frame(w, g * d->frame_dt, err))
+                return -1;
+    }
     if (d->dt <= 0.0f && w->dist) /* a distributed run: the step of every rank's particles */
         dt = w->dist->reduce_dt(w, dt);
     /* A fixed dt is the user's (the loader holds its count below 2^31); a

@@ -53,10 +53,10 @@ typedef struct {
     int solver;        /* FIRN_SPH_WCSPH or FIRN_SPH_DFSPH */
     float div_tol;     /* DFSPH: mean compression rate tolerated, x dt [-] */
     float dens_tol;    /* DFSPH: mean density error tolerated, fraction of rho0 [-] */
-    float tau;         /* DFSPH: the liquid's own CFL step [s], set each frame (0: none, as
-                          with a fixed time.dt); a substep shorter than tau / 2 removes
-                          only the share 2 dt / tau of a density excess
-                          (firn_sph_df_density_source) */
+    float tau;         /* DFSPH: the liquid's own CFL step [s], set each frame, with a
+                          fixed time.dt too (0: before the first); a substep shorter
+                          than tau / 2 removes only the share 2 dt / tau of a density
+                          excess (firn_sph_df_excess_share) */
     int div_iters;     /* DFSPH: most divergence iterations per substep */
     int dens_iters;    /* DFSPH: most density iterations per substep */
     int walls;         /* 1: the box's faces bound the liquid as liquid at rest beyond
@@ -416,7 +416,7 @@ static inline FIRN_HD void firn_sph_df_div_source(int i, const firn_sph_params *
 
 /* The share of a density excess a DFSPH substep dt removes: all of it,
  * but 2 dt / tau for a substep shorter than half the liquid's own CFL step
- * tau (another solver's limit set it). The solve removes the excess it
+ * tau (another solver's limit, or a fixed time.dt, set it). The solve removes the excess it
  * targets within the substep, so a velocity of about excess x h / dt; a
  * pool at rest, whose lattice sums 0.4 % over rho0, took 35 J of kinetic
  * energy in 2 ms at dt = 5e-5 s, 0.1 J at its own step (docs/PHYSICS.md,
