@@ -19,12 +19,12 @@
 /* The kinds of frame file, each with its time series: file
  * "<prefix>_<frame>.<ext>", series file `series` beside them. The solvers
  * whose tables of fields have PLY fields (host/solver.h) add a kind each
- * after these, KINDS + j: prefix their name, ext "ply" (fw->table). */
-enum { KIND_MPM, KIND_PBD, KIND_FEM_PLY, KIND_FEM_VTU, KIND_RIGIDS, KIND_TOOLS, KINDS };
+ * after these, KINDS + j: prefix the table's ply_file or the solver's
+ * name (MPM's "frame", SPH's "sph"), ext "ply" (fw->table). */
+enum { KIND_PBD, KIND_FEM_PLY, KIND_FEM_VTU, KIND_RIGIDS, KIND_TOOLS, KINDS };
 static const struct {
     const char *prefix, *ext, *series;
 } kind[KINDS] = {
-    [KIND_MPM] = {"frame", "ply", "frame.ply.series"},
     [KIND_PBD] = {"pbd", "ply", "pbd.ply.series"},
     [KIND_FEM_PLY] = {"fem", "ply", "fem.ply.series"},
     [KIND_FEM_VTU] = {"fem", "vtu", "fem.pvd"},
@@ -35,8 +35,9 @@ static const struct {
 /* A solver's PLY fields copied for the writer thread: its table with the
  * data pointers into one block (t.count 0: nothing this frame). */
 typedef struct {
-    int solver; /* FIRN_SOLVER_* */
-    char series[32];
+    int solver;      /* FIRN_SOLVER_* */
+    char prefix[32]; /* its files' (the table's ply_file, else the solver's name) */
+    char series[48];
     firn_field_table t;
     void *block;
     size_t bytes;
@@ -57,10 +58,6 @@ struct firn_frame_writer {
     char out[FIRN_PATH_MAX];
     firn_frame_stats stats;
     int with_particles; /* this frame writes PLY / PNG */
-    long long capacity; /* particles the copy holds */
-    float *x, *v, *Jp, *damage;
-    uint8_t *mat;
-    firn_particles_view view;
     /* The solvers with PLY fields (found at the first frame handed over),
      * kinds KINDS + j */
     int n_tables, tables_known;
@@ -118,7 +115,7 @@ static void kind_of(const struct firn_frame_writer *fw, int k, const char **pref
         *series = kind[k].series;
     } else {
         const table_copy *c = &fw->table[k - KINDS];
-        *prefix = firn_solver_of(c->solver)->name;
+        *prefix = c->prefix;
         *ext = "ply";
         *series = c->series;
     }
@@ -183,16 +180,17 @@ static int write_series(struct firn_frame_writer *fw, firn_error *err)
     return 0;
 }
 
-/* The copied positions ("x") of solver k's table into *x: their count (0:
- * none this frame). */
-static long long table_points(const struct firn_frame_writer *fw, int k, const float **x)
+/* The copy of field `name` of solver k's table into *data: the elements'
+ * count (0: none this frame, or no such PLY field). */
+static long long table_field(const struct firn_frame_writer *fw, int k, const char *name,
+                             const void **data)
 {
-    *x = NULL;
+    *data = NULL;
     for (int j = 0; j < fw->n_tables; j++) {
         const table_copy *c = &fw->table[j];
         for (int f = 0; c->solver == k && f < c->t.n; f++)
-            if (c->t.f[f].ply && !strcmp(c->t.f[f].name, "x")) {
-                *x = c->t.f[f].data;
+            if (c->t.f[f].ply && !strcmp(c->t.f[f].name, name)) {
+                *data = c->t.f[f].data;
                 return c->t.count;
             }
     }
@@ -210,19 +208,12 @@ static int write_one(struct firn_frame_writer *fw, firn_error *err)
     fw->started = 1;
     unsigned kinds = 0; /* the kinds written */
     const int ply = fw->with_particles && def->write_ply;
-    /* No MPM particles (an SPH, PBD or FEM scene): no MPM frame file. */
-    if (ply && fw->view.n > 0) {
-        snprintf(path, sizeof path, "%s/frame_%05d.ply", fw->out, s->frame);
-        if (firn_write_ply_named(path, def, &fw->view, err))
-            return -1;
-        kinds |= 1u << KIND_MPM;
-    }
+    /* A solver without elements (MPM in an SPH scene) has no file. */
     for (int j = 0; ply && j < fw->n_tables; j++) {
         const table_copy *c = &fw->table[j];
         if (c->t.count <= 0)
             continue;
-        snprintf(path, sizeof path, "%s/%s_%05d.ply", fw->out, firn_solver_of(c->solver)->name,
-                 s->frame);
+        snprintf(path, sizeof path, "%s/%s_%05d.ply", fw->out, c->prefix, s->frame);
         if (firn_write_fields_ply(path, def, &c->t, err))
             return -1;
         kinds |= 1u << (KINDS + j);
@@ -256,10 +247,13 @@ static int write_one(struct firn_frame_writer *fw, firn_error *err)
     }
     if (fw->with_particles && def->write_preview) {
         snprintf(path, sizeof path, "%s/frame_%05d.png", fw->out, s->frame);
-        const float *sx;
-        const long long sn = table_points(fw, FIRN_SOLVER_SPH, &sx);
+        const void *mx, *mmat, *sx;
+        const long long mn = table_field(fw, FIRN_SOLVER_MPM, "x", &mx),
+                        sn = table_field(fw, FIRN_SOLVER_SPH, "x", &sx);
+        table_field(fw, FIRN_SOLVER_MPM, "mat", &mmat);
+        const firn_particles_view mpm = {.n = mn, .x = mx, .mat = mmat};
         const firn_sph_particles_view sph = {.n = sn, .x = sx};
-        const firn_preview what = {&fw->view, &sph, &fw->pbd, &fw->fem, s};
+        const firn_preview what = {&mpm, &sph, &fw->pbd, &fw->fem, s};
         if (firn_write_preview(path, def, &what, err))
             return -1;
     }
@@ -301,14 +295,6 @@ static void *worker(void *arg)
     return NULL;
 }
 
-static void free_copy(struct firn_frame_writer *fw)
-{
-    free(fw->x), free(fw->v), free(fw->Jp), free(fw->damage), free(fw->mat);
-    fw->x = fw->v = fw->Jp = fw->damage = NULL;
-    fw->mat = NULL;
-    fw->capacity = 0;
-}
-
 /* The solvers whose tables have PLY fields, in solver order, once. */
 static void find_tables(struct firn_frame_writer *fw, firn_world *w)
 {
@@ -328,7 +314,9 @@ static void find_tables(struct firn_frame_writer *fw, firn_world *w)
             continue;
         table_copy *c = &fw->table[fw->n_tables++];
         c->solver = k;
-        snprintf(c->series, sizeof c->series, "%s.ply.series", sv->name);
+        const char *prefix = t.ply_file ? t.ply_file : sv->name;
+        snprintf(c->prefix, sizeof c->prefix, "%s", prefix);
+        snprintf(c->series, sizeof c->series, "%s.ply.series", prefix);
     }
 }
 
@@ -517,53 +505,15 @@ int firn_frame_writer_submit(firn_frame_writer *fw, firn_world *w, int files,
         else if (copy_table(&fw->table[j], w, s->frame, err))
             return -1;
     }
-    firn_particles_view mpm;
     firn_pbd_particles_view pbd;
     firn_fem_mesh_view fem;
-    if (files && (firn_world_particles(w, &mpm, err) || firn_world_pbd_particles(w, &pbd, err) ||
-                  firn_world_fem_mesh(w, &fem, err)))
+    if (files && (firn_world_pbd_particles(w, &pbd, err) || firn_world_fem_mesh(w, &fem, err)))
         return -1;
-    const firn_particles_view *view = files ? &mpm : NULL;
-    if (copy_pbd(fw, view ? &pbd : NULL, s->frame, err) ||
-        copy_fem(fw, view ? &fem : NULL, s->frame, err))
+    if (copy_pbd(fw, files ? &pbd : NULL, s->frame, err) ||
+        copy_fem(fw, files ? &fem : NULL, s->frame, err))
         return -1;
     fw->stats = *s;
-    fw->with_particles = view != NULL;
-    if (fw->with_particles) {
-        const long long n = view->n;
-        if (n > fw->capacity) {
-            free_copy(fw);
-            size_t m = (size_t)n;
-            fw->x = malloc(3 * m * sizeof(float));
-            fw->v = malloc(3 * m * sizeof(float));
-            fw->Jp = malloc(m * sizeof(float));
-            fw->damage = malloc(m * sizeof(float));
-            fw->mat = malloc(m);
-            if (!fw->x || !fw->v || !fw->Jp || !fw->damage || !fw->mat) {
-                free_copy(fw);
-                firn_set_error(
-                    err, FIRN_E_NOMEM,
-                    "out of host memory for a copy of frame %d (%lld particles, %.1f MiB)",
-                    s->frame, n, (double)n * 33.0 / (1 << 20));
-                return -1;
-            }
-            fw->capacity = n;
-        }
-        if (n > 0) { /* no MPM particles (an SPH or PBD scene): no arrays to copy */
-            memcpy(fw->x, view->x, 3 * (size_t)n * sizeof(float));
-            memcpy(fw->v, view->v, 3 * (size_t)n * sizeof(float));
-            memcpy(fw->Jp, view->Jp, (size_t)n * sizeof(float));
-            memcpy(fw->damage, view->damage, (size_t)n * sizeof(float));
-            memcpy(fw->mat, view->mat, (size_t)n);
-        }
-        memset(&fw->view, 0, sizeof fw->view);
-        fw->view.n = n;
-        fw->view.x = fw->x;
-        fw->view.v = fw->v;
-        fw->view.Jp = fw->Jp;
-        fw->view.damage = fw->damage;
-        fw->view.mat = fw->mat;
-    }
+    fw->with_particles = files != 0;
     pthread_mutex_lock(&fw->lock);
     fw->pending = 1;
     pthread_cond_broadcast(&fw->cv);
@@ -587,7 +537,6 @@ int firn_frame_writer_finish(firn_frame_writer *fw, double *busy, double *waited
         *waited = fw->waited;
     pthread_cond_destroy(&fw->cv);
     pthread_mutex_destroy(&fw->lock);
-    free_copy(fw);
     for (int j = 0; j < fw->n_tables; j++)
         free(fw->table[j].block);
     free_pbd_copy(fw);

@@ -20,8 +20,8 @@ firn_frame_writer *firn_frame_writer_start(const firn_scene_def *def, const char
 /* Waits until the previous frame is written, then hands over frame s of
  * world w: its statistics line, and when `files` its PLY / PNG (as def
  * says) from w's state, downloaded where stale and copied before
- * returning (MPM's particles, every solver's PLY fields of its table of
- * fields, the PBD particles, the FEM mesh). Returns -1 with err filled
+ * returning (every solver's PLY fields of its table of fields, MPM's and
+ * SPH's particles among them, the PBD particles, the FEM mesh). Returns -1 with err filled
  * when the previous frame failed or the state cannot be fetched or
  * copied; the frame is then not taken. */
 int firn_frame_writer_submit(firn_frame_writer *fw, firn_world *w, int files,

@@ -190,21 +190,6 @@ static int write_records(FILE *f, long long n, pack_fn pack, const void *ctx)
     return write_records_of(f, n, PLY_RECORD, pack, ctx);
 }
 
-/* MPM: x y z vx vy vz material jp damage; missing optional arrays read as
- * the rest state. */
-static unsigned char *pack_mpm(unsigned char *d, const void *ctx, long long i)
-{
-    const firn_particles_view *p = ctx;
-    const long long n = p->n;
-    for (int c = 0; c < 3; c++)
-        d = put_f32le(d, p->x[c * n + i]);
-    for (int c = 0; c < 3; c++)
-        d = put_f32le(d, p->v ? p->v[c * n + i] : 0.0f);
-    *d++ = p->mat ? p->mat[i] : 0;
-    d = put_f32le(d, p->Jp ? p->Jp[i] : 1.0f);
-    return put_f32le(d, p->damage ? p->damage[i] : 0.0f);
-}
-
 /* What the index byte of a PLY names: the scene's materials, rigid bodies
  * or tools. */
 enum { NAMES_MATERIALS, NAMES_RIGIDS, NAMES_TOOLS };
@@ -243,35 +228,7 @@ static int put_ply_comments(FILE *f, const char *units, const firn_scene_def *de
     return 0;
 }
 
-#define MPM_UNITS  "x y z [m], vx vy vz [m/s], jp [1], damage [1]"
 #define MESH_UNITS "x y z [m], vx vy vz [m/s]"
-
-typedef struct {
-    const firn_particles_view *p;
-    const firn_scene_def *def; /* names the materials; may be NULL */
-} mpm_ply;
-
-static int emit_ply(FILE *f, void *ctx)
-{
-    const mpm_ply *m = ctx;
-    const firn_particles_view *p = m->p;
-    if (fputs("ply\n"
-              "format binary_little_endian 1.0\n"
-              "comment firn " FIRN_VERSION "\n",
-              f) < 0 ||
-        put_ply_comments(f, MPM_UNITS, m->def, NAMES_MATERIALS) ||
-        fprintf(f,
-                "element vertex %lld\n"
-                "property float x\nproperty float y\nproperty float z\n"
-                "property float vx\nproperty float vy\nproperty float vz\n"
-                "property uchar material\n"
-                "property float jp\n"
-                "property float damage\n"
-                "end_header\n",
-                p->n) < 0)
-        return -1;
-    return write_records(f, p->n, pack_mpm, p);
-}
 
 /* A solver's fields as PLY vertices (firn_write_fields_ply): the table and
  * the record's bytes. */
@@ -279,17 +236,17 @@ typedef struct {
     const firn_field_table *t;
     const firn_scene_def *def; /* names the materials; may be NULL */
     size_t record;
+    int n_ply, order[FIRN_MAX_FIELDS]; /* the PLY fields by their rank */
 } fields_ply;
 
-/* Element i: every PLY field's components, in table order. */
+/* Element i: every PLY field's components, in PLY order. */
 static unsigned char *pack_fields(unsigned char *d, const void *ctx, long long i)
 {
-    const firn_field_table *t = ((const fields_ply *)ctx)->t;
+    const fields_ply *m = ctx;
+    const firn_field_table *t = m->t;
     const long long n = t->count;
-    for (int k = 0; k < t->n; k++) {
-        const firn_field *f = &t->f[k];
-        if (!f->ply)
-            continue;
+    for (int r = 0; r < m->n_ply; r++) {
+        const firn_field *f = &t->f[m->order[r]];
         for (int c = 0; c < f->components; c++)
             if (f->type == FIRN_FIELD_UINT8)
                 *d++ = ((const uint8_t *)f->data)[c * n + i];
@@ -325,22 +282,33 @@ static int emit_fields_ply(FILE *f, void *ctx)
     char units[256];
     size_t at = 0;
     units[0] = '\0';
-    for (int k = 0; k < t->n; k++)
-        if (t->f[k].ply && t->f[k].unit && at < sizeof units)
-            at += (size_t)snprintf(units + at, sizeof units - at, "%s%s %s", at ? ", " : "",
-                                   t->f[k].ply, t->f[k].unit);
-    if (fprintf(f,
-                "ply\n"
-                "format binary_little_endian 1.0\n"
-                "comment firn " FIRN_VERSION " %ss\n",
-                t->entity) < 0 ||
-        put_ply_comments(f, units, m->def, NAMES_MATERIALS) ||
+    for (int r = 0; r < m->n_ply; r++) {
+        const firn_field *q = &t->f[m->order[r]];
+        if (q->unit && at < sizeof units)
+            at += (size_t)snprintf(units + at, sizeof units - at, "%s%s %s", at ? ", " : "", q->ply,
+                                   q->unit);
+    }
+    const int head = !t->ply_comment     ? fprintf(f,
+                                                   "ply\n"
+                                                       "format binary_little_endian 1.0\n"
+                                                       "comment firn " FIRN_VERSION " %ss\n",
+                                                   t->entity)
+                     : t->ply_comment[0] ? fprintf(f,
+                                                   "ply\n"
+                                                   "format binary_little_endian 1.0\n"
+                                                   "comment firn " FIRN_VERSION " %s\n",
+                                                   t->ply_comment)
+                                         : fputs("ply\n"
+                                                 "format binary_little_endian 1.0\n"
+                                                 "comment firn " FIRN_VERSION "\n",
+                                                 f);
+    if (head < 0 || put_ply_comments(f, units, m->def, NAMES_MATERIALS) ||
         fprintf(f, "element vertex %lld\n", t->count) < 0)
         return -1;
-    for (int k = 0; k < t->n; k++) {
-        const firn_field *q = &t->f[k];
+    for (int r = 0; r < m->n_ply; r++) {
+        const firn_field *q = &t->f[m->order[r]];
         char name[64];
-        for (int c = 0; q->ply && c < q->components; c++)
+        for (int c = 0; c < q->components; c++)
             if (ply_name(q, c, name, sizeof name) ||
                 fprintf(f, "property %s %s\n", q->type == FIRN_FIELD_UINT8 ? "uchar" : "float",
                         name) < 0)
@@ -365,12 +333,31 @@ int firn_write_fields_ply(const char *path, const firn_scene_def *def, const fir
              ply_name(f, f->components, name, sizeof name);
         record += (size_t)f->components * (f->type == FIRN_FIELD_UINT8 ? 1u : 4u);
     }
-    if (!ok || record == 0) {
+    fields_ply m = {t, def, record, 0, {0}};
+    int seen[FIRN_MAX_FIELDS] = {0};
+    for (int k = 0; ok && k < t->n; k++) /* each rank below n_ply once */
+        if (t->f[k].ply) {
+            const int r = t->f[k].ply_rank;
+            ok = r >= 0 && r < t->n_ply && r < FIRN_MAX_FIELDS && !seen[r]++;
+            if (ok)
+                m.order[r] = k, m.n_ply++;
+        }
+    if (!ok || record == 0 || m.n_ply != t->n_ply) {
         firn_set_error(err, FIRN_E_IO, "cannot write '%s': invalid %s fields", path, t->entity);
         return FIRN_E_IO;
     }
-    fields_ply m = {t, def, record};
     return firn_write_atomic(path, emit_fields_ply, &m, err);
+}
+
+void firn_mpm_ply_names(firn_field_table *t)
+{
+    t->ply_file = "frame";
+    t->ply_comment = "";
+    firn_field_ply_named(t, "x", "x y z", "[m]");
+    firn_field_ply_named(t, "v", "vx vy vz", "[m/s]");
+    firn_field_ply_named(t, "mat", "material", NULL);
+    firn_field_ply_named(t, "Jp", "jp", "[1]");
+    firn_field_ply_named(t, "damage", "damage", "[1]");
 }
 
 int firn_write_sph_ply_named(const char *path, const firn_scene_def *def,
@@ -844,8 +831,31 @@ int firn_write_ply_named(const char *path, const firn_scene_def *def, const firn
         firn_set_error(err, FIRN_E_IO, "cannot write '%s': invalid particle view", path);
         return FIRN_E_IO;
     }
-    mpm_ply m = {p, def};
-    return firn_write_atomic(path, emit_ply, &m, err);
+    /* missing optional arrays read as the rest state: v 0, Jp 1, damage 0,
+     * material 0 */
+    const size_t n = (size_t)p->n;
+    const int fill = !p->v || !p->Jp || !p->damage || !p->mat;
+    float *rest = fill && n > 0 ? calloc(5 * n * sizeof(float) + n, 1) : NULL;
+    if (fill && n > 0 && !rest) {
+        firn_set_error(err, FIRN_E_NOMEM, "out of memory writing '%s'", path);
+        return FIRN_E_NOMEM;
+    }
+    for (size_t i = 0; rest && !p->Jp && i < n; i++)
+        rest[3 * n + i] = 1.0f;
+    firn_field_table t = {.count = p->n, .entity = "MPM particle"};
+    const int F = FIRN_FIELD_FLOAT32;
+    firn_field_add(&t, "x", "x", F, 3, (void *)p->x, 0, 0.0f, 0.0f, NULL);
+    firn_field_add(&t, "v", "v", F, 3, p->v ? (void *)p->v : (void *)rest, 0, 0.0f, 0.0f, NULL);
+    firn_field_add(&t, "Jp", "Jp", F, 1, p->Jp ? (void *)p->Jp : (void *)(rest + 3 * n), 0, 0.0f,
+                   0.0f, NULL);
+    firn_field_add(&t, "damage", "damage", F, 1,
+                   p->damage ? (void *)p->damage : (void *)(rest + 4 * n), 0, 0.0f, 0.0f, NULL);
+    firn_field_add(&t, "mat", "material", FIRN_FIELD_UINT8, 1,
+                   p->mat ? (void *)p->mat : (void *)(rest + 5 * n), 0, 0.0f, 0.0f, NULL);
+    firn_mpm_ply_names(&t);
+    const int rc = firn_write_fields_ply(path, def, &t, err);
+    free(rest);
+    return rc;
 }
 
 int firn_write_ply(const char *path, const firn_particles_view *p, firn_error *err)

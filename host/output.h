@@ -44,12 +44,16 @@ int firn_write_pbd_ply_named(const char *path, const firn_scene_def *def,
 
 /* A solver's PLY frame from its table of fields (host/solver.h): a vertex
  * per element, with the properties of every field that has PLY names
- * (firn_field_ply), in table order; the header's comment names the
- * elements ("SPH particles"), its units comment lists the fields with a
- * unit, and def (may be NULL) names the materials. The data pointers are
+ * (firn_field_ply), in their PLY order; the header's comment names the
+ * elements ("SPH particles"; t->ply_comment), its units comment lists the
+ * fields with a unit, and def (may be NULL) names the materials. The data pointers are
  * read for t->count elements. */
 int firn_write_fields_ply(const char *path, const firn_scene_def *def, const firn_field_table *t,
                           firn_error *err);
+/* Names MPM's PLY fields in t, a table of MPM particles' fields, in their
+ * PLY order: x y z, vx vy vz, material, jp, damage (the frames
+ * frame_NNNNN.ply, their header's comment "firn <version>" alone). */
+void firn_mpm_ply_names(firn_field_table *t);
 
 /* One entry of a time series: a frame and its simulated time [s]. */
 typedef struct {

@@ -10,6 +10,8 @@
 #ifndef FIRN_SOLVER_H
 #define FIRN_SOLVER_H
 
+#include <string.h>
+
 #include "firn.h"
 #include "firn_mpm.h"
 
@@ -130,6 +132,7 @@ typedef struct {
     float lo, hi;
     const char *rule;
     const char *ply, *unit; /* firn_field_ply */
+    int ply_rank;           /* its place among the PLY fields (firn_field_ply) */
 } firn_field;
 
 #define FIRN_MAX_FIELDS 12
@@ -138,7 +141,12 @@ typedef struct {
  * name in messages ("SPH particle"), the scene solver kind whose bodies'
  * materials they may have (firn_solver_kind) and its name, and the box
  * positions stay in. label names its fields in `firn compare`'s report
- * ("sph" gives "sph rho"; NULL: the field's name alone, as MPM's are). */
+ * ("sph" gives "sph rho"; NULL: the field's name alone, as MPM's are).
+ * Its PLY frames (host/output.c firn_write_fields_ply): ply_file, their
+ * file prefix and series name (NULL: the solver's name; "frame" gives
+ * frame_NNNNN.ply and frame.ply.series); ply_comment, the header's comment
+ * after "firn <version>" (NULL: the entity's plural, "SPH particles"; "":
+ * none); n_ply, the fields firn_field_ply named. */
 typedef struct {
     long long count;
     const char *entity, *solver_name, *label;
@@ -146,7 +154,8 @@ typedef struct {
     const float *lower, *upper;
     const char *box;
     float slack;
-    int n;
+    const char *ply_file, *ply_comment;
+    int n, n_ply;
     firn_field f[FIRN_MAX_FIELDS];
 } firn_field_table;
 
@@ -168,19 +177,38 @@ static inline void firn_field_add(firn_field_table *t, const char *name, const c
     f->lo = lo;
     f->hi = hi;
     f->rule = rule;
+    f->ply = f->unit = NULL;
+    f->ply_rank = 0;
 }
 
-/* Writes the field added last into the solver's PLY frames
- * (host/output.c firn_write_fields_ply), in table order: ply names its
+/* Writes field k of t into the solver's PLY frames (host/output.c
+ * firn_write_fields_ply) after those named before it: ply names its
  * properties, one per component, separated by single spaces ("vx vy vz");
  * unit goes into the file's units comment after them ("[m/s]"; NULL:
  * none). */
+static inline void firn_field_ply_at(firn_field_table *t, int k, const char *ply, const char *unit)
+{
+    if (k >= 0 && k < t->n && !t->f[k].ply) {
+        t->f[k].ply = ply;
+        t->f[k].unit = unit;
+        t->f[k].ply_rank = t->n_ply++;
+    }
+}
+
+/* firn_field_ply_at for the field added last (PLY order the table's). */
 static inline void firn_field_ply(firn_field_table *t, const char *ply, const char *unit)
 {
-    if (t->n > 0) {
-        t->f[t->n - 1].ply = ply;
-        t->f[t->n - 1].unit = unit;
-    }
+    firn_field_ply_at(t, t->n - 1, ply, unit);
+}
+
+/* firn_field_ply_at for the field named name (none: nothing), so that a
+ * table whose PLY order is not its own names its PLY fields in PLY order. */
+static inline void firn_field_ply_named(firn_field_table *t, const char *name, const char *ply,
+                                        const char *unit)
+{
+    for (int k = 0; k < t->n; k++)
+        if (!strcmp(t->f[k].name, name))
+            firn_field_ply_at(t, k, ply, unit);
 }
 
 /* Bytes of all count elements of a field. */

@@ -38,6 +38,7 @@
 
 #include "cpu_simd.h"
 #include "error.h"
+#include "output.h"
 #include "firn_cpic.h"
 #include "reduce.h"
 #include "sample.h"
@@ -529,6 +530,7 @@ static void mpm_fields(firn_world *w, firn_field_table *t)
                    "it must be finite and above 0");
     firn_field_add(t, "mat", "material", FIRN_FIELD_UINT8, 1, p->mat, S | FIRN_FIELD_MATERIAL, 0.0f,
                    0.0f, NULL);
+    firn_mpm_ply_names(t);
 }
 
 /* firn compare's floor for C: C is a difference of grid velocities over a

@@ -186,6 +186,51 @@ Test(output, fields_ply_writes_the_tables_ply_fields_in_order)
     remove_tree(dir);
 }
 
+/* A table whose PLY order is not its own (MPM's: x, v, material, jp,
+ * damage, where its table holds x v C F Jp damage vol mat for the
+ * checkpoint) names its PLY fields in PLY order (firn_field_ply_named): the
+ * header, the units and the records follow that order, and the header's
+ * comment is the table's (ply_comment "": "firn <version>" alone). Two
+ * fields of one rank are refused. */
+Test(output, fields_ply_follows_the_ply_order_not_the_table_order)
+{
+    char dir[64], path[128];
+    make_tmpdir(dir);
+    snprintf(path, sizeof path, "%s/t.ply", dir);
+    const float T[3] = {273.15f, 300.5f, -1.0f};
+    firn_field_table t = {.count = 3, .entity = "test particle", .ply_comment = ""};
+    const int F = FIRN_FIELD_FLOAT32;
+    firn_field_add(&t, "T", "temperature", F, 1, (void *)T, 0, 0.0f, 0.0f, NULL);
+    firn_field_add(&t, "mat", "material", FIRN_FIELD_UINT8, 1, (void *)MAT, 0, 0.0f, 0.0f, NULL);
+    firn_field_add(&t, "x", "x", F, 3, (void *)X, 0, 0.0f, 0.0f, NULL);
+    firn_field_ply_named(&t, "x", "x y z", "[m]");
+    firn_field_ply_named(&t, "T", "temperature", "[K]");
+    firn_field_ply_named(&t, "mat", "material", NULL);
+    firn_error err = {0};
+    cr_assert_eq(firn_write_fields_ply(path, NULL, &t, &err), FIRN_OK, "%s", err.msg);
+    size_t len;
+    unsigned char *buf = slurp(path, &len);
+    const char *want = "ply\nformat binary_little_endian 1.0\ncomment firn " FIRN_VERSION "\n"
+                       "comment units x y z [m], temperature [K]\n"
+                       "element vertex 3\n"
+                       "property float x\nproperty float y\nproperty float z\n"
+                       "property float temperature\nproperty uchar material\nend_header\n";
+    const size_t header = strlen(want);
+    cr_assert(len >= header && !memcmp(buf, want, header), "header:\n%.*s", (int)len, buf);
+    cr_assert_eq(len, header + 3 * 17);
+    for (int i = 0; i < 3; i++) {
+        const unsigned char *r = buf + header + 17 * i;
+        for (int c = 0; c < 3; c++)
+            cr_assert_eq(f32le(r + 4 * c), X[c * 3 + i], "x[%d][%d]", i, c);
+        cr_assert_eq(f32le(r + 12), T[i]);
+        cr_assert_eq(r[16], MAT[i]);
+    }
+    free(buf);
+    t.f[1].ply_rank = 0; /* the material at x's place */
+    cr_assert_eq(firn_write_fields_ply(path, NULL, &t, &err), FIRN_E_IO);
+    remove_tree(dir);
+}
+
 Test(output, ply_into_missing_directory_fails_cleanly)
 {
     char dir[64], path[160];
