@@ -23,10 +23,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compare_stats.h"
 #include "cuda_backend.h"
 #include "error.h"
 #include "inspect.h"
 #include "solver.h"
+#include "world.h" /* firn_world_host_state */
 
 #define STATE_TOL 1e-5
 #define STATS_TOL 1e-2
@@ -101,21 +103,6 @@ static int report(cmp_ctx *cmp, const field_diff *d, double tol)
     }
     cmp->r->ok &= ok;
     return ok;
-}
-
-/* Position moments: mean and variance per axis. */
-static void moments(const firn_particles_view *p, double mean[3], double var[3])
-{
-    for (int a = 0; a < 3; a++) {
-        double s = 0.0, s2 = 0.0;
-        for (long long i = 0; i < p->n; i++) {
-            double x = p->x[a * p->n + i];
-            s += x;
-            s2 += x * x;
-        }
-        mean[a] = s / (double)p->n;
-        var[a] = s2 / (double)p->n - mean[a] * mean[a];
-    }
 }
 
 /* A statistic's comparison entered into the report: within STATS_TOL of
@@ -286,116 +273,19 @@ done:
     return rc;
 }
 
-/* A solver's speed scale: the larger rms speed of its particles (mass M,
- * kinetic energies ke_c and ke_g), at least a tenth of sqrt(g L). */
-static double speed_scale(double M, double ke_c, double ke_g, double L, double g)
-{
-    double speed = sqrt(2.0 * fmax(ke_c, ke_g) / (M > 0.0 ? M : 1.0));
-    return fmax(speed, sqrt(fmax(g, 1e-3) * L) * 1e-1);
-}
-
-static double sph_speed_scale(const firn_sph_frame_stats *c, const firn_sph_frame_stats *s,
-                              double L, double g)
-{
-    return speed_scale(c->mass, c->kinetic_energy, s->kinetic_energy, L, g);
-}
-
-/* The SPH particles' statistics, scaled as the MPM particles' (density by
- * the CPU's mean density, pressure by the hydrostatic rho g L). */
-static int compare_sph_stats(const firn_sph_frame_stats *c, const firn_sph_frame_stats *s, double L,
-                             double g, cmp_ctx *cmp)
-{
-    static const char *ax = "xyz";
-    char name[32];
-    const double M = c->mass;
-    const double ke_scale =
-        fmax(fmax(c->kinetic_energy, s->kinetic_energy), 1e-3 * M * fmax(g, 1e-3) * L);
-    const double p_scale = M * sph_speed_scale(c, s, L, g);
-    stat_line(cmp, "sph kinetic energy", c->kinetic_energy, s->kinetic_energy, ke_scale);
-    for (int k = 0; k < 3; k++) {
-        snprintf(name, sizeof name, "sph centre %c", ax[k]);
-        stat_line(cmp, name, c->center_of_mass[k], s->center_of_mass[k], L);
-        snprintf(name, sizeof name, "sph momentum %c", ax[k]);
-        stat_line(cmp, name, c->momentum[k], s->momentum[k], p_scale);
-        snprintf(name, sizeof name, "sph bbox lower %c", ax[k]);
-        stat_line(cmp, name, c->bbox_lower[k], s->bbox_lower[k], L);
-        snprintf(name, sizeof name, "sph bbox upper %c", ax[k]);
-        stat_line(cmp, name, c->bbox_upper[k], s->bbox_upper[k], L);
-    }
-    const double rho = c->mean_density > 0.0 ? c->mean_density : 1.0;
-    stat_line(cmp, "sph mean density", c->mean_density, s->mean_density, rho);
-    stat_line(cmp, "sph mean pressure", c->mean_pressure, s->mean_pressure,
-              fmax(rho * fmax(g, 1e-3) * L, fabs(c->mean_pressure)));
-    return 0;
-}
-
-/* What the PBD and FEM statistics have in common, one side's. */
-typedef struct {
-    double mass, kinetic_energy;
-    const double *momentum, *center_of_mass;
-    const float *bbox_lower, *bbox_upper;
-} body_stats;
-
-#define BODY_STATS(st)                                                                             \
-    ((body_stats){(st)->mass, (st)->kinetic_energy, (st)->momentum, (st)->center_of_mass,          \
-                  (st)->bbox_lower, (st)->bbox_upper})
-
-/* A solver's kinetic energy, centre of mass, momentum and bounding box
- * (`solver` names it), scaled as the SPH particles'. Returns the kinetic
- * energy's scale. */
-static double compare_body_stats(const char *solver, body_stats c, body_stats s, double L, double g,
-                                 cmp_ctx *cmp)
-{
-    static const char *ax = "xyz";
-    char name[40];
-    const double M = c.mass;
-    const double ke_scale =
-        fmax(fmax(c.kinetic_energy, s.kinetic_energy), 1e-3 * M * fmax(g, 1e-3) * L);
-    const double p_scale = M * speed_scale(M, c.kinetic_energy, s.kinetic_energy, L, g);
-    snprintf(name, sizeof name, "%s kinetic energy", solver);
-    stat_line(cmp, name, c.kinetic_energy, s.kinetic_energy, ke_scale);
-    for (int k = 0; k < 3; k++) {
-        snprintf(name, sizeof name, "%s centre %c", solver, ax[k]);
-        stat_line(cmp, name, c.center_of_mass[k], s.center_of_mass[k], L);
-        snprintf(name, sizeof name, "%s momentum %c", solver, ax[k]);
-        stat_line(cmp, name, c.momentum[k], s.momentum[k], p_scale);
-        snprintf(name, sizeof name, "%s bbox lower %c", solver, ax[k]);
-        stat_line(cmp, name, c.bbox_lower[k], s.bbox_lower[k], L);
-        snprintf(name, sizeof name, "%s bbox upper %c", solver, ax[k]);
-        stat_line(cmp, name, c.bbox_upper[k], s.bbox_upper[k], L);
-    }
-    return ke_scale;
-}
-
-/* The PBD particles' statistics; the largest edge strain (a ratio already)
- * within STATS_TOL of 1. */
-static void compare_pbd_stats(const firn_pbd_frame_stats *c, const firn_pbd_frame_stats *s,
-                              double L, double g, cmp_ctx *cmp)
-{
-    compare_body_stats("pbd", BODY_STATS(c), BODY_STATS(s), L, g, cmp);
-    stat_line(cmp, "pbd max strain", c->max_strain, s->max_strain, 1.0);
-}
-
-/* The FEM bodies' statistics; the elastic energy by the kinetic energy's
- * scale, the largest von Mises stress by the larger of the two. */
-static void compare_fem_stats(const firn_fem_frame_stats *c, const firn_fem_frame_stats *s,
-                              double L, double g, cmp_ctx *cmp)
-{
-    const double ke_scale = compare_body_stats("fem", BODY_STATS(c), BODY_STATS(s), L, g, cmp);
-    stat_line(cmp, "fem elastic energy", c->elastic_energy, s->elastic_energy,
-              fmax(ke_scale, fmax(c->elastic_energy, s->elastic_energy)));
-    stat_line(cmp, "fem max von Mises", c->max_von_mises, s->max_von_mises,
-              fmax(c->max_von_mises, s->max_von_mises));
-}
-
 /* Scene statistics of the two worlds after their frames (sc, sg), each
  * within STATS_TOL of its scale. */
+/* firn_stat_sink's line: stat_line on the report being filled. */
+static void sink_line(void *ctx, const char *name, double cpu, double gpu, double scale)
+{
+    stat_line(ctx, name, cpu, gpu, scale);
+}
+
 static int compare_stats(firn_world *cpu, firn_world *gpu, const firn_scene_def *def,
                          const firn_frame_stats *sc, const firn_frame_stats *sg, int frames,
                          cmp_ctx *cmp, firn_error *err)
 {
-    firn_particles_view a, b;
-    if (firn_world_particles(gpu, &a, err) || firn_world_particles(cpu, &b, err))
+    if (firn_world_host_state(gpu, err) || firn_world_host_state(cpu, err))
         return -1;
     double L = 0.0, g = 0.0;
     for (int k = 0; k < 3; k++) {
@@ -403,14 +293,6 @@ static int compare_stats(firn_world *cpu, firn_world *gpu, const firn_scene_def 
         g += def->gravity[k] * def->gravity[k];
     }
     g = sqrt(g);
-    /* Scales: positions by the domain size; energy by the larger of the two
-     * kinetic energies and 1e-3 of the potential energy M g L; momentum by
-     * M sqrt(g L) or the larger speed. */
-    double M = sc->mass;
-    double ke_scale =
-        fmax(fmax(sc->kinetic_energy, sg->kinetic_energy), 1e-3 * M * fmax(g, 1e-3) * L);
-    double speed = M > 0.0 ? sqrt(2.0 * fmax(sc->kinetic_energy, sg->kinetic_energy) / M) : 0.0;
-    double p_scale = M * fmax(speed, sqrt(fmax(g, 1e-3) * L) * 1e-1);
     cmp->stage = FIRN_COMPARE_FRAMES;
     cmp->r->frames = frames;
     cmp->r->time = sc->time;
@@ -419,39 +301,30 @@ static int compare_stats(firn_world *cpu, firn_world *gpu, const firn_scene_def 
      * (" omega x" after it): cut at 10 bytes, "paddle_left" and
      * "paddle_lefty" named the same entries. */
     char name[sizeof((firn_compare_entry *)0)->name];
-    double mc[3], vc[3], mg[3], vg[3];
-    if (b.n > 0) {
-        moments(&b, mc, vc);
-        moments(&a, mg, vg);
-        stat_line(cmp, "kinetic energy", sc->kinetic_energy, sg->kinetic_energy, ke_scale);
+    /* Every solver's own statistics, in solver order (firn_solver's
+     * compare_stats); scales: positions by the domain size, energy by the
+     * larger of the two kinetic energies and 1e-3 of M g L, momentum by M
+     * times the larger rms speed or a tenth of sqrt(g L)
+     * (host/compare_stats.h). The rigid bodies' speed scale is the first
+     * solver's with mass (MPM, SPH, PBD, FEM); the tools' force scale the
+     * weight of every solver's mass. */
+    const firn_stat_sink sink = {sink_line, cmp, L, g};
+    double mass = 0.0, v_scale = -1.0;
+    for (int k = 0; k < FIRN_SOLVER_COUNT; k++) {
+        const firn_solver *sv = firn_solver_of(k);
+        if (sv->compare_stats && sv->compare_stats(cpu, gpu, sc, sg, &sink, err))
+            return -1;
+        if (!sv->stats_mass)
+            continue;
+        double mc, kc, mg, kg;
+        sv->stats_mass(sc, &mc, &kc);
+        sv->stats_mass(sg, &mg, &kg);
+        mass += mc;
+        if (v_scale < 0.0 && mc > 0.0)
+            v_scale = firn_stat_speed_scale(mc, kc, kg, L, g);
     }
-    for (int k = 0; k < 3 && b.n > 0; k++) {
-        snprintf(name, sizeof name, "centre of mass %c", ax[k]);
-        stat_line(cmp, name, sc->center_of_mass[k], sg->center_of_mass[k], L);
-        snprintf(name, sizeof name, "momentum %c", ax[k]);
-        stat_line(cmp, name, sc->momentum[k], sg->momentum[k], p_scale);
-        snprintf(name, sizeof name, "bbox lower %c", ax[k]);
-        stat_line(cmp, name, sc->bbox_lower[k], sg->bbox_lower[k], L);
-        snprintf(name, sizeof name, "bbox upper %c", ax[k]);
-        stat_line(cmp, name, sc->bbox_upper[k], sg->bbox_upper[k], L);
-        snprintf(name, sizeof name, "std dev %c", ax[k]);
-        stat_line(cmp, name, sqrt(fmax(vc[k], 0.0)), sqrt(fmax(vg[k], 0.0)), L);
-    }
-    if (sc->sph.particles > 0 && compare_sph_stats(&sc->sph, &sg->sph, L, g, cmp))
-        return -1;
-    if (sc->pbd.particles > 0)
-        compare_pbd_stats(&sc->pbd, &sg->pbd, L, g, cmp);
-    if (sc->fem.vertices > 0)
-        compare_fem_stats(&sc->fem, &sg->fem, L, g, cmp);
-    /* Rigid bodies: pose by the domain size, speed by the momentum scale's
-     * speed (the SPH particles', else the PBD particles', without MPM
-     * particles), angular speed by that speed over the domain size. */
-    double v_scale =
-        M > 0.0                 ? p_scale / M
-        : sc->sph.particles > 0 ? sph_speed_scale(&sc->sph, &sg->sph, L, g)
-        : sc->pbd.particles > 0
-            ? speed_scale(sc->pbd.mass, sc->pbd.kinetic_energy, sg->pbd.kinetic_energy, L, g)
-            : speed_scale(sc->fem.mass, sc->fem.kinetic_energy, sg->fem.kinetic_energy, L, g);
+    if (v_scale < 0.0)
+        v_scale = firn_stat_speed_scale(0.0, 0.0, 0.0, L, g);
     for (int r = 0; r < sc->n_rigids; r++) {
         const firn_rigid_stats *rc = &sc->rigids[r], *rg = &sg->rigids[r];
         const char *rn = def->rigids[r].name;
@@ -470,7 +343,7 @@ static int compare_stats(firn_world *cpu, firn_world *gpu, const firn_scene_def 
     for (int t = 0; t < sc->n_tools; t++) {
         const firn_tool_state *tc = &sc->tools[t], *tg = &sg->tools[t];
         const char *tn = def->tools[t].name;
-        double f_scale = (M + sc->sph.mass + sc->pbd.mass + sc->fem.mass) * fmax(g, 1e-3);
+        double f_scale = mass * fmax(g, 1e-3);
         for (int k = 0; k < 3; k++)
             f_scale = fmax(f_scale, fmax(fabs(tc->force_mean[k]), fabs(tg->force_mean[k])));
         for (int k = 0; k < 3; k++) {

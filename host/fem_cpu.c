@@ -10,6 +10,7 @@
 #include <omp.h>
 
 #include "fem.h"
+#include "compare_stats.h"
 #include "fem_implicit.h"
 #include "mpm_sph.h"
 #include "world.h"
@@ -195,6 +196,30 @@ static void fem_destroy(firn_world *w)
     firn_fem_free(&w->fem);
 }
 
+static void fem_stats_mass(const firn_frame_stats *s, double *mass, double *kinetic_energy)
+{
+    *mass = s->fem.mass;
+    *kinetic_energy = s->fem.kinetic_energy;
+}
+
+/* `firn compare`'s FEM statistics: as every solver's bodies
+ * (firn_stat_bodies), then the elastic energy by the kinetic energy's
+ * scale, the largest von Mises stress by the larger of the two. */
+static int fem_compare_stats(firn_world *cpu, firn_world *gpu, const firn_frame_stats *sc,
+                             const firn_frame_stats *sg, const firn_stat_sink *k, firn_error *err)
+{
+    (void)cpu, (void)gpu, (void)err;
+    const firn_fem_frame_stats *c = &sc->fem, *s = &sg->fem;
+    if (c->vertices <= 0)
+        return 0;
+    const double ke_scale = firn_stat_bodies(k, "fem", FIRN_BODY_STATS(c), FIRN_BODY_STATS(s));
+    firn_stat(k, "fem elastic energy", c->elastic_energy, s->elastic_energy,
+              fmax(ke_scale, fmax(c->elastic_energy, s->elastic_energy)));
+    firn_stat(k, "fem max von Mises", c->max_von_mises, s->max_von_mises,
+              fmax(c->max_von_mises, s->max_von_mises));
+    return 0;
+}
+
 const firn_solver firn_fem_solver = {
     .name = "fem",
     .is_active = fem_active,
@@ -206,6 +231,8 @@ const firn_solver firn_fem_solver = {
     .cfl = fem_cfl,
     .cfl_cause = fem_cfl_cause,
     .stats = fem_frame_stats,
+    .stats_mass = fem_stats_mass,
+    .compare_stats = fem_compare_stats,
     .nonfinite = fem_nonfinite,
     .host_bytes = fem_host_bytes,
     .device_bytes = fem_device_bytes,

@@ -21,6 +21,7 @@
 
 #include "error.h"
 #include "firn.h"
+#include "mpm_ply.h"
 #include "output.h"
 #include "rigid.h"
 #include "surface.h"
@@ -347,17 +348,6 @@ int firn_write_fields_ply(const char *path, const firn_scene_def *def, const fir
         return FIRN_E_IO;
     }
     return firn_write_atomic(path, emit_fields_ply, &m, err);
-}
-
-void firn_mpm_ply_names(firn_field_table *t)
-{
-    t->ply_file = "frame";
-    t->ply_comment = "";
-    firn_field_ply_named(t, "x", "x y z", "[m]");
-    firn_field_ply_named(t, "v", "vx vy vz", "[m/s]");
-    firn_field_ply_named(t, "mat", "material", NULL);
-    firn_field_ply_named(t, "Jp", "jp", "[1]");
-    firn_field_ply_named(t, "damage", "damage", "[1]");
 }
 
 int firn_write_sph_ply_named(const char *path, const firn_scene_def *def,
@@ -845,13 +835,15 @@ int firn_write_ply_named(const char *path, const firn_scene_def *def, const firn
     firn_field_table t = {.count = p->n, .entity = "MPM particle"};
     const int F = FIRN_FIELD_FLOAT32;
     firn_field_add(&t, "x", "x", F, 3, (void *)p->x, 0, 0.0f, 0.0f, NULL);
-    firn_field_add(&t, "v", "v", F, 3, p->v ? (void *)p->v : (void *)rest, 0, 0.0f, 0.0f, NULL);
-    firn_field_add(&t, "Jp", "Jp", F, 1, p->Jp ? (void *)p->Jp : (void *)(rest + 3 * n), 0, 0.0f,
-                   0.0f, NULL);
-    firn_field_add(&t, "damage", "damage", F, 1,
-                   p->damage ? (void *)p->damage : (void *)(rest + 4 * n), 0, 0.0f, 0.0f, NULL);
-    firn_field_add(&t, "mat", "material", FIRN_FIELD_UINT8, 1,
-                   p->mat ? (void *)p->mat : (void *)(rest + 5 * n), 0, 0.0f, 0.0f, NULL);
+    /* the table only reads its data; rest + k n only where rest exists */
+    void *v = p->v ? (void *)p->v : rest;
+    void *jp = p->Jp ? (void *)p->Jp : rest ? (void *)(rest + 3 * n) : NULL;
+    void *dmg = p->damage ? (void *)p->damage : rest ? (void *)(rest + 4 * n) : NULL;
+    void *mat = p->mat ? (void *)p->mat : rest ? (void *)(rest + 5 * n) : NULL;
+    firn_field_add(&t, "v", "v", F, 3, v, 0, 0.0f, 0.0f, NULL);
+    firn_field_add(&t, "Jp", "Jp", F, 1, jp, 0, 0.0f, 0.0f, NULL);
+    firn_field_add(&t, "damage", "damage", F, 1, dmg, 0, 0.0f, 0.0f, NULL);
+    firn_field_add(&t, "mat", "material", FIRN_FIELD_UINT8, 1, mat, 0, 0.0f, 0.0f, NULL);
     firn_mpm_ply_names(&t);
     const int rc = firn_write_fields_ply(path, def, &t, err);
     free(rest);

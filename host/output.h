@@ -1,5 +1,5 @@
 /* output.h - file helpers of host/output.c beyond the public writers
- * (firn_write_ply, firn_write_preview_png, firn_append_stats_jsonl in firn.h). */
+ * (firn_write_ply, firn_write_preview, firn_append_stats_jsonl in firn.h). */
 #ifndef FIRN_OUTPUT_H
 #define FIRN_OUTPUT_H
 
@@ -50,10 +50,6 @@ int firn_write_pbd_ply_named(const char *path, const firn_scene_def *def,
  * read for t->count elements. */
 int firn_write_fields_ply(const char *path, const firn_scene_def *def, const firn_field_table *t,
                           firn_error *err);
-/* Names MPM's PLY fields in t, a table of MPM particles' fields, in their
- * PLY order: x y z, vx vy vz, material, jp, damage (the frames
- * frame_NNNNN.ply, their header's comment "firn <version>" alone). */
-void firn_mpm_ply_names(firn_field_table *t);
 
 /* One entry of a time series: a frame and its simulated time [s]. */
 typedef struct {

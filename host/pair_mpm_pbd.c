@@ -3,7 +3,7 @@
  * dx-box holds them (ties by index: the same order for any thread count),
  * then each node with mass and particles in parallel; its new velocity
  * goes through the walls again, as the grid update's does. Its CUDA pass
- * is kernels/mpm.cu's firn_cuda_mpm_pbd (kernels/pbd.cu). */
+ * is kernels/pbd.cu's firn_cuda_mpm_pbd. */
 #include <stddef.h>
 #include <stdlib.h>
 

@@ -4,9 +4,9 @@
  * (firn_mpm_sph_contact) this module's passes add the contact force: its
  * reaction on the nodes before the grid update, in particle order (one
  * thread: the same sums for any thread count), and its force on the
- * particles after it. Its CUDA passes are kernels/pair_mpm_sph.cu's,
- * queued by kernels/mpm.cu's firn_cuda_mpm_sph_react and
- * firn_cuda_mpm_sph_contact; the contact's
+ * particles after it. Its CUDA passes and their couple steps
+ * (firn_cuda_mpm_sph_react, firn_cuda_mpm_sph_contact) are
+ * kernels/pair_mpm_sph.cu's; the contact's
  * level is host/mpm_sph.c's. */
 #include <stddef.h>
 #include <string.h>

@@ -2,8 +2,8 @@
  * each PBD particle against every coupled body
  * (firn_pbd_rigid_particle), the reactions summed per chunk of particles
  * in index order, then over chunks in order (reduce.h), as SPH-rigid. Its
- * CUDA pass is kernels/pair_pbd_rigid.cu, queued by kernels/mpm.cu's
- * firn_cuda_pbd_rigid. */
+ * CUDA pass is kernels/pair_pbd_rigid.cu, queued by kernels/pbd.cu's
+ * firn_cuda_pbd_rigid (on the PBD solver's device view). */
 #include <stddef.h>
 
 #include "firn_pbd_coupling.h"

@@ -3,7 +3,7 @@
  * coupled body (firn_sph_rigid_particle), the reactions summed per chunk of
  * particles in index order, then over chunks in order (reduce.h): the same
  * sums for any thread count (its scratch: the chunks' sums). Its CUDA pass
- * is kernels/pair_sph_rigid.cu, queued by kernels/mpm.cu's
+ * is kernels/pair_sph_rigid.cu, with its couple step
  * firn_cuda_sph_rigid. The bodies also bound the SPH density
  * (host/sph_cpu.c). */
 #include <stddef.h>

@@ -13,6 +13,7 @@
 #include <omp.h>
 
 #include "firn_pbf.h"
+#include "compare_stats.h"
 #include "neighbour.h"
 #include "pbd.h"
 #include "pair.h"
@@ -243,6 +244,26 @@ static int pbd_cuda_create(firn_world *w, firn_error *err)
 
 static void pbd_destroy(firn_world *w) { firn_pbd_free(&w->pbd); }
 
+static void pbd_stats_mass(const firn_frame_stats *s, double *mass, double *kinetic_energy)
+{
+    *mass = s->pbd.mass;
+    *kinetic_energy = s->pbd.kinetic_energy;
+}
+
+/* `firn compare`'s PBD statistics: as every solver's bodies
+ * (firn_stat_bodies), then the largest edge strain (a ratio already)
+ * within the tolerance of 1. */
+static int pbd_compare_stats(firn_world *cpu, firn_world *gpu, const firn_frame_stats *sc,
+                             const firn_frame_stats *sg, const firn_stat_sink *k, firn_error *err)
+{
+    (void)cpu, (void)gpu, (void)err;
+    if (sc->pbd.particles <= 0)
+        return 0;
+    firn_stat_bodies(k, "pbd", FIRN_BODY_STATS(&sc->pbd), FIRN_BODY_STATS(&sg->pbd));
+    firn_stat(k, "pbd max strain", sc->pbd.max_strain, sg->pbd.max_strain, 1.0);
+    return 0;
+}
+
 const firn_solver firn_pbd_solver = {
     .name = "pbd",
     .is_active = pbd_active,
@@ -254,6 +275,8 @@ const firn_solver firn_pbd_solver = {
     .cfl = pbd_cfl,
     .cfl_cause = pbd_cfl_cause,
     .stats = pbd_frame_stats,
+    .stats_mass = pbd_stats_mass,
+    .compare_stats = pbd_compare_stats,
     .nonfinite = pbd_nonfinite,
     .host_bytes = pbd_host_bytes,
     .device_bytes = pbd_device_bytes,

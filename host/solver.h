@@ -217,6 +217,8 @@ static inline size_t firn_field_bytes(const firn_field *f, long long count)
     return (size_t)count * (size_t)f->components * (f->type == FIRN_FIELD_UINT8 ? 1u : 4u);
 }
 
+struct firn_stat_sink; /* host/compare_stats.h */
+
 /* A solver: whether a world has it, its phases on both paths and the
  * profile slots the Coupler ends after its pre and post phases. A solver
  * with no CUDA path has NULL phases in `cuda`; the CUDA backend refuses a
@@ -247,6 +249,15 @@ static inline size_t firn_field_bytes(const firn_field *f, long long count)
  *                 its FIRN_FIELD_SAVED fields in table order (NULL: none;
  *                 host/checkpoint.c writes it, sized, checked and read by
  *                 the table);
+ *   stats_mass    its mass [kg] and kinetic energy [J] in frame statistics s
+ *                 (0, 0 where it has none), for the scales `firn compare`
+ *                 shares between solvers (host/compare.c); NULL: none;
+ *   compare_stats enters its part of `firn compare`'s frame statistics, the
+ *                 CPU world's c against the CUDA world's s, into k
+ *                 (host/compare_stats.h), nothing where it has no
+ *                 elements; both worlds' host state is current and in
+ *                 the scene's order (firn_world_host_state): 0, or -1
+ *                 with err set; NULL: none;
  *   compare_floor the least scale of field `name`'s tolerance in `firn
  *                 compare`, for the CPU world w after a substep dt (the
  *                 tolerance is relative to the larger of it and the
@@ -277,6 +288,10 @@ typedef struct {
     double (*device_bytes)(const firn_world *w);
     void (*fields)(firn_world *w, firn_field_table *t);
     const char *section;
+    void (*stats_mass)(const firn_frame_stats *s, double *mass, double *kinetic_energy);
+    int (*compare_stats)(firn_world *cpu, firn_world *gpu, const firn_frame_stats *c,
+                         const firn_frame_stats *s, const struct firn_stat_sink *k,
+                         firn_error *err);
     double (*compare_floor)(firn_world *w, const char *name, float dt);
     int (*create)(firn_world *w, const firn_scene_def *def, firn_error *err);
     int (*cuda_create)(firn_world *w, firn_error *err);
@@ -296,9 +311,10 @@ extern const firn_phase_ops firn_cuda_tool_phases, firn_cuda_rigid_phases, firn_
  * 0, or -1 with st->err set. */
 typedef int (*firn_step_fn)(firn_world *w, firn_step *st);
 
-/* The couple stage's CUDA steps, each in its pair's file (kernels/mpm.cu:
- * CPIC's marking and the grid update; pair_mpm_sph.cu; pbd.cu: MPM-PBD;
- * pair_sph_rigid.cu; pair_pbd_rigid.cu; fem.cu: the FEM pairs; NULL in a build without
+/* The couple stage's CUDA steps, each beside its pair's kernels
+ * (kernels/mpm.cu: CPIC's marking and the grid update; pair_mpm_sph.cu;
+ * pbd.cu: MPM-PBD and PBD-rigid; pair_sph_rigid.cu; fem.cu: the FEM
+ * pairs; NULL in a build without
  * CUDA), in the order host/coupler.c's couple runs them: CPIC's side marking (the
  * preprocess), MPM-SPH's contact reaction on the nodes, the grid update
  * with the pairs on its nodes, MPM-SPH's contact force, MPM-PBD,

@@ -38,8 +38,9 @@
 
 #include "cpu_simd.h"
 #include "error.h"
-#include "output.h"
+#include "compare_stats.h"
 #include "firn_cpic.h"
+#include "mpm_ply.h"
 #include "reduce.h"
 #include "sample.h"
 #include "solver_cpu.h"
@@ -548,6 +549,64 @@ static double mpm_compare_floor(firn_world *w, const char *name, float dt)
     return 4.0 * w->params.inv_dx * v;
 }
 
+/* MPM's mass and kinetic energy: the frame statistics' top-level fields. */
+static void mpm_stats_mass(const firn_frame_stats *s, double *mass, double *kinetic_energy)
+{
+    *mass = s->mass;
+    *kinetic_energy = s->kinetic_energy;
+}
+
+/* Position moments: mean and variance per axis. */
+static void moments(const firn_particles *p, double mean[3], double var[3])
+{
+    for (int a = 0; a < 3; a++) {
+        double s = 0.0, s2 = 0.0;
+        for (long long i = 0; i < p->n; i++) {
+            double x = p->x[a * p->n + i];
+            s += x;
+            s2 += x * x;
+        }
+        mean[a] = s / (double)p->n;
+        var[a] = s2 / (double)p->n - mean[a] * mean[a];
+    }
+}
+
+/* `firn compare`'s MPM statistics: the kinetic energy, then per axis the
+ * centre of mass, momentum, bounding box and the positions' standard
+ * deviation (from both worlds' particles, their host state current),
+ * scaled as firn_stat_bodies. */
+static int mpm_compare_stats(firn_world *cpu, firn_world *gpu, const firn_frame_stats *sc,
+                             const firn_frame_stats *sg, const firn_stat_sink *k, firn_error *err)
+{
+    (void)err;
+    const firn_particles *a = &gpu->p, *b = &cpu->p;
+    if (b->n <= 0)
+        return 0;
+    static const char ax[] = "xyz";
+    const double M = sc->mass, L = k->L, g = k->g;
+    const double ke_scale = firn_stat_energy_scale(M, sc->kinetic_energy, sg->kinetic_energy, L, g);
+    const double p_scale =
+        M * firn_stat_speed_scale(M, sc->kinetic_energy, sg->kinetic_energy, L, g);
+    double mc[3], vc[3], mg[3], vg[3];
+    moments(b, mc, vc);
+    moments(a, mg, vg);
+    firn_stat(k, "kinetic energy", sc->kinetic_energy, sg->kinetic_energy, ke_scale);
+    char name[40];
+    for (int d = 0; d < 3; d++) {
+        snprintf(name, sizeof name, "centre of mass %c", ax[d]);
+        firn_stat(k, name, sc->center_of_mass[d], sg->center_of_mass[d], L);
+        snprintf(name, sizeof name, "momentum %c", ax[d]);
+        firn_stat(k, name, sc->momentum[d], sg->momentum[d], p_scale);
+        snprintf(name, sizeof name, "bbox lower %c", ax[d]);
+        firn_stat(k, name, sc->bbox_lower[d], sg->bbox_lower[d], L);
+        snprintf(name, sizeof name, "bbox upper %c", ax[d]);
+        firn_stat(k, name, sc->bbox_upper[d], sg->bbox_upper[d], L);
+        snprintf(name, sizeof name, "std dev %c", ax[d]);
+        firn_stat(k, name, sqrt(fmax(vc[d], 0.0)), sqrt(fmax(vg[d], 0.0)), L);
+    }
+    return 0;
+}
+
 const firn_solver firn_mpm_solver = {
     .name = "mpm",
     .is_active = mpm_active,
@@ -558,6 +617,8 @@ const firn_solver firn_mpm_solver = {
     .fields = mpm_fields,
     .section = "MPMP",
     .compare_floor = mpm_compare_floor,
+    .stats_mass = mpm_stats_mass,
+    .compare_stats = mpm_compare_stats,
 };
 
 void firn_grid_split(const firn_grid *g, float *mass, float *vel)

@@ -12,6 +12,7 @@
 #include <omp.h>
 
 #include "mpm_sph.h"
+#include "compare_stats.h"
 #include "firn_sph_coupling.h"
 #include "neighbour.h"
 #include "sph.h"
@@ -304,6 +305,30 @@ static int sph_cuda_create(firn_world *w, firn_error *err)
 
 static void sph_destroy(firn_world *w) { firn_sph_free(&w->sph); }
 
+static void sph_stats_mass(const firn_frame_stats *s, double *mass, double *kinetic_energy)
+{
+    *mass = s->sph.mass;
+    *kinetic_energy = s->sph.kinetic_energy;
+}
+
+/* `firn compare`'s SPH statistics: as every solver's bodies
+ * (firn_stat_bodies), then the mean density by the CPU's, the mean
+ * pressure by the hydrostatic rho g L. */
+static int sph_compare_stats(firn_world *cpu, firn_world *gpu, const firn_frame_stats *sc,
+                             const firn_frame_stats *sg, const firn_stat_sink *k, firn_error *err)
+{
+    (void)cpu, (void)gpu, (void)err;
+    const firn_sph_frame_stats *c = &sc->sph, *s = &sg->sph;
+    if (c->particles <= 0)
+        return 0;
+    firn_stat_bodies(k, "sph", FIRN_BODY_STATS(c), FIRN_BODY_STATS(s));
+    const double rho = c->mean_density > 0.0 ? c->mean_density : 1.0;
+    firn_stat(k, "sph mean density", c->mean_density, s->mean_density, rho);
+    firn_stat(k, "sph mean pressure", c->mean_pressure, s->mean_pressure,
+              fmax(rho * fmax(k->g, 1e-3) * k->L, fabs(c->mean_pressure)));
+    return 0;
+}
+
 const firn_solver firn_sph_solver = {
     .name = "sph",
     .is_active = sph_active,
@@ -322,6 +347,8 @@ const firn_solver firn_sph_solver = {
     .fields = sph_fields,
     .section = "SPHP",
     .compare_floor = sph_compare_floor,
+    .stats_mass = sph_stats_mass,
+    .compare_stats = sph_compare_stats,
     .create = sph_create,
     .cuda_create = sph_cuda_create,
     .cuda_destroy = firn_cuda_sph_free,

@@ -578,7 +578,8 @@ typedef struct {
  * CUDA path's variants, which give the same physics (the same bits, or
  * the same within the GPU's rounding) and so are not part of the scene,
  * its hash or its checkpoints (the CLI's --backend, --p2g, --grid and
- * --graphs). firn_run_options_default: auto for each. */
+ * --graphs). Start from firn_run_options_default() (auto for each): a
+ * zeroed struct asks for atomic P2G, FIRN_P2G_ATOMIC being 0. */
 typedef struct {
     firn_backend backend; /* FIRN_BACKEND_AUTO: the GPU when one answers */
     int p2g;              /* the CUDA path's P2G, firn_p2g_variant */
@@ -622,7 +623,9 @@ int firn_world_substep(firn_world *world, float dt, firn_error *err);
 float firn_world_cfl_dt(firn_world *world);
 /* The substep [s] and substep count of the next frame: time.dt when the scene
  * fixes it, else the CFL step, either shortened to divide the frame evenly
- * (frame_dt / ceil(frame_dt / dt)). A CFL
+ * (frame_dt / ceil(frame_dt / dt)). It also sets what the solvers take from
+ * their own step each frame (DFSPH's relaxation time), with a fixed
+ * time.dt too; the stepping calls it before each frame. A CFL
  * step that would take more than 100000 substeps per frame is an error
  * (FIRN_E_NUMERIC) that names what limits it: a material's wave speed, the
  * particles' or a rigid body's speed, gravity over a frame, or time.cfl. */

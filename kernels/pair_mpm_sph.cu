@@ -9,7 +9,6 @@
 #include "firn_sph_coupling.h"
 #include "pair_mpm_sph.cuh"
 #include "solver.h"
-#include "sph.cuh"
 
 #define FIRN_BLOCK 256
 

@@ -2,13 +2,11 @@
  * firn_pbf.h; the CPU's pass is host/pair_pbd_rigid.c): one thread per
  * PBD particle, the bodies' reaction summed per warp (reaction.cuh).
  * Launchers in kernels/pair_pbd_rigid.cuh; queued by the couple stage
- * through firn_cuda_pbd_rigid, at the end of this file. */
+ * through kernels/pbd.cu's firn_cuda_pbd_rigid (the pair's step reads the
+ * PBD solver's device view, which pbd.cu holds). */
 #include "firn_pbf.h"
 #include "pair_pbd_rigid.cuh"
-#include "pbd.cuh"
 #include "reaction.cuh"
-#include "sph.cuh" /* firn_cuda_world_stream, firn_cuda_world_rigids */
-#include "world.h"
 
 #define FIRN_BLOCK 256
 
@@ -67,16 +65,3 @@ int firn_cuda_pbd_coupling_local_bytes(size_t *bytes, firn_error *err)
     const void *const kernels[] = {(const void *)pbd_rigid, (const void *)pbf_rigid};
     return firn_cuda_local_bytes(kernels, 2, bytes, err);
 }
-
-/* ---- the pair's step of the couple stage (host/coupler.c) ---------------- */
-
-static int pbd_rigid_queue(firn_world *w, firn_step *st)
-{
-    const firn_pbd_view B = firn_cuda_pbd_view(w->pbd.cuda, &w->pbd.P);
-    int n;
-    double *acc;
-    const firn_rigid *bodies = firn_cuda_world_rigids(w, &n, &acc);
-    return firn_cuda_queue_pbd_rigid(&B, bodies, n, acc, firn_cuda_world_stream(w), st->err);
-}
-
-extern "C" const firn_step_fn firn_cuda_pbd_rigid = pbd_rigid_queue;

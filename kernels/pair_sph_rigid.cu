@@ -8,7 +8,6 @@
 #include "pair_sph_rigid.cuh"
 #include "reaction.cuh"
 #include "solver.h"
-#include "sph.cuh"
 
 #define FIRN_BLOCK 256
 

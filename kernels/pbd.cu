@@ -624,3 +624,16 @@ static int mpm_pbd_queue(firn_world *w, firn_step *st)
 }
 
 extern "C" const firn_step_fn firn_cuda_mpm_pbd = mpm_pbd_queue;
+
+/* PBD-rigid's step of the couple stage (host/coupler.c): the pair's
+ * kernels (kernels/pair_pbd_rigid.cu) on this solver's device view. */
+static int pbd_rigid_queue(firn_world *w, firn_step *st)
+{
+    const firn_pbd_view B = firn_cuda_pbd_view(w->pbd.cuda, &w->pbd.P);
+    int n;
+    double *acc;
+    const firn_rigid *bodies = firn_cuda_world_rigids(w, &n, &acc);
+    return firn_cuda_queue_pbd_rigid(&B, bodies, n, acc, firn_cuda_world_stream(w), st->err);
+}
+
+extern "C" const firn_step_fn firn_cuda_pbd_rigid = pbd_rigid_queue;

@@ -5,17 +5,13 @@
 #ifndef FIRN_SPH_CUH
 #define FIRN_SPH_CUH
 
+#include "couple.cuh"
 #include "cuda_check.cuh"
 #include "firn_sph_coupling.h"
 
 struct firn_sph_cuda; /* kernels/sph.cu, held in firn_sph.cuda */
 
-/* The world's stream (kernels/mpm.cu): every phase and copy is queued on
- * it, so that the Coupler's order holds without other synchronisation. */
-cudaStream_t firn_cuda_world_stream(const struct firn_world *w);
-/* The device rigid bodies (*n of them) and their coupling accumulators
- * (*acc, FIRN_RIGID_ACC doubles each; kernels/mpm.cu). */
-firn_rigid *firn_cuda_world_rigids(const struct firn_world *w, int *n, double **acc);
+/* firn_cuda_world_stream and firn_cuda_world_rigids: kernels/couple.cuh. */
 /* MPM-SPH's contact: queues the MPM particles' volume fraction onto the
  * grid (after P2G) and fills *L with it; L->phi NULL when the contact is
  * off (kernels/mpm.cu). */

@@ -287,9 +287,10 @@ static firn_world *scene_world(const char *path, firn_backend backend, firn_scen
     return make_world(def, backend);
 }
 
-/* `firn compare` on a world of SPH alone lists SPH's fields, and no MPM
- * field or grid entry: nothing writes the grid without MPM particles, and
- * a solver without elements has no entries (host/compare.c). */
+/* `firn compare` on a world of SPH alone lists SPH's fields and its frame
+ * statistics (the SPH solver's compare_stats), and no MPM field, statistic
+ * or grid entry: nothing writes the grid without MPM particles, and a
+ * solver without elements has no entries (host/compare.c). */
 Test(gpu_sph, compare_of_an_sph_world_lists_only_its_fields, .timeout = 300)
 {
     require_gpu();
@@ -297,16 +298,23 @@ Test(gpu_sph, compare_of_an_sph_world_lists_only_its_fields, .timeout = 300)
     sph_scene(&def, FIRN_PRESSURE_WCSPH);
     firn_compare_report r;
     firn_error err = {0};
-    cr_assert_eq(firn_compare_backends(&def, 0, &r, &err), 0, "%s", err.msg);
+    cr_assert_eq(firn_compare_backends(&def, 1, &r, &err), 0, "%s", err.msg);
     cr_expect(r.ok, "the SPH pool's paths differ");
-    int sph = 0;
+    int fields = 0, stats = 0, density = 0;
     for (int e = 0; e < r.n_entries; e++) {
         const char *name = r.entries[e].name;
-        sph += !strncmp(name, "sph ", 4);
         cr_expect(!strncmp(name, "sph ", 4), "entry '%s' in a world of SPH alone", name);
+        fields += !r.entries[e].statistic;
+        stats += r.entries[e].statistic;
+        density += !strcmp(name, "sph mean density");
     }
-    cr_expect_eq(sph, 8, "%d SPH entries, not x, v, rho, p after one substep and again perturbed",
-                 sph);
+    cr_expect_eq(fields, 8, "%d SPH fields, not x, v, rho, p after one substep and again perturbed",
+                 fields);
+    cr_expect_eq(stats, 15,
+                 "%d SPH statistics, not its kinetic energy, centre, momentum and box per axis, "
+                 "mean density and pressure",
+                 stats);
+    cr_expect_eq(density, 1, "no 'sph mean density' statistic");
     firn_compare_report_free(&r);
 }
 
