@@ -53,7 +53,7 @@ typedef struct {
 } firn_body_stats;
 
 #define FIRN_BODY_STATS(st)                                                                        \
-    ((firn_body_stats){(st)->mass, (st)->kinetic_energy, (st)->momentum, (st)->center_of_mass,    \
+    ((firn_body_stats){(st)->mass, (st)->kinetic_energy, (st)->momentum, (st)->center_of_mass,     \
                        (st)->bbox_lower, (st)->bbox_upper})
 
 /* A solver's kinetic energy, then per axis its centre of mass, momentum

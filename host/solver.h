@@ -223,8 +223,8 @@ struct firn_stat_sink; /* host/compare_stats.h */
  * profile slots the Coupler ends after its pre and post phases. A solver
  * with no CUDA path has NULL phases in `cuda`; the CUDA backend refuses a
  * world that has it. Its state outside the substep, each NULL where the
- * world's core (host/world.c) keeps it, as for MPM, the rigid bodies and
- * the tools:
+ * world's core (host/world.c) keeps it, as for the rigid bodies, the
+ * tools and MPM's CFL, stats and device state:
  *   host_current  brings the host copy up to date (a CUDA world downloads
  *                 it when stale): 0, or -1 with err set;
  *   cfl           its limit on the step, the speed gravity may add over a
@@ -265,8 +265,7 @@ struct firn_stat_sink; /* host/compare_stats.h */
  *   create        makes its host state from the scene (def as the caller
  *                 gave it; w->def is the world's copy, its domain rounded
  *                 to whole cells), in solver order after the world's core
- *                 (MPM's particles, the rigid bodies, the tools): 0, or -1
- *                 with err set;
+ *                 (the rigid bodies, the tools): 0, or -1 with err set;
  *   cuda_create   its device mirror, once the CUDA world exists (NULL
  *                 where it has no CUDA path): 0, or -1 with err set;
  *   cuda_destroy, destroy  free them (either may run on a world half

@@ -607,6 +607,21 @@ static int mpm_compare_stats(firn_world *cpu, firn_world *gpu, const firn_frame_
     return 0;
 }
 
+/* MPM's particles from the scene's MPM bodies, in a spatial order (the
+ * sampler's lattice sorted by cell), and freed. */
+static int mpm_create(firn_world *w, const firn_scene_def *def, firn_error *err)
+{
+    if (firn_sample_bodies(def, w->mats, &w->p, err))
+        return -1;
+    if (firn_particles_sort_spatial(&w->p, &w->params)) {
+        firn_set_error(err, FIRN_E_NOMEM, "out of host memory sorting %d particles", w->p.n);
+        return -1;
+    }
+    return 0;
+}
+
+static void mpm_destroy(firn_world *w) { firn_particles_free(&w->p); }
+
 const firn_solver firn_mpm_solver = {
     .name = "mpm",
     .is_active = mpm_active,
@@ -619,6 +634,8 @@ const firn_solver firn_mpm_solver = {
     .compare_floor = mpm_compare_floor,
     .stats_mass = mpm_stats_mass,
     .compare_stats = mpm_compare_stats,
+    .create = mpm_create,
+    .destroy = mpm_destroy,
 };
 
 void firn_grid_split(const firn_grid *g, float *mass, float *vel)

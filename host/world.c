@@ -553,16 +553,11 @@ firn_world *firn_world_create_restored(const firn_scene_def *def, const firn_run
                        "missing or too old); use --backend cpu or auto");
         goto fail;
     }
-    if (firn_sample_bodies(def, w->mats, &w->p, err) || firn_rigids_init(w, err) ||
-        firn_tools_init(w, err))
+    if (firn_rigids_init(w, err) || firn_tools_init(w, err))
         goto fail;
     for (int k = 0; k < FIRN_SOLVER_COUNT; k++) /* the solvers beyond the world's core */
         if (firn_solver_of(k)->create && firn_solver_of(k)->create(w, def, err))
             goto fail;
-    if (firn_particles_sort_spatial(&w->p, &w->params)) {
-        firn_set_error(err, FIRN_E_NOMEM, "out of host memory sorting %d particles", w->p.n);
-        goto fail;
-    }
     firn_coupler_build(w);
     if (w->coupler.cpic && firn_particles_alloc_cpic(&w->p, w->n_rigids + 1)) {
         firn_set_error(err, FIRN_E_NOMEM, "out of host memory for the CPIC records (%d x %d)",
@@ -624,7 +619,6 @@ void firn_world_destroy(firn_world *w)
         firn_cuda_free(w);
     firn_cpu_free(w);
     firn_coupler_free(w);
-    firn_particles_free(&w->p);
     for (int k = 0; k < FIRN_SOLVER_COUNT; k++)
         if (firn_solver_of(k)->destroy)
             firn_solver_of(k)->destroy(w);
