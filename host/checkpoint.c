@@ -1021,10 +1021,15 @@ static int check_state(const firn_world *w, const char *path, firn_error *err)
         return refuse(err, path,
                       "is damaged: its DFSPH counters are negative (%d, %d, %lld, %lld, %lld)",
                       S->iters[0], S->iters[1], S->iters_total[0], S->iters_total[1], S->solves);
-    for (int sec = SEC_SOLVER; sec < SEC_COUNT; sec++)
-        if (section_solver(sec) >= 0 && check_fields(w, path, section_solver(sec), err))
+    /* each solver's saved fields in solver order, MPM's own rules (Jp, the
+     * CPIC words) right after MPM's fields, then the bodies */
+    for (int sec = SEC_SOLVER; sec < SEC_COUNT; sec++) {
+        const int k = section_solver(sec);
+        if (k >= 0 &&
+            (check_fields(w, path, k, err) || (k == FIRN_SOLVER_MPM && check_mpm(w, path, err))))
             return -1;
-    return check_mpm(w, path, err) || check_bodies(w, path, err) ? -1 : 0;
+    }
+    return check_bodies(w, path, err) ? -1 : 0;
 }
 
 /* Whether the file, from its first section on, holds a section MPIR (one
